@@ -1,0 +1,54 @@
+# Finds every third-party library allox uses. A missing one stops configuration with the name of
+# the Debian package that provides it (scripts/install-deps.sh installs them all).
+
+function(allox_require found what debian_package)
+  if(NOT ${found})
+    message(FATAL_ERROR "allox needs ${what}: install the Debian package '${debian_package}' "
+                        "(or run scripts/install-deps.sh)")
+  endif()
+endfunction()
+
+find_package(Threads REQUIRED)
+
+# LEMON ships a CMake config but its imported target differs across releases: find it by hand.
+find_path(LEMON_INCLUDE_DIR lemon/network_simplex.h)
+find_library(LEMON_LIBRARY NAMES emon lemon)
+allox_require(LEMON_INCLUDE_DIR "LEMON (lemon/network_simplex.h)" liblemon-dev)
+allox_require(LEMON_LIBRARY "LEMON (libemon)" liblemon-dev)
+add_library(allox::lemon INTERFACE IMPORTED)
+target_include_directories(allox::lemon SYSTEM INTERFACE ${LEMON_INCLUDE_DIR})
+target_link_libraries(allox::lemon INTERFACE ${LEMON_LIBRARY})
+
+find_path(GLPK_INCLUDE_DIR glpk.h)
+find_library(GLPK_LIBRARY glpk)
+allox_require(GLPK_INCLUDE_DIR "GLPK (glpk.h)" libglpk-dev)
+allox_require(GLPK_LIBRARY "GLPK (libglpk)" libglpk-dev)
+add_library(allox::glpk INTERFACE IMPORTED)
+target_include_directories(allox::glpk SYSTEM INTERFACE ${GLPK_INCLUDE_DIR})
+target_link_libraries(allox::glpk INTERFACE ${GLPK_LIBRARY})
+
+find_path(BOOST_GRAPH_INCLUDE_DIR boost/graph/successive_shortest_path_nonnegative_weights.hpp)
+allox_require(BOOST_GRAPH_INCLUDE_DIR "Boost Graph" libboost-graph-dev)
+add_library(allox::boost_graph INTERFACE IMPORTED)
+target_include_directories(allox::boost_graph SYSTEM INTERFACE ${BOOST_GRAPH_INCLUDE_DIR})
+
+find_package(yaml-cpp QUIET)
+allox_require(yaml-cpp_FOUND "yaml-cpp" libyaml-cpp-dev)
+
+find_package(nlohmann_json 3 QUIET)
+allox_require(nlohmann_json_FOUND "nlohmann/json" nlohmann-json3-dev)
+
+find_package(CLI11 QUIET)
+allox_require(CLI11_FOUND "CLI11" libcli11-dev)
+
+find_package(cpprestsdk QUIET)
+allox_require(cpprestsdk_FOUND "cpprestsdk" libcpprest-dev)
+
+find_package(SQLite3 QUIET)
+allox_require(SQLite3_FOUND "SQLite 3" libsqlite3-dev)
+
+find_package(GTest QUIET)
+allox_require(GTest_FOUND "GoogleTest" "googletest libgtest-dev libgmock-dev")
+
+find_package(benchmark QUIET)
+allox_require(benchmark_FOUND "Google Benchmark" libbenchmark-dev)

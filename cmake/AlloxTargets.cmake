@@ -1,0 +1,29 @@
+# Helpers shared by every module's CMakeLists.txt.
+
+# Warnings apply to project code only; third-party headers are included as SYSTEM.
+function(allox_warnings target)
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Werror)
+endfunction()
+
+# allox_library(NAME SOURCES ... DEPS ...): a static library allox_NAME with the repository
+# root on its include path, so headers are included as "core/model.h".
+function(allox_library name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  add_library(allox_${name} STATIC ${ARG_SOURCES})
+  target_include_directories(allox_${name} PUBLIC ${PROJECT_SOURCE_DIR})
+  target_link_libraries(allox_${name} PUBLIC ${ARG_DEPS})
+  allox_warnings(allox_${name})
+endfunction()
+
+# allox_test(NAME SOURCES ... DEPS ...): a GoogleTest binary whose cases ctest lists one by one.
+# Tests find shipped data through ALLOX_SOURCE_DIR.
+function(allox_test name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest_main GTest::gmock)
+  target_compile_definitions(${name} PRIVATE ALLOX_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
+                                             ALLOX_BINARY_DIR="${PROJECT_BINARY_DIR}")
+  allox_warnings(${name})
+  include(GoogleTest)
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 300)
+endfunction()

@@ -1,0 +1,40 @@
+#include "core/model.h"
+
+#include <algorithm>
+#include <set>
+
+namespace allox {
+
+std::vector<DeviceType> Cluster::device_types() const {
+  std::set<DeviceType> types;
+  for (const Machine& m : machines) types.insert(m.device);
+  return {types.begin(), types.end()};
+}
+
+std::size_t Cluster::count(const DeviceType& device) const {
+  return static_cast<std::size_t>(std::count_if(
+      machines.begin(), machines.end(), [&](const Machine& m) { return m.device == device; }));
+}
+
+std::optional<double> Job::time_on(const DeviceType& device) const {
+  auto it = time.find(device);
+  if (it == time.end()) return std::nullopt;
+  return it->second;
+}
+
+std::pair<DeviceType, double> Job::fastest() const {
+  auto best = time.begin();
+  for (auto it = time.begin(); it != time.end(); ++it) {
+    if (it->second < best->second) best = it;
+  }
+  return *best;
+}
+
+double Workload::weight_of(const std::string& user) const {
+  for (const User& u : users) {
+    if (u.name == user) return u.weight;
+  }
+  return 1;
+}
+
+}  // namespace allox

@@ -1,0 +1,86 @@
+// The scheduling-policy contract shared by the simulator (sim/) and the extender (extender/).
+//
+// A policy sees a snapshot of the cluster (ClusterState) and says which queued jobs start now on
+// which idle machines, and, for preemptive policies, which running jobs to stop. It never mutates
+// the snapshot; the caller applies the Decision and calls decide() again at the next event
+// (arrival, completion, periodic tick). Times are seconds on the caller's clock.
+//
+// Processing times in the snapshot are the caller's *estimates* (profiler output, or a trace's
+// estimate with its error); a policy never sees true times. For a running or preempted job,
+// QueuedJob::remaining is what is left of the estimate.
+//
+// Policies are stateful where their definition needs history (LAS attained service, windowed
+// usage), so keep one instance per simulation or server. Not thread-safe: one caller at a time.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/model.h"
+#include "core/result.h"
+
+namespace allox {
+
+struct QueuedJob {
+  const Job* job = nullptr;  // estimated processing time per device in job->time
+  double queued_since = 0;   // arrival (or the time it became schedulable after profiling)
+  double attained_service = 0;  // seconds already run (preemptive policies), 0 otherwise
+  // Remaining estimated time per device for a job that already ran (preempted); empty means
+  // job->time in full.
+  std::map<DeviceType, double> remaining;
+};
+
+struct RunningJob {
+  const Job* job = nullptr;
+  std::size_t machine = 0;  // index into ClusterState::machines
+  double start = 0;
+  double estimated_finish = 0;
+  double attained_service = 0;
+};
+
+struct ClusterState {
+  double now = 0;
+  std::vector<Machine> machines;  // busy_until = estimated finish for a busy machine
+  std::vector<bool> idle;         // idle[i]: machine i can start a job now
+  std::vector<QueuedJob> queue;
+  std::vector<RunningJob> running;
+  std::vector<User> users;  // weights; users absent here have weight 1
+};
+
+struct Placement {
+  std::string job_id;
+  std::size_t machine = 0;  // index into ClusterState::machines; must be idle
+};
+
+struct Decision {
+  std::vector<Placement> start;          // jobs to start now
+  std::vector<std::string> preempt;      // running job ids to stop (preemptive policies only)
+  std::map<std::string, double> estimated_start;  // advisory, for queued jobs that don't start
+};
+
+struct PolicyOptions {
+  double alpha = 0.1;              // allox: fraction of users per fairness round, in (0, 1]
+  double starvation_bound = 3600;  // allox: a job queued longer enters every round (seconds)
+  double usage_window = 3600;      // sliding window for cumulative usage reports (seconds)
+  std::string matcher_backend = "lemon";
+};
+
+class SchedulingPolicy {
+ public:
+  virtual ~SchedulingPolicy() = default;
+  virtual std::string name() const = 0;
+  // True when decide() may return preemptions (srpt, las).
+  virtual bool preemptive() const { return false; }
+  virtual Expected<Decision> decide(const ClusterState& state) = 0;
+};
+
+// Names: allox, fifo, sjf, drf, drf-ext, es, srpt, las, maxmin. Unknown names and out-of-range
+// options are errors naming the field.
+Expected<std::unique_ptr<SchedulingPolicy>> make_policy(const std::string& name,
+                                                        const PolicyOptions& options);
+std::vector<std::string> policy_names();
+
+}  // namespace allox
