@@ -25,8 +25,8 @@
 namespace allox {
 
 struct QueuedJob {
-  const Job* job = nullptr;  // estimated processing time per device in job->time
-  double queued_since = 0;   // arrival (or the time it became schedulable after profiling)
+  const Job* job = nullptr;     // estimated processing time per device in job->time
+  double queued_since = 0;      // arrival (or the time it became schedulable after profiling)
   double attained_service = 0;  // seconds already run (preemptive policies), 0 otherwise
   // Remaining estimated time per device for a job that already ran (preempted); empty means
   // job->time in full.
@@ -38,7 +38,7 @@ struct RunningJob {
   std::size_t machine = 0;  // index into ClusterState::machines
   double start = 0;
   double estimated_finish = 0;
-  double attained_service = 0;
+  double attained_service = 0;  // seconds run before `start` (earlier runs); now - start is added
 };
 
 struct ClusterState {
@@ -56,8 +56,10 @@ struct Placement {
 };
 
 struct Decision {
-  std::vector<Placement> start;          // jobs to start now
-  std::vector<std::string> preempt;      // running job ids to stop (preemptive policies only)
+  // Jobs to start now. The caller applies `preempt` first: a placement may name a machine that
+  // one of this Decision's preemptions frees.
+  std::vector<Placement> start;
+  std::vector<std::string> preempt;  // running job ids to stop (preemptive policies only)
   std::map<std::string, double> estimated_start;  // advisory, for queued jobs that don't start
 };
 

@@ -1,0 +1,59 @@
+#include "fairness/policy.h"
+
+#include <cmath>
+#include <functional>
+
+#include "fairness/policies.h"
+
+namespace allox {
+namespace {
+
+struct PolicyEntry {
+  const char* name;
+  std::function<std::unique_ptr<SchedulingPolicy>(const PolicyOptions&)> make;
+};
+
+const std::vector<PolicyEntry>& registry() {
+  static const std::vector<PolicyEntry> entries = {
+      {"fifo", [](const PolicyOptions&) { return make_fifo_policy(); }},
+      {"sjf", [](const PolicyOptions&) { return make_sjf_policy(); }},
+      {"drf", [](const PolicyOptions&) { return make_drf_policy(); }},
+      {"drf-ext", [](const PolicyOptions&) { return make_drf_ext_policy(); }},
+  };
+  return entries;
+}
+
+Status validate(const PolicyOptions& options) {
+  if (!(options.alpha > 0 && options.alpha <= 1)) {
+    return Error{"alpha must be in (0, 1], got " + std::to_string(options.alpha)};
+  }
+  if (!(options.starvation_bound > 0) || std::isnan(options.starvation_bound)) {
+    return Error{"starvation_bound must be > 0 seconds, got " +
+                 std::to_string(options.starvation_bound)};
+  }
+  if (!(options.usage_window > 0) || std::isnan(options.usage_window)) {
+    return Error{"usage_window must be > 0 seconds, got " + std::to_string(options.usage_window)};
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<SchedulingPolicy>> make_policy(const std::string& name,
+                                                        const PolicyOptions& options) {
+  if (Status valid = validate(options); !valid) return valid.error();
+  for (const PolicyEntry& entry : registry()) {
+    if (name == entry.name) return entry.make(options);
+  }
+  std::string known;
+  for (const std::string& n : policy_names()) known += (known.empty() ? "" : ", ") + n;
+  return Error{"unknown policy '" + name + "' (known: " + known + ")"};
+}
+
+std::vector<std::string> policy_names() {
+  std::vector<std::string> names;
+  for (const PolicyEntry& entry : registry()) names.push_back(entry.name);
+  return names;
+}
+
+}  // namespace allox

@@ -1,0 +1,30 @@
+// AlloX's current share L per user (DESIGN section 3), with weights.
+//
+// A running job holds one machine. Its share is the dominant share it would hold on its fastest
+// device type present in the cluster, 1 / (machines of that type), scaled by p_fast / p_actual
+// when it runs on a slower type: a slow placement delivers less of the cluster's useful work, so
+// it counts less. A user's L is the sum over its running jobs divided by its weight.
+//
+// Example: 2 GPUs and 4 CPU nodes; a job with p = {gpu: 10, cpu: 40} holds 1/2 on a GPU and
+// 1/2 * 10/40 = 1/8 on a CPU node.
+//
+// O(R * D) for R running jobs and D device types per job.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "fairness/policy.h"
+
+namespace allox {
+
+// Share one job holds while it runs on `running_on`, before weighting. 0 if the job has no
+// estimate for `running_on` or no device type of the job is present in `counts`.
+double running_job_share(const Job& job, const DeviceType& running_on,
+                         const std::map<DeviceType, std::size_t>& counts);
+
+// L per user, weighted, for every user with a running or queued job (0 for users with queued
+// jobs only).
+std::map<std::string, double> current_shares(const ClusterState& state);
+
+}  // namespace allox
