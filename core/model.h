@@ -37,10 +37,10 @@ struct Cluster {
 struct Job {
   std::string id;
   std::string user = "default";
-  double arrival = 0;                     // seconds
-  std::map<DeviceType, double> time;      // processing time in seconds per runnable device
+  double arrival = 0;                      // seconds
+  std::map<DeviceType, double> time;       // processing time in seconds per runnable device
   std::optional<std::int64_t> iterations;  // total iterations, when known (profiler input)
-  std::string family;                     // model family or image, for rate prediction
+  std::string family;                      // model family or image, for rate prediction
 
   std::optional<double> time_on(const DeviceType& device) const;
   // The device type with the smallest processing time (ties: the alphabetically first).

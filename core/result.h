@@ -20,7 +20,7 @@ struct Error {
 template <class T>
 class [[nodiscard]] Expected {
  public:
-  Expected(T value) : state_(std::in_place_index<0>, std::move(value)) {}  // NOLINT
+  Expected(T value) : state_(std::in_place_index<0>, std::move(value)) {}      // NOLINT
   Expected(Error error) : state_(std::in_place_index<1>, std::move(error)) {}  // NOLINT
 
   bool ok() const { return state_.index() == 0; }
@@ -47,6 +47,8 @@ class [[nodiscard]] Expected {
 
 // Success carries nothing; failure carries an Error.
 using Status = Expected<std::monostate>;
-inline Status OkStatus() { return std::monostate{}; }
+inline Status OkStatus() {
+  return std::monostate{};
+}
 
 }  // namespace allox

@@ -1,0 +1,11 @@
+// The `allox` subcommands. Each lives in cli/<name>_command.cc and registers itself on the app;
+// it parses arguments, calls library code, and renders the result. No scheduling logic here.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace allox::cli {
+
+void add_validate_command(CLI::App& app);
+
+}  // namespace allox::cli

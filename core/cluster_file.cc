@@ -1,0 +1,89 @@
+#include "core/cluster_file.h"
+
+#include <set>
+#include <vector>
+
+#include "core/input_file.h"
+#include "core/yaml_fields.h"
+
+namespace allox {
+
+namespace {
+
+constexpr std::int64_t kMaxPoolSize = 100000;
+
+// Where each machine was declared, for messages about it (a pool declares several).
+using Origins = std::vector<YAML::Node>;
+
+void read_machine(FieldReader& reader, const YAML::Node& node, std::size_t index, Cluster& cluster,
+                  Origins& origins) {
+  const std::string subject = "machines[" + std::to_string(index) + "]";
+  if (!reader.check_map(node, subject, {"name", "device", "busy_until"})) return;
+  const auto name = reader.text(node, "name", subject, true);
+  const std::string named = name ? "machine \"" + *name + "\"" : subject;
+  const auto device = reader.text(node, "device", named, true);
+  const auto busy_until = reader.non_negative(node, "busy_until", named, "seconds", false);
+  if (!name || !device || !reader.device_name(node["device"], named, "device", *device)) return;
+  cluster.machines.push_back({*name, *device, busy_until.value_or(0)});
+  origins.push_back(node);
+}
+
+void read_pool(FieldReader& reader, const YAML::Node& node, std::size_t index, Cluster& cluster,
+               Origins& origins) {
+  const std::string subject = "pools[" + std::to_string(index) + "]";
+  if (!reader.check_map(node, subject, {"device", "count", "prefix", "start", "busy_until"})) {
+    return;
+  }
+  const auto device = reader.text(node, "device", subject, true);
+  const auto count = reader.integer(node, "count", subject, 1, kMaxPoolSize, true);
+  const auto prefix = reader.text(node, "prefix", subject, false);
+  const auto start = reader.integer(node, "start", subject, 0, 1'000'000'000, false);
+  const auto busy_until = reader.non_negative(node, "busy_until", subject, "seconds", false);
+  if (!device || !count || !reader.device_name(node["device"], subject, "device", *device)) {
+    return;
+  }
+  const std::string stem = prefix.value_or(*device + "-");
+  for (std::int64_t i = 0; i < *count; ++i) {
+    cluster.machines.push_back(
+        {stem + std::to_string(start.value_or(0) + i), *device, busy_until.value_or(0)});
+    origins.push_back(node);
+  }
+}
+
+}  // namespace
+
+Expected<Cluster> parse_cluster(const std::string& text, const std::string& source) {
+  auto root = parse_yaml(text, source);
+  if (!root) return root.error();
+  FieldReader reader(source);
+  Cluster cluster;
+  Origins origins;
+  if (!reader.check_map(*root, "", {"machines", "pools"})) return reader.error();
+
+  const auto machines = reader.sequence(*root, "machines", "");
+  for (std::size_t i = 0; i < machines.size(); ++i)
+    read_machine(reader, machines[i], i, cluster, origins);
+  const auto pools = reader.sequence(*root, "pools", "");
+  for (std::size_t i = 0; i < pools.size(); ++i) read_pool(reader, pools[i], i, cluster, origins);
+
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < cluster.machines.size(); ++i) {
+    const std::string& name = cluster.machines[i].name;
+    if (!names.insert(name).second) {
+      reader.fail(origins[i], "machine \"" + name + "\"", "duplicate machine name");
+    }
+  }
+  if (reader.ok() && cluster.machines.empty()) {
+    reader.fail(*root, "", "the cluster has no machines: list some under machines or pools");
+  }
+  if (!reader.ok()) return reader.error();
+  return cluster;
+}
+
+Expected<Cluster> load_cluster_file(const std::string& path) {
+  auto text = read_input_file(path);
+  if (!text) return text.error();
+  return parse_cluster(*text, path);
+}
+
+}  // namespace allox

@@ -1,0 +1,18 @@
+// Reads a user-supplied input file (cluster, jobs, trace, config) into memory, refusing files
+// over a size limit before reading them, so a mistaken 100 MB argument costs nothing.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "core/result.h"
+
+namespace allox {
+
+// Large enough for a 100,000-job trace, small enough to parse comfortably.
+inline constexpr std::size_t kMaxInputBytes = 32u << 20;
+
+// The whole file. Errors name the path: missing, unreadable, a directory, or over `limit` bytes.
+Expected<std::string> read_input_file(const std::string& path, std::size_t limit = kMaxInputBytes);
+
+}  // namespace allox

@@ -1,0 +1,204 @@
+#include "core/yaml_fields.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+
+namespace allox {
+
+namespace {
+
+int line_of(const YAML::Node& node) {
+  const int line = node.Mark().line;
+  return line < 0 ? 1 : line + 1;
+}
+
+std::string join(std::initializer_list<std::string_view> items) {
+  std::string out;
+  for (std::string_view item : items) {
+    if (!out.empty()) out += ", ";
+    out += item;
+  }
+  return out;
+}
+
+// strtod accepts things YAML treats as text ("0x10", "inf", " 3"); insist on a plain decimal.
+std::optional<double> plain_number(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  for (char c : text) {
+    const bool allowed =
+        (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '+' || c == 'e' || c == 'E';
+    if (!allowed) return std::nullopt;
+  }
+  errno = 0;
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (end != text.c_str() + text.size() || errno == ERANGE || !std::isfinite(value)) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+}  // namespace
+
+Expected<YAML::Node> parse_yaml(const std::string& text, const std::string& source) {
+  try {
+    return YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    return Error{source + ":" + std::to_string(e.mark.line + 1) +
+                 ": not valid YAML or JSON: " + e.msg};
+  }
+}
+
+std::string describe(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Map:
+      return "a mapping";
+    case YAML::NodeType::Scalar:
+      // Numbers read as themselves ("got -3"); anything else is quoted ("got \"fast\"").
+      if (plain_number(node.Scalar())) return node.Scalar();
+      return "\"" + node.Scalar() + "\"";
+    default:
+      return "nothing";
+  }
+}
+
+void FieldReader::fail(const YAML::Node& at, std::string_view subject, std::string_view message) {
+  std::string line = source_ + ":" + std::to_string(line_of(at)) + ": ";
+  if (!subject.empty()) line.append(subject).append(": ");
+  line.append(message);
+  problems_.push_back(std::move(line));
+}
+
+Error FieldReader::error() const {
+  std::string all;
+  for (const std::string& p : problems_) {
+    if (!all.empty()) all += '\n';
+    all += p;
+  }
+  return Error{all};
+}
+
+bool FieldReader::check_map(const YAML::Node& node, std::string_view subject,
+                            std::initializer_list<std::string_view> allowed) {
+  if (!node.IsMap()) {
+    fail(node, subject,
+         "expected a mapping with keys " + join(allowed) + ", got " + describe(node));
+    return false;
+  }
+  bool clean = true;
+  for (const auto& entry : node) {
+    const std::string key = entry.first.as<std::string>("");
+    bool known = false;
+    for (std::string_view a : allowed) known = known || key == a;
+    if (!known) {
+      fail(entry.first, subject,
+           "unknown key \"" + key + "\" (expected one of: " + join(allowed) + ")");
+      clean = false;
+    }
+  }
+  return clean;
+}
+
+std::vector<YAML::Node> FieldReader::sequence(const YAML::Node& map, const char* key,
+                                              std::string_view subject) {
+  const YAML::Node node = map[key];
+  if (!node || node.IsNull()) return {};
+  if (!node.IsSequence()) {
+    fail(node, subject, std::string(key) + " must be a list, got " + describe(node));
+    return {};
+  }
+  return {node.begin(), node.end()};
+}
+
+std::optional<std::string> FieldReader::text(const YAML::Node& map, const char* key,
+                                             std::string_view subject, bool required) {
+  const YAML::Node node = map[key];
+  if (!node || node.IsNull()) {
+    if (required) fail(map, subject, std::string(key) + " is required");
+    return std::nullopt;
+  }
+  if (!node.IsScalar() || node.Scalar().empty()) {
+    fail(node, subject, std::string(key) + " must be a non-empty string, got " + describe(node));
+    return std::nullopt;
+  }
+  return node.Scalar();
+}
+
+std::optional<double> FieldReader::number_at(const YAML::Node& node, std::string_view subject,
+                                             std::string_view field, std::string_view requirement,
+                                             bool strictly_positive) {
+  std::optional<double> value;
+  if (node.IsScalar()) value = plain_number(node.Scalar());
+  if (!value || *value < 0 || (strictly_positive && *value == 0)) {
+    fail(node, subject,
+         std::string(field) + " must be " + std::string(requirement) + ", got " + describe(node));
+    return std::nullopt;
+  }
+  return value;
+}
+
+std::optional<double> FieldReader::positive(const YAML::Node& map, const char* key,
+                                            std::string_view subject, std::string_view unit,
+                                            bool required) {
+  const YAML::Node node = map[key];
+  if (!node || node.IsNull()) {
+    if (required) fail(map, subject, std::string(key) + " is required");
+    return std::nullopt;
+  }
+  return number_at(node, subject, key, "a positive number of " + std::string(unit), true);
+}
+
+std::optional<double> FieldReader::non_negative(const YAML::Node& map, const char* key,
+                                                std::string_view subject, std::string_view unit,
+                                                bool required) {
+  const YAML::Node node = map[key];
+  if (!node || node.IsNull()) {
+    if (required) fail(map, subject, std::string(key) + " is required");
+    return std::nullopt;
+  }
+  return number_at(node, subject, key, "a non-negative number of " + std::string(unit), false);
+}
+
+std::optional<std::int64_t> FieldReader::integer(const YAML::Node& map, const char* key,
+                                                 std::string_view subject, std::int64_t min,
+                                                 std::int64_t max, bool required) {
+  const YAML::Node node = map[key];
+  if (!node || node.IsNull()) {
+    if (required) fail(map, subject, std::string(key) + " is required");
+    return std::nullopt;
+  }
+  std::optional<double> value;
+  if (node.IsScalar()) value = plain_number(node.Scalar());
+  if (!value || *value != std::floor(*value) || *value < static_cast<double>(min) ||
+      *value > static_cast<double>(max)) {
+    fail(node, subject,
+         std::string(key) + " must be a whole number from " + std::to_string(min) + " to " +
+             std::to_string(max) + ", got " + describe(node));
+    return std::nullopt;
+  }
+  return static_cast<std::int64_t>(*value);
+}
+
+bool FieldReader::device_name(const YAML::Node& at, std::string_view subject,
+                              std::string_view field, const std::string& name) {
+  bool valid = !name.empty() && name.size() <= 63 &&
+               ((name[0] >= 'a' && name[0] <= 'z') || (name[0] >= '0' && name[0] <= '9'));
+  for (char c : name) {
+    valid = valid &&
+            ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.');
+  }
+  if (!valid) {
+    fail(at, subject,
+         std::string(field) +
+             " must be a device type name (lowercase letters, digits, '-', '_', "
+             "'.'; at most 63 characters), got \"" +
+             name + "\"");
+  }
+  return valid;
+}
+
+}  // namespace allox

@@ -1,0 +1,73 @@
+// Typed, validated reads of YAML (or JSON) input, with errors a person can act on.
+//
+// Every loader of a user file (cluster, jobs, config) reads fields through a FieldReader, which
+// records each problem as "<source>:<line>: <subject>: <message>", e.g.
+//   jobs.yaml:14: job "j7": time.gpu must be a positive number of seconds, got -3
+// and lets the loader go on to report the next problem. Lines are 1-based. JSON goes through the
+// same parser (yaml-cpp reads JSON as YAML), so both formats give identical messages.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/result.h"
+
+namespace allox {
+
+// Parses `text` as one YAML document; a syntax error names the line.
+Expected<YAML::Node> parse_yaml(const std::string& text, const std::string& source);
+
+class FieldReader {
+ public:
+  explicit FieldReader(std::string source) : source_(std::move(source)) {}
+
+  // Records "<source>:<line of at>: <subject>: <message>" (subject may be empty).
+  void fail(const YAML::Node& at, std::string_view subject, std::string_view message);
+  bool ok() const { return problems_.empty(); }
+  // All recorded problems, one per line, in input order.
+  Error error() const;
+
+  // True when `node` is a mapping whose keys are all in `allowed`; records what is wrong.
+  bool check_map(const YAML::Node& node, std::string_view subject,
+                 std::initializer_list<std::string_view> allowed);
+  // A sequence under `key` (absent: empty). Records an error if present but not a sequence.
+  std::vector<YAML::Node> sequence(const YAML::Node& map, const char* key,
+                                   std::string_view subject);
+
+  std::optional<std::string> text(const YAML::Node& map, const char* key, std::string_view subject,
+                                  bool required);
+  // A finite number > 0 (positive) or >= 0; `unit` completes "must be a ... number of <unit>".
+  std::optional<double> positive(const YAML::Node& map, const char* key, std::string_view subject,
+                                 std::string_view unit, bool required);
+  std::optional<double> non_negative(const YAML::Node& map, const char* key,
+                                     std::string_view subject, std::string_view unit,
+                                     bool required);
+  // An integer in [min, max].
+  std::optional<std::int64_t> integer(const YAML::Node& map, const char* key,
+                                      std::string_view subject, std::int64_t min, std::int64_t max,
+                                      bool required);
+
+  // Checks the spelling of a device type name; records an error naming `field`.
+  bool device_name(const YAML::Node& at, std::string_view subject, std::string_view field,
+                   const std::string& name);
+
+  // Reads a number with the wording of `field` for errors ("time.gpu").
+  std::optional<double> number_at(const YAML::Node& node, std::string_view subject,
+                                  std::string_view field, std::string_view requirement,
+                                  bool strictly_positive);
+
+ private:
+  std::string source_;
+  std::vector<std::string> problems_;
+};
+
+// How a scalar looks in an error message: its text, or "a list" / "a mapping" / "null".
+std::string describe(const YAML::Node& node);
+
+}  // namespace allox

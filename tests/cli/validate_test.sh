@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# allox validate end to end: the shipped examples pass, and each bad fixture is rejected with
+# exit status 1 and exactly the message written in its "# expect:" line.
+set -u
+allox=$1
+root=$2
+failures=0
+
+if ! out=$("$allox" validate "$root"/examples/cluster.yaml "$root"/examples/jobs.yaml 2>&1); then
+  echo "FAIL: examples rejected: $out"; failures=$((failures + 1))
+fi
+if ! out=$("$allox" validate "$root"/examples/cluster.json "$root"/examples/jobs.json 2>&1); then
+  echo "FAIL: JSON examples rejected: $out"; failures=$((failures + 1))
+fi
+
+cd "$root/tests/cli/fixtures" || exit 1
+check() {  # file expected-message
+  local got status
+  got=$("$allox" validate "$1" 2>&1 >/dev/null)
+  status=$?
+  if [[ $status -ne 1 || "$got" != "$2" ]]; then
+    echo "FAIL: $1: exit $status"; echo "  want: $2"; echo "  got:  $got"
+    failures=$((failures + 1))
+  fi
+}
+count=0
+for f in bad-*.yaml; do
+  check "$f" "$(sed -n '1s/^# expect: //p' "$f")"
+  count=$((count + 1))
+done
+check bad-weight.json 'bad-weight.json:1: user "a": weight must be a positive number of shares, got -1'
+count=$((count + 1))
+echo "$((count - failures)) of $count bad fixtures rejected with their exact message"
+exit $((failures > 0))

@@ -1,0 +1,157 @@
+// cluster.yaml loading: the accepted shapes, and one exact message per kind of bad input.
+#include "core/cluster_file.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace allox {
+namespace {
+
+struct BadInput {
+  const char* text;
+  const char* error;
+};
+
+// Each input has one fault; the message must name the line, the subject and the field.
+const BadInput kBadClusters[] = {
+    {R"(machines: [{name: g0, device: gpu}]
+extra: 1
+)",
+     R"(cluster.yaml:2: unknown key "extra" (expected one of: machines, pools))"},
+    {R"(machines:
+  - {name: g0, device: gpu}
+  - {name: g0, device: cpu}
+)",
+     R"(cluster.yaml:3: machine "g0": duplicate machine name)"},
+    {R"(machines: []
+)",
+     R"(cluster.yaml:1: the cluster has no machines: list some under machines or pools)"},
+    {R"({}
+)",
+     R"(cluster.yaml:1: the cluster has no machines: list some under machines or pools)"},
+    {R"(machines:
+  - {name: g0, device: GPU!}
+)",
+     R"(cluster.yaml:2: machine "g0": device must be a device type name (lowercase letters, digits, '-', '_', '.'; at most 63 characters), got "GPU!")"},
+    {R"(machines:
+  - {name: g0}
+)",
+     R"(cluster.yaml:2: machine "g0": device is required)"},
+    {R"(machines:
+  - {device: gpu}
+)",
+     R"(cluster.yaml:2: machines[0]: name is required)"},
+    {R"(machines:
+  - {name: g0, device: gpu, busy_until: -5}
+)",
+     R"(cluster.yaml:2: machine "g0": busy_until must be a non-negative number of seconds, got -5)"},
+    {R"(machines:
+  - {name: g0, device: gpu, busy_until: soon}
+)",
+     R"(cluster.yaml:2: machine "g0": busy_until must be a non-negative number of seconds, got "soon")"},
+    {R"(pools:
+  - {device: gpu, count: 0}
+)",
+     R"(cluster.yaml:2: pools[0]: count must be a whole number from 1 to 100000, got 0)"},
+    {R"(pools:
+  - {device: gpu, count: 2.5}
+)",
+     R"(cluster.yaml:2: pools[0]: count must be a whole number from 1 to 100000, got 2.5)"},
+    {R"(pools:
+  - {device: gpu, count: 200000}
+)",
+     R"(cluster.yaml:2: pools[0]: count must be a whole number from 1 to 100000, got 200000)"},
+    {R"(pools:
+  - {device: gpu}
+)",
+     R"(cluster.yaml:2: pools[0]: count is required)"},
+    {R"(pools:
+  - {device: gpu, count: 2, prefix: g}
+machines:
+  - {name: g1, device: cpu}
+)",
+     R"(cluster.yaml:2: machine "g1": duplicate machine name)"},
+    {R"(pools:
+  - {device: gpu, count: 2, colour: red}
+)",
+     R"(cluster.yaml:2: pools[0]: unknown key "colour" (expected one of: device, count, prefix, start, busy_until))"},
+    {R"(machines: {name: g0}
+)",
+     R"(cluster.yaml:1: machines must be a list, got a mapping)"},
+    {R"(just some text
+)",
+     R"(cluster.yaml:1: expected a mapping with keys machines, pools, got "just some text")"},
+    {R"(machines: [ {name: g0, device: gpu}
+)",
+     R"(cluster.yaml:2: not valid YAML or JSON: end of sequence flow not found)"},
+    {R"(- a
+- b
+)",
+     R"(cluster.yaml:1: expected a mapping with keys machines, pools, got a list)"},
+    {R"(machines:
+  - gpu-0
+)",
+     R"(cluster.yaml:2: machines[0]: expected a mapping with keys name, device, busy_until, got "gpu-0")"},
+};
+
+TEST(ClusterFile, RejectsEachBadInputWithItsExactMessage) {
+  for (const BadInput& bad : kBadClusters) {
+    auto cluster = parse_cluster(bad.text, "cluster.yaml");
+    ASSERT_FALSE(cluster.ok()) << bad.text;
+    EXPECT_EQ(bad.error, cluster.message()) << bad.text;
+  }
+}
+
+TEST(ClusterFile, ExpandsPoolsAndKeepsMachineFields) {
+  auto cluster = parse_cluster(R"(
+machines:
+  - {name: tpu-0, device: tpu}
+  - {name: cpu-busy, device: cpu, busy_until: 120}
+pools:
+  - {device: gpu, count: 3, prefix: g-, start: 1}
+  - {device: cpu, count: 2}
+)",
+                               "cluster.yaml");
+  ASSERT_TRUE(cluster.ok()) << cluster.message();
+  std::vector<std::string> names;
+  for (const Machine& m : cluster->machines) names.push_back(m.name);
+  EXPECT_EQ((std::vector<std::string>{"tpu-0", "cpu-busy", "g-1", "g-2", "g-3", "cpu-0", "cpu-1"}),
+            names);
+  EXPECT_EQ(120, cluster->machines[1].busy_until);
+  EXPECT_EQ(0, cluster->machines[0].busy_until);
+  EXPECT_EQ((std::vector<DeviceType>{"cpu", "gpu", "tpu"}), cluster->device_types());
+  EXPECT_EQ(3u, cluster->count("gpu"));
+  EXPECT_EQ(3u, cluster->count("cpu"));
+}
+
+TEST(ClusterFile, JsonGivesTheSameClusterAsYaml) {
+  auto yaml = parse_cluster("pools: [{device: gpu, count: 2}]\nmachines: [{name: c, device: cpu}]",
+                            "c.yaml");
+  auto json = parse_cluster(
+      R"({"machines": [{"name": "c", "device": "cpu"}], "pools": [{"device": "gpu", "count": 2}]})",
+      "c.json");
+  ASSERT_TRUE(yaml.ok() && json.ok());
+  ASSERT_EQ(yaml->machines.size(), json->machines.size());
+  for (std::size_t i = 0; i < yaml->machines.size(); ++i) {
+    EXPECT_EQ(yaml->machines[i].name, json->machines[i].name);
+    EXPECT_EQ(yaml->machines[i].device, json->machines[i].device);
+  }
+}
+
+TEST(ClusterFile, ReportsEveryProblemNotJustTheFirst) {
+  auto cluster = parse_cluster(R"(machines:
+  - {name: a, device: gpu, busy_until: -1}
+  - {name: b, device: "GPU"}
+)",
+                               "cluster.yaml");
+  ASSERT_FALSE(cluster.ok());
+  EXPECT_EQ(
+      "cluster.yaml:2: machine \"a\": busy_until must be a non-negative number of seconds, got -1\n"
+      "cluster.yaml:3: machine \"b\": device must be a device type name (lowercase letters, "
+      "digits, '-', '_', '.'; at most 63 characters), got \"GPU\"",
+      cluster.message());
+}
+
+}  // namespace
+}  // namespace allox
