@@ -1,5 +1,6 @@
 #include "fairness/policy.h"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 
@@ -19,6 +20,10 @@ const std::vector<PolicyEntry>& registry() {
       {"sjf", [](const PolicyOptions&) { return make_sjf_policy(); }},
       {"drf", [](const PolicyOptions&) { return make_drf_policy(); }},
       {"drf-ext", [](const PolicyOptions&) { return make_drf_ext_policy(); }},
+      {"es", [](const PolicyOptions&) { return make_equal_share_policy(); }},
+      {"srpt", [](const PolicyOptions&) { return make_srpt_policy(); }},
+      {"las", [](const PolicyOptions& o) { return make_las_policy(o); }},
+      {"maxmin", [](const PolicyOptions&) { return make_maxmin_policy(); }},
   };
   return entries;
 }
@@ -33,6 +38,15 @@ Status validate(const PolicyOptions& options) {
   }
   if (!(options.usage_window > 0) || std::isnan(options.usage_window)) {
     return Error{"usage_window must be > 0 seconds, got " + std::to_string(options.usage_window)};
+  }
+  if (!std::is_sorted(options.las_queue_thresholds.begin(), options.las_queue_thresholds.end()) ||
+      std::any_of(options.las_queue_thresholds.begin(), options.las_queue_thresholds.end(),
+                  [](double t) { return !(t > 0); })) {
+    return Error{"las_queue_thresholds must be positive and ascending"};
+  }
+  if (!(options.las_promotion_factor > 0)) {
+    return Error{"las_promotion_factor must be > 0, got " +
+                 std::to_string(options.las_promotion_factor)};
   }
   return OkStatus();
 }

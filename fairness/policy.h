@@ -68,6 +68,11 @@ struct PolicyOptions {
   double starvation_bound = 3600;  // allox: a job queued longer enters every round (seconds)
   double usage_window = 3600;      // sliding window for cumulative usage reports (seconds)
   std::string matcher_backend = "lemon";
+  // las: attained-service thresholds (seconds, ascending) between its priority queues, and the
+  // promotion knob: a queued job that has waited longer than this many times its attained
+  // service returns to the top queue (Tiresias' starvation guard).
+  std::vector<double> las_queue_thresholds = {100, 1000};
+  double las_promotion_factor = 4;
 };
 
 class SchedulingPolicy {
