@@ -1,0 +1,96 @@
+#include "sim/metrics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+
+namespace allox {
+
+double percentile(std::vector<double> values, double p) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const double rank = (values.size() - 1) * std::clamp(p, 0.0, 100.0) / 100.0;
+  const std::size_t lo = static_cast<std::size_t>(std::floor(rank));
+  const std::size_t hi = std::min(lo + 1, values.size() - 1);
+  return values[lo] + (values[hi] - values[lo]) * (rank - lo);
+}
+
+SimSummary summarize(const SimResult& result, const Trace& trace, const Cluster& cluster,
+                     double alpha) {
+  SimSummary s;
+  s.policy = result.policy;
+  s.alpha = alpha;
+  s.jobs = result.jobs.size();
+  s.sim_wall_s = result.wall_seconds;
+
+  std::map<DeviceType, double> machines;
+  for (const Machine& m : cluster.machines) machines[m.device] += 1;
+  double total_weight = 0;
+  for (const User& u : trace.users) total_weight += u.weight;
+
+  std::map<std::string, std::size_t> user_pos;
+  for (const User& u : trace.users) {
+    user_pos[u.name] = s.per_user.size();
+    UserSummary us;
+    us.user = u.name;
+    s.per_user.push_back(us);
+  }
+  std::vector<double> jct_sum(s.per_user.size(), 0), isolated_sum(s.per_user.size(), 0);
+
+  std::vector<double> jcts;
+  double first_arrival = std::numeric_limits<double>::infinity(), last_finish = 0;
+  for (std::size_t i = 0; i < result.jobs.size(); ++i) {
+    const JobRecord& r = result.jobs[i];
+    const TraceJob& tj = trace.jobs[i];
+    const std::size_t u = user_pos.at(r.user);
+    UserSummary& us = s.per_user[u];
+    ++us.jobs;
+    first_arrival = std::min(first_arrival, r.arrival);
+    if (!r.finish) continue;
+    const double jct = *r.finish - r.arrival;
+    jcts.push_back(jct);
+    ++us.completed;
+    us.last_finish = std::max(us.last_finish, *r.finish);
+    last_finish = std::max(last_finish, *r.finish);
+    jct_sum[u] += jct;
+
+    const double slice = trace.users[u].weight / total_weight;
+    double isolated = std::numeric_limits<double>::infinity();
+    for (const auto& [device, time] : tj.true_time) {
+      auto n = machines.find(device);
+      if (n == machines.end()) continue;
+      isolated = std::min(isolated, time / std::min(1.0, slice * n->second));
+    }
+    isolated_sum[u] += isolated;
+  }
+
+  s.completed = jcts.size();
+  if (!jcts.empty()) {
+    double total = 0;
+    for (double x : jcts) total += x;
+    s.avg_jct = total / jcts.size();
+    s.p50_jct = percentile(jcts, 50);
+    s.p95_jct = percentile(jcts, 95);
+    s.p99_jct = percentile(jcts, 99);
+    s.makespan = last_finish - first_arrival;
+  }
+
+  double sum_x = 0, sum_x2 = 0;
+  std::size_t n = 0;
+  for (std::size_t u = 0; u < s.per_user.size(); ++u) {
+    UserSummary& us = s.per_user[u];
+    if (us.completed == 0) continue;
+    us.avg_jct = jct_sum[u] / us.completed;
+    us.rho = jct_sum[u] / isolated_sum[u];
+    s.max_rho = std::max(s.max_rho, us.rho);
+    const double x = 1 / us.rho;
+    sum_x += x;
+    sum_x2 += x * x;
+    ++n;
+  }
+  s.jain = n == 0 ? 0 : sum_x * sum_x / (n * sum_x2);
+  return s;
+}
+
+}  // namespace allox

@@ -1,0 +1,134 @@
+#include "sim/report.h"
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iomanip>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace allox {
+namespace {
+
+// Shortest text that reads back as the same double.
+std::string number(double x) {
+  std::ostringstream out;
+  out << std::setprecision(17) << x;
+  std::string s = out.str();
+  std::ostringstream shorter;
+  for (int digits = 6; digits < 17; ++digits) {
+    shorter.str("");
+    shorter << std::setprecision(digits) << x;
+    if (std::stod(shorter.str()) == x) return shorter.str();
+  }
+  return s;
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string quoted = "\"";
+  for (char c : s) {
+    if (c == '"') quoted += '"';
+    quoted += c;
+  }
+  return quoted + "\"";
+}
+
+Status write_file(const std::filesystem::path& path,
+                  const std::function<void(std::ostream&)>& body) {
+  std::ofstream out(path);
+  if (!out) return Error{"cannot write " + path.string()};
+  body(out);
+  out.close();
+  if (!out) return Error{"error writing " + path.string()};
+  return OkStatus();
+}
+
+}  // namespace
+
+void write_summary_json(const SimSummary& s, std::ostream& out) {
+  nlohmann::ordered_json j;
+  j["policy"] = s.policy;
+  j["alpha"] = s.alpha;
+  j["jobs"] = s.jobs;
+  j["completed"] = s.completed;
+  j["avg_jct"] = s.avg_jct;
+  j["p50_jct"] = s.p50_jct;
+  j["p95_jct"] = s.p95_jct;
+  j["p99_jct"] = s.p99_jct;
+  j["makespan"] = s.makespan;
+  j["jain"] = s.jain;
+  j["max_rho"] = s.max_rho;
+  j["sim_wall_s"] = s.sim_wall_s;
+  nlohmann::ordered_json users = nlohmann::ordered_json::array();
+  for (const UserSummary& u : s.per_user) {
+    nlohmann::ordered_json ju;
+    ju["user"] = u.user;
+    ju["jobs"] = u.jobs;
+    ju["completed"] = u.completed;
+    ju["avg_jct"] = u.avg_jct;
+    ju["rho"] = u.rho;
+    ju["last_finish"] = u.last_finish;
+    users.push_back(ju);
+  }
+  j["per_user"] = users;
+  out << j.dump(2) << "\n";
+}
+
+void write_jobs_csv(const SimResult& result, std::ostream& out) {
+  out << "job,user,arrival,start,finish,device,machine,estimated_time,true_time\n";
+  for (const JobRecord& r : result.jobs) {
+    out << csv_field(r.job) << ',' << csv_field(r.user) << ',' << number(r.arrival) << ','
+        << (r.start ? number(*r.start) : "") << ',' << (r.finish ? number(*r.finish) : "") << ','
+        << csv_field(r.device) << ',' << csv_field(r.machine) << ','
+        << (r.finish ? number(r.estimated_time) : "") << ','
+        << (r.finish ? number(r.true_time) : "") << '\n';
+  }
+}
+
+void write_shares_csv(const SimResult& result, std::ostream& out) {
+  out << "time";
+  for (const std::string& u : result.users) out << ',' << csv_field(u);
+  out << '\n';
+  const double machines = static_cast<double>(std::max<std::size_t>(result.machines, 1));
+  for (const ShareSample& s : result.shares) {
+    out << number(s.time);
+    for (int busy : s.machines) out << ',' << number(busy / machines);
+    out << '\n';
+  }
+}
+
+void write_comparison_table(const std::vector<SimSummary>& summaries, std::ostream& out) {
+  out << std::left << std::setw(12) << "policy" << std::right << std::setw(7) << "alpha"
+      << std::setw(11) << "completed" << std::setw(11) << "avg_jct" << std::setw(10) << "p50"
+      << std::setw(10) << "p95" << std::setw(10) << "p99" << std::setw(11) << "makespan"
+      << std::setw(7) << "jain" << std::setw(9) << "max_rho" << std::setw(9) << "wall_s" << '\n';
+  out << std::fixed;
+  for (const SimSummary& s : summaries) {
+    out << std::left << std::setw(12) << s.policy << std::right << std::setprecision(2)
+        << std::setw(7) << s.alpha << std::setw(11)
+        << (std::to_string(s.completed) + "/" + std::to_string(s.jobs)) << std::setprecision(1)
+        << std::setw(11) << s.avg_jct << std::setw(10) << s.p50_jct << std::setw(10) << s.p95_jct
+        << std::setw(10) << s.p99_jct << std::setw(11) << s.makespan << std::setprecision(3)
+        << std::setw(7) << s.jain << std::setprecision(2) << std::setw(9) << s.max_rho
+        << std::setw(9) << s.sim_wall_s << '\n';
+  }
+  out.unsetf(std::ios::fixed);
+}
+
+Status write_run_files(const SimSummary& summary, const SimResult& result, const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Error{"cannot create " + dir + ": " + ec.message()};
+  const std::filesystem::path base(dir);
+  if (Status s = write_file(base / "summary.json",
+                            [&](std::ostream& o) { write_summary_json(summary, o); });
+      !s.ok())
+    return s;
+  if (Status s = write_file(base / "jobs.csv", [&](std::ostream& o) { write_jobs_csv(result, o); });
+      !s.ok())
+    return s;
+  return write_file(base / "shares.csv", [&](std::ostream& o) { write_shares_csv(result, o); });
+}
+
+}  // namespace allox

@@ -1,0 +1,76 @@
+#include "sim/trace.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+namespace allox {
+namespace {
+
+bool positive_finite(double x) {
+  return std::isfinite(x) && x > 0;
+}
+
+}  // namespace
+
+Status validate_trace(const Trace& trace) {
+  std::map<std::string, double> weights;
+  for (const User& user : trace.users) {
+    if (user.name.empty()) return Error{"trace: a user has an empty name"};
+    if (!positive_finite(user.weight)) {
+      return Error{"trace: user " + user.name + " has weight " + std::to_string(user.weight) +
+                   " (must be > 0)"};
+    }
+    if (!weights.emplace(user.name, user.weight).second) {
+      return Error{"trace: user " + user.name + " is listed twice"};
+    }
+  }
+  std::set<std::string> ids;
+  for (const TraceJob& tj : trace.jobs) {
+    const Job& job = tj.job;
+    const std::string where = "trace: job '" + job.id + "'";
+    if (job.id.empty()) return Error{"trace: a job has an empty id"};
+    if (!ids.insert(job.id).second) return Error{where + " appears twice"};
+    if (!std::isfinite(job.arrival) || job.arrival < 0) {
+      return Error{where + ": arrival must be a finite number >= 0"};
+    }
+    if (!weights.count(job.user)) return Error{where + ": user " + job.user + " is not listed"};
+    if (job.time.empty()) return Error{where + ": no device it can run on"};
+    if (job.time.size() != tj.true_time.size()) {
+      return Error{where + ": estimated and true times name different devices"};
+    }
+    for (const auto& [device, estimate] : job.time) {
+      auto truth = tj.true_time.find(device);
+      if (truth == tj.true_time.end()) {
+        return Error{where + ": no true time on " + device};
+      }
+      if (!positive_finite(estimate)) {
+        return Error{where + ": estimated time on " + device + " must be > 0"};
+      }
+      if (!positive_finite(truth->second)) {
+        return Error{where + ": true time on " + device + " must be > 0"};
+      }
+    }
+  }
+  return OkStatus();
+}
+
+void sort_by_arrival(Trace& trace) {
+  std::stable_sort(trace.jobs.begin(), trace.jobs.end(), [](const TraceJob& a, const TraceJob& b) {
+    return a.job.arrival < b.job.arrival;
+  });
+}
+
+void add_missing_users(Trace& trace) {
+  std::set<std::string> known;
+  for (const User& user : trace.users) known.insert(user.name);
+  for (const TraceJob& tj : trace.jobs) {
+    if (known.insert(tj.job.user).second) trace.users.push_back(User{tj.job.user, 1});
+  }
+}
+
+void use_true_times_as_estimates(Trace& trace) {
+  for (TraceJob& tj : trace.jobs) tj.job.time = tj.true_time;
+}
+
+}  // namespace allox

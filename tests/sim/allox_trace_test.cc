@@ -1,0 +1,87 @@
+#include "sim/allox_trace.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+namespace allox {
+namespace {
+
+const char* kTwoJobs =
+    "# 0\n"
+    "1 7 1 5 queue1\n"
+    "stage -1.0 32.0 14.0 100.0 1.0 2.0 50.0 1 -0.5 0.1\n"
+    "0\n"
+    "# 1\n"
+    "1 3 1 0 queue0\n"
+    "stage -1.0 32.0 14.0 97.0 1.0 2.0 49.0 1 0.0 0.0\n"
+    "0\n";
+
+TEST(AlloxTrace, ParsesJobsWithEstimateErrors) {
+  std::istringstream in(kTwoJobs);
+  auto t = parse_allox_trace(in, "two");
+  ASSERT_TRUE(t.ok()) << t.message();
+  ASSERT_EQ(t->jobs.size(), 2u);
+  // Sorted by arrival: job 3 (t=0) first.
+  const TraceJob& first = t->jobs[0];
+  EXPECT_EQ(first.job.id, "3");
+  EXPECT_EQ(first.job.user, "queue0");
+  const TraceJob& second = t->jobs[1];
+  EXPECT_EQ(second.job.id, "7");
+  EXPECT_DOUBLE_EQ(second.job.arrival, 5);
+  EXPECT_DOUBLE_EQ(second.true_time.at("cpu"), 100);
+  EXPECT_DOUBLE_EQ(second.true_time.at("gpu"), 50);
+  EXPECT_DOUBLE_EQ(second.job.time.at("cpu"), 50);  // 100 × (1 − 0.5)
+  EXPECT_DOUBLE_EQ(second.job.time.at("gpu"), 55);  // 50 × (1 + 0.1)
+  ASSERT_EQ(t->users.size(), 2u);
+  EXPECT_EQ(t->users[0].name, "queue1");  // first appearance in the file
+}
+
+TEST(AlloxTrace, ExactEstimatesIgnoreErrors) {
+  std::istringstream in(kTwoJobs);
+  auto t = parse_allox_trace(in, "two", AlloxTraceOptions{.exact_estimates = true});
+  ASSERT_TRUE(t.ok()) << t.message();
+  EXPECT_EQ(t->jobs[1].job.time, t->jobs[1].true_time);
+}
+
+TEST(AlloxTrace, MalformedInputNamesTheLine) {
+  struct Case {
+    const char* text;
+    const char* where;
+  };
+  const Case cases[] = {
+      {"1 0 1 0 q\n", "two:1:"},
+      {"# 0\n1 0 1 x q\nstage -1 1 1 1 1 1 1 1 0 0\n0\n", "two:2: bad arrival"},
+      {"# 0\n1 0 1 0 q\nstage -1 1 1 1 1 1\n0\n", "two:3:"},
+      {"# 0\n1 0 1 0 q\nstage -1 1 1 0 1 1 1 1 0 0\n0\n", "times must be > 0"},
+      {"# 0\n1 0 1 0 q\nstage -1 1 1 1 1 1 1 1 -1 0\n0\n", "errors must be > -1"},
+      {"# 0\n1 0 1 0 q\nstage -1 1 1 1 1 1 1 1 0 0\n2\n", "dependencies"},
+      {"# 0\n1 0 1 0 q\nstage -1 1 1 1 1 1 1 1 0 0\n0\n# 1\n1 0 1 0 q\nstage -1 1 1 1 1 1 1 1 0 "
+       "0\n0\n",
+       "appears twice"},
+  };
+  for (const Case& c : cases) {
+    std::istringstream in(c.text);
+    auto t = parse_allox_trace(in, "two");
+    ASSERT_FALSE(t.ok()) << c.text;
+    EXPECT_NE(t.message().find(c.where), std::string::npos) << t.message();
+  }
+}
+
+TEST(AlloxTrace, LoadsThePaperWorkload) {
+  auto t = load_allox_trace(ALLOX_SOURCE_DIR "/data/allox-google/jobs_input_10_Google.txt");
+  ASSERT_TRUE(t.ok()) << t.message();
+  EXPECT_EQ(t->jobs.size(), 10000u);
+  EXPECT_EQ(t->users.size(), 10u);
+  EXPECT_DOUBLE_EQ(t->jobs.front().job.arrival, 0);
+  EXPECT_LE(t->jobs.back().job.arrival, 22520);
+}
+
+TEST(AlloxTrace, MissingFileIsAnError) {
+  auto t = load_allox_trace("/nonexistent/trace.txt");
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.message().find("/nonexistent/trace.txt"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace allox

@@ -1,0 +1,59 @@
+#include "sim/metrics.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/sim/sim_test_util.h"
+
+namespace allox {
+namespace {
+
+TEST(Metrics, PercentileInterpolatesLinearly) {
+  struct Case {
+    std::vector<double> values;
+    double p, want;
+  };
+  const Case cases[] = {
+      {{}, 50, 0},          {{7}, 99, 7},           {{1, 2, 3, 4}, 50, 2.5},
+      {{4, 1, 3, 2}, 0, 1}, {{4, 1, 3, 2}, 100, 4}, {{0, 10}, 95, 9.5},
+  };
+  for (const Case& c : cases) EXPECT_DOUBLE_EQ(percentile(c.values, c.p), c.want) << c.p;
+}
+
+// Two users, 2 GPUs: each user's slice is 1 GPU, so isolated time = GPU time.
+// u1: a (gpu 10) arrives 0, finishes 10 -> rho 1. u2: b (gpu 10) arrives 0, finishes 30 -> rho 3.
+TEST(Metrics, HandComputedSummary) {
+  Trace t = testing::make_trace({testing::trace_job("a", "u1", 0, {{"gpu", 10}, {"cpu", 40}}),
+                                 testing::trace_job("b", "u2", 0, {{"gpu", 10}})});
+  SimResult r;
+  r.policy = "hand";
+  r.users = {"u1", "u2"};
+  r.jobs = {JobRecord{"a", "u1", 0, 0, 0.0, 10.0, "gpu", "gpu-0", 10, 10, 0},
+            JobRecord{"b", "u2", 0, 0, 20.0, 30.0, "gpu", "gpu-1", 10, 10, 0}};
+  SimSummary s = summarize(r, t, testing::make_cluster(0, 2), 0.5);
+  EXPECT_EQ(s.completed, 2u);
+  EXPECT_DOUBLE_EQ(s.avg_jct, 20);
+  EXPECT_DOUBLE_EQ(s.makespan, 30);
+  EXPECT_DOUBLE_EQ(s.per_user[0].rho, 1);
+  EXPECT_DOUBLE_EQ(s.per_user[1].rho, 3);
+  EXPECT_DOUBLE_EQ(s.max_rho, 3);
+  // x = (1, 1/3): (4/3)^2 / (2 * (1 + 1/9)) = 0.8
+  EXPECT_DOUBLE_EQ(s.jain, 0.8);
+}
+
+// One GPU shared by two users: each slice is half a GPU, so a 10 s job takes 20 s isolated.
+TEST(Metrics, FractionalSliceSlowsTheIsolatedBaseline) {
+  Trace t = testing::make_trace({testing::trace_job("a", "u1", 0, {{"gpu", 10}}),
+                                 testing::trace_job("b", "u2", 0, {{"gpu", 10}})});
+  SimResult r;
+  r.users = {"u1", "u2"};
+  r.jobs = {JobRecord{"a", "u1", 0, 0, 0.0, 10.0, "gpu", "gpu-0", 10, 10, 0},
+            JobRecord{"b", "u2", 0, 0, std::nullopt, std::nullopt, "", "", 0, 0, 0}};
+  SimSummary s = summarize(r, t, testing::make_cluster(0, 1), 1);
+  EXPECT_EQ(s.completed, 1u);
+  EXPECT_DOUBLE_EQ(s.per_user[0].rho, 0.5);
+  EXPECT_EQ(s.per_user[1].completed, 0u);
+  EXPECT_DOUBLE_EQ(s.jain, 1);  // only users with completed jobs count
+}
+
+}  // namespace
+}  // namespace allox
