@@ -1,0 +1,25 @@
+// The three min-cost flow solvers behind one call (internal).
+//
+// Each returns an optimal SlotFlow, or feasible = false when the network cannot carry every job
+// (too few levels), or an Error when the solver itself fails. They are independent
+// implementations so that tests can hold each one against the others.
+#pragma once
+
+#include "core/result.h"
+#include "matcher/matcher.h"
+#include "matcher/slot_network.h"
+
+namespace allox::matcher {
+
+// LEMON NetworkSimplex (block search pivots). O(J·L·(J + L)) worst case, near-linear in practice.
+Expected<SlotFlow> solve_with_lemon(const SlotNetwork& network);
+// Boost Graph successive shortest paths (Dijkstra with potentials): J augmentations,
+// O(J·E log V).
+Expected<SlotFlow> solve_with_boost(const SlotNetwork& network);
+// GLPK primal simplex on the LP of the network (totally unimodular, so the basic optimum is
+// integral). Never calls glp_mincost_relax4, which aborts the process in GLPK 5.0.
+Expected<SlotFlow> solve_with_glpk(const SlotNetwork& network);
+
+Expected<SlotFlow> solve_flow(const SlotNetwork& network, Backend backend);
+
+}  // namespace allox::matcher

@@ -1,0 +1,38 @@
+// Online use of the matcher for the simulator and the extender (DESIGN section 2).
+//
+// At every event (arrival, completion, new estimate) the caller re-plans the queue it wants
+// matched — all of it, or the jobs of the users a fairness round admits — and starts only the
+// jobs planned first on an idle machine. The rest of the plan is advisory: an estimated start time
+// for every job, which the extender shows to people and the simulator logs.
+//
+// Cost: one solve() (see matcher.h); re-planning 1,000 queued jobs takes a few milliseconds.
+// Thread-safety: as solve().
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "core/result.h"
+#include "matcher/matcher.h"
+
+namespace allox::matcher {
+
+struct StartNow {
+  std::size_t job = 0;      // index into MatchingProblem::jobs
+  std::size_t machine = 0;  // index into MatchingProblem::machines; an idle machine
+};
+
+struct OnlineDecision {
+  std::vector<StartNow> start_now;      // at most one job per idle machine, ordered by machine
+  std::vector<double> estimated_start;  // per job (absolute seconds); now for jobs in start_now
+  double objective = 0;                 // planned Σ (finish − now) of the given jobs, seconds
+};
+
+// Plans `problem` exactly and returns the jobs to start now. Errors as solve().
+Expected<OnlineDecision> decide_online(const MatchingProblem& problem,
+                                       const SolveOptions& options = {});
+
+// The same projection of a plan already computed for `problem`.
+OnlineDecision online_decision(const MatchingProblem& problem, const Plan& plan);
+
+}  // namespace allox::matcher

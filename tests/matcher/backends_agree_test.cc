@@ -1,0 +1,81 @@
+// The three backends, and the grouped against the naive graph, on medium instances.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "matcher/matcher.h"
+#include "tests/matcher/test_instances.h"
+
+namespace allox::matcher {
+namespace {
+
+using testing::Instance;
+using testing::InstanceShape;
+using testing::plan_problems;
+using testing::random_instance;
+
+TEST(BackendsAgree, MediumInstancesWithMixedTypesAndResidualTimes) {
+  std::mt19937 rng(42);
+  InstanceShape shape;
+  shape.max_time = 900;
+  shape.max_residual = 300;
+  shape.fractional = true;
+  for (int round = 0; round < 4; ++round) {
+    const Instance instance = random_instance(rng, shape, 200, 20);
+    const Expected<Plan> lemon = solve(instance.problem(), {.backend = Backend::kLemon});
+    ASSERT_TRUE(lemon.ok()) << lemon.message();
+    EXPECT_EQ(plan_problems(instance, *lemon), std::vector<std::string>{});
+    for (Backend backend : {Backend::kBoost, Backend::kGlpk}) {
+      const Expected<Plan> other = solve(instance.problem(), {.backend = backend});
+      ASSERT_TRUE(other.ok()) << backend_name(backend) << ": " << other.message();
+      EXPECT_EQ(other->objective_ticks, lemon->objective_ticks) << backend_name(backend);
+      EXPECT_EQ(plan_problems(instance, *other), std::vector<std::string>{})
+          << backend_name(backend);
+    }
+  }
+}
+
+TEST(BackendsAgree, GroupedGraphMatchesNaiveGraphWithIdenticalMachines) {
+  // Many identical idle machines: the grouped graph shares slots, the naive one does not.
+  std::mt19937 rng(5);
+  InstanceShape shape;
+  shape.max_time = 50;
+  shape.fractional = true;
+  for (int round = 0; round < 3; ++round) {
+    Instance instance = random_instance(rng, shape, 60, 8);
+    for (Machine& m : instance.machines) m.busy_until = instance.now;
+    const Expected<Plan> grouped = solve(instance.problem());
+    const Expected<Plan> naive = solve(instance.problem(), {.naive_graph = true});
+    ASSERT_TRUE(grouped.ok()) << grouped.message();
+    ASSERT_TRUE(naive.ok()) << naive.message();
+    EXPECT_EQ(grouped->objective_ticks, naive->objective_ticks);
+    EXPECT_LT(grouped->stats.arcs, naive->stats.arcs);
+    EXPECT_EQ(plan_problems(instance, *grouped), std::vector<std::string>{});
+  }
+}
+
+TEST(BackendsAgree, LazyLevelsGrowUntilNoTopLevelIsFull) {
+  // Half the jobs are fast only on the single gpu, half only on the cpus; by mean speed the
+  // types look alike, so the first guess gives the gpu too few levels.
+  Instance instance;
+  instance.machines.push_back({"gpu-0", "gpu", 0});
+  for (int m = 0; m < 5; ++m) instance.machines.push_back({"cpu-" + std::to_string(m), "cpu", 0});
+  for (int j = 0; j < 60; ++j) {
+    Job job;
+    job.id = "j" + std::to_string(j);
+    job.time = j % 2 ? std::map<DeviceType, double>{{"gpu", 1 + j % 7}, {"cpu", 400}}
+                     : std::map<DeviceType, double>{{"gpu", 400}, {"cpu", 1 + j % 5}};
+    instance.jobs.push_back(job);
+  }
+  instance.pending = pending_jobs(instance.jobs);
+  const Expected<Plan> lazy = solve(instance.problem());
+  const Expected<Plan> naive = solve(instance.problem(), {.naive_graph = true});
+  ASSERT_TRUE(lazy.ok()) << lazy.message();
+  ASSERT_TRUE(naive.ok()) << naive.message();
+  EXPECT_GT(lazy->stats.rounds, 1);
+  EXPECT_EQ(lazy->objective_ticks, naive->objective_ticks);
+  EXPECT_EQ(plan_problems(instance, *lazy), std::vector<std::string>{});
+}
+
+}  // namespace
+}  // namespace allox::matcher
