@@ -6,7 +6,8 @@
 // against starvation: a queued job that has waited longer than `las_promotion_factor` times its
 // attained service returns to the top queue; its service counts from zero again for demotion.
 //
-// State: the service each job had when it was last promoted. O(A log A) per decision.
+// State: the service each job had when it was last promoted, and when it was last seen running
+// (waiting counts from then). O(A log A) per decision.
 #include <algorithm>
 #include <map>
 #include <set>
@@ -39,7 +40,11 @@ class LasPolicy : public SchedulingPolicy {
     std::vector<Ranked> ranked;
     for (std::size_t i = 0; i < state.queue.size(); ++i) {
       const QueuedJob& q = state.queue[i];
+      // Waiting counts from the job's last run: callers may keep queued_since at arrival.
       double waited = state.now - q.queued_since;
+      if (auto ran = last_ran_.find(q.job->id); ran != last_ran_.end()) {
+        waited = std::min(waited, state.now - ran->second);
+      }
       if (q.attained_service > 0 && waited > promotion_factor_ * q.attained_service) {
         promoted_at_[q.job->id] = q.attained_service;
       }
@@ -48,8 +53,9 @@ class LasPolicy : public SchedulingPolicy {
     }
     for (std::size_t i = 0; i < state.running.size(); ++i) {
       const RunningJob& r = state.running[i];
-      double service = r.attained_service + std::max(0.0, state.now - r.start);
-      ranked.push_back({level(r.job->id, service), r.job->arrival, &r.job->id, {true, i}});
+      last_ran_[r.job->id] = state.now;
+      ranked.push_back(
+          {level(r.job->id, r.attained_service), r.job->arrival, &r.job->id, {true, i}});
     }
     std::stable_sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) {
       return std::tie(a.level, a.arrival, *a.id) < std::tie(b.level, b.arrival, *b.id);
@@ -64,7 +70,9 @@ class LasPolicy : public SchedulingPolicy {
     std::set<std::string> active;
     for (const QueuedJob& q : state.queue) active.insert(q.job->id);
     for (const RunningJob& r : state.running) active.insert(r.job->id);
-    std::erase_if(promoted_at_, [&](const auto& entry) { return !active.contains(entry.first); });
+    auto gone = [&](const auto& entry) { return !active.contains(entry.first); };
+    std::erase_if(promoted_at_, gone);
+    std::erase_if(last_ran_, gone);
   }
 
   std::size_t level(const std::string& job, double service) const {
@@ -78,6 +86,7 @@ class LasPolicy : public SchedulingPolicy {
   std::vector<double> thresholds_;
   double promotion_factor_;
   std::map<std::string, double> promoted_at_;
+  std::map<std::string, double> last_ran_;  // last decision time at which the job was running
 };
 
 }  // namespace

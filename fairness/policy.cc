@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "fairness/policies.h"
+#include "matcher/matcher.h"
 
 namespace allox {
 namespace {
@@ -16,6 +17,7 @@ struct PolicyEntry {
 
 const std::vector<PolicyEntry>& registry() {
   static const std::vector<PolicyEntry> entries = {
+      {"allox", [](const PolicyOptions& o) { return make_allox_policy(o); }},
       {"fifo", [](const PolicyOptions&) { return make_fifo_policy(); }},
       {"sjf", [](const PolicyOptions&) { return make_sjf_policy(); }},
       {"drf", [](const PolicyOptions&) { return make_drf_policy(); }},
@@ -43,6 +45,9 @@ Status validate(const PolicyOptions& options) {
       std::any_of(options.las_queue_thresholds.begin(), options.las_queue_thresholds.end(),
                   [](double t) { return !(t > 0); })) {
     return Error{"las_queue_thresholds must be positive and ascending"};
+  }
+  if (auto backend = matcher::parse_backend(options.matcher_backend); !backend.ok()) {
+    return Error{"matcher_backend: " + backend.message()};
   }
   if (!(options.las_promotion_factor > 0)) {
     return Error{"las_promotion_factor must be > 0, got " +

@@ -38,7 +38,7 @@ struct RunningJob {
   std::size_t machine = 0;  // index into ClusterState::machines
   double start = 0;
   double estimated_finish = 0;
-  double attained_service = 0;  // seconds run before `start` (earlier runs); now - start is added
+  double attained_service = 0;  // seconds run up to now, earlier runs and this one
 };
 
 struct ClusterState {
@@ -64,10 +64,14 @@ struct Decision {
 };
 
 struct PolicyOptions {
-  double alpha = 0.1;              // allox: fraction of users per fairness round, in (0, 1]
-  double starvation_bound = 3600;  // allox: a job queued longer enters every round (seconds)
-  double usage_window = 3600;      // sliding window for cumulative usage reports (seconds)
-  std::string matcher_backend = "lemon";
+  double alpha = 0.1;                     // allox: fraction of users per fairness round, in (0, 1]
+  double starvation_bound = 3600;         // allox: a job queued longer enters every round (seconds)
+  double usage_window = 3600;             // sliding window for cumulative usage reports (seconds)
+  std::string matcher_backend = "lemon";  // allox: lemon, boost or glpk
+  // allox: always fill Decision::estimated_start for jobs left queued (one more matcher solve per
+  // decision when the rounds did not already plan every queued job). For people (the extender's
+  // queue reasons); the simulator can leave it off.
+  bool estimate_starts = false;
   // las: attained-service thresholds (seconds, ascending) between its priority queues, and the
   // promotion knob: a queued job that has waited longer than this many times its attained
   // service returns to the top queue (Tiresias' starvation guard).

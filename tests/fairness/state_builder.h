@@ -29,7 +29,8 @@ class StateBuilder {
     state_.queue.push_back({&job, since, attained, {}});
     return *this;
   }
-  // Runs the job on the named machine, which becomes busy until start + its time there.
+  // Runs the job on the named machine, which becomes busy until start + its time there;
+  // `attained` is service from earlier runs.
   StateBuilder& running(const std::string& id, const std::string& user, const std::string& machine,
                         double start, std::map<DeviceType, double> time, double attained = 0) {
     const Job& job = add_job(id, user, start, std::move(time));
@@ -37,7 +38,8 @@ class StateBuilder {
     double finish = start + job.time.at(state_.machines[m].device);
     state_.machines[m].busy_until = finish;
     state_.idle[m] = false;
-    state_.running.push_back({&job, m, start, finish, attained});
+    // As the callers do: service up to now, this run included.
+    state_.running.push_back({&job, m, start, finish, attained + (state_.now - start)});
     return *this;
   }
 

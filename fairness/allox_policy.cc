@@ -1,0 +1,195 @@
+// allox: AlloX's fairness rounds over the exact matcher (DESIGN sections 2 and 3).
+//
+// Per decision, on a working copy of the machines:
+//   1. Starvation guard: jobs queued longer than the bound start first, oldest first, each on
+//      the idle machine that runs it fastest.
+//   2. Rounds: the ceil(alpha * U) users with the lowest current share L (fairness_round.h) and
+//      any starved job still waiting enter; the matcher plans them exactly over all machines
+//      (busy ones at their residual time) and the jobs it plans first on an idle machine start.
+//      A round that starts something is followed by a fresh round at the base alpha with the
+//      shares updated; a round that starts nothing doubles alpha (work-conserving), up to 1.
+//   3. The decision ends when no machine is idle, no job is left, or a round at alpha = 1
+//      starts nothing (the matcher prefers every remaining job to wait for a busy, faster
+//      machine). That last round planned every queued job, so its estimated starts are returned;
+//      PolicyOptions::estimate_starts asks for them in the other cases too.
+//
+// Cost: at most (starts + 1) * (1 + log2(1 / alpha)) matcher solves per decision.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <set>
+#include <tuple>
+
+#include "fairness/cluster_view.h"
+#include "fairness/fairness_round.h"
+#include "fairness/policies.h"
+#include "fairness/share.h"
+#include "matcher/online.h"
+
+namespace allox {
+namespace {
+
+class AlloxPolicy : public SchedulingPolicy {
+ public:
+  AlloxPolicy(const PolicyOptions& options, matcher::Backend backend)
+      : options_(options), backend_(backend) {}
+
+  std::string name() const override { return "allox"; }
+
+  Expected<Decision> decide(const ClusterState& state) override {
+    Round r(state);
+    Decision decision;
+    if (state.queue.empty()) return decision;
+
+    // Jobs the cluster cannot run at all would make every matcher solve fail; they wait.
+    std::map<DeviceType, std::size_t> counts = device_counts(state);
+    for (std::size_t i = 0; i < state.queue.size(); ++i) {
+      for (const auto& [device, t] : r.times[i]) {
+        if (counts.contains(device)) {
+          r.waiting.insert(i);
+          break;
+        }
+      }
+    }
+
+    for (std::size_t i : starved_jobs(state, options_.starvation_bound)) {
+      if (!r.waiting.contains(i)) continue;
+      std::optional<std::size_t> best;
+      for (std::size_t m = 0; m < r.machines.size(); ++m) {
+        if (!r.idle[m] || !r.times[i].contains(r.machines[m].device)) continue;
+        if (!best ||
+            r.times[i].at(r.machines[m].device) < r.times[i].at(r.machines[*best].device)) {
+          best = m;
+        }
+      }
+      if (best) r.start(i, *best, decision);
+    }
+
+    std::set<std::size_t> starved_set;
+    for (std::size_t i : starved_jobs(state, options_.starvation_bound)) starved_set.insert(i);
+    bool planned_all = false;
+    double alpha = options_.alpha;
+    while (r.any_idle() && !r.waiting.empty()) {
+      std::vector<std::size_t> entering = round_jobs(state, r, alpha, starved_set);
+      Expected<matcher::OnlineDecision> online = plan(state, r, entering);
+      if (!online.ok()) return Error{"allox round: " + online.message()};
+      if (!online->start_now.empty()) {
+        for (const matcher::StartNow& s : online->start_now) {
+          r.start(entering[s.job], s.machine, decision);
+        }
+        alpha = options_.alpha;
+        continue;
+      }
+      if (alpha >= 1) {
+        planned_all = true;
+        for (std::size_t k = 0; k < entering.size(); ++k) {
+          decision.estimated_start[state.queue[entering[k]].job->id] = online->estimated_start[k];
+        }
+        break;
+      }
+      alpha = std::min(1.0, 2 * alpha);
+    }
+    if (options_.estimate_starts && !planned_all && !r.waiting.empty()) {
+      std::vector<std::size_t> all(r.waiting.begin(), r.waiting.end());
+      Expected<matcher::OnlineDecision> online = plan(state, r, all);
+      if (!online.ok()) return Error{"allox estimated starts: " + online.message()};
+      for (std::size_t k = 0; k < all.size(); ++k) {
+        decision.estimated_start[state.queue[all[k]].job->id] = online->estimated_start[k];
+      }
+    }
+    return decision;
+  }
+
+ private:
+  // The decision under construction: machines as they will be once its starts are applied.
+  struct Round {
+    explicit Round(const ClusterState& state)
+        : now(state.now),
+          machines(state.machines),
+          idle(state.idle),
+          shares(current_shares(state)),
+          counts(device_counts(state)) {
+      idle.resize(machines.size(), false);
+      for (const User& u : state.users) weights[u.name] = u.weight;
+      for (const QueuedJob& q : state.queue) {
+        std::map<DeviceType, double> t = q.job->time;
+        for (const auto& [device, left] : q.remaining) t[device] = left;
+        times.push_back(std::move(t));
+        jobs.push_back(q.job);
+      }
+    }
+
+    bool any_idle() const { return std::find(idle.begin(), idle.end(), true) != idle.end(); }
+
+    void start(std::size_t i, std::size_t machine, Decision& decision) {
+      const DeviceType& device = machines[machine].device;
+      decision.start.push_back({jobs[i]->id, machine});
+      idle[machine] = false;
+      machines[machine].busy_until = now + times[i].at(device);
+      waiting.erase(i);
+      double weight = user_weight(jobs[i]->user);
+      shares[jobs[i]->user] += running_job_share(*jobs[i], device, counts) / weight;
+    }
+
+    double user_weight(const std::string& user) const {
+      auto it = weights.find(user);
+      return it == weights.end() ? 1.0 : it->second;
+    }
+
+    double now;
+    std::vector<Machine> machines;
+    std::vector<bool> idle;
+    std::map<std::string, double> shares;
+    std::map<DeviceType, std::size_t> counts;
+    std::map<std::string, double> weights;
+    std::vector<std::map<DeviceType, double>> times;  // per queue index, remaining overlaid
+    std::vector<const Job*> jobs;
+    std::set<std::size_t> waiting;  // queue indices neither started nor unrunnable
+  };
+
+  // Queue indices entering the round: jobs of the lowest-share users and starved jobs.
+  static std::vector<std::size_t> round_jobs(const ClusterState& state, const Round& r,
+                                             double alpha, const std::set<std::size_t>& starved) {
+    std::map<std::string, double> shares;
+    for (std::size_t i : r.waiting) {
+      const std::string& user = state.queue[i].job->user;
+      auto s = r.shares.find(user);
+      shares[user] = s == r.shares.end() ? 0.0 : s->second;
+    }
+    std::vector<std::pair<double, std::string>> ranked;
+    for (const auto& [user, share] : shares) ranked.push_back({share, user});
+    std::stable_sort(ranked.begin(), ranked.end());
+    ranked.resize(round_user_count(alpha, ranked.size()));
+    std::set<std::string> entering;
+    for (const auto& [share, user] : ranked) entering.insert(user);
+    std::vector<std::size_t> jobs;
+    for (std::size_t i : r.waiting) {
+      if (entering.contains(state.queue[i].job->user) || starved.contains(i)) jobs.push_back(i);
+    }
+    return jobs;
+  }
+
+  Expected<matcher::OnlineDecision> plan(const ClusterState& state, const Round& r,
+                                         const std::vector<std::size_t>& entering) const {
+    std::vector<matcher::PendingJob> pending;
+    for (std::size_t i : entering) pending.push_back({&state.queue[i].job->id, &r.times[i]});
+    matcher::MatchingProblem problem;
+    problem.now = r.now;
+    problem.machines = r.machines;
+    problem.jobs = pending;
+    problem.idle = r.idle;
+    return matcher::decide_online(problem, {.backend = backend_});
+  }
+
+  PolicyOptions options_;
+  matcher::Backend backend_;
+};
+
+}  // namespace
+
+std::unique_ptr<SchedulingPolicy> make_allox_policy(const PolicyOptions& options) {
+  Expected<matcher::Backend> backend = matcher::parse_backend(options.matcher_backend);
+  return std::make_unique<AlloxPolicy>(options, backend.ok() ? *backend : matcher::Backend::kLemon);
+}
+
+}  // namespace allox
