@@ -6,6 +6,7 @@
 
 namespace allox::cli {
 
+void add_report_command(CLI::App& app);
 void add_validate_command(CLI::App& app);
 
 }  // namespace allox::cli

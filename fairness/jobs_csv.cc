@@ -1,0 +1,109 @@
+#include "fairness/jobs_csv.h"
+
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <map>
+
+namespace allox {
+namespace {
+
+// Splits one CSV line; nullopt on an unterminated quote.
+std::optional<std::vector<std::string>> split(const std::string& line) {
+  std::vector<std::string> fields(1);
+  bool quoted = false;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    char c = line[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        fields.back() += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        fields.back() += c;
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      fields.emplace_back();
+    } else if (c != '\r') {
+      fields.back() += c;
+    }
+  }
+  if (quoted) return std::nullopt;
+  return fields;
+}
+
+std::optional<double> number(const std::string& text) {
+  double value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(value)) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+}  // namespace
+
+Expected<std::vector<JobRun>> read_jobs_csv(std::istream& in, const std::string& origin) {
+  std::string line;
+  if (!std::getline(in, line)) return Error{origin + ": empty file, expected a jobs.csv header"};
+  auto header = split(line);
+  if (!header) return Error{origin + ":1: unterminated quote"};
+  std::map<std::string, std::size_t> column;
+  for (std::size_t i = 0; i < header->size(); ++i) column[(*header)[i]] = i;
+  for (const char* required : {"job", "user", "arrival", "start", "finish", "device", "machine"}) {
+    if (!column.contains(required)) {
+      return Error{origin + ":1: missing column '" + required + "'"};
+    }
+  }
+  std::vector<JobRun> jobs;
+  for (int line_no = 2; std::getline(in, line); ++line_no) {
+    if (line.empty() || line == "\r") continue;
+    const std::string where = origin + ":" + std::to_string(line_no) + ": ";
+    auto fields = split(line);
+    if (!fields) return Error{where + "unterminated quote"};
+    if (fields->size() != header->size()) {
+      return Error{where + "expected " + std::to_string(header->size()) + " fields, got " +
+                   std::to_string(fields->size())};
+    }
+    auto field = [&](const char* name) -> const std::string& { return (*fields)[column[name]]; };
+    auto time = [&](const char* name, bool optional) -> Expected<std::optional<double>> {
+      const std::string& text = field(name);
+      if (text.empty() && optional) return std::optional<double>{};
+      std::optional<double> value = number(text);
+      if (!value) return Error{where + name + ": expected a number, got '" + text + "'"};
+      return value;
+    };
+    JobRun run;
+    run.job = field("job");
+    run.user = field("user");
+    run.device = field("device");
+    run.machine = field("machine");
+    auto arrival = time("arrival", false);
+    auto start = time("start", true);
+    auto finish = time("finish", true);
+    for (const auto* parsed : {&arrival, &start, &finish}) {
+      if (!parsed->ok()) return parsed->error();
+    }
+    run.arrival = **arrival;
+    run.start = *start;
+    run.finish = *finish;
+    if (column.contains("true_time") && run.finish) {
+      auto true_time = time("true_time", true);
+      if (!true_time.ok()) return true_time.error();
+      run.run_time = *true_time;
+    }
+    jobs.push_back(std::move(run));
+  }
+  return jobs;
+}
+
+Expected<std::vector<JobRun>> load_jobs_csv(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Error{path + ": cannot open"};
+  return read_jobs_csv(in, path);
+}
+
+}  // namespace allox
