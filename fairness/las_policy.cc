@@ -38,6 +38,7 @@ class LasPolicy : public SchedulingPolicy {
     };
     forget_finished(state);
     std::vector<Ranked> ranked;
+    std::vector<std::size_t> running_level(state.running.size());
     for (std::size_t i = 0; i < state.queue.size(); ++i) {
       const QueuedJob& q = state.queue[i];
       // Waiting counts from the job's last run: callers may keep queued_since at arrival.
@@ -54,15 +55,24 @@ class LasPolicy : public SchedulingPolicy {
     for (std::size_t i = 0; i < state.running.size(); ++i) {
       const RunningJob& r = state.running[i];
       last_ran_[r.job->id] = state.now;
-      ranked.push_back(
-          {level(r.job->id, r.attained_service), r.job->arrival, &r.job->id, {true, i}});
+      running_level[i] = level(r.job->id, r.attained_service);
+      ranked.push_back({running_level[i], r.job->arrival, &r.job->id, {true, i}});
     }
     std::stable_sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) {
       return std::tie(a.level, a.arrival, *a.id) < std::tie(b.level, b.arrival, *b.id);
     });
     std::vector<ActiveJob> order;
     for (const Ranked& r : ranked) order.push_back(r.job);
-    return assign_by_priority(state, order);
+    // Only a job of a strictly higher-priority queue displaces a running one (within a queue,
+    // FIFO order decides who starts next, not who stops).
+    std::vector<std::size_t> queued_level(state.queue.size());
+    for (const Ranked& r : ranked) {
+      if (!r.job.running) queued_level[r.job.index] = r.level;
+    }
+    auto may_displace = [&](std::size_t q, std::size_t r) {
+      return queued_level[q] < running_level[r];
+    };
+    return assign_by_priority(state, order, may_displace);
   }
 
  private:

@@ -7,7 +7,8 @@
 
 namespace allox {
 
-Decision assign_by_priority(const ClusterState& state, const std::vector<ActiveJob>& order) {
+Decision assign_by_priority(const ClusterState& state, const std::vector<ActiveJob>& order,
+                            const DisplaceRule& may_displace) {
   const std::size_t machines = state.machines.size();
   constexpr std::size_t kIdle = std::numeric_limits<std::size_t>::max();
   // occupant_rank[m]: position in `order` of the running job on m (kIdle for an idle machine), so
@@ -43,6 +44,7 @@ Decision assign_by_priority(const ClusterState& state, const std::vector<ActiveJ
     double best_time = std::numeric_limits<double>::infinity();
     for (std::size_t m = 0; m < machines; ++m) {
       if (claimed[m] || !usable(m)) continue;
+      if (occupant[m] && !may_displace(active.index, *occupant[m])) continue;
       std::optional<double> time = queued_time_on(queued, state.machines[m].device);
       if (!time) continue;
       // Faster first; on equal time an idle machine, then the least urgent occupant.

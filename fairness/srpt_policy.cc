@@ -1,7 +1,9 @@
 // srpt (preemptive): at every decision all active jobs are re-ranked by estimated remaining time,
 // shortest first, and the shortest ones take the machines (fairness/priority_assignment.h). A
 // queued job's remaining time is its least over the device types present; a running job's is
-// estimated_finish - now on its machine. Ties: queued_since / start, then id. This is the
+// estimated_finish - now on its machine. Ties go to the running job (a preemption must gain
+// something), then to the earlier arrival, then to the id: keys that do not change when a job
+// is stopped or started, so two equal jobs never displace each other in turn. This is the
 // reference simulator's SRPT, which preempts everything at each event and re-ranks.
 #include <algorithm>
 #include <limits>
@@ -22,7 +24,8 @@ class SrptPolicy : public SchedulingPolicy {
   Expected<Decision> decide(const ClusterState& state) override {
     struct Ranked {
       double remaining;
-      double since;
+      bool queued;  // false sorts first: running jobs win ties
+      double arrival;
       const std::string* id;
       ActiveJob job;
     };
@@ -34,19 +37,30 @@ class SrptPolicy : public SchedulingPolicy {
         if (auto t = queued_time_on(state.queue[i], device)) best = std::min(best, *t);
       }
       if (best == std::numeric_limits<double>::infinity()) continue;
-      ranked.push_back({best, state.queue[i].queued_since, &state.queue[i].job->id, {false, i}});
+      const Job& job = *state.queue[i].job;
+      ranked.push_back({best, true, job.arrival, &job.id, {false, i}});
     }
     for (std::size_t i = 0; i < state.running.size(); ++i) {
       const RunningJob& r = state.running[i];
-      ranked.push_back(
-          {std::max(0.0, r.estimated_finish - state.now), r.start, &r.job->id, {true, i}});
+      ranked.push_back({std::max(0.0, r.estimated_finish - state.now),
+                        false,
+                        r.job->arrival,
+                        &r.job->id,
+                        {true, i}});
     }
     std::stable_sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) {
-      return std::tie(a.remaining, a.since, *a.id) < std::tie(b.remaining, b.since, *b.id);
+      return std::tie(a.remaining, a.queued, a.arrival, *a.id) <
+             std::tie(b.remaining, b.queued, b.arrival, *b.id);
     });
     std::vector<ActiveJob> order;
     for (const Ranked& r : ranked) order.push_back(r.job);
-    return assign_by_priority(state, order);
+    // Displacing pays only if the newcomer finishes on that machine before the occupant would.
+    auto may_displace = [&](std::size_t q, std::size_t r) {
+      const RunningJob& running = state.running[r];
+      auto t = queued_time_on(state.queue[q], state.machines[running.machine].device);
+      return t && *t < running.estimated_finish - state.now;
+    };
+    return assign_by_priority(state, order, may_displace);
   }
 };
 

@@ -45,6 +45,29 @@ TEST(SrptPolicyTest, NothingChangesWhenRunningJobsAreShortest) {
   EXPECT_TRUE(d.preempt.empty());
 }
 
+TEST(SrptPolicyTest, NoDisplacementOntoADeviceWhereTheNewcomerIsSlower) {
+  StateBuilder b(10);
+  b.machine("gpu-0", "gpu").machine("cpu-0", "cpu");
+  b.running("r", "u", "gpu-0", 9, {{"gpu", 2}});   // 1 s left: keeps the GPU
+  b.running("c", "u", "cpu-0", 0, {{"cpu", 60}});  // 50 s left
+  b.queued("q", "u", 5, {{"gpu", 2}, {"cpu", 100}});
+  // q ranks before c (2 < 50) but would need 100 s on the CPU node, where c needs 50: stopping c
+  // gains nothing, so q waits for the GPU.
+  Decision d = decide_once("srpt", b);
+  EXPECT_TRUE(d.start.empty());
+  EXPECT_TRUE(d.preempt.empty());
+}
+
+TEST(SrptPolicyTest, EqualRemainingTimeNeverDisplaces) {
+  StateBuilder b(10);
+  b.machine("gpu-0", "gpu");
+  b.running("r", "u", "gpu-0", 10, {{"gpu", 10}});  // arrived (and started) at 10
+  b.queued("q", "u", 0, {{"gpu", 10}});             // arrived earlier, same 10 s
+  Decision d = decide_once("srpt", b);
+  EXPECT_TRUE(d.start.empty());
+  EXPECT_TRUE(d.preempt.empty());
+}
+
 // One GPU at t = 1000 with LAS thresholds {100, 1000}, promotion factor 4. r has run 200 s
 // (queue 1); q1 is new (queue 0); q2 has 150 s of service (queue 1) and arrived first.
 StateBuilder las_instance(double q2_queued_since) {
@@ -77,6 +100,16 @@ TEST(LasPolicyTest, WithinAQueueEarlierArrivalKeepsTheMachine) {
   b.machine("gpu-0", "gpu");
   b.running("r", "u", "gpu-0", 950, {{"gpu", 5000}});  // 50 s run: queue 0, arrived 950
   b.queued("late", "v", 990, {{"gpu", 1}});            // queue 0, arrived 990
+  Decision d = decide_once("las", b);
+  EXPECT_TRUE(d.start.empty());
+  EXPECT_TRUE(d.preempt.empty());
+}
+
+TEST(LasPolicyTest, SameQueueNeverDisplacesEvenWithAnEarlierArrival) {
+  StateBuilder b(1000);
+  b.machine("gpu-0", "gpu");
+  b.running("r", "u", "gpu-0", 990, {{"gpu", 5000}});  // 10 s run: queue 0, arrived 990
+  b.queued("early", "v", 100, {{"gpu", 1}});           // queue 0, arrived 100, never ran
   Decision d = decide_once("las", b);
   EXPECT_TRUE(d.start.empty());
   EXPECT_TRUE(d.preempt.empty());
