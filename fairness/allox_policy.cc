@@ -52,7 +52,8 @@ class AlloxPolicy : public SchedulingPolicy {
       }
     }
 
-    for (std::size_t i : starved_jobs(state, options_.starvation_bound)) {
+    const std::vector<std::size_t> starved = starved_jobs(state, options_.starvation_bound);
+    for (std::size_t i : starved) {
       if (!r.waiting.contains(i)) continue;
       std::optional<std::size_t> best;
       for (std::size_t m = 0; m < r.machines.size(); ++m) {
@@ -65,8 +66,7 @@ class AlloxPolicy : public SchedulingPolicy {
       if (best) r.start(i, *best, decision);
     }
 
-    std::set<std::size_t> starved_set;
-    for (std::size_t i : starved_jobs(state, options_.starvation_bound)) starved_set.insert(i);
+    const std::set<std::size_t> starved_set(starved.begin(), starved.end());
     bool planned_all = false;
     double alpha = options_.alpha;
     while (r.any_idle() && !r.waiting.empty()) {
@@ -156,12 +156,8 @@ class AlloxPolicy : public SchedulingPolicy {
       auto s = r.shares.find(user);
       shares[user] = s == r.shares.end() ? 0.0 : s->second;
     }
-    std::vector<std::pair<double, std::string>> ranked;
-    for (const auto& [user, share] : shares) ranked.push_back({share, user});
-    std::stable_sort(ranked.begin(), ranked.end());
-    ranked.resize(round_user_count(alpha, ranked.size()));
-    std::set<std::string> entering;
-    for (const auto& [share, user] : ranked) entering.insert(user);
+    std::vector<std::string> users = lowest_share_users(shares, alpha);
+    std::set<std::string> entering(users.begin(), users.end());
     std::vector<std::size_t> jobs;
     for (std::size_t i : r.waiting) {
       if (entering.contains(state.queue[i].job->user) || starved.contains(i)) jobs.push_back(i);

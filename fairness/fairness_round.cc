@@ -14,19 +14,14 @@ std::size_t round_user_count(double alpha, std::size_t users) {
   return std::clamp<std::size_t>(static_cast<std::size_t>(std::max(wanted, 1.0)), 1, users);
 }
 
-std::vector<std::string> lowest_share_users(const ClusterState& state,
-                                            const std::map<std::string, double>& shares,
+std::vector<std::string> lowest_share_users(const std::map<std::string, double>& waiting_users,
                                             double alpha) {
-  std::set<std::string> waiting;
-  for (const QueuedJob& q : state.queue) waiting.insert(q.job->user);
-  std::vector<std::string> users(waiting.begin(), waiting.end());
-  auto share = [&](const std::string& u) {
-    auto it = shares.find(u);
-    return it == shares.end() ? 0.0 : it->second;
-  };
-  std::stable_sort(users.begin(), users.end(),
-                   [&](const std::string& a, const std::string& b) { return share(a) < share(b); });
-  users.resize(round_user_count(alpha, users.size()));
+  std::vector<std::pair<double, std::string>> ranked;
+  for (const auto& [user, share] : waiting_users) ranked.push_back({share, user});
+  std::sort(ranked.begin(), ranked.end());
+  ranked.resize(round_user_count(alpha, ranked.size()));
+  std::vector<std::string> users;
+  for (auto& [share, user] : ranked) users.push_back(std::move(user));
   return users;
 }
 
@@ -45,7 +40,12 @@ std::vector<std::size_t> starved_jobs(const ClusterState& state, double bound) {
 FairnessRound fairness_round(const ClusterState& state, const std::map<std::string, double>& shares,
                              double alpha, double starvation_bound) {
   FairnessRound round;
-  round.users = lowest_share_users(state, shares, alpha);
+  std::map<std::string, double> waiting;
+  for (const QueuedJob& q : state.queue) {
+    auto share = shares.find(q.job->user);
+    waiting[q.job->user] = share == shares.end() ? 0.0 : share->second;
+  }
+  round.users = lowest_share_users(waiting, alpha);
   round.starved = starved_jobs(state, starvation_bound);
   std::set<std::string> entering(round.users.begin(), round.users.end());
   std::set<std::size_t> starved(round.starved.begin(), round.starved.end());

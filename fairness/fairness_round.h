@@ -25,9 +25,9 @@ namespace allox {
 // 0 < alpha <= 1.
 std::size_t round_user_count(double alpha, std::size_t users);
 
-// The users with queued jobs that enter a round at this alpha, lowest share first.
-std::vector<std::string> lowest_share_users(const ClusterState& state,
-                                            const std::map<std::string, double>& shares,
+// The users that enter a round at this alpha, lowest share first (ties by name), given the
+// share of every user with queued jobs.
+std::vector<std::string> lowest_share_users(const std::map<std::string, double>& waiting_users,
                                             double alpha);
 
 // Indices into state.queue of jobs queued for longer than `bound` seconds, oldest first.

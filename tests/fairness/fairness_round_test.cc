@@ -36,11 +36,12 @@ StateBuilder three_users() {
 TEST(FairnessRoundTest, LowestShareUsersEnterWithTiesByName) {
   StateBuilder b = three_users();
   auto shares = current_shares(b.state());
-  EXPECT_EQ((std::vector<std::string>{"bob"}), lowest_share_users(b.state(), shares, 0.1));
+  EXPECT_EQ((std::vector<std::string>{"bob"}), lowest_share_users(shares, 0.1));
   // ceil(0.5 * 3) = 2: both zero-share users, alice stays out.
-  EXPECT_EQ((std::vector<std::string>{"bob", "carol"}), lowest_share_users(b.state(), shares, 0.5));
-  EXPECT_EQ((std::vector<std::string>{"bob", "carol", "alice"}),
-            lowest_share_users(b.state(), shares, 1.0));
+  EXPECT_EQ((std::vector<std::string>{"bob", "carol"}), lowest_share_users(shares, 0.5));
+  EXPECT_EQ((std::vector<std::string>{"bob", "carol", "alice"}), lowest_share_users(shares, 1.0));
+  EXPECT_EQ((std::vector<std::string>{"bob"}),
+            fairness_round(b.state(), shares, 0.1, /*starvation_bound=*/1e9).users);
 }
 
 TEST(FairnessRoundTest, StarvedJobsEnterEveryRoundOldestFirst) {
