@@ -80,22 +80,25 @@ Status Profiler::add_progress(const ProgressReport& report) {
     return Error{where + "elapsed time must be > 0 seconds, got " +
                  std::to_string(report.elapsed_seconds)};
   }
-  Progress& p = progress_[{report.job, report.device}];
-  if (report.iterations_done < p.done || report.elapsed_seconds < p.elapsed) {
-    return Error{where + "goes backwards (" + std::to_string(report.iterations_done) +
-                 " iterations at " + std::to_string(report.elapsed_seconds) + " s after " +
-                 std::to_string(p.done) + " at " + std::to_string(p.elapsed) + " s)"};
+  double& job_done = done_[report.job];
+  if (report.iterations_done < job_done) {
+    return Error{where + "iterations done go backwards (" + std::to_string(report.iterations_done) +
+                 " after " + std::to_string(job_done) + ")"};
   }
-  double new_iterations = report.iterations_done - p.done;
+  Progress& p = progress_[{report.job, report.device}];
+  // A smaller elapsed time, or the job's last report coming from another device type, means a
+  // new run: it resumed from the iterations done so far and paid its start-up cost again.
+  bool new_run = p.reports == 0 || report.elapsed_seconds < p.elapsed ||
+                 last_device_[report.job] != report.device;
+  double new_iterations = report.iterations_done - (new_run ? job_done : p.done);
   if (new_iterations > 0) {
     double startup = 0;
     auto profile = profiles_.find({report.job, report.device});
     if (profile != profiles_.end()) startup = profile->second.fit.startup_seconds;
-    // The first report still contains the start-up cost; later ones are pure iterations.
-    double spent = p.done == 0 ? std::max(report.elapsed_seconds - startup, 0.0)
-                               : report.elapsed_seconds - p.elapsed;
+    double spent = new_run ? std::max(report.elapsed_seconds - startup, 0.0)
+                           : report.elapsed_seconds - p.elapsed;
     double observed = spent / new_iterations;
-    if (p.reports == 0 && profile != profiles_.end()) {
+    if (p.seconds_per_iteration == 0 && profile != profiles_.end()) {
       p.seconds_per_iteration = profile->second.fit.seconds_per_iteration;
     }
     p.seconds_per_iteration = p.seconds_per_iteration == 0
@@ -106,6 +109,8 @@ Status Profiler::add_progress(const ProgressReport& report) {
   p.done = report.iterations_done;
   p.elapsed = report.elapsed_seconds;
   ++p.reports;
+  job_done = report.iterations_done;
+  last_device_[report.job] = report.device;
   return OkStatus();
 }
 
@@ -234,21 +239,41 @@ Expected<RateEstimate> Profiler::base_estimate(const Job& job, const DeviceType&
 
 void Profiler::refine_with_progress(const Job& job, const DeviceType& device,
                                     RateEstimate& estimate) const {
-  auto it = progress_.find({job.id, device});
-  if (it == progress_.end()) return;
-  const Progress& p = it->second;
-  if (job.iterations && p.seconds_per_iteration > 0) {
-    double left = std::max(static_cast<double>(*job.iterations) - p.done, 0.0);
-    estimate.remaining_seconds = p.seconds_per_iteration * left;
-    estimate.total_seconds = p.elapsed + estimate.remaining_seconds;
-    estimate.source = EstimateSource::kProgress;
-    estimate.confidence = Confidence::kHigh;
-    estimate.detail =
-        format("%.3g s/iteration over %g iterations done", p.seconds_per_iteration, p.done);
-  } else {
-    estimate.remaining_seconds = std::max(estimate.total_seconds - p.elapsed, 0.0);
+  auto done = done_.find(job.id);
+  if (done == done_.end()) return;
+  auto here = progress_.find({job.id, device});
+  std::optional<double> total_iterations;
+  if (job.iterations) total_iterations = static_cast<double>(*job.iterations);
+  if (here != progress_.end()) {
+    const Progress& p = here->second;
+    estimate.samples += p.reports;
+    if (total_iterations && p.seconds_per_iteration > 0) {
+      double left = std::max(*total_iterations - done->second, 0.0);
+      estimate.remaining_seconds = p.seconds_per_iteration * left;
+      estimate.total_seconds = p.elapsed + estimate.remaining_seconds;
+      estimate.source = EstimateSource::kProgress;
+      estimate.confidence = Confidence::kHigh;
+      estimate.detail = format("%.3g s/iteration measured, %g iterations done",
+                               p.seconds_per_iteration, done->second);
+      return;
+    }
+    if (!total_iterations) {
+      estimate.remaining_seconds = std::max(estimate.total_seconds - p.elapsed, 0.0);
+      return;
+    }
   }
-  estimate.samples += p.reports;
+  // Progress made on another device type carries over (a resumed job continues from where it
+  // stopped), at this device's own speed; a profile fit charges the start-up cost again.
+  if (!total_iterations || *total_iterations <= 0) return;
+  double left = std::max(*total_iterations - done->second, 0.0);
+  auto profile = profiles_.find({job.id, device});
+  if (profile != profiles_.end()) {
+    estimate.remaining_seconds = profile->second.fit.time_for(left);
+  } else {
+    estimate.remaining_seconds = estimate.total_seconds * left / *total_iterations;
+  }
+  estimate.detail +=
+      format(" (%g of %g iterations done elsewhere)", done->second, *total_iterations);
 }
 
 Expected<RateEstimate> Profiler::estimate(const Job& job, const DeviceType& device) const {

@@ -14,8 +14,9 @@
 // Progress reports on d then refine the estimate: the per-iteration time is an exponentially
 // weighted average (newest observation weighted by `progress_weight`) of the observed rates, and
 // remaining = per-iteration x iterations left; without an iteration count,
-// remaining = total - elapsed. The remaining time is what the matcher uses for a running or
-// resumed job.
+// remaining = total - elapsed. Iterations done on another device type carry over: remaining is
+// the estimate for the iterations left (with the start-up cost again when d has a profile).
+// The remaining time is what the matcher uses for a running or resumed job.
 //
 // Cost: add_* is O(S) in the job's samples on the device (the fit is recomputed); estimate() is
 // O(F log F) in the family's size. Not thread-safe: one caller at a time.
@@ -41,11 +42,15 @@ struct ProfileSample {
   double seconds = 0;
 };
 
+// iterations_done counts the job's iterations over all its runs (a resumed job continues from
+// its checkpoint), so it never decreases; elapsed_seconds counts from the start of the current
+// run, start-up included. A report whose elapsed time is smaller than the previous one on the
+// device, or that comes from another device type than the job's last report, starts a new run.
 struct ProgressReport {
   std::string job;
   DeviceType device;
   double iterations_done = 0;
-  double elapsed_seconds = 0;  // since this run started, start-up included
+  double elapsed_seconds = 0;
 };
 
 struct ProfilerOptions {
@@ -98,6 +103,8 @@ class Profiler {
   std::map<std::string, Job> jobs_;  // id -> the job as added (family, iterations)
   std::map<Key, Profile> profiles_;
   std::map<Key, Progress> progress_;
+  std::map<std::string, double> done_;             // job id -> iterations done, all runs
+  std::map<std::string, DeviceType> last_device_;  // job id -> device of its last report
 };
 
 }  // namespace allox

@@ -56,6 +56,32 @@ TEST(ProfilerTest, ProgressRefinesPerIterationTimeAndGivesRemainingTime) {
   EXPECT_EQ(4u, p.estimate(j, "gpu")->samples);
 }
 
+TEST(ProfilerTest, ResumedRunPaysStartUpAgainAndKeepsItsIterations) {
+  ProfilerOptions options;
+  options.progress_weight = 0.5;
+  Profiler p(options);
+  Job j = make_job("j", 1000);
+  profile_gpu(p, "j");
+  ASSERT_TRUE(p.add_progress({"j", "gpu", 100, 35}).ok());  // 0.25 s/iteration, as above
+  // Preempted and resumed: the new run's clock restarts. 50 more iterations in 20 s, 5 s of
+  // them start-up: 0.3 observed, average 0.275; 850 left.
+  ASSERT_TRUE(p.add_progress({"j", "gpu", 150, 20}).ok());
+  EXPECT_NEAR(0.275 * 850, p.estimate(j, "gpu")->remaining_seconds, 1e-9);
+}
+
+TEST(ProfilerTest, IterationsDoneCarryOverToOtherDevices) {
+  Profiler p;
+  Job j = make_job("j", 1000, "", {{"tpu", 100}});
+  profile_gpu(p, "j");                                    // T = 5 + 0.2 n
+  ASSERT_TRUE(p.add_profile({"j", "cpu", 10, 20}).ok());  // T = 10 + 1.0 n
+  ASSERT_TRUE(p.add_profile({"j", "cpu", 20, 30}).ok());
+  ASSERT_TRUE(p.add_progress({"j", "gpu", 500, 110}).ok());
+  // On the CPU the 500 iterations left cost start-up plus 500 s; the declared TPU time scales.
+  EXPECT_NEAR(510, p.estimate(j, "cpu")->remaining_seconds, 1e-9);
+  EXPECT_NEAR(1010, p.estimate(j, "cpu")->total_seconds, 1e-9);
+  EXPECT_NEAR(50, p.estimate(j, "tpu")->remaining_seconds, 1e-9);
+}
+
 TEST(ProfilerTest, ProgressThatGoesBackwardsOrIsNegativeIsRefused) {
   Profiler p;
   ASSERT_TRUE(p.add_progress({"j", "gpu", 100, 30}).ok());
