@@ -52,7 +52,7 @@ struct ClusterState {
 
 struct Placement {
   std::string job_id;
-  std::size_t machine = 0;  // index into ClusterState::machines; must be idle
+  std::size_t machine = 0;  // into ClusterState::machines; idle, or freed by this Decision
 };
 
 struct Decision {
