@@ -278,7 +278,16 @@ void Profiler::refine_with_progress(const Job& job, const DeviceType& device,
 
 Expected<RateEstimate> Profiler::estimate(const Job& job, const DeviceType& device) const {
   Expected<RateEstimate> e = base_estimate(job, device);
-  if (e.ok()) refine_with_progress(job, device, *e);
+  if (!e.ok()) {
+    // Progress alone (a job that started without a profile or hint) is still a measurement.
+    auto measured = progress_.find({job.id, device});
+    if (measured == progress_.end() || !job.iterations ||
+        measured->second.seconds_per_iteration <= 0) {
+      return e;
+    }
+    e = RateEstimate{};
+  }
+  refine_with_progress(job, device, *e);
   return e;
 }
 

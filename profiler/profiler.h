@@ -10,7 +10,8 @@
 //      count, the median fitted time of the family's jobs on d;
 //   4. the throughput table, keyed by the family ("ResNet-18 (batch size 16)"):
 //      iterations / steps-per-second;
-//   5. the configured default for d.
+//   5. the configured default for d;
+//   6. failing all of those, progress reports on d alone (with an iteration count).
 // Progress reports on d then refine the estimate: the per-iteration time is an exponentially
 // weighted average (newest observation weighted by `progress_weight`) of the observed rates, and
 // remaining = per-iteration x iterations left; without an iteration count,

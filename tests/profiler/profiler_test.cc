@@ -82,6 +82,18 @@ TEST(ProfilerTest, IterationsDoneCarryOverToOtherDevices) {
   EXPECT_NEAR(50, p.estimate(j, "tpu")->remaining_seconds, 1e-9);
 }
 
+TEST(ProfilerTest, ProgressAloneGivesAnEstimate) {
+  Profiler p;
+  Job j = make_job("j", 1000);
+  EXPECT_FALSE(p.estimate(j, "gpu").ok());
+  ASSERT_TRUE(p.add_progress({"j", "gpu", 200, 50}).ok());  // 0.25 s/iteration
+  auto e = p.estimate(j, "gpu");
+  ASSERT_TRUE(e.ok()) << e.message();
+  EXPECT_EQ(EstimateSource::kProgress, e->source);
+  EXPECT_DOUBLE_EQ(200, e->remaining_seconds);
+  EXPECT_DOUBLE_EQ(250, e->total_seconds);
+}
+
 TEST(ProfilerTest, ProgressThatGoesBackwardsOrIsNegativeIsRefused) {
   Profiler p;
   ASSERT_TRUE(p.add_progress({"j", "gpu", 100, 30}).ok());
