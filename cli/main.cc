@@ -9,6 +9,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "allox 0.1.0");
   allox::cli::add_report_command(app);
   allox::cli::add_validate_command(app);
+  allox::cli::add_bench_command(app);
   CLI11_PARSE(app, argc, argv);
   return 0;
 }

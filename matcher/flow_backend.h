@@ -5,14 +5,21 @@
 // implementations so that tests can hold each one against the others.
 #pragma once
 
+#include <cstdint>
+#include <vector>
+
 #include "core/result.h"
 #include "matcher/matcher.h"
 #include "matcher/slot_network.h"
 
 namespace allox::matcher {
 
-// LEMON NetworkSimplex (block search pivots). O(J·L·(J + L)) worst case, near-linear in practice.
-Expected<SlotFlow> solve_with_lemon(const SlotNetwork& network);
+// LEMON NetworkSimplex (block search pivots), fills SlotFlow::slot_price. With a price hint
+// (estimated slot prices, any common offset) it first solves over each job's few most promising
+// arcs and adds arcs back by pricing until none has a negative reduced cost: the same optimum,
+// reached on a far smaller spanning-tree problem when the hint is good.
+Expected<SlotFlow> solve_with_lemon(const SlotNetwork& network,
+                                    const std::vector<std::int64_t>* price_hint = nullptr);
 // Boost Graph successive shortest paths (Dijkstra with potentials): J augmentations,
 // O(J·E log V).
 Expected<SlotFlow> solve_with_boost(const SlotNetwork& network);
@@ -20,6 +27,8 @@ Expected<SlotFlow> solve_with_boost(const SlotNetwork& network);
 // integral). Never calls glp_mincost_relax4, which aborts the process in GLPK 5.0.
 Expected<SlotFlow> solve_with_glpk(const SlotNetwork& network);
 
-Expected<SlotFlow> solve_flow(const SlotNetwork& network, Backend backend);
+// price_hint is used by LEMON only.
+Expected<SlotFlow> solve_flow(const SlotNetwork& network, Backend backend,
+                              const std::vector<std::int64_t>* price_hint = nullptr);
 
 }  // namespace allox::matcher

@@ -6,67 +6,12 @@
 #include <string>
 
 #include "matcher/flow_backend.h"
+#include "matcher/level_solver.h"
 #include "matcher/prepared_problem.h"
 #include "matcher/slot_network.h"
 
 namespace allox::matcher {
 namespace {
-
-// First guess of levels per device type: the type's speed-proportional share of the jobs per
-// machine, with a margin, and never fewer than the jobs that can only run there need.
-std::vector<std::size_t> initial_levels(const PreparedProblem& problem) {
-  const std::size_t type_count = problem.types.size();
-  std::vector<double> speed(type_count, 0);  // jobs per tick on one machine of the type
-  for (std::size_t t = 0; t < type_count; ++t) {
-    double total = 0;
-    for (std::size_t j = 0; j < problem.job_count; ++j) {
-      const std::int64_t time = problem.time(j, t);
-      if (time != kCannotRun) total += static_cast<double>(time) + 1;
-    }
-    speed[t] = total > 0 ? static_cast<double>(problem.runnable_jobs_of_type[t]) / total : 0;
-  }
-  double capacity = 0;
-  for (std::size_t t = 0; t < type_count; ++t) {
-    capacity += speed[t] * static_cast<double>(problem.machines_of_type[t]);
-  }
-  std::vector<std::size_t> levels(type_count, 0);
-  for (std::size_t t = 0; t < type_count; ++t) {
-    const double share = static_cast<double>(problem.job_count) * speed[t] / capacity;
-    const auto guess = static_cast<std::size_t>(std::ceil(share * 1.2)) + 1;
-    const std::size_t machines = problem.machines_of_type[t];
-    const std::size_t needed = (problem.exclusive_jobs_of_type[t] + machines - 1) / machines;
-    levels[t] = std::min(problem.runnable_jobs_of_type[t], std::max(guess, needed));
-  }
-  return levels;
-}
-
-// Grows type t's levels by half; false when it already has a level for every job it can run.
-bool grow(const PreparedProblem& problem, std::size_t t, std::vector<std::size_t>& levels) {
-  const std::size_t limit = problem.runnable_jobs_of_type[t];
-  if (levels[t] >= limit) return false;
-  levels[t] = std::min(limit, levels[t] + std::max<std::size_t>(1, levels[t] / 2));
-  return true;
-}
-
-// Types whose top level some group filled: the optimum may need deeper levels there.
-bool grow_full_types(const PreparedProblem& problem, const SlotNetwork& network,
-                     const SlotFlow& flow, std::vector<std::size_t>& levels) {
-  bool grew = false;
-  std::size_t first_slot = 0;
-  for (std::size_t t = 0; t < problem.types.size(); ++t) {
-    if (levels[t] == 0) continue;
-    const std::size_t top = first_slot + levels[t] - 1;
-    first_slot += levels[t];
-    for (std::size_t o = network.slot_outlet_begin[top]; o < network.slot_outlet_begin[top + 1];
-         ++o) {
-      if (flow.outlet_flow[o] == network.outlets[o].capacity) {
-        grew = grow(problem, t, levels) || grew;
-        break;
-      }
-    }
-  }
-  return grew;
-}
 
 // Turns a flow into a schedule. Jobs leave each slot through its outlets; within a group the
 // jobs run shortest first, dealt round robin over the group's machines, which is optimal for
@@ -155,10 +100,11 @@ Expected<Backend> parse_backend(std::string_view name) {
   return Error{"unknown matcher backend '" + std::string(name) + "' (use lemon, boost or glpk)"};
 }
 
-Expected<SlotFlow> solve_flow(const SlotNetwork& network, Backend backend) {
+Expected<SlotFlow> solve_flow(const SlotNetwork& network, Backend backend,
+                              const std::vector<std::int64_t>* price_hint) {
   switch (backend) {
     case Backend::kLemon:
-      return solve_with_lemon(network);
+      return solve_with_lemon(network, price_hint);
     case Backend::kBoost:
       return solve_with_boost(network);
     case Backend::kGlpk:
@@ -176,42 +122,20 @@ Expected<Plan> solve(const MatchingProblem& problem, const SolveOptions& options
     return empty;
   }
 
-  std::vector<std::size_t> levels = initial_levels(*prepared);
-  SolveStats stats;
-  for (;;) {
-    Expected<SlotNetwork> network = options.naive_graph ? build_naive_network(*prepared)
-                                                        : build_level_network(*prepared, levels);
-    if (!network.ok()) return network.error();
-    Expected<SlotFlow> flow = solve_flow(*network, options.backend);
-    if (!flow.ok()) return flow.error();
-    ++stats.rounds;
-    stats.nodes = network->node_count();
-    stats.arcs = network->arc_count();
-    if (!options.naive_graph) {
-      if (!flow->feasible) {
-        bool grew = false;
-        for (std::size_t t = 0; t < levels.size(); ++t) grew = grow(*prepared, t, levels) || grew;
-        if (grew) continue;
-      } else if (grow_full_types(*prepared, *network, *flow, levels)) {
-        continue;
-      }
-    }
-    if (!flow->feasible) {
-      return Error{
-          "matcher: the network cannot carry every job although each can run somewhere "
-          "(a bug)"};
-    }
-    Plan plan = decode(problem, *prepared, *network, *flow);
-    if (plan.objective_ticks != flow->cost) {
-      return Error{"matcher: backend " + std::string(backend_name(options.backend)) +
-                   " returned a flow costing " + std::to_string(flow->cost) +
-                   " ms but its schedule costs " + std::to_string(plan.objective_ticks) +
-                   " ms: the flow was not optimal (a bug)"};
-    }
-    plan.backend = options.backend;
-    plan.stats = stats;
-    return plan;
+  Expected<LevelSolution> solved = solve_levels(*prepared, options.backend, options.naive_graph);
+  if (!solved.ok()) return solved.error();
+  const SlotNetwork& network = solved->network;
+  const SlotFlow& flow = solved->flow;
+  Plan plan = decode(problem, *prepared, network, flow);
+  if (plan.objective_ticks != flow.cost) {
+    return Error{"matcher: backend " + std::string(backend_name(options.backend)) +
+                 " returned a flow costing " + std::to_string(flow.cost) +
+                 " ms but its schedule costs " + std::to_string(plan.objective_ticks) +
+                 " ms: the flow was not optimal (a bug)"};
   }
+  plan.backend = options.backend;
+  plan.stats = solved->stats;
+  return plan;
 }
 
 std::vector<std::vector<std::size_t>> machine_queues(const Plan& plan, std::size_t machine_count) {

@@ -67,6 +67,8 @@ Expected<SlotNetwork> build(const PreparedProblem& problem, const std::vector<Sl
 
   net.slot_outlet_begin.reserve(slots.size() + 1);
   for (std::size_t s = 0; s < slots.size(); ++s) {
+    net.slot_type.push_back(slots[s].type);
+    net.slot_level.push_back(slots[s].level);
     net.slot_outlet_begin.push_back(net.outlets.size());
     for (std::size_t g : slots[s].groups) {
       const MachineGroup& group = problem.groups[g];

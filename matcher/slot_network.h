@@ -29,6 +29,8 @@ struct Outlet {
 
 struct SlotNetwork {
   std::size_t job_count = 0;
+  std::vector<std::size_t> slot_type;   // device type of slot s
+  std::vector<std::size_t> slot_level;  // position from the end, 1-based
   std::size_t slot_count = 0;
   std::vector<std::size_t> job_begin;  // arcs of job j: [job_begin[j], job_begin[j + 1])
   std::vector<std::size_t> arc_slot;
@@ -41,12 +43,14 @@ struct SlotNetwork {
 };
 
 // A backend's answer. When feasible, job_arc[j] is the arc job j takes and outlet_flow[o] the
-// flow through outlet o; cost is the total.
+// flow through outlet o; cost is the total. Backends that report duals (LEMON) also fill
+// slot_price[s] = π(sink) − π(s): what a job must pay, beyond its arc cost, to take slot s.
 struct SlotFlow {
   bool feasible = false;
   std::vector<std::size_t> job_arc;
   std::vector<std::int64_t> outlet_flow;
   std::int64_t cost = 0;
+  std::vector<std::int64_t> slot_price;
 };
 
 // Grouped network with levels[t] position levels for device type t. Error if costs could

@@ -77,5 +77,40 @@ TEST(BackendsAgree, LazyLevelsGrowUntilNoTopLevelIsFull) {
   EXPECT_EQ(plan_problems(instance, *lazy), std::vector<std::string>{});
 }
 
+TEST(BackendsAgree, LemonWithSampledPriceHintsMatchesBoost) {
+  // Long queues on large groups of identical machines: LEMON starts from prices of a sampled
+  // queue and a few arcs per job, then prices the rest in. The answer must not change.
+  std::mt19937 rng(11);
+  InstanceShape shape;
+  shape.max_time = 3000;
+  shape.fractional = true;
+  for (int round = 0; round < 2; ++round) {
+    Instance instance = random_instance(rng, shape, 800, 48);
+    for (Machine& m : instance.machines) m.busy_until = instance.now;
+    const Expected<Plan> lemon = solve(instance.problem(), {.backend = Backend::kLemon});
+    const Expected<Plan> boost = solve(instance.problem(), {.backend = Backend::kBoost});
+    ASSERT_TRUE(lemon.ok()) << lemon.message();
+    ASSERT_TRUE(boost.ok()) << boost.message();
+    EXPECT_EQ(lemon->objective_ticks, boost->objective_ticks);
+    EXPECT_EQ(plan_problems(instance, *lemon), std::vector<std::string>{});
+  }
+}
+
+TEST(BackendsAgree, LemonOnLongQueuesWithDistinctMachinesMatchesBoost) {
+  std::mt19937 rng(12);
+  InstanceShape shape;
+  shape.devices = {"a", "b", "c", "d"};
+  shape.max_time = 3000;
+  shape.max_residual = 900;
+  shape.fractional = true;
+  Instance instance = random_instance(rng, shape, 620, 16);
+  const Expected<Plan> lemon = solve(instance.problem(), {.backend = Backend::kLemon});
+  const Expected<Plan> boost = solve(instance.problem(), {.backend = Backend::kBoost});
+  ASSERT_TRUE(lemon.ok()) << lemon.message();
+  ASSERT_TRUE(boost.ok()) << boost.message();
+  EXPECT_EQ(lemon->objective_ticks, boost->objective_ticks);
+  EXPECT_EQ(plan_problems(instance, *lemon), std::vector<std::string>{});
+}
+
 }  // namespace
 }  // namespace allox::matcher

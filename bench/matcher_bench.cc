@@ -1,0 +1,162 @@
+#include "bench/matcher_bench.h"
+
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "matcher/online.h"
+
+namespace allox::matcher::bench {
+namespace {
+
+// What a child process sends back through its pipe.
+struct ChildReport {
+  bool ok = false;
+  double solve_ms = 0;
+  std::size_t arcs = 0;
+  int rounds = 0;
+  double objective = 0;
+  char error[256] = {};
+};
+
+double elapsed_ms(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - since)
+      .count();
+}
+
+ChildReport measure_in_process(const BenchCase& bench_case, const BenchOptions& options,
+                               bool naive) {
+  ChildReport report;
+  BenchInstance instance = make_instance(bench_case, options.seed);
+  const SolveOptions solve_options{.backend = options.backend, .naive_graph = naive};
+  std::vector<double> times;
+  for (int r = 0; r < options.repetitions; ++r) {
+    Expected<Plan> plan = Error{""};
+    if (bench_case.online) {
+      // The queue was planned before; one more job arrives and the queue is re-planned.
+      const auto start = std::chrono::steady_clock::now();
+      Expected<OnlineDecision> decision = decide_online(instance.problem(), solve_options);
+      times.push_back(elapsed_ms(start));
+      if (!decision.ok()) {
+        std::snprintf(report.error, sizeof report.error, "%s", decision.message().c_str());
+        return report;
+      }
+      report.objective = decision->objective;
+      plan = solve(instance.problem(), solve_options);  // for the statistics only
+    } else {
+      const auto start = std::chrono::steady_clock::now();
+      plan = solve(instance.problem(), solve_options);
+      times.push_back(elapsed_ms(start));
+    }
+    if (!plan.ok()) {
+      std::snprintf(report.error, sizeof report.error, "%s", plan.message().c_str());
+      return report;
+    }
+    report.arcs = plan->stats.arcs;
+    report.rounds = plan->stats.rounds;
+    report.objective = plan->objective;
+  }
+  std::sort(times.begin(), times.end());
+  report.solve_ms = times[times.size() / 2];
+  report.ok = true;
+  return report;
+}
+
+Expected<Measurement> measure(const BenchCase& bench_case, const BenchOptions& options,
+                              bool naive) {
+  int fds[2];
+  if (pipe(fds) != 0) return Error{std::string("pipe: ") + std::strerror(errno)};
+  const pid_t child = fork();
+  if (child < 0) return Error{std::string("fork: ") + std::strerror(errno)};
+  if (child == 0) {
+    close(fds[0]);
+    const ChildReport report = measure_in_process(bench_case, options, naive);
+    const bool written = write(fds[1], &report, sizeof report) == sizeof report;
+    _exit(written ? 0 : 1);
+  }
+  close(fds[1]);
+  ChildReport report;
+  const bool got = read(fds[0], &report, sizeof report) == sizeof report;
+  close(fds[0]);
+  int status = 0;
+  rusage usage{};
+  wait4(child, &status, 0, &usage);
+  if (!got || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    return Error{"benchmark " + bench_case.name + ": the measuring process died"};
+  }
+  if (!report.ok) return Error{"benchmark " + bench_case.name + ": " + report.error};
+  return Measurement{report.solve_ms, static_cast<double>(usage.ru_maxrss) / 1024.0, report.arcs,
+                     report.rounds, report.objective};
+}
+
+}  // namespace
+
+BenchInstance make_instance(const BenchCase& bench_case, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> unit(0, 1);
+  BenchInstance instance;
+  const std::size_t types = bench_case.distinct ? bench_case.machines : bench_case.types;
+  std::vector<std::string> devices;
+  for (std::size_t t = 0; t < types; ++t) devices.push_back("d" + std::to_string(t));
+  for (std::size_t m = 0; m < bench_case.machines; ++m) {
+    Machine machine;
+    machine.name = "m" + std::to_string(m);
+    machine.device = devices[m * types / bench_case.machines];
+    if (unit(rng) < bench_case.busy) machine.busy_until = std::round(unit(rng) * 600'000) / 1000;
+    instance.machines.push_back(machine);
+  }
+  // Per type a base speed; per job a size and a per-type affinity.
+  std::vector<double> type_speed(types);
+  for (double& speed : type_speed) speed = 0.3 + 1.7 * unit(rng);
+  const std::size_t jobs = bench_case.jobs + (bench_case.online ? 1 : 0);
+  for (std::size_t j = 0; j < jobs; ++j) {
+    Job job;
+    job.id = "j" + std::to_string(j);
+    const double size = 60 * std::exp(unit(rng) * std::log(180.0));  // 1 min .. 3 h
+    for (std::size_t t = 0; t < types; ++t) {
+      const double affinity = 0.5 + unit(rng);
+      job.time[devices[t]] = std::round(size * affinity / type_speed[t] * 1000) / 1000;
+    }
+    instance.jobs.push_back(std::move(job));
+  }
+  instance.pending = pending_jobs(instance.jobs);
+  return instance;
+}
+
+std::vector<BenchCase> standard_cases() {
+  return {
+      {"3 types, identical", 1'000, 100, 3, false, 0, false, true},
+      {"3 types, identical", 10'000, 1'000, 3, false, 0, false, true},
+      {"all distinct", 500, 50, 0, true, 1, false, true},
+      {"all distinct", 2'000, 100, 0, true, 1, false, true},
+      {"re-plan after 1 arrival, half busy", 1'000, 100, 3, false, 0.5, true, true},
+      {"re-plan after 1 arrival, all distinct", 1'000, 100, 0, true, 1, true, false},
+  };
+}
+
+Expected<BenchRow> run_case(const BenchCase& bench_case, const BenchOptions& options) {
+  BenchRow row;
+  row.bench_case = bench_case;
+  Expected<Measurement> grouped = measure(bench_case, options, false);
+  if (!grouped.ok()) return grouped.error();
+  row.grouped = *grouped;
+  // Naive graph: every machine gets one slot per job it could hold.
+  const std::size_t jobs = bench_case.jobs + (bench_case.online ? 1 : 0);
+  row.naive_arcs = jobs * jobs * bench_case.machines + jobs * bench_case.machines;
+  if (bench_case.naive && row.naive_arcs <= options.max_naive_arcs) {
+    BenchOptions once = options;
+    once.repetitions = 1;
+    Expected<Measurement> naive = measure(bench_case, once, true);
+    if (!naive.ok()) return naive.error();
+    row.naive = *naive;
+  }
+  return row;
+}
+
+}  // namespace allox::matcher::bench

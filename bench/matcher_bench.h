@@ -1,0 +1,69 @@
+// Matcher benchmark: synthetic instances at the sizes issue 3 asks for, timed solves, peak
+// memory, and the speed-up over the naive graph. Library code behind `allox bench matcher`.
+//
+// Each measurement runs in a forked child process that builds its instance and solves it, so the
+// reported peak resident memory (getrusage of the child) is that solve's alone. Instances are
+// deterministic for a seed. Not thread-safe (forks).
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/model.h"
+#include "core/result.h"
+#include "matcher/matcher.h"
+
+namespace allox::matcher::bench {
+
+struct BenchCase {
+  std::string name;
+  std::size_t jobs = 0;
+  std::size_t machines = 0;
+  std::size_t types = 3;  // device types; ignored when distinct
+  bool distinct = false;  // every machine its own device type (own rates)
+  double busy = 0;        // fraction of machines busy for 0..600 s (distinct residual times)
+  bool online = false;    // time one re-solve after a single arrival (the simulator's loop)
+  bool naive = true;      // also time the naive J·M·J graph, if it has at most max_naive_arcs
+};
+
+// A benchmark instance; owns what its MatchingProblem views.
+struct BenchInstance {
+  double now = 0;
+  std::vector<Machine> machines;
+  std::vector<Job> jobs;
+  std::vector<PendingJob> pending;
+  MatchingProblem problem() const { return {now, machines, pending, {}}; }
+};
+
+// Machines of a type are identical unless busy (then each has its own residual time). Job
+// sizes span 1 min to 3 h; device speed factors vary per job, so no type is best for all.
+BenchInstance make_instance(const BenchCase& bench_case, unsigned seed);
+
+struct Measurement {
+  double solve_ms = 0;     // median over repetitions
+  double peak_rss_mb = 0;  // child process peak resident set
+  std::size_t arcs = 0;
+  int rounds = 0;
+  double objective = 0;
+};
+
+struct BenchRow {
+  BenchCase bench_case;
+  Measurement grouped;
+  std::optional<Measurement> naive;  // absent when too large or not asked for
+  std::size_t naive_arcs = 0;        // J·Σ_m J_m: what the naive graph would need
+};
+
+struct BenchOptions {
+  int repetitions = 3;
+  std::size_t max_naive_arcs = 20'000'000;
+  Backend backend = Backend::kLemon;
+  unsigned seed = 1;
+};
+
+std::vector<BenchCase> standard_cases();
+Expected<BenchRow> run_case(const BenchCase& bench_case, const BenchOptions& options);
+
+}  // namespace allox::matcher::bench

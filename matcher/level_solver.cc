@@ -1,0 +1,135 @@
+#include "matcher/level_solver.h"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+
+#include "matcher/flow_backend.h"
+#include "matcher/price_hints.h"
+
+namespace allox::matcher {
+namespace {
+
+// Queues at least this long are planned with a sampled price hint (LEMON only).
+constexpr std::size_t kHintMinJobs = 600;
+
+// First guess of levels per device type: the type's speed-proportional share of the jobs per
+// machine, with a margin, and never fewer than the jobs that can only run there need.
+std::vector<std::size_t> initial_levels(const PreparedProblem& problem) {
+  const std::size_t type_count = problem.types.size();
+  std::vector<double> speed(type_count, 0);  // jobs per tick on one machine of the type
+  for (std::size_t t = 0; t < type_count; ++t) {
+    double total = 0;
+    for (std::size_t j = 0; j < problem.job_count; ++j) {
+      const std::int64_t time = problem.time(j, t);
+      if (time != kCannotRun) total += static_cast<double>(time) + 1;
+    }
+    speed[t] = total > 0 ? static_cast<double>(problem.runnable_jobs_of_type[t]) / total : 0;
+  }
+  double capacity = 0;
+  for (std::size_t t = 0; t < type_count; ++t) {
+    capacity += speed[t] * static_cast<double>(problem.machines_of_type[t]);
+  }
+  std::vector<std::size_t> levels(type_count, 0);
+  for (std::size_t t = 0; t < type_count; ++t) {
+    const double share = static_cast<double>(problem.job_count) * speed[t] / capacity;
+    const auto guess = static_cast<std::size_t>(std::ceil(share * 1.2)) + 1;
+    const std::size_t machines = problem.machines_of_type[t];
+    const std::size_t needed = (problem.exclusive_jobs_of_type[t] + machines - 1) / machines;
+    levels[t] = std::min(problem.runnable_jobs_of_type[t], std::max(guess, needed));
+  }
+  return levels;
+}
+
+// Grows type t's levels by half; false when it already has a level for every job it can run.
+bool grow(const PreparedProblem& problem, std::size_t t, std::vector<std::size_t>& levels) {
+  const std::size_t limit = problem.runnable_jobs_of_type[t];
+  if (levels[t] >= limit) return false;
+  levels[t] = std::min(limit, levels[t] + std::max<std::size_t>(1, levels[t] / 2));
+  return true;
+}
+
+// Grows the types whose top level some group filled: the optimum may need deeper levels there.
+bool grow_full_types(const PreparedProblem& problem, const SlotNetwork& network,
+                     const SlotFlow& flow, std::vector<std::size_t>& levels) {
+  bool grew = false;
+  std::size_t first_slot = 0;
+  for (std::size_t t = 0; t < problem.types.size(); ++t) {
+    if (levels[t] == 0) continue;
+    const std::size_t top = first_slot + levels[t] - 1;
+    first_slot += levels[t];
+    for (std::size_t o = network.slot_outlet_begin[top]; o < network.slot_outlet_begin[top + 1];
+         ++o) {
+      if (flow.outlet_flow[o] == network.outlets[o].capacity) {
+        grew = grow(problem, t, levels) || grew;
+        break;
+      }
+    }
+  }
+  return grew;
+}
+
+Expected<LevelSolution> solve_grouped(const PreparedProblem& problem, Backend backend) {
+  std::vector<std::size_t> levels = initial_levels(problem);
+  std::optional<LevelSolution> sample;
+  if (backend == Backend::kLemon && problem.job_count >= kHintMinJobs) {
+    const PreparedProblem sampled = sample_of(problem);
+    if (sample_keeps_queue_per_machine(problem, sampled)) {
+      Expected<LevelSolution> solved = solve_grouped(sampled, backend);
+      if (solved.ok()) sample = std::move(*solved);  // without a hint the solve is only slower
+    }
+  }
+  std::optional<LevelSolution> previous;  // the last round, whose prices hint the next
+  LevelSolution out;
+  for (;;) {
+    Expected<SlotNetwork> network = build_level_network(problem, levels);
+    if (!network.ok()) return network.error();
+    std::vector<std::int64_t> hint;
+    if (previous || sample) {
+      const LevelSolution& known = previous ? *previous : *sample;
+      hint = carry_prices(*network, known.network, known.flow.slot_price);
+    } else if (backend == Backend::kLemon && problem.job_count >= kHintMinJobs) {
+      hint = greedy_prices(problem, *network);
+    }
+    Expected<SlotFlow> flow = solve_flow(*network, backend, hint.empty() ? nullptr : &hint);
+    if (!flow.ok()) return flow.error();
+    ++out.stats.rounds;
+    out.stats.nodes = network->node_count();
+    out.stats.arcs = network->arc_count();
+    if (!flow->feasible) {
+      bool grew = false;
+      for (std::size_t t = 0; t < levels.size(); ++t) grew = grow(problem, t, levels) || grew;
+      if (grew) continue;
+      return Error{
+          "matcher: the network cannot carry every job although each can run somewhere "
+          "(a bug)"};
+    }
+    if (grow_full_types(problem, *network, *flow, levels)) {
+      if (!flow->slot_price.empty())
+        previous = LevelSolution{std::move(*network), std::move(*flow), {}};
+      continue;
+    }
+    out.network = std::move(*network);
+    out.flow = std::move(*flow);
+    return out;
+  }
+}
+
+}  // namespace
+
+Expected<LevelSolution> solve_levels(const PreparedProblem& problem, Backend backend,
+                                     bool naive_graph) {
+  if (!naive_graph) return solve_grouped(problem, backend);
+  Expected<SlotNetwork> network = build_naive_network(problem);
+  if (!network.ok()) return network.error();
+  Expected<SlotFlow> flow = solve_flow(*network, backend);
+  if (!flow.ok()) return flow.error();
+  if (!flow->feasible) return Error{"matcher: the naive network is infeasible (a bug)"};
+  LevelSolution out;
+  out.stats = {1, network->node_count(), network->arc_count()};
+  out.network = std::move(*network);
+  out.flow = std::move(*flow);
+  return out;
+}
+
+}  // namespace allox::matcher

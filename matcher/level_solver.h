@@ -1,0 +1,29 @@
+// The lazy-level loop: solve the grouped network with a few position levels per device type and
+// add levels until no group fills its top level (internal; the argument is in matcher.h).
+//
+// LEMON gets price hints (lemon_flow.cc: it then starts from each job's few most promising arcs
+// and prices the rest in). A round after the first takes the previous round's exact prices. For
+// a large queue on large groups of identical machines the first round takes them from a sample:
+// every 8th job on every 8th machine of each group keeps each machine's queue, hence the level
+// prices, about the same. Hints change speed, never the answer.
+#pragma once
+
+#include "core/result.h"
+#include "matcher/matcher.h"
+#include "matcher/prepared_problem.h"
+#include "matcher/slot_network.h"
+
+namespace allox::matcher {
+
+struct LevelSolution {
+  SlotNetwork network;
+  SlotFlow flow;
+  SolveStats stats;
+};
+
+// Optimal flow of the grouped network (levels grown as needed), or of the naive network.
+// Precondition: problem.job_count > 0 and every job can run on some machine (prepare()).
+Expected<LevelSolution> solve_levels(const PreparedProblem& problem, Backend backend,
+                                     bool naive_graph);
+
+}  // namespace allox::matcher

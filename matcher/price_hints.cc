@@ -1,0 +1,158 @@
+#include "matcher/price_hints.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <queue>
+#include <utility>
+
+namespace allox::matcher {
+namespace {
+
+// The sample keeps one job in kSampleStride and one machine in kSampleStride of each group.
+constexpr std::size_t kSampleStride = 8;
+
+// Spreads per-machine level prices over the network's (type, level) slots: the mean over the
+// type's machines, and the type's mean residual beyond a machine's queue.
+std::vector<std::int64_t> slot_prices_from_machines(
+    const SlotNetwork& network, std::size_t type_count,
+    const std::vector<std::size_t>& machine_type,
+    const std::vector<std::vector<double>>& machine_prices,
+    const std::vector<std::int64_t>& machine_residual) {
+  std::vector<std::int64_t> hint(network.slot_count, 0);
+  std::vector<std::vector<std::size_t>> machines_of_type(type_count);
+  for (std::size_t m = 0; m < machine_type.size(); ++m)
+    machines_of_type[machine_type[m]].push_back(m);
+  for (std::size_t s = 0; s < network.slot_count; ++s) {
+    const auto& machines = machines_of_type[network.slot_type[s]];
+    if (machines.empty()) continue;
+    const std::size_t level = network.slot_level[s];
+    double sum = 0;
+    for (std::size_t m : machines) {
+      const auto& prices = machine_prices[m];
+      sum += level <= prices.size() ? prices[level - 1] : static_cast<double>(machine_residual[m]);
+    }
+    hint[s] = static_cast<std::int64_t>(sum / static_cast<double>(machines.size()));
+  }
+  return hint;
+}
+
+}  // namespace
+
+std::vector<std::int64_t> carry_prices(const SlotNetwork& network, const SlotNetwork& solved,
+                                       const std::vector<std::int64_t>& solved_prices) {
+  std::vector<std::vector<std::int64_t>> price_of_type;
+  for (std::size_t s = 0; s < solved.slot_count; ++s) {
+    const std::size_t t = solved.slot_type[s];
+    if (price_of_type.size() <= t) price_of_type.resize(t + 1);
+    price_of_type[t].push_back(solved_prices[s]);
+  }
+  std::vector<std::int64_t> hint(network.slot_count, 0);
+  for (std::size_t s = 0; s < network.slot_count; ++s) {
+    const std::size_t t = network.slot_type[s];
+    if (t >= price_of_type.size() || price_of_type[t].empty()) continue;
+    const std::vector<std::int64_t>& prices = price_of_type[t];
+    // Levels beyond the solved ones cost what the deepest solved level cost.
+    hint[s] = prices[std::min(network.slot_level[s], prices.size()) - 1];
+  }
+  return hint;
+}
+
+PreparedProblem sample_of(const PreparedProblem& problem) {
+  PreparedProblem sample = problem;
+  const std::size_t types = problem.types.size();
+  std::fill(sample.machines_of_type.begin(), sample.machines_of_type.end(), 0);
+  for (MachineGroup& group : sample.groups) {
+    group.machines.resize((group.machines.size() + kSampleStride - 1) / kSampleStride);
+    sample.machines_of_type[group.type] += group.machines.size();
+  }
+  sample.job_count = (problem.job_count + kSampleStride - 1) / kSampleStride;
+  sample.time_ticks.clear();
+  std::fill(sample.runnable_jobs_of_type.begin(), sample.runnable_jobs_of_type.end(), 0);
+  std::fill(sample.exclusive_jobs_of_type.begin(), sample.exclusive_jobs_of_type.end(), 0);
+  for (std::size_t j = 0; j < problem.job_count; j += kSampleStride) {
+    std::size_t runnable = 0;
+    std::size_t only = 0;
+    for (std::size_t t = 0; t < types; ++t) {
+      const std::int64_t time = problem.time(j, t);
+      sample.time_ticks.push_back(time);
+      if (time == kCannotRun) continue;
+      ++sample.runnable_jobs_of_type[t];
+      ++runnable;
+      only = t;
+    }
+    if (runnable == 1) ++sample.exclusive_jobs_of_type[only];
+  }
+  return sample;
+}
+
+bool sample_keeps_queue_per_machine(const PreparedProblem& problem,
+                                    const PreparedProblem& sampled) {
+  const double job_ratio =
+      static_cast<double>(problem.job_count) / static_cast<double>(sampled.job_count);
+  for (std::size_t t = 0; t < problem.types.size(); ++t) {
+    const double machine_ratio = static_cast<double>(problem.machines_of_type[t]) /
+                                 static_cast<double>(sampled.machines_of_type[t]);
+    if (std::abs(machine_ratio / job_ratio - 1) > 0.25) return false;
+  }
+  return true;
+}
+
+std::vector<std::int64_t> greedy_prices(const PreparedProblem& problem,
+                                        const SlotNetwork& network) {
+  const std::size_t types = problem.types.size();
+  // Machines of a group are identical: a min-heap of (clock, machine) per group.
+  using Clock = std::pair<std::int64_t, std::size_t>;
+  std::vector<std::priority_queue<Clock, std::vector<Clock>, std::greater<>>> free_at(
+      problem.groups.size());
+  std::vector<std::size_t> machine_type;
+  std::vector<std::int64_t> machine_residual;
+  for (std::size_t g = 0; g < problem.groups.size(); ++g) {
+    for (std::size_t i = 0; i < problem.groups[g].machines.size(); ++i) {
+      free_at[g].emplace(problem.groups[g].residual_ticks, machine_type.size());
+      machine_type.push_back(problem.groups[g].type);
+      machine_residual.push_back(problem.groups[g].residual_ticks);
+    }
+  }
+  std::vector<std::pair<std::int64_t, std::size_t>> order;  // shortest job first
+  for (std::size_t j = 0; j < problem.job_count; ++j) {
+    std::int64_t shortest = std::numeric_limits<std::int64_t>::max();
+    for (std::size_t t = 0; t < types; ++t) {
+      if (problem.time(j, t) != kCannotRun) shortest = std::min(shortest, problem.time(j, t));
+    }
+    order.emplace_back(shortest, j);
+  }
+  std::sort(order.begin(), order.end());
+  std::vector<std::vector<std::int64_t>> queue(machine_type.size());
+  for (const auto& [unused, j] : order) {
+    std::size_t best_group = 0;
+    std::int64_t best_finish = std::numeric_limits<std::int64_t>::max();
+    for (std::size_t g = 0; g < free_at.size(); ++g) {
+      const std::int64_t time = problem.time(j, problem.groups[g].type);
+      if (time == kCannotRun) continue;
+      const std::int64_t finish = free_at[g].top().first + time;
+      if (finish < best_finish) best_finish = finish, best_group = g;
+    }
+    const std::size_t machine = free_at[best_group].top().second;
+    free_at[best_group].pop();
+    free_at[best_group].emplace(best_finish, machine);
+    queue[machine].push_back(problem.time(j, problem.groups[best_group].type));
+  }
+  std::vector<std::vector<double>> machine_prices(machine_type.size());
+  for (std::size_t m = 0; m < machine_type.size(); ++m) {
+    std::vector<std::int64_t>& times = queue[m];
+    std::sort(times.begin(), times.end(), std::greater<>());  // level 1 (last) first
+    std::vector<double>& prices = machine_prices[m];
+    prices.resize(times.size());
+    double price = static_cast<double>(machine_residual[m]);
+    for (std::size_t k = times.size(); k-- > 0;) {
+      const double next = k + 1 < times.size() ? static_cast<double>(times[k + 1]) : 0;
+      price += (static_cast<double>(times[k]) + next) / 2;
+      prices[k] = price;
+    }
+  }
+  return slot_prices_from_machines(network, types, machine_type, machine_prices, machine_residual);
+}
+
+}  // namespace allox::matcher
