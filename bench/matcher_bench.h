@@ -42,9 +42,11 @@ struct BenchInstance {
 BenchInstance make_instance(const BenchCase& bench_case, unsigned seed);
 
 struct Measurement {
-  double solve_ms = 0;     // median over repetitions
-  double peak_rss_mb = 0;  // child process peak resident set
-  std::size_t arcs = 0;
+  double solve_ms = 0;         // median wall time over repetitions
+  double cpu_ms = 0;           // median CPU time of the same solves (robust to a busy machine)
+  double peak_rss_mb = 0;      // child process peak resident set
+  std::size_t arcs = 0;        // of the last round's network
+  std::size_t model_arcs = 0;  // of those, the ones the solver actually priced into its model
   int rounds = 0;
   double objective = 0;
 };
@@ -58,7 +60,7 @@ struct BenchRow {
 
 struct BenchOptions {
   int repetitions = 3;
-  std::size_t max_naive_arcs = 20'000'000;
+  std::size_t max_naive_arcs = 15'000'000;
   Backend backend = Backend::kLemon;
   unsigned seed = 1;
 };

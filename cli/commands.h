@@ -9,5 +9,6 @@ namespace allox::cli {
 void add_report_command(CLI::App& app);
 void add_validate_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
+void add_solve_command(CLI::App& app);
 
 }  // namespace allox::cli

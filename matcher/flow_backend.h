@@ -5,9 +5,6 @@
 // implementations so that tests can hold each one against the others.
 #pragma once
 
-#include <cstdint>
-#include <vector>
-
 #include "core/result.h"
 #include "matcher/matcher.h"
 #include "matcher/slot_network.h"
@@ -19,7 +16,7 @@ namespace allox::matcher {
 // arcs and adds arcs back by pricing until none has a negative reduced cost: the same optimum,
 // reached on a far smaller spanning-tree problem when the hint is good.
 Expected<SlotFlow> solve_with_lemon(const SlotNetwork& network,
-                                    const std::vector<std::int64_t>* price_hint = nullptr);
+                                    const PriceHint* price_hint = nullptr);
 // Boost Graph successive shortest paths (Dijkstra with potentials): J augmentations,
 // O(J·E log V).
 Expected<SlotFlow> solve_with_boost(const SlotNetwork& network);
@@ -29,6 +26,6 @@ Expected<SlotFlow> solve_with_glpk(const SlotNetwork& network);
 
 // price_hint is used by LEMON only.
 Expected<SlotFlow> solve_flow(const SlotNetwork& network, Backend backend,
-                              const std::vector<std::int64_t>* price_hint = nullptr);
+                              const PriceHint* price_hint = nullptr);
 
 }  // namespace allox::matcher

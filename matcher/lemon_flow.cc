@@ -141,8 +141,8 @@ std::size_t add_improving_arcs(const SlotNetwork& network, const RestrictedSolve
 // each with its best-looking level and the levels on either side. Spreading a job over types
 // and levels, rather than taking its cheapest arcs anywhere, keeps single-machine slots from
 // being over-subscribed when the hint is rough.
-std::vector<char> candidate_arcs(const SlotNetwork& network,
-                                 const std::vector<std::int64_t>& price_hint) {
+std::vector<char> candidate_arcs(const SlotNetwork& network, const PriceHint& hint) {
+  const std::vector<std::int64_t>& price_hint = hint.slot_price;
   std::vector<char> in_model(network.arc_slot.size(), 0);
   struct BestLevel {
     std::int64_t score;
@@ -151,8 +151,10 @@ std::vector<char> candidate_arcs(const SlotNetwork& network,
   std::vector<BestLevel> per_type;
   for (std::size_t j = 0; j < network.job_count; ++j) {
     per_type.clear();
+    const std::size_t seed = hint.seed_slot.empty() ? PriceHint::kNoSlot : hint.seed_slot[j];
     // A job's arcs run type by type, levels ascending (slot_network.cc).
     for (std::size_t a = network.job_begin[j]; a < network.job_begin[j + 1]; ++a) {
+      if (network.arc_slot[a] == seed) in_model[a] = 1;
       const std::int64_t score = network.arc_cost[a] + price_hint[network.arc_slot[a]];
       const bool new_type = per_type.empty() || network.slot_type[network.arc_slot[a]] !=
                                                     network.slot_type[network.arc_slot[a - 1]];
@@ -181,8 +183,7 @@ std::vector<char> candidate_arcs(const SlotNetwork& network,
 
 }  // namespace
 
-Expected<SlotFlow> solve_with_lemon(const SlotNetwork& network,
-                                    const std::vector<std::int64_t>* price_hint) {
+Expected<SlotFlow> solve_with_lemon(const SlotNetwork& network, const PriceHint* price_hint) {
   // Column generation: solve over a subset of the job arcs, then price every arc left out
   // against the optimal potentials. No arc with a negative reduced cost left means the
   // restricted optimum is optimal for the whole network (LP duality); otherwise add those arcs
@@ -210,6 +211,8 @@ Expected<SlotFlow> solve_with_lemon(const SlotNetwork& network,
   SlotFlow flow;
   flow.feasible = true;
   flow.job_arc = std::move(solved.job_arc);
+  flow.model_arcs = static_cast<std::size_t>(std::count(in_model.begin(), in_model.end(), 1)) +
+                    network.outlets.size();
   flow.outlet_flow = std::move(solved.outlet_flow);
   flow.cost = solved.cost;
   const std::int64_t sink_potential = solved.potential[network.slot_count];

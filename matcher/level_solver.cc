@@ -10,8 +10,8 @@
 namespace allox::matcher {
 namespace {
 
-// Queues at least this long are planned with a sampled price hint (LEMON only).
-constexpr std::size_t kHintMinJobs = 600;
+// Queues at least this long get a price hint from a list schedule (LEMON only).
+constexpr std::size_t kHintMinJobs = 250;
 
 // First guess of levels per device type: the type's speed-proportional share of the jobs per
 // machine, with a margin, and never fewer than the jobs that can only run there need.
@@ -33,7 +33,7 @@ std::vector<std::size_t> initial_levels(const PreparedProblem& problem) {
   std::vector<std::size_t> levels(type_count, 0);
   for (std::size_t t = 0; t < type_count; ++t) {
     const double share = static_cast<double>(problem.job_count) * speed[t] / capacity;
-    const auto guess = static_cast<std::size_t>(std::ceil(share * 1.2)) + 1;
+    const auto guess = static_cast<std::size_t>(std::ceil(share * 1.3)) + 1;
     const std::size_t machines = problem.machines_of_type[t];
     const std::size_t needed = (problem.exclusive_jobs_of_type[t] + machines - 1) / machines;
     levels[t] = std::min(problem.runnable_jobs_of_type[t], std::max(guess, needed));
@@ -71,31 +71,23 @@ bool grow_full_types(const PreparedProblem& problem, const SlotNetwork& network,
 
 Expected<LevelSolution> solve_grouped(const PreparedProblem& problem, Backend backend) {
   std::vector<std::size_t> levels = initial_levels(problem);
-  std::optional<LevelSolution> sample;
-  if (backend == Backend::kLemon && problem.job_count >= kHintMinJobs) {
-    const PreparedProblem sampled = sample_of(problem);
-    if (sample_keeps_queue_per_machine(problem, sampled)) {
-      Expected<LevelSolution> solved = solve_grouped(sampled, backend);
-      if (solved.ok()) sample = std::move(*solved);  // without a hint the solve is only slower
-    }
-  }
   std::optional<LevelSolution> previous;  // the last round, whose prices hint the next
   LevelSolution out;
   for (;;) {
     Expected<SlotNetwork> network = build_level_network(problem, levels);
     if (!network.ok()) return network.error();
-    std::vector<std::int64_t> hint;
-    if (previous || sample) {
-      const LevelSolution& known = previous ? *previous : *sample;
-      hint = carry_prices(*network, known.network, known.flow.slot_price);
+    std::optional<PriceHint> hint;
+    if (previous) {
+      hint = carry_prices(*network, previous->network, previous->flow.slot_price);
     } else if (backend == Backend::kLemon && problem.job_count >= kHintMinJobs) {
       hint = greedy_prices(problem, *network);
     }
-    Expected<SlotFlow> flow = solve_flow(*network, backend, hint.empty() ? nullptr : &hint);
+    Expected<SlotFlow> flow = solve_flow(*network, backend, hint ? &*hint : nullptr);
     if (!flow.ok()) return flow.error();
     ++out.stats.rounds;
     out.stats.nodes = network->node_count();
     out.stats.arcs = network->arc_count();
+    out.stats.model_arcs = flow->model_arcs > 0 ? flow->model_arcs : network->arc_count();
     if (!flow->feasible) {
       bool grew = false;
       for (std::size_t t = 0; t < levels.size(); ++t) grew = grow(problem, t, levels) || grew;
@@ -126,7 +118,8 @@ Expected<LevelSolution> solve_levels(const PreparedProblem& problem, Backend bac
   if (!flow.ok()) return flow.error();
   if (!flow->feasible) return Error{"matcher: the naive network is infeasible (a bug)"};
   LevelSolution out;
-  out.stats = {1, network->node_count(), network->arc_count()};
+  out.stats = {1, network->node_count(), network->arc_count(),
+               flow->model_arcs > 0 ? flow->model_arcs : network->arc_count()};
   out.network = std::move(*network);
   out.flow = std::move(*flow);
   return out;

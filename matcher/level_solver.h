@@ -1,11 +1,9 @@
 // The lazy-level loop: solve the grouped network with a few position levels per device type and
 // add levels until no group fills its top level (internal; the argument is in matcher.h).
 //
-// LEMON gets price hints (lemon_flow.cc: it then starts from each job's few most promising arcs
-// and prices the rest in). A round after the first takes the previous round's exact prices. For
-// a large queue on large groups of identical machines the first round takes them from a sample:
-// every 8th job on every 8th machine of each group keeps each machine's queue, hence the level
-// prices, about the same. Hints change speed, never the answer.
+// LEMON gets price hints (price_hints.h; lemon_flow.cc then starts from each job's few most
+// promising arcs and prices the rest in): the first round from a list schedule, later rounds
+// from the previous round's exact prices. Hints change speed, never the answer.
 #pragma once
 
 #include "core/result.h"

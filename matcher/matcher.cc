@@ -101,7 +101,7 @@ Expected<Backend> parse_backend(std::string_view name) {
 }
 
 Expected<SlotFlow> solve_flow(const SlotNetwork& network, Backend backend,
-                              const std::vector<std::int64_t>* price_hint) {
+                              const PriceHint* price_hint) {
   switch (backend) {
     case Backend::kLemon:
       return solve_with_lemon(network, price_hint);

@@ -104,6 +104,7 @@ struct SolveStats {
   int rounds = 0;         // min-cost flow solves (lazy level rounds)
   std::size_t nodes = 0;  // of the last round's network
   std::size_t arcs = 0;
+  std::size_t model_arcs = 0;  // arcs the solver priced into its model (LEMON column generation)
 };
 
 struct Plan {

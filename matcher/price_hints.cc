@@ -10,9 +10,6 @@
 namespace allox::matcher {
 namespace {
 
-// The sample keeps one job in kSampleStride and one machine in kSampleStride of each group.
-constexpr std::size_t kSampleStride = 8;
-
 // Spreads per-machine level prices over the network's (type, level) slots: the mean over the
 // type's machines, and the type's mean residual beyond a machine's queue.
 std::vector<std::int64_t> slot_prices_from_machines(
@@ -40,8 +37,8 @@ std::vector<std::int64_t> slot_prices_from_machines(
 
 }  // namespace
 
-std::vector<std::int64_t> carry_prices(const SlotNetwork& network, const SlotNetwork& solved,
-                                       const std::vector<std::int64_t>& solved_prices) {
+PriceHint carry_prices(const SlotNetwork& network, const SlotNetwork& solved,
+                       const std::vector<std::int64_t>& solved_prices) {
   std::vector<std::vector<std::int64_t>> price_of_type;
   for (std::size_t s = 0; s < solved.slot_count; ++s) {
     const std::size_t t = solved.slot_type[s];
@@ -56,51 +53,10 @@ std::vector<std::int64_t> carry_prices(const SlotNetwork& network, const SlotNet
     // Levels beyond the solved ones cost what the deepest solved level cost.
     hint[s] = prices[std::min(network.slot_level[s], prices.size()) - 1];
   }
-  return hint;
+  return {std::move(hint), {}};
 }
 
-PreparedProblem sample_of(const PreparedProblem& problem) {
-  PreparedProblem sample = problem;
-  const std::size_t types = problem.types.size();
-  std::fill(sample.machines_of_type.begin(), sample.machines_of_type.end(), 0);
-  for (MachineGroup& group : sample.groups) {
-    group.machines.resize((group.machines.size() + kSampleStride - 1) / kSampleStride);
-    sample.machines_of_type[group.type] += group.machines.size();
-  }
-  sample.job_count = (problem.job_count + kSampleStride - 1) / kSampleStride;
-  sample.time_ticks.clear();
-  std::fill(sample.runnable_jobs_of_type.begin(), sample.runnable_jobs_of_type.end(), 0);
-  std::fill(sample.exclusive_jobs_of_type.begin(), sample.exclusive_jobs_of_type.end(), 0);
-  for (std::size_t j = 0; j < problem.job_count; j += kSampleStride) {
-    std::size_t runnable = 0;
-    std::size_t only = 0;
-    for (std::size_t t = 0; t < types; ++t) {
-      const std::int64_t time = problem.time(j, t);
-      sample.time_ticks.push_back(time);
-      if (time == kCannotRun) continue;
-      ++sample.runnable_jobs_of_type[t];
-      ++runnable;
-      only = t;
-    }
-    if (runnable == 1) ++sample.exclusive_jobs_of_type[only];
-  }
-  return sample;
-}
-
-bool sample_keeps_queue_per_machine(const PreparedProblem& problem,
-                                    const PreparedProblem& sampled) {
-  const double job_ratio =
-      static_cast<double>(problem.job_count) / static_cast<double>(sampled.job_count);
-  for (std::size_t t = 0; t < problem.types.size(); ++t) {
-    const double machine_ratio = static_cast<double>(problem.machines_of_type[t]) /
-                                 static_cast<double>(sampled.machines_of_type[t]);
-    if (std::abs(machine_ratio / job_ratio - 1) > 0.25) return false;
-  }
-  return true;
-}
-
-std::vector<std::int64_t> greedy_prices(const PreparedProblem& problem,
-                                        const SlotNetwork& network) {
+PriceHint greedy_prices(const PreparedProblem& problem, const SlotNetwork& network) {
   const std::size_t types = problem.types.size();
   // Machines of a group are identical: a min-heap of (clock, machine) per group.
   using Clock = std::pair<std::int64_t, std::size_t>;
@@ -125,6 +81,7 @@ std::vector<std::int64_t> greedy_prices(const PreparedProblem& problem,
   }
   std::sort(order.begin(), order.end());
   std::vector<std::vector<std::int64_t>> queue(machine_type.size());
+  std::vector<std::vector<std::size_t>> queued_jobs(machine_type.size());  // in run order
   for (const auto& [unused, j] : order) {
     std::size_t best_group = 0;
     std::int64_t best_finish = std::numeric_limits<std::int64_t>::max();
@@ -138,6 +95,23 @@ std::vector<std::int64_t> greedy_prices(const PreparedProblem& problem,
     free_at[best_group].pop();
     free_at[best_group].emplace(best_finish, machine);
     queue[machine].push_back(problem.time(j, problem.groups[best_group].type));
+    queued_jobs[machine].push_back(j);
+  }
+  // The schedule as slots: the i-th of n jobs on a machine of type t sits at level n - i.
+  std::vector<std::size_t> first_slot(types, PriceHint::kNoSlot);
+  std::vector<std::size_t> levels(types, 0);
+  for (std::size_t s = 0; s < network.slot_count; ++s) {
+    const std::size_t t = network.slot_type[s];
+    first_slot[t] = std::min(first_slot[t], s);
+    levels[t] = std::max(levels[t], network.slot_level[s]);
+  }
+  std::vector<std::size_t> seed(problem.job_count, PriceHint::kNoSlot);
+  for (std::size_t m = 0; m < queued_jobs.size(); ++m) {
+    const std::size_t n = queued_jobs[m].size();
+    const std::size_t t = machine_type[m];
+    for (std::size_t i = 0; i < n; ++i) {
+      if (n - i <= levels[t]) seed[queued_jobs[m][i]] = first_slot[t] + (n - i) - 1;
+    }
   }
   std::vector<std::vector<double>> machine_prices(machine_type.size());
   for (std::size_t m = 0; m < machine_type.size(); ++m) {
@@ -152,7 +126,8 @@ std::vector<std::int64_t> greedy_prices(const PreparedProblem& problem,
       prices[k] = price;
     }
   }
-  return slot_prices_from_machines(network, types, machine_type, machine_prices, machine_residual);
+  return {slot_prices_from_machines(network, types, machine_type, machine_prices, machine_residual),
+          std::move(seed)};
 }
 
 }  // namespace allox::matcher

@@ -51,6 +51,16 @@ struct SlotFlow {
   std::vector<std::int64_t> outlet_flow;
   std::int64_t cost = 0;
   std::vector<std::int64_t> slot_price;
+  std::size_t model_arcs = 0;  // arcs the backend's model held; all of them unless LEMON priced
+};
+
+// Estimated slot prices (any common offset) for LEMON's column generation, and optionally a
+// slot per job that together form a feasible assignment (kNoSlot where unknown): with those
+// seeded, the first restricted model is feasible.
+struct PriceHint {
+  static constexpr std::size_t kNoSlot = static_cast<std::size_t>(-1);
+  std::vector<std::int64_t> slot_price;
+  std::vector<std::size_t> seed_slot;
 };
 
 // Grouped network with levels[t] position levels for device type t. Error if costs could
