@@ -10,5 +10,6 @@ void add_report_command(CLI::App& app);
 void add_validate_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_solve_command(CLI::App& app);
+void add_simulate_command(CLI::App& app);
 
 }  // namespace allox::cli

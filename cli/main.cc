@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
   allox::cli::add_validate_command(app);
   allox::cli::add_bench_command(app);
   allox::cli::add_solve_command(app);
+  allox::cli::add_simulate_command(app);
   CLI11_PARSE(app, argc, argv);
   return 0;
 }

@@ -100,13 +100,13 @@ void write_shares_csv(const SimResult& result, std::ostream& out) {
 
 void write_comparison_table(const std::vector<SimSummary>& summaries, std::ostream& out) {
   out << std::left << std::setw(12) << "policy" << std::right << std::setw(7) << "alpha"
-      << std::setw(11) << "completed" << std::setw(11) << "avg_jct" << std::setw(10) << "p50"
+      << std::setw(13) << "completed" << std::setw(11) << "avg_jct" << std::setw(10) << "p50"
       << std::setw(10) << "p95" << std::setw(10) << "p99" << std::setw(11) << "makespan"
       << std::setw(7) << "jain" << std::setw(9) << "max_rho" << std::setw(9) << "wall_s" << '\n';
   out << std::fixed;
   for (const SimSummary& s : summaries) {
     out << std::left << std::setw(12) << s.policy << std::right << std::setprecision(2)
-        << std::setw(7) << s.alpha << std::setw(11)
+        << std::setw(7) << s.alpha << std::setw(13)
         << (std::to_string(s.completed) + "/" + std::to_string(s.jobs)) << std::setprecision(1)
         << std::setw(11) << s.avg_jct << std::setw(10) << s.p50_jct << std::setw(10) << s.p95_jct
         << std::setw(10) << s.p99_jct << std::setw(11) << s.makespan << std::setprecision(3)
@@ -114,6 +114,21 @@ void write_comparison_table(const std::vector<SimSummary>& summaries, std::ostre
         << std::setw(9) << s.sim_wall_s << '\n';
   }
   out.unsetf(std::ios::fixed);
+}
+
+void write_comparison_csv(const std::vector<SimSummary>& summaries, std::ostream& out,
+                          const std::vector<double>& x, const std::string& x_name) {
+  if (!x.empty()) out << x_name << ',';
+  out << "policy,alpha,jobs,completed,avg_jct,p50_jct,p95_jct,p99_jct,makespan,jain,max_rho,"
+         "sim_wall_s\n";
+  for (std::size_t i = 0; i < summaries.size(); ++i) {
+    const SimSummary& s = summaries[i];
+    if (!x.empty()) out << number(x.at(i)) << ',';
+    out << csv_field(s.policy) << ',' << number(s.alpha) << ',' << s.jobs << ',' << s.completed
+        << ',' << number(s.avg_jct) << ',' << number(s.p50_jct) << ',' << number(s.p95_jct) << ','
+        << number(s.p99_jct) << ',' << number(s.makespan) << ',' << number(s.jain) << ','
+        << number(s.max_rho) << ',' << number(s.sim_wall_s) << '\n';
+  }
 }
 
 Status write_run_files(const SimSummary& summary, const SimResult& result, const std::string& dir) {

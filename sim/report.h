@@ -24,6 +24,9 @@ void write_summary_json(const SimSummary& summary, std::ostream& out);
 void write_jobs_csv(const SimResult& result, std::ostream& out);
 void write_shares_csv(const SimResult& result, std::ostream& out);
 void write_comparison_table(const std::vector<SimSummary>& summaries, std::ostream& out);
+// The same as CSV, with a leading column `x` when sweep values are given (one per summary).
+void write_comparison_csv(const std::vector<SimSummary>& summaries, std::ostream& out,
+                          const std::vector<double>& x = {}, const std::string& x_name = "x");
 
 // Writes summary.json, jobs.csv and shares.csv into `dir` (created if missing).
 Status write_run_files(const SimSummary& summary, const SimResult& result, const std::string& dir);

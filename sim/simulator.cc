@@ -117,22 +117,26 @@ class Replay {
     while (!events_.empty()) {
       const double now = events_.top().time;
       state_.now = now;
-      bool round = false;
+      bool round = false, changed = false;
       while (!events_.empty() && events_.top().time == now) {
         Event e = events_.top();
         events_.pop();
         switch (e.kind) {
           case EventKind::kMachineFree:
-            machine_free(e);
+            changed |= machine_free(e);
             break;
           case EventKind::kArrival:
             arrive(e.subject);
+            changed = true;
             break;
           case EventKind::kRound:
-            round = true;
+            round = changed = true;
             break;
         }
       }
+      // Only finish events of preempted jobs: nothing happened, and deciding here would let
+      // every preemption schedule another decision.
+      if (!changed) continue;
       place_profiling_runs();
       if (Status s = decide_until_stable(); !s.ok()) return s.error();
       record_shares(now);
@@ -202,9 +206,10 @@ class Replay {
     state_.queue.push_back(std::move(q));
   }
 
-  void machine_free(const Event& e) {
+  // False for the stale finish event of a preempted job.
+  bool machine_free(const Event& e) {
     MachineSlot& slot = slots_[e.subject];
-    if (e.generation != slot.generation) return;  // the job there was preempted
+    if (e.generation != slot.generation) return false;
     const double now = e.time;
     switch (slot.occupant) {
       case Occupant::kJob: {
@@ -233,6 +238,7 @@ class Replay {
     ++slot.generation;
     state_.idle[e.subject] = true;
     state_.machines[e.subject].busy_until = now;
+    return true;
   }
 
   void remove_running(std::size_t machine) {
@@ -262,31 +268,38 @@ class Replay {
     }
   }
 
-  // Brings the estimates a policy sees up to date with the clock.
+  // Brings what a policy sees up to date with the clock. A running job's estimated finish is
+  // refined from its progress, as progress reports would: now + estimate × (1 − fraction done),
+  // the same remaining time it would show in the queue if it were preempted now.
   void refresh_view() {
     const double now = state_.now;
     for (RunningJob& r : state_.running) {
       const std::size_t j = job_index_.at(r.job->id);
-      r.attained_service = attained_[j] + (now - r.start);
-      state_.machines[r.machine].busy_until = std::max(now, r.estimated_finish);
+      const DeviceType& device = state_.machines[r.machine].device;
+      const double ran = now - r.start;
+      const double done = std::min(progress_[j] + ran / trace_.jobs[j].true_time.at(device), 1.0);
+      r.attained_service = attained_[j] + ran;
+      r.estimated_finish = now + job(j).time.at(device) * (1 - done);
+      state_.machines[r.machine].busy_until = r.estimated_finish;
     }
   }
 
+  // Asks the policy again only while its last answer started jobs without preempting any and
+  // machines are still idle: a policy may start one job per call (AlloX re-solves after each
+  // start), but a preemptive policy's evictions compete again at the next event, not in a loop
+  // that could evict and restart the same jobs at one instant forever.
   Status decide_until_stable() {
-    // Every productive call starts or stops at least one job; this bounds a policy that keeps
-    // undoing its own decisions.
-    const std::size_t max_calls = 2 * state_.machines.size() + 4;
-    for (std::size_t call = 0; call < max_calls; ++call) {
+    for (std::size_t call = 0; call <= state_.machines.size(); ++call) {
       if (state_.queue.empty()) return OkStatus();
       const bool any_idle =
           std::find(state_.idle.begin(), state_.idle.end(), true) != state_.idle.end();
-      if (!any_idle && !policy_.preemptive()) return OkStatus();
+      if (!any_idle && (call > 0 || !policy_.preemptive())) return OkStatus();
       refresh_view();
       Expected<Decision> decision = policy_.decide(state_);
       ++result_.decide_calls;
       if (!decision.ok()) return fail("decide() failed: " + decision.message());
-      if (decision->start.empty() && decision->preempt.empty()) return OkStatus();
       if (Status s = apply(*decision); !s.ok()) return s;
+      if (decision->start.empty() || !decision->preempt.empty()) return OkStatus();
     }
     return OkStatus();
   }

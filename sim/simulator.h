@@ -4,14 +4,18 @@
 // run, or the initial busy period of a machine with busy_until > 0), jobs arrive, periodic
 // rounds. After the events at time t the simulator
 //   1. places pending profiling runs on idle machines (when profiling is on),
-//   2. asks the policy to decide, applies its preemptions and starts, and asks again while the
-//      previous answer changed something (a policy may start one job per call),
+//   2. asks the policy to decide and applies its preemptions, then its starts; asks again while
+//      the answer started jobs without preempting any and machines are still idle (a policy may
+//      start one job per call; a preempted job competes again at the next event),
 // then records each user's share of the machines. Time jumps from event to event; nothing ticks
 // unless SimOptions::round_period asks for periodic rounds (time-slicing policies such as las).
 //
-// Decisions use the trace's estimates (a running job's estimated finish, a preempted job's
-// estimated remaining time); a job runs for its true time on the machine's device type. A
-// preempted job keeps the fraction of work it did, on every device type (progress is portable).
+// Decisions use the trace's estimates; a job runs for its true time on the machine's device
+// type. What a policy sees of a job that has run is refined by its progress, as progress reports
+// would refine it: with fraction f of its work done, its estimated remaining time on device d is
+// estimate(d) × (1 − f), both as a running job (estimated_finish, the machine's busy_until) and
+// as a preempted one (QueuedJob::remaining). A preempted job keeps its progress on every device
+// type. Decisions happen only when something happened (a finish, an arrival, a round).
 //
 // Profiling (ProfilingOptions, off by default) follows the reference AlloX simulator: each
 // arriving job first runs, on each device type of the cluster it can use, one short run per

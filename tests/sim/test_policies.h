@@ -45,7 +45,8 @@ class OneAtATime : public GreedyFastestIdle {
 };
 
 // Single-device preemptive shortest-remaining-estimate-first: preempts the running job with the
-// longest remaining estimate when a queued job's remaining estimate is shorter.
+// longest remaining estimate when a queued job's remaining estimate is shorter, and starts the
+// queued job on the freed machine in the same decision.
 class TinySrpt : public SchedulingPolicy {
  public:
   std::string name() const override { return "tiny-srpt"; }
@@ -70,6 +71,7 @@ class TinySrpt : public SchedulingPolicy {
     }
     if (longest && longest->estimated_finish - state.now > remaining(*queue[next])) {
       d.preempt.push_back(longest->job->id);
+      d.start.push_back({queue[next]->job->id, longest->machine});  // the freed machine
     }
     return d;
   }

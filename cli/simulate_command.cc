@@ -1,0 +1,375 @@
+// allox simulate: replays a trace against one policy, a list, or all of them, and writes
+// summary.json / jobs.csv / plots. A thin shell over sim/ (experiment.h, report.h, plots.h).
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "cli/exit.h"
+#include "core/cluster_file.h"
+#include "sim/allox_trace.h"
+#include "sim/experiment.h"
+#include "sim/plots.h"
+#include "sim/report.h"
+#include "sim/synthetic.h"
+#include "sim/trace_file.h"
+
+namespace allox::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct SimulateArgs {
+  std::string trace;
+  std::string format;
+  std::size_t synthetic_jobs = 0;
+  SyntheticOptions synthetic;
+  std::string gavel = "data/gavel/simulation_throughputs.json";
+  std::string save_trace;
+  bool exact_estimates = false;
+
+  std::string cluster;
+  int gpus = -1;
+  int cpus = -1;
+  std::vector<std::string> machines;  // device=N
+
+  std::string policy = "allox";
+  double alpha = 0.1;
+  double starvation_bound = 3600;
+  std::string matcher_backend = "lemon";
+  bool profiling = false;
+  double round_period = -1;
+  unsigned threads = 1;
+
+  std::vector<double> sweep_alpha;
+  std::vector<int> sweep_gpus;
+
+  std::string out;
+  bool plots = false;
+  bool progress = false;
+  bool no_progress = false;
+};
+
+// A one-line progress bar on stderr, shown once a run has taken more than two seconds and only
+// when stderr is a terminal (or --progress asks for it).
+class ProgressBar {
+ public:
+  ProgressBar(bool enabled, std::size_t runs) : enabled_(enabled), runs_(runs) {}
+  ~ProgressBar() { finish(); }
+
+  std::function<void(double)> callback(std::size_t run) {
+    if (!enabled_) return {};
+    return [this, run](double fraction) { update(run, fraction); };
+  }
+  void finish() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (shown_) std::cerr << "\r\033[K" << std::flush;
+    shown_ = false;
+  }
+
+ private:
+  void update(std::size_t run, double fraction) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (fractions_.size() < runs_) fractions_.resize(runs_, 0);
+    fractions_[run] = fraction;
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    if (elapsed < 2) return;
+    double total = 0;
+    for (double f : fractions_) total += f;
+    total /= runs_;
+    constexpr int kWidth = 40;
+    const int filled = static_cast<int>(total * kWidth);
+    std::cerr << "\rsimulating [" << std::string(filled, '#') << std::string(kWidth - filled, ' ')
+              << "] " << static_cast<int>(total * 100) << "% " << static_cast<int>(elapsed) << "s"
+              << std::flush;
+    shown_ = true;
+  }
+
+  bool enabled_;
+  std::size_t runs_;
+  std::vector<double> fractions_;
+  bool shown_ = false;
+  std::mutex mu_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
+std::string guess_format(const std::string& path) {
+  const std::string ext = fs::path(path).extension().string();
+  if (ext == ".csv") return "csv";
+  if (ext == ".yaml" || ext == ".yml" || ext == ".json") return "yaml";
+  return "allox";
+}
+
+Expected<Trace> load_trace(const SimulateArgs& a) {
+  Expected<Trace> trace = Error{""};
+  if (a.synthetic_jobs > 0) {
+    auto table = load_gavel_throughputs(a.gavel);
+    if (!table) return table.error();
+    SyntheticOptions o = a.synthetic;
+    o.jobs = a.synthetic_jobs;
+    trace = generate_synthetic_trace(*table, o);
+  } else {
+    const std::string format = a.format.empty() ? guess_format(a.trace) : a.format;
+    if (format == "allox") {
+      trace = load_allox_trace(a.trace, AlloxTraceOptions{a.exact_estimates});
+    } else if (format == "yaml") {
+      trace = load_yaml_trace(a.trace);
+    } else {
+      trace = load_csv_trace(a.trace);
+    }
+  }
+  if (trace && a.exact_estimates) use_true_times_as_estimates(*trace);
+  return trace;
+}
+
+Expected<Cluster> load_cluster(const SimulateArgs& a) {
+  if (!a.cluster.empty()) return load_cluster_file(a.cluster);
+  std::map<DeviceType, int> count;
+  if (a.gpus > 0) count["gpu"] = a.gpus;
+  if (a.cpus > 0) count["cpu"] = a.cpus;
+  for (const std::string& m : a.machines) {
+    const auto eq = m.find('=');
+    int n = 0;
+    try {
+      n = eq == std::string::npos ? 0 : std::stoi(m.substr(eq + 1));
+    } catch (const std::exception&) {
+      n = 0;
+    }
+    if (eq == 0 || n <= 0) return Error{"--machines expects device=N with N >= 1, got '" + m + "'"};
+    count[m.substr(0, eq)] += n;
+  }
+  if (count.empty()) return Error{"give --cluster FILE, or --gpus/--cpus/--machines counts"};
+  return make_uniform_cluster(count);
+}
+
+// The cluster with its gpu machines replaced by `gpus` fresh ones.
+Cluster with_gpus(const Cluster& base, int gpus) {
+  Cluster c;
+  for (const Machine& m : base.machines) {
+    if (m.device != "gpu") c.machines.push_back(m);
+  }
+  for (int i = 0; i < gpus; ++i) c.machines.push_back({"gpu-" + std::to_string(i), "gpu", 0});
+  return c;
+}
+
+Status write_file(const fs::path& path, const std::function<void(std::ostream&)>& body) {
+  std::error_code ec;
+  fs::create_directories(path.parent_path(), ec);
+  std::ofstream out(path);
+  if (!out) return Error{"cannot write " + path.string()};
+  body(out);
+  out.close();
+  if (!out) return Error{"error writing " + path.string()};
+  return OkStatus();
+}
+
+void check(const Status& s) {
+  if (!s.ok()) {
+    std::cerr << "allox simulate: " << s.message() << "\n";
+    fail();
+  }
+}
+
+template <class T>
+T check(Expected<T> e) {
+  if (!e.ok()) {
+    std::cerr << "allox simulate: " << e.message() << "\n";
+    fail();
+  }
+  return std::move(*e);
+}
+
+std::vector<SimSummary> summaries_of(const std::vector<Run>& runs) {
+  std::vector<SimSummary> s;
+  for (const Run& r : runs) s.push_back(r.summary);
+  return s;
+}
+
+std::vector<Run> run_with_progress(const SimulateArgs& a, const Trace& trace,
+                                   const Cluster& cluster, const std::vector<RunSpec>& specs,
+                                   const PolicyOptions& base, const SimOptions& sim) {
+  const bool show = !a.no_progress && (a.progress || isatty(STDERR_FILENO));
+  ProgressBar bar(show, specs.size());
+  std::vector<Run> runs = check(run_all(trace, cluster, specs, base, sim, a.threads,
+                                        [&](std::size_t i) { return bar.callback(i); }));
+  bar.finish();
+  return runs;
+}
+
+void simulate(const SimulateArgs& a) {
+  const Trace trace = check(load_trace(a));
+  const Cluster cluster = check(load_cluster(a));
+  if (!a.save_trace.empty()) {
+    check(write_file(a.save_trace, [&](std::ostream& o) { write_csv_trace(trace, o); }));
+  }
+  PolicyOptions base;
+  base.alpha = a.alpha;
+  base.starvation_bound = a.starvation_bound;
+  base.matcher_backend = a.matcher_backend;
+  SimOptions sim;
+  sim.profiling.enabled = a.profiling;
+  sim.round_period = a.round_period;
+  const std::vector<RunSpec> specs = check(expand_policies(a.policy, a.alpha));
+
+  std::cout << trace.jobs.size() << " jobs, " << trace.users.size() << " users, "
+            << cluster.machines.size() << " machines; profiling " << (a.profiling ? "on" : "off")
+            << "\n";
+  const std::vector<Run> runs = run_with_progress(a, trace, cluster, specs, base, sim);
+  write_comparison_table(summaries_of(runs), std::cout);
+
+  const fs::path out(a.out);
+  if (!a.out.empty()) {
+    if (runs.size() == 1) {
+      check(write_run_files(runs[0].summary, runs[0].result, a.out));
+    } else {
+      for (const Run& r : runs) {
+        check(write_run_files(r.summary, r.result, (out / r.spec.label).string()));
+      }
+      check(write_file(out / "comparison.csv",
+                       [&](std::ostream& o) { write_comparison_csv(summaries_of(runs), o); }));
+    }
+    if (a.plots) {
+      check(plot_jct_cdf(runs, a.out));
+      for (const Run& r : runs) {
+        check(plot_shares(r, a.out, runs.size() == 1 ? "shares" : "shares_" + r.spec.label));
+      }
+    }
+  }
+
+  if (!a.sweep_alpha.empty()) {
+    const std::string policy = specs.size() == 1 ? specs[0].policy : "allox";
+    std::vector<RunSpec> sweep;
+    for (double alpha : a.sweep_alpha) {
+      std::ostringstream label;
+      label << policy << "-a" << alpha;
+      sweep.push_back(RunSpec{policy, alpha, label.str()});
+    }
+    std::cout << "\nα sweep (" << policy << ")\n";
+    const std::vector<Run> sr = run_with_progress(a, trace, cluster, sweep, base, sim);
+    write_comparison_table(summaries_of(sr), std::cout);
+    if (!a.out.empty()) {
+      std::vector<SweepPoint> points;
+      for (const Run& r : sr) points.push_back({r.spec.alpha, r.summary});
+      check(write_file(out / "alpha_sweep.csv", [&](std::ostream& o) {
+        write_comparison_csv(summaries_of(sr), o, a.sweep_alpha, "alpha");
+      }));
+      if (a.plots) check(plot_alpha_tradeoff(points, a.out));
+    }
+  }
+
+  if (!a.sweep_gpus.empty()) {
+    std::vector<SweepPoint> points;
+    std::vector<SimSummary> rows;
+    std::vector<double> xs;
+    for (int gpus : a.sweep_gpus) {
+      std::cout << "\n" << gpus << " GPUs\n";
+      const std::vector<Run> sr =
+          run_with_progress(a, trace, with_gpus(cluster, gpus), specs, base, sim);
+      write_comparison_table(summaries_of(sr), std::cout);
+      for (const Run& r : sr) {
+        points.push_back({double(gpus), r.summary});
+        rows.push_back(r.summary);
+        xs.push_back(gpus);
+      }
+    }
+    if (!a.out.empty()) {
+      check(write_file(out / "load_sweep.csv",
+                       [&](std::ostream& o) { write_comparison_csv(rows, o, xs, "gpus"); }));
+      if (a.plots) check(plot_load_sweep(points, "GPUs", a.out));
+    }
+  }
+}
+
+}  // namespace
+
+void add_simulate_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "simulate",
+      "Replay a job trace on a cluster under one or more scheduling policies (event-driven; "
+      "decisions use estimated times, completions true times) and report JCT and fairness.");
+  auto a = std::make_shared<SimulateArgs>();
+  auto* trace = cmd->add_option("--trace", a->trace, "trace file");
+  cmd->add_option("--format", a->format,
+                  "trace format: allox (paper workload), yaml or csv (examples/trace.*); "
+                  "default from the file extension (.csv, .yaml/.yml/.json, else allox)")
+      ->check(CLI::IsMember({"allox", "yaml", "csv"}));
+  auto* synthetic =
+      cmd->add_option("--synthetic", a->synthetic_jobs,
+                      "instead of --trace, generate this many jobs (Poisson arrivals, Gavel "
+                      "job types, Pareto durations)")
+          ->check(CLI::PositiveNumber);
+  trace->excludes(synthetic);
+  cmd->add_option("--users", a->synthetic.users, "synthetic: number of users")
+      ->capture_default_str();
+  cmd->add_option("--rate", a->synthetic.arrival_rate, "synthetic: arrivals per second")
+      ->capture_default_str();
+  cmd->add_option("--median-duration", a->synthetic.median_duration,
+                  "synthetic: median seconds on a job's fastest device")
+      ->capture_default_str();
+  cmd->add_option("--estimate-error", a->synthetic.estimate_error,
+                  "synthetic: estimates are true × (1 + e), e uniform in ±this")
+      ->capture_default_str();
+  cmd->add_option("--seed", a->synthetic.seed, "synthetic: random seed")->capture_default_str();
+  cmd->add_option("--gavel", a->gavel, "synthetic: Gavel throughput table")->capture_default_str();
+  cmd->add_option("--save-trace", a->save_trace,
+                  "write the trace used as CSV (examples/trace.csv format)");
+  cmd->add_flag("--exact-estimates", a->exact_estimates,
+                "decide with true times (no estimate error)");
+
+  auto* cluster = cmd->add_option("--cluster", a->cluster, "cluster.yaml");
+  auto* gpus = cmd->add_option("--gpus", a->gpus, "number of GPUs (one job each)");
+  auto* cpus = cmd->add_option("--cpus", a->cpus, "number of CPU nodes (one job each)");
+  auto* machines = cmd->add_option("--machines", a->machines, "device=N (repeatable), e.g. v100=4");
+  cluster->excludes(gpus)->excludes(cpus)->excludes(machines);
+
+  cmd->add_option("--policy", a->policy,
+                  "policy name, comma-separated names, or 'all' (adds allox at α = 1 when "
+                  "--alpha is not 1)")
+      ->capture_default_str();
+  cmd->add_option("--alpha", a->alpha, "allox fairness knob α in (0, 1]")->capture_default_str();
+  cmd->add_option("--starvation-bound", a->starvation_bound,
+                  "allox: a job queued longer than this (s) enters every round")
+      ->capture_default_str();
+  cmd->add_option("--matcher", a->matcher_backend, "allox: matcher backend")->capture_default_str();
+  cmd->add_flag("--profiling", a->profiling,
+                "profile each job first (1% and 2% runs per device, as the reference AlloX "
+                "simulator does); JCT includes the delay");
+  cmd->add_option("--round-period", a->round_period,
+                  "seconds between periodic scheduling rounds (default: 60 for las, none for "
+                  "the others)");
+  cmd->add_option("--threads", a->threads, "run policies in parallel on this many threads")
+      ->capture_default_str();
+  cmd->add_option("--sweep-alpha", a->sweep_alpha,
+                  "also run allox (or the one --policy) at each α, e.g. 0.1,0.2,0.5,1")
+      ->delimiter(',');
+  cmd->add_option("--sweep-gpus", a->sweep_gpus,
+                  "also run the policies with each number of GPUs (other machines unchanged)")
+      ->delimiter(',');
+  cmd->add_option("--out", a->out, "folder for summary.json, jobs.csv, shares.csv (and plots)");
+  cmd->add_flag("--plots", a->plots, "draw PNG and SVG plots into --out (needs gnuplot)");
+  cmd->add_flag("--progress", a->progress,
+                "show the progress bar even when stderr is not a terminal");
+  cmd->add_flag("--no-progress", a->no_progress, "never show the progress bar");
+  cmd->callback([a] {
+    if (a->trace.empty() && a->synthetic_jobs == 0) {
+      std::cerr << "allox simulate: give --trace FILE or --synthetic N\n";
+      fail();
+    }
+    if (a->plots && a->out.empty()) {
+      std::cerr << "allox simulate: --plots needs --out DIR\n";
+      fail();
+    }
+    simulate(*a);
+  });
+}
+
+}  // namespace allox::cli

@@ -1,0 +1,40 @@
+// Plots for people, drawn by gnuplot (Debian's gnuplot-nox) as PNG and SVG.
+//
+// Each function writes its data (<stem>.dat) and script (<stem>.gp) into `dir`, then runs
+// `gnuplot <stem>.gp`, which writes <stem>.png (pngcairo when gnuplot has it, else png) and
+// <stem>.svg. Data is thinned to a few hundred points per curve so the images stay small. The
+// scripts stay behind, so a person can restyle a figure without re-running the simulation.
+// Errors: the folder cannot be written, or gnuplot is missing or fails (its stderr is quoted).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "sim/experiment.h"
+#include "sim/metrics.h"
+
+namespace allox {
+
+// Empirical CDF of job completion times, one curve per run, log-scaled time axis.
+Status plot_jct_cdf(const std::vector<Run>& runs, const std::string& dir,
+                    const std::string& stem = "jct_cdf");
+
+// Each user's share of the machines over time (time-weighted averages over ~300 bins), stacked.
+Status plot_shares(const Run& run, const std::string& dir, const std::string& stem);
+
+// One point of a sweep: the swept value (α, or a machine count) and the run's summary.
+struct SweepPoint {
+  double x = 0;
+  SimSummary summary;  // summary.policy names the curve
+};
+
+// α trade-off: avg JCT against Jain's index and against max ρ, one point per α (labelled).
+Status plot_alpha_tradeoff(const std::vector<SweepPoint>& points, const std::string& dir,
+                           const std::string& stem = "alpha_tradeoff");
+
+// Load sweep: avg JCT against the swept machine count, one curve per policy, log-scaled JCT.
+Status plot_load_sweep(const std::vector<SweepPoint>& points, const std::string& x_label,
+                       const std::string& dir, const std::string& stem = "load_sweep");
+
+}  // namespace allox

@@ -1,0 +1,56 @@
+// Seeded synthetic traces built from Gavel's measured throughput table.
+//
+// Gavel's data/gavel/simulation_throughputs.json maps each device type (k80, p100, v100) to
+// "('<model> (batch size B)', <scale factor>)" -> {"null": isolated steps/s, ...}. A job type is
+// one single-worker configuration (scale factor 1); a device with zero throughput cannot run it.
+//
+// A synthetic job: arrival from a Poisson process (exponential gaps, rate arrival_rate), user
+// uniform over `users`, job type uniform over the table, duration on its fastest device from a
+// Pareto distribution (shape pareto_shape, median median_duration, capped at
+// max_duration_factor × median); its step count follows, and its time on every other device is
+// steps / throughput there. Estimates are true × (1 + e), e uniform in ±estimate_error.
+//
+// Deterministic for a seed on every platform: the generator draws from std::mt19937_64 (fully
+// specified by the standard) and maps draws to doubles itself rather than through the
+// implementation-defined <random> distributions. O(jobs).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "sim/trace.h"
+
+namespace allox {
+
+struct JobType {
+  std::string model;                              // e.g. "ResNet-50 (batch size 64)"
+  std::map<DeviceType, double> steps_per_second;  // only devices that can run it
+};
+
+struct ThroughputTable {
+  std::vector<JobType> job_types;  // sorted by model name
+};
+
+Expected<ThroughputTable> parse_gavel_throughputs(const std::string& json_text,
+                                                  const std::string& source);
+Expected<ThroughputTable> load_gavel_throughputs(const std::string& path);
+
+struct SyntheticOptions {
+  std::size_t jobs = 1000;
+  std::size_t users = 4;
+  double arrival_rate = 0.01;     // jobs per second
+  double median_duration = 1800;  // seconds on the job's fastest device
+  double pareto_shape = 1.5;      // smaller is heavier-tailed; > 0
+  double max_duration_factor = 50;
+  double estimate_error = 0.2;  // in [0, 1)
+  std::uint64_t seed = 1;
+};
+
+// Errors name the first out-of-range option. Users are named user0 .. user<U-1>, jobs job0 ...
+Expected<Trace> generate_synthetic_trace(const ThroughputTable& table,
+                                         const SyntheticOptions& options);
+
+}  // namespace allox

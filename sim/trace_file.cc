@@ -1,0 +1,323 @@
+#include "sim/trace_file.h"
+
+#include <cmath>
+#include <iomanip>
+#include <set>
+#include <sstream>
+#include <vector>
+
+#include "core/input_file.h"
+#include "core/yaml_fields.h"
+
+namespace allox {
+namespace {
+
+// ---- YAML ----
+
+void read_device_times(FieldReader& reader, const YAML::Node& node, const char* key,
+                       const std::string& subject, std::map<DeviceType, double>& out) {
+  const YAML::Node times = node[key];
+  if (!times || times.IsNull()) return;
+  if (!times.IsMap()) {
+    reader.fail(times, subject,
+                std::string(key) + " must map device types to seconds (e.g. {gpu: 60}), got " +
+                    describe(times));
+    return;
+  }
+  for (const auto& entry : times) {
+    const std::string device = entry.first.as<std::string>("");
+    if (!reader.device_name(entry.first, subject, std::string("device type in ") + key, device)) {
+      continue;
+    }
+    const auto seconds = reader.number_at(entry.second, subject, std::string(key) + "." + device,
+                                          "a positive number of seconds", true);
+    if (seconds) out[device] = *seconds;
+  }
+}
+
+void read_yaml_job(FieldReader& reader, const YAML::Node& node, std::size_t index, Trace& trace) {
+  std::string subject = "jobs[" + std::to_string(index) + "]";
+  if (node.IsMap() && node["id"] && node["id"].IsScalar() && !node["id"].Scalar().empty()) {
+    subject = "job \"" + node["id"].Scalar() + "\"";
+  }
+  if (!reader.check_map(node, subject,
+                        {"id", "user", "arrival", "time", "estimate", "iterations", "family"})) {
+    return;
+  }
+  TraceJob tj;
+  const auto id = reader.text(node, "id", subject, true);
+  const auto user = reader.text(node, "user", subject, false);
+  const auto arrival = reader.non_negative(node, "arrival", subject, "seconds", false);
+  const auto iterations = reader.integer(node, "iterations", subject, 1, 1'000'000'000'000, false);
+  const auto family = reader.text(node, "family", subject, false);
+  if (!node["time"] || node["time"].IsNull()) {
+    reader.fail(node, subject, "time is required (device type -> seconds, e.g. {gpu: 60})");
+  }
+  read_device_times(reader, node, "time", subject, tj.true_time);
+  std::map<DeviceType, double> estimate;
+  read_device_times(reader, node, "estimate", subject, estimate);
+  for (const auto& [device, seconds] : estimate) {
+    if (!tj.true_time.count(device)) {
+      reader.fail(node["estimate"], subject,
+                  "estimate." + device + " given but time." + device + " is not");
+    }
+  }
+  if (!id) return;
+  tj.job.id = *id;
+  tj.job.user = user.value_or("default");
+  tj.job.arrival = arrival.value_or(0);
+  tj.job.iterations = iterations;
+  tj.job.family = family.value_or("");
+  tj.job.time = tj.true_time;
+  for (const auto& [device, seconds] : estimate) {
+    if (tj.job.time.count(device)) tj.job.time[device] = seconds;
+  }
+  trace.jobs.push_back(std::move(tj));
+}
+
+// ---- CSV ----
+
+// Splits one CSV record (RFC 4180 quoting, no embedded newlines).
+Expected<std::vector<std::string>> split_csv(const std::string& line) {
+  std::vector<std::string> fields;
+  std::string field;
+  bool quoted = false;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        field += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        field += c;
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      fields.push_back(field);
+      field.clear();
+    } else if (c != '\r') {
+      field += c;
+    }
+  }
+  if (quoted) return Error{"unterminated quote"};
+  fields.push_back(field);
+  return fields;
+}
+
+std::string trim(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t");
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(" \t") - b + 1);
+}
+
+bool parse_number(const std::string& text, double& out) {
+  try {
+    std::size_t used = 0;
+    out = std::stod(text, &used);
+    return used == text.size() && std::isfinite(out);
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+std::string number(double x) {
+  std::ostringstream out;
+  out << std::setprecision(17) << x;
+  for (int digits = 6; digits < 17; ++digits) {
+    std::ostringstream shorter;
+    shorter << std::setprecision(digits) << x;
+    if (std::stod(shorter.str()) == x) return shorter.str();
+  }
+  return out.str();
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"") == std::string::npos) return s;
+  std::string quoted = "\"";
+  for (char c : s) {
+    if (c == '"') quoted += '"';
+    quoted += c;
+  }
+  return quoted + "\"";
+}
+
+Expected<Trace> finish(Trace trace, const std::string& source) {
+  add_missing_users(trace);
+  sort_by_arrival(trace);
+  if (Status s = validate_trace(trace); !s.ok()) return Error{source + ": " + s.message()};
+  return trace;
+}
+
+}  // namespace
+
+Expected<Trace> parse_yaml_trace(const std::string& text, const std::string& source) {
+  auto root = parse_yaml(text, source);
+  if (!root) return root.error();
+  FieldReader reader(source);
+  if (!reader.check_map(*root, "", {"users", "jobs"})) return reader.error();
+  Trace trace;
+  const auto users = reader.sequence(*root, "users", "");
+  std::set<std::string> user_names;
+  for (std::size_t i = 0; i < users.size(); ++i) {
+    const std::string subject = "users[" + std::to_string(i) + "]";
+    if (!reader.check_map(users[i], subject, {"name", "weight"})) continue;
+    const auto name = reader.text(users[i], "name", subject, true);
+    const auto weight = reader.positive(users[i], "weight", subject, "shares", false);
+    if (!name) continue;
+    if (!user_names.insert(*name).second) {
+      reader.fail(users[i], "user \"" + *name + "\"", "duplicate user name");
+    }
+    trace.users.push_back({*name, weight.value_or(1)});
+  }
+  const auto jobs = reader.sequence(*root, "jobs", "");
+  std::set<std::string> ids;
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    const std::size_t before = trace.jobs.size();
+    read_yaml_job(reader, jobs[i], i, trace);
+    if (trace.jobs.size() > before && !ids.insert(trace.jobs.back().job.id).second) {
+      reader.fail(jobs[i], "job \"" + trace.jobs.back().job.id + "\"", "duplicate job id");
+    }
+  }
+  if (!reader.ok()) return reader.error();
+  return finish(std::move(trace), source);
+}
+
+Expected<Trace> parse_csv_trace(const std::string& text, const std::string& source) {
+  std::istringstream in(text);
+  std::string line;
+  int line_no = 0;
+  auto fail = [&](const std::string& what) {
+    return Error{source + ":" + std::to_string(line_no) + ": " + what};
+  };
+  std::vector<std::string> header;
+  while (header.empty() && std::getline(in, line)) {
+    ++line_no;
+    if (trim(line).empty() || line[0] == '#') continue;
+    auto fields = split_csv(line);
+    if (!fields) return fail(fields.message());
+    for (const std::string& f : *fields) header.push_back(trim(f));
+  }
+  if (header.empty()) return fail("empty trace: expected a header row");
+
+  enum class Column { kJob, kUser, kArrival, kTime, kEstimate };
+  std::vector<std::pair<Column, DeviceType>> columns;
+  bool has_job = false, has_time = false;
+  std::set<std::string> seen;
+  for (const std::string& name : header) {
+    if (!seen.insert(name).second) return fail("column '" + name + "' appears twice");
+    if (name == "job") {
+      columns.push_back({Column::kJob, ""});
+      has_job = true;
+    } else if (name == "user") {
+      columns.push_back({Column::kUser, ""});
+    } else if (name == "arrival") {
+      columns.push_back({Column::kArrival, ""});
+    } else if (name.rfind("time.", 0) == 0 && name.size() > 5) {
+      columns.push_back({Column::kTime, name.substr(5)});
+      has_time = true;
+    } else if (name.rfind("estimate.", 0) == 0 && name.size() > 9) {
+      columns.push_back({Column::kEstimate, name.substr(9)});
+    } else {
+      return fail("unknown column '" + name +
+                  "' (expected job, user, arrival, time.<device>, estimate.<device>)");
+    }
+  }
+  if (!has_job) return fail("a 'job' column is required");
+  if (!has_time) return fail("at least one 'time.<device>' column is required");
+
+  Trace trace;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (trim(line).empty() || line[0] == '#') continue;
+    auto fields = split_csv(line);
+    if (!fields) return fail(fields.message());
+    if (fields->size() != columns.size()) {
+      return fail("expected " + std::to_string(columns.size()) + " fields, got " +
+                  std::to_string(fields->size()));
+    }
+    TraceJob tj;
+    std::map<DeviceType, double> estimate;
+    for (std::size_t c = 0; c < columns.size(); ++c) {
+      const std::string value = trim((*fields)[c]);
+      const auto& [kind, device] = columns[c];
+      const std::string& column = header[c];
+      double x = 0;
+      switch (kind) {
+        case Column::kJob:
+          if (value.empty()) return fail("job id is empty");
+          tj.job.id = value;
+          break;
+        case Column::kUser:
+          tj.job.user = value.empty() ? "default" : value;
+          break;
+        case Column::kArrival:
+          if (value.empty()) break;
+          if (!parse_number(value, x) || x < 0) {
+            return fail(column + " must be a number of seconds >= 0, got '" + value + "'");
+          }
+          tj.job.arrival = x;
+          break;
+        case Column::kTime:
+        case Column::kEstimate:
+          if (value.empty()) break;
+          if (!parse_number(value, x) || x <= 0) {
+            return fail(column + " must be a positive number of seconds, got '" + value + "'");
+          }
+          (kind == Column::kTime ? tj.true_time : estimate)[device] = x;
+          break;
+      }
+    }
+    if (tj.true_time.empty()) return fail("job " + tj.job.id + " has no time.<device> value");
+    tj.job.time = tj.true_time;
+    for (const auto& [device, x] : estimate) {
+      if (!tj.true_time.count(device)) {
+        return fail("job " + tj.job.id + ": estimate." + device + " given but time." + device +
+                    " is empty");
+      }
+      tj.job.time[device] = x;
+    }
+    trace.jobs.push_back(std::move(tj));
+  }
+  return finish(std::move(trace), source);
+}
+
+Expected<Trace> load_yaml_trace(const std::string& path) {
+  auto text = read_input_file(path);
+  if (!text) return text.error();
+  return parse_yaml_trace(*text, path);
+}
+
+Expected<Trace> load_csv_trace(const std::string& path) {
+  auto text = read_input_file(path);
+  if (!text) return text.error();
+  return parse_csv_trace(*text, path);
+}
+
+void write_csv_trace(const Trace& trace, std::ostream& out) {
+  std::set<DeviceType> devices;
+  for (const TraceJob& tj : trace.jobs) {
+    for (const auto& [device, t] : tj.true_time) devices.insert(device);
+  }
+  out << "job,user,arrival";
+  for (const DeviceType& d : devices) out << ",time." << d;
+  for (const DeviceType& d : devices) out << ",estimate." << d;
+  out << '\n';
+  for (const TraceJob& tj : trace.jobs) {
+    out << csv_field(tj.job.id) << ',' << csv_field(tj.job.user) << ',' << number(tj.job.arrival);
+    for (const DeviceType& d : devices) {
+      auto t = tj.true_time.find(d);
+      out << ',' << (t == tj.true_time.end() ? "" : number(t->second));
+    }
+    for (const DeviceType& d : devices) {
+      auto e = tj.job.time.find(d);
+      const bool exact = e == tj.job.time.end() || e->second == tj.true_time.at(d);
+      out << ',' << (exact ? "" : number(e->second));
+    }
+    out << '\n';
+  }
+}
+
+}  // namespace allox
