@@ -25,6 +25,7 @@ struct BenchCase {
   bool distinct = false;  // every machine its own device type (own rates)
   double busy = 0;        // fraction of machines busy for 0..600 s (distinct residual times)
   bool online = false;    // time one re-solve after a single arrival (the simulator's loop)
+  bool warm = false;      // online: the planner remembers prices from its previous solve
   bool naive = true;      // also time the naive J·M·J graph, if it has at most max_naive_arcs
 };
 

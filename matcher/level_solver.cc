@@ -69,8 +69,16 @@ bool grow_full_types(const PreparedProblem& problem, const SlotNetwork& network,
   return grew;
 }
 
-Expected<LevelSolution> solve_grouped(const PreparedProblem& problem, Backend backend) {
+Expected<LevelSolution> solve_grouped(const PreparedProblem& problem, Backend backend,
+                                      PriceMemory* memory) {
   std::vector<std::size_t> levels = initial_levels(problem);
+  if (memory != nullptr) {
+    // The previous solve's depth is the best guess of this one's.
+    for (std::size_t t = 0; t < levels.size(); ++t) {
+      levels[t] = std::min(problem.runnable_jobs_of_type[t],
+                           std::max(levels[t], memory->levels(problem.types[t])));
+    }
+  }
   std::optional<LevelSolution> previous;  // the last round, whose prices hint the next
   LevelSolution out;
   for (;;) {
@@ -81,6 +89,7 @@ Expected<LevelSolution> solve_grouped(const PreparedProblem& problem, Backend ba
       hint = carry_prices(*network, previous->network, previous->flow.slot_price);
     } else if (backend == Backend::kLemon && problem.job_count >= kHintMinJobs) {
       hint = greedy_prices(problem, *network);
+      if (memory != nullptr) recall_prices(problem, *network, *memory, *hint);
     }
     Expected<SlotFlow> flow = solve_flow(*network, backend, hint ? &*hint : nullptr);
     if (!flow.ok()) return flow.error();
@@ -101,6 +110,9 @@ Expected<LevelSolution> solve_grouped(const PreparedProblem& problem, Backend ba
         previous = LevelSolution{std::move(*network), std::move(*flow), {}};
       continue;
     }
+    if (memory != nullptr && !flow->slot_price.empty()) {
+      remember_prices(problem, *network, flow->slot_price, *memory);
+    }
     out.network = std::move(*network);
     out.flow = std::move(*flow);
     return out;
@@ -110,8 +122,8 @@ Expected<LevelSolution> solve_grouped(const PreparedProblem& problem, Backend ba
 }  // namespace
 
 Expected<LevelSolution> solve_levels(const PreparedProblem& problem, Backend backend,
-                                     bool naive_graph) {
-  if (!naive_graph) return solve_grouped(problem, backend);
+                                     bool naive_graph, PriceMemory* memory) {
+  if (!naive_graph) return solve_grouped(problem, backend, memory);
   Expected<SlotNetwork> network = build_naive_network(problem);
   if (!network.ok()) return network.error();
   Expected<SlotFlow> flow = solve_flow(*network, backend);

@@ -21,7 +21,8 @@ struct LevelSolution {
 
 // Optimal flow of the grouped network (levels grown as needed), or of the naive network.
 // Precondition: problem.job_count > 0 and every job can run on some machine (prepare()).
+// `memory` (may be null) hints the first round and receives the final prices (LEMON only).
 Expected<LevelSolution> solve_levels(const PreparedProblem& problem, Backend backend,
-                                     bool naive_graph);
+                                     bool naive_graph, PriceMemory* memory);
 
 }  // namespace allox::matcher

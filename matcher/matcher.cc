@@ -72,6 +72,21 @@ std::vector<PendingJob> pending_jobs(const std::vector<Job>& jobs) {
   return out;
 }
 
+std::optional<std::int64_t> PriceMemory::price(const DeviceType& device, std::size_t level) const {
+  auto it = prices_.find(device);
+  if (it == prices_.end() || it->second.empty() || level == 0) return std::nullopt;
+  return it->second[std::min(level, it->second.size()) - 1];
+}
+
+std::size_t PriceMemory::levels(const DeviceType& device) const {
+  auto it = prices_.find(device);
+  return it == prices_.end() ? 0 : it->second.size();
+}
+
+void PriceMemory::remember(const DeviceType& device, std::vector<std::int64_t> level_prices) {
+  prices_[device] = std::move(level_prices);
+}
+
 bool is_idle(const MatchingProblem& problem, std::size_t machine) {
   return problem.machines[machine].busy_until <= problem.now &&
          (problem.idle.empty() || problem.idle[machine]);
@@ -122,7 +137,8 @@ Expected<Plan> solve(const MatchingProblem& problem, const SolveOptions& options
     return empty;
   }
 
-  Expected<LevelSolution> solved = solve_levels(*prepared, options.backend, options.naive_graph);
+  Expected<LevelSolution> solved =
+      solve_levels(*prepared, options.backend, options.naive_graph, options.memory);
   if (!solved.ok()) return solved.error();
   const SlotNetwork& network = solved->network;
   const SlotFlow& flow = solved->flow;

@@ -47,6 +47,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -90,11 +91,31 @@ std::string_view backend_name(Backend backend);
 Expected<Backend> parse_backend(std::string_view name);  // "lemon", "boost", "glpk"
 std::vector<Backend> all_backends();
 
+// Slot prices remembered from one solve for the next, when a caller re-plans the same queue as
+// it changes (one arrival, one completion): LEMON then starts near the new optimum. A hint only:
+// it changes speed, never an answer, so a stale or foreign memory is harmless. Not thread-safe;
+// keep one per planner (simulation, server).
+class PriceMemory {
+ public:
+  // Price of level `level` (1-based) of `device`, if remembered; beyond the remembered levels,
+  // the deepest one's.
+  std::optional<std::int64_t> price(const DeviceType& device, std::size_t level) const;
+  // How many levels of `device` the remembered solve needed (0 if unknown).
+  std::size_t levels(const DeviceType& device) const;
+  void remember(const DeviceType& device, std::vector<std::int64_t> level_prices);
+  void clear() { prices_.clear(); }
+
+ private:
+  std::map<DeviceType, std::vector<std::int64_t>> prices_;
+};
+
 struct SolveOptions {
   Backend backend = Backend::kLemon;
   // For benchmarks: every machine its own slot set with all J positions, as in the reference
   // implementation (J·M·J arcs). Same answer, far slower.
   bool naive_graph = false;
+  // Optional (LEMON): read before and updated after the solve. See PriceMemory.
+  PriceMemory* memory = nullptr;
 };
 
 struct Assignment {

@@ -56,6 +56,25 @@ PriceHint carry_prices(const SlotNetwork& network, const SlotNetwork& solved,
   return {std::move(hint), {}};
 }
 
+void recall_prices(const PreparedProblem& problem, const SlotNetwork& network,
+                   const PriceMemory& memory, PriceHint& hint) {
+  for (std::size_t s = 0; s < network.slot_count; ++s) {
+    const auto price = memory.price(problem.types[network.slot_type[s]], network.slot_level[s]);
+    if (price) hint.slot_price[s] = *price;
+  }
+}
+
+void remember_prices(const PreparedProblem& problem, const SlotNetwork& network,
+                     const std::vector<std::int64_t>& slot_price, PriceMemory& memory) {
+  std::vector<std::vector<std::int64_t>> by_type(problem.types.size());
+  for (std::size_t s = 0; s < network.slot_count; ++s) {
+    by_type[network.slot_type[s]].push_back(slot_price[s]);  // levels ascending
+  }
+  for (std::size_t t = 0; t < by_type.size(); ++t) {
+    if (!by_type[t].empty()) memory.remember(problem.types[t], std::move(by_type[t]));
+  }
+}
+
 PriceHint greedy_prices(const PreparedProblem& problem, const SlotNetwork& network) {
   const std::size_t types = problem.types.size();
   // Machines of a group are identical: a min-heap of (clock, machine) per group.

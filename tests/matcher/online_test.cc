@@ -94,5 +94,34 @@ TEST(Online, StartsAtMostOneJobPerIdleMachine) {
   }
 }
 
+TEST(Online, PriceMemoryChangesSpeedNotAnswers) {
+  // Re-plan a growing queue with a remembered planner and without; then reuse the memory on an
+  // unrelated cluster. Every plan must cost the same as a cold solve.
+  std::mt19937 rng(21);
+  testing::InstanceShape shape;
+  shape.max_time = 2000;
+  shape.max_residual = 600;
+  shape.fractional = true;
+  const Instance instance = testing::random_instance(rng, shape, 300, 14);
+  PriceMemory memory;
+  for (std::size_t queued = 250; queued <= 300; queued += 10) {
+    const std::vector<PendingJob> queue(instance.pending.begin(),
+                                        instance.pending.begin() + static_cast<long>(queued));
+    const MatchingProblem problem{instance.now, instance.machines, queue, {}};
+    const Expected<Plan> warm = solve(problem, {.memory = &memory});
+    const Expected<Plan> cold = solve(problem);
+    ASSERT_TRUE(warm.ok()) << warm.message();
+    ASSERT_TRUE(cold.ok()) << cold.message();
+    EXPECT_EQ(warm->objective_ticks, cold->objective_ticks) << queued << " queued";
+  }
+  const Instance other = testing::random_instance(rng, shape, 280, 9);
+  const Expected<Plan> foreign = solve(other.problem(), {.memory = &memory});
+  const Expected<Plan> cold = solve(other.problem(), {.backend = Backend::kBoost});
+  ASSERT_TRUE(foreign.ok()) << foreign.message();
+  ASSERT_TRUE(cold.ok()) << cold.message();
+  EXPECT_EQ(foreign->objective_ticks, cold->objective_ticks);
+  EXPECT_EQ(testing::plan_problems(other, *foreign), std::vector<std::string>{});
+}
+
 }  // namespace
 }  // namespace allox::matcher
