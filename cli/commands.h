@@ -11,5 +11,6 @@ void add_validate_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_solve_command(CLI::App& app);
 void add_simulate_command(CLI::App& app);
+void add_plan_command(CLI::App& app);
 
 }  // namespace allox::cli

@@ -82,7 +82,8 @@ class ProgressBar {
     fractions_[run] = fraction;
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    if (elapsed < 2) return;
+    if (elapsed < 2 || elapsed - last_draw_ < 0.25) return;
+    last_draw_ = elapsed;
     double total = 0;
     for (double f : fractions_) total += f;
     total /= runs_;
@@ -98,6 +99,7 @@ class ProgressBar {
   std::size_t runs_;
   std::vector<double> fractions_;
   bool shown_ = false;
+  double last_draw_ = 0;
   std::mutex mu_;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };

@@ -385,6 +385,7 @@ class Replay {
         RunningJob{&job(j), p.machine, state_.now, slot.estimated_end, attained_[j]});
     ++user_busy_[user_of(j)];
     if (!result_.jobs[j].start) result_.jobs[j].start = state_.now;
+    result_.jobs[j].last_start = state_.now;
     push(state_.now + true_duration, EventKind::kMachineFree, p.machine, slot.generation);
     return OkStatus();
   }

@@ -68,6 +68,7 @@ struct JobRecord {
   double estimated_time = 0;  // estimate on that device (full job)
   double true_time = 0;       // true time on that device (full job)
   int preemptions = 0;
+  std::optional<double> last_start;  // start of the final run (differs from start if preempted)
 };
 
 // Each user's busy machines (jobs and profiling runs) from `time` until the next sample.

@@ -7,6 +7,18 @@
 namespace allox {
 namespace {
 
+JobRecord finished(const char* job, const char* user, double start, double finish) {
+  JobRecord r;
+  r.job = job;
+  r.user = user;
+  r.start = start;
+  r.finish = finish;
+  r.device = "gpu";
+  r.machine = "gpu-0";
+  r.estimated_time = r.true_time = finish - start;
+  return r;
+}
+
 TEST(Metrics, PercentileInterpolatesLinearly) {
   struct Case {
     std::vector<double> values;
@@ -27,8 +39,7 @@ TEST(Metrics, HandComputedSummary) {
   SimResult r;
   r.policy = "hand";
   r.users = {"u1", "u2"};
-  r.jobs = {JobRecord{"a", "u1", 0, 0, 0.0, 10.0, "gpu", "gpu-0", 10, 10, 0},
-            JobRecord{"b", "u2", 0, 0, 20.0, 30.0, "gpu", "gpu-1", 10, 10, 0}};
+  r.jobs = {finished("a", "u1", 0, 10), finished("b", "u2", 20, 30)};
   SimSummary s = summarize(r, t, testing::make_cluster(0, 2), 0.5);
   EXPECT_EQ(s.completed, 2u);
   EXPECT_DOUBLE_EQ(s.avg_jct, 20);
@@ -46,8 +57,10 @@ TEST(Metrics, FractionalSliceSlowsTheIsolatedBaseline) {
                                  testing::trace_job("b", "u2", 0, {{"gpu", 10}})});
   SimResult r;
   r.users = {"u1", "u2"};
-  r.jobs = {JobRecord{"a", "u1", 0, 0, 0.0, 10.0, "gpu", "gpu-0", 10, 10, 0},
-            JobRecord{"b", "u2", 0, 0, std::nullopt, std::nullopt, "", "", 0, 0, 0}};
+  JobRecord never_ran;
+  never_ran.job = "b";
+  never_ran.user = "u2";
+  r.jobs = {finished("a", "u1", 0, 10), never_ran};
   SimSummary s = summarize(r, t, testing::make_cluster(0, 1), 1);
   EXPECT_EQ(s.completed, 1u);
   EXPECT_DOUBLE_EQ(s.per_user[0].rho, 0.5);

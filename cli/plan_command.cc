@@ -1,0 +1,166 @@
+// allox plan: what-if answers for a jobs file on a cluster, as is and with added machines, with
+// an SVG Gantt chart of each plan. A thin shell over sim/planner.h and sim/gantt.h.
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "cli/exit.h"
+#include "core/cluster_file.h"
+#include "core/workload_file.h"
+#include "sim/gantt.h"
+#include "sim/planner.h"
+
+namespace allox::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct PlanArgs {
+  std::string cluster;
+  std::string jobs;
+  std::vector<std::string> add;
+  std::string policy = "allox";
+  double alpha = 1;
+  std::string gantt;
+  std::string out;
+};
+
+template <class T>
+T check(Expected<T> e) {
+  if (!e.ok()) {
+    std::cerr << "allox plan: " << e.message() << "\n";
+    fail();
+  }
+  return std::move(*e);
+}
+
+// A file-name-safe form of a scenario name: "+gpu=4,cpu=8" -> "gpu4_cpu8".
+std::string slug(const std::string& name) {
+  if (name == "as is") return "as_is";
+  std::string s;
+  for (char c : name) {
+    if (std::isalnum(static_cast<unsigned char>(c))) s += c;
+    if (c == ',') s += '_';
+  }
+  return s;
+}
+
+void print(const std::vector<PlanScenario>& scenarios) {
+  std::cout << std::left << std::setw(24) << "scenario" << std::right << std::setw(10) << "machines"
+            << std::setw(12) << "avg_jct_s" << std::setw(12) << "makespan_s" << std::setw(10)
+            << "vs as is"
+            << "\n"
+            << std::fixed << std::setprecision(1);
+  const double base = scenarios.front().summary.avg_jct;
+  for (const PlanScenario& s : scenarios) {
+    std::cout << std::left << std::setw(24) << s.name << std::right << std::setw(10)
+              << s.cluster.machines.size() << std::setw(12) << s.summary.avg_jct << std::setw(12)
+              << s.summary.makespan << std::setw(9)
+              << (base > 0 ? 100 * (s.summary.avg_jct - base) / base : 0) << "%\n";
+  }
+  std::cout << "\nlast finish per user (s)\n" << std::left << std::setw(16) << "user";
+  for (const PlanScenario& s : scenarios) std::cout << std::right << std::setw(14) << s.name;
+  std::cout << "\n";
+  const auto& users = scenarios.front().summary.per_user;
+  for (std::size_t u = 0; u < users.size(); ++u) {
+    std::cout << std::left << std::setw(16) << users[u].user;
+    for (const PlanScenario& s : scenarios) {
+      std::cout << std::right << std::setw(14) << s.summary.per_user[u].last_finish;
+    }
+    std::cout << "\n";
+  }
+}
+
+void write_svg(const PlanScenario& s, const fs::path& path) {
+  std::error_code ec;
+  if (path.has_parent_path()) fs::create_directories(path.parent_path(), ec);
+  std::ofstream out(path);
+  write_gantt_svg(s.result, s.cluster, "allox plan: " + s.name, out);
+  out.close();
+  if (!out) {
+    std::cerr << "allox plan: cannot write " << path.string() << "\n";
+    fail();
+  }
+}
+
+void write_json(const std::vector<PlanScenario>& scenarios, const fs::path& path) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::array();
+  for (const PlanScenario& s : scenarios) {
+    nlohmann::ordered_json js;
+    js["scenario"] = s.name;
+    js["machines"] = s.cluster.machines.size();
+    js["avg_jct"] = s.summary.avg_jct;
+    js["makespan"] = s.summary.makespan;
+    nlohmann::ordered_json users = nlohmann::ordered_json::object();
+    for (const UserSummary& u : s.summary.per_user) users[u.user] = u.last_finish;
+    js["user_last_finish"] = users;
+    nlohmann::ordered_json jobs = nlohmann::ordered_json::array();
+    for (const JobRecord& r : s.result.jobs) {
+      jobs.push_back({{"job", r.job},
+                      {"user", r.user},
+                      {"machine", r.machine},
+                      {"start", r.start.value_or(-1)},
+                      {"finish", r.finish.value_or(-1)}});
+    }
+    js["jobs"] = jobs;
+    j.push_back(js);
+  }
+  std::ofstream out(path);
+  out << j.dump(2) << "\n";
+  out.close();
+  if (!out) {
+    std::cerr << "allox plan: cannot write " << path.string() << "\n";
+    fail();
+  }
+}
+
+void run_plan(const PlanArgs& a) {
+  const Cluster cluster = check(load_cluster_file(a.cluster));
+  const Workload workload = check(load_workload_file(a.jobs));
+  std::vector<PlanAlternative> alternatives;
+  for (const std::string& text : a.add) alternatives.push_back(check(parse_alternative(text)));
+  PlanOptions options;
+  options.policy = a.policy;
+  options.policy_options.alpha = a.alpha;
+  const std::vector<PlanScenario> scenarios = check(plan(workload, cluster, alternatives, options));
+  print(scenarios);
+  if (!a.gantt.empty()) write_svg(scenarios.front(), a.gantt);
+  if (!a.out.empty()) {
+    std::error_code ec;
+    fs::create_directories(a.out, ec);
+    for (const PlanScenario& s : scenarios) {
+      write_svg(s, fs::path(a.out) / ("gantt_" + slug(s.name) + ".svg"));
+    }
+    write_json(scenarios, fs::path(a.out) / "plan.json");
+  }
+}
+
+}  // namespace
+
+void add_plan_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "plan",
+      "What-if planning: predicted avg JCT, makespan and per-user finish for a jobs file on a "
+      "cluster as is and with added machines (--add gpu=4 --add cpu=8 ...), with SVG Gantt "
+      "charts.");
+  auto a = std::make_shared<PlanArgs>();
+  cmd->add_option("--cluster", a->cluster, "cluster.yaml")->required();
+  cmd->add_option("--jobs", a->jobs, "jobs.yaml")->required();
+  cmd->add_option("--add", a->add,
+                  "an alternative: machines to add, device=N[,device=N...] (repeatable; each "
+                  "--add is one alternative)");
+  cmd->add_option("--policy", a->policy, "scheduling policy")->capture_default_str();
+  cmd->add_option("--alpha", a->alpha, "allox fairness knob α (1 = minimum total JCT)")
+      ->capture_default_str();
+  cmd->add_option("--gantt", a->gantt, "write the as-is plan's Gantt chart to this SVG file");
+  cmd->add_option("--out", a->out, "folder for plan.json and gantt_<scenario>.svg per scenario");
+  cmd->callback([a] { run_plan(*a); });
+}
+
+}  // namespace allox::cli

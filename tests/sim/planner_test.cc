@@ -1,0 +1,85 @@
+#include "sim/planner.h"
+
+#include <gtest/gtest.h>
+
+#include "sim/gantt.h"
+
+namespace allox {
+namespace {
+
+Workload two_jobs_one_gpu() {
+  Workload w;
+  w.users = {{"alice", 1}, {"bob", 1}};
+  w.jobs = {Job{"a", "alice", 0, {{"gpu", 10}}, std::nullopt, ""},
+            Job{"b", "bob", 0, {{"gpu", 20}}, std::nullopt, ""}};
+  return w;
+}
+
+TEST(Planner, ParsesAlternatives) {
+  auto one = parse_alternative("gpu=4");
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(one->add, (std::map<DeviceType, int>{{"gpu", 4}}));
+  auto two = parse_alternative("gpu=4,cpu=8");
+  ASSERT_TRUE(two.ok());
+  EXPECT_EQ(two->add, (std::map<DeviceType, int>{{"cpu", 8}, {"gpu", 4}}));
+  for (const char* bad : {"gpu", "gpu=0", "=3", "gpu=x", "gpu=2x", ""}) {
+    EXPECT_FALSE(parse_alternative(bad).ok()) << bad;
+  }
+}
+
+// One GPU: a (10) then b (20): avg JCT 20, makespan 30. A second GPU runs both at once:
+// avg 15, makespan 20, and alice's last finish stays 10.
+TEST(Planner, AddingAGpuRunsBothJobsAtOnce) {
+  Cluster c;
+  c.machines = {{"gpu-0", "gpu", 0}};
+  auto scenarios = plan(two_jobs_one_gpu(), c, {*parse_alternative("gpu=1")});
+  ASSERT_TRUE(scenarios.ok()) << scenarios.message();
+  ASSERT_EQ(scenarios->size(), 2u);
+  const PlanScenario& base = (*scenarios)[0];
+  const PlanScenario& more = (*scenarios)[1];
+  EXPECT_EQ(base.name, "as is");
+  EXPECT_DOUBLE_EQ(base.summary.avg_jct, 20);
+  EXPECT_DOUBLE_EQ(base.summary.makespan, 30);
+  EXPECT_EQ(more.cluster.machines.back().name, "gpu-added-0");
+  EXPECT_DOUBLE_EQ(more.summary.avg_jct, 15);
+  EXPECT_DOUBLE_EQ(more.summary.makespan, 20);
+  EXPECT_DOUBLE_EQ(more.summary.per_user[0].last_finish, 10);
+  EXPECT_DOUBLE_EQ(more.summary.per_user[1].last_finish, 20);
+}
+
+TEST(Planner, BusyMachineAndMissingDevice) {
+  Cluster c;
+  c.machines = {{"gpu-0", "gpu", 5}};
+  auto scenarios = plan(two_jobs_one_gpu(), c, {});
+  ASSERT_TRUE(scenarios.ok()) << scenarios.message();
+  EXPECT_DOUBLE_EQ((*scenarios)[0].summary.makespan, 35);
+
+  Cluster cpus;
+  cpus.machines = {{"cpu-0", "cpu", 0}};
+  auto none = plan(two_jobs_one_gpu(), cpus, {});
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.message().find("job a can run on none"), std::string::npos) << none.message();
+}
+
+TEST(Gantt, OneBarPerJobAndOneRowPerMachine) {
+  Cluster c;
+  c.machines = {{"gpu-0", "gpu", 0}, {"gpu-1", "gpu", 3}};
+  auto scenarios = plan(two_jobs_one_gpu(), c, {});
+  ASSERT_TRUE(scenarios.ok());
+  std::ostringstream svg;
+  write_gantt_svg((*scenarios)[0].result, c, "t <&>", svg);
+  const std::string s = svg.str();
+  EXPECT_EQ(s.rfind("<svg", 0), 0u);
+  EXPECT_NE(s.find("t &lt;&amp;&gt;"), std::string::npos);
+  auto count = [&](const std::string& needle) {
+    std::size_t n = 0;
+    for (auto p = s.find(needle); p != std::string::npos; p = s.find(needle, p + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("<title>a (alice)"), 1u);
+  EXPECT_EQ(count("<title>b (bob)"), 1u);
+  EXPECT_EQ(count("<title>busy until 3"), 1u);
+}
+
+}  // namespace
+}  // namespace allox

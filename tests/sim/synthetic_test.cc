@@ -1,0 +1,93 @@
+#include "sim/synthetic.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "sim/metrics.h"
+
+namespace allox {
+namespace {
+
+ThroughputTable gavel() {
+  auto table = load_gavel_throughputs(ALLOX_SOURCE_DIR "/data/gavel/simulation_throughputs.json");
+  EXPECT_TRUE(table.ok()) << table.message();
+  return *table;
+}
+
+TEST(Synthetic, GavelTableHasSingleWorkerTypesOnThreeGpus) {
+  const ThroughputTable table = gavel();
+  EXPECT_GE(table.job_types.size(), 20u);
+  for (const JobType& type : table.job_types) {
+    EXPECT_EQ(type.model.find('\''), std::string::npos) << type.model;
+    for (const auto& [device, rate] : type.steps_per_second) {
+      EXPECT_TRUE(device == "k80" || device == "p100" || device == "v100") << device;
+      EXPECT_GT(rate, 0);
+    }
+  }
+}
+
+TEST(Synthetic, SameSeedSameTraceOtherSeedOtherTrace) {
+  const ThroughputTable table = gavel();
+  SyntheticOptions o;
+  o.jobs = 300;
+  auto a = generate_synthetic_trace(table, o);
+  auto b = generate_synthetic_trace(table, o);
+  o.seed = 2;
+  auto c = generate_synthetic_trace(table, o);
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  bool differs = false;
+  for (std::size_t i = 0; i < a->jobs.size(); ++i) {
+    EXPECT_EQ(a->jobs[i].job.arrival, b->jobs[i].job.arrival);
+    EXPECT_EQ(a->jobs[i].true_time, b->jobs[i].true_time);
+    EXPECT_EQ(a->jobs[i].job.time, b->jobs[i].job.time);
+    differs |= a->jobs[i].true_time != c->jobs[i].true_time;
+  }
+  EXPECT_TRUE(differs);
+}
+
+TEST(Synthetic, DistributionsFollowTheOptions) {
+  SyntheticOptions o;
+  o.jobs = 4000;
+  o.arrival_rate = 0.05;
+  o.median_duration = 600;
+  o.max_duration_factor = 20;
+  o.estimate_error = 0.25;
+  auto t = generate_synthetic_trace(gavel(), o);
+  ASSERT_TRUE(t.ok()) << t.message();
+  std::vector<double> fastest;
+  for (std::size_t i = 0; i < t->jobs.size(); ++i) {
+    const TraceJob& tj = t->jobs[i];
+    if (i > 0) {
+      EXPECT_GE(tj.job.arrival, t->jobs[i - 1].job.arrival);
+    }
+    double best = INFINITY;
+    for (const auto& [device, truth] : tj.true_time) {
+      best = std::min(best, truth);
+      const double ratio = tj.job.time.at(device) / truth;
+      EXPECT_GE(ratio, 0.75 - 1e-9);
+      EXPECT_LE(ratio, 1.25 + 1e-9);
+    }
+    EXPECT_LE(best, 600 * 20 * (1 + 1e-9));
+    fastest.push_back(best);
+  }
+  // Sampling noise at 4,000 draws is a few percent; 15% bounds fail only on a wrong formula.
+  const double mean_gap = t->jobs.back().job.arrival / (t->jobs.size() - 1);
+  EXPECT_NEAR(mean_gap, 1 / o.arrival_rate, 0.15 / o.arrival_rate);
+  EXPECT_NEAR(percentile(fastest, 50), 600, 90);
+  EXPECT_GT(percentile(fastest, 99), 5 * 600);  // heavy tail
+}
+
+TEST(Synthetic, RejectsBadOptions) {
+  const ThroughputTable table = gavel();
+  SyntheticOptions o;
+  o.users = 0;
+  EXPECT_FALSE(generate_synthetic_trace(table, o).ok());
+  o = {};
+  o.estimate_error = 1;
+  EXPECT_FALSE(generate_synthetic_trace(table, o).ok());
+  EXPECT_FALSE(parse_gavel_throughputs("[1,2]", "x.json").ok());
+}
+
+}  // namespace
+}  // namespace allox

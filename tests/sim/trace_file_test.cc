@@ -1,0 +1,118 @@
+#include "sim/trace_file.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+namespace allox {
+namespace {
+
+TEST(YamlTrace, TimesAreTrueEstimatesOptional) {
+  const char* text =
+      "users: [{name: alice, weight: 2}]\n"
+      "jobs:\n"
+      "  - {id: j2, user: bob, arrival: 5, time: {gpu: 10}}\n"
+      "  - {id: j1, user: alice, time: {cpu: 97, gpu: 49}, estimate: {gpu: 55}}\n";
+  auto t = parse_yaml_trace(text, "t.yaml");
+  ASSERT_TRUE(t.ok()) << t.message();
+  ASSERT_EQ(t->jobs.size(), 2u);
+  EXPECT_EQ(t->jobs[0].job.id, "j1");  // sorted by arrival
+  EXPECT_DOUBLE_EQ(t->jobs[0].true_time.at("gpu"), 49);
+  EXPECT_DOUBLE_EQ(t->jobs[0].job.time.at("gpu"), 55);
+  EXPECT_DOUBLE_EQ(t->jobs[0].job.time.at("cpu"), 97);  // no estimate: exact
+  ASSERT_EQ(t->users.size(), 2u);
+  EXPECT_DOUBLE_EQ(t->users[0].weight, 2);
+  EXPECT_EQ(t->users[1].name, "bob");
+}
+
+TEST(YamlTrace, ErrorsNameLineAndField) {
+  struct Case {
+    const char* text;
+    const char* want;
+  };
+  const Case cases[] = {
+      {"jobs:\n  - {id: a, time: {gpu: -1}}\n", "t.yaml:2: job \"a\": time.gpu"},
+      {"jobs:\n  - {id: a, time: {gpu: 1}, estimate: {cpu: 2}}\n", "estimate.cpu given"},
+      {"jobs:\n  - {id: a, time: {gpu: 1}, colour: red}\n", "colour"},
+      {"jobs:\n  - {id: a}\n", "time is required"},
+      {"jobs:\n  - {id: a, time: {gpu: 1}}\n  - {id: a, time: {gpu: 1}}\n", "duplicate job id"},
+  };
+  for (const Case& c : cases) {
+    auto t = parse_yaml_trace(c.text, "t.yaml");
+    ASSERT_FALSE(t.ok()) << c.text;
+    EXPECT_NE(t.message().find(c.want), std::string::npos) << t.message();
+  }
+}
+
+TEST(CsvTrace, ParsesColumnsAndEmptyCells) {
+  const char* text =
+      "# comment\n"
+      "job,user,arrival,time.cpu,time.gpu,estimate.gpu\n"
+      "j1,alice,0,97,49,55\n"
+      "\"j,2\",bob,3,,10,\n";
+  auto t = parse_csv_trace(text, "t.csv");
+  ASSERT_TRUE(t.ok()) << t.message();
+  ASSERT_EQ(t->jobs.size(), 2u);
+  EXPECT_DOUBLE_EQ(t->jobs[0].job.time.at("gpu"), 55);
+  EXPECT_DOUBLE_EQ(t->jobs[0].true_time.at("gpu"), 49);
+  EXPECT_EQ(t->jobs[1].job.id, "j,2");
+  EXPECT_EQ(t->jobs[1].true_time.count("cpu"), 0u);  // empty cell: cannot run there
+  EXPECT_DOUBLE_EQ(t->jobs[1].job.time.at("gpu"), 10);
+}
+
+TEST(CsvTrace, ErrorsNameTheLine) {
+  struct Case {
+    const char* text;
+    const char* want;
+  };
+  const Case cases[] = {
+      {"", "expected a header"},
+      {"user,time.gpu\nu,1\n", "'job' column is required"},
+      {"job,user\na,u\n", "time.<device>"},
+      {"job,time.gpu,speed\na,1,2\n", "unknown column 'speed'"},
+      {"job,time.gpu\na,1,2\n", "t.csv:2: expected 2 fields"},
+      {"job,time.gpu\na,fast\n", "t.csv:2: time.gpu must be a positive"},
+      {"job,arrival,time.gpu\na,-1,1\n", "arrival must be"},
+      {"job,time.gpu,time.cpu\na,,\n", "no time.<device>"},
+      {"job,time.gpu,estimate.cpu\na,1,2\n", "estimate.cpu given"},
+      {"job,time.gpu\n\"a,1\n", "unterminated quote"},
+  };
+  for (const Case& c : cases) {
+    auto t = parse_csv_trace(c.text, "t.csv");
+    ASSERT_FALSE(t.ok()) << c.text;
+    EXPECT_NE(t.message().find(c.want), std::string::npos) << t.message();
+  }
+}
+
+TEST(CsvTrace, WriteThenReadGivesTheSameTrace) {
+  auto t = parse_yaml_trace(
+      "jobs:\n"
+      "  - {id: a, user: u1, arrival: 0.125, time: {cpu: 97.5, gpu: 49}, estimate: {gpu: 51.3}}\n"
+      "  - {id: \"b,\\\"x\\\"\", user: u2, arrival: 7, time: {tpu: 3}}\n",
+      "t.yaml");
+  ASSERT_TRUE(t.ok()) << t.message();
+  std::ostringstream out;
+  write_csv_trace(*t, out);
+  auto back = parse_csv_trace(out.str(), "back.csv");
+  ASSERT_TRUE(back.ok()) << back.message() << "\n" << out.str();
+  ASSERT_EQ(back->jobs.size(), t->jobs.size());
+  for (std::size_t i = 0; i < t->jobs.size(); ++i) {
+    EXPECT_EQ(back->jobs[i].job.id, t->jobs[i].job.id);
+    EXPECT_EQ(back->jobs[i].job.user, t->jobs[i].job.user);
+    EXPECT_EQ(back->jobs[i].job.arrival, t->jobs[i].job.arrival);
+    EXPECT_EQ(back->jobs[i].job.time, t->jobs[i].job.time);
+    EXPECT_EQ(back->jobs[i].true_time, t->jobs[i].true_time);
+  }
+}
+
+TEST(TraceFiles, ExamplesLoad) {
+  auto yaml = load_yaml_trace(ALLOX_SOURCE_DIR "/examples/trace.yaml");
+  ASSERT_TRUE(yaml.ok()) << yaml.message();
+  auto csv = load_csv_trace(ALLOX_SOURCE_DIR "/examples/trace.csv");
+  ASSERT_TRUE(csv.ok()) << csv.message();
+  EXPECT_FALSE(yaml->jobs.empty());
+  EXPECT_FALSE(csv->jobs.empty());
+}
+
+}  // namespace
+}  // namespace allox
