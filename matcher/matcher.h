@@ -60,7 +60,8 @@ namespace allox::matcher {
 
 inline constexpr std::int64_t kTicksPerSecond = 1000;
 
-// A job waiting to be placed. Both pointers stay owned by the caller and must outlive solve().
+// A job waiting to be placed. Both pointers are non-null, stay owned by the caller and must
+// outlive solve().
 struct PendingJob {
   const std::string* id = nullptr;                     // names the job in errors
   const std::map<DeviceType, double>* time = nullptr;  // (remaining) seconds per runnable device
