@@ -1,0 +1,84 @@
+// alloxd's configuration file (YAML), validated once at start-up.
+//
+//   listen: 127.0.0.1:8888          # address:port; port 0 picks a free one
+//   database: alloxd.db             # SQLite file (WAL); ":memory:" keeps nothing
+//   policy: allox                   # any fairness/policy.h name
+//   alpha: 0.5                      # AlloX fairness knob, (0, 1]
+//   starvation_bound: 3600          # seconds
+//   tick: 5                         # seconds between scheduling rounds at the latest
+//   default_job_seconds: 3600       # estimate for a variant with no hint and no profile
+//   max_body_bytes: 1048576         # larger requests get 413
+//   admin_token: s3cret             # or admin_token_file; required by the POST /v1 endpoints
+//   devices:                        # resource name -> device type
+//     - {resource: nvidia.com/gpu, device: gpu}
+//   cpu: {device: cpu, cores_per_machine: 32}   # a CPU machine is a bundle of this many cores
+//   nodes:                          # inventory; ignored when apiserver is set
+//     - {name: node-1, machines: {gpu: 2, cpu: 1}}
+//   apiserver:                      # optional: bind through it and list nodes from it
+//     url: https://kubernetes.default.svc
+//     token_file: /var/run/secrets/kubernetes.io/serviceaccount/token   # or token
+//     ca_file: /var/run/secrets/kubernetes.io/serviceaccount/ca.crt
+//
+// Unknown keys, wrong types and out-of-range values are errors naming the key. Thread-safe:
+// pure functions; a loaded config is an immutable value.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/model.h"
+#include "core/result.h"
+
+namespace allox::extender {
+
+struct DeviceMapping {
+  struct Resource {
+    std::string resource;  // e.g. nvidia.com/gpu
+    DeviceType device;     // e.g. gpu
+  };
+  std::vector<Resource> resources;
+  DeviceType cpu_device = "cpu";
+  double cores_per_machine = 32;
+
+  // The device a resource name maps to, if any.
+  std::optional<DeviceType> device_for(const std::string& resource) const;
+  // The resource name people know a device by ("nvidia.com/gpu"; "cpu" for the CPU device).
+  std::string resource_for(const DeviceType& device) const;
+};
+
+struct NodeInventory {
+  std::string name;
+  std::map<DeviceType, int> machines;  // device type -> number of machines on the node
+};
+
+struct ApiServerConfig {
+  std::string url;
+  std::string token;  // read from token_file when that is given
+  std::string ca_file;
+};
+
+struct ExtenderConfig {
+  std::string listen_host = "127.0.0.1";
+  int listen_port = 8888;
+  std::string database = "alloxd.db";
+  std::string policy = "allox";
+  double alpha = 0.5;
+  double starvation_bound = 3600;
+  double tick = 5;
+  double default_job_seconds = 3600;
+  std::size_t max_body_bytes = 1 << 20;
+  std::string admin_token;
+  DeviceMapping devices;
+  std::vector<NodeInventory> nodes;
+  std::optional<ApiServerConfig> apiserver;
+};
+
+// Loads and validates a config file. Relative paths inside (database, token_file, ca_file) are
+// taken relative to the current directory.
+Expected<ExtenderConfig> load_extender_config(const std::string& path);
+// The same from YAML text; `source` names it in error messages.
+Expected<ExtenderConfig> parse_extender_config(const std::string& yaml, const std::string& source);
+
+}  // namespace allox::extender

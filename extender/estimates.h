@@ -1,0 +1,42 @@
+// Processing-time estimates for the extender's jobs, from what alloxd has been told.
+//
+// For a job's variant on device d, in order of preference:
+//   1. profiling samples on d (POST /v1/profiles): with two or more distinct iteration counts,
+//      the least-squares fit T(n) = a + b·n (AlloX's start-up cost plus per-iteration time)
+//      evaluated at the job's iterations; with one, its per-iteration time scaled up;
+//   2. the pod's allox.io/time.<d> hint;
+//   3. the configured default.
+// A running job's remaining time comes from its latest progress report (elapsed / done × left)
+// when there is one, else from its estimate minus the time it has run, floored at one second.
+//
+// Thread-safe: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "extender/store.h"
+
+namespace allox::extender {
+
+struct TimeEstimate {
+  double seconds = 0;
+  enum class Source { kProfile, kHint, kDefault } source = Source::kDefault;
+  int samples = 0;  // profiling samples behind a kProfile estimate
+};
+const char* source_name(TimeEstimate::Source source);
+
+// samples: the job's profiling samples on `device` only (progress samples are ignored).
+TimeEstimate estimate_time(const std::vector<ProfileSample>& samples,
+                           std::optional<std::int64_t> iterations, std::optional<double> hint,
+                           double default_seconds);
+
+// Remaining seconds of a job that started at `start` with total estimate `estimate`.
+// progress: its latest progress sample, if any.
+double estimate_remaining(double estimate, double start, double now,
+                          std::optional<std::int64_t> iterations,
+                          const std::optional<ProfileSample>& progress);
+
+}  // namespace allox::extender

@@ -1,0 +1,119 @@
+// The extender's live picture of the cluster: machine slots per node (from the inventory), the
+// jobs it has seen with their device-variant pods, which job runs on which slot, and the
+// profiling samples behind each estimate.
+//
+// A node offers machines per device type (8 GPUs, 2 CPU bundles); each machine slot runs one job.
+// A job is queued until one of its variants is bound, then running on one slot until done.
+// snapshot() turns the book into the scheduling policy's input (fairness/policy.h): one Machine
+// per slot (busy ones until their estimated finish) and the queued jobs with estimated times on
+// the devices they have a variant pod for.
+//
+// Not thread-safe: the owner (ExtenderService) guards it with a reader/writer lock; const
+// methods may run concurrently.
+#pragma once
+
+#include <deque>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "extender/config.h"
+#include "extender/estimates.h"
+#include "extender/pod.h"
+#include "extender/store.h"
+#include "fairness/policy.h"
+
+namespace allox::extender {
+
+struct MachineSlot {
+  std::string node;
+  DeviceType device;
+  int index = 0;            // among the node's machines of this device
+  std::string running_job;  // empty when idle
+};
+
+struct BookJob {
+  JobRecord record;
+  std::map<std::string, JobVariant> variants;  // by "namespace/name"
+  std::optional<std::int64_t> iterations;
+  std::vector<ProfileSample> samples;
+  int slot = -1;  // index into JobBook::slots() while running
+};
+
+// The policy's input, owning the Job values its pointers refer to.
+struct PlanInput {
+  std::deque<Job> jobs;
+  ClusterState state;
+  std::vector<std::string> unrunnable;  // queued jobs no machine in the cluster can run
+  std::uint64_t version = 0;            // JobBook::version() it was taken at
+};
+
+struct NodeCapacity {
+  int total = 0;
+  int free = 0;
+};
+
+class JobBook {
+ public:
+  JobBook(DeviceMapping devices, double default_job_seconds);
+
+  // Replaces the node inventory. Running jobs keep their slots when their node and device are
+  // still offered; a running job whose node disappeared keeps running without a slot.
+  void set_inventory(const std::vector<NodeInventory>& nodes);
+  bool has_inventory() const { return has_inventory_; }
+  bool has_node(const std::string& node) const { return nodes_.count(node) > 0; }
+  NodeCapacity capacity(const std::string& node, const DeviceType& device) const;
+  const std::vector<MachineSlot>& slots() const { return slots_; }
+  const DeviceMapping& devices() const { return devices_; }
+  std::size_t node_count() const { return nodes_.size(); }
+
+  // Registers a variant pod; creates its job (arriving at `now`) when new. Returns the job's
+  // record when this call created it, so the caller can persist it.
+  struct Added {
+    bool new_job = false;
+    bool new_variant = false;
+  };
+  Added add_variant(const JobVariant& variant, double now);
+  // Restores state read from the store (jobs first, then variants and samples).
+  void restore(const StoredState& state);
+
+  const BookJob* job(const std::string& id) const;
+  const BookJob* job_of_pod(const std::string& namespace_name, const std::string& name) const;
+  const std::unordered_map<std::string, BookJob>& jobs() const { return jobs_; }
+
+  // Puts the job on a free slot of `device` on `node` (preferring `preferred_slot`), phase
+  // running. Errors name why it cannot (unknown job, already running, no free machine).
+  Expected<JobRecord> start(const std::string& job_id, const JobVariant& pod_variant,
+                            const std::string& node, int preferred_slot, double now);
+  Expected<JobRecord> finish(const std::string& job_id, double now);
+  void add_sample(const ProfileSample& sample);
+
+  TimeEstimate estimate(const BookJob& job, const DeviceType& device) const;
+  // Estimated seconds left for a running job.
+  double remaining(const BookJob& job, double now) const;
+
+  PlanInput snapshot(double now) const;
+  std::size_t queued_count() const { return queued_; }
+  std::size_t running_count() const { return running_; }
+  // Bumped by every change that can alter a plan.
+  std::uint64_t version() const { return version_; }
+
+ private:
+  void recount_capacity();
+  int find_slot(const std::string& node, const DeviceType& device, const std::string& job) const;
+
+  DeviceMapping devices_;
+  double default_job_seconds_;
+  bool has_inventory_ = false;
+  std::map<std::string, NodeInventory> nodes_;
+  std::vector<MachineSlot> slots_;
+  std::unordered_map<std::string, std::map<DeviceType, NodeCapacity>> capacity_;  // node, device
+  std::unordered_map<std::string, BookJob> jobs_;
+  std::unordered_map<std::string, std::string> pod_to_job_;  // "namespace/name" -> job id
+  std::size_t queued_ = 0, running_ = 0;
+  std::uint64_t version_ = 1;
+};
+
+}  // namespace allox::extender

@@ -1,0 +1,145 @@
+#include "extender/metrics.h"
+
+#include <cmath>
+#include <sstream>
+
+namespace allox::extender {
+namespace {
+
+std::string number(double value) {
+  std::ostringstream out;
+  out.precision(9);
+  out << value;
+  return out.str();
+}
+
+// Label values escape backslash, quote and newline (exposition format).
+std::string label_value(const std::string& value) {
+  std::string out;
+  for (char c : value) {
+    if (c == '\\' || c == '"') out.push_back('\\');
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace
+
+const char* verb_name(Verb verb) {
+  switch (verb) {
+    case Verb::kFilter:
+      return "filter";
+    case Verb::kPrioritize:
+      return "prioritize";
+    case Verb::kBind:
+      return "bind";
+    case Verb::kPreempt:
+      return "preempt";
+    case Verb::kStatus:
+      return "status";
+    case Verb::kApi:
+      return "api";
+    case Verb::kCount:
+      break;
+  }
+  return "other";
+}
+
+void Histogram::observe(double seconds) {
+  for (std::size_t i = 0; i < kBuckets.size(); ++i) {
+    if (seconds <= kBuckets[i]) {
+      counts_[i].fetch_add(1, std::memory_order_relaxed);
+      break;
+    }
+  }
+  count_.fetch_add(1, std::memory_order_relaxed);
+  sum_nanos_.fetch_add(static_cast<std::uint64_t>(std::llround(seconds * 1e9)),
+                       std::memory_order_relaxed);
+}
+
+void Histogram::render(const std::string& name, const std::string& labels, std::string& out) const {
+  std::string sep = labels.empty() ? "" : ",";
+  std::uint64_t cumulative = 0;
+  for (std::size_t i = 0; i < kBuckets.size(); ++i) {
+    cumulative += counts_[i].load(std::memory_order_relaxed);
+    out += name + "_bucket{" + labels + sep + "le=\"" + number(kBuckets[i]) + "\"} " +
+           std::to_string(cumulative) + "\n";
+  }
+  std::uint64_t count = count_.load(std::memory_order_relaxed);
+  std::string braces = labels.empty() ? "" : "{" + labels + "}";
+  out += name + "_bucket{" + labels + sep + "le=\"+Inf\"} " + std::to_string(count) + "\n";
+  out += name + "_sum" + braces + " " +
+         number(static_cast<double>(sum_nanos_.load(std::memory_order_relaxed)) / 1e9) + "\n";
+  out += name + "_count" + braces + " " + std::to_string(count) + "\n";
+}
+
+std::size_t Metrics::code_index(int code) {
+  for (std::size_t i = 0; i < kCodes.size(); ++i) {
+    if (kCodes[i] == code) return i;
+  }
+  return kCodes.size();  // "other"
+}
+
+void Metrics::record_request(Verb verb, int code, double seconds) {
+  auto v = static_cast<std::size_t>(verb);
+  requests_[v][code_index(code)].fetch_add(1, std::memory_order_relaxed);
+  latency_[v].observe(seconds);
+}
+
+std::uint64_t Metrics::requests(Verb verb, int code) const {
+  return requests_[static_cast<std::size_t>(verb)][code_index(code)].load();
+}
+
+void Metrics::record_solve(double seconds, std::size_t queued, std::size_t running,
+                           std::map<std::string, double> user_shares) {
+  solve_.observe(seconds);
+  std::lock_guard lock(mu_);
+  queued_ = queued;
+  running_ = running;
+  user_shares_ = std::move(user_shares);
+}
+
+std::string Metrics::render() const {
+  std::string out;
+  out += "# HELP allox_requests_total Requests answered, by endpoint and HTTP status.\n";
+  out += "# TYPE allox_requests_total counter\n";
+  for (std::size_t v = 0; v < static_cast<std::size_t>(Verb::kCount); ++v) {
+    for (std::size_t c = 0; c <= kCodes.size(); ++c) {
+      std::uint64_t n = requests_[v][c].load(std::memory_order_relaxed);
+      if (n == 0) continue;
+      std::string code = c < kCodes.size() ? std::to_string(kCodes[c]) : "other";
+      out += std::string("allox_requests_total{verb=\"") + verb_name(static_cast<Verb>(v)) +
+             "\",code=\"" + code + "\"} " + std::to_string(n) + "\n";
+    }
+  }
+  out += "# HELP allox_request_duration_seconds Request latency, by endpoint.\n";
+  out += "# TYPE allox_request_duration_seconds histogram\n";
+  for (std::size_t v = 0; v < static_cast<std::size_t>(Verb::kCount); ++v) {
+    latency_[v].render("allox_request_duration_seconds",
+                       std::string("verb=\"") + verb_name(static_cast<Verb>(v)) + "\"", out);
+  }
+  out += "# HELP allox_solve_duration_seconds Scheduling-round latency.\n";
+  out += "# TYPE allox_solve_duration_seconds histogram\n";
+  solve_.render("allox_solve_duration_seconds", "", out);
+  out += "# HELP allox_bind_failures_total Binds answered with an Error.\n";
+  out += "# TYPE allox_bind_failures_total counter\n";
+  out += "allox_bind_failures_total " + std::to_string(bind_failures_.load()) + "\n";
+
+  std::lock_guard lock(mu_);
+  out += "# HELP allox_queue_length Jobs waiting to start.\n# TYPE allox_queue_length gauge\n";
+  out += "allox_queue_length " + std::to_string(queued_) + "\n";
+  out += "# HELP allox_running_jobs Jobs running.\n# TYPE allox_running_jobs gauge\n";
+  out += "allox_running_jobs " + std::to_string(running_) + "\n";
+  out += "# HELP allox_user_share Each user's current share L (AlloX).\n";
+  out += "# TYPE allox_user_share gauge\n";
+  for (const auto& [user, share] : user_shares_) {
+    out += "allox_user_share{user=\"" + label_value(user) + "\"} " + number(share) + "\n";
+  }
+  return out;
+}
+
+}  // namespace allox::extender

@@ -1,0 +1,67 @@
+// alloxd's Prometheus metrics, rendered in the text exposition format (version 0.0.4).
+//
+//   allox_requests_total{verb,code}          requests answered, per endpoint and status code
+//   allox_request_duration_seconds{verb}     latency histogram per endpoint
+//   allox_solve_duration_seconds             scheduling-round latency histogram
+//   allox_bind_failures_total                binds answered with an Error
+//   allox_queue_length, allox_running_jobs   gauges, sampled at each solve
+//   allox_user_share{user}                   each user's current share L, sampled at each solve
+//
+// Counters and histograms are lock-free atomics (recorded on the request path); the gauges set
+// at solve time take a mutex. Thread-safe.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+
+namespace allox::extender {
+
+enum class Verb { kFilter, kPrioritize, kBind, kPreempt, kStatus, kApi, kCount };
+const char* verb_name(Verb verb);
+
+class Histogram {
+ public:
+  static constexpr std::array<double, 14> kBuckets = {
+      0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5};
+  void observe(double seconds);
+  // Appends the _bucket, _sum and _count series; labels is "" or `verb="filter"`.
+  void render(const std::string& name, const std::string& labels, std::string& out) const;
+
+ private:
+  std::array<std::atomic<std::uint64_t>, kBuckets.size()> counts_{};
+  std::atomic<std::uint64_t> count_{0};
+  std::atomic<std::uint64_t> sum_nanos_{0};
+};
+
+class Metrics {
+ public:
+  void record_request(Verb verb, int code, double seconds);
+  void record_solve(double seconds, std::size_t queued, std::size_t running,
+                    std::map<std::string, double> user_shares);
+  void record_bind_failure() { bind_failures_.fetch_add(1, std::memory_order_relaxed); }
+  std::uint64_t bind_failures() const { return bind_failures_.load(); }
+  std::uint64_t requests(Verb verb, int code) const;
+
+  std::string render() const;
+
+ private:
+  static constexpr std::array<int, 10> kCodes = {200, 400, 401, 403, 404, 405, 409, 413, 500, 503};
+  static std::size_t code_index(int code);
+
+  std::array<Histogram, static_cast<std::size_t>(Verb::kCount)> latency_;
+  std::array<std::array<std::atomic<std::uint64_t>, kCodes.size() + 1>,
+             static_cast<std::size_t>(Verb::kCount)>
+      requests_{};
+  Histogram solve_;
+  std::atomic<std::uint64_t> bind_failures_{0};
+
+  mutable std::mutex mu_;
+  std::size_t queued_ = 0, running_ = 0;
+  std::map<std::string, double> user_shares_;
+};
+
+}  // namespace allox::extender

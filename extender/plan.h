@@ -1,0 +1,66 @@
+// The latest scheduling plan, read by every filter and prioritize call.
+//
+// A plan is the policy's Decision turned into per-job answers: the slot each job that starts
+// now goes to, and for the others their position in the queue and estimated start. Plans are
+// immutable once made and shared by pointer (PlanBoard), so readers never wait for a solve.
+//
+// make_plan is pure. PlanBoard is thread-safe: publish() from the scheduler thread, latest() and
+// wait_for() from any thread.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "extender/job_book.h"
+
+namespace allox::extender {
+
+struct PlannedStart {
+  std::string node;
+  DeviceType device;
+  int slot = -1;  // index into JobBook::slots()
+};
+
+struct PlannedWait {
+  int position = 0;  // 1-based, by estimated start (then arrival)
+  int queue_length = 0;
+  std::optional<double> estimated_start;  // unix seconds, when the policy gave one
+};
+
+struct Plan {
+  std::uint64_t version = 0;  // JobBook::version() of the input
+  double solved_at = 0;
+  double solve_seconds = 0;
+  std::unordered_map<std::string, PlannedStart> starts;
+  std::unordered_map<std::string, PlannedWait> waiting;
+  std::unordered_set<std::string> unrunnable;
+  std::string error;  // the policy's error, when it failed
+};
+
+Plan make_plan(const PlanInput& input, const Expected<Decision>& decision,
+               const std::vector<MachineSlot>& slots, double solve_seconds);
+
+class PlanBoard {
+ public:
+  PlanBoard() : latest_(std::make_shared<const Plan>()) {}
+  void publish(std::shared_ptr<const Plan> plan);
+  std::shared_ptr<const Plan> latest() const;
+  // The latest plan once it reflects book version `version`, or whatever is latest at the
+  // deadline.
+  std::shared_ptr<const Plan> wait_for(std::uint64_t version,
+                                       std::chrono::steady_clock::time_point deadline) const;
+
+ private:
+  mutable std::mutex mu_;
+  mutable std::condition_variable published_;
+  std::shared_ptr<const Plan> latest_;
+};
+
+}  // namespace allox::extender

@@ -1,0 +1,178 @@
+#include "extender/pod.h"
+
+#include <charconv>
+#include <cmath>
+
+#include "extender/config.h"
+#include "extender/wire.h"
+
+namespace allox::extender {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::string_view kAnnotationPrefix = "allox.io/";
+constexpr std::string_view kTimePrefix = "allox.io/time.";
+
+std::optional<double> parse_number(std::string_view text) {
+  double value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(value)) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+std::string string_at(const json& object, std::string_view key) {
+  const json* value = find_key(object, key);
+  return value != nullptr && value->is_string() ? value->get<std::string>() : std::string();
+}
+
+// Sums requests (limits where a resource has no request) over the pod's containers.
+Expected<std::map<std::string, double>> requested_resources(const json& pod) {
+  std::map<std::string, double> total;
+  const json* spec = find_key(pod, "spec");
+  if (spec == nullptr || !spec->is_object()) return total;
+  const json* containers = find_key(*spec, "containers");
+  if (containers == nullptr || !containers->is_array()) return total;
+  for (std::size_t i = 0; i < containers->size(); ++i) {
+    const json& container = (*containers)[i];
+    if (!container.is_object()) continue;
+    const json* resources = find_key(container, "resources");
+    if (resources == nullptr || !resources->is_object()) continue;
+    std::map<std::string, double> own;
+    for (const char* kind : {"limits", "requests"}) {  // requests override limits
+      const json* list = find_key(*resources, kind);
+      if (list == nullptr || !list->is_object()) continue;
+      for (const auto& [name, quantity] : list->items()) {
+        std::string where =
+            "Pod.spec.containers[" + std::to_string(i) + "].resources." + kind + "." + name;
+        std::optional<double> amount;
+        if (quantity.is_string()) {
+          auto parsed = parse_quantity(quantity.get<std::string>());
+          if (!parsed) return Error{where + ": " + parsed.message()};
+          amount = *parsed;
+        } else if (quantity.is_number()) {
+          amount = quantity.get<double>();
+        } else {
+          return Error{where + ": expected a quantity"};
+        }
+        own[name] = *amount;
+      }
+    }
+    for (const auto& [name, amount] : own) total[name] += amount;
+  }
+  return total;
+}
+
+}  // namespace
+
+Expected<double> parse_quantity(std::string_view text) {
+  struct Suffix {
+    std::string_view text;
+    double factor;
+  };
+  static constexpr Suffix kSuffixes[] = {{"Ki", 1024.0},
+                                         {"Mi", 1048576.0},
+                                         {"Gi", 1073741824.0},
+                                         {"Ti", 1099511627776.0},
+                                         {"Pi", 1125899906842624.0},
+                                         {"Ei", 1152921504606846976.0},
+                                         {"n", 1e-9},
+                                         {"u", 1e-6},
+                                         {"m", 1e-3},
+                                         {"k", 1e3},
+                                         {"M", 1e6},
+                                         {"G", 1e9},
+                                         {"T", 1e12},
+                                         {"P", 1e15},
+                                         {"E", 1e18}};
+  if (text.empty()) return Error{"empty quantity"};
+  for (const Suffix& suffix : kSuffixes) {
+    if (text.size() > suffix.text.size() && text.ends_with(suffix.text)) {
+      auto number = parse_number(text.substr(0, text.size() - suffix.text.size()));
+      if (number && *number >= 0) return *number * suffix.factor;
+      break;
+    }
+  }
+  auto number = parse_number(text);  // plain or exponent form (1e3)
+  if (number && *number >= 0) return *number;
+  return Error{"'" + std::string(text) + "' is not a quantity"};
+}
+
+Expected<PodIdentity> pod_identity(const json& pod) {
+  if (!pod.is_object()) return Error{"Pod: expected an object"};
+  const json* metadata = find_key(pod, "metadata");
+  if (metadata == nullptr || !metadata->is_object()) return Error{"Pod.metadata: missing"};
+  const json* name = find_key(*metadata, "name");
+  if (name == nullptr || !name->is_string() || name->get<std::string>().empty()) {
+    return Error{"Pod.metadata.name: missing"};
+  }
+  PodIdentity id;
+  id.name = name->get<std::string>();
+  id.namespace_name = string_at(*metadata, "namespace");
+  if (id.namespace_name.empty()) id.namespace_name = "default";
+  id.uid = string_at(*metadata, "uid");
+  return id;
+}
+
+Expected<JobVariant> read_job_variant(const json& pod, const DeviceMapping& mapping) {
+  auto id = pod_identity(pod);
+  if (!id) return id.error();
+  JobVariant variant;
+  variant.pod = std::move(*id);
+  variant.job_id = variant.pod.namespace_name + "/" + variant.pod.name;
+  variant.user = variant.pod.namespace_name;
+
+  const json* metadata = find_key(pod, "metadata");
+  const json* annotations = find_key(*metadata, "annotations");
+  std::string device_annotation;
+  if (annotations != nullptr && annotations->is_object()) {
+    for (const auto& [key, value] : annotations->items()) {
+      if (!std::string_view(key).starts_with(kAnnotationPrefix)) continue;
+      if (!value.is_string()) return Error{"annotation " + key + ": expected a string"};
+      const std::string text = value.get<std::string>();
+      std::string where = "annotation " + key + ": ";
+      if (key == "allox.io/job") {
+        if (text.empty()) return Error{where + "empty job id"};
+        variant.job_id = text;
+      } else if (key == "allox.io/user") {
+        if (text.empty()) return Error{where + "empty user"};
+        variant.user = text;
+      } else if (key == "allox.io/device") {
+        device_annotation = text;
+      } else if (key == "allox.io/iterations") {
+        auto n = parse_number(text);
+        if (!n || *n < 1 || *n != std::floor(*n)) {
+          return Error{where + "\"" + text + "\" is not a positive whole number"};
+        }
+        variant.iterations = static_cast<std::int64_t>(*n);
+      } else if (std::string_view(key).starts_with(kTimePrefix)) {
+        auto seconds = parse_number(text);
+        if (!seconds || *seconds <= 0) {
+          return Error{where + "\"" + text + "\" is not a number of seconds"};
+        }
+        variant.time_hints[key.substr(kTimePrefix.size())] = *seconds;
+      }
+      // Other allox.io/ annotations (allox.io/admitted, set by allox itself) carry no input.
+    }
+  }
+
+  if (!device_annotation.empty()) {
+    variant.device = device_annotation;
+  } else {
+    auto requests = requested_resources(pod);
+    if (!requests) return requests.error();
+    for (const auto& [resource, amount] : *requests) {
+      if (amount <= 0) continue;
+      if (auto device = mapping.device_for(resource)) {
+        variant.device = *device;
+        break;
+      }
+    }
+    if (variant.device.empty()) variant.device = mapping.cpu_device;
+  }
+  return variant;
+}
+
+}  // namespace allox::extender

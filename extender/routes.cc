@@ -1,0 +1,167 @@
+#include "extender/routes.h"
+
+#include <cmath>
+
+#include "extender/status_page.h"
+
+namespace allox::extender {
+namespace {
+
+using nlohmann::json;
+
+HttpReply json_reply(int status, const json& body) {
+  return {status, "application/json", body.dump(-1, ' ', false, json::error_handler_t::replace)};
+}
+
+HttpReply error_reply(int status, const std::string& message) {
+  return json_reply(status, {{"error", message}});
+}
+
+constexpr std::string_view kJobsPrefix = "/v1/jobs/";
+constexpr std::string_view kDoneSuffix = "/done";
+
+std::optional<HttpReply> check_admin(const ExtenderService& service, const HttpRequest& request) {
+  const std::string& token = service.config().admin_token;
+  if (token.empty()) {
+    return error_reply(403, "alloxd has no admin_token configured; admin endpoints are off");
+  }
+  if (request.authorization != "Bearer " + token) {
+    return error_reply(401, "this endpoint needs 'Authorization: Bearer <admin token>'");
+  }
+  return std::nullopt;
+}
+
+// One sample of POST /v1/profiles:
+//   {"job": "ns/name", "device": "gpu", "iterations": 20, "seconds": 13.5, "kind": "profile"}
+Expected<ProfileReport> parse_profile(const json& value, const std::string& where) {
+  if (!value.is_object()) return Error{where + ": expected an object"};
+  ProfileReport report;
+  auto text = [&](const char* key, std::string& out) -> Status {
+    const json* v = find_key(value, key);
+    if (v == nullptr || !v->is_string() || v->get<std::string>().empty()) {
+      return Error{where + "." + key + ": expected a non-empty string"};
+    }
+    out = v->get<std::string>();
+    return OkStatus();
+  };
+  if (auto s = text("job", report.job_id); !s) return s.error();
+  if (auto s = text("device", report.device); !s) return s.error();
+  const json* iterations = find_key(value, "iterations");
+  if (iterations == nullptr || !iterations->is_number_integer() ||
+      iterations->get<std::int64_t>() <= 0) {
+    return Error{where + ".iterations: expected a positive integer"};
+  }
+  report.iterations = iterations->get<std::int64_t>();
+  const json* seconds = find_key(value, "seconds");
+  if (seconds == nullptr || !seconds->is_number() || !(seconds->get<double>() > 0) ||
+      !std::isfinite(seconds->get<double>())) {
+    return Error{where + ".seconds: expected a positive number"};
+  }
+  report.seconds = seconds->get<double>();
+  if (const json* kind = find_key(value, "kind"); kind != nullptr && !kind->is_null()) {
+    if (*kind == "profile") {
+      report.kind = ProfileSample::Kind::kProfile;
+    } else if (*kind == "progress") {
+      report.kind = ProfileSample::Kind::kProgress;
+    } else {
+      return Error{where + ".kind: expected \"profile\" or \"progress\""};
+    }
+  }
+  return report;
+}
+
+HttpReply post_profiles(ExtenderService& service, const std::string& body) {
+  auto value = parse_json_body(body);
+  if (!value) return error_reply(400, value.message());
+  std::vector<ProfileReport> reports;
+  json list = value->is_array() ? *value : json::array({*value});
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    auto report = parse_profile(list[i], "samples[" + std::to_string(i) + "]");
+    if (!report) return error_reply(400, report.message());
+    if (!service.job(report->job_id)) {
+      return error_reply(404, "job " + report->job_id + " is unknown to allox");
+    }
+    reports.push_back(std::move(*report));
+  }
+  for (const ProfileReport& report : reports) {
+    if (auto s = service.add_profile(report); !s) return error_reply(400, s.message());
+  }
+  return json_reply(200, {{"accepted", reports.size()}});
+}
+
+HttpReply extender_verb(ExtenderService& service, const HttpRequest& request) {
+  const std::string& path = request.path;
+  if (path == "/filter" || path == "/prioritize") {
+    auto args = parse_extender_args(request.body);
+    if (!args) return error_reply(400, args.message());
+    if (path == "/filter") return json_reply(200, to_json(service.filter(*args)));
+    return json_reply(200, to_json(service.prioritize(*args)));
+  }
+  if (path == "/bind") {
+    auto args = parse_binding_args(request.body);
+    if (!args) return error_reply(400, args.message());
+    return json_reply(200, to_json(service.bind(*args)));
+  }
+  auto args = parse_preemption_args(request.body);
+  if (!args) return error_reply(400, args.message());
+  return json_reply(200, to_json(service.preempt(*args)));
+}
+
+}  // namespace
+
+Verb verb_of(const std::string& path) {
+  if (path == "/filter") return Verb::kFilter;
+  if (path == "/prioritize") return Verb::kPrioritize;
+  if (path == "/bind") return Verb::kBind;
+  if (path == "/preempt") return Verb::kPreempt;
+  if (path.rfind("/v1/", 0) == 0) return Verb::kApi;
+  return Verb::kStatus;
+}
+
+HttpReply route(ExtenderService& service, const HttpRequest& request) {
+  const std::string& path = request.path;
+  const bool get = request.method == "GET";
+  const bool post = request.method == "POST";
+  Verb verb = verb_of(path);
+  if (verb == Verb::kFilter || verb == Verb::kPrioritize || verb == Verb::kBind ||
+      verb == Verb::kPreempt) {
+    if (!post) return error_reply(405, path + " takes POST");
+    return extender_verb(service, request);
+  }
+  if (path == "/healthz" && get) return {200, "text/plain", "ok\n"};
+  if (path == "/readyz" && get) {
+    if (service.ready()) return {200, "text/plain", "ready\n"};
+    return {503, "text/plain", "not ready: node inventory not loaded or not yet planned\n"};
+  }
+  if (path == "/metrics" && get) {
+    return {200, "text/plain; version=0.0.4", service.metrics().render()};
+  }
+  if (path == "/" && get) {
+    return {200, "text/html; charset=utf-8",
+            render_status_page(service.queue(), service.fairness())};
+  }
+  if (path == "/v1/fairness" && get) return json_reply(200, to_json(service.fairness()));
+  if (path == "/v1/queue" && get) return json_reply(200, to_json(service.queue()));
+  if (path == "/v1/profiles" && post) {
+    if (auto denied = check_admin(service, request)) return *denied;
+    return post_profiles(service, request.body);
+  }
+  if (path.size() > kJobsPrefix.size() && path.rfind(kJobsPrefix, 0) == 0) {
+    std::string rest = path.substr(kJobsPrefix.size());
+    if (post && rest.size() > kDoneSuffix.size() && rest.ends_with(kDoneSuffix)) {
+      if (auto denied = check_admin(service, request)) return *denied;
+      std::string id = rest.substr(0, rest.size() - kDoneSuffix.size());
+      if (!service.job(id)) return error_reply(404, "job " + id + " is unknown to allox");
+      if (auto s = service.complete(id); !s) return error_reply(409, s.message());
+      return json_reply(200, {{"job", id}, {"phase", "done"}});
+    }
+    if (get) {
+      auto job = service.job(rest);
+      if (!job) return error_reply(404, job.message());
+      return json_reply(200, to_json(*job));
+    }
+  }
+  return error_reply(404, "no route for " + request.method + " " + path);
+}
+
+}  // namespace allox::extender

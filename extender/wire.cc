@@ -1,0 +1,454 @@
+#include "extender/wire.h"
+
+#include <cctype>
+
+namespace allox::extender {
+namespace {
+
+using nlohmann::json;
+
+// nlohmann's parser recurses once per nesting level; a hostile body of a million '[' would
+// exhaust the stack. Kubernetes objects nest a dozen levels deep, so 200 is generous.
+constexpr int kMaxNesting = 200;
+
+bool nesting_within_limit(std::string_view body) {
+  int depth = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < body.size(); ++i) {
+    char c = body[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxNesting) return false;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return true;
+}
+
+Expected<json> parse_body(std::string_view body) {
+  if (!nesting_within_limit(body)) {
+    return Error{"malformed JSON: nested deeper than " + std::to_string(kMaxNesting) + " levels"};
+  }
+  json value = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (value.is_discarded()) {
+    // Re-parse to get the position; only for bodies already known to be bad.
+    try {
+      json again = json::parse(body);  // throws: the body is known to be bad
+      (void)again;
+    } catch (const json::parse_error& e) {
+      std::string what = e.what();
+      auto pos = what.find("] ");
+      return Error{"malformed JSON: " + (pos == std::string::npos ? what : what.substr(pos + 2))};
+    }
+    return Error{"malformed JSON"};
+  }
+  return value;
+}
+
+const char* type_name(const json& value) {
+  return value.type_name();
+}
+
+Error wrong_type(const std::string& field, const char* expected, const json& got) {
+  return Error{field + ": expected " + expected + ", got " + type_name(got)};
+}
+
+Expected<std::string> as_string(const json& value, const std::string& field) {
+  if (!value.is_string()) return wrong_type(field, "a string", value);
+  return value.get<std::string>();
+}
+
+Expected<std::int64_t> as_integer(const json& value, const std::string& field) {
+  if (!value.is_number_integer()) return wrong_type(field, "an integer", value);
+  return value.get<std::int64_t>();
+}
+
+// A Go string field: absent or null reads as "".
+Expected<std::string> string_field(const json& object, std::string_view key) {
+  const json* value = find_key(object, key);
+  if (value == nullptr || value->is_null()) return std::string();
+  return as_string(*value, std::string(key));
+}
+
+Expected<std::vector<std::string>> string_list(const json& value, const std::string& field) {
+  if (!value.is_array()) return wrong_type(field, "a list", value);
+  std::vector<std::string> out;
+  out.reserve(value.size());
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    auto s = as_string(value[i], field + "[" + std::to_string(i) + "]");
+    if (!s) return s.error();
+    out.push_back(std::move(*s));
+  }
+  return out;
+}
+
+Expected<std::map<std::string, std::string>> string_map(const json& value,
+                                                        const std::string& field) {
+  std::map<std::string, std::string> out;
+  if (value.is_null()) return out;
+  if (!value.is_object()) return wrong_type(field, "an object", value);
+  for (const auto& [key, reason] : value.items()) {
+    auto s = as_string(reason, field + "." + key);
+    if (!s) return s.error();
+    out.emplace(key, std::move(*s));
+  }
+  return out;
+}
+
+// The node's name from a v1.Node object (metadata.name).
+Expected<std::string> node_name(const json& node, const std::string& field) {
+  if (!node.is_object()) return wrong_type(field, "a node object", node);
+  const json* metadata = find_key(node, "metadata");
+  if (metadata == nullptr || !metadata->is_object()) {
+    return Error{field + ".metadata: missing"};
+  }
+  const json* name = find_key(*metadata, "name");
+  if (name == nullptr) return Error{field + ".metadata.name: missing"};
+  return as_string(*name, field + ".metadata.name");
+}
+
+Expected<json> pod_field(const json& object) {
+  const json* pod = find_key(object, "Pod");
+  if (pod == nullptr || pod->is_null()) return Error{"Pod: missing"};
+  if (!pod->is_object()) return wrong_type("Pod", "an object", *pod);
+  return *pod;
+}
+
+Expected<std::map<std::string, MetaVictims>> meta_victims_map(const json& value,
+                                                              const std::string& field) {
+  std::map<std::string, MetaVictims> out;
+  if (value.is_null()) return out;
+  if (!value.is_object()) return wrong_type(field, "an object", value);
+  for (const auto& [node, victims] : value.items()) {
+    std::string where = field + "." + node;
+    if (victims.is_null()) {
+      out[node];
+      continue;
+    }
+    if (!victims.is_object()) return wrong_type(where, "an object", victims);
+    MetaVictims meta;
+    if (const json* pods = find_key(victims, "Pods"); pods != nullptr && !pods->is_null()) {
+      if (!pods->is_array()) return wrong_type(where + ".Pods", "a list", *pods);
+      for (std::size_t i = 0; i < pods->size(); ++i) {
+        std::string at = where + ".Pods[" + std::to_string(i) + "]";
+        const json& pod = (*pods)[i];
+        if (!pod.is_object()) return wrong_type(at, "an object", pod);
+        auto uid = string_field(pod, "UID");
+        if (!uid) return Error{at + "." + uid.message()};
+        meta.pod_uids.push_back(std::move(*uid));
+      }
+    }
+    if (const json* n = find_key(victims, "NumPDBViolations"); n != nullptr && !n->is_null()) {
+      auto count = as_integer(*n, where + ".NumPDBViolations");
+      if (!count) return count.error();
+      meta.num_pdb_violations = *count;
+    }
+    out[node] = std::move(meta);
+  }
+  return out;
+}
+
+// NodeNameToVictims carries full pods; keep their UIDs.
+Expected<std::map<std::string, MetaVictims>> full_victims_map(const json& value,
+                                                              const std::string& field) {
+  std::map<std::string, MetaVictims> out;
+  if (value.is_null()) return out;
+  if (!value.is_object()) return wrong_type(field, "an object", value);
+  for (const auto& [node, victims] : value.items()) {
+    std::string where = field + "." + node;
+    if (victims.is_null()) {
+      out[node];
+      continue;
+    }
+    if (!victims.is_object()) return wrong_type(where, "an object", victims);
+    MetaVictims meta;
+    if (const json* pods = find_key(victims, "Pods"); pods != nullptr && !pods->is_null()) {
+      if (!pods->is_array()) return wrong_type(where + ".Pods", "a list", *pods);
+      for (std::size_t i = 0; i < pods->size(); ++i) {
+        std::string at = where + ".Pods[" + std::to_string(i) + "]";
+        const json& pod = (*pods)[i];
+        if (!pod.is_object()) return wrong_type(at, "a pod object", pod);
+        const json* metadata = find_key(pod, "metadata");
+        std::string uid;
+        if (metadata != nullptr && metadata->is_object()) {
+          auto s = string_field(*metadata, "uid");
+          if (!s) return Error{at + ".metadata." + s.message()};
+          uid = std::move(*s);
+        }
+        meta.pod_uids.push_back(std::move(uid));
+      }
+    }
+    if (const json* n = find_key(victims, "NumPDBViolations"); n != nullptr && !n->is_null()) {
+      auto count = as_integer(*n, where + ".NumPDBViolations");
+      if (!count) return count.error();
+      meta.num_pdb_violations = *count;
+    }
+    out[node] = std::move(meta);
+  }
+  return out;
+}
+
+Expected<json> top_object(std::string_view body, const char* what) {
+  auto value = parse_body(body);
+  if (!value) return value.error();
+  if (!value->is_object()) return wrong_type(what, "an object", *value);
+  return value;
+}
+
+json victims_json(const std::map<std::string, MetaVictims>& victims) {
+  if (victims.empty()) return nullptr;
+  json out = json::object();
+  for (const auto& [node, meta] : victims) {
+    json pods = meta.pod_uids.empty() ? json(nullptr) : json::array();
+    for (const std::string& uid : meta.pod_uids) pods.push_back({{"UID", uid}});
+    out[node] = {{"Pods", pods}, {"NumPDBViolations", meta.num_pdb_violations}};
+  }
+  return out;
+}
+
+json string_map_json(const std::map<std::string, std::string>& map) {
+  return map.empty() ? json(nullptr) : json(map);
+}
+
+json node_list_json(const std::vector<json>& nodes) {
+  return {{"metadata", json::object()}, {"items", nodes}};
+}
+
+}  // namespace
+
+Expected<json> parse_json_body(std::string_view body) {
+  return parse_body(body);
+}
+
+const json* find_key(const json& object, std::string_view key) {
+  auto exact = object.find(key);
+  if (exact != object.end()) return &*exact;
+  for (auto it = object.begin(); it != object.end(); ++it) {
+    const std::string& candidate = it.key();
+    if (candidate.size() != key.size()) continue;
+    bool same = true;
+    for (std::size_t i = 0; i < key.size() && same; ++i) {
+      same = std::tolower(static_cast<unsigned char>(candidate[i])) ==
+             std::tolower(static_cast<unsigned char>(key[i]));
+    }
+    if (same) return &*it;
+  }
+  return nullptr;
+}
+
+Expected<ExtenderArgs> parse_extender_args(std::string_view body) {
+  auto object = top_object(body, "ExtenderArgs");
+  if (!object) return object.error();
+  ExtenderArgs args;
+  auto pod = pod_field(*object);
+  if (!pod) return pod.error();
+  args.pod = std::move(*pod);
+
+  const json* nodes = find_key(*object, "Nodes");
+  const json* names = find_key(*object, "NodeNames");
+  if (nodes != nullptr && !nodes->is_null()) {
+    if (!nodes->is_object()) return wrong_type("Nodes", "a NodeList object", *nodes);
+    const json* items = find_key(*nodes, "items");
+    std::vector<json> objects;
+    if (items != nullptr && !items->is_null()) {
+      if (!items->is_array()) return wrong_type("Nodes.items", "a list", *items);
+      for (std::size_t i = 0; i < items->size(); ++i) {
+        auto name = node_name((*items)[i], "Nodes.items[" + std::to_string(i) + "]");
+        if (!name) return name.error();
+        args.node_names.push_back(std::move(*name));
+        objects.push_back((*items)[i]);
+      }
+    }
+    args.node_objects = std::move(objects);
+    // Upstream sends NodeNames alongside Nodes in its golden test; the objects are authoritative
+    // but a malformed NodeNames is still malformed.
+    if (names != nullptr && !names->is_null()) {
+      auto list = string_list(*names, "NodeNames");
+      if (!list) return list.error();
+    }
+  } else if (names != nullptr && !names->is_null()) {
+    auto list = string_list(*names, "NodeNames");
+    if (!list) return list.error();
+    args.node_names = std::move(*list);
+  }
+  return args;
+}
+
+Expected<FilterResult> parse_filter_result(std::string_view body) {
+  auto object = top_object(body, "ExtenderFilterResult");
+  if (!object) return object.error();
+  FilterResult result;
+  const json* nodes = find_key(*object, "Nodes");
+  const json* names = find_key(*object, "NodeNames");
+  if (nodes != nullptr && !nodes->is_null()) {
+    if (!nodes->is_object()) return wrong_type("Nodes", "a NodeList object", *nodes);
+    std::vector<json> objects;
+    if (const json* items = find_key(*nodes, "items"); items != nullptr && !items->is_null()) {
+      if (!items->is_array()) return wrong_type("Nodes.items", "a list", *items);
+      for (std::size_t i = 0; i < items->size(); ++i) {
+        auto name = node_name((*items)[i], "Nodes.items[" + std::to_string(i) + "]");
+        if (!name) return name.error();
+        result.node_names.push_back(std::move(*name));
+        objects.push_back((*items)[i]);
+      }
+    }
+    result.node_objects = std::move(objects);
+  } else if (names != nullptr && !names->is_null()) {
+    auto list = string_list(*names, "NodeNames");
+    if (!list) return list.error();
+    result.node_names = std::move(*list);
+  }
+  if (const json* failed = find_key(*object, "FailedNodes")) {
+    auto map = string_map(*failed, "FailedNodes");
+    if (!map) return map.error();
+    result.failed_nodes = std::move(*map);
+  }
+  if (const json* failed = find_key(*object, "FailedAndUnresolvableNodes")) {
+    auto map = string_map(*failed, "FailedAndUnresolvableNodes");
+    if (!map) return map.error();
+    result.failed_and_unresolvable_nodes = std::move(*map);
+  }
+  auto error = string_field(*object, "Error");
+  if (!error) return error.error();
+  result.error = std::move(*error);
+  return result;
+}
+
+Expected<std::vector<HostPriority>> parse_host_priorities(std::string_view body) {
+  auto value = parse_body(body);
+  if (!value) return value.error();
+  std::vector<HostPriority> out;
+  if (value->is_null()) return out;
+  // A single HostPriority object (upstream's golden test) reads as a list of one.
+  json list = value->is_object() ? json::array({*value}) : *value;
+  if (!list.is_array()) return wrong_type("HostPriorityList", "a list", list);
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    std::string at = "[" + std::to_string(i) + "]";
+    const json& entry = list[i];
+    if (!entry.is_object()) return wrong_type(at, "an object", entry);
+    HostPriority priority;
+    auto host = string_field(entry, "Host");
+    if (!host) return Error{at + "." + host.message()};
+    priority.host = std::move(*host);
+    if (const json* score = find_key(entry, "Score"); score != nullptr && !score->is_null()) {
+      auto s = as_integer(*score, at + ".Score");
+      if (!s) return s.error();
+      priority.score = *s;
+    }
+    out.push_back(std::move(priority));
+  }
+  return out;
+}
+
+Expected<BindingArgs> parse_binding_args(std::string_view body) {
+  auto object = top_object(body, "ExtenderBindingArgs");
+  if (!object) return object.error();
+  BindingArgs args;
+  struct Field {
+    const char* key;
+    std::string* out;
+  };
+  for (Field field : {Field{"PodName", &args.pod_name}, Field{"PodNamespace", &args.pod_namespace},
+                      Field{"PodUID", &args.pod_uid}, Field{"Node", &args.node}}) {
+    auto value = string_field(*object, field.key);
+    if (!value) return value.error();
+    *field.out = std::move(*value);
+  }
+  if (args.pod_name.empty()) return Error{"PodName: missing"};
+  if (args.node.empty()) return Error{"Node: missing"};
+  return args;
+}
+
+Expected<BindingResult> parse_binding_result(std::string_view body) {
+  auto object = top_object(body, "ExtenderBindingResult");
+  if (!object) return object.error();
+  auto error = string_field(*object, "Error");
+  if (!error) return error.error();
+  return BindingResult{std::move(*error)};
+}
+
+Expected<PreemptionArgs> parse_preemption_args(std::string_view body) {
+  auto object = top_object(body, "ExtenderPreemptionArgs");
+  if (!object) return object.error();
+  PreemptionArgs args;
+  auto pod = pod_field(*object);
+  if (!pod) return pod.error();
+  args.pod = std::move(*pod);
+  if (const json* full = find_key(*object, "NodeNameToVictims")) {
+    auto map = full_victims_map(*full, "NodeNameToVictims");
+    if (!map) return map.error();
+    args.victims = std::move(*map);
+  }
+  if (const json* meta = find_key(*object, "NodeNameToMetaVictims")) {
+    auto map = meta_victims_map(*meta, "NodeNameToMetaVictims");
+    if (!map) return map.error();
+    for (auto& [node, victims] : *map) args.victims[node] = std::move(victims);
+  }
+  return args;
+}
+
+Expected<PreemptionResult> parse_preemption_result(std::string_view body) {
+  auto object = top_object(body, "ExtenderPreemptionResult");
+  if (!object) return object.error();
+  PreemptionResult result;
+  if (const json* meta = find_key(*object, "NodeNameToMetaVictims")) {
+    auto map = meta_victims_map(*meta, "NodeNameToMetaVictims");
+    if (!map) return map.error();
+    result.victims = std::move(*map);
+  }
+  return result;
+}
+
+json to_json(const ExtenderArgs& args) {
+  json out = json::object();
+  out["Pod"] = args.pod;
+  out["Nodes"] = args.node_objects ? node_list_json(*args.node_objects) : json(nullptr);
+  out["NodeNames"] = args.node_objects ? json(nullptr) : json(args.node_names);
+  return out;
+}
+
+json to_json(const FilterResult& result) {
+  json out = json::object();
+  if (result.node_objects) {
+    out["Nodes"] = node_list_json(*result.node_objects);
+    out["NodeNames"] = nullptr;
+  } else {
+    out["Nodes"] = nullptr;
+    out["NodeNames"] = result.node_names;  // nodeCacheCapable: a list, never null
+  }
+  out["FailedNodes"] = string_map_json(result.failed_nodes);
+  out["FailedAndUnresolvableNodes"] = string_map_json(result.failed_and_unresolvable_nodes);
+  out["Error"] = result.error;
+  return out;
+}
+
+json to_json(const std::vector<HostPriority>& priorities) {
+  json out = json::array();
+  for (const HostPriority& p : priorities) out.push_back({{"Host", p.host}, {"Score", p.score}});
+  return out;
+}
+
+json to_json(const BindingArgs& args) {
+  return {{"PodName", args.pod_name},
+          {"PodNamespace", args.pod_namespace},
+          {"PodUID", args.pod_uid},
+          {"Node", args.node}};
+}
+
+json to_json(const BindingResult& result) {
+  return {{"Error", result.error}};
+}
+
+json to_json(const PreemptionResult& result) {
+  return {{"NodeNameToMetaVictims", victims_json(result.victims)}};
+}
+
+}  // namespace allox::extender

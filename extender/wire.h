@@ -1,0 +1,107 @@
+// kube-scheduler's extender wire protocol (k8s.io/kube-scheduler/extender/v1), both directions.
+//
+// The upstream structs carry no json tags, so Go serialises them with their field names (`Pod`,
+// `NodeNames`, `FailedNodes` ...) and nil slices, maps and pointers as `null`. Parsing accepts
+// keys case-insensitively (older senders used lower case); an exact-case key wins over a folded
+// one. Rendering writes upstream's field order and `null` for absent values, so a rendered value
+// compares equal, field by field, with what Go would send.
+//
+// Kubernetes objects inside the messages (the Pod, the Nodes list, victim pods) are kept as the
+// JSON objects they arrived as, so a response can echo them (the non-nodeCacheCapable `Nodes`
+// shape) and a client can send them; the scheduler itself only sees the typed fields extracted
+// by extender/pod.h. Parse errors name the field (`NodeNames[2]: expected a string`).
+//
+// Cost: linear in the message size. Thread-safe: pure functions.
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/result.h"
+
+namespace allox::extender {
+
+// Request body of /filter and /prioritize (ExtenderArgs).
+struct ExtenderArgs {
+  nlohmann::json pod = nullptr;  // a v1.Pod object
+  // The candidate nodes, in the request's order, by name.
+  std::vector<std::string> node_names;
+  // Set when the request used the full-object shape (`Nodes`, a v1.NodeList): the node objects
+  // in the same order as node_names, for echoing back. Unset for the `NodeNames` shape.
+  std::optional<std::vector<nlohmann::json>> node_objects;
+};
+
+// Response of /filter (ExtenderFilterResult).
+struct FilterResult {
+  // Admitted nodes. Rendered as `NodeNames` (a list, never null) when node_objects is unset,
+  // else as `Nodes` (a NodeList holding those objects) with `NodeNames` null.
+  std::vector<std::string> node_names;
+  std::optional<std::vector<nlohmann::json>> node_objects;
+  std::map<std::string, std::string> failed_nodes;                   // null when empty
+  std::map<std::string, std::string> failed_and_unresolvable_nodes;  // null when empty
+  std::string error;
+};
+
+// One entry of /prioritize's response (HostPriority); scores are 0..kMaxExtenderPriority.
+struct HostPriority {
+  std::string host;
+  std::int64_t score = 0;
+};
+inline constexpr std::int64_t kMaxExtenderPriority = 10;
+
+// Request body of /bind (ExtenderBindingArgs) and its response (ExtenderBindingResult).
+struct BindingArgs {
+  std::string pod_name;
+  std::string pod_namespace;
+  std::string pod_uid;
+  std::string node;
+};
+struct BindingResult {
+  std::string error;
+};
+
+// Preemption: candidate victims per node, by pod UID (MetaVictims).
+struct MetaVictims {
+  std::vector<std::string> pod_uids;
+  std::int64_t num_pdb_violations = 0;
+};
+// Request body of /preempt (ExtenderPreemptionArgs). Full `NodeNameToVictims` entries are
+// reduced to their pods' UIDs; both maps are merged into victims.
+struct PreemptionArgs {
+  nlohmann::json pod = nullptr;
+  std::map<std::string, MetaVictims> victims;
+};
+// Response of /preempt (ExtenderPreemptionResult).
+struct PreemptionResult {
+  std::map<std::string, MetaVictims> victims;  // null when empty
+};
+
+// Parsing: a malformed body (bad JSON, wrong types, missing required fields) is an Error whose
+// message names the problem; the server answers it with 400.
+Expected<ExtenderArgs> parse_extender_args(std::string_view body);
+Expected<FilterResult> parse_filter_result(std::string_view body);
+Expected<std::vector<HostPriority>> parse_host_priorities(std::string_view body);
+Expected<BindingArgs> parse_binding_args(std::string_view body);
+Expected<BindingResult> parse_binding_result(std::string_view body);
+Expected<PreemptionArgs> parse_preemption_args(std::string_view body);
+Expected<PreemptionResult> parse_preemption_result(std::string_view body);
+
+nlohmann::json to_json(const ExtenderArgs& args);
+nlohmann::json to_json(const FilterResult& result);
+nlohmann::json to_json(const std::vector<HostPriority>& priorities);
+nlohmann::json to_json(const BindingArgs& args);
+nlohmann::json to_json(const BindingResult& result);
+nlohmann::json to_json(const PreemptionResult& result);
+
+// Parses any JSON body with the same guards as the typed parsers (nesting depth, error text).
+Expected<nlohmann::json> parse_json_body(std::string_view body);
+
+// The value stored under `key` in object `object`, matching an exact-case key first and a
+// case-insensitive one otherwise; nullptr when absent. Precondition: object.is_object().
+const nlohmann::json* find_key(const nlohmann::json& object, std::string_view key);
+
+}  // namespace allox::extender
