@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <charconv>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -100,20 +101,8 @@ Expected<ExtenderConfig> parse_root(const YAML::Node& root) {
 
   std::string listen = config.listen_host + ":" + std::to_string(config.listen_port);
   ALLOX_TRY(top.read("listen", listen));
-  auto colon = listen.rfind(':');
-  if (colon == std::string::npos || colon == 0) {
-    return Error{top.path("listen") + ": expected host:port, got '" + listen + "'"};
-  }
-  config.listen_host = listen.substr(0, colon);
-  try {
-    std::size_t used = 0;
-    config.listen_port = std::stoi(listen.substr(colon + 1), &used);
-    if (used != listen.size() - colon - 1) throw std::invalid_argument("trailing");
-  } catch (const std::exception&) {
-    return Error{top.path("listen") + ": bad port in '" + listen + "'"};
-  }
-  if (config.listen_port < 0 || config.listen_port > 65535) {
-    return Error{top.path("listen") + ": port out of range in '" + listen + "'"};
+  if (auto s = set_listen_address(config, listen); !s) {
+    return Error{top.path("listen") + ": " + s.message()};
   }
 
   ALLOX_TRY(top.read("database", config.database));
@@ -240,6 +229,22 @@ std::string DeviceMapping::resource_for(const DeviceType& device) const {
     if (r.device == device) return r.resource;
   }
   return device == cpu_device ? std::string("cpu") : device;
+}
+
+Status set_listen_address(ExtenderConfig& config, const std::string& address) {
+  auto colon = address.rfind(':');
+  if (colon == std::string::npos || colon == 0) {
+    return Error{"expected host:port, got '" + address + "'"};
+  }
+  std::string port_text = address.substr(colon + 1);
+  int port = 0;
+  auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  if (ec != std::errc() || end != port_text.data() + port_text.size() || port < 0 || port > 65535) {
+    return Error{"bad port in '" + address + "'"};
+  }
+  config.listen_host = address.substr(0, colon);
+  config.listen_port = port;
+  return OkStatus();
 }
 
 Expected<ExtenderConfig> parse_extender_config(const std::string& yaml, const std::string& source) {

@@ -81,4 +81,7 @@ Expected<ExtenderConfig> load_extender_config(const std::string& path);
 // The same from YAML text; `source` names it in error messages.
 Expected<ExtenderConfig> parse_extender_config(const std::string& yaml, const std::string& source);
 
+// Sets listen_host and listen_port from "host:port" (port 0 picks a free port).
+Status set_listen_address(ExtenderConfig& config, const std::string& address);
+
 }  // namespace allox::extender

@@ -260,6 +260,11 @@ PlanInput JobBook::snapshot(double now) const {
     job.arrival = book_job->record.arrival;
     job.iterations = book_job->iterations;
     users.insert(job.user);
+    for (const auto& [key, variant] : book_job->variants) {
+      if (offered.count(variant.device)) {
+        job.time[variant.device] = estimate(*book_job, variant.device).seconds;
+      }
+    }
     if (book_job->record.phase == JobPhase::kRunning) {
       job.time[book_job->record.device] = estimate(*book_job, book_job->record.device).seconds;
       auto slot = slot_of_job.find(job.id);
@@ -269,11 +274,6 @@ PlanInput JobBook::snapshot(double now) const {
                                state.machines[slot->second].busy_until,
                                now - book_job->record.start});
       continue;
-    }
-    for (const auto& [key, variant] : book_job->variants) {
-      if (offered.count(variant.device)) {
-        job.time[variant.device] = estimate(*book_job, variant.device).seconds;
-      }
     }
     if (job.time.empty()) {
       input.unrunnable.push_back(job.id);

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <set>
 
+#include "fairness/share.h"
+
 namespace allox::extender {
 namespace {
 
@@ -93,17 +95,15 @@ void ExtenderService::scheduler_loop() {
       std::chrono::duration<double>(config_.tick));
   auto next_refresh = std::chrono::steady_clock::now();
   while (true) {
-    {
-      std::unique_lock lock(wake_mu_);
-      wake_cv_.wait_for(lock, tick, [&] { return wake_pending_ || stopping_; });
-      if (stopping_) return;
-      wake_pending_ = false;
-    }
     if (api_ != nullptr && config_.apiserver && std::chrono::steady_clock::now() >= next_refresh) {
       refresh_from_api();
       next_refresh = std::chrono::steady_clock::now() + tick;
     }
     solve_once();
+    std::unique_lock lock(wake_mu_);
+    wake_cv_.wait_for(lock, tick, [&] { return wake_pending_ || stopping_; });
+    if (stopping_) return;
+    wake_pending_ = false;
   }
 }
 
@@ -146,13 +146,8 @@ void ExtenderService::solve_once() {
   Expected<Decision> decision = policy_->decide(input.state);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
   plans_.publish(std::make_shared<const Plan>(make_plan(input, decision, slots, seconds)));
-  std::map<std::string, double> shares;
-  {
-    std::shared_lock lock(book_mu_);
-    shares = current_shares();
-  }
   metrics_.record_solve(seconds, input.state.queue.size(), input.state.running.size(),
-                        std::move(shares));
+                        current_shares(input.state));
   ready_.store(true, std::memory_order_release);
 }
 
@@ -426,31 +421,6 @@ Status ExtenderService::add_profile(const ProfileReport& report) {
   return OkStatus();
 }
 
-std::map<std::string, double> ExtenderService::current_shares() const {
-  std::map<DeviceType, int> machines;
-  for (const MachineSlot& slot : book_.slots()) ++machines[slot.device];
-  std::map<std::string, double> shares;
-  for (const auto& [id, job] : book_.jobs()) {
-    if (job.record.phase == JobPhase::kQueued) continue;
-    double& share = shares[job.record.user];
-    if (job.record.phase != JobPhase::kRunning) continue;
-    // The fastest device among the job's variants that the cluster offers.
-    DeviceType fastest = job.record.device;
-    double fastest_time = book_.estimate(job, job.record.device).seconds;
-    for (const auto& [key, variant] : job.variants) {
-      if (!machines.count(variant.device)) continue;
-      double t = book_.estimate(job, variant.device).seconds;
-      if (t < fastest_time) fastest = variant.device, fastest_time = t;
-    }
-    double actual_time = book_.estimate(job, job.record.device).seconds;
-    share += (1.0 / std::max(1, machines[fastest])) * (fastest_time / actual_time);
-  }
-  for (const auto& [id, job] : book_.jobs()) {
-    if (job.record.phase == JobPhase::kQueued) shares.try_emplace(job.record.user, 0.0);
-  }
-  return shares;
-}
-
 FairnessReport ExtenderService::fairness() const {
   FairnessReport report;
   report.now = now();
@@ -461,7 +431,7 @@ FairnessReport ExtenderService::fairness() const {
   for (const MachineSlot& slot : book_.slots()) ++machines[slot.device];
   std::map<std::string, UserReport> users;
   std::map<std::string, double> jct_sum;
-  for (const auto& [user, share] : current_shares()) {
+  for (const auto& [user, share] : current_shares(book_.snapshot(report.now).state)) {
     users[user].user = user;
     users[user].share = share;
   }

@@ -106,7 +106,6 @@ class ExtenderService {
   // plan must reach to include it, or an error to report.
   Expected<std::uint64_t> register_variant(const JobVariant& variant);
   JobView view_of(const BookJob& job, const Plan& plan, double at) const;
-  std::map<std::string, double> current_shares() const;  // caller holds book_mu_
 
   const ExtenderConfig config_;
   std::unique_ptr<SchedulingPolicy> policy_;  // used by the scheduler thread only

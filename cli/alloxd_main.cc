@@ -1,0 +1,95 @@
+// alloxd: the kube-scheduler HTTP extender (extender/). Loads the config, restores its SQLite
+// store, starts the scheduler thread and the HTTP server, and runs until SIGINT or SIGTERM.
+//
+//   alloxd --config alloxd.yaml [--listen 127.0.0.1:8888] [--database alloxd.db]
+#include <pthread.h>
+
+#include <CLI/CLI.hpp>
+#include <csignal>
+#include <cstdio>
+
+#include "extender/cluster_api.h"
+#include "extender/config.h"
+#include "extender/http_server.h"
+#include "extender/service.h"
+#include "fairness/policy.h"
+
+namespace {
+
+using namespace allox;
+using namespace allox::extender;
+
+int run(const std::string& config_path, const std::string& listen, const std::string& database) {
+  // Block the stop signals before any thread starts so only sigwait() below sees them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  auto config = load_extender_config(config_path);
+  if (!config) {
+    std::fprintf(stderr, "alloxd: %s\n", config.message().c_str());
+    return 2;
+  }
+  if (!listen.empty()) {
+    if (auto s = set_listen_address(*config, listen); !s) {
+      std::fprintf(stderr, "alloxd: --listen: %s\n", s.message().c_str());
+      return 2;
+    }
+  }
+  if (!database.empty()) config->database = database;
+
+  PolicyOptions options;
+  options.alpha = config->alpha;
+  options.starvation_bound = config->starvation_bound;
+  auto policy = make_policy(config->policy, options);
+  if (!policy) {
+    std::fprintf(stderr, "alloxd: policy: %s\n", policy.message().c_str());
+    return 2;
+  }
+  std::unique_ptr<ClusterApi> api;
+  if (config->apiserver) api = make_kube_api_client(*config->apiserver);
+  auto service = ExtenderService::create(*config, std::move(*policy), std::move(api));
+  if (!service) {
+    std::fprintf(stderr, "alloxd: %s\n", service.message().c_str());
+    return 1;
+  }
+  (*service)->start();
+  HttpServerOptions server_options{config->listen_host, config->listen_port,
+                                   config->max_body_bytes};
+  auto server = HttpServer::start(**service, server_options);
+  if (!server) {
+    std::fprintf(stderr, "alloxd: %s\n", server.message().c_str());
+    return 1;
+  }
+  QueueView queue = (*service)->queue();
+  std::fprintf(stderr,
+               "alloxd: listening on %s (policy %s, %d nodes, %d machines, %zu queued and %zu "
+               "running jobs restored from %s)\n",
+               (*server)->url().c_str(), config->policy.c_str(), queue.nodes, queue.machines,
+               queue.queued.size(), queue.running.size(), config->database.c_str());
+  std::fflush(stderr);
+
+  int signal = 0;
+  sigwait(&stop_signals, &signal);
+  std::fprintf(stderr, "alloxd: stopping (%s)\n", signal == SIGINT ? "SIGINT" : "SIGTERM");
+  (*server)->stop();
+  (*service)->stop();
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"alloxd: the allox kube-scheduler extender (filter, prioritize, bind, preempt)"};
+  std::string config_path, listen, database;
+  app.add_option("-c,--config", config_path, "alloxd YAML config (see extender/README.md)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  app.add_option("--listen", listen, "host:port to listen on, overriding the config");
+  app.add_option("--database", database, "SQLite database path, overriding the config");
+  app.set_version_flag("--version", "alloxd 0.1.0");
+  CLI11_PARSE(app, argc, argv);
+  return run(config_path, listen, database);
+}
