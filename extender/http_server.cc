@@ -106,27 +106,34 @@ Expected<int> pick_free_port(const std::string& host) {
 
 Expected<std::unique_ptr<HttpServer>> HttpServer::start(ExtenderService& service,
                                                         const HttpServerOptions& options) {
-  std::unique_ptr<HttpServer> server(new HttpServer());
-  server->host_ = options.host;
-  server->port_ = options.port;
-  if (server->port_ == 0) {
-    auto port = pick_free_port(options.host);
-    if (!port) return port.error();
-    server->port_ = *port;
+  // With port 0 the free port is picked before listening; another process may take it in
+  // between, so try a few.
+  const int attempts = options.port == 0 ? 5 : 1;
+  Error last{"no attempt"};
+  for (int attempt = 0; attempt < attempts; ++attempt) {
+    std::unique_ptr<HttpServer> server(new HttpServer());
+    server->host_ = options.host;
+    server->port_ = options.port;
+    if (server->port_ == 0) {
+      auto port = pick_free_port(options.host);
+      if (!port) return port.error();
+      server->port_ = *port;
+    }
+    http_listener_config config;
+    config.set_timeout(options.timeout);
+    try {
+      server->listener_ = std::make_unique<Listener>(server->url(), config);
+      std::size_t limit = options.max_body_bytes;
+      server->listener_->listener.support(
+          [&service, limit](http::http_request request) { serve(service, limit, request); });
+      server->listener_->listener.open().wait();
+      server->listener_->open = true;
+      return server;
+    } catch (const std::exception& e) {
+      last = Error{"cannot listen on " + server->url() + ": " + e.what()};
+    }
   }
-  http_listener_config config;
-  config.set_timeout(options.timeout);
-  try {
-    server->listener_ = std::make_unique<Listener>(server->url(), config);
-    std::size_t limit = options.max_body_bytes;
-    server->listener_->listener.support(
-        [&service, limit](http::http_request request) { serve(service, limit, request); });
-    server->listener_->listener.open().wait();
-    server->listener_->open = true;
-  } catch (const std::exception& e) {
-    return Error{"cannot listen on " + server->url() + ": " + e.what()};
-  }
-  return server;
+  return last;
 }
 
 HttpServer::~HttpServer() {

@@ -1,9 +1,10 @@
 // The HTTP front of alloxd: cpprestsdk's http_listener feeding routes.h.
 //
-// Requests whose Content-Length exceeds max_body_bytes get 413 before their body is read (a
-// chunked body is measured after reading). Clients that stall mid-request are dropped by the
-// listener after `timeout`; a stalled client holds no lock and no scheduler state. Every reply is
-// counted in the service's metrics with its latency.
+// Requests whose Content-Length exceeds max_body_bytes get 413 without being parsed (a chunked
+// body is measured after reading). cpprestsdk's listener writes a reply only once the request
+// body has arrived, so the 413 reaches the client after it has sent its body. Clients that stall
+// mid-request are dropped by the listener after `timeout`; while stalled they hold no thread, no
+// lock and no scheduler state. Every reply is counted in the service's metrics with its latency.
 //
 // Thread-safe; requests are served on cpprestsdk's thread pool.
 #pragma once

@@ -145,10 +145,11 @@ void ExtenderService::solve_once() {
   auto begin = std::chrono::steady_clock::now();
   Expected<Decision> decision = policy_->decide(input.state);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-  plans_.publish(std::make_shared<const Plan>(make_plan(input, decision, slots, seconds)));
+  auto plan = std::make_shared<const Plan>(make_plan(input, decision, slots, seconds));
+  ready_.store(true, std::memory_order_release);  // before publishing: waiters see it ready
+  plans_.publish(std::move(plan));
   metrics_.record_solve(seconds, input.state.queue.size(), input.state.running.size(),
                         current_shares(input.state));
-  ready_.store(true, std::memory_order_release);
 }
 
 Expected<std::uint64_t> ExtenderService::register_variant(const JobVariant& variant) {
@@ -184,10 +185,12 @@ Expected<std::uint64_t> ExtenderService::register_variant(const JobVariant& vari
 
 FilterResult ExtenderService::filter(const ExtenderArgs& args) {
   FilterResult result;
+  result.node_names.emplace();  // nodeCacheCapable: always a list, never null
   if (args.node_objects) result.node_objects.emplace();
+  const std::vector<std::string> candidates = args.candidates();
   auto variant = read_job_variant(args.pod, config_.devices);
   if (!variant) {
-    for (const std::string& node : args.node_names) {
+    for (const std::string& node : candidates) {
       result.failed_and_unresolvable_nodes[node] =
           "allox cannot read this pod: " + variant.message();
     }
@@ -246,19 +249,18 @@ FilterResult ExtenderService::filter(const ExtenderArgs& args) {
   // or it is full, any offered node with a free machine of the planned device.
   std::set<std::string> admitted;
   if (start != nullptr && never.empty()) {
-    bool offered = std::find(args.node_names.begin(), args.node_names.end(), start->node) !=
-                   args.node_names.end();
+    bool offered = std::find(candidates.begin(), candidates.end(), start->node) != candidates.end();
     if (offered && book_.capacity(start->node, start->device).free > 0) {
       admitted.insert(start->node);
     } else {
-      for (const std::string& node : args.node_names) {
+      for (const std::string& node : candidates) {
         if (book_.capacity(node, start->device).free > 0) admitted.insert(node);
       }
     }
   }
 
-  for (std::size_t i = 0; i < args.node_names.size(); ++i) {
-    const std::string& node = args.node_names[i];
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    const std::string& node = candidates[i];
     if (!book_.has_node(node)) {
       result.failed_nodes[node] = "node " + node + " is not in allox's inventory";
       continue;
@@ -269,7 +271,7 @@ FilterResult ExtenderService::filter(const ExtenderArgs& args) {
     } else if (!never.empty()) {
       result.failed_and_unresolvable_nodes[node] = never;
     } else if (admitted.count(node)) {
-      result.node_names.push_back(node);
+      result.node_names->push_back(node);
       if (args.node_objects) result.node_objects->push_back((*args.node_objects)[i]);
     } else if (start == nullptr) {
       result.failed_nodes[node] = wait_reason;
@@ -285,8 +287,7 @@ FilterResult ExtenderService::filter(const ExtenderArgs& args) {
 
 std::vector<HostPriority> ExtenderService::prioritize(const ExtenderArgs& args) {
   std::vector<HostPriority> priorities;
-  priorities.reserve(args.node_names.size());
-  for (const std::string& node : args.node_names) priorities.push_back({node, 0});
+  for (const std::string& node : args.candidates()) priorities.push_back({node, 0});
   auto variant = read_job_variant(args.pod, config_.devices);
   if (!variant) return priorities;
   std::shared_ptr<const Plan> plan = plans_.latest();

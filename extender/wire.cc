@@ -115,6 +115,32 @@ Expected<std::string> node_name(const json& node, const std::string& field) {
   return as_string(*name, field + ".metadata.name");
 }
 
+// `Nodes` (a v1.NodeList): its items, each checked to carry metadata.name. Unset when null.
+Expected<std::optional<std::vector<json>>> node_objects_field(const json& object) {
+  const json* nodes = find_key(object, "Nodes");
+  if (nodes == nullptr || nodes->is_null()) return std::optional<std::vector<json>>();
+  if (!nodes->is_object()) return wrong_type("Nodes", "a NodeList object", *nodes);
+  std::vector<json> objects;
+  if (const json* items = find_key(*nodes, "items"); items != nullptr && !items->is_null()) {
+    if (!items->is_array()) return wrong_type("Nodes.items", "a list", *items);
+    for (std::size_t i = 0; i < items->size(); ++i) {
+      auto name = node_name((*items)[i], "Nodes.items[" + std::to_string(i) + "]");
+      if (!name) return name.error();
+      objects.push_back((*items)[i]);
+    }
+  }
+  return std::optional<std::vector<json>>(std::move(objects));
+}
+
+// `NodeNames`: unset when null.
+Expected<std::optional<std::vector<std::string>>> node_names_field(const json& object) {
+  const json* names = find_key(object, "NodeNames");
+  if (names == nullptr || names->is_null()) return std::optional<std::vector<std::string>>();
+  auto list = string_list(*names, "NodeNames");
+  if (!list) return list.error();
+  return std::optional<std::vector<std::string>>(std::move(*list));
+}
+
 Expected<json> pod_field(const json& object) {
   const json* pod = find_key(object, "Pod");
   if (pod == nullptr || pod->is_null()) return Error{"Pod: missing"};
@@ -252,33 +278,12 @@ Expected<ExtenderArgs> parse_extender_args(std::string_view body) {
   if (!pod) return pod.error();
   args.pod = std::move(*pod);
 
-  const json* nodes = find_key(*object, "Nodes");
-  const json* names = find_key(*object, "NodeNames");
-  if (nodes != nullptr && !nodes->is_null()) {
-    if (!nodes->is_object()) return wrong_type("Nodes", "a NodeList object", *nodes);
-    const json* items = find_key(*nodes, "items");
-    std::vector<json> objects;
-    if (items != nullptr && !items->is_null()) {
-      if (!items->is_array()) return wrong_type("Nodes.items", "a list", *items);
-      for (std::size_t i = 0; i < items->size(); ++i) {
-        auto name = node_name((*items)[i], "Nodes.items[" + std::to_string(i) + "]");
-        if (!name) return name.error();
-        args.node_names.push_back(std::move(*name));
-        objects.push_back((*items)[i]);
-      }
-    }
-    args.node_objects = std::move(objects);
-    // Upstream sends NodeNames alongside Nodes in its golden test; the objects are authoritative
-    // but a malformed NodeNames is still malformed.
-    if (names != nullptr && !names->is_null()) {
-      auto list = string_list(*names, "NodeNames");
-      if (!list) return list.error();
-    }
-  } else if (names != nullptr && !names->is_null()) {
-    auto list = string_list(*names, "NodeNames");
-    if (!list) return list.error();
-    args.node_names = std::move(*list);
-  }
+  auto objects = node_objects_field(*object);
+  if (!objects) return objects.error();
+  args.node_objects = std::move(*objects);
+  auto names = node_names_field(*object);
+  if (!names) return names.error();
+  args.node_names = std::move(*names);
   return args;
 }
 
@@ -286,26 +291,12 @@ Expected<FilterResult> parse_filter_result(std::string_view body) {
   auto object = top_object(body, "ExtenderFilterResult");
   if (!object) return object.error();
   FilterResult result;
-  const json* nodes = find_key(*object, "Nodes");
-  const json* names = find_key(*object, "NodeNames");
-  if (nodes != nullptr && !nodes->is_null()) {
-    if (!nodes->is_object()) return wrong_type("Nodes", "a NodeList object", *nodes);
-    std::vector<json> objects;
-    if (const json* items = find_key(*nodes, "items"); items != nullptr && !items->is_null()) {
-      if (!items->is_array()) return wrong_type("Nodes.items", "a list", *items);
-      for (std::size_t i = 0; i < items->size(); ++i) {
-        auto name = node_name((*items)[i], "Nodes.items[" + std::to_string(i) + "]");
-        if (!name) return name.error();
-        result.node_names.push_back(std::move(*name));
-        objects.push_back((*items)[i]);
-      }
-    }
-    result.node_objects = std::move(objects);
-  } else if (names != nullptr && !names->is_null()) {
-    auto list = string_list(*names, "NodeNames");
-    if (!list) return list.error();
-    result.node_names = std::move(*list);
-  }
+  auto objects = node_objects_field(*object);
+  if (!objects) return objects.error();
+  result.node_objects = std::move(*objects);
+  auto names = node_names_field(*object);
+  if (!names) return names.error();
+  result.node_names = std::move(*names);
   if (const json* failed = find_key(*object, "FailedNodes")) {
     auto map = string_map(*failed, "FailedNodes");
     if (!map) return map.error();
@@ -407,23 +398,31 @@ Expected<PreemptionResult> parse_preemption_result(std::string_view body) {
   return result;
 }
 
+std::vector<std::string> ExtenderArgs::candidates() const {
+  std::vector<std::string> names;
+  if (node_objects) {
+    for (const json& node : *node_objects) {
+      // parse_extender_args checked every object's metadata.name.
+      names.push_back((*find_key(*find_key(node, "metadata"), "name")).get<std::string>());
+    }
+  } else if (node_names) {
+    names = *node_names;
+  }
+  return names;
+}
+
 json to_json(const ExtenderArgs& args) {
   json out = json::object();
   out["Pod"] = args.pod;
   out["Nodes"] = args.node_objects ? node_list_json(*args.node_objects) : json(nullptr);
-  out["NodeNames"] = args.node_objects ? json(nullptr) : json(args.node_names);
+  out["NodeNames"] = args.node_names ? json(*args.node_names) : json(nullptr);
   return out;
 }
 
 json to_json(const FilterResult& result) {
   json out = json::object();
-  if (result.node_objects) {
-    out["Nodes"] = node_list_json(*result.node_objects);
-    out["NodeNames"] = nullptr;
-  } else {
-    out["Nodes"] = nullptr;
-    out["NodeNames"] = result.node_names;  // nodeCacheCapable: a list, never null
-  }
+  out["Nodes"] = result.node_objects ? node_list_json(*result.node_objects) : json(nullptr);
+  out["NodeNames"] = result.node_names ? json(*result.node_names) : json(nullptr);
   out["FailedNodes"] = string_map_json(result.failed_nodes);
   out["FailedAndUnresolvableNodes"] = string_map_json(result.failed_and_unresolvable_nodes);
   out["Error"] = result.error;

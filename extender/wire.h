@@ -25,21 +25,24 @@
 
 namespace allox::extender {
 
-// Request body of /filter and /prioritize (ExtenderArgs).
+// Request body of /filter and /prioritize (ExtenderArgs). kube-scheduler sends `NodeNames` when
+// the extender is nodeCacheCapable and full `Nodes` (a v1.NodeList) otherwise; both are kept as
+// sent so they can be echoed.
 struct ExtenderArgs {
-  nlohmann::json pod = nullptr;  // a v1.Pod object
-  // The candidate nodes, in the request's order, by name.
-  std::vector<std::string> node_names;
-  // Set when the request used the full-object shape (`Nodes`, a v1.NodeList): the node objects
-  // in the same order as node_names, for echoing back. Unset for the `NodeNames` shape.
-  std::optional<std::vector<nlohmann::json>> node_objects;
+  nlohmann::json pod = nullptr;                             // a v1.Pod object
+  std::optional<std::vector<std::string>> node_names;       // `NodeNames`; unset when null
+  std::optional<std::vector<nlohmann::json>> node_objects;  // `Nodes.items`; unset when null
+
+  // The candidate nodes by name, in request order: from `Nodes` when it was sent (entry i is
+  // node_objects[i]), else from `NodeNames`.
+  std::vector<std::string> candidates() const;
 };
 
 // Response of /filter (ExtenderFilterResult).
 struct FilterResult {
-  // Admitted nodes. Rendered as `NodeNames` (a list, never null) when node_objects is unset,
-  // else as `Nodes` (a NodeList holding those objects) with `NodeNames` null.
-  std::vector<std::string> node_names;
+  // Admitted nodes: `NodeNames` (allox always sets it, a list, never null) and, when the request
+  // carried full objects, `Nodes` holding those objects.
+  std::optional<std::vector<std::string>> node_names;
   std::optional<std::vector<nlohmann::json>> node_objects;
   std::map<std::string, std::string> failed_nodes;                   // null when empty
   std::map<std::string, std::string> failed_and_unresolvable_nodes;  // null when empty

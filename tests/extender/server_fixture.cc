@@ -1,0 +1,31 @@
+#include "tests/extender/server_fixture.h"
+
+#include <stdexcept>
+
+#include "fairness/policy.h"
+
+namespace allox::extender::testing {
+
+ServerFixture::ServerFixture(std::vector<NodeInventory> nodes, std::size_t max_body_bytes) {
+  ExtenderConfig config = make_config(nodes, dir_.file("state.db"));
+  config.max_body_bytes = max_body_bytes;
+  auto policy = make_policy(config.policy, PolicyOptions{});
+  if (!policy) throw std::runtime_error(policy.message());
+  auto service = ExtenderService::create(config, std::move(*policy), nullptr);
+  if (!service) throw std::runtime_error(service.message());
+  service_ = std::move(*service);
+  service_->start();
+  service_->solve_now();
+  HttpServerOptions options{"127.0.0.1", 0, max_body_bytes, std::chrono::seconds(2)};
+  auto server = HttpServer::start(*service_, options);
+  if (!server) throw std::runtime_error(server.message());
+  server_ = std::move(*server);
+  url_ = server_->url();
+}
+
+ServerFixture::~ServerFixture() {
+  server_->stop();
+  service_->stop();
+}
+
+}  // namespace allox::extender::testing

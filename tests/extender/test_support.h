@@ -1,0 +1,51 @@
+// Helpers shared by the extender tests: configs, pod objects in kube-scheduler's shape, a
+// scratch directory, and a small synchronous HTTP client.
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "extender/config.h"
+
+namespace allox::extender::testing {
+
+// A config with the given inventory, an in-memory-free database path and a short tick.
+ExtenderConfig make_config(const std::vector<NodeInventory>& nodes, const std::string& database);
+
+// A v1.Pod as kube-scheduler sends it. resource: e.g. "nvidia.com/gpu" (1 unit) or "cpu".
+// annotations are added as given.
+nlohmann::json make_pod(const std::string& namespace_name, const std::string& name,
+                        const std::string& resource,
+                        const std::map<std::string, std::string>& annotations = {});
+
+// ExtenderArgs with the NodeNames shape.
+std::string filter_body(const nlohmann::json& pod, const std::vector<std::string>& nodes);
+
+std::string read_text_file(const std::string& path);
+
+// A fresh directory under the system temp dir, removed with its contents on destruction.
+class ScratchDir {
+ public:
+  ScratchDir();
+  ~ScratchDir();
+  const std::string& path() const { return path_; }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+struct Response {
+  int status = 0;  // 0 when the request failed (connection refused, timeout)
+  std::string body;
+  std::string content_type;
+};
+
+// One synchronous request; never throws.
+Response http_request(const std::string& base_url, const std::string& method,
+                      const std::string& path, const std::string& body = "",
+                      const std::string& authorization = "");
+
+}  // namespace allox::extender::testing
