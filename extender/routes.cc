@@ -94,7 +94,9 @@ HttpReply extender_verb(ExtenderService& service, const HttpRequest& request) {
   if (path == "/filter" || path == "/prioritize") {
     auto args = parse_extender_args(request.body);
     if (!args) return error_reply(400, args.message());
-    if (path == "/filter") return json_reply(200, to_json(service.filter(*args)));
+    if (path == "/filter") {
+      return {200, "application/json", render_filter_result(service.filter(*args))};
+    }
     return json_reply(200, to_json(service.prioritize(*args)));
   }
   if (path == "/bind") {

@@ -248,7 +248,71 @@ json node_list_json(const std::vector<json>& nodes) {
   return {{"metadata", json::object()}, {"items", nodes}};
 }
 
+// Appends `text` as a JSON string. Strings here came from parsed JSON or from allox itself, so
+// they are valid UTF-8; only quotes, backslashes and control characters need escaping.
+void append_json_string(std::string& out, const std::string& text) {
+  out.push_back('"');
+  for (char c : text) {
+    auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out.push_back('\\');
+      out.push_back(c);
+    } else if (u < 0x20) {
+      static const char* kHex = "0123456789abcdef";
+      out += "\\u00";
+      out.push_back(kHex[u >> 4]);
+      out.push_back(kHex[u & 15]);
+    } else {
+      out.push_back(c);
+    }
+  }
+  out.push_back('"');
+}
+
+void append_string_map(std::string& out, const std::map<std::string, std::string>& map) {
+  if (map.empty()) {
+    out += "null";
+    return;
+  }
+  out.push_back('{');
+  bool first = true;
+  for (const auto& [key, value] : map) {
+    if (!first) out.push_back(',');
+    first = false;
+    append_json_string(out, key);
+    out.push_back(':');
+    append_json_string(out, value);
+  }
+  out.push_back('}');
+}
+
 }  // namespace
+
+std::string render_filter_result(const FilterResult& result) {
+  std::string out;
+  out.reserve(64 + 48 * (result.failed_nodes.size() + result.failed_and_unresolvable_nodes.size()));
+  out += "{\"Nodes\":";
+  out += result.node_objects ? node_list_json(*result.node_objects).dump() : "null";
+  out += ",\"NodeNames\":";
+  if (result.node_names) {
+    out.push_back('[');
+    for (std::size_t i = 0; i < result.node_names->size(); ++i) {
+      if (i > 0) out.push_back(',');
+      append_json_string(out, (*result.node_names)[i]);
+    }
+    out.push_back(']');
+  } else {
+    out += "null";
+  }
+  out += ",\"FailedNodes\":";
+  append_string_map(out, result.failed_nodes);
+  out += ",\"FailedAndUnresolvableNodes\":";
+  append_string_map(out, result.failed_and_unresolvable_nodes);
+  out += ",\"Error\":";
+  append_json_string(out, result.error);
+  out.push_back('}');
+  return out;
+}
 
 Expected<json> parse_json_body(std::string_view body) {
   return parse_body(body);

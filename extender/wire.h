@@ -100,6 +100,9 @@ nlohmann::json to_json(const BindingArgs& args);
 nlohmann::json to_json(const BindingResult& result);
 nlohmann::json to_json(const PreemptionResult& result);
 
+// The same as to_json(result).dump(), written directly: /filter answers are the hot path.
+std::string render_filter_result(const FilterResult& result);
+
 // Parses any JSON body with the same guards as the typed parsers (nesting depth, error text).
 Expected<nlohmann::json> parse_json_body(std::string_view body);
 

@@ -183,3 +183,25 @@ TEST(WireTest, FullVictimsAreReducedToUids) {
 
 }  // namespace
 }  // namespace allox::extender
+
+namespace allox::extender {
+namespace {
+
+TEST(WireTest, DirectFilterRenderingMatchesTheJsonRendering) {
+  FilterResult result;
+  result.node_names = std::vector<std::string>{"a", "b\"q"};
+  result.failed_nodes = {{"c", "queued: \"x\" \\ \n\t\x01 é"}, {"d", ""}};
+  result.failed_and_unresolvable_nodes = {{"e", "node has no gpu capacity"}};
+  result.error = "boom";
+  for (bool with_objects : {false, true}) {
+    if (with_objects) {
+      result.node_objects = std::vector<nlohmann::json>{{{"metadata", {{"name", "a"}}}}};
+    }
+    auto direct = nlohmann::json::parse(render_filter_result(result));
+    EXPECT_EQ(to_json(result), direct) << render_filter_result(result);
+  }
+  EXPECT_EQ(to_json(FilterResult{}), nlohmann::json::parse(render_filter_result(FilterResult{})));
+}
+
+}  // namespace
+}  // namespace allox::extender

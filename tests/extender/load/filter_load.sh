@@ -7,6 +7,7 @@ set -euo pipefail
 build=${1:-build}
 policy=${2:-allox}
 duration=${3:-20s}
+connections=${4:-16}
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
 trap 'kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -rf "$work"' EXIT
@@ -62,6 +63,7 @@ done = function(summary, latency, requests)
     latency:percentile(50) / 1000, latency:percentile(99) / 1000, latency.max / 1000))
 end
 LUA
-curl -sf -XPOST "$url/filter" --data-binary @"$work/body.json" | head -c 300; echo >&2
-wrk -t2 -c16 -d"$duration" --latency -s "$work/filter.lua" "$url/filter"
-curl -sf "$url/metrics" | grep -E '^allox_(solve_duration_seconds_(sum|count)|requests_total\{verb="filter")'
+answer=$(curl -sf -XPOST "$url/filter" --data-binary @"$work/body.json")
+echo "one answer: ${answer:0:160}..." >&2
+wrk -t2 -c"$connections" -d"$duration" --latency -s "$work/filter.lua" "$url/filter"
+curl -sf "$url/metrics" | grep -E "^allox_(solve_duration_seconds_(sum|count)|requests_total\{verb=\"filter\"|request_duration_seconds_(sum|count)\{verb=\"filter\")"
