@@ -1,6 +1,7 @@
-// allox report RUN: per-user fairness report (shares, queue, JCT, worst rho, Jain's index) from
-// a simulation output (its jobs.csv, or the directory holding it). A thin shell over
-// fairness/report.h.
+// allox report RUN | --store DB: per-user fairness report (shares, queue, JCT, worst rho, Jain's
+// index) from a simulation output (its jobs.csv, or the directory holding it) or from alloxd's
+// SQLite store. A thin shell over fairness/report.h.
+#include <ctime>
 #include <filesystem>
 #include <iostream>
 #include <optional>
@@ -10,6 +11,7 @@
 #include "cli/exit.h"
 #include "core/cluster_file.h"
 #include "core/workload_file.h"
+#include "extender/store.h"
 #include "fairness/jobs_csv.h"
 #include "fairness/report.h"
 
@@ -19,6 +21,7 @@ namespace {
 
 struct ReportArgs {
   std::string run;
+  std::string store;
   std::string cluster;
   std::string jobs;
   std::optional<double> now;
@@ -26,18 +29,57 @@ struct ReportArgs {
   bool json = false;
 };
 
+// alloxd's job lifecycle as report rows; times are unix seconds, machines "node/device-slot".
+Expected<std::vector<JobRun>> runs_from_store(const std::string& path) {
+  // Store::open creates a missing database: a mistyped path must not report an empty cluster.
+  if (!std::filesystem::exists(path)) return Error{path + ": no such store"};
+  auto store = extender::Store::open(path);
+  if (!store) return store.error();
+  auto state = (*store)->load();
+  if (!state) return state.error();
+  std::vector<JobRun> runs;
+  for (const extender::JobRecord& j : state->jobs) {
+    JobRun run;
+    run.job = j.id;
+    run.user = j.user;
+    run.arrival = j.arrival;
+    if (j.phase != extender::JobPhase::kQueued) {
+      run.start = j.start;
+      run.device = j.device;
+      run.machine = j.node + "/" + j.device + "-" + std::to_string(j.machine);
+    }
+    if (j.phase == extender::JobPhase::kDone) run.finish = j.finish;
+    runs.push_back(std::move(run));
+  }
+  return runs;
+}
+
 void run_report(const ReportArgs& args) {
+  if (args.run.empty() && args.store.empty()) {
+    std::cerr << "allox report: give a simulation output (RUN) or --store DB\n";
+    fail();
+  }
   std::string path = args.run;
-  if (std::filesystem::is_directory(path))
-    path = (std::filesystem::path(path) / "jobs.csv").string();
-  auto runs = load_jobs_csv(path);
+  Expected<std::vector<JobRun>> runs = std::vector<JobRun>{};
+  std::optional<double> now = args.now;
+  if (!args.store.empty()) {
+    path = args.store;
+    runs = runs_from_store(path);
+    // A live store's running jobs are still running: report them as of the wall clock.
+    if (!now) now = static_cast<double>(std::time(nullptr));
+  } else {
+    if (std::filesystem::is_directory(path)) {
+      path = (std::filesystem::path(path) / "jobs.csv").string();
+    }
+    runs = load_jobs_csv(path);
+  }
   if (!runs) {
     std::cerr << runs.message() << "\n";
     fail();
   }
   ReportInput input;
   input.jobs = std::move(*runs);
-  input.now = args.now;
+  input.now = now;
   input.window = args.window;
   if (!args.cluster.empty()) {
     auto cluster = load_cluster_file(args.cluster);
@@ -74,9 +116,15 @@ void run_report(const ReportArgs& args) {
 void add_report_command(CLI::App& app) {
   auto args = std::make_shared<ReportArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "report", "Per-user fairness report (shares, queue, JCT, worst rho, Jain's index) of a run");
-  cmd->add_option("run", args->run, "simulation output: jobs.csv or the directory holding it")
-      ->required();
+      "report",
+      "Per-user fairness report (shares, queue, JCT, worst rho, Jain's index) of a simulation "
+      "run or of alloxd's store");
+  CLI::Option* run =
+      cmd->add_option("run", args->run, "simulation output: jobs.csv or the directory holding it");
+  CLI::Option* store = cmd->add_option("--store", args->store,
+                                       "alloxd's SQLite store instead of a simulation output "
+                                       "(report time: now, unless --now)");
+  run->excludes(store);
   cmd->add_option("--cluster", args->cluster,
                   "cluster file for machine counts (default: machines seen in the run)");
   cmd->add_option("--jobs", args->jobs, "jobs file whose users section gives the weights");

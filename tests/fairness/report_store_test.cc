@@ -1,0 +1,93 @@
+// allox report --store end to end: a store written through alloxd's Store API, reported by the
+// allox binary, with figures worked out by hand.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "extender/store.h"
+
+namespace allox {
+namespace {
+
+struct Output {
+  int status = -1;
+  std::string text;
+};
+
+Output run(const std::string& command) {
+  Output out;
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (!pipe) return out;
+  std::array<char, 4096> buf;
+  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), pipe))
+    out.text.append(buf.data(), n);
+  int status = pclose(pipe);
+  out.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return out;
+}
+
+const std::string kAllox = ALLOX_BINARY_DIR "/cli/allox";
+
+TEST(ReportStoreTest, ReportsAStoreWrittenByAlloxd) {
+  const std::string path = ::testing::TempDir() + "/allox_report_store_test.db";
+  std::filesystem::remove(path);
+  {
+    auto store = extender::Store::open(path);
+    ASSERT_TRUE(store.ok()) << store.message();
+    auto job = [](const char* id, const char* user, double arrival) {
+      extender::JobRecord j;
+      j.id = id;
+      j.user = user;
+      j.arrival = arrival;
+      return j;
+    };
+    extender::JobRecord a1 = job("a1", "alice", 1000);
+    extender::JobRecord b1 = job("b1", "bob", 1020);
+    extender::JobRecord c1 = job("c1", "carol", 1040);
+    for (const auto* j : {&a1, &b1, &c1}) ASSERT_TRUE((*store)->record_arrival(*j).ok());
+    a1.node = b1.node = "node-1";
+    a1.device = b1.device = "gpu";
+    a1.machine = 0;
+    b1.machine = 1;
+    a1.start = 1010;
+    b1.start = 1030;
+    ASSERT_TRUE((*store)->record_start(a1).ok());
+    ASSERT_TRUE((*store)->record_start(b1).ok());
+    ASSERT_TRUE((*store)->record_finish("a1", 1060).ok());
+  }
+  Output out = run(kAllox + " report --store " + path + " --now 1100 --window 100 --json");
+  ASSERT_EQ(0, out.status) << out.text;
+  auto doc = nlohmann::json::parse(out.text, nullptr, false);
+  ASSERT_FALSE(doc.is_discarded()) << out.text;
+  ASSERT_EQ(3u, doc["users"].size());
+  const auto& alice = doc["users"][0];
+  const auto& bob = doc["users"][1];
+  const auto& carol = doc["users"][2];
+  // Two GPU slots seen (node-1/gpu-0 and gpu-1). alice: done, JCT 60, 50 s of GPU in the
+  // window [1000, 1100] = 50 / 200. bob: running on one of two GPUs since 1030, 70 / 200.
+  EXPECT_EQ(1, alice["done"].get<int>());
+  EXPECT_DOUBLE_EQ(60, alice["mean_jct"].get<double>());
+  EXPECT_DOUBLE_EQ(0.25, alice["windowed_share"].get<double>());
+  EXPECT_EQ(1, bob["running"].get<int>());
+  EXPECT_DOUBLE_EQ(0.5, bob["current_share"].get<double>());
+  EXPECT_DOUBLE_EQ(0.35, bob["windowed_share"].get<double>());
+  EXPECT_EQ(1, carol["queued"].get<int>());
+  std::filesystem::remove(path);
+}
+
+TEST(ReportStoreTest, MissingStoreIsAnErrorNotANewDatabase) {
+  const std::string path = ::testing::TempDir() + "/allox_no_such_store.db";
+  std::filesystem::remove(path);
+  Output out = run(kAllox + " report --store " + path);
+  EXPECT_EQ(1, out.status);
+  EXPECT_NE(std::string::npos, out.text.find("no such store")) << out.text;
+  EXPECT_FALSE(std::filesystem::exists(path));
+  EXPECT_EQ(1, run(kAllox + " report").status);
+}
+
+}  // namespace
+}  // namespace allox
