@@ -2,10 +2,48 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <tuple>
 #include <vector>
 
 namespace allox::extender {
+namespace {
+
+// Policies may leave estimated starts out (they are advisory). For those jobs, list-schedule in
+// the given order: each goes to the machine where it would finish first, starting when that
+// machine frees up (busy machines at their estimated finish, machines taken by this round's
+// starts after those jobs). O(jobs × machines).
+template <class Waiting>
+void fill_missing_starts(const ClusterState& state, const std::vector<Placement>& starts,
+                         std::vector<Waiting>& waiting) {
+  std::vector<double> free_at(state.machines.size(), state.now);
+  for (std::size_t m = 0; m < state.machines.size(); ++m) {
+    if (!state.idle[m]) free_at[m] = std::max(state.now, state.machines[m].busy_until);
+  }
+  std::map<std::string, const Job*> queued_jobs;
+  for (const QueuedJob& q : state.queue) queued_jobs[q.job->id] = q.job;
+  for (const Placement& p : starts) {
+    auto job = queued_jobs.find(p.job_id);
+    if (job == queued_jobs.end() || p.machine >= free_at.size()) continue;
+    free_at[p.machine] =
+        state.now + job->second->time_on(state.machines[p.machine].device).value_or(0);
+  }
+  for (Waiting& w : waiting) {
+    if (w.estimated_start != std::numeric_limits<double>::infinity()) continue;
+    const Job& job = *w.queued->job;
+    std::size_t best = free_at.size();
+    double best_finish = std::numeric_limits<double>::infinity();
+    for (std::size_t m = 0; m < free_at.size(); ++m) {
+      auto p = job.time_on(state.machines[m].device);
+      if (p && free_at[m] + *p < best_finish) best = m, best_finish = free_at[m] + *p;
+    }
+    if (best == free_at.size()) continue;
+    w.estimated_start = free_at[best];
+    free_at[best] = best_finish;
+  }
+}
+
+}  // namespace
 
 Plan make_plan(const PlanInput& input, const Expected<Decision>& decision,
                const std::vector<MachineSlot>& slots, double solve_seconds) {
@@ -26,28 +64,30 @@ Plan make_plan(const PlanInput& input, const Expected<Decision>& decision,
   struct Waiting {
     double estimated_start;
     double arrival;
-    const std::string* id;
+    const QueuedJob* queued;
   };
   std::vector<Waiting> waiting;
   for (const QueuedJob& queued : input.state.queue) {
-    const std::string& id = queued.job->id;
-    if (plan.starts.count(id)) continue;
-    auto estimate = decision->estimated_start.find(id);
+    if (plan.starts.count(queued.job->id)) continue;
+    auto estimate = decision->estimated_start.find(queued.job->id);
     double start = estimate == decision->estimated_start.end()
                        ? std::numeric_limits<double>::infinity()
                        : estimate->second;
-    waiting.push_back({start, queued.job->arrival, &id});
+    waiting.push_back({start, queued.job->arrival, &queued});
   }
-  std::sort(waiting.begin(), waiting.end(), [](const Waiting& a, const Waiting& b) {
-    return std::tie(a.estimated_start, a.arrival, *a.id) <
-           std::tie(b.estimated_start, b.arrival, *b.id);
-  });
+  auto by_start = [](const Waiting& a, const Waiting& b) {
+    return std::tie(a.estimated_start, a.arrival, a.queued->job->id) <
+           std::tie(b.estimated_start, b.arrival, b.queued->job->id);
+  };
+  std::sort(waiting.begin(), waiting.end(), by_start);
+  fill_missing_starts(input.state, decision->start, waiting);
+  std::sort(waiting.begin(), waiting.end(), by_start);
   for (std::size_t i = 0; i < waiting.size(); ++i) {
     PlannedWait wait{static_cast<int>(i + 1), static_cast<int>(waiting.size()), std::nullopt};
     if (waiting[i].estimated_start != std::numeric_limits<double>::infinity()) {
       wait.estimated_start = waiting[i].estimated_start;
     }
-    plan.waiting[*waiting[i].id] = wait;
+    plan.waiting[waiting[i].queued->job->id] = wait;
   }
   return plan;
 }

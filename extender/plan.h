@@ -1,7 +1,8 @@
 // The latest scheduling plan, read by every filter and prioritize call.
 //
 // A plan is the policy's Decision turned into per-job answers: the slot each job that starts
-// now goes to, and for the others their position in the queue and estimated start. Plans are
+// now goes to, and for the others their position in the queue and estimated start (the
+// policy's, else a list schedule: O(jobs × machines) per plan). Plans are
 // immutable once made and shared by pointer (PlanBoard), so readers never wait for a solve.
 //
 // make_plan is pure. PlanBoard is thread-safe: publish() from the scheduler thread, latest() and
@@ -31,7 +32,10 @@ struct PlannedStart {
 struct PlannedWait {
   int position = 0;  // 1-based, by estimated start (then arrival)
   int queue_length = 0;
-  std::optional<double> estimated_start;  // unix seconds, when the policy gave one
+  // Unix seconds: the policy's estimate, or, where it gave none, a list schedule of the waiting
+  // jobs in the policy's order onto the machines as they free up (see make_plan). Unset only
+  // for a job no machine can run.
+  std::optional<double> estimated_start;
 };
 
 struct Plan {
