@@ -55,7 +55,9 @@ struct ProfileReport {
 struct ServiceOptions {
   // Unix seconds; tests substitute a fake clock.
   std::function<double()> clock;
-  std::chrono::milliseconds first_plan_wait{250};
+  // How long a filter for a job the plan has not seen waits for the next round; kube-scheduler's
+  // extender httpTimeout (30 s by default) bounds it from above.
+  std::chrono::milliseconds first_plan_wait{1000};
 };
 
 class ExtenderService {

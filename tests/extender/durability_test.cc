@@ -141,7 +141,7 @@ TEST(DurabilityTest, SigkillMidStreamLosesNothingAcknowledged) {
       }
     });
     // Let the stream run until jobs queue up, then pull the plug while requests are in flight.
-    for (int i = 0; i < 1000; ++i) {
+    for (int i = 0; i < 3000; ++i) {
       {
         std::lock_guard lock(acked.mu);
         if (acked.queued_jobs.size() >= acked.bound.size() + 5 && acked.done.size() >= 5) break;

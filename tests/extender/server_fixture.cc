@@ -11,13 +11,15 @@ ServerFixture::ServerFixture(std::vector<NodeInventory> nodes, std::size_t max_b
   config.max_body_bytes = max_body_bytes;
   auto policy = make_policy(config.policy, PolicyOptions{});
   if (!policy) throw std::runtime_error(policy.message());
-  auto service = ExtenderService::create(config, std::move(*policy), nullptr);
+  ServiceOptions options;
+  options.first_plan_wait = std::chrono::seconds(20);  // loaded CI machines solve slowly
+  auto service = ExtenderService::create(config, std::move(*policy), nullptr, options);
   if (!service) throw std::runtime_error(service.message());
   service_ = std::move(*service);
   service_->start();
   service_->solve_now();
-  HttpServerOptions options{"127.0.0.1", 0, max_body_bytes, std::chrono::seconds(2)};
-  auto server = HttpServer::start(*service_, options);
+  HttpServerOptions http{"127.0.0.1", 0, max_body_bytes, std::chrono::seconds(2)};
+  auto server = HttpServer::start(*service_, http);
   if (!server) throw std::runtime_error(server.message());
   server_ = std::move(*server);
   url_ = server_->url();

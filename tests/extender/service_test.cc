@@ -26,7 +26,9 @@ std::unique_ptr<ExtenderService> make_service(const ExtenderConfig& config,
                                               std::unique_ptr<ClusterApi> api = nullptr) {
   auto policy = make_policy(config.policy, PolicyOptions{});
   EXPECT_TRUE(policy.ok()) << policy.message();
-  auto service = ExtenderService::create(config, std::move(*policy), std::move(api));
+  ServiceOptions options;
+  options.first_plan_wait = std::chrono::seconds(20);  // loaded CI machines solve slowly
+  auto service = ExtenderService::create(config, std::move(*policy), std::move(api), options);
   EXPECT_TRUE(service.ok()) << service.message();
   (*service)->start();
   (*service)->solve_now();
