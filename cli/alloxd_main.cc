@@ -2,9 +2,11 @@
 // store, starts the scheduler thread and the HTTP server, and runs until SIGINT or SIGTERM.
 //
 //   alloxd --config alloxd.yaml [--listen 127.0.0.1:8888] [--database alloxd.db]
+//          [--time-scale 1]
 #include <pthread.h>
 
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 
@@ -19,7 +21,26 @@ namespace {
 using namespace allox;
 using namespace allox::extender;
 
-int run(const std::string& config_path, const std::string& listen, const std::string& database) {
+struct Flags {
+  std::string config_path, listen, database;
+  double time_scale = 1;
+};
+
+// alloxd's clock: Unix seconds, or for demos a clock that runs time_scale times faster from
+// the moment alloxd starts, so a sped-up replay's durations read as real ones in reports.
+std::function<double()> scaled_clock(double time_scale) {
+  using std::chrono::system_clock;
+  auto seconds = [] {
+    return std::chrono::duration<double>(system_clock::now().time_since_epoch()).count();
+  };
+  const double start = seconds();
+  return [seconds, start, time_scale] { return start + (seconds() - start) * time_scale; };
+}
+
+int run(const Flags& flags) {
+  const std::string& config_path = flags.config_path;
+  const std::string& listen = flags.listen;
+  const std::string& database = flags.database;
   // Block the stop signals before any thread starts so only sigwait() below sees them.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
@@ -50,7 +71,10 @@ int run(const std::string& config_path, const std::string& listen, const std::st
   }
   std::unique_ptr<ClusterApi> api;
   if (config->apiserver) api = make_kube_api_client(*config->apiserver);
-  auto service = ExtenderService::create(*config, std::move(*policy), std::move(api));
+  ServiceOptions service_options;
+  if (flags.time_scale != 1) service_options.clock = scaled_clock(flags.time_scale);
+  auto service =
+      ExtenderService::create(*config, std::move(*policy), std::move(api), service_options);
   if (!service) {
     std::fprintf(stderr, "alloxd: %s\n", service.message().c_str());
     return 1;
@@ -63,6 +87,19 @@ int run(const std::string& config_path, const std::string& listen, const std::st
     std::fprintf(stderr, "alloxd: %s\n", server.message().c_str());
     return 1;
   }
+  std::unique_ptr<HttpServer> reports_server;
+  if (config->reports_listen) {
+    HttpServerOptions reports_options{config->reports_listen->host, config->reports_listen->port,
+                                      config->max_body_bytes};
+    reports_options.read_only = true;
+    auto started = HttpServer::start(**service, reports_options);
+    if (!started) {
+      std::fprintf(stderr, "alloxd: reports_listen: %s\n", started.message().c_str());
+      return 1;
+    }
+    reports_server = std::move(*started);
+    std::fprintf(stderr, "alloxd: reports (GET only) on %s\n", reports_server->url().c_str());
+  }
   QueueView queue = (*service)->queue();
   std::fprintf(stderr,
                "alloxd: listening on %s (policy %s, %d nodes, %d machines, %zu queued and %zu "
@@ -74,6 +111,7 @@ int run(const std::string& config_path, const std::string& listen, const std::st
   int signal = 0;
   sigwait(&stop_signals, &signal);
   std::fprintf(stderr, "alloxd: stopping (%s)\n", signal == SIGINT ? "SIGINT" : "SIGTERM");
+  if (reports_server) reports_server->stop();
   (*server)->stop();
   (*service)->stop();
   return 0;
@@ -83,13 +121,16 @@ int run(const std::string& config_path, const std::string& listen, const std::st
 
 int main(int argc, char** argv) {
   CLI::App app{"alloxd: the allox kube-scheduler extender (filter, prioritize, bind, preempt)"};
-  std::string config_path, listen, database;
-  app.add_option("-c,--config", config_path, "alloxd YAML config (see extender/README.md)")
+  Flags flags;
+  app.add_option("-c,--config", flags.config_path, "alloxd YAML config (see extender/README.md)")
       ->required()
       ->check(CLI::ExistingFile);
-  app.add_option("--listen", listen, "host:port to listen on, overriding the config");
-  app.add_option("--database", database, "SQLite database path, overriding the config");
+  app.add_option("--listen", flags.listen, "host:port to listen on, overriding the config");
+  app.add_option("--database", flags.database, "SQLite database path, overriding the config");
+  app.add_option("--time-scale", flags.time_scale,
+                 "run alloxd's clock this many times faster than real time (demos, replays)")
+      ->check(CLI::PositiveNumber);
   app.set_version_flag("--version", "alloxd 0.1.0");
   CLI11_PARSE(app, argc, argv);
-  return run(config_path, listen, database);
+  return run(flags);
 }

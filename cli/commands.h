@@ -12,5 +12,6 @@ void add_bench_command(CLI::App& app);
 void add_solve_command(CLI::App& app);
 void add_simulate_command(CLI::App& app);
 void add_plan_command(CLI::App& app);
+void add_replay_command(CLI::App& app);
 
 }  // namespace allox::cli

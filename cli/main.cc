@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   allox::cli::add_solve_command(app);
   allox::cli::add_simulate_command(app);
   allox::cli::add_plan_command(app);
+  allox::cli::add_replay_command(app);
   CLI11_PARSE(app, argc, argv);
   return 0;
 }

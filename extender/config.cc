@@ -95,14 +95,22 @@ Status check_device_name(const std::string& name, const std::string& where) {
 Expected<ExtenderConfig> parse_root(const YAML::Node& root) {
   ExtenderConfig config;
   Fields top(root, "");
-  ALLOX_TRY(top.check({"listen", "database", "policy", "alpha", "starvation_bound", "tick",
-                       "default_job_seconds", "max_body_bytes", "admin_token", "admin_token_file",
-                       "devices", "cpu", "nodes", "apiserver"}));
+  ALLOX_TRY(top.check({"listen", "reports_listen", "database", "policy", "alpha",
+                       "starvation_bound", "tick", "default_job_seconds", "max_body_bytes",
+                       "admin_token", "admin_token_file", "devices", "cpu", "nodes", "apiserver"}));
 
   std::string listen = config.listen_host + ":" + std::to_string(config.listen_port);
   ALLOX_TRY(top.read("listen", listen));
   if (auto s = set_listen_address(config, listen); !s) {
     return Error{top.path("listen") + ": " + s.message()};
+  }
+
+  if (top.has("reports_listen")) {
+    std::string reports;
+    ALLOX_TRY(top.read("reports_listen", reports));
+    auto address = parse_listen_address(reports);
+    if (!address) return Error{top.path("reports_listen") + ": " + address.message()};
+    config.reports_listen = *address;
   }
 
   ALLOX_TRY(top.read("database", config.database));
@@ -231,7 +239,7 @@ std::string DeviceMapping::resource_for(const DeviceType& device) const {
   return device == cpu_device ? std::string("cpu") : device;
 }
 
-Status set_listen_address(ExtenderConfig& config, const std::string& address) {
+Expected<ListenAddress> parse_listen_address(const std::string& address) {
   auto colon = address.rfind(':');
   if (colon == std::string::npos || colon == 0) {
     return Error{"expected host:port, got '" + address + "'"};
@@ -242,8 +250,14 @@ Status set_listen_address(ExtenderConfig& config, const std::string& address) {
   if (ec != std::errc() || end != port_text.data() + port_text.size() || port < 0 || port > 65535) {
     return Error{"bad port in '" + address + "'"};
   }
-  config.listen_host = address.substr(0, colon);
-  config.listen_port = port;
+  return ListenAddress{address.substr(0, colon), port};
+}
+
+Status set_listen_address(ExtenderConfig& config, const std::string& address) {
+  auto parsed = parse_listen_address(address);
+  if (!parsed) return parsed.error();
+  config.listen_host = parsed->host;
+  config.listen_port = parsed->port;
   return OkStatus();
 }
 

@@ -1,6 +1,7 @@
 // alloxd's configuration file (YAML), validated once at start-up.
 //
 //   listen: 127.0.0.1:8888          # address:port; port 0 picks a free one
+//   reports_listen: 0.0.0.0:9090    # optional second listener, GET only (reports, probes)
 //   database: alloxd.db             # SQLite file (WAL); ":memory:" keeps nothing
 //   policy: allox                   # any fairness/policy.h name
 //   alpha: 0.5                      # AlloX fairness knob, (0, 1]
@@ -59,9 +60,15 @@ struct ApiServerConfig {
   std::string ca_file;
 };
 
+struct ListenAddress {
+  std::string host;
+  int port = 0;
+};
+
 struct ExtenderConfig {
   std::string listen_host = "127.0.0.1";
   int listen_port = 8888;
+  std::optional<ListenAddress> reports_listen;
   std::string database = "alloxd.db";
   std::string policy = "allox";
   double alpha = 0.5;
@@ -81,7 +88,9 @@ Expected<ExtenderConfig> load_extender_config(const std::string& path);
 // The same from YAML text; `source` names it in error messages.
 Expected<ExtenderConfig> parse_extender_config(const std::string& yaml, const std::string& source);
 
-// Sets listen_host and listen_port from "host:port" (port 0 picks a free port).
+// Reads "host:port" (port 0 picks a free port).
+Expected<ListenAddress> parse_listen_address(const std::string& address);
+// Sets listen_host and listen_port from "host:port".
 Status set_listen_address(ExtenderConfig& config, const std::string& address);
 
 }  // namespace allox::extender

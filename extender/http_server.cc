@@ -22,7 +22,8 @@ struct HttpServer::Listener {
 
 namespace {
 
-void serve(ExtenderService& service, std::size_t max_body_bytes, http::http_request request) {
+void serve(ExtenderService& service, std::size_t max_body_bytes, bool read_only,
+           http::http_request request) {
   auto begin = std::chrono::steady_clock::now();
   HttpRequest parsed;
   parsed.method = request.method();
@@ -47,6 +48,13 @@ void serve(ExtenderService& service, std::size_t max_body_bytes, http::http_requ
                                                   std::to_string(max_body_bytes) + " bytes"}}
                          .dump()};
   };
+  if (read_only && parsed.method != http::methods::GET) {
+    finish(request, {405, "application/json",
+                     nlohmann::json{{"error", "this listener serves reports only (GET); " +
+                                                  parsed.method + " is not allowed"}}
+                         .dump()});
+    return;
+  }
   if (request.headers().content_length() > max_body_bytes) {
     finish(request, too_large());
     return;
@@ -124,8 +132,10 @@ Expected<std::unique_ptr<HttpServer>> HttpServer::start(ExtenderService& service
     try {
       server->listener_ = std::make_unique<Listener>(server->url(), config);
       std::size_t limit = options.max_body_bytes;
-      server->listener_->listener.support(
-          [&service, limit](http::http_request request) { serve(service, limit, request); });
+      bool read_only = options.read_only;
+      server->listener_->listener.support([&service, limit, read_only](http::http_request request) {
+        serve(service, limit, read_only, request);
+      });
       server->listener_->listener.open().wait();
       server->listener_->open = true;
       return server;

@@ -23,6 +23,9 @@ struct HttpServerOptions {
   int port = 8888;  // 0: pick a free port (see HttpServer::port())
   std::size_t max_body_bytes = 1 << 20;
   std::chrono::seconds timeout{10};
+  // A reports listener for a Kubernetes Service: GET only; any other method gets 405, so the
+  // extender verbs and admin endpoints stay on the loopback listener.
+  bool read_only = false;
 };
 
 class HttpServer {

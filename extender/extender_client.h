@@ -1,0 +1,37 @@
+// A small synchronous HTTP client for alloxd's endpoints, used by the kube-scheduler emulator
+// and the CLI: JSON in, JSON out. Any answer other than 200, a body that is not JSON, or a
+// transport fault (refused, timed out) is an Error naming the method and path.
+// Not thread-safe: one client per thread.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/result.h"
+
+namespace allox::extender {
+
+class ExtenderClient {
+ public:
+  // server: "http://host:port"; admin_token is sent as a bearer token on admin calls.
+  ExtenderClient(const std::string& server, std::string admin_token,
+                 std::chrono::milliseconds timeout = std::chrono::seconds(10));
+  ~ExtenderClient();
+  ExtenderClient(const ExtenderClient&) = delete;
+  ExtenderClient& operator=(const ExtenderClient&) = delete;
+
+  Expected<nlohmann::json> get(const std::string& path);
+  Expected<nlohmann::json> post(const std::string& path, const nlohmann::json& body,
+                                bool admin = false);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Percent-encodes a job id for use as one path segment ("team/job" -> "team%2Fjob").
+std::string path_segment(const std::string& id);
+
+}  // namespace allox::extender

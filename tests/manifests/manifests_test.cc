@@ -1,0 +1,159 @@
+// The deployment manifests agree with what alloxd serves: every manifest parses, the
+// kube-scheduler extender stanza uses only extender v1 field names, its verbs are routes alloxd
+// answers and its port is the one the shipped alloxd config listens on, and the kustomization
+// renders (when kubectl is on the machine).
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <set>
+#include <string>
+
+#include "extender/config.h"
+#include "extender/routes.h"
+
+namespace allox {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kManifests = fs::path(ALLOX_SOURCE_DIR) / "manifests";
+
+// k8s.io/kube-scheduler/config/v1 Extender, as spelled in YAML.
+const std::set<std::string> kExtenderFields = {
+    "urlPrefix",   "filterVerb",       "preemptVerb",      "prioritizeVerb",
+    "weight",      "bindVerb",         "enableHTTPS",      "tlsConfig",
+    "httpTimeout", "nodeCacheCapable", "managedResources", "ignorable"};
+
+// The shipped alloxd config, with the secret files it names (admin token, service-account
+// token and CA, mounted in the pod) replaced by stand-ins, so the loader checks everything else.
+Expected<extender::ExtenderConfig> shipped_alloxd_config() {
+  const fs::path secrets = fs::temp_directory_path() / "allox-manifests-test";
+  fs::create_directories(secrets);
+  std::ifstream in(kManifests / "alloxd.yaml");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const char* file : {"/etc/allox/admin/token",
+                           "/var/run/secrets/kubernetes.io/serviceaccount/token",
+                           "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"}) {
+    const fs::path stand_in = secrets / fs::path(file).filename();
+    std::ofstream(stand_in) << "stand-in\n";
+    for (std::size_t at = text.find(file); at != std::string::npos; at = text.find(file)) {
+      text.replace(at, std::string(file).size(), stand_in.string());
+    }
+  }
+  return extender::parse_extender_config(text, "manifests/alloxd.yaml");
+}
+
+YAML::Node extender_stanza() {
+  const YAML::Node config = YAML::LoadFile((kManifests / "scheduler-config.yaml").string());
+  EXPECT_EQ("kubescheduler.config.k8s.io/v1", config["apiVersion"].as<std::string>());
+  EXPECT_EQ("KubeSchedulerConfiguration", config["kind"].as<std::string>());
+  EXPECT_EQ(1u, config["extenders"].size());
+  return config["extenders"][0];
+}
+
+TEST(Manifests, EveryDocumentParsesAndNamesItsKind) {
+  int documents = 0;
+  for (const fs::path& dir : {kManifests, kManifests / "examples"}) {
+    for (const auto& entry : fs::directory_iterator(dir)) {
+      if (entry.path().extension() != ".yaml") continue;
+      const std::string name = entry.path().filename().string();
+      if (name == "kustomization.yaml" || name == "alloxd.yaml") continue;
+      for (const YAML::Node& doc : YAML::LoadAllFromFile(entry.path().string())) {
+        EXPECT_TRUE(doc["apiVersion"].IsScalar()) << name;
+        EXPECT_TRUE(doc["kind"].IsScalar()) << name;
+        if (doc["kind"].as<std::string>() != "KubeSchedulerConfiguration") {
+          EXPECT_TRUE(doc["metadata"]["name"].IsScalar()) << name;
+        }
+        ++documents;
+      }
+    }
+  }
+  EXPECT_GE(documents, 12);
+}
+
+TEST(Manifests, SchedulerProfileScoresEveryNode) {
+  const YAML::Node config = YAML::LoadFile((kManifests / "scheduler-config.yaml").string());
+  EXPECT_EQ("allox-scheduler", config["profiles"][0]["schedulerName"].as<std::string>());
+  EXPECT_EQ(100, config["percentageOfNodesToScore"].as<int>());
+}
+
+TEST(Manifests, ExtenderStanzaUsesOnlyV1FieldNames) {
+  const YAML::Node extender = extender_stanza();
+  for (const auto& field : extender) {
+    EXPECT_EQ(1u, kExtenderFields.count(field.first.as<std::string>()))
+        << "not an extender v1 field: " << field.first.as<std::string>();
+  }
+  EXPECT_TRUE(extender["nodeCacheCapable"].as<bool>());
+  std::set<std::string> managed;
+  for (const auto& resource : extender["managedResources"]) {
+    managed.insert(resource["name"].as<std::string>());
+  }
+  EXPECT_EQ(1u, managed.count("nvidia.com/gpu"));
+  EXPECT_GE(managed.size(), 2u) << "an accelerator resource is managed too";
+}
+
+TEST(Manifests, VerbsAndPortMatchWhatAlloxdServes) {
+  const YAML::Node extender = extender_stanza();
+  auto config = shipped_alloxd_config();
+  ASSERT_TRUE(config.ok()) << config.message();
+  EXPECT_EQ("http://127.0.0.1:" + std::to_string(config->listen_port),
+            extender["urlPrefix"].as<std::string>());
+  const std::array<std::pair<const char*, extender::Verb>, 4> verbs = {{
+      {"filterVerb", extender::Verb::kFilter},
+      {"prioritizeVerb", extender::Verb::kPrioritize},
+      {"bindVerb", extender::Verb::kBind},
+      {"preemptVerb", extender::Verb::kPreempt},
+  }};
+  for (const auto& [field, verb] : verbs) {
+    ASSERT_TRUE(extender[field]) << field;
+    EXPECT_EQ(verb, extender::verb_of("/" + extender[field].as<std::string>())) << field;
+  }
+}
+
+TEST(Manifests, DeploymentProbesAndMountsFitTheConfigs) {
+  const YAML::Node deployment = YAML::LoadFile((kManifests / "deployment.yaml").string());
+  const YAML::Node containers = deployment["spec"]["template"]["spec"]["containers"];
+  ASSERT_EQ(2u, containers.size());
+  const YAML::Node scheduler = containers[0];
+  const YAML::Node alloxd = containers[1];
+  EXPECT_EQ("kube-scheduler", scheduler["name"].as<std::string>());
+  EXPECT_EQ("alloxd", alloxd["name"].as<std::string>());
+  EXPECT_EQ("/healthz", alloxd["livenessProbe"]["httpGet"]["path"].as<std::string>());
+  EXPECT_EQ("/readyz", alloxd["readinessProbe"]["httpGet"]["path"].as<std::string>());
+  auto config = shipped_alloxd_config();
+  ASSERT_TRUE(config.ok()) << config.message();
+  ASSERT_TRUE(config->reports_listen.has_value());
+  EXPECT_EQ(config->reports_listen->port, alloxd["livenessProbe"]["httpGet"]["port"].as<int>());
+  EXPECT_EQ("/etc/allox/alloxd/alloxd.yaml", alloxd["args"][1].as<std::string>());
+  bool mounted = false;
+  for (const auto& mount : alloxd["volumeMounts"]) {
+    mounted = mounted || mount["mountPath"].as<std::string>() == "/etc/allox/alloxd";
+  }
+  EXPECT_TRUE(mounted);
+}
+
+TEST(Manifests, KustomizationRenders) {
+  if (std::system("command -v kubectl >/dev/null 2>&1") != 0) GTEST_SKIP() << "no kubectl";
+  const std::string command = "kubectl kustomize " + kManifests.string() + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  ASSERT_NE(nullptr, pipe);
+  std::string rendered;
+  char buffer[4096];
+  while (std::size_t n = fread(buffer, 1, sizeof buffer, pipe)) rendered.append(buffer, n);
+  ASSERT_EQ(0, pclose(pipe)) << rendered;
+  std::multiset<std::string> kinds;
+  for (const YAML::Node& doc : YAML::LoadAll(rendered)) kinds.insert(doc["kind"].as<std::string>());
+  for (const char* kind : {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
+                           "Deployment", "Service", "ConfigMap"}) {
+    EXPECT_GE(kinds.count(kind), 1u) << kind;
+  }
+  EXPECT_EQ(2u, kinds.count("ConfigMap"));
+}
+
+}  // namespace
+}  // namespace allox
