@@ -66,7 +66,9 @@ Expected<Run> run_policy(const Trace& trace, const Cluster& cluster, const RunSp
   auto result = simulate(trace, cluster, **policy, sim_options);
   if (!result) return Error{spec.label + ": " + result.message()};
   Run run{spec, std::move(*result), {}};
-  run.summary = summarize(run.result, trace, cluster, spec.alpha);
+  const bool has_alpha = spec.policy == "allox";
+  run.summary = summarize(run.result, trace, cluster,
+                          has_alpha ? std::optional<double>(spec.alpha) : std::nullopt);
   run.summary.policy = spec.label;
   return run;
 }

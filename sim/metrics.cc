@@ -17,7 +17,7 @@ double percentile(std::vector<double> values, double p) {
 }
 
 SimSummary summarize(const SimResult& result, const Trace& trace, const Cluster& cluster,
-                     double alpha) {
+                     std::optional<double> alpha) {
   SimSummary s;
   s.policy = result.policy;
   s.alpha = alpha;

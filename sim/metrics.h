@@ -15,6 +15,7 @@
 //   every user is slowed down equally, 1/n when one user gets everything.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,7 +36,7 @@ struct UserSummary {
 
 struct SimSummary {
   std::string policy;
-  double alpha = 0;
+  std::optional<double> alpha;  // the fairness knob, for policies that have one (allox)
   std::size_t jobs = 0;
   std::size_t completed = 0;
   double avg_jct = 0;
@@ -54,6 +55,6 @@ double percentile(std::vector<double> values, double p);
 
 // Precondition: `result` came from simulate() on `trace` and `cluster`.
 SimSummary summarize(const SimResult& result, const Trace& trace, const Cluster& cluster,
-                     double alpha);
+                     std::optional<double> alpha);
 
 }  // namespace allox

@@ -84,7 +84,10 @@ Expected<std::vector<PlanScenario>> plan(const Workload& workload, const Cluster
     auto result = simulate(trace, c, **policy);
     if (!result) return Error{"scenario '" + name + "': " + result.message()};
     PlanScenario s{name, c, std::move(*result), {}};
-    s.summary = summarize(s.result, trace, c, options.policy_options.alpha);
+    s.summary =
+        summarize(s.result, trace, c,
+                  options.policy == "allox" ? std::optional<double>(options.policy_options.alpha)
+                                            : std::nullopt);
     scenarios.push_back(std::move(s));
   }
   return scenarios;

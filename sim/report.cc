@@ -49,7 +49,11 @@ Status write_file(const std::filesystem::path& path,
 void write_summary_json(const SimSummary& s, std::ostream& out) {
   nlohmann::ordered_json j;
   j["policy"] = s.policy;
-  j["alpha"] = s.alpha;
+  if (s.alpha) {
+    j["alpha"] = *s.alpha;
+  } else {
+    j["alpha"] = nullptr;  // the policy has no α
+  }
   j["jobs"] = s.jobs;
   j["completed"] = s.completed;
   j["avg_jct"] = s.avg_jct;
@@ -106,7 +110,7 @@ void write_comparison_table(const std::vector<SimSummary>& summaries, std::ostre
   out << std::fixed;
   for (const SimSummary& s : summaries) {
     out << std::left << std::setw(12) << s.policy << std::right << std::setprecision(2)
-        << std::setw(7) << s.alpha << std::setw(13)
+        << std::setw(7) << (s.alpha ? number(*s.alpha) : std::string("-")) << std::setw(13)
         << (std::to_string(s.completed) + "/" + std::to_string(s.jobs)) << std::setprecision(1)
         << std::setw(11) << s.avg_jct << std::setw(10) << s.p50_jct << std::setw(10) << s.p95_jct
         << std::setw(10) << s.p99_jct << std::setw(11) << s.makespan << std::setprecision(3)
@@ -124,10 +128,10 @@ void write_comparison_csv(const std::vector<SimSummary>& summaries, std::ostream
   for (std::size_t i = 0; i < summaries.size(); ++i) {
     const SimSummary& s = summaries[i];
     if (!x.empty()) out << number(x.at(i)) << ',';
-    out << csv_field(s.policy) << ',' << number(s.alpha) << ',' << s.jobs << ',' << s.completed
-        << ',' << number(s.avg_jct) << ',' << number(s.p50_jct) << ',' << number(s.p95_jct) << ','
-        << number(s.p99_jct) << ',' << number(s.makespan) << ',' << number(s.jain) << ','
-        << number(s.max_rho) << ',' << number(s.sim_wall_s) << '\n';
+    out << csv_field(s.policy) << ',' << (s.alpha ? number(*s.alpha) : "") << ',' << s.jobs << ','
+        << s.completed << ',' << number(s.avg_jct) << ',' << number(s.p50_jct) << ','
+        << number(s.p95_jct) << ',' << number(s.p99_jct) << ',' << number(s.makespan) << ','
+        << number(s.jain) << ',' << number(s.max_rho) << ',' << number(s.sim_wall_s) << '\n';
   }
 }
 
