@@ -4,10 +4,11 @@
 // A plan is a simulation in which estimates are taken as true (the jobs file's times are the best
 // knowledge available), without profiling, honouring machines' busy_until. The base scenario is
 // the cluster as is; each alternative adds machines (e.g. {gpu: 4}), named
-// "<device>-added-<i>". The default policy is allox at α = 1 (minimum total completion time);
-// any registered policy may be used instead.
+// "<device>-added-<i>". The default policy is allox at α = 1 without starvation guard (minimum
+// total completion time); any registered policy may be used instead.
 #pragma once
 
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -37,9 +38,12 @@ struct PlanScenario {
 
 struct PlanOptions {
   std::string policy = "allox";
+  // α = 1 and no starvation guard: a plan is offline, and the guard (which starts long-waiting
+  // jobs first, oldest first) would turn a long queue's plan into FIFO.
   PolicyOptions policy_options = [] {
     PolicyOptions o;
     o.alpha = 1;
+    o.starvation_bound = std::numeric_limits<double>::infinity();
     return o;
   }();
 };
