@@ -9,6 +9,10 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+// clang-format off
+#include <utility>  // before pplx/threadpool.h, which uses std::exchange without including it
+#include <pplx/threadpool.h>
+// clang-format on
 
 #include "extender/cluster_api.h"
 #include "extender/config.h"
@@ -53,6 +57,10 @@ int run(const Flags& flags) {
     std::fprintf(stderr, "alloxd: %s\n", config.message().c_str());
     return 2;
   }
+  // cpprestsdk's default pool has 40 threads; on a few cores they mostly contend (4 threads
+  // serve /filter about 3.5x faster on 2 cores, docs/results/extender.md). Must precede any
+  // cpprestsdk use.
+  crossplat::threadpool::initialize_with_threads(config->http_threads);
   if (!listen.empty()) {
     if (auto s = set_listen_address(*config, listen); !s) {
       std::fprintf(stderr, "alloxd: --listen: %s\n", s.message().c_str());

@@ -97,7 +97,8 @@ Expected<ExtenderConfig> parse_root(const YAML::Node& root) {
   Fields top(root, "");
   ALLOX_TRY(top.check({"listen", "reports_listen", "database", "policy", "alpha",
                        "starvation_bound", "tick", "default_job_seconds", "max_body_bytes",
-                       "admin_token", "admin_token_file", "devices", "cpu", "nodes", "apiserver"}));
+                       "http_threads", "admin_token", "admin_token_file", "devices", "cpu",
+                       "nodes", "apiserver"}));
 
   std::string listen = config.listen_host + ":" + std::to_string(config.listen_port);
   ALLOX_TRY(top.read("listen", listen));
@@ -120,6 +121,7 @@ Expected<ExtenderConfig> parse_root(const YAML::Node& root) {
   ALLOX_TRY(top.read("tick", config.tick));
   ALLOX_TRY(top.read("default_job_seconds", config.default_job_seconds));
   ALLOX_TRY(top.read("max_body_bytes", config.max_body_bytes));
+  ALLOX_TRY(top.read("http_threads", config.http_threads));
   ALLOX_TRY(top.read("admin_token", config.admin_token));
   if (top.has("admin_token_file")) {
     std::string file;
@@ -135,6 +137,9 @@ Expected<ExtenderConfig> parse_root(const YAML::Node& root) {
   if (!(config.tick > 0)) return Error{top.path("tick") + ": must be > 0"};
   if (!(config.default_job_seconds > 0)) {
     return Error{top.path("default_job_seconds") + ": must be > 0"};
+  }
+  if (config.http_threads < 1 || config.http_threads > 256) {
+    return Error{top.path("http_threads") + ": must be in 1..256"};
   }
   if (config.max_body_bytes < 1024) return Error{top.path("max_body_bytes") + ": must be >= 1024"};
   if (config.database.empty()) return Error{top.path("database") + ": must not be empty"};

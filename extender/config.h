@@ -9,6 +9,7 @@
 //   tick: 5                         # seconds between scheduling rounds at the latest
 //   default_job_seconds: 3600       # estimate for a variant with no hint and no profile
 //   max_body_bytes: 1048576         # larger requests get 413
+//   http_threads: 4                 # HTTP worker threads (cpprestsdk pool)
 //   admin_token: s3cret             # or admin_token_file; required by the POST /v1 endpoints
 //   devices:                        # resource name -> device type
 //     - {resource: nvidia.com/gpu, device: gpu}
@@ -76,6 +77,7 @@ struct ExtenderConfig {
   double tick = 5;
   double default_job_seconds = 3600;
   std::size_t max_body_bytes = 1 << 20;
+  int http_threads = 4;
   std::string admin_token;
   DeviceMapping devices;
   std::vector<NodeInventory> nodes;

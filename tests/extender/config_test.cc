@@ -29,6 +29,7 @@ starvation_bound: 60
 tick: 0.5
 default_job_seconds: 100
 max_body_bytes: 2048
+http_threads: 8
 admin_token: t
 devices: [{resource: example.com/tpu, device: tpu}]
 cpu: {device: cpu, cores_per_machine: 16}
@@ -46,6 +47,7 @@ apiserver: {url: "https://k8s.local/", token: abc, ca_file: /ca.crt}
   EXPECT_DOUBLE_EQ(0.5, config->tick);
   EXPECT_DOUBLE_EQ(100, config->default_job_seconds);
   EXPECT_EQ(2048u, config->max_body_bytes);
+  EXPECT_EQ(8, config->http_threads);
   EXPECT_EQ("t", config->admin_token);
   EXPECT_EQ("tpu", config->devices.device_for("example.com/tpu").value());
   EXPECT_FALSE(config->devices.device_for("nvidia.com/gpu").has_value());
@@ -76,6 +78,7 @@ TEST(ConfigTest, BadConfigsNameTheKey) {
       {"apiserver: {url: k8s.local}", "apiserver.url: expected an http:// or https:// URL"},
       {"devices: {resource: x}", "devices: expected a list"},
       {"max_body_bytes: 10", "max_body_bytes: must be >= 1024"},
+      {"http_threads: 0", "http_threads: must be in 1..256"},
       {"admin_token_file: /nonexistent/token", "admin_token_file: cannot read"},
       {"[1, 2]", "expected a mapping"},
   };
