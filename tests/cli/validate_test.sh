@@ -6,9 +6,13 @@ allox=$1
 root=$2
 failures=0
 
-if ! out=$("$allox" validate "$root"/examples/cluster.yaml "$root"/examples/jobs.yaml 2>&1); then
+if ! out=$("$allox" validate "$root"/examples/*.yaml "$root"/examples/*.csv \
+             "$root"/data/allox-google/experiment_large_23p.txt 2>&1); then
   echo "FAIL: examples rejected: $out"; failures=$((failures + 1))
 fi
+for kind in cluster "jobs:" "trace:" "alloxd config:"; do
+  grep -q "($kind" <<<"$out" || { echo "FAIL: no $kind among the examples: $out"; failures=$((failures + 1)); }
+done
 if ! out=$("$allox" validate "$root"/examples/cluster.json "$root"/examples/jobs.json 2>&1); then
   echo "FAIL: JSON examples rejected: $out"; failures=$((failures + 1))
 fi
