@@ -58,7 +58,7 @@ int run(const Flags& flags) {
     return 2;
   }
   // cpprestsdk's default pool has 40 threads; on a few cores they mostly contend (4 threads
-  // serve /filter about 3.5x faster on 2 cores, docs/results/extender.md). Must precede any
+  // serve /filter about 3.5x faster on 2 cores, docs/results.md). Must precede any
   // cpprestsdk use.
   crossplat::threadpool::initialize_with_threads(config->http_threads);
   if (!listen.empty()) {

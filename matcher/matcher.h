@@ -27,7 +27,7 @@
 // most promising arcs (prices read off a list schedule, which also seeds a feasible assignment)
 // and adds arcs while any has a negative reduced cost, so the optimum is the same (column
 // generation; lemon_flow.cc). Time: one such solve per lazy round, typically one round. Measured
-// on 2 cores (docs/results/matcher.md): 10,000 jobs on 1,000 machines of 3 types in ~0.2 s,
+// on 2 cores (docs/results.md): 10,000 jobs on 1,000 machines of 3 types in ~0.2 s,
 // 2,000 jobs on 100 distinct machines in ~0.5 s, re-planning 1,000 jobs in ~20 ms.
 //
 // Time unit. Times are rounded to whole milliseconds (kTicksPerSecond) and costs are int64 ticks:

@@ -7,7 +7,7 @@
 //
 // Cost: one solve() (see matcher.h). A caller that re-plans at every event should keep one
 // PriceMemory and pass it in SolveOptions::memory: re-planning 1,000 queued jobs after one
-// arrival then takes ~5 ms instead of ~18 ms (docs/results/matcher.md); answers are the same.
+// arrival then takes ~5 ms instead of ~18 ms (docs/results.md); answers are the same.
 // Thread-safety: as solve(); a PriceMemory is used by one caller at a time.
 #pragma once
 
