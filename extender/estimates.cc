@@ -1,7 +1,8 @@
 #include "extender/estimates.h"
 
 #include <algorithm>
-#include <set>
+
+#include "profiler/linear_fit.h"
 
 namespace allox::extender {
 
@@ -20,37 +21,20 @@ const char* source_name(TimeEstimate::Source source) {
 TimeEstimate estimate_time(const std::vector<ProfileSample>& samples,
                            std::optional<std::int64_t> iterations, std::optional<double> hint,
                            double default_seconds) {
-  std::vector<const ProfileSample*> usable;
+  std::vector<TimingSample> usable;
   for (const ProfileSample& s : samples) {
     if (s.kind == ProfileSample::Kind::kProfile && s.iterations > 0 && s.seconds > 0) {
-      usable.push_back(&s);
+      usable.push_back({static_cast<double>(s.iterations), s.seconds});
     }
   }
   if (iterations && !usable.empty()) {
-    const double n_total = static_cast<double>(*iterations);
-    std::set<std::int64_t> distinct;
-    for (const ProfileSample* s : usable) distinct.insert(s->iterations);
-    double seconds = 0;
-    if (distinct.size() >= 2) {
-      // Least squares for T(n) = a + b·n.
-      double k = static_cast<double>(usable.size()), sx = 0, sy = 0, sxx = 0, sxy = 0;
-      for (const ProfileSample* s : usable) {
-        double x = static_cast<double>(s->iterations), y = s->seconds;
-        sx += x, sy += y, sxx += x * x, sxy += x * y;
-      }
-      double b = (k * sxy - sx * sy) / (k * sxx - sx * sx);
-      double a = (sy - b * sx) / k;
-      seconds = a + b * n_total;
+    // The profiler's fit: least squares for T(n) = a + b·n, or a per-iteration time when the
+    // samples share one n or noise makes a or b negative.
+    auto fit = fit_time_model(usable);
+    if (fit) {
+      return {std::max(fit->time_for(static_cast<double>(*iterations)), 1.0),
+              TimeEstimate::Source::kProfile, static_cast<int>(usable.size())};
     }
-    if (!(seconds > 0)) {  // one sample size, or a fit that predicts nonsense: per-iteration time
-      double per_iteration = 0;
-      for (const ProfileSample* s : usable) {
-        per_iteration += s->seconds / static_cast<double>(s->iterations);
-      }
-      seconds = per_iteration / static_cast<double>(usable.size()) * n_total;
-    }
-    return {std::max(seconds, 1.0), TimeEstimate::Source::kProfile,
-            static_cast<int>(usable.size())};
   }
   if (hint) return {*hint, TimeEstimate::Source::kHint, 0};
   return {default_seconds, TimeEstimate::Source::kDefault, 0};

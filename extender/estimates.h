@@ -1,9 +1,9 @@
 // Processing-time estimates for the extender's jobs, from what alloxd has been told.
 //
 // For a job's variant on device d, in order of preference:
-//   1. profiling samples on d (POST /v1/profiles): with two or more distinct iteration counts,
-//      the least-squares fit T(n) = a + b·n (AlloX's start-up cost plus per-iteration time)
-//      evaluated at the job's iterations; with one, its per-iteration time scaled up;
+//   1. profiling samples on d (POST /v1/profiles): the profiler's fit T(n) = a + b·n
+//      (profiler/linear_fit.h: AlloX's start-up cost plus per-iteration time) evaluated at the
+//      job's iterations;
 //   2. the pod's allox.io/time.<d> hint;
 //   3. the configured default.
 // A running job's remaining time comes from its latest progress report (elapsed / done × left)
