@@ -4,13 +4,6 @@ namespace allox::extender {
 
 using nlohmann::json;
 
-double jain_index(const std::vector<double>& values) {
-  double sum = 0, squares = 0;
-  for (double v : values) sum += v, squares += v * v;
-  if (values.empty() || squares == 0) return 1;
-  return sum * sum / (static_cast<double>(values.size()) * squares);
-}
-
 json to_json(const FairnessReport& report) {
   json users = json::array();
   for (const UserReport& u : report.users) {

@@ -65,7 +65,5 @@ nlohmann::json to_json(const FairnessReport& report);
 nlohmann::json to_json(const JobView& job);
 nlohmann::json to_json(const QueueView& queue);
 
-// Jain's fairness index of `values`: (Σx)² / (n·Σx²); 1 for an empty or all-zero list.
-double jain_index(const std::vector<double>& values);
 
 }  // namespace allox::extender

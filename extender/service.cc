@@ -5,6 +5,7 @@
 #include <set>
 
 #include "fairness/share.h"
+#include "fairness/usage_window.h"
 
 namespace allox::extender {
 namespace {
@@ -468,7 +469,7 @@ FairnessReport ExtenderService::fairness() const {
     if (u.queued + u.running > 0) active_shares.push_back(u.share);
     report.users.push_back(u);
   }
-  report.jain_index = jain_index(active_shares);
+  report.jain_index = allox::jain_index(active_shares);
   return report;
 }
 
