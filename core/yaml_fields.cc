@@ -141,26 +141,30 @@ std::optional<double> FieldReader::number_at(const YAML::Node& node, std::string
   return value;
 }
 
-std::optional<double> FieldReader::positive(const YAML::Node& map, const char* key,
-                                            std::string_view subject, std::string_view unit,
-                                            bool required) {
+std::optional<double> FieldReader::bounded_number(const YAML::Node& map, const char* key,
+                                                  std::string_view subject,
+                                                  std::string_view requirement,
+                                                  bool strictly_positive, bool required) {
   const YAML::Node node = map[key];
   if (!node || node.IsNull()) {
     if (required) fail(map, subject, std::string(key) + " is required");
     return std::nullopt;
   }
-  return number_at(node, subject, key, "a positive number of " + std::string(unit), true);
+  return number_at(node, subject, key, requirement, strictly_positive);
+}
+
+std::optional<double> FieldReader::positive(const YAML::Node& map, const char* key,
+                                            std::string_view subject, std::string_view unit,
+                                            bool required) {
+  return bounded_number(map, key, subject, "a positive number of " + std::string(unit), true,
+                        required);
 }
 
 std::optional<double> FieldReader::non_negative(const YAML::Node& map, const char* key,
                                                 std::string_view subject, std::string_view unit,
                                                 bool required) {
-  const YAML::Node node = map[key];
-  if (!node || node.IsNull()) {
-    if (required) fail(map, subject, std::string(key) + " is required");
-    return std::nullopt;
-  }
-  return number_at(node, subject, key, "a non-negative number of " + std::string(unit), false);
+  return bounded_number(map, key, subject, "a non-negative number of " + std::string(unit), false,
+                        required);
 }
 
 std::optional<std::int64_t> FieldReader::integer(const YAML::Node& map, const char* key,

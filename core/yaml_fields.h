@@ -63,6 +63,10 @@ class FieldReader {
                                   bool strictly_positive);
 
  private:
+  std::optional<double> bounded_number(const YAML::Node& map, const char* key,
+                                       std::string_view subject, std::string_view requirement,
+                                       bool strictly_positive, bool required);
+
   std::string source_;
   std::vector<std::string> problems_;
 };

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/markup.h"
+
 namespace allox::extender {
 namespace {
 
@@ -24,7 +26,7 @@ std::string variants_cell(const JobView& job) {
   std::string out;
   for (const VariantView& v : job.variants) {
     if (!out.empty()) out += "<br>";
-    out += html_escape(v.device) + ": " + duration(v.estimate.seconds) + " <small>(" +
+    out += markup_escape(v.device) + ": " + duration(v.estimate.seconds) + " <small>(" +
            source_name(v.estimate.source) + ")</small>";
   }
   return out;
@@ -43,33 +45,6 @@ small { color: #666; }
 )css";
 
 }  // namespace
-
-std::string html_escape(const std::string& text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out.push_back(c);
-    }
-  }
-  return out;
-}
 
 std::string render_status_page(const QueueView& queue, const FairnessReport& fairness) {
   std::string html;
@@ -91,7 +66,7 @@ std::string render_status_page(const QueueView& queue, const FairnessReport& fai
   html += "</p>\n";
   if (!queue.plan_error.empty()) {
     html +=
-        "<p class=\"error\">Scheduling round failed: " + html_escape(queue.plan_error) + "</p>\n";
+        "<p class=\"error\">Scheduling round failed: " + markup_escape(queue.plan_error) + "</p>\n";
   }
 
   html += "<h2>Per-user share</h2>\n";
@@ -112,7 +87,7 @@ std::string render_status_page(const QueueView& queue, const FairnessReport& fai
       int bar = static_cast<int>(std::lround(u.share / top * width));
       int window_bar = static_cast<int>(std::lround(u.window_share / top * width));
       html +=
-          "<text x=\"0\" y=\"" + std::to_string(y + 15) + "\">" + html_escape(u.user) + "</text>";
+          "<text x=\"0\" y=\"" + std::to_string(y + 15) + "\">" + markup_escape(u.user) + "</text>";
       html += "<rect x=\"" + std::to_string(label) + "\" y=\"" + std::to_string(y + 2) +
               "\" width=\"" + std::to_string(window_bar) +
               "\" height=\"18\" fill=\"#c9dcf0\"><title>windowed share</title></rect>";
@@ -127,7 +102,7 @@ std::string render_status_page(const QueueView& queue, const FairnessReport& fai
         "</svg>\n<table><tr><th>User</th><th>Share</th><th>Window share</th><th>Queued</th>"
         "<th>Running</th><th>Done</th><th>Mean JCT</th></tr>\n";
     for (const UserReport& u : fairness.users) {
-      html += "<tr><td>" + html_escape(u.user) + "</td><td>" + fixed(u.share, 3) + "</td><td>" +
+      html += "<tr><td>" + markup_escape(u.user) + "</td><td>" + fixed(u.share, 3) + "</td><td>" +
               fixed(u.window_share, 3) + "</td><td>" + std::to_string(u.queued) + "</td><td>" +
               std::to_string(u.running) + "</td><td>" + std::to_string(u.done) + "</td><td>" +
               (u.mean_jct ? duration(*u.mean_jct) : std::string("-")) + "</td></tr>\n";
@@ -146,8 +121,8 @@ std::string render_status_page(const QueueView& queue, const FairnessReport& fai
       std::string plan = "not planned yet";
       std::string position = "-";
       if (job.planned_start) {
-        plan = "starts now on " + html_escape(job.planned_start->node) + " (" +
-               html_escape(job.planned_start->device) + ")";
+        plan = "starts now on " + markup_escape(job.planned_start->node) + " (" +
+               markup_escape(job.planned_start->device) + ")";
         position = "0";
       } else if (job.planned_wait) {
         position = std::to_string(job.planned_wait->position);
@@ -155,9 +130,9 @@ std::string render_status_page(const QueueView& queue, const FairnessReport& fai
                    ? "est. start in " + duration(*job.planned_wait->estimated_start - queue.now)
                    : std::string("waiting for a fairness round");
       }
-      html += "<tr><td>" + position + "</td><td>" + html_escape(job.record.id) + "</td><td>" +
-              html_escape(job.record.user) + "</td><td>" + variants_cell(job) + "</td><td>" + plan +
-              "</td><td>" + duration(queue.now - job.record.arrival) + "</td></tr>\n";
+      html += "<tr><td>" + position + "</td><td>" + markup_escape(job.record.id) + "</td><td>" +
+              markup_escape(job.record.user) + "</td><td>" + variants_cell(job) + "</td><td>" +
+              plan + "</td><td>" + duration(queue.now - job.record.arrival) + "</td></tr>\n";
     }
     html += "</table>\n";
   }
@@ -171,11 +146,11 @@ std::string render_status_page(const QueueView& queue, const FairnessReport& fai
         "<th>Running for</th><th>Est. remaining</th></tr>\n";
     for (const JobView& job : queue.running) {
       const JobRecord& r = job.record;
-      html += "<tr><td>" + html_escape(r.id) + "</td><td>" + html_escape(r.user) + "</td><td>" +
-              html_escape(r.pod_namespace + "/" + r.pod_name) + "</td><td>" + html_escape(r.node) +
-              "</td><td>" + html_escape(r.device) + "</td><td>" + duration(queue.now - r.start) +
-              "</td><td>" + (job.remaining ? duration(*job.remaining) : std::string("-")) +
-              "</td></tr>\n";
+      html += "<tr><td>" + markup_escape(r.id) + "</td><td>" + markup_escape(r.user) + "</td><td>" +
+              markup_escape(r.pod_namespace + "/" + r.pod_name) + "</td><td>" +
+              markup_escape(r.node) + "</td><td>" + markup_escape(r.device) + "</td><td>" +
+              duration(queue.now - r.start) + "</td><td>" +
+              (job.remaining ? duration(*job.remaining) : std::string("-")) + "</td></tr>\n";
     }
     html += "</table>\n";
   }

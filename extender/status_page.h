@@ -12,7 +12,4 @@ namespace allox::extender {
 
 std::string render_status_page(const QueueView& queue, const FairnessReport& fairness);
 
-// Escapes &, <, >, " and ' for HTML text and attribute values.
-std::string html_escape(const std::string& text);
-
 }  // namespace allox::extender

@@ -5,31 +5,10 @@
 #include <map>
 #include <sstream>
 
+#include "core/markup.h"
+
 namespace allox {
 namespace {
-
-std::string escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
 
 // A readable palette (Okabe–Ito, then Tableau), cycled when there are more users.
 const char* kColours[] = {"#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00",
@@ -67,11 +46,12 @@ void write_gantt_svg(const SimResult& result, const Cluster& cluster, const std:
   out << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << label_w + chart_w + legend_w + 20
       << "\" height=\"" << std::max(height, top + result.users.size() * 18.0 + 20)
       << "\" font-family=\"sans-serif\" font-size=\"11\">\n";
-  out << "<text x=\"" << label_w << "\" y=\"20\" font-size=\"14\">" << escape(title) << "</text>\n";
+  out << "<text x=\"" << label_w << "\" y=\"20\" font-size=\"14\">" << markup_escape(title)
+      << "</text>\n";
   for (std::size_t i = 0; i < rows; ++i) {
     const double y = top + i * row_h;
     out << "<text x=\"" << label_w - 6 << "\" y=\"" << y + row_h * 0.65 << "\" text-anchor=\"end\">"
-        << escape(cluster.machines[i].name) << "</text>\n";
+        << markup_escape(cluster.machines[i].name) << "</text>\n";
     out << "<rect x=\"" << label_w << "\" y=\"" << y << "\" width=\"" << chart_w << "\" height=\""
         << row_h - 2 << "\" fill=\"#f4f4f4\"/>\n";
     if (cluster.machines[i].busy_until > 0) {
@@ -98,11 +78,11 @@ void write_gantt_svg(const SimResult& result, const Cluster& cluster, const std:
     const char* colour = kColours[colour_of[r.user] % (sizeof(kColours) / sizeof(*kColours))];
     out << "<rect x=\"" << x << "\" y=\"" << y << "\" width=\"" << w << "\" height=\"" << row_h - 2
         << "\" fill=\"" << colour << "\" stroke=\"white\" stroke-width=\"0.5\"><title>"
-        << escape(r.job) << " (" << escape(r.user) << "): " << from << " – " << *r.finish
-        << " s on " << escape(r.machine) << "</title></rect>\n";
+        << markup_escape(r.job) << " (" << markup_escape(r.user) << "): " << from << " – "
+        << *r.finish << " s on " << markup_escape(r.machine) << "</title></rect>\n";
     if (w > 7.0 * r.job.size() + 4) {
       out << "<text x=\"" << x + 3 << "\" y=\"" << y + row_h * 0.65 << "\" fill=\"white\">"
-          << escape(r.job) << "</text>\n";
+          << markup_escape(r.job) << "</text>\n";
     }
   }
   out << "<text x=\"" << label_w + chart_w / 2 << "\" y=\"" << axis_y + 30
@@ -112,7 +92,7 @@ void write_gantt_svg(const SimResult& result, const Cluster& cluster, const std:
     const double y = top + u * 18;
     out << "<rect x=\"" << lx << "\" y=\"" << y << "\" width=\"12\" height=\"12\" fill=\""
         << kColours[u % (sizeof(kColours) / sizeof(*kColours))] << "\"/>\n";
-    out << "<text x=\"" << lx + 17 << "\" y=\"" << y + 10 << "\">" << escape(result.users[u])
+    out << "<text x=\"" << lx + 17 << "\" y=\"" << y + 10 << "\">" << markup_escape(result.users[u])
         << "</text>\n";
   }
   out << "</svg>\n";
