@@ -148,43 +148,30 @@ Expected<json> pod_field(const json& object) {
   return *pod;
 }
 
-Expected<std::map<std::string, MetaVictims>> meta_victims_map(const json& value,
-                                                              const std::string& field) {
-  std::map<std::string, MetaVictims> out;
-  if (value.is_null()) return out;
-  if (!value.is_object()) return wrong_type(field, "an object", value);
-  for (const auto& [node, victims] : value.items()) {
-    std::string where = field + "." + node;
-    if (victims.is_null()) {
-      out[node];
-      continue;
-    }
-    if (!victims.is_object()) return wrong_type(where, "an object", victims);
-    MetaVictims meta;
-    if (const json* pods = find_key(victims, "Pods"); pods != nullptr && !pods->is_null()) {
-      if (!pods->is_array()) return wrong_type(where + ".Pods", "a list", *pods);
-      for (std::size_t i = 0; i < pods->size(); ++i) {
-        std::string at = where + ".Pods[" + std::to_string(i) + "]";
-        const json& pod = (*pods)[i];
-        if (!pod.is_object()) return wrong_type(at, "an object", pod);
-        auto uid = string_field(pod, "UID");
-        if (!uid) return Error{at + "." + uid.message()};
-        meta.pod_uids.push_back(std::move(*uid));
-      }
-    }
-    if (const json* n = find_key(victims, "NumPDBViolations"); n != nullptr && !n->is_null()) {
-      auto count = as_integer(*n, where + ".NumPDBViolations");
-      if (!count) return count.error();
-      meta.num_pdb_violations = *count;
-    }
-    out[node] = std::move(meta);
-  }
-  return out;
+// How one entry of a victims' Pods list yields its UID; `at` names the entry in errors.
+using PodUidReader = Expected<std::string> (*)(const json& pod, const std::string& at);
+
+// NodeNameToMetaVictims lists {"UID": ...} entries.
+Expected<std::string> meta_pod_uid(const json& pod, const std::string& at) {
+  if (!pod.is_object()) return wrong_type(at, "an object", pod);
+  auto uid = string_field(pod, "UID");
+  if (!uid) return Error{at + "." + uid.message()};
+  return uid;
 }
 
-// NodeNameToVictims carries full pods; keep their UIDs.
-Expected<std::map<std::string, MetaVictims>> full_victims_map(const json& value,
-                                                              const std::string& field) {
+// NodeNameToVictims carries full pods; keep their UIDs (empty when a pod has none).
+Expected<std::string> full_pod_uid(const json& pod, const std::string& at) {
+  if (!pod.is_object()) return wrong_type(at, "a pod object", pod);
+  const json* metadata = find_key(pod, "metadata");
+  if (metadata == nullptr || !metadata->is_object()) return std::string();
+  auto uid = string_field(*metadata, "uid");
+  if (!uid) return Error{at + ".metadata." + uid.message()};
+  return uid;
+}
+
+Expected<std::map<std::string, MetaVictims>> victims_map(const json& value,
+                                                         const std::string& field,
+                                                         PodUidReader pod_uid) {
   std::map<std::string, MetaVictims> out;
   if (value.is_null()) return out;
   if (!value.is_object()) return wrong_type(field, "an object", value);
@@ -199,17 +186,9 @@ Expected<std::map<std::string, MetaVictims>> full_victims_map(const json& value,
     if (const json* pods = find_key(victims, "Pods"); pods != nullptr && !pods->is_null()) {
       if (!pods->is_array()) return wrong_type(where + ".Pods", "a list", *pods);
       for (std::size_t i = 0; i < pods->size(); ++i) {
-        std::string at = where + ".Pods[" + std::to_string(i) + "]";
-        const json& pod = (*pods)[i];
-        if (!pod.is_object()) return wrong_type(at, "a pod object", pod);
-        const json* metadata = find_key(pod, "metadata");
-        std::string uid;
-        if (metadata != nullptr && metadata->is_object()) {
-          auto s = string_field(*metadata, "uid");
-          if (!s) return Error{at + ".metadata." + s.message()};
-          uid = std::move(*s);
-        }
-        meta.pod_uids.push_back(std::move(uid));
+        auto uid = pod_uid((*pods)[i], where + ".Pods[" + std::to_string(i) + "]");
+        if (!uid) return uid.error();
+        meta.pod_uids.push_back(std::move(*uid));
       }
     }
     if (const json* n = find_key(victims, "NumPDBViolations"); n != nullptr && !n->is_null()) {
@@ -438,12 +417,12 @@ Expected<PreemptionArgs> parse_preemption_args(std::string_view body) {
   if (!pod) return pod.error();
   args.pod = std::move(*pod);
   if (const json* full = find_key(*object, "NodeNameToVictims")) {
-    auto map = full_victims_map(*full, "NodeNameToVictims");
+    auto map = victims_map(*full, "NodeNameToVictims", full_pod_uid);
     if (!map) return map.error();
     args.victims = std::move(*map);
   }
   if (const json* meta = find_key(*object, "NodeNameToMetaVictims")) {
-    auto map = meta_victims_map(*meta, "NodeNameToMetaVictims");
+    auto map = victims_map(*meta, "NodeNameToMetaVictims", meta_pod_uid);
     if (!map) return map.error();
     for (auto& [node, victims] : *map) args.victims[node] = std::move(victims);
   }
@@ -455,7 +434,7 @@ Expected<PreemptionResult> parse_preemption_result(std::string_view body) {
   if (!object) return object.error();
   PreemptionResult result;
   if (const json* meta = find_key(*object, "NodeNameToMetaVictims")) {
-    auto map = meta_victims_map(*meta, "NodeNameToMetaVictims");
+    auto map = victims_map(*meta, "NodeNameToMetaVictims", meta_pod_uid);
     if (!map) return map.error();
     result.victims = std::move(*map);
   }
