@@ -97,7 +97,11 @@ Expected<double> parse_quantity(std::string_view text) {
   }
   auto number = parse_number(text);  // plain or exponent form (1e3)
   if (number && *number >= 0) return *number;
-  return Error{"'" + std::string(text) + "' is not a quantity"};
+  // Appended rather than `"'" + std::string(text) + ...`: g++ 12 at -O3 misreads that insert at
+  // the front of a temporary as an overlapping memcpy (a false -Wrestrict, GCC bug 105651).
+  std::string message = "'";
+  message.append(text).append("' is not a quantity");
+  return Error{message};
 }
 
 Expected<PodIdentity> pod_identity(const json& pod) {
