@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Writes the seed corpus of one fuzz target into a folder: the real kube-scheduler v1.28 traffic
+# and the upstream golden bodies in data/kube-extender/, the shipped alloxd configs, and every
+# input saved under fuzz/regressions/<target>/ (crashes found before, kept so they stay fixed).
+#   fuzz/seeds.sh fuzz_wire|fuzz_pod|fuzz_routes|fuzz_config OUT_DIR
+set -euo pipefail
+target=$1
+out=$2
+root=$(cd "$(dirname "$0")/.." && pwd)
+data=$root/data/kube-extender
+mkdir -p "$out"
+
+# Every JSON body in data/kube-extender (not the recorded headers). Few forks: the machine this
+# runs on is often loaded, and ctest replays these seeds in every test run.
+mapfile -t bodies < <(find "$data" -name '*.json' ! -name '*.meta.json' | sort)
+
+case $target in
+  fuzz_wire | fuzz_pod)
+    cp -r "$data" "$out/kube-extender"  # libFuzzer and replay_main read folders recursively
+    i=0
+    while IFS= read -r line; do
+      i=$((i + 1))
+      printf '%s' "$line" >"$out/upstream-golden-$i.json"
+    done <"$data/upstream_golden_types_test.jsonl"
+    ;;
+  fuzz_routes)
+    for file in "${bodies[@]}"; do
+      name=${file##*/}
+      case $name in
+        *.reply.json | *_result*.json) continue ;;
+        *-filter.json | filter_args*) verbs=(filter prioritize) ;;
+        *-prioritize.json) verbs=(prioritize) ;;
+        *-bind.json | bind_args*) verbs=(bind) ;;
+        *-preempt.json | preempt_args*) verbs=(preempt) ;;
+        *) continue ;;
+      esac
+      body=$(<"$file")
+      rel=${file#"$data"/}
+      for verb in "${verbs[@]}"; do
+        printf 'POST /%s\n%s' "$verb" "$body" >"$out/$verb-${rel//\//_}"
+      done
+    done
+    for request in "GET /healthz" "GET /readyz" "GET /metrics" "GET /" "GET /v1/queue" \
+      "GET /v1/fairness" "GET /v1/jobs/default/g1" "POST /v1/jobs/default/g1/done"; do
+      name=${request// /_}
+      printf '%s\n' "$request" >"$out/${name//\//_}"
+    done
+    printf 'POST /v1/profiles\n%s' \
+      '[{"job":"default/g1","device":"gpu","iterations":20,"seconds":13.5,"kind":"profile"}]' \
+      >"$out/POST_v1_profiles"
+    ;;
+  fuzz_config)
+    cp "$root/examples/alloxd.yaml" "$out/examples-alloxd.yaml"
+    cp "$root/manifests/alloxd.yaml" "$out/manifests-alloxd.yaml"
+    ;;
+  *)
+    echo "unknown fuzz target: $target" >&2
+    exit 2
+    ;;
+esac
+if [[ -d $root/fuzz/regressions/$target ]]; then
+  for file in "$root/fuzz/regressions/$target"/*; do
+    [[ -f $file ]] && cp "$file" "$out/regression-${file##*/}"
+  done
+fi
+echo "$target: seeds in $out" >&2
