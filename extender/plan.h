@@ -5,7 +5,7 @@
 // policy's, else a list schedule: O(jobs × machines) per plan). Plans are
 // immutable once made and shared by pointer (PlanBoard), so readers never wait for a solve.
 //
-// make_plan is pure. PlanBoard is thread-safe: publish() from the scheduler thread, latest() and
+// make_plan is pure. PlanBoard is thread-safe: publish() from the planner thread, latest() and
 // wait_for() from any thread.
 #pragma once
 

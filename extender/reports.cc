@@ -1,8 +1,113 @@
 #include "extender/reports.h"
 
+#include <algorithm>
+#include <limits>
+#include <tuple>
+
+#include "fairness/share.h"
+#include "fairness/usage_window.h"
+
 namespace allox::extender {
 
 using nlohmann::json;
+
+FairnessReport fairness_report(const JobBook& book, const std::vector<UsageRecord>& usage,
+                               double now, double window) {
+  FairnessReport report;
+  report.now = now;
+  report.window = window;
+  std::map<DeviceType, int> machines;
+  for (const MachineSlot& slot : book.slots()) ++machines[slot.device];
+  std::map<std::string, UserReport> users;
+  std::map<std::string, double> jct_sum;
+  for (const auto& [user, share] : current_shares(book.snapshot(report.now).state)) {
+    users[user].user = user;
+    users[user].share = share;
+  }
+  for (const auto& [id, job] : book.jobs()) {
+    UserReport& u = users[job.record.user];
+    u.user = job.record.user;
+    switch (job.record.phase) {
+      case JobPhase::kQueued:
+        ++u.queued;
+        break;
+      case JobPhase::kRunning:
+        ++u.running;
+        break;
+      case JobPhase::kDone:
+        ++u.done;
+        jct_sum[u.user] += job.record.finish - job.record.arrival;
+        break;
+    }
+  }
+  for (const UsageRecord& row : usage) {
+    double begin = std::max(row.start, report.now - report.window);
+    double end = row.end.value_or(report.now);
+    if (end <= begin) continue;
+    UserReport& u = users[row.user];
+    u.user = row.user;
+    u.window_share += (end - begin) / report.window / std::max(1, machines[row.device]);
+  }
+  std::vector<double> active_shares;
+  for (auto& [name, u] : users) {
+    if (u.done > 0) u.mean_jct = jct_sum[name] / u.done;
+    if (u.queued + u.running > 0) active_shares.push_back(u.share);
+    report.users.push_back(u);
+  }
+  report.jain_index = allox::jain_index(active_shares);
+  return report;
+}
+
+JobView job_view(const JobBook& book, const BookJob& job, const Plan& plan, double now) {
+  JobView view;
+  view.record = job.record;
+  for (const auto& [key, variant] : job.variants) {
+    view.variants.push_back({key, variant.device, book.estimate(job, variant.device)});
+  }
+  if (auto it = plan.starts.find(job.record.id);
+      it != plan.starts.end() && job.record.phase == JobPhase::kQueued) {
+    view.planned_start = it->second;
+  }
+  if (auto it = plan.waiting.find(job.record.id);
+      it != plan.waiting.end() && job.record.phase == JobPhase::kQueued) {
+    view.planned_wait = it->second;
+  }
+  if (job.record.phase == JobPhase::kRunning) view.remaining = book.remaining(job, now);
+  return view;
+}
+
+QueueView queue_view(const JobBook& book, const Plan& plan, double now) {
+  QueueView view;
+  view.now = now;
+  view.plan_solved_at = plan.solved_at;
+  view.plan_solve_seconds = plan.solve_seconds;
+  view.plan_error = plan.error;
+  view.nodes = static_cast<int>(book.node_count());
+  for (const MachineSlot& slot : book.slots()) {
+    ++view.machines;
+    if (slot.running_job.empty()) ++view.idle_machines;
+  }
+  for (const auto& [id, job] : book.jobs()) {
+    if (job.record.phase == JobPhase::kQueued)
+      view.queued.push_back(job_view(book, job, plan, now));
+    if (job.record.phase == JobPhase::kRunning) {
+      view.running.push_back(job_view(book, job, plan, now));
+    }
+  }
+  auto rank = [](const JobView& j) {
+    if (j.planned_start) return 0;
+    if (j.planned_wait) return j.planned_wait->position;
+    return std::numeric_limits<int>::max();
+  };
+  std::sort(view.queued.begin(), view.queued.end(), [&](const JobView& a, const JobView& b) {
+    return std::forward_as_tuple(rank(a), a.record.arrival, a.record.id) <
+           std::forward_as_tuple(rank(b), b.record.arrival, b.record.id);
+  });
+  std::sort(view.running.begin(), view.running.end(), [](const JobView& a, const JobView& b) {
+    return std::tie(a.record.start, a.record.id) < std::tie(b.record.start, b.record.id);
+  });
+  return view;
+}
 
 json to_json(const FairnessReport& report) {
   json users = json::array();

@@ -61,9 +61,15 @@ struct QueueView {
   int machines = 0, idle_machines = 0, nodes = 0;
 };
 
+// The views, built from the book (read under its lock) and the latest plan at time `now`.
+// usage is the usage history since now - window (fairness_report's windowed shares).
+FairnessReport fairness_report(const JobBook& book, const std::vector<UsageRecord>& usage,
+                               double now, double window);
+QueueView queue_view(const JobBook& book, const Plan& plan, double now);
+JobView job_view(const JobBook& book, const BookJob& job, const Plan& plan, double now);
+
 nlohmann::json to_json(const FairnessReport& report);
 nlohmann::json to_json(const JobView& job);
 nlohmann::json to_json(const QueueView& queue);
-
 
 }  // namespace allox::extender

@@ -1,56 +1,31 @@
-// The extender's behaviour, independent of HTTP: kube-scheduler's verbs (filter, prioritize,
-// bind, preempt) over typed wire values, job completion, profile reports and the read-only
-// reports. The HTTP layer (extender/http_server.h) parses, calls one method, renders.
+// alloxd's service: the rooms wired together, behind the one object the HTTP routes call.
 //
-// Decisions (DESIGN section 5): a scheduler thread runs the policy (fairness round + matcher)
-// whenever the job book changes and at least every `tick`, and publishes a Plan. filter() and
-// prioritize() answer from the latest plan under a shared lock, in microseconds; only a pod
-// whose job the plan has not seen yet waits (at most `first_plan_wait`) for the next round.
-//   - a job that starts now: its planned node is admitted for the planned device's variant
-//     (any node with a free machine of that device if the planned one is not a candidate);
-//   - every other candidate goes to FailedNodes with a reason a person can act on
-//     ("queued: position 3 of 12, est. start in 540s"), or FailedAndUnresolvableNodes when the
-//     node can never run this variant (no such device there, the job already runs elsewhere);
-//   - device variants of a job (pods sharing allox.io/job) are admitted one at a time and bind
-//     refuses a second one, so exactly one runs.
-// bind() posts the Binding through ClusterApi (when there is one) and records the start durably
-// before answering; on failure the job stays queued and the answer carries Error.
+//   planner.h        the job book, its store, and the thread that plans it
+//   verbs.h          kube-scheduler's filter / prioritize / bind / preempt, confirming the plan
+//   cluster_poller.h the cluster side: node inventory and pod completions from the API server
+//   reports.h        the fairness, queue and job views
 //
+// The service owns them and the metrics, and forwards; it holds no scheduling logic itself.
 // Durability: every acknowledged state change (new pod, bind, completion, profile) is written to
 // the Store before the method returns; create() rebuilds the book from it.
 //
 // Thread-safe: all public methods may be called concurrently.
 #pragma once
 
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <functional>
 #include <memory>
-#include <mutex>
-#include <shared_mutex>
-#include <thread>
 
 #include "extender/cluster_api.h"
+#include "extender/cluster_poller.h"
 #include "extender/config.h"
-#include "extender/job_book.h"
 #include "extender/metrics.h"
-#include "extender/plan.h"
+#include "extender/planner.h"
 #include "extender/reports.h"
-#include "extender/store.h"
-#include "extender/wire.h"
+#include "extender/verbs.h"
 #include "fairness/policy.h"
 
 namespace allox::extender {
-
-// A profiling or progress report (POST /v1/profiles).
-struct ProfileReport {
-  std::string job_id;
-  DeviceType device;
-  ProfileSample::Kind kind = ProfileSample::Kind::kProfile;
-  std::int64_t iterations = 0;
-  double seconds = 0;
-};
 
 struct ServiceOptions {
   // Unix seconds; tests substitute a fake clock.
@@ -70,63 +45,42 @@ class ExtenderService {
                                                            ServiceOptions options = {});
   ~ExtenderService();
 
-  // Starts and stops the scheduler thread. stop() is idempotent; the destructor calls it.
+  // Starts and stops the planner thread and the cluster poller. stop() is idempotent; the
+  // destructor calls it.
   void start();
   void stop();
 
   // True once the node inventory is loaded and a first plan is published.
-  bool ready() const;
+  bool ready() const { return planner_->ready(); }
 
-  FilterResult filter(const ExtenderArgs& args);
-  std::vector<HostPriority> prioritize(const ExtenderArgs& args);
-  BindingResult bind(const BindingArgs& args);
-  PreemptionResult preempt(const PreemptionArgs& args);
+  FilterResult filter(const ExtenderArgs& args) { return verbs_->filter(args); }
+  std::vector<HostPriority> prioritize(const ExtenderArgs& args) {
+    return verbs_->prioritize(args);
+  }
+  BindingResult bind(const BindingArgs& args) { return verbs_->bind(args); }
+  PreemptionResult preempt(const PreemptionArgs& args) { return verbs_->preempt(args); }
 
   // The job finished (POST /v1/jobs/{id}/done, or its pod succeeded or failed).
-  Status complete(const std::string& job_id);
-  Status add_profile(const ProfileReport& report);
+  Status complete(const std::string& job_id) { return planner_->complete(job_id); }
+  Status add_profile(const ProfileReport& report) { return planner_->add_profile(report); }
 
   FairnessReport fairness() const;
   QueueView queue() const;
   Expected<JobView> job(const std::string& job_id) const;
 
   Metrics& metrics() { return metrics_; }
-  const ExtenderConfig& config() const { return config_; }
-  // Wakes the scheduler thread and waits until it has published a plan of the current book.
-  void solve_now();
+  const ExtenderConfig& config() const { return planner_->config(); }
+  // Wakes the planner thread and waits until it has published a plan of the current book.
+  void solve_now() { planner_->solve_now(); }
 
  private:
-  ExtenderService(ExtenderConfig config, std::unique_ptr<SchedulingPolicy> policy,
-                  std::unique_ptr<ClusterApi> api, std::unique_ptr<Store> store,
-                  ServiceOptions options);
-  double now() const { return options_.clock(); }
-  void scheduler_loop();
-  void solve_once();
-  void refresh_from_api();
-  void wake();
-  // Registers the pod as a variant (persisting it when new). Returns the book version the
-  // plan must reach to include it, or an error to report.
-  Expected<std::uint64_t> register_variant(const JobVariant& variant);
-  JobView view_of(const BookJob& job, const Plan& plan, double at) const;
+  ExtenderService() = default;
 
-  const ExtenderConfig config_;
-  std::unique_ptr<SchedulingPolicy> policy_;  // used by the scheduler thread only
+  Metrics metrics_;  // first: the rooms below refer to it
   std::unique_ptr<ClusterApi> api_;
-  std::unique_ptr<Store> store_;
-  ServiceOptions options_;
-  Metrics metrics_;
-  PlanBoard plans_;
-
-  mutable std::shared_mutex book_mu_;
-  JobBook book_;
-  std::mutex bind_mu_;  // one bind at a time: check, call the API server, record
-
-  std::mutex wake_mu_;
-  std::condition_variable wake_cv_;
-  bool wake_pending_ = false;
-  bool stopping_ = false;
-  std::thread scheduler_;
-  std::atomic<bool> ready_{false};
+  std::unique_ptr<Planner> planner_;
+  std::unique_ptr<ExtenderVerbs> verbs_;
+  std::unique_ptr<ClusterPoller> poller_;  // null without an API server
 };
 
 }  // namespace allox::extender

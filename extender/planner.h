@@ -1,0 +1,129 @@
+// The job queue and its planner: the job book under its lock, made durable through the Store,
+// and the thread that plans it (DESIGN section 5).
+//
+// Every change (a new variant, a start, a completion, a profile, a new inventory) is written to
+// the Store before the book changes and before the call returns, then wakes the planner thread.
+// The thread snapshots the book, runs the policy (fairness round + matcher) and publishes a
+// Plan; it plans again on every wake and at least every `tick`. Readers take the latest plan
+// by pointer and read the book under a shared lock (read()), so they never wait for a solve.
+//
+// The planner does not talk to kube-scheduler or the API server: the verbs (verbs.h) and the
+// cluster side (cluster_poller.h) call it.
+//
+// Thread-safe: all public methods may be called concurrently.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <thread>
+#include <vector>
+
+#include "extender/config.h"
+#include "extender/job_book.h"
+#include "extender/metrics.h"
+#include "extender/plan.h"
+#include "extender/store.h"
+#include "fairness/policy.h"
+
+namespace allox::extender {
+
+// A profiling or progress report (POST /v1/profiles).
+struct ProfileReport {
+  std::string job_id;
+  DeviceType device;
+  ProfileSample::Kind kind = ProfileSample::Kind::kProfile;
+  std::int64_t iterations = 0;
+  double seconds = 0;
+};
+
+struct PlannerOptions {
+  // Unix seconds; tests substitute a fake clock. Unset: the wall clock.
+  std::function<double()> clock;
+  // A fixed node inventory (no API server); set before the stored jobs are restored.
+  std::optional<std::vector<NodeInventory>> inventory;
+};
+
+class Planner {
+ public:
+  // Opens the store and restores the book from it. metrics must outlive the planner.
+  static Expected<std::unique_ptr<Planner>> create(const ExtenderConfig& config,
+                                                   std::unique_ptr<SchedulingPolicy> policy,
+                                                   Metrics& metrics, PlannerOptions options = {});
+  ~Planner();
+
+  // Starts and stops the planner thread. stop() is idempotent; the destructor calls it.
+  void start();
+  void stop();
+
+  // True once the node inventory is loaded and a first plan is published.
+  bool ready() const;
+  double now() const { return options_.clock(); }
+  const ExtenderConfig& config() const { return config_; }
+
+  // Changes. Each is durable before it returns and wakes the planner thread.
+  void set_inventory(const std::vector<NodeInventory>& nodes);
+  // Registers a pod as a variant of its job (persisted when new or changed). Returns the book
+  // version a plan must reach to include it (0 when nothing changed).
+  Expected<std::uint64_t> register_variant(const JobVariant& variant);
+  struct Started {
+    JobRecord record;
+    std::vector<PodIdentity> unused_variants;  // the job's other variants, which never run
+  };
+  // Records that `variant` was bound to `node` (on `preferred_slot` when it is free there).
+  Expected<Started> record_start(const JobVariant& variant, const std::string& node,
+                                 int preferred_slot);
+  // The job finished (its pod succeeded, failed or vanished, or an operator said so).
+  Status complete(const std::string& job_id);
+  Status add_profile(const ProfileReport& report);
+
+  // Reads. `read` runs under the book's shared lock and must not call back into the planner.
+  template <typename Read>
+  auto read(Read&& read) const {
+    std::shared_lock lock(book_mu_);
+    return read(static_cast<const JobBook&>(book_));
+  }
+  std::shared_ptr<const Plan> latest_plan() const { return plans_.latest(); }
+  // The latest plan once it reflects book version `version`, or whatever is latest at deadline.
+  std::shared_ptr<const Plan> wait_for_plan(std::uint64_t version,
+                                            std::chrono::steady_clock::time_point deadline) const {
+    return plans_.wait_for(version, deadline);
+  }
+  Expected<std::vector<UsageRecord>> usage_since(double since) const {
+    return store_->usage_since(since);
+  }
+
+  // Wakes the planner thread and waits until it has published a plan of the current book.
+  void solve_now();
+
+ private:
+  Planner(ExtenderConfig config, std::unique_ptr<SchedulingPolicy> policy,
+          std::unique_ptr<Store> store, Metrics& metrics, PlannerOptions options);
+  void loop();
+  void solve_once();
+  void wake();
+
+  const ExtenderConfig config_;
+  std::unique_ptr<SchedulingPolicy> policy_;  // used by the planner thread only
+  std::unique_ptr<Store> store_;
+  Metrics& metrics_;
+  PlannerOptions options_;
+  PlanBoard plans_;
+
+  mutable std::shared_mutex book_mu_;
+  JobBook book_;
+
+  std::mutex wake_mu_;
+  std::condition_variable wake_cv_;
+  bool wake_pending_ = false;
+  bool stopping_ = false;
+  std::thread thread_;
+  std::atomic<bool> ready_{false};
+};
+
+}  // namespace allox::extender

@@ -1,0 +1,224 @@
+#include "extender/verbs.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+namespace allox::extender {
+namespace {
+
+std::string whole_seconds(double seconds) {
+  return std::to_string(static_cast<long long>(std::llround(std::max(0.0, seconds)))) + "s";
+}
+
+}  // namespace
+
+ExtenderVerbs::ExtenderVerbs(Planner& planner, ClusterApi* api, Metrics& metrics,
+                             VerbOptions options)
+    : planner_(planner), api_(api), metrics_(metrics), options_(options) {}
+
+FilterResult ExtenderVerbs::filter(const ExtenderArgs& args) {
+  FilterResult result;
+  result.node_names.emplace();  // nodeCacheCapable: always a list, never null
+  if (args.node_objects) result.node_objects.emplace();
+  const std::vector<std::string> candidates = args.candidates();
+  const DeviceMapping& devices = planner_.config().devices;
+  auto variant = read_job_variant(args.pod, devices);
+  if (!variant) {
+    for (const std::string& node : candidates) {
+      result.failed_and_unresolvable_nodes[node] =
+          "allox cannot read this pod: " + variant.message();
+    }
+    return result;
+  }
+  if (!planner_.ready()) {
+    result.error = "allox is not ready: its node inventory is not loaded yet";
+    return result;
+  }
+  auto needed = planner_.register_variant(*variant);
+  if (!needed) {
+    result.error = needed.message();
+    return result;
+  }
+  std::shared_ptr<const Plan> plan = planner_.latest_plan();
+  if (plan->version < *needed) {
+    plan = planner_.wait_for_plan(*needed,
+                                  std::chrono::steady_clock::now() + options_.first_plan_wait);
+  }
+  const double now = planner_.now();
+
+  planner_.read([&](const JobBook& book) {
+    const BookJob* job = book.job(variant->job_id);
+    const std::string& id = variant->job_id;
+    const std::string resource = devices.resource_for(variant->device);
+
+    // Why no node can take this variant, when that holds for every node.
+    std::string never;
+    if (job->record.phase == JobPhase::kRunning) {
+      never = "job " + id + " already runs as pod " + job->record.pod_namespace + "/" +
+              job->record.pod_name + " on " + job->record.node;
+    } else if (job->record.phase == JobPhase::kDone) {
+      never = "job " + id + " has finished";
+    }
+    std::string wait_reason;
+    const PlannedStart* start = nullptr;
+    if (auto it = plan->starts.find(id); it != plan->starts.end()) {
+      start = &it->second;
+      if (start->device != variant->device) {
+        wait_reason = "job " + id + " starts on " + start->device + " (another variant); this " +
+                      variant->device + " variant is not used";
+        start = nullptr;
+      }
+    } else if (auto w = plan->waiting.find(id); w != plan->waiting.end()) {
+      wait_reason = "queued: position " + std::to_string(w->second.position) + " of " +
+                    std::to_string(w->second.queue_length);
+      if (w->second.estimated_start) {
+        wait_reason += ", est. start in " + whole_seconds(*w->second.estimated_start - now);
+      }
+    } else if (!plan->error.empty()) {
+      result.error = "allox's scheduling round failed: " + plan->error;
+      return;
+    } else {
+      wait_reason = "queued: waiting for allox's next scheduling round";
+    }
+
+    // Nodes that may take the job now: the planned one, or, when kube-scheduler did not offer
+    // it or it is full, any offered node with a free machine of the planned device.
+    std::set<std::string> admitted;
+    if (start != nullptr && never.empty()) {
+      bool offered =
+          std::find(candidates.begin(), candidates.end(), start->node) != candidates.end();
+      if (offered && book.capacity(start->node, start->device).free > 0) {
+        admitted.insert(start->node);
+      } else {
+        for (const std::string& node : candidates) {
+          if (book.capacity(node, start->device).free > 0) admitted.insert(node);
+        }
+      }
+    }
+
+    for (std::size_t i = 0; i < candidates.size(); ++i) {
+      const std::string& node = candidates[i];
+      if (!book.has_node(node)) {
+        result.failed_nodes[node] = "node " + node + " is not in allox's inventory";
+        continue;
+      }
+      NodeCapacity capacity = book.capacity(node, variant->device);
+      if (capacity.total == 0) {
+        result.failed_and_unresolvable_nodes[node] = "node has no " + resource + " capacity";
+      } else if (!never.empty()) {
+        result.failed_and_unresolvable_nodes[node] = never;
+      } else if (admitted.count(node)) {
+        result.node_names->push_back(node);
+        if (args.node_objects) result.node_objects->push_back((*args.node_objects)[i]);
+      } else if (start == nullptr) {
+        result.failed_nodes[node] = wait_reason;
+      } else if (capacity.free == 0) {
+        result.failed_nodes[node] =
+            "insufficient free " + resource + " (0 of " + std::to_string(capacity.total) + " free)";
+      } else {
+        result.failed_nodes[node] = "allox placed job " + id + " on " + start->node;
+      }
+    }
+  });
+  return result;
+}
+
+std::vector<HostPriority> ExtenderVerbs::prioritize(const ExtenderArgs& args) {
+  std::vector<HostPriority> priorities;
+  for (const std::string& node : args.candidates()) priorities.push_back({node, 0});
+  auto variant = read_job_variant(args.pod, planner_.config().devices);
+  if (!variant) return priorities;
+  std::shared_ptr<const Plan> plan = planner_.latest_plan();
+  auto it = plan->starts.find(variant->job_id);
+  if (it == plan->starts.end() || it->second.device != variant->device) return priorities;
+  for (HostPriority& p : priorities) {
+    if (p.host == it->second.node) p.score = kMaxExtenderPriority;
+  }
+  return priorities;
+}
+
+BindingResult ExtenderVerbs::bind(const BindingArgs& args) {
+  std::lock_guard bind_lock(bind_mu_);
+  auto refuse = [&](std::string why) {
+    metrics_.record_bind_failure();
+    return BindingResult{std::move(why)};
+  };
+  struct Checked {
+    JobVariant variant;
+    int preferred_slot = -1;
+    std::string refusal;
+  };
+  const std::string namespace_name = args.pod_namespace.empty() ? "default" : args.pod_namespace;
+  Checked checked = planner_.read([&](const JobBook& book) {
+    Checked c;
+    const BookJob* job = book.job_of_pod(namespace_name, args.pod_name);
+    std::string pod = args.pod_namespace + "/" + args.pod_name;
+    if (job == nullptr) {
+      c.refusal = "pod " + pod + " is unknown to allox: filter it first";
+      return c;
+    }
+    if (job->record.phase != JobPhase::kQueued) {
+      c.refusal = "job " + job->record.id + " is " + phase_name(job->record.phase) +
+                  (job->record.phase == JobPhase::kRunning
+                       ? " as pod " + job->record.pod_namespace + "/" + job->record.pod_name
+                       : std::string());
+      return c;
+    }
+    for (const auto& [key, v] : job->variants) {
+      if (v.pod.name == args.pod_name && v.pod.namespace_name == namespace_name) c.variant = v;
+    }
+    if (!book.has_node(args.node)) {
+      c.refusal = "node " + args.node + " is not in allox's inventory";
+      return c;
+    }
+    NodeCapacity capacity = book.capacity(args.node, c.variant.device);
+    if (capacity.free == 0) {
+      c.refusal = "node " + args.node + " has no free " +
+                  planner_.config().devices.resource_for(c.variant.device) + " (0 of " +
+                  std::to_string(capacity.total) + " free)";
+      return c;
+    }
+    std::shared_ptr<const Plan> plan = planner_.latest_plan();
+    if (auto it = plan->starts.find(job->record.id);
+        it != plan->starts.end() && it->second.node == args.node) {
+      c.preferred_slot = it->second.slot;
+    }
+    return c;
+  });
+  if (!checked.refusal.empty()) return refuse(std::move(checked.refusal));
+  if (api_ != nullptr) {
+    if (auto s = api_->bind(args); !s) return refuse(s.message());
+  }
+  auto started = planner_.record_start(checked.variant, args.node, checked.preferred_slot);
+  if (!started) return refuse(started.message());
+  if (api_ != nullptr) {
+    // The other device variants will never run; removing them keeps them out of the queue.
+    for (const PodIdentity& pod : started->unused_variants)
+      (void)api_->delete_pod(pod.namespace_name, pod.name);
+  }
+  return BindingResult{};
+}
+
+PreemptionResult ExtenderVerbs::preempt(const PreemptionArgs& args) {
+  // allox jobs are non-preemptive once started: refuse any node whose victims include one.
+  std::set<std::string> protected_uids = planner_.read([](const JobBook& book) {
+    std::set<std::string> uids;
+    for (const auto& [id, job] : book.jobs()) {
+      if (job.record.phase == JobPhase::kRunning && !job.record.pod_uid.empty()) {
+        uids.insert(job.record.pod_uid);
+      }
+    }
+    return uids;
+  });
+  PreemptionResult result;
+  for (const auto& [node, victims] : args.victims) {
+    bool touches_allox_job =
+        std::any_of(victims.pod_uids.begin(), victims.pod_uids.end(),
+                    [&](const std::string& uid) { return protected_uids.count(uid) > 0; });
+    if (!touches_allox_job) result.victims[node] = victims;
+  }
+  return result;
+}
+
+}  // namespace allox::extender
