@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <sstream>
@@ -43,7 +44,9 @@ struct SimulateArgs {
 
   std::string policy = "allox";
   double alpha = 0.1;
-  double starvation_bound = 3600;
+  double starvation_bound = std::numeric_limits<double>::infinity();
+  bool batch_rounds = false;
+  std::string estimates = "profiler";
   std::string matcher_backend = "lemon";
   bool profiling = false;
   double round_period = -1;
@@ -51,6 +54,7 @@ struct SimulateArgs {
 
   std::vector<double> sweep_alpha;
   std::vector<int> sweep_gpus;
+  std::vector<double> sweep_error;
 
   std::string out;
   bool plots = false;
@@ -114,7 +118,7 @@ std::string guess_format(const std::string& path) {
 Expected<Trace> load_trace(const SimulateArgs& a) {
   Expected<Trace> trace = Error{""};
   if (a.synthetic_jobs > 0) {
-    auto table = load_gavel_throughputs(a.gavel);
+    auto table = ThroughputTable::load_gavel(a.gavel);
     if (!table) return table.error();
     SyntheticOptions o = a.synthetic;
     o.jobs = a.synthetic_jobs;
@@ -216,15 +220,17 @@ void simulate(const SimulateArgs& a) {
   PolicyOptions base;
   base.alpha = a.alpha;
   base.starvation_bound = a.starvation_bound;
+  base.batch_rounds = a.batch_rounds;
   base.matcher_backend = a.matcher_backend;
   SimOptions sim;
   sim.profiling.enabled = a.profiling;
+  sim.estimates = a.estimates == "trace" ? EstimateMode::kTrace : EstimateMode::kProfiler;
   sim.round_period = a.round_period;
   const std::vector<RunSpec> specs = check(expand_policies(a.policy, a.alpha));
 
   std::cout << trace.jobs.size() << " jobs, " << trace.users.size() << " users, "
             << cluster.machines.size() << " machines; profiling " << (a.profiling ? "on" : "off")
-            << "\n";
+            << "; estimates from the " << a.estimates << "\n";
   const std::vector<Run> runs = run_with_progress(a, trace, cluster, specs, base, sim);
   write_comparison_table(summaries_of(runs), std::cout);
 
@@ -265,6 +271,32 @@ void simulate(const SimulateArgs& a) {
         write_comparison_csv(summaries_of(sr), o, a.sweep_alpha, "alpha");
       }));
       if (a.plots) check(plot_alpha_tradeoff(points, a.out));
+    }
+  }
+
+  if (!a.sweep_error.empty()) {
+    std::vector<SweepPoint> points;
+    std::vector<SimSummary> rows;
+    std::vector<double> xs;
+    for (double sigma : a.sweep_error) {
+      Trace noisy = trace;
+      check(redraw_estimates(noisy, sigma, a.synthetic.seed));
+      std::cout << "\nestimate error sigma = " << sigma << "\n";
+      const std::vector<Run> sr = run_with_progress(a, noisy, cluster, specs, base, sim);
+      write_comparison_table(summaries_of(sr), std::cout);
+      for (const Run& r : sr) {
+        points.push_back({sigma, r.summary});
+        rows.push_back(r.summary);
+        xs.push_back(sigma);
+      }
+    }
+    if (!a.out.empty()) {
+      check(write_file(out / "error_sweep.csv",
+                       [&](std::ostream& o) { write_comparison_csv(rows, o, xs, "sigma"); }));
+      if (a.plots) {
+        check(plot_load_sweep(points, "estimate error sigma (e ~ N(0, sigma), clipped to 0.99)",
+                              a.out, "error_sweep"));
+      }
     }
   }
 
@@ -320,7 +352,8 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--estimate-error", a->synthetic.estimate_error,
                   "synthetic: estimates are true × (1 + e), e uniform in ±this")
       ->capture_default_str();
-  cmd->add_option("--seed", a->synthetic.seed, "synthetic: random seed")->capture_default_str();
+  cmd->add_option("--seed", a->synthetic.seed, "random seed (synthetic traces, --sweep-error)")
+      ->capture_default_str();
   cmd->add_option("--gavel", a->gavel, "synthetic: Gavel throughput table")->capture_default_str();
   cmd->add_option("--save-trace", a->save_trace,
                   "write the trace used as CSV (examples/trace.csv format)");
@@ -339,7 +372,17 @@ void add_simulate_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--alpha", a->alpha, "allox fairness knob α in (0, 1]")->capture_default_str();
   cmd->add_option("--starvation-bound", a->starvation_bound,
-                  "allox: a job queued longer than this (s) enters every round")
+                  "allox's extension beyond the paper: a job queued longer than this (s) enters "
+                  "every round and starts first; off (inf) by default, as in the paper")
+      ->capture_default_str();
+  cmd->add_flag("--batch-rounds", a->batch_rounds,
+                "allox: start every job a round plans first on an idle machine (default: the "
+                "paper's one start per round, then re-rank users and solve again)");
+  cmd->add_option("--estimates", a->estimates,
+                  "where p(j, d) comes from: profiler (profiling runs fitted a + b·n, refined "
+                  "by progress reports) or trace (the trace's estimates, as the reference "
+                  "simulator uses them)")
+      ->check(CLI::IsMember({"profiler", "trace"}))
       ->capture_default_str();
   cmd->add_option("--matcher", a->matcher_backend, "allox: matcher backend")->capture_default_str();
   cmd->add_flag("--profiling", a->profiling,
@@ -355,6 +398,10 @@ void add_simulate_command(CLI::App& app) {
       ->delimiter(',');
   cmd->add_option("--sweep-gpus", a->sweep_gpus,
                   "also run the policies with each number of GPUs (other machines unchanged)")
+      ->delimiter(',');
+  cmd->add_option("--sweep-error", a->sweep_error,
+                  "also run the policies with estimates redrawn as true x (1 + e), "
+                  "e ~ N(0, sigma) clipped to 0.99 (seeded by --seed), for each sigma")
       ->delimiter(',');
   cmd->add_option("--out", a->out, "folder for summary.json, jobs.csv, shares.csv (and plots)");
   cmd->add_flag("--plots", a->plots, "draw PNG and SVG plots into --out (needs gnuplot)");

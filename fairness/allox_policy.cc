@@ -1,19 +1,27 @@
-// allox: AlloX's fairness rounds over the exact matcher (DESIGN sections 2 and 3).
+// allox: AlloX's fairness rounds over the exact matcher (DESIGN sections 2 and 3; AlloX,
+// EuroSys 2020, section 4.3).
 //
 // Per decision, on a working copy of the machines:
-//   1. Starvation guard: jobs queued longer than the bound start first, oldest first, each on
-//      the idle machine that runs it fastest.
-//   2. Rounds: the ceil(alpha * U) users with the lowest current share L (fairness_round.h) and
-//      any starved job still waiting enter; the matcher plans them exactly over all machines
-//      (busy ones at their residual time) and the jobs it plans first on an idle machine start.
-//      A round that starts something is followed by a fresh round at the base alpha with the
-//      shares updated; a round that starts nothing doubles alpha (work-conserving), up to 1.
+//   1. Starvation guard (allox's extension, off by default): jobs queued longer than the bound
+//      start first, oldest first, each on the idle machine that runs it fastest.
+//   2. Rounds: fairness_round() (fairness_round.h) picks the ceil(alpha * U) users with the lowest
+//      current share L (and any starved job still waiting); the matcher plans their jobs exactly
+//      over all machines (busy ones at their residual time). As in the paper and its reference
+//      simulator, ONE job the plan puts first on an idle machine starts (the one with the shortest
+//      estimated time there; ties to the lower machine index), then users are re-ranked by their
+//      updated shares and the matcher solves again at the base alpha. PolicyOptions::batch_rounds
+//      starts every such job of a round at once instead (fewer solves, the same jobs' users).
+//      A round that starts nothing doubles alpha (work-conserving), up to 1.
 //   3. The decision ends when no machine is idle, no job is left, or a round at alpha = 1
 //      starts nothing (the matcher prefers every remaining job to wait for a busy, faster
 //      machine). That last round planned every queued job, so its estimated starts are returned;
 //      PolicyOptions::estimate_starts asks for them in the other cases too.
 //
-// Cost: at most (starts + 1) * (1 + log2(1 / alpha)) matcher solves per decision.
+// How this calls the matcher: one matcher::decide_online() per round, over the entering users'
+// waiting jobs and every machine (busy ones at busy_until, machines started in this decision
+// included), with one PriceMemory kept for the policy's life, so consecutive solves of nearly the
+// same queue start warm. Solves per decision: at most (starts + 1) * (1 + log2(1 / alpha)) with
+// one start per round; batch rounds divide the starts by the jobs each round starts.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -66,15 +74,21 @@ class AlloxPolicy : public SchedulingPolicy {
       if (best) r.start(i, *best, decision);
     }
 
-    const std::set<std::size_t> starved_set(starved.begin(), starved.end());
     bool planned_all = false;
     double alpha = options_.alpha;
     while (r.any_idle() && !r.waiting.empty()) {
-      std::vector<std::size_t> entering = round_jobs(state, r, alpha, starved_set);
+      std::vector<std::size_t> waiting(r.waiting.begin(), r.waiting.end());
+      const std::vector<std::size_t> entering =
+          fairness_round(state, waiting, r.shares, alpha, options_.starvation_bound).jobs;
       Expected<matcher::OnlineDecision> online = plan(state, r, entering);
       if (!online.ok()) return Error{"allox round: " + online.message()};
       if (!online->start_now.empty()) {
-        for (const matcher::StartNow& s : online->start_now) {
+        if (options_.batch_rounds) {
+          for (const matcher::StartNow& s : online->start_now) {
+            r.start(entering[s.job], s.machine, decision);
+          }
+        } else {
+          const matcher::StartNow& s = first_to_start(r, entering, online->start_now);
           r.start(entering[s.job], s.machine, decision);
         }
         alpha = options_.alpha;
@@ -147,26 +161,23 @@ class AlloxPolicy : public SchedulingPolicy {
     std::set<std::size_t> waiting;  // queue indices neither started nor unrunnable
   };
 
-  // Queue indices entering the round: jobs of the lowest-share users and starved jobs.
-  static std::vector<std::size_t> round_jobs(const ClusterState& state, const Round& r,
-                                             double alpha, const std::set<std::size_t>& starved) {
-    std::map<std::string, double> shares;
-    for (std::size_t i : r.waiting) {
-      const std::string& user = state.queue[i].job->user;
-      auto s = r.shares.find(user);
-      shares[user] = s == r.shares.end() ? 0.0 : s->second;
+  // The job of a round's start_now that starts when only one does: shortest estimated time on
+  // its machine, ties to the lower machine index (start_now is ordered by machine).
+  static const matcher::StartNow& first_to_start(const Round& r,
+                                                 const std::vector<std::size_t>& entering,
+                                                 const std::vector<matcher::StartNow>& start_now) {
+    const matcher::StartNow* best = &start_now.front();
+    auto time = [&](const matcher::StartNow& s) {
+      return r.times[entering[s.job]].at(r.machines[s.machine].device);
+    };
+    for (const matcher::StartNow& s : start_now) {
+      if (time(s) < time(*best)) best = &s;
     }
-    std::vector<std::string> users = lowest_share_users(shares, alpha);
-    std::set<std::string> entering(users.begin(), users.end());
-    std::vector<std::size_t> jobs;
-    for (std::size_t i : r.waiting) {
-      if (entering.contains(state.queue[i].job->user) || starved.contains(i)) jobs.push_back(i);
-    }
-    return jobs;
+    return *best;
   }
 
   Expected<matcher::OnlineDecision> plan(const ClusterState& state, const Round& r,
-                                         const std::vector<std::size_t>& entering) const {
+                                         const std::vector<std::size_t>& entering) {
     std::vector<matcher::PendingJob> pending;
     for (std::size_t i : entering) pending.push_back({&state.queue[i].job->id, &r.times[i]});
     matcher::MatchingProblem problem;
@@ -174,11 +185,12 @@ class AlloxPolicy : public SchedulingPolicy {
     problem.machines = r.machines;
     problem.jobs = pending;
     problem.idle = r.idle;
-    return matcher::decide_online(problem, {.backend = backend_});
+    return matcher::decide_online(problem, {.backend = backend_, .memory = &memory_});
   }
 
   PolicyOptions options_;
   matcher::Backend backend_;
+  matcher::PriceMemory memory_;  // warm starts across this policy's solves; a hint only
 };
 
 }  // namespace

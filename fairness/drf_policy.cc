@@ -1,16 +1,26 @@
-// drf and drf-ext: progressive filling by the least-share user, as in the reference AlloX
-// simulator's DRF baselines. Each user's queued jobs are served shortest first (on the job's
-// fastest device type); weights divide shares.
+// DRF-family baselines: progressive filling by the least-share user. Weights divide shares.
+// Ties between users with equal shares go to the user whose oldest queued job has waited
+// longest, then by name.
 //
-// drf treats device types as distinct resources: a user's share is max over types of
-// (its machines of that type / machines of that type), and the head job may only run on its
-// fastest type. When that type has no idle machine the round stops (head-of-line blocking, the
-// classic DRF behaviour that the reference measures).
-//
-// drf-ext treats them as interchangeable: a user's share is AlloX's L (fairness/share.h, the
-// fastest-device share discounted on slower devices), the head job takes whichever idle device
-// type runs it fastest, and a user whose head job fits no idle machine sits out this round
-// while the others continue.
+// drf (the reference AlloX simulator's DRF): device types are distinct resources; a user's share
+//   is max over types of (its machines of that type / machines of that type). Each user's queued
+//   jobs are served shortest first (on the job's fastest device type), and the head job may only
+//   run on its fastest type. When that type has no idle machine the round stops (head-of-line
+//   blocking, the classic DRF behaviour that the reference measures).
+// drf-ext (AlloX, EuroSys 2020, section 6.1, "DRFExt"): GPUs are converted to CPUs with one
+//   average speed-up rate beta over the workload, ignoring per-job speed-ups: a user's share is
+//   its machines in CPU units (a GPU counts beta) over the cluster's capacity in CPU units. The
+//   least-share user's job that is shortest on GPU takes a free GPU; otherwise its job shortest
+//   on CPU takes a free CPU node. beta is the mean of p(cpu) / p(gpu) over every job the policy
+//   has seen (by its estimates). With other device types, each type d gets beta_d relative to
+//   the slowest type on average, and free types are tried fastest (largest beta) first.
+// drffifo (AlloX, EuroSys 2020, section 6.1, "DRFFIFO", the baseline of the paper's "up to 95%"):
+//   DRF with no profiling (uses_estimates() is false, so the simulator skips profiling runs),
+//   FIFO within each user, every job on its GPU variant (a job without one runs on the first
+//   device type it lists). Dominant share as drf; head-of-line blocking as drf.
+// drf-ext-fastest (allox's earlier variant, kept for comparison): a user's share is AlloX's L
+//   (fairness/share.h), the head job (shortest on its fastest type) takes whichever idle device
+//   type runs it fastest, and a user whose head job fits no idle machine sits out this round.
 #include <algorithm>
 #include <limits>
 #include <map>
@@ -47,21 +57,44 @@ std::map<std::string, std::vector<std::size_t>> per_user_queues(const ClusterSta
   return queues;
 }
 
-// The user with the lowest share among those with jobs left (ties: name).
+// Earliest queued_since per user with queued jobs.
+std::map<std::string, double> oldest_waiting(const ClusterState& state) {
+  std::map<std::string, double> oldest;
+  for (const QueuedJob& q : state.queue) {
+    auto [it, fresh] = oldest.try_emplace(q.job->user, q.queued_since);
+    if (!fresh) it->second = std::min(it->second, q.queued_since);
+  }
+  return oldest;
+}
+
+// The user with the lowest share among those with jobs left (ties: the longest-waiting oldest
+// job, then name).
 std::string least_share_user(const std::map<std::string, std::vector<std::size_t>>& queues,
                              const std::map<std::string, std::size_t>& next,
-                             const std::map<std::string, double>& share) {
+                             const std::map<std::string, double>& share,
+                             const std::map<std::string, double>& oldest) {
   std::string best;
-  double best_share = std::numeric_limits<double>::infinity();
+  std::tuple<double, double> best_key{std::numeric_limits<double>::infinity(), 0};
   for (const auto& [user, jobs] : queues) {
     if (next.at(user) >= jobs.size()) continue;
     double s = share.contains(user) ? share.at(user) : 0.0;
-    if (s < best_share) {
+    std::tuple<double, double> key{s, oldest.contains(user) ? oldest.at(user) : 0.0};
+    if (best.empty() || key < best_key) {
       best = user;
-      best_share = s;
+      best_key = key;
     }
   }
   return best;
+}
+
+// Dominant share of a user's running machines, weighted.
+double dominant_share(const ClusterState& state, const std::map<DeviceType, std::size_t>& counts,
+                      const std::map<DeviceType, std::size_t>& used, const std::string& user) {
+  double s = 0;
+  for (const auto& [device, n] : used) {
+    s = std::max(s, static_cast<double>(n) / static_cast<double>(counts.at(device)));
+  }
+  return s / weight_of(state, user);
 }
 
 class DrfPolicy : public SchedulingPolicy {
@@ -73,12 +106,9 @@ class DrfPolicy : public SchedulingPolicy {
     std::map<std::string, std::map<DeviceType, std::size_t>> used;
     for (const RunningJob& r : state.running) ++used[r.job->user][state.machines[r.machine].device];
     auto dominant = [&](const std::string& user) {
-      double s = 0;
-      for (const auto& [device, n] : used[user]) {
-        s = std::max(s, static_cast<double>(n) / static_cast<double>(counts.at(device)));
-      }
-      return s / weight_of(state, user);
+      return dominant_share(state, counts, used[user], user);
     };
+    const std::map<std::string, double> oldest = oldest_waiting(state);
 
     auto queues = per_user_queues(state);
     std::map<std::string, std::size_t> next;
@@ -90,7 +120,7 @@ class DrfPolicy : public SchedulingPolicy {
     IdleMachines idle(state);
     Decision decision;
     while (idle.any()) {
-      std::string user = least_share_user(queues, next, share);
+      std::string user = least_share_user(queues, next, share, oldest);
       if (user.empty()) break;
       const QueuedJob& head = state.queue[queues[user][next[user]]];
       DeviceType device;
@@ -113,20 +143,21 @@ class DrfPolicy : public SchedulingPolicy {
   }
 };
 
-class DrfExtPolicy : public SchedulingPolicy {
+class DrfExtFastestPolicy : public SchedulingPolicy {
  public:
-  std::string name() const override { return "drf-ext"; }
+  std::string name() const override { return "drf-ext-fastest"; }
 
   Expected<Decision> decide(const ClusterState& state) override {
     std::map<DeviceType, std::size_t> counts = device_counts(state);
     std::map<std::string, double> share = current_shares(state);
+    const std::map<std::string, double> oldest = oldest_waiting(state);
     auto queues = per_user_queues(state);
     std::map<std::string, std::size_t> next;
     for (const auto& [user, jobs] : queues) next[user] = 0;
     IdleMachines idle(state);
     Decision decision;
     while (idle.any()) {
-      std::string user = least_share_user(queues, next, share);
+      std::string user = least_share_user(queues, next, share, oldest);
       if (user.empty()) break;
       const QueuedJob& head = state.queue[queues[user][next[user]]];
       auto best = idle.best_for(head);
@@ -142,6 +173,176 @@ class DrfExtPolicy : public SchedulingPolicy {
   }
 };
 
+// drf-ext by the paper: one speed-up per device type, learnt over every job seen.
+class DrfExtPolicy : public SchedulingPolicy {
+ public:
+  std::string name() const override { return "drf-ext"; }
+
+  Expected<Decision> decide(const ClusterState& state) override {
+    for (const QueuedJob& q : state.queue) observe(*q.job);
+    for (const RunningJob& r : state.running) observe(*r.job);
+    const std::map<DeviceType, std::size_t> counts = device_counts(state);
+    const std::map<DeviceType, double> beta = speedups(counts);
+    double capacity = 0;  // in units of the slowest type
+    for (const auto& [device, n] : counts) capacity += static_cast<double>(n) * beta.at(device);
+    std::vector<DeviceType> fastest_first;
+    for (const auto& [device, n] : counts) fastest_first.push_back(device);
+    std::stable_sort(
+        fastest_first.begin(), fastest_first.end(),
+        [&](const DeviceType& a, const DeviceType& b) { return beta.at(a) > beta.at(b); });
+
+    std::map<std::string, double> share;
+    for (const RunningJob& r : state.running) {
+      share[r.job->user] +=
+          beta.at(state.machines[r.machine].device) / capacity / weight_of(state, r.job->user);
+    }
+    std::map<std::string, std::vector<std::size_t>> queues;
+    for (std::size_t i = 0; i < state.queue.size(); ++i) {
+      queues[state.queue[i].job->user].push_back(i);
+    }
+    std::map<std::string, std::size_t> left;  // the least_share_user interface: 0 = sits out
+    for (const auto& [user, jobs] : queues) left[user] = 0;
+    const std::map<std::string, double> oldest = oldest_waiting(state);
+
+    IdleMachines idle(state);
+    Decision decision;
+    while (idle.any()) {
+      std::string user = least_share_user(queues, left, share, oldest);
+      if (user.empty()) break;
+      std::vector<std::size_t>& jobs = queues[user];
+      std::optional<std::pair<std::size_t, DeviceType>> pick;  // (position in jobs, device)
+      for (const DeviceType& device : fastest_first) {
+        if (idle.count(device) == 0) continue;
+        std::optional<std::tuple<double, double, std::string>> best;
+        for (std::size_t k = 0; k < jobs.size(); ++k) {
+          const QueuedJob& q = state.queue[jobs[k]];
+          std::optional<double> t = queued_time_on(q, device);
+          if (!t) continue;
+          auto key = std::make_tuple(*t, q.queued_since, q.job->id);
+          if (!best || key < *best) {
+            best = key;
+            pick = {k, device};
+          }
+        }
+        if (pick) break;
+      }
+      if (!pick) {
+        left[user] = jobs.size();  // nothing of this user's fits a free machine: sits out
+        continue;
+      }
+      const auto& [k, device] = *pick;
+      decision.start.push_back({state.queue[jobs[k]].job->id, *idle.take(device)});
+      share[user] += beta.at(device) / capacity / weight_of(state, user);
+      jobs.erase(jobs.begin() + static_cast<std::ptrdiff_t>(k));
+    }
+    return decision;
+  }
+
+  // beta per device type present: mean over seen jobs of p(slowest type) / p(d), the slowest
+  // type being the one with the largest mean estimate. 1 for types without a comparable job.
+  std::map<DeviceType, double> speedups(const std::map<DeviceType, std::size_t>& counts) const {
+    std::map<DeviceType, double> beta;
+    DeviceType slowest;
+    double slowest_mean = -1;
+    for (const auto& [device, n] : counts) {
+      beta[device] = 1;
+      auto it = time_sum_.find(device);
+      if (it == time_sum_.end()) continue;
+      const double mean = it->second.first / static_cast<double>(it->second.second);
+      if (mean > slowest_mean) {
+        slowest_mean = mean;
+        slowest = device;
+      }
+    }
+    if (slowest_mean < 0) return beta;
+    for (const auto& [device, n] : counts) {
+      auto it = ratio_sum_.find({slowest, device});
+      if (device != slowest && it != ratio_sum_.end()) {
+        beta[device] = it->second.first / static_cast<double>(it->second.second);
+      }
+    }
+    return beta;
+  }
+
+ private:
+  // Each job counts once, with its estimates when first seen.
+  void observe(const Job& job) {
+    if (!seen_.insert(job.id).second) return;
+    for (const auto& [a, ta] : job.time) {
+      auto& [sum, n] = time_sum_[a];
+      sum += ta;
+      ++n;
+      for (const auto& [b, tb] : job.time) {
+        if (a == b || !(tb > 0)) continue;
+        auto& [rsum, rn] = ratio_sum_[{a, b}];
+        rsum += ta / tb;
+        ++rn;
+      }
+    }
+  }
+
+  std::set<std::string> seen_;
+  std::map<DeviceType, std::pair<double, std::size_t>> time_sum_;  // (sum, count) of estimates
+  // (a, b) -> (sum, count) of p(a) / p(b) over jobs with both
+  std::map<std::pair<DeviceType, DeviceType>, std::pair<double, std::size_t>> ratio_sum_;
+};
+
+// drffifo: DRF on GPU variants in arrival order, no estimates used.
+class DrfFifoPolicy : public SchedulingPolicy {
+ public:
+  std::string name() const override { return "drffifo"; }
+  bool uses_estimates() const override { return false; }
+
+  Expected<Decision> decide(const ClusterState& state) override {
+    std::map<DeviceType, std::size_t> counts = device_counts(state);
+    std::map<std::string, std::map<DeviceType, std::size_t>> used;
+    for (const RunningJob& r : state.running) ++used[r.job->user][state.machines[r.machine].device];
+    std::map<std::string, std::vector<std::size_t>> queues;
+    for (std::size_t i = 0; i < state.queue.size(); ++i) {
+      if (variant(*state.queue[i].job)) queues[state.queue[i].job->user].push_back(i);
+    }
+    for (auto& [user, jobs] : queues) {
+      std::stable_sort(jobs.begin(), jobs.end(), [&](std::size_t a, std::size_t b) {
+        return std::tie(state.queue[a].queued_since, state.queue[a].job->id) <
+               std::tie(state.queue[b].queued_since, state.queue[b].job->id);
+      });
+    }
+    std::map<std::string, std::size_t> next;
+    std::map<std::string, double> share;
+    for (const auto& [user, jobs] : queues) {
+      next[user] = 0;
+      share[user] = dominant_share(state, counts, used[user], user);
+    }
+    const std::map<std::string, double> oldest = oldest_waiting(state);
+    IdleMachines idle(state);
+    Decision decision;
+    while (idle.any()) {
+      std::string user = least_share_user(queues, next, share, oldest);
+      if (user.empty()) break;
+      const QueuedJob& head = state.queue[queues[user][next[user]]];
+      const DeviceType device = *variant(*head.job);
+      if (!counts.contains(device)) {  // a variant this cluster lacks: the job can never run
+        ++next[user];
+        continue;
+      }
+      std::optional<std::size_t> machine = idle.take(device);
+      if (!machine) break;  // head-of-line blocking
+      decision.start.push_back({head.job->id, *machine});
+      ++used[user][device];
+      ++next[user];
+      share[user] = dominant_share(state, counts, used[user], user);
+    }
+    return decision;
+  }
+
+ private:
+  static std::optional<DeviceType> variant(const Job& job) {
+    if (job.time.contains("gpu")) return DeviceType("gpu");
+    if (job.time.empty()) return std::nullopt;
+    return job.time.begin()->first;
+  }
+};
+
 }  // namespace
 
 std::unique_ptr<SchedulingPolicy> make_drf_policy() {
@@ -149,6 +350,12 @@ std::unique_ptr<SchedulingPolicy> make_drf_policy() {
 }
 std::unique_ptr<SchedulingPolicy> make_drf_ext_policy() {
   return std::make_unique<DrfExtPolicy>();
+}
+std::unique_ptr<SchedulingPolicy> make_drf_ext_fastest_policy() {
+  return std::make_unique<DrfExtFastestPolicy>();
+}
+std::unique_ptr<SchedulingPolicy> make_drffifo_policy() {
+  return std::make_unique<DrfFifoPolicy>();
 }
 
 }  // namespace allox

@@ -1,10 +1,18 @@
-// es (equal share): a static partition, as in the reference AlloX simulator. Every user known to
-// the snapshot (ClusterState::users and every user with a job) owns machines of each device type
-// in proportion to its weight: floor(n_d * w_u / sum w), the leftover machines going to the
-// largest fractional parts (ties by name). A user's queued jobs, shortest first, take the idle
-// device type that runs them fastest among the types where the user is below its quota. Not
+// es and es-fastest: equal static shares.
+//
+// Both give every user known to the snapshot (ClusterState::users and every user with a job) a
+// static part of each device type in proportion to its weight: floor(n_d * w_u / sum w), the
+// leftover machines going to the largest fractional parts (ties by name). Neither is
 // work-conserving: a machine in an absent user's part stays idle, which is the point of the
-// baseline.
+// baseline. They differ in which of a user's jobs takes a free machine of the user's part:
+//
+// es (AlloX, EuroSys 2020, section 6.1, "ES"): when a resource frees, the user's job with the
+//   shortest processing time *on that resource* takes it. When several of the user's machines
+//   are free at once, the user's (job, free device type) pairs are served shortest first, so a
+//   free GPU and a free CPU node each get the job that is shortest there.
+// es-fastest (allox's earlier variant, kept for comparison): the user's jobs, shortest on their
+//   fastest device first, each take the idle device type of the user's part that runs it
+//   fastest.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -46,14 +54,72 @@ std::map<std::string, std::map<DeviceType, std::size_t>> quotas(const ClusterSta
   return quota;
 }
 
+std::map<std::string, std::map<DeviceType, std::size_t>> machines_in_use(
+    const ClusterState& state) {
+  std::map<std::string, std::map<DeviceType, std::size_t>> used;
+  for (const RunningJob& r : state.running) ++used[r.job->user][state.machines[r.machine].device];
+  return used;
+}
+
 class EqualSharePolicy : public SchedulingPolicy {
  public:
   std::string name() const override { return "es"; }
 
   Expected<Decision> decide(const ClusterState& state) override {
     auto quota = quotas(state);
-    std::map<std::string, std::map<DeviceType, std::size_t>> used;
-    for (const RunningJob& r : state.running) ++used[r.job->user][state.machines[r.machine].device];
+    auto used = machines_in_use(state);
+    std::map<std::string, std::vector<std::size_t>> queues;  // user -> queue indices
+    std::map<std::string, double> oldest;                    // user -> earliest queued_since
+    for (std::size_t i = 0; i < state.queue.size(); ++i) {
+      const std::string& user = state.queue[i].job->user;
+      queues[user].push_back(i);
+      auto [it, fresh] = oldest.try_emplace(user, state.queue[i].queued_since);
+      if (!fresh) it->second = std::min(it->second, state.queue[i].queued_since);
+    }
+    // Users take their free machines longest-waiting first; this matters only when machines
+    // outside every job's part (profiling runs in the simulator) leave fewer idle than free.
+    std::vector<std::string> users;
+    for (const auto& [user, jobs] : queues) users.push_back(user);
+    std::stable_sort(users.begin(), users.end(), [&](const std::string& a, const std::string& b) {
+      return oldest.at(a) < oldest.at(b);
+    });
+
+    IdleMachines idle(state);
+    Decision decision;
+    for (const std::string& user : users) {
+      std::vector<std::size_t>& jobs = queues[user];
+      for (;;) {
+        // The user's shortest (job, device) pair over device types with a free machine in its
+        // part; ties to the earlier-queued job, then id.
+        std::optional<std::tuple<double, double, std::string, std::size_t, DeviceType>> best;
+        for (std::size_t k = 0; k < jobs.size(); ++k) {
+          const QueuedJob& q = state.queue[jobs[k]];
+          for (const auto& [device, n] : quota[user]) {
+            if (idle.count(device) == 0 || used[user][device] >= n) continue;
+            std::optional<double> t = queued_time_on(q, device);
+            if (!t) continue;
+            auto candidate = std::make_tuple(*t, q.queued_since, q.job->id, k, device);
+            if (!best || candidate < *best) best = candidate;
+          }
+        }
+        if (!best) break;
+        const auto& [t, since, id, k, device] = *best;
+        decision.start.push_back({id, *idle.take(device)});
+        ++used[user][device];
+        jobs.erase(jobs.begin() + static_cast<std::ptrdiff_t>(k));
+      }
+    }
+    return decision;
+  }
+};
+
+class EqualShareFastestPolicy : public SchedulingPolicy {
+ public:
+  std::string name() const override { return "es-fastest"; }
+
+  Expected<Decision> decide(const ClusterState& state) override {
+    auto quota = quotas(state);
+    auto used = machines_in_use(state);
 
     std::map<DeviceType, std::size_t> counts = device_counts(state);
     std::vector<std::pair<double, std::size_t>> order;  // (shortest time, queue index)
@@ -93,6 +159,9 @@ class EqualSharePolicy : public SchedulingPolicy {
 
 std::unique_ptr<SchedulingPolicy> make_equal_share_policy() {
   return std::make_unique<EqualSharePolicy>();
+}
+std::unique_ptr<SchedulingPolicy> make_equal_share_fastest_policy() {
+  return std::make_unique<EqualShareFastestPolicy>();
 }
 
 }  // namespace allox

@@ -22,10 +22,14 @@ const std::vector<PolicyEntry>& registry() {
       {"sjf", [](const PolicyOptions&) { return make_sjf_policy(); }},
       {"drf", [](const PolicyOptions&) { return make_drf_policy(); }},
       {"drf-ext", [](const PolicyOptions&) { return make_drf_ext_policy(); }},
+      {"drffifo", [](const PolicyOptions&) { return make_drffifo_policy(); }},
       {"es", [](const PolicyOptions&) { return make_equal_share_policy(); }},
       {"srpt", [](const PolicyOptions&) { return make_srpt_policy(); }},
       {"las", [](const PolicyOptions& o) { return make_las_policy(o); }},
       {"maxmin", [](const PolicyOptions&) { return make_maxmin_policy(); }},
+      // allox's earlier variants of es and drf-ext, under names that say what they do.
+      {"es-fastest", [](const PolicyOptions&) { return make_equal_share_fastest_policy(); }},
+      {"drf-ext-fastest", [](const PolicyOptions&) { return make_drf_ext_fastest_policy(); }},
   };
   return entries;
 }

@@ -13,6 +13,7 @@
 // usage), so keep one instance per simulation or server. Not thread-safe: one caller at a time.
 #pragma once
 
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -64,8 +65,13 @@ struct Decision {
 };
 
 struct PolicyOptions {
-  double alpha = 0.1;                     // allox: fraction of users per fairness round, in (0, 1]
-  double starvation_bound = 3600;         // allox: a job queued longer enters every round (seconds)
+  double alpha = 0.1;  // allox: fraction of users per fairness round, in (0, 1]
+  // allox: a job queued longer than this (seconds) enters every round and starts first. allox's
+  // extension beyond the paper; infinity (the default, the paper's setting) turns it off.
+  double starvation_bound = std::numeric_limits<double>::infinity();
+  // allox: start every job a round's plan puts first on an idle machine, instead of the paper's
+  // one start per round followed by re-ranking users and solving again.
+  bool batch_rounds = false;
   double usage_window = 3600;             // sliding window for cumulative usage reports (seconds)
   std::string matcher_backend = "lemon";  // allox: lemon, boost or glpk
   // allox: always fill Decision::estimated_start for jobs left queued (one more matcher solve per
@@ -85,10 +91,14 @@ class SchedulingPolicy {
   virtual std::string name() const = 0;
   // True when decide() may return preemptions (srpt, las).
   virtual bool preemptive() const { return false; }
+  // False for a policy that never reads processing-time estimates (drffifo): the simulator
+  // then runs no profiling for it, as the paper's DRFFIFO has none.
+  virtual bool uses_estimates() const { return true; }
   virtual Expected<Decision> decide(const ClusterState& state) = 0;
 };
 
-// Names: allox, fifo, sjf, drf, drf-ext, es, srpt, las, maxmin. Unknown names and out-of-range
+// Names: allox, fifo, sjf, drf, drf-ext, drffifo, es, srpt, las, maxmin, and the earlier
+// variants es-fastest and drf-ext-fastest. Unknown names and out-of-range
 // options are errors naming the field.
 Expected<std::unique_ptr<SchedulingPolicy>> make_policy(const std::string& name,
                                                         const PolicyOptions& options);

@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <deque>
 #include <queue>
 #include <unordered_map>
+
+#include "profiler/profiler.h"
 
 namespace allox {
 namespace {
@@ -36,12 +39,21 @@ struct MachineSlot {
   std::uint64_t generation = 0;
   double start = 0;
   double estimated_end = 0;
+  double iterations = 0;  // kProfiling: the run's iterations
 };
 
 struct ProfilingRun {
   std::size_t job = 0;
   std::size_t batch = 0;
+  double iterations = 0;
   double duration = 0;
+};
+
+// A job's true speed on one device type: T = startup + iterations × per_iteration.
+struct TrueSpeed {
+  double total = 0;
+  double startup = 0;
+  double per_iteration = 0;
 };
 
 // Jobs that arrived at the same time; schedulable once all their profiling runs are done.
@@ -72,7 +84,10 @@ class Replay {
  public:
   Replay(const Trace& trace, const Cluster& cluster, SchedulingPolicy& policy,
          const SimOptions& options)
-      : trace_(trace), policy_(policy), options_(options) {
+      : trace_(trace),
+        policy_(policy),
+        options_(options),
+        profiling_(options.profiling.enabled && policy.uses_estimates()) {
     state_.machines = cluster.machines;
     state_.idle.assign(cluster.machines.size(), true);
     state_.users = trace.users;
@@ -80,7 +95,16 @@ class Replay {
     for (std::size_t u = 0; u < trace.users.size(); ++u) user_index_[trace.users[u].name] = u;
     for (const Machine& m : cluster.machines) ++device_count_[m.device];
     for (std::size_t j = 0; j < trace.jobs.size(); ++j) job_index_[trace.jobs[j].job.id] = j;
-    progress_.assign(trace.jobs.size(), 0.0);
+    for (const TraceJob& tj : trace.jobs) {
+      Job declared = tj.job;
+      if (!declared.iterations) declared.iterations = options.default_iterations;
+      declared_.push_back(declared);
+    }
+    believed_ = declared_;
+    iterations_done_.assign(trace.jobs.size(), 0.0);
+    run_from_.assign(trace.jobs.size(), 0.0);
+    last_report_.assign(trace.jobs.size(), -1.0);
+    last_report_elapsed_.assign(trace.jobs.size(), 0.0);
     attained_.assign(trace.jobs.size(), 0.0);
     queued_since_.assign(trace.jobs.size(), 0.0);
     user_busy_.assign(trace.users.size(), 0);
@@ -154,11 +178,35 @@ class Replay {
     events_.push(Event{time, kind, next_seq_++, subject, generation});
   }
 
-  const Job& job(std::size_t j) const { return trace_.jobs[j].job; }
+  // What policies see of job j: its estimates (profiler's or the trace's), never true times.
+  const Job& job(std::size_t j) const { return believed_[j]; }
+  double iterations(std::size_t j) const { return static_cast<double>(*declared_[j].iterations); }
+  bool use_profiler() const { return options_.estimates == EstimateMode::kProfiler; }
+
+  TrueSpeed true_speed(std::size_t j, const DeviceType& device) const {
+    TrueSpeed t;
+    t.total = trace_.jobs[j].true_time.at(device);
+    t.startup = std::min(options_.profiling.startup, t.total / 2);
+    t.per_iteration = (t.total - t.startup) / iterations(j);
+    return t;
+  }
+
+  // Whole iterations job j has done `elapsed` seconds into its current run on `device`.
+  double iterations_at(std::size_t j, const DeviceType& device, double elapsed) const {
+    const TrueSpeed t = true_speed(j, device);
+    const double fresh = std::floor(std::max(elapsed - t.startup, 0.0) / t.per_iteration + 1e-9);
+    return std::min(run_from_[j] + fresh, iterations(j));
+  }
+
+  // The trace's error on a device: estimate / true − 1.
+  double trace_error(std::size_t j, const DeviceType& device) const {
+    return trace_.jobs[j].job.time.at(device) / trace_.jobs[j].true_time.at(device) - 1;
+  }
   std::size_t user_of(std::size_t j) const { return user_index_.at(job(j).user); }
 
   void arrive(std::size_t j) {
-    if (!options_.profiling.enabled) {
+    if (use_profiler()) profiler_.add_job(declared_[j]);
+    if (!profiling_) {
       enqueue(j, job(j).arrival);
       return;
     }
@@ -174,9 +222,12 @@ class Replay {
       if (!device_count_.count(device)) continue;
       ProfilingQueue& q = profiling_queues_[device];
       q.per_user.resize(trace_.users.size());
+      const TrueSpeed t = true_speed(j, device);
       for (double fraction : options_.profiling.fractions) {
-        q.per_user[user_of(j)].push_back(
-            ProfilingRun{j, b, std::max(options_.profiling.min_run, fraction * true_time)});
+        const double n = std::max(1.0, std::round(fraction * iterations(j)));
+        const double duration =
+            std::max(options_.profiling.min_run, t.startup + n * t.per_iteration);
+        q.per_user[user_of(j)].push_back(ProfilingRun{j, b, n, duration});
         ++batches_[b].outstanding;
         ++result_.profiling_runs;
       }
@@ -199,9 +250,15 @@ class Replay {
   }
 
   void enqueue(std::size_t j, double since) {
+    if (use_profiler()) {
+      for (auto& [device, t] : believed_[j].time) {
+        Expected<RateEstimate> e = profiler_.estimate(declared_[j], device);
+        if (e.ok()) t = e->total_seconds;
+      }
+    }
     queued_since_[j] = since;
     QueuedJob q;
-    q.job = &trace_.jobs[j].job;
+    q.job = &believed_[j];
     q.queued_since = since;
     state_.queue.push_back(std::move(q));
   }
@@ -226,6 +283,13 @@ class Replay {
         break;
       }
       case Occupant::kProfiling: {
+        if (use_profiler()) {
+          const DeviceType& device = state_.machines[e.subject].device;
+          const double measured = (now - slot.start) * (1 + trace_error(slot.job, device));
+          // A sample the fit rejects leaves the job to its declared time: never fatal.
+          (void)profiler_.add_profile(
+              {trace_.jobs[slot.job].job.id, device, slot.iterations, measured});
+        }
         --user_busy_[user_of(slot.job)];
         if (--batches_[slot.batch].outstanding == 0) release_batch(slot.batch, now);
         break;
@@ -248,7 +312,7 @@ class Replay {
   }
 
   void place_profiling_runs() {
-    if (!options_.profiling.enabled) return;
+    if (!profiling_) return;
     release_empty_batches(state_.now);
     for (std::size_t m = 0; m < state_.machines.size(); ++m) {
       if (!state_.idle[m]) continue;
@@ -259,6 +323,7 @@ class Replay {
       slot.occupant = Occupant::kProfiling;
       slot.job = run.job;
       slot.batch = run.batch;
+      slot.iterations = run.iterations;
       slot.start = state_.now;
       slot.estimated_end = state_.now + run.duration;
       state_.idle[m] = false;
@@ -268,20 +333,61 @@ class Replay {
     }
   }
 
-  // Brings what a policy sees up to date with the clock. A running job's estimated finish is
-  // refined from its progress, as progress reports would: now + estimate × (1 − fraction done),
-  // the same remaining time it would show in the queue if it were preempted now.
+  // Brings what a policy sees up to date with the clock: each running job reports the whole
+  // iterations it has done (as a real job would), and its estimated finish is now + the remaining
+  // time the estimates give (see the header), never its true remaining time.
   void refresh_view() {
     const double now = state_.now;
     for (RunningJob& r : state_.running) {
       const std::size_t j = job_index_.at(r.job->id);
       const DeviceType& device = state_.machines[r.machine].device;
-      const double ran = now - r.start;
-      const double done = std::min(progress_[j] + ran / trace_.jobs[j].true_time.at(device), 1.0);
-      r.attained_service = attained_[j] + ran;
-      r.estimated_finish = now + job(j).time.at(device) * (1 - done);
+      const double elapsed = now - r.start;
+      report_progress_of(j, device, elapsed);
+      r.attained_service = attained_[j] + elapsed;
+      r.estimated_finish = now + estimated_remaining(j, device, elapsed);
       state_.machines[r.machine].busy_until = r.estimated_finish;
     }
+  }
+
+  // Sends job j's latest progress report to the profiler when it has finished a new iteration.
+  void report_progress_of(std::size_t j, const DeviceType& device, double elapsed) {
+    if (!use_profiler()) return;
+    const double done = iterations_at(j, device, elapsed);
+    if (done <= run_from_[j] || done <= last_report_[j]) return;
+    const TrueSpeed t = true_speed(j, device);
+    const double reported_at = t.startup + (done - run_from_[j]) * t.per_iteration;
+    if (profiler_.add_progress({trace_.jobs[j].job.id, device, done, reported_at}).ok()) {
+      last_report_[j] = done;
+      last_report_elapsed_[j] = reported_at;
+    }
+  }
+
+  // Estimated seconds left for job j, `elapsed` seconds into its run on `device`.
+  double estimated_remaining(std::size_t j, const DeviceType& device, double elapsed) const {
+    if (!use_profiler()) {
+      const double left = 1 - run_from_[j] / iterations(j);
+      return std::max(job(j).time.at(device) * left - elapsed, 0.0);
+    }
+    Expected<RateEstimate> e = profiler_.estimate(declared_[j], device);
+    if (!e.ok()) return 0;
+    // The estimate holds from the last report of this run, else from the run's start.
+    const double since =
+        last_report_[j] > run_from_[j] ? elapsed - last_report_elapsed_[j] : elapsed;
+    return std::max(e->remaining_seconds - since, 0.0);
+  }
+
+  // A preempted job's estimated remaining time on every device type it can use.
+  std::map<DeviceType, double> remaining_estimates(std::size_t j) const {
+    std::map<DeviceType, double> left;
+    for (const auto& [device, estimate] : job(j).time) {
+      if (use_profiler()) {
+        Expected<RateEstimate> e = profiler_.estimate(declared_[j], device);
+        left[device] = e.ok() ? e->remaining_seconds : estimate;
+      } else {
+        left[device] = estimate * (1 - iterations_done_[j] / iterations(j));
+      }
+    }
+    return left;
   }
 
   // Asks the policy again only while its last answer started jobs without preempting any and
@@ -329,7 +435,9 @@ class Replay {
     const std::size_t j = job_index_.at(id);
     const DeviceType& device = state_.machines[m].device;
     const double ran = state_.now - slots_[m].start;
-    progress_[j] = std::min(progress_[j] + ran / trace_.jobs[j].true_time.at(device), 1.0);
+    report_progress_of(j, device, ran);
+    // The run resumes from its last whole iteration (its checkpoint); the rest is lost.
+    iterations_done_[j] = iterations_at(j, device, ran);
     attained_[j] += ran;
     ++result_.jobs[j].preemptions;
     state_.running.erase(it);
@@ -343,7 +451,7 @@ class Replay {
     q.job = &job(j);
     q.queued_since = queued_since_[j];
     q.attained_service = attained_[j];
-    for (const auto& [d, estimate] : job(j).time) q.remaining[d] = estimate * (1 - progress_[j]);
+    q.remaining = remaining_estimates(j);
     state_.queue.push_back(std::move(q));
     return OkStatus();
   }
@@ -372,13 +480,16 @@ class Replay {
     }
     state_.queue.erase(queued);
 
-    const double left = 1 - progress_[j];
-    const double true_duration = trace_.jobs[j].true_time.at(device) * left;
+    run_from_[j] = iterations_done_[j];
+    const TrueSpeed speed = true_speed(j, device);
+    const double true_duration =
+        run_from_[j] == 0 ? speed.total
+                          : speed.startup + (iterations(j) - run_from_[j]) * speed.per_iteration;
     MachineSlot& slot = slots_[p.machine];
     slot.occupant = Occupant::kJob;
     slot.job = j;
     slot.start = state_.now;
-    slot.estimated_end = state_.now + estimate->second * left;
+    slot.estimated_end = state_.now + estimated_remaining(j, device, 0);
     state_.idle[p.machine] = false;
     state_.machines[p.machine].busy_until = slot.estimated_end;
     state_.running.push_back(
@@ -409,6 +520,7 @@ class Replay {
   const Trace& trace_;
   SchedulingPolicy& policy_;
   const SimOptions& options_;
+  const bool profiling_;  // profiling on, and the policy reads estimates
 
   ClusterState state_;
   std::vector<MachineSlot> slots_;
@@ -418,8 +530,14 @@ class Replay {
   std::unordered_map<std::string, std::size_t> user_index_;
   std::unordered_map<std::string, std::size_t> job_index_;
   std::map<DeviceType, std::size_t> device_count_;
-  std::vector<double> progress_;  // fraction of each job's work done before its last preemption
-  std::vector<double> attained_;  // seconds run before the current stint
+  std::vector<Job> declared_;  // trace jobs with the trace's estimates and an iteration count
+  std::vector<Job> believed_;  // what policies see: declared_ with the profiler's estimates
+  Profiler profiler_;          // EstimateMode::kProfiler only
+  std::vector<double> iterations_done_;      // per job, at its last preemption (its checkpoint)
+  std::vector<double> run_from_;             // per job, iterations done when its run started
+  std::vector<double> last_report_;          // per job, iterations in its last progress report
+  std::vector<double> last_report_elapsed_;  // per job, elapsed run time of that report
+  std::vector<double> attained_;             // seconds run before the current stint
   std::vector<double> queued_since_;
   std::vector<int> user_busy_;
 
@@ -440,6 +558,13 @@ Expected<SimResult> simulate(const Trace& trace, const Cluster& cluster, Schedul
   if (Status s = validate_trace(trace); !s.ok()) return s.error();
   if (cluster.machines.empty()) return Error{"simulate: the cluster has no machines"};
   if (options.round_period < 0) return Error{"simulate: round_period must be >= 0"};
+  if (options.default_iterations < 1) return Error{"simulate: default_iterations must be >= 1"};
+  if (!(options.profiling.startup >= 0)) return Error{"simulate: profiling startup must be >= 0"};
+  for (const TraceJob& tj : trace.jobs) {
+    if (tj.job.iterations && *tj.job.iterations < 1) {
+      return Error{"simulate: job " + tj.job.id + " has iterations < 1"};
+    }
+  }
   for (double f : options.profiling.fractions) {
     if (!(f > 0 && f < 1)) return Error{"simulate: profiling fractions must be in (0, 1)"};
   }

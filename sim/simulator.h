@@ -10,18 +10,33 @@
 // then records each user's share of the machines. Time jumps from event to event; nothing ticks
 // unless SimOptions::round_period asks for periodic rounds (time-slicing policies such as las).
 //
-// Decisions use the trace's estimates; a job runs for its true time on the machine's device
-// type. What a policy sees of a job that has run is refined by its progress, as progress reports
-// would refine it: with fraction f of its work done, its estimated remaining time on device d is
-// estimate(d) × (1 − f), both as a running job (estimated_finish, the machine's busy_until) and
-// as a preempted one (QueuedJob::remaining). A preempted job keeps its progress on every device
-// type. Decisions happen only when something happened (a finish, an arrival, a round).
+// What decisions see (never true remaining time). A job's true time T on device d (the trace's
+// true time) is a start-up cost s = min(ProfilingOptions::startup, T / 2) plus N iterations of
+// equal length (N = Job::iterations, SimOptions::default_iterations when the trace has none). A
+// run that resumes after a preemption continues from the last whole iteration done and pays s
+// again. Running jobs report progress as a real job would, at iteration granularity: after each
+// whole iteration, (iterations done, seconds since the run started). Completions use true times.
+// Where p(j, d) comes from is SimOptions::estimates:
+//   kProfiler (default): the profiler (profiler/profiler.h) is the single source. Profiling
+//     runs (below) feed it samples (iterations, seconds) for its a + b·n fit; the trace's
+//     estimation error is the measurement error of those runs (each sample's seconds are the
+//     run's true length × (1 + e), e = estimate / true − 1 from the trace), so the fit predicts
+//     the trace's estimate. Without profiling it predicts from the job's declared time (the
+//     trace's estimate), its family or the throughput table. Progress reports refine a running
+//     or preempted job's remaining time (the profiler's measured seconds per iteration).
+//   kTrace: the trace's estimates, as the reference simulator uses them: a running job's
+//     remaining time is estimate × (1 − iterations done at its start / N) − elapsed, floored at 0.
+// Either way, a running job's estimated finish (RunningJob::estimated_finish, the machine's
+// busy_until) is now + that remaining time, and a preempted job's QueuedJob::remaining holds it
+// per device type.
 //
 // Profiling (ProfilingOptions, off by default) follows the reference AlloX simulator: each
 // arriving job first runs, on each device type of the cluster it can use, one short run per
-// fraction (1% and 2% of its true time there, at least min_run seconds). Profiling runs take
-// precedence over jobs and are served round-robin across users; a job becomes schedulable once
-// the runs of every job that arrived at the same time are done. JCT still counts from arrival.
+// fraction (1% and 2% of its iterations there: s + f × (T − s) seconds, at least min_run).
+// Profiling runs take precedence over jobs and are served round-robin across users; a job becomes
+// schedulable once the runs of every job that arrived at the same time are done. JCT still counts
+// from arrival. A policy that reads no estimates (SchedulingPolicy::uses_estimates(), drffifo)
+// gets no profiling runs.
 //
 // Cost: O(E log E) for E events plus the policy's decide() calls (at most one per event, more when
 // a policy starts one job per call) and O(M + Q) bookkeeping per decision for M machines and Q
@@ -30,6 +45,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -44,12 +60,20 @@ namespace allox {
 
 struct ProfilingOptions {
   bool enabled = false;
-  std::vector<double> fractions = {0.01, 0.02};  // of the job's true time on each device type
+  std::vector<double> fractions = {0.01, 0.02};  // of the job's iterations on each device type
   double min_run = 1;                            // seconds
+  double startup = 1;  // seconds every run pays before its first iteration (capped at T / 2)
+};
+
+enum class EstimateMode {
+  kProfiler,  // the profiler's fit of profiling runs, refined by progress reports
+  kTrace,     // the trace's estimates, minus elapsed time for a running job
 };
 
 struct SimOptions {
   ProfilingOptions profiling;
+  EstimateMode estimates = EstimateMode::kProfiler;
+  std::int64_t default_iterations = 100;  // for jobs whose trace gives no iteration count
   double round_period = 0;  // seconds between periodic decide() rounds; 0 = events only
   // Called now and then with the fraction of jobs finished (0..1); for a progress bar.
   std::function<void(double)> progress;

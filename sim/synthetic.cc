@@ -2,10 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <nlohmann/json.hpp>
 #include <random>
-
-#include "core/input_file.h"
 
 namespace allox {
 namespace {
@@ -17,47 +14,26 @@ double uniform01(std::mt19937_64& rng) {
 
 }  // namespace
 
-Expected<ThroughputTable> parse_gavel_throughputs(const std::string& json_text,
-                                                  const std::string& source) {
-  nlohmann::json root = nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
-  if (root.is_discarded() || !root.is_object()) return Error{source + ": not a JSON object"};
-  std::map<std::string, JobType> types;
-  for (const auto& [device, configs] : root.items()) {
-    if (device.find('_') != std::string::npos) continue;  // "v100_unconsolidated" and the like
-    if (!configs.is_object()) return Error{source + ": " + device + " is not an object"};
-    for (const auto& [key, value] : configs.items()) {
-      // "('ResNet-18 (batch size 16)', 1)": model in quotes, then the scale factor.
-      const auto open = key.find('\''), close = key.rfind('\'');
-      if (open == std::string::npos || close <= open) {
-        return Error{source + ": " + device + ": unexpected key " + key};
-      }
-      const std::string model = key.substr(open + 1, close - open - 1);
-      const std::string scale = key.substr(close + 1);
-      if (scale.find_first_of("23456789") != std::string::npos) continue;  // multi-worker
-      if (!value.is_object() || !value.contains("null") || !value["null"].is_number()) {
-        return Error{source + ": " + device + ": " + key + " has no numeric \"null\" entry"};
-      }
-      const double steps = value["null"].get<double>();
-      types[model].model = model;
-      if (steps > 0 && std::isfinite(steps)) types[model].steps_per_second[device] = steps;
+Expected<std::vector<JobType>> synthetic_job_types(const ThroughputTable& table) {
+  std::vector<JobType> types;
+  for (const ThroughputKey& key : table.keys()) {
+    if (key.scale_factor != 1) continue;
+    JobType type;
+    type.model = key.config;
+    for (const DeviceType& device : table.devices()) {
+      if (device.find('_') != std::string::npos) continue;  // "v100_unconsolidated" and the like
+      if (auto rate = table.steps_per_second(key, device)) type.steps_per_second[device] = *rate;
     }
+    if (!type.steps_per_second.empty()) types.push_back(std::move(type));
   }
-  ThroughputTable table;
-  for (auto& [model, type] : types) {
-    if (!type.steps_per_second.empty()) table.job_types.push_back(std::move(type));
-  }
-  if (table.job_types.empty()) return Error{source + ": no single-worker job types"};
-  return table;
-}
-
-Expected<ThroughputTable> load_gavel_throughputs(const std::string& path) {
-  auto text = read_input_file(path);
-  if (!text) return text.error();
-  return parse_gavel_throughputs(*text, path);
+  if (types.empty()) return Error{"synthetic: the throughput table has no single-worker job types"};
+  return types;
 }
 
 Expected<Trace> generate_synthetic_trace(const ThroughputTable& table, const SyntheticOptions& o) {
-  if (table.job_types.empty()) return Error{"synthetic: the throughput table is empty"};
+  Expected<std::vector<JobType>> job_types = synthetic_job_types(table);
+  if (!job_types.ok()) return job_types.error();
+  const std::vector<JobType>& types = *job_types;
   if (o.users == 0) return Error{"synthetic: users must be >= 1"};
   if (!(o.arrival_rate > 0)) return Error{"synthetic: arrival_rate must be > 0"};
   if (!(o.median_duration > 0)) return Error{"synthetic: median_duration must be > 0"};
@@ -77,8 +53,8 @@ Expected<Trace> generate_synthetic_trace(const ThroughputTable& table, const Syn
   for (std::size_t i = 0; i < o.jobs; ++i) {
     if (i > 0) now += -std::log1p(-uniform01(rng)) / o.arrival_rate;
     const std::size_t user = std::min<std::size_t>(uniform01(rng) * o.users, o.users - 1);
-    const JobType& type = table.job_types[std::min<std::size_t>(
-        uniform01(rng) * table.job_types.size(), table.job_types.size() - 1)];
+    const JobType& type =
+        types[std::min<std::size_t>(uniform01(rng) * types.size(), types.size() - 1)];
     const double duration =
         std::min(cap, scale * std::pow(1 - uniform01(rng), -1 / o.pareto_shape));
     double fastest = 0;

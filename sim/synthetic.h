@@ -1,8 +1,10 @@
 // Seeded synthetic traces built from Gavel's measured throughput table.
 //
-// Gavel's data/gavel/simulation_throughputs.json maps each device type (k80, p100, v100) to
-// "('<model> (batch size B)', <scale factor>)" -> {"null": isolated steps/s, ...}. A job type is
-// one single-worker configuration (scale factor 1); a device with zero throughput cannot run it.
+// The table is the profiler's ThroughputTable (profiler/throughput_table.h, the one definition),
+// loaded from data/gavel/simulation_throughputs.json. A job type is one single-worker
+// configuration (scale factor 1) on the plain device types (k80, p100, v100; the
+// "*_unconsolidated" variants are left out); a device with zero throughput cannot run it. A job's
+// family is its configuration, so the profiler can predict it from the same table.
 //
 // A synthetic job: arrival from a Poisson process (exponential gaps, rate arrival_rate), user
 // uniform over `users`, job type uniform over the table, duration on its fastest device from a
@@ -21,6 +23,7 @@
 #include <vector>
 
 #include "core/result.h"
+#include "profiler/throughput_table.h"
 #include "sim/trace.h"
 
 namespace allox {
@@ -30,13 +33,8 @@ struct JobType {
   std::map<DeviceType, double> steps_per_second;  // only devices that can run it
 };
 
-struct ThroughputTable {
-  std::vector<JobType> job_types;  // sorted by model name
-};
-
-Expected<ThroughputTable> parse_gavel_throughputs(const std::string& json_text,
-                                                  const std::string& source);
-Expected<ThroughputTable> load_gavel_throughputs(const std::string& path);
+// The single-worker job types of a table, sorted by model name. Error if there are none.
+Expected<std::vector<JobType>> synthetic_job_types(const ThroughputTable& table);
 
 struct SyntheticOptions {
   std::size_t jobs = 1000;

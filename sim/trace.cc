@@ -4,6 +4,8 @@
 #include <cmath>
 #include <set>
 
+#include "profiler/estimate_error.h"
+
 namespace allox {
 namespace {
 
@@ -71,6 +73,16 @@ void add_missing_users(Trace& trace) {
 
 void use_true_times_as_estimates(Trace& trace) {
   for (TraceJob& tj : trace.jobs) tj.job.time = tj.true_time;
+}
+
+Status redraw_estimates(Trace& trace, double sigma, std::uint64_t seed) {
+  Expected<EstimateErrorModel> model = EstimateErrorModel::normal(sigma, seed);
+  if (!model.ok()) return Error{"estimate error: " + model.message()};
+  for (TraceJob& tj : trace.jobs) {
+    for (const auto& [device, truth] : tj.true_time)
+      tj.job.time[device] = truth * (1 + model->draw());
+  }
+  return OkStatus();
 }
 
 }  // namespace allox

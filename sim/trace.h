@@ -8,6 +8,7 @@
 // validate_trace(); the simulator checks it again on entry.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -40,5 +41,10 @@ void add_missing_users(Trace& trace);
 
 // Replaces every estimate by the true time (the "perfect information" setting).
 void use_true_times_as_estimates(Trace& trace);
+
+// Replaces every estimate by true × (1 + e), e ~ N(0, sigma) clipped to ±0.99
+// (profiler/estimate_error.h), drawn per job and device in trace order from `seed`: the
+// estimation-error study. Error if sigma < 0.
+Status redraw_estimates(Trace& trace, double sigma, std::uint64_t seed);
 
 }  // namespace allox

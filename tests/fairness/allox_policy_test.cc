@@ -158,11 +158,12 @@ std::map<std::string, double> replay(SchedulingPolicy& policy, const std::vector
   return started;
 }
 
-// One GPU. zed's 100 s job arrives at 0; nine other users send a 10 s job every 5 s for 300 s,
-// so some other user always has a job queued and, with the GPU idle at each decision, every
-// share is 0 and the tie goes to the other user by name.
+// Two GPUs. zed's 1,000 s job holds gpu-1 from t = 0 (L_zed = 1/2 throughout) and zed queues a
+// 100 s job at 0; nine other users (L = 0) send a 10 s job every 5 s for 300 s, so some
+// lower-share user always has a job waiting when gpu-0 frees.
 std::vector<Arrival> long_job_among_short_ones() {
-  std::vector<Arrival> arrivals = {{"long", "zed", 0, {{"gpu", 100}}}};
+  std::vector<Arrival> arrivals = {{"hold", "zed", 0, {{"gpu", 1000}}},
+                                   {"long", "zed", 0, {{"gpu", 100}}}};
   for (int i = 0; i < 60; ++i) {
     arrivals.push_back(
         {"s" + std::to_string(i), "u" + std::to_string(i % 9), 5.0 * i, {{"gpu", 10}}});
@@ -173,7 +174,7 @@ std::vector<Arrival> long_job_among_short_ones() {
 }
 
 TEST(AlloxPolicyTest, StarvationBoundHoldsUnderAnyAlpha) {
-  const std::vector<Machine> gpu = {{"gpu-0", "gpu", 0}};
+  const std::vector<Machine> gpu = {{"gpu-0", "gpu", 0}, {"gpu-1", "gpu", 0}};
   for (double alpha : {0.1, 0.5, 1.0}) {
     PolicyOptions options = with_alpha(alpha);
     options.starvation_bound = 60;
@@ -183,12 +184,36 @@ TEST(AlloxPolicyTest, StarvationBoundHoldsUnderAnyAlpha) {
     // The GPU frees every 10 s; at t = 60 the long job has waited exactly the bound, at 70 more.
     EXPECT_EQ(70, started.at("long")) << "alpha " << alpha;
   }
-  // Without the guard the long job waits for the whole stream: 60 jobs x 10 s.
-  PolicyOptions unguarded = with_alpha(0.1);
-  unguarded.starvation_bound = 1e9;
-  auto policy = make_policy("allox", unguarded);
+  // Without the guard (the default) the long job waits for the whole stream: 60 jobs x 10 s.
+  auto policy = make_policy("allox", with_alpha(0.1));
   ASSERT_TRUE(policy.ok());
   EXPECT_EQ(600, replay(**policy, gpu, long_job_among_short_ones()).at("long"));
+}
+
+// Two idle GPUs; zoe and bob hold nothing (L = 0). zoe's jobs have waited since 0, bob's since 1,
+// so zoe wins the tie (by name bob would). alpha = 0.5 admits one user of two per round.
+StateBuilder zoe_and_bob() {
+  StateBuilder b(10);
+  b.machine("gpu-0", "gpu").machine("gpu-1", "gpu");
+  b.queued("z1", "zoe", 0, {{"gpu", 5}});
+  b.queued("z2", "zoe", 0, {{"gpu", 6}});
+  b.queued("b1", "bob", 1, {{"gpu", 7}});
+  return b;
+}
+
+TEST(AlloxPolicyTest, OneStartPerRoundThenUsersAreReRanked) {
+  StateBuilder b = zoe_and_bob();
+  // Round 1: zoe's plan puts z1 and z2 first on the two GPUs; only z1 (the shorter) starts.
+  // zoe's L becomes 1/2, so round 2 admits bob, and b1 takes the other GPU.
+  EXPECT_EQ((Starts{"z1@gpu-0", "b1@gpu-1"}),
+            starts(decide_once("allox", b, with_alpha(0.5)), b.state()));
+}
+
+TEST(AlloxPolicyTest, BatchRoundsStartTheWholePlanFront) {
+  StateBuilder b = zoe_and_bob();
+  PolicyOptions options = with_alpha(0.5);
+  options.batch_rounds = true;
+  EXPECT_EQ((Starts{"z1@gpu-0", "z2@gpu-1"}), starts(decide_once("allox", b, options), b.state()));
 }
 
 TEST(AlloxPolicyTest, UnknownMatcherBackendIsAnError) {

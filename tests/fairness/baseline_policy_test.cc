@@ -1,6 +1,8 @@
 // fifo, sjf, drf and drf-ext on small instances whose decisions are worked out by hand.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "fairness/policy.h"
 #include "state_builder.h"
 
@@ -77,8 +79,8 @@ StateBuilder two_users() {
 TEST(DrfPolicyTest, LeastDominantShareFirstAndHeadOfLineBlocking) {
   StateBuilder b = two_users();
   // bob (share 0) goes first: his shortest job b1 (4 s on GPU) takes gpu-1, share 1/2. alice and
-  // bob tie at 1/2, alice wins by name; her shortest job a2 wants a GPU, none is idle: DRF stops
-  // with both CPU nodes idle.
+  // bob tie at 1/2, alice's oldest job waited longer; her shortest job a2 wants a GPU, none is
+  // idle: DRF stops with both CPU nodes idle.
   EXPECT_EQ((Starts{"b1@gpu-1"}), decide("drf", b));
 }
 
@@ -94,12 +96,68 @@ TEST(DrfPolicyTest, WeightDividesDominantShare) {
   EXPECT_EQ((Starts{"b2@cpu-0", "a1@gpu-1"}), decide("drf", b));
 }
 
-TEST(DrfExtPolicyTest, LeastShareUserTakesTheFasterFreeDevice) {
+TEST(DrfExtFastestPolicyTest, LeastShareUserTakesTheFasterFreeDevice) {
   StateBuilder b = two_users();
-  // L: alice 1/2 (a GPU), bob 0. bob's b1 takes gpu-1 (L_bob = 1/2 * 4/4 = 1/2). Tie, alice by
-  // name: a2's faster free device is now a CPU node (50 s), L_alice += 1/2 * 5/50 = 0.05.
-  // bob (1/2 < 0.55): b2 takes the last CPU node.
-  EXPECT_EQ((Starts{"b1@gpu-1", "a2@cpu-0", "b2@cpu-1"}), decide("drf-ext", b));
+  // L: alice 1/2 (a GPU), bob 0. bob's b1 takes gpu-1 (L_bob = 1/2 * 4/4 = 1/2). Tie, alice's
+  // oldest job waited longer: a2's faster free device is now a CPU node (50 s), L_alice += 1/2 *
+  // 5/50 = 0.05. bob (1/2 < 0.55): b2 takes the last CPU node.
+  EXPECT_EQ((Starts{"b1@gpu-1", "a2@cpu-0", "b2@cpu-1"}), decide("drf-ext-fastest", b));
+}
+
+// drf-ext by the paper. Jobs seen: r (cpu/gpu 3), a1 (5), b1 (1), b2 (7): beta = 4. CPU is the
+// slower type on average, so capacity = 4 CPU nodes + 2 GPUs x 4 = 12 CPU units.
+TEST(DrfExtPolicyTest, GpuShortestJobTakesTheFreeGpuElseCpuShortestTakesACpuNode) {
+  StateBuilder b(10);
+  b.machine("gpu-0", "gpu").machine("gpu-1", "gpu");
+  b.machine("cpu-0", "cpu").machine("cpu-1", "cpu").machine("cpu-2", "cpu").machine("cpu-3", "cpu");
+  b.running("r", "alice", "gpu-0", 0, {{"gpu", 10}, {"cpu", 30}});  // alice: 4/12
+  b.queued("a1", "alice", 1, {{"gpu", 4}, {"cpu", 20}});
+  b.queued("b1", "bob", 3, {{"gpu", 8}, {"cpu", 8}});
+  b.queued("b2", "bob", 4, {{"gpu", 2}, {"cpu", 14}});
+  // bob (0): his job shortest on GPU, b2, takes gpu-1 (bob 4/12). Tie at 4/12: alice's a1 has
+  // waited longer. No GPU is free: her job shortest on CPU, a1, takes cpu-0 (alice 5/12). bob
+  // (4/12): b1 on cpu-1.
+  EXPECT_EQ((Starts{"b2@gpu-1", "a1@cpu-0", "b1@cpu-1"}), decide("drf-ext", b));
+}
+
+// One GPU free, one job queued per user; alice runs three CPU jobs, bob one GPU job. Every job
+// has p = {gpu: 1, cpu: ratio}, so beta = ratio: with beta = 2 alice holds 3/8 and bob 2/8; with
+// beta = 6 alice 3/16 and bob 6/16. The least-share user's job takes the GPU.
+TEST(DrfExtPolicyTest, OneAverageSpeedUpConvertsGpusToCpus) {
+  for (double ratio : {2.0, 6.0}) {
+    StateBuilder b(10);
+    b.machine("gpu-0", "gpu").machine("gpu-1", "gpu");
+    b.machine("cpu-0", "cpu")
+        .machine("cpu-1", "cpu")
+        .machine("cpu-2", "cpu")
+        .machine("cpu-3", "cpu");
+    const std::map<DeviceType, double> p = {{"gpu", 1}, {"cpu", ratio}};
+    for (int i = 0; i < 3; ++i) {
+      b.running("ra" + std::to_string(i), "alice", "cpu-" + std::to_string(i), 0, p);
+    }
+    b.running("rb", "bob", "gpu-0", 0, p);
+    b.queued("a1", "alice", 0, p);
+    b.queued("b1", "bob", 0, p);
+    const Starts want =
+        ratio == 2.0 ? Starts{"b1@gpu-1", "a1@cpu-3"} : Starts{"a1@gpu-1", "b1@cpu-3"};
+    EXPECT_EQ(want, decide("drf-ext", b)) << "beta " << ratio;
+  }
+}
+
+TEST(DrfFifoPolicyTest, ArrivalOrderPerUserOnGpusWithHeadOfLineBlocking) {
+  StateBuilder b(10);
+  b.machine("gpu-0", "gpu").machine("gpu-1", "gpu").machine("cpu-0", "cpu");
+  b.queued("a1", "alice", 0, {{"gpu", 50}, {"cpu", 1}});
+  b.queued("a2", "alice", 1, {{"gpu", 1}});
+  b.queued("b2", "bob", 3, {{"gpu", 2}});
+  b.queued("b1", "bob", 2, {{"gpu", 5}, {"cpu", 5}});
+  // Tie at 0: alice's oldest job waited longer. Her first job a1 goes to a GPU although it is
+  // 50x faster on the CPU node (no profiling, every job on its GPU variant). bob's first, b1,
+  // takes gpu-1. alice (1/2) ties bob (1/2) again and wins; a2 needs a GPU: none is left, stop.
+  EXPECT_EQ((Starts{"a1@gpu-0", "b1@gpu-1"}), decide("drffifo", b));
+  auto made = make_policy("drffifo", PolicyOptions{});
+  ASSERT_TRUE(made.ok());
+  EXPECT_FALSE((*made)->uses_estimates());
 }
 
 TEST(MakePolicyTest, UnknownNamesAndBadOptionsAreErrorsNamingTheField) {
@@ -116,6 +174,8 @@ TEST(MakePolicyTest, UnknownNamesAndBadOptionsAreErrorsNamingTheField) {
   }
   PolicyOptions options;
   options.starvation_bound = 0;
+  EXPECT_NE(std::string::npos, make_policy("fifo", options).message().find("starvation_bound"));
+  options.starvation_bound = std::nan("");
   EXPECT_NE(std::string::npos, make_policy("fifo", options).message().find("starvation_bound"));
 }
 

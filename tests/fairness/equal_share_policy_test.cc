@@ -22,10 +22,28 @@ TEST(EqualSharePolicyTest, StaticWeightedPartitionLeavesOtherUsersMachinesIdle) 
   b.queued("b2", "bob", 0, {{"gpu", 2}, {"cpu", 3}});
   // Weights 1:1:2 of 4 GPUs: alice 1, bob 1, carol 2. Of 2 CPU nodes: exact 0.5, 0.5, 1; the
   // leftover node goes to the larger fraction, alice before bob by name: alice 1, bob 0, carol 1.
-  // Shortest first: a3 (1) takes alice's GPU, b2 (2) bob's GPU, a1 (5) finds alice's GPU used
-  // and takes her CPU node; a2 and b1 are over quota. carol's machines stay idle.
-  auto d = decide_once("es", b);
-  EXPECT_EQ((Starts{"a3@gpu-0", "b2@gpu-1", "a1@cpu-0"}), starts(d, b.state()));
+  // es: alice's pairs shortest first: a3 on a GPU (1); her GPU is then used, and her CPU node
+  // goes to her job shortest on CPU: a2 (7, against a1's 10). bob's b2 (2) takes his GPU; he has
+  // no CPU node. carol's machines stay idle.
+  EXPECT_EQ((Starts{"a3@gpu-0", "a2@cpu-0", "b2@gpu-1"}), starts(decide_once("es", b), b.state()));
+  // es-fastest: all jobs shortest-on-fastest first: a3 (1), b2 (2), a1 (5) finds alice's GPU
+  // used and takes her CPU node (10 s, where a2 would need 7).
+  EXPECT_EQ((Starts{"a3@gpu-0", "b2@gpu-1", "a1@cpu-0"}),
+            starts(decide_once("es-fastest", b), b.state()));
+}
+
+TEST(EqualSharePolicyTest, FreedResourceGoesToTheUsersJobShortestOnThatResource) {
+  StateBuilder b;
+  b.machine("gpu-0", "gpu").machine("gpu-1", "gpu").machine("cpu-0", "cpu").machine("cpu-1", "cpu");
+  b.user("bob", 1);  // one GPU and one CPU node each
+  b.running("r", "alice", "gpu-0", 0, {{"gpu", 100}});
+  b.queued("x", "alice", 0, {{"gpu", 1}, {"cpu", 50}});
+  b.queued("y", "alice", 0, {{"gpu", 20}, {"cpu", 30}});
+  // Only alice's CPU node is free to her: y is shortest on CPU (30 < 50). gpu-1 is bob's.
+  EXPECT_EQ((Starts{"y@cpu-0"}), starts(decide_once("es", b), b.state()));
+  // es-fastest sends x, the shortest job on its fastest device, to the CPU node at 50x its GPU
+  // time: the behaviour issue 12 calls out.
+  EXPECT_EQ((Starts{"x@cpu-0"}), starts(decide_once("es-fastest", b), b.state()));
 }
 
 }  // namespace

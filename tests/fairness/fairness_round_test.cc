@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "fairness/share.h"
 #include "state_builder.h"
 
@@ -9,6 +11,8 @@ namespace allox {
 namespace {
 
 using testing::StateBuilder;
+
+constexpr double kNoGuard = std::numeric_limits<double>::infinity();
 
 TEST(FairnessRoundTest, UserCountIsCeilOfAlphaTimesUsers) {
   struct Case {
@@ -33,26 +37,51 @@ StateBuilder three_users() {
   return b;
 }
 
-TEST(FairnessRoundTest, LowestShareUsersEnterWithTiesByName) {
+TEST(FairnessRoundTest, LowestShareFirstTiesToTheUserWhoseOldestJobWaitedLongest) {
   StateBuilder b = three_users();
   auto shares = current_shares(b.state());
-  EXPECT_EQ((std::vector<std::string>{"bob"}), lowest_share_users(shares, 0.1));
-  // ceil(0.5 * 3) = 2: both zero-share users, alice stays out.
-  EXPECT_EQ((std::vector<std::string>{"bob", "carol"}), lowest_share_users(shares, 0.5));
-  EXPECT_EQ((std::vector<std::string>{"bob", "carol", "alice"}), lowest_share_users(shares, 1.0));
-  EXPECT_EQ((std::vector<std::string>{"bob"}),
-            fairness_round(b.state(), shares, 0.1, /*starvation_bound=*/1e9).users);
+  // bob and carol tie at L = 0; carol's c1 has waited since 20, bob's b1 since 30. By name bob
+  // would win every such tie.
+  EXPECT_EQ((std::vector<std::string>{"carol"}),
+            fairness_round(b.state(), shares, 0.1, kNoGuard).users);
+  // ceil(0.5 * 3) = 2: both zero-share users, alice (L = 1/2) stays out.
+  EXPECT_EQ((std::vector<std::string>{"carol", "bob"}),
+            fairness_round(b.state(), shares, 0.5, kNoGuard).users);
+  FairnessRound all = fairness_round(b.state(), shares, 1.0, kNoGuard);
+  EXPECT_EQ((std::vector<std::string>{"carol", "bob", "alice"}), all.users);
+  EXPECT_EQ((std::vector<std::size_t>{0, 1, 2}), all.jobs);
+}
+
+TEST(FairnessRoundTest, EqualShareAndEqualWaitFallBackToTheName) {
+  std::vector<WaitingUser> users = {{"zoe", 0, 5}, {"bob", 0, 5}, {"amy", 0.5, 1}};
+  EXPECT_EQ((std::vector<std::string>{"bob", "zoe"}), lowest_share_users(users, 0.5));
+}
+
+TEST(FairnessRoundTest, OnlyTheWaitingJobsCount) {
+  StateBuilder b = three_users();
+  auto shares = current_shares(b.state());
+  // c1 (index 1) was placed earlier in the decision: carol no longer waits, bob enters.
+  FairnessRound round = fairness_round(b.state(), {0, 2}, shares, 0.1, kNoGuard);
+  EXPECT_EQ((std::vector<std::string>{"bob"}), round.users);
+  EXPECT_EQ((std::vector<std::size_t>{2}), round.jobs);
 }
 
 TEST(FairnessRoundTest, StarvedJobsEnterEveryRoundOldestFirst) {
-  StateBuilder b = three_users();  // now = 100
+  StateBuilder b = three_users();  // now = 100; a1 waited 90 s, c1 80 s, b1 70 s
+  auto shares = current_shares(b.state());
   EXPECT_EQ((std::vector<std::size_t>{0, 1}), starved_jobs(b.state(), 75));
-  FairnessRound round = fairness_round(b.state(), current_shares(b.state()), 0.1, 75);
-  EXPECT_EQ((std::vector<std::string>{"bob"}), round.users);
-  // bob's b1 (index 2) plus the starved a1 and c1.
+  // carol enters; alice's a1 (L = 1/2) only as a starved job.
+  FairnessRound round = fairness_round(b.state(), shares, 0.1, 85);
+  EXPECT_EQ((std::vector<std::string>{"carol"}), round.users);
+  EXPECT_EQ((std::vector<std::size_t>{0}), round.starved);
+  EXPECT_EQ((std::vector<std::size_t>{0, 1}), round.jobs);
+  // At 65 s every job is starved, bob's too.
+  round = fairness_round(b.state(), shares, 0.1, 65);
+  EXPECT_EQ((std::vector<std::size_t>{0, 1, 2}), round.starved);
   EXPECT_EQ((std::vector<std::size_t>{0, 1, 2}), round.jobs);
-  round = fairness_round(b.state(), current_shares(b.state()), 0.1, 85);
-  EXPECT_EQ((std::vector<std::size_t>{0, 2}), round.jobs);
+  // The guard off: nothing is ever starved, and alice stays out.
+  EXPECT_TRUE(starved_jobs(b.state(), kNoGuard).empty());
+  EXPECT_EQ((std::vector<std::size_t>{1}), fairness_round(b.state(), shares, 0.1, kNoGuard).jobs);
 }
 
 }  // namespace

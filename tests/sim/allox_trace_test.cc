@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <sstream>
 
 namespace allox {
@@ -81,6 +82,38 @@ TEST(AlloxTrace, MissingFileIsAnError) {
   auto t = load_allox_trace("/nonexistent/trace.txt");
   ASSERT_FALSE(t.ok());
   EXPECT_NE(t.message().find("/nonexistent/trace.txt"), std::string::npos);
+}
+
+TEST(RedrawEstimates, ErrorsOfTheAskedSizeSeededAndClipped) {
+  auto loaded = load_allox_trace(ALLOX_SOURCE_DIR "/data/allox-google/jobs_input_10_Google.txt");
+  ASSERT_TRUE(loaded.ok()) << loaded.message();
+  Trace exact = *loaded;
+  ASSERT_TRUE(redraw_estimates(exact, 0, 1).ok());
+  for (const TraceJob& tj : exact.jobs) EXPECT_EQ(tj.job.time, tj.true_time) << tj.job.id;
+
+  Trace a = *loaded, b = *loaded;
+  ASSERT_TRUE(redraw_estimates(a, 0.3, 7).ok());
+  ASSERT_TRUE(redraw_estimates(b, 0.3, 7).ok());
+  double sum_sq = 0;
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < a.jobs.size(); ++i) {
+    EXPECT_EQ(a.jobs[i].job.time, b.jobs[i].job.time);
+    for (const auto& [device, truth] : a.jobs[i].true_time) {
+      const double e = a.jobs[i].job.time.at(device) / truth - 1;
+      EXPECT_LE(std::abs(e), 0.99 + 1e-12);
+      sum_sq += e * e;
+      ++n;
+    }
+  }
+  // 20,000 draws of N(0, 0.3): the sample deviation is within 2% of 0.3.
+  EXPECT_NEAR(std::sqrt(sum_sq / static_cast<double>(n)), 0.3, 0.006);
+
+  Trace clipped = *loaded;
+  ASSERT_TRUE(redraw_estimates(clipped, 5, 7).ok());
+  for (const TraceJob& tj : clipped.jobs) {
+    for (const auto& [device, truth] : tj.true_time) EXPECT_GT(tj.job.time.at(device), 0);
+  }
+  EXPECT_FALSE(redraw_estimates(clipped, -0.1, 7).ok());
 }
 
 }  // namespace

@@ -29,12 +29,13 @@ struct ScheduleCase {
   std::vector<Placed> want;
 };
 
-SimResult run(const Trace& t, const Cluster& c, const std::string& name, double alpha = 1) {
+SimResult run(const Trace& t, const Cluster& c, const std::string& name, double alpha = 1,
+              const SimOptions& sim = {}) {
   PolicyOptions options;
   options.alpha = alpha;
   auto policy = make_policy(name, options);
   EXPECT_TRUE(policy.ok()) << policy.message();
-  auto r = simulate(t, c, **policy);
+  auto r = simulate(t, c, **policy, sim);
   EXPECT_TRUE(r.ok()) << r.message();
   return *r;
 }
@@ -71,7 +72,9 @@ TEST(PolicySchedules, HandWorked) {
   }
 }
 
-// One GPU: a (10 s) runs from 0; b (3 s) arrives at 2, srpt preempts a, which resumes at 5.
+// One GPU: a (10 s: 1 s start-up and 100 iterations of 0.09 s) runs from 0; b (3 s) arrives at 2,
+// srpt preempts a after 11 whole iterations; a resumes at 5 from that checkpoint and pays its
+// start-up again: 1 + 89 x 0.09 = 9.01 s.
 TEST(PolicySchedules, SrptPreemptsForShorterArrival) {
   const Trace t =
       make_trace({trace_job("a", "u", 0, {{"gpu", 10}}), trace_job("b", "u", 2, {{"gpu", 3}})});
@@ -79,7 +82,7 @@ TEST(PolicySchedules, SrptPreemptsForShorterArrival) {
   ASSERT_TRUE(r.jobs[0].finish && r.jobs[1].finish);
   EXPECT_DOUBLE_EQ(*r.jobs[1].start, 2);
   EXPECT_DOUBLE_EQ(*r.jobs[1].finish, 5);
-  EXPECT_DOUBLE_EQ(*r.jobs[0].finish, 13);
+  EXPECT_NEAR(*r.jobs[0].finish, 14.01, 1e-9);
   EXPECT_EQ(r.jobs[0].preemptions, 1);
 }
 
@@ -95,7 +98,9 @@ double total_completion(const SimResult& r) {
 
 // Every job queued at time 0 with exact estimates: allox at α = 1 realises the matcher's optimal
 // total completion time, and no non-preemptive baseline does better. Job times are whole
-// seconds so the matcher's millisecond rounding is exact.
+// seconds so the matcher's millisecond rounding is exact. The trace's exact estimates less
+// elapsed time keep every later re-solve exact too; progress-refined estimates would count the
+// start-up cost in the measured per-iteration time and stray from the optimum by a few seconds.
 TEST(PolicySchedules, AlloxMatchesMatcherOptimumAtTimeZero) {
   auto full = load_allox_trace(ALLOX_SOURCE_DIR "/data/allox-google/jobs_input_10_Google.txt",
                                AlloxTraceOptions{.exact_estimates = true});
@@ -123,7 +128,9 @@ TEST(PolicySchedules, AlloxMatchesMatcherOptimumAtTimeZero) {
     auto plan = matcher::solve(problem);
     ASSERT_TRUE(plan.ok()) << plan.message();
 
-    const SimResult allox = run(t, cluster, "allox", 1);
+    SimOptions exact;
+    exact.estimates = EstimateMode::kTrace;
+    const SimResult allox = run(t, cluster, "allox", 1, exact);
     ASSERT_TRUE(all_finished(allox));
     EXPECT_NEAR(total_completion(allox), plan->objective, 1e-6) << in.count << " jobs";
     for (const std::string& name : policy_names()) {
@@ -133,7 +140,7 @@ TEST(PolicySchedules, AlloxMatchesMatcherOptimumAtTimeZero) {
       if ((*policy)->preemptive() || name == "allox") continue;
       const SimResult baseline = run(t, cluster, name);
       // es partitions machines statically; a user whose share is under one machine never runs.
-      if (name != "es") {
+      if (name != "es" && name != "es-fastest") {
         ASSERT_TRUE(all_finished(baseline)) << name;
       }
       if (!all_finished(baseline)) continue;

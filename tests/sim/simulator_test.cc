@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 
+#include "fairness/policy.h"
 #include "sim/allox_trace.h"
 #include "tests/sim/sim_test_util.h"
 #include "tests/sim/test_policies.h"
@@ -33,8 +34,8 @@ void expect_schedule(const SimResult& r, const std::vector<Expect>& want) {
                            [&](const JobRecord& j) { return j.job == w.job; });
     ASSERT_NE(it, r.jobs.end()) << w.job;
     ASSERT_TRUE(it->start && it->finish) << w.job;
-    EXPECT_DOUBLE_EQ(*it->start, w.start) << w.job;
-    EXPECT_DOUBLE_EQ(*it->finish, w.finish) << w.job;
+    EXPECT_NEAR(*it->start, w.start, 1e-9) << w.job;
+    EXPECT_NEAR(*it->finish, w.finish, 1e-9) << w.job;
     EXPECT_EQ(it->machine, w.machine) << w.job;
   }
 }
@@ -82,9 +83,10 @@ TEST(Simulator, InitiallyBusyMachineWaits) {
   expect_schedule(*r, {{"a", 5, 7, "gpu-0"}});
 }
 
-// Profiling runs: cpu 1% (1 s) and 2% (2 s) of 100 s; gpu 1% and 2% of 50 s, each raised to
-// the 1 s minimum. t=0: cpu run 1 (to 1), gpu run 1 (to 1); t=1: cpu run 2 (to 3), gpu run 2
-// (to 2). The job is schedulable at 3 and runs on the GPU until 53.
+// 100 iterations (the default) and a 1 s start-up: on the CPU node (100 s) an iteration takes
+// 0.99 s, on the GPU (50 s) 0.49 s. Profiling runs of 1 and 2 iterations: cpu 1.99 and 2.98 s,
+// gpu 1.49 and 1.98 s. t=0: cpu run 1 (to 1.99), gpu run 1 (to 1.49); gpu run 2 to 3.47, cpu
+// run 2 to 4.97. The job is schedulable at 4.97 and runs on the GPU until 54.97.
 TEST(Simulator, ProfilingDelaysSchedulableTime) {
   SimOptions options;
   options.profiling.enabled = true;
@@ -92,13 +94,83 @@ TEST(Simulator, ProfilingDelaysSchedulableTime) {
   auto r = simulate(make_trace({trace_job("a", "u", 0, {{"cpu", 100}, {"gpu", 50}})}),
                     make_cluster(1, 1), policy, options);
   ASSERT_TRUE(r.ok()) << r.message();
-  expect_schedule(*r, {{"a", 3, 53, "gpu-0"}});
-  EXPECT_DOUBLE_EQ(r->jobs[0].schedulable, 3);
+  expect_schedule(*r, {{"a", 4.97, 54.97, "gpu-0"}});
+  EXPECT_NEAR(r->jobs[0].schedulable, 4.97, 1e-9);
   EXPECT_EQ(r->profiling_runs, 4u);
 }
 
-// Jobs arriving together wait for each other's profiling: b's runs (1 s each) end at 2 on the
-// single GPU, a's at 2 too, round-robin between users u1 and u2.
+// The same runs, measured with the trace's errors (cpu +100%, gpu -50%): samples (1, 3.98) and
+// (2, 5.96) on the CPU node fit a = 2, b = 1.98, so T(100) = 200; on the GPU (1, 0.745) and
+// (2, 0.99) fit a = 0.5, b = 0.245, so T(100) = 25. The policy sees those fits, the job runs
+// its true 50 s.
+TEST(Simulator, ProfilerFitsTheProfilingRuns) {
+  SimOptions options;
+  options.profiling.enabled = true;
+  GreedyFastestIdle policy;
+  Trace t = make_trace(
+      {trace_job("a", "u", 0, {{"cpu", 100}, {"gpu", 50}}, {{"cpu", 200}, {"gpu", 25}})});
+  auto r = simulate(t, make_cluster(1, 1), policy, options);
+  ASSERT_TRUE(r.ok()) << r.message();
+  expect_schedule(*r, {{"a", 4.97, 54.97, "gpu-0"}});
+  EXPECT_NEAR(r->jobs[0].estimated_time, 25, 1e-9);
+  EXPECT_DOUBLE_EQ(r->jobs[0].true_time, 50);
+}
+
+TEST(Simulator, PolicyThatReadsNoEstimatesGetsNoProfiling) {
+  SimOptions options;
+  options.profiling.enabled = true;
+  auto drffifo = make_policy("drffifo", PolicyOptions{});
+  ASSERT_TRUE(drffifo.ok());
+  auto r = simulate(make_trace({trace_job("a", "u", 0, {{"cpu", 100}, {"gpu", 50}})}),
+                    make_cluster(1, 1), **drffifo, options);
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_EQ(r->profiling_runs, 0u);
+  expect_schedule(*r, {{"a", 0, 50, "gpu-0"}});
+}
+
+// L runs on the GPU from 0; q {gpu 5, cpu 600} arrives at 50. allox at alpha = 1 sends q to the
+// CPU node only if the GPU looks busy for more than another 595 s, so q's placement shows what
+// the policy believes about L's remaining time. No decision may use L's true remaining time.
+struct WrongEstimateCase {
+  const char* name;
+  EstimateMode mode;
+  double l_true, l_estimate;
+  Expect q;
+};
+
+TEST(Simulator, DecisionsFollowEstimatesAndProgressReportsNeverTrueRemainingTime) {
+  const WrongEstimateCase cases[] = {
+      // The trace's estimate alone: L (truly 100 s) is believed to need 1000 - 50 = 950 s more,
+      // so q takes the CPU node at 50. (Scaling the estimate by L's true progress would say
+      // 500 s and keep q waiting for the GPU.)
+      {"trace, estimate 10x long", EstimateMode::kTrace, 100, 1000, {"q", 50, 650, "cpu-0"}},
+      // Believed finished (10 - 50 < 0 s left) although it truly runs to 1000: q waits for the
+      // GPU, as the estimate says, until L really ends.
+      {"trace, estimate 100x short", EstimateMode::kTrace, 1000, 10, {"q", 1000, 1005, "gpu-0"}},
+      // Progress reports: by 50 L reported 49 of 100 iterations at 49.51 s, about 1.01 s per
+      // iteration, so about 51 s left: q waits for the GPU, which frees at L's true end, 100.
+      {"profiler, estimate 10x long", EstimateMode::kProfiler, 100, 1000, {"q", 100, 105, "gpu-0"}},
+      // 4 iterations at 40.96 s: about 10.2 s per iteration, 974 s left: q takes the CPU node.
+      {"profiler, estimate 100x short", EstimateMode::kProfiler, 1000, 10, {"q", 50, 650, "cpu-0"}},
+  };
+  for (const WrongEstimateCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    PolicyOptions alpha_one;
+    alpha_one.alpha = 1;
+    auto allox = make_policy("allox", alpha_one);
+    ASSERT_TRUE(allox.ok());
+    SimOptions options;
+    options.estimates = c.mode;
+    Trace t = make_trace({trace_job("L", "u1", 0, {{"gpu", c.l_true}}, {{"gpu", c.l_estimate}}),
+                          trace_job("q", "u2", 50, {{"gpu", 5}, {"cpu", 600}})});
+    auto r = simulate(t, make_cluster(1, 1), **allox, options);
+    ASSERT_TRUE(r.ok()) << r.message();
+    // Completions use true times whatever the estimates.
+    expect_schedule(*r, {{"L", 0, c.l_true, "gpu-0"}, c.q});
+  }
+}
+
+// Jobs arriving together wait for each other's profiling, round-robin between users u1 and u2.
 TEST(Simulator, ProfilingBatchesJobsArrivingTogether) {
   SimOptions options;
   options.profiling.enabled = true;
@@ -108,18 +180,21 @@ TEST(Simulator, ProfilingBatchesJobsArrivingTogether) {
       make_trace({trace_job("a", "u1", 0, {{"gpu", 50}}), trace_job("b", "u2", 0, {{"gpu", 300}})});
   auto r = simulate(t, make_cluster(0, 1), policy, options);
   ASSERT_TRUE(r.ok()) << r.message();
-  // Runs: a (1 s, to 1), then b (3 s, to 4); both schedulable at 4.
-  expect_schedule(*r, {{"a", 4, 54, "gpu-0"}, {"b", 54, 354, "gpu-0"}});
+  // One iteration each after a 1 s start-up: a (1 + 0.49 s, to 1.49), then b (1 + 2.99 s, to
+  // 5.48); both schedulable at 5.48.
+  expect_schedule(*r, {{"a", 5.48, 55.48, "gpu-0"}, {"b", 55.48, 355.48, "gpu-0"}});
 }
 
-// a (10 s) starts at 0; b (3 s) arrives at 2 and preempts it; a resumes at 5 with 8 s left.
-TEST(Simulator, PreemptionKeepsProgress) {
+// a (10 s: 1 s start-up, 100 iterations of 0.09 s) starts at 0; b (3 s) arrives at 2 and
+// preempts it after 11 whole iterations; a resumes at 5 from its checkpoint, paying the start-up
+// again: 1 + 89 x 0.09 = 9.01 s.
+TEST(Simulator, PreemptionKeepsProgressToTheLastWholeIteration) {
   TinySrpt policy;
   Trace t =
       make_trace({trace_job("a", "u", 0, {{"gpu", 10}}), trace_job("b", "u", 2, {{"gpu", 3}})});
   auto r = simulate(t, make_cluster(0, 1), policy);
   ASSERT_TRUE(r.ok()) << r.message();
-  expect_schedule(*r, {{"a", 0, 13, "gpu-0"}, {"b", 2, 5, "gpu-0"}});
+  expect_schedule(*r, {{"a", 0, 14.01, "gpu-0"}, {"b", 2, 5, "gpu-0"}});
   EXPECT_EQ(r->jobs[0].preemptions, 1);
   EXPECT_EQ(r->jobs[1].preemptions, 0);
 }

@@ -10,15 +10,17 @@ namespace allox {
 namespace {
 
 ThroughputTable gavel() {
-  auto table = load_gavel_throughputs(ALLOX_SOURCE_DIR "/data/gavel/simulation_throughputs.json");
+  auto table =
+      ThroughputTable::load_gavel(ALLOX_SOURCE_DIR "/data/gavel/simulation_throughputs.json");
   EXPECT_TRUE(table.ok()) << table.message();
   return *table;
 }
 
 TEST(Synthetic, GavelTableHasSingleWorkerTypesOnThreeGpus) {
-  const ThroughputTable table = gavel();
-  EXPECT_GE(table.job_types.size(), 20u);
-  for (const JobType& type : table.job_types) {
+  auto types = synthetic_job_types(gavel());
+  ASSERT_TRUE(types.ok()) << types.message();
+  EXPECT_GE(types->size(), 20u);
+  for (const JobType& type : *types) {
     EXPECT_EQ(type.model.find('\''), std::string::npos) << type.model;
     for (const auto& [device, rate] : type.steps_per_second) {
       EXPECT_TRUE(device == "k80" || device == "p100" || device == "v100") << device;
@@ -86,7 +88,11 @@ TEST(Synthetic, RejectsBadOptions) {
   o = {};
   o.estimate_error = 1;
   EXPECT_FALSE(generate_synthetic_trace(table, o).ok());
-  EXPECT_FALSE(parse_gavel_throughputs("[1,2]", "x.json").ok());
+  // A table without single-worker configurations gives no job types.
+  auto multi = ThroughputTable::parse_gavel(
+      R"js({"v100": {"('ResNet-18 (batch size 16)', 2)": {"null": 3}}})js", "t.json");
+  ASSERT_TRUE(multi.ok()) << multi.message();
+  EXPECT_FALSE(generate_synthetic_trace(*multi, SyntheticOptions{}).ok());
 }
 
 }  // namespace
