@@ -2,9 +2,25 @@
 
 #include <algorithm>
 
-#include "profiler/linear_fit.h"
+#include "profiler/profiler.h"
 
 namespace allox::extender {
+namespace {
+
+// The one job and device these functions ask the profiler about; the profiler only needs them
+// to be consistent between add_*() and estimate().
+constexpr const char* kJob = "job";
+constexpr const char* kDevice = "device";
+
+Job profiler_job(std::optional<std::int64_t> iterations, std::optional<double> declared) {
+  Job job;
+  job.id = kJob;
+  job.iterations = iterations;
+  if (declared) job.time[kDevice] = *declared;
+  return job;
+}
+
+}  // namespace
 
 const char* source_name(TimeEstimate::Source source) {
   switch (source) {
@@ -21,35 +37,48 @@ const char* source_name(TimeEstimate::Source source) {
 TimeEstimate estimate_time(const std::vector<ProfileSample>& samples,
                            std::optional<std::int64_t> iterations, std::optional<double> hint,
                            double default_seconds) {
-  std::vector<TimingSample> usable;
+  Profiler profiler({.default_seconds = {{kDevice, default_seconds}}});
+  const Job job = profiler_job(iterations, hint);
+  profiler.add_job(job);
+  int used = 0;
   for (const ProfileSample& s : samples) {
-    if (s.kind == ProfileSample::Kind::kProfile && s.iterations > 0 && s.seconds > 0) {
-      usable.push_back({static_cast<double>(s.iterations), s.seconds});
+    if (s.kind != ProfileSample::Kind::kProfile) continue;
+    // The profiler refuses samples its fit cannot use (non-positive, non-finite); skip them.
+    if (profiler.add_profile({kJob, kDevice, static_cast<double>(s.iterations), s.seconds}).ok()) {
+      ++used;
     }
   }
-  if (iterations && !usable.empty()) {
-    // The profiler's fit: least squares for T(n) = a + b·n, or a per-iteration time when the
-    // samples share one n or noise makes a or b negative.
-    auto fit = fit_time_model(usable);
-    if (fit) {
-      return {std::max(fit->time_for(static_cast<double>(*iterations)), 1.0),
-              TimeEstimate::Source::kProfile, static_cast<int>(usable.size())};
-    }
+  Expected<RateEstimate> e = profiler.estimate(job, kDevice);
+  if (!e.ok()) return {default_seconds, TimeEstimate::Source::kDefault, 0};
+  switch (e->source) {
+    case EstimateSource::kProfile:
+      return {std::max(e->total_seconds, 1.0), TimeEstimate::Source::kProfile, used};
+    case EstimateSource::kDeclared:
+      return {e->total_seconds, TimeEstimate::Source::kHint, 0};
+    default:
+      return {e->total_seconds, TimeEstimate::Source::kDefault, 0};
   }
-  if (hint) return {*hint, TimeEstimate::Source::kHint, 0};
-  return {default_seconds, TimeEstimate::Source::kDefault, 0};
 }
 
 double estimate_remaining(double estimate, double start, double now,
                           std::optional<std::int64_t> iterations,
                           const std::optional<ProfileSample>& progress) {
-  double elapsed = std::max(0.0, now - start);
+  const double elapsed = std::max(0.0, now - start);
   if (iterations && progress && progress->iterations > 0 && progress->seconds > 0) {
-    double left = static_cast<double>(*iterations - progress->iterations);
-    double per_iteration = progress->seconds / static_cast<double>(progress->iterations);
-    // The report is as of progress->at; time since then has also been spent.
-    double since_report = std::max(0.0, now - progress->at);
-    return std::max(1.0, left * per_iteration - since_report);
+    Profiler profiler;
+    const Job job = profiler_job(iterations, estimate);
+    profiler.add_job(job);
+    const bool reported =
+        profiler
+            .add_progress(
+                {kJob, kDevice, static_cast<double>(progress->iterations), progress->seconds})
+            .ok();
+    Expected<RateEstimate> e = profiler.estimate(job, kDevice);
+    if (reported && e.ok() && e->source == EstimateSource::kProgress) {
+      // The profiler's remaining time is as of the report; time since then has also been spent.
+      const double since_report = std::max(0.0, now - progress->at);
+      return std::max(1.0, e->remaining_seconds - since_report);
+    }
   }
   return std::max(1.0, estimate - elapsed);
 }

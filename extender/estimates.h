@@ -1,13 +1,16 @@
-// Processing-time estimates for the extender's jobs, from what alloxd has been told.
+// Processing-time estimates for the extender's jobs, from what alloxd has been told. The
+// profiler (profiler/profiler.h) computes them; this file only maps alloxd's records onto it.
 //
-// For a job's variant on device d, in order of preference:
+// For a job's variant on device d, in the profiler's order of preference:
 //   1. profiling samples on d (POST /v1/profiles): the profiler's fit T(n) = a + b·n
-//      (profiler/linear_fit.h: AlloX's start-up cost plus per-iteration time) evaluated at the
-//      job's iterations;
-//   2. the pod's allox.io/time.<d> hint;
+//      (AlloX's start-up cost plus per-iteration time) evaluated at the job's iterations;
+//   2. the pod's allox.io/time.<d> hint (the profiler's "declared" time);
 //   3. the configured default.
-// A running job's remaining time comes from its latest progress report (elapsed / done × left)
-// when there is one, else from its estimate minus the time it has run, floored at one second.
+// A running job's remaining time comes from its latest progress report through the profiler's
+// progress refinement (measured seconds per iteration × iterations left, less the time since the
+// report) when there is one, else from its estimate minus the time it has run, floored at one
+// second. Family and throughput-table predictions need the profiler to know other jobs; alloxd
+// does not keep one Profiler across jobs yet, so they are not used here.
 //
 // Thread-safe: pure functions.
 #pragma once
