@@ -1,0 +1,205 @@
+#include "extender/kube/informer.h"
+
+namespace allox::kube {
+namespace {
+
+using nlohmann::json;
+
+std::string resource_version_of(const json& object) {
+  if (!object.is_object()) return "";
+  auto metadata = object.find("metadata");
+  if (metadata == object.end() || !metadata->is_object()) return "";
+  auto rv = metadata->find("resourceVersion");
+  return rv != metadata->end() && rv->is_string() ? rv->get<std::string>() : "";
+}
+
+std::string with_query(const std::string& path, const std::string& query) {
+  return path + (path.find('?') == std::string::npos ? "?" : "&") + query;
+}
+
+}  // namespace
+
+Expected<WatchEvent> parse_watch_event(std::string_view line) {
+  json value = json::parse(line, nullptr, false);
+  if (!value.is_object()) return Error{"watch event: not a JSON object"};
+  auto type = value.find("type");
+  auto object = value.find("object");
+  if (type == value.end() || !type->is_string()) return Error{"watch event: type missing"};
+  if (object == value.end() || !object->is_object()) return Error{"watch event: object missing"};
+  WatchEvent event;
+  const std::string& name = type->get_ref<const std::string&>();
+  if (name == "ERROR") {
+    event.type = WatchEvent::Type::kError;
+    auto code = object->find("code");
+    event.error_code = code != object->end() && code->is_number_integer() ? code->get<int>() : 0;
+    event.object = std::move(*object);
+    return event;
+  }
+  if (name == "ADDED") {
+    event.type = WatchEvent::Type::kAdded;
+  } else if (name == "MODIFIED") {
+    event.type = WatchEvent::Type::kModified;
+  } else if (name == "DELETED") {
+    event.type = WatchEvent::Type::kDeleted;
+  } else if (name == "BOOKMARK") {
+    event.type = WatchEvent::Type::kBookmark;
+  } else {
+    return Error{"watch event: unknown type \"" + name + "\""};
+  }
+  event.resource_version = resource_version_of(*object);
+  if (event.resource_version.empty()) {
+    return Error{"watch event: object.metadata.resourceVersion missing"};
+  }
+  if (event.type != WatchEvent::Type::kBookmark) {
+    const json& metadata = (*object)["metadata"];
+    auto name_field = metadata.find("name");
+    if (name_field == metadata.end() || !name_field->is_string()) {
+      return Error{"watch event: object.metadata.name missing"};
+    }
+  }
+  event.object = std::move(*object);
+  return event;
+}
+
+Informer::Informer(KubeClient& client, InformerOptions options, InformerHandler& handler)
+    : client_(client),
+      options_(std::move(options)),
+      handler_(handler),
+      backoff_(options_.backoff_initial, options_.backoff_max) {}
+
+Informer::~Informer() {
+  stop();
+}
+
+void Informer::start() {
+  if (thread_.joinable()) return;
+  thread_ = std::thread([this] { loop(); });
+}
+
+void Informer::stop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Informer::relist() {
+  relist_.store(true);
+}
+
+bool Informer::sleep_for(std::chrono::milliseconds delay) {
+  std::unique_lock lock(mu_);
+  return !cv_.wait_for(lock, delay, [&] { return stopping_; });
+}
+
+void Informer::loop() {
+  std::string resource_version;
+  bool need_list = true;
+  while (true) {
+    {
+      std::lock_guard lock(mu_);
+      if (stopping_) return;
+    }
+    if (relist_.exchange(false)) need_list = true;
+    if (need_list) {
+      if (!list(resource_version)) {
+        ++failures_;
+        if (!sleep_for(backoff_.next())) return;
+        continue;
+      }
+      need_list = false;
+    }
+    switch (watch(resource_version)) {
+      case WatchEnd::kTimeout:
+        backoff_.reset();
+        break;
+      case WatchEnd::kGone:
+      case WatchEnd::kRelist:
+        need_list = true;
+        break;
+      case WatchEnd::kFailed:
+        ++failures_;
+        need_list = true;
+        if (!sleep_for(backoff_.next())) return;
+        break;
+    }
+  }
+}
+
+bool Informer::list(std::string& resource_version) {
+  std::vector<json> objects;
+  std::string continue_token;
+  std::string version;
+  do {
+    std::string query = "limit=" + std::to_string(options_.page_size);
+    if (!options_.selector.empty()) query += "&" + options_.selector;
+    if (!continue_token.empty()) query += "&continue=" + escape(continue_token);
+    auto reply = client_.call("GET", with_query(options_.path, query));
+    if (!reply || reply->status != 200) return false;
+    json list = json::parse(reply->body, nullptr, false);
+    if (!list.is_object() || !list.contains("items") || !list["items"].is_array()) return false;
+    std::string page_version = resource_version_of(list);
+    if (page_version.empty()) return false;
+    if (version.empty()) version = page_version;
+    for (json& item : list["items"]) {
+      if (!item.is_object() || !item.contains("metadata")) return false;
+      objects.push_back(std::move(item));
+    }
+    continue_token.clear();
+    if (const json& metadata = list["metadata"];
+        metadata.contains("continue") && metadata["continue"].is_string()) {
+      continue_token = metadata["continue"].get<std::string>();
+    }
+  } while (!continue_token.empty());
+  handler_.on_replace(objects);
+  resource_version = version;
+  ++lists_;
+  backoff_.reset();
+  return true;
+}
+
+Informer::WatchEnd Informer::watch(std::string& resource_version) {
+  std::string query =
+      "watch=1&allowWatchBookmarks=true&resourceVersion=" + escape(resource_version) +
+      "&timeoutSeconds=" + std::to_string(options_.watch_timeout.count());
+  if (!options_.selector.empty()) query += "&" + options_.selector;
+  auto idle = std::chrono::duration_cast<std::chrono::milliseconds>(options_.watch_timeout) +
+              std::chrono::seconds(30);
+  ++watches_;
+  WatchEnd end = WatchEnd::kTimeout;
+  auto reply = client_.stream(with_query(options_.path, query), idle, [&](std::string_view line) {
+    auto event = parse_watch_event(line);
+    if (!event) {
+      end = WatchEnd::kFailed;  // garbage: the stream cannot be trusted any more
+      return false;
+    }
+    switch (event->type) {
+      case WatchEvent::Type::kError:
+        end = event->error_code == 410 ? WatchEnd::kGone : WatchEnd::kFailed;
+        return false;
+      case WatchEvent::Type::kAdded:
+      case WatchEvent::Type::kModified:
+        handler_.on_upsert(event->object);
+        break;
+      case WatchEvent::Type::kDeleted:
+        handler_.on_delete(event->object);
+        break;
+      case WatchEvent::Type::kBookmark:
+        break;
+    }
+    resource_version = event->resource_version;
+    if (relist_.load()) {
+      end = WatchEnd::kRelist;
+      return false;
+    }
+    return true;
+  });
+  if (!reply) return WatchEnd::kFailed;
+  if (reply->status == 410) return WatchEnd::kGone;
+  if (reply->status != 200) return WatchEnd::kFailed;
+  return end;
+}
+
+}  // namespace allox::kube

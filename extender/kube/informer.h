@@ -1,0 +1,104 @@
+// A list + watch feed of one kind of object, the way client-go's reflector works:
+//
+//   1. LIST <path>?<selector> (in pages of `page_size`) and hand the complete set to
+//      on_replace; remember the list's resourceVersion.
+//   2. WATCH from it with allowWatchBookmarks=true and timeoutSeconds: ADDED and MODIFIED go to
+//      on_upsert, DELETED to on_delete, BOOKMARK only moves the resourceVersion.
+//   3. A watch the server ends cleanly (its timeout) is opened again from the last
+//      resourceVersion, at once.
+//   4. 410 Gone (an HTTP answer or an ERROR event: the resourceVersion is too old) re-lists
+//      at once. Anything else that goes wrong (a transport error, a 5xx, a broken stream, a
+//      line that is not a watch event, an object without metadata) is not trusted: back off
+//      (bounded, exponential) and re-list.
+//
+// The handler's calls come from the informer's one thread, in order. After a re-list,
+// on_replace carries the whole truth: objects the handler knew that are missing were deleted.
+// The informer keeps no copy of the objects (the handler keeps what it needs).
+//
+// Thread-safe: start/stop/relist/synced from any thread. stop() returns once the thread has
+// ended; it ends a watch in flight only through KubeClient::stop() or the watch's idle bound,
+// so stop the client first when shutting down.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "extender/kube/backoff.h"
+#include "extender/kube/client.h"
+
+namespace allox::kube {
+
+class InformerHandler {
+ public:
+  virtual ~InformerHandler() = default;
+  virtual void on_replace(const std::vector<nlohmann::json>& objects) = 0;
+  virtual void on_upsert(const nlohmann::json& object) = 0;
+  virtual void on_delete(const nlohmann::json& object) = 0;
+};
+
+struct InformerOptions {
+  std::string path;      // the collection, e.g. /api/v1/pods or /api/v1/nodes
+  std::string selector;  // query parameters without '?', e.g. fieldSelector=spec.schedulerName%3Dx
+  std::chrono::seconds watch_timeout{300};  // the server ends each watch after this
+  int page_size = 500;
+  std::chrono::milliseconds backoff_initial{200};
+  std::chrono::milliseconds backoff_max{30000};
+};
+
+// What one watch line says, or an error naming what is wrong with it.
+struct WatchEvent {
+  enum class Type { kAdded, kModified, kDeleted, kBookmark, kError };
+  Type type = Type::kAdded;
+  nlohmann::json object;
+  std::string resource_version;  // of the object; empty for kError
+  int error_code = 0;            // kError: the Status code (410: too old)
+};
+Expected<WatchEvent> parse_watch_event(std::string_view line);
+
+class Informer {
+ public:
+  // client and handler must outlive the informer.
+  Informer(KubeClient& client, InformerOptions options, InformerHandler& handler);
+  ~Informer();
+
+  void start();
+  void stop();  // idempotent
+  // True once a list has been handed to on_replace.
+  bool synced() const { return lists_.load() > 0; }
+  // Asks for a fresh list (e.g. when this replica takes over); served after the current watch
+  // ends or its next event.
+  void relist();
+
+  // Counters for tests and metrics.
+  std::uint64_t lists() const { return lists_.load(); }
+  std::uint64_t watches() const { return watches_.load(); }
+  std::uint64_t failures() const { return failures_.load(); }
+
+ private:
+  void loop();
+  // Lists every page; true when on_replace was called.
+  bool list(std::string& resource_version);
+  enum class WatchEnd { kTimeout, kGone, kFailed, kRelist };
+  WatchEnd watch(std::string& resource_version);
+  bool sleep_for(std::chrono::milliseconds delay);  // false when stopping
+
+  KubeClient& client_;
+  InformerOptions options_;
+  InformerHandler& handler_;
+  Backoff backoff_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  std::atomic<bool> relist_{false};
+  std::atomic<std::uint64_t> lists_{0}, watches_{0}, failures_{0};
+  std::thread thread_;
+};
+
+}  // namespace allox::kube

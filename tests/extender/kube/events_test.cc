@@ -1,0 +1,94 @@
+// extender/kube/events.h: one Event object per (pod, reason), repeats folded into its count,
+// and a token bucket over all writes; with a fake clock.
+#include "extender/kube/events.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/extender/kube/scripted_server.h"
+
+namespace allox::kube {
+namespace {
+
+using nlohmann::json;
+using testing::ScriptedReply;
+using testing::ScriptedRequest;
+using testing::ScriptedServer;
+using namespace std::chrono_literals;
+
+struct Fixture {
+  ScriptedServer server{[](const ScriptedRequest& r) {
+    return ScriptedReply{r.method == "POST" ? 201 : 200, r.body, nullptr};
+  }};
+  KubeClient client{{server.url(), "", ""}};
+  EventRecorder::Clock::time_point now{};
+  EventOptions options;
+  ObjectRef pod{"lab", "bert-gpu", "uid-1"};
+};
+
+TEST(EventRecorderTest, SameReasonOnThePodUpdatesOneObject) {
+  Fixture f;
+  EventRecorder events(f.client, f.options, [&] { return f.now; });
+  using O = EventRecorder::Outcome;
+  EXPECT_EQ(O::kCreated, *events.record(f.pod, "Normal", "Queued", "position 3 of 12"));
+  EXPECT_EQ(O::kUnchanged, *events.record(f.pod, "Normal", "Queued", "position 3 of 12"));
+  f.now += 1s;
+  EXPECT_EQ(O::kUpdated, *events.record(f.pod, "Normal", "Queued", "position 2 of 12"));
+  f.now += 301s;  // the same words again after repeat_after: counted once more
+  EXPECT_EQ(O::kUpdated, *events.record(f.pod, "Normal", "Queued", "position 2 of 12"));
+  EXPECT_EQ(O::kCreated, *events.record(f.pod, "Normal", "Admitted", "starts on node-a (gpu)"));
+
+  auto requests = f.server.requests();
+  ASSERT_EQ(4u, requests.size());
+  json created = json::parse(requests[0].body);
+  EXPECT_EQ("/api/v1/namespaces/lab/events", requests[0].target);
+  EXPECT_EQ("Pod", created["involvedObject"]["kind"]);
+  EXPECT_EQ("bert-gpu", created["involvedObject"]["name"]);
+  EXPECT_EQ("uid-1", created["involvedObject"]["uid"]);
+  EXPECT_EQ("Queued", created["reason"]);
+  EXPECT_EQ(1, created["count"]);
+  const std::string name = created["metadata"]["name"];
+  EXPECT_EQ(0u, name.rfind("bert-gpu.", 0)) << name;
+  EXPECT_EQ("PATCH", requests[1].method);
+  EXPECT_EQ("/api/v1/namespaces/lab/events/" + name, requests[1].target);
+  EXPECT_EQ("application/merge-patch+json", requests[1].content_type);
+  json patch = json::parse(requests[1].body);
+  EXPECT_EQ(2, patch["count"]);
+  EXPECT_EQ("position 2 of 12", patch["message"]);
+  EXPECT_EQ(3, json::parse(requests[2].body)["count"]);
+  EXPECT_EQ("POST", requests[3].method);
+}
+
+TEST(EventRecorderTest, WritesBeyondTheBudgetAreDroppedAndCounted) {
+  Fixture f;
+  f.options.qps = 1;
+  f.options.burst = 5;
+  EventRecorder events(f.client, f.options, [&] { return f.now; });
+  int written = 0;
+  for (int i = 0; i < 20; ++i) {
+    ObjectRef pod{"lab", "p" + std::to_string(i), ""};
+    if (*events.record(pod, "Normal", "Queued", "x") == EventRecorder::Outcome::kCreated) ++written;
+  }
+  EXPECT_EQ(5, written);
+  EXPECT_EQ(15u, events.dropped());
+  f.now += 2s;  // two tokens back
+  written = 0;
+  for (int i = 0; i < 5; ++i) {
+    ObjectRef pod{"lab", "q" + std::to_string(i), ""};
+    if (*events.record(pod, "Normal", "Queued", "x") == EventRecorder::Outcome::kCreated) ++written;
+  }
+  EXPECT_EQ(2, written);
+  EXPECT_EQ(7u, f.server.requests().size());
+}
+
+TEST(EventRecorderTest, ForgetStartsAFreshSeries) {
+  Fixture f;
+  EventRecorder events(f.client, f.options, [&] { return f.now; });
+  ASSERT_EQ(EventRecorder::Outcome::kCreated, *events.record(f.pod, "Normal", "Queued", "x"));
+  events.forget(f.pod);
+  EXPECT_EQ(EventRecorder::Outcome::kCreated, *events.record(f.pod, "Normal", "Queued", "x"));
+}
+
+}  // namespace
+}  // namespace allox::kube

@@ -1,0 +1,272 @@
+// extender/kube/informer.h: list, watch, bookmarks, and every way a watch ends, against a
+// scripted API server that plays the real protocol.
+#include "extender/kube/informer.h"
+
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <map>
+#include <set>
+
+#include "tests/extender/kube/scripted_server.h"
+
+namespace allox::kube {
+namespace {
+
+using nlohmann::json;
+using testing::LineChannel;
+using testing::ScriptedReply;
+using testing::ScriptedRequest;
+using testing::ScriptedServer;
+
+json pod(const std::string& name, const std::string& rv) {
+  return {{"kind", "Pod"},
+          {"metadata", {{"name", name}, {"namespace", "lab"}, {"resourceVersion", rv}}}};
+}
+
+std::string event(const std::string& type, const json& object) {
+  return json{{"type", type}, {"object", object}}.dump();
+}
+
+// Records what the informer hands over: the current set of names, and a log.
+class Recorder final : public InformerHandler {
+ public:
+  void on_replace(const std::vector<json>& objects) override {
+    std::lock_guard lock(mu_);
+    names_.clear();
+    for (const json& o : objects) names_.insert(o["metadata"]["name"].get<std::string>());
+    log_.push_back("replace " + std::to_string(objects.size()));
+    cv_.notify_all();
+  }
+  void on_upsert(const json& object) override {
+    std::lock_guard lock(mu_);
+    names_.insert(object["metadata"]["name"].get<std::string>());
+    log_.push_back("upsert " + object["metadata"]["name"].get<std::string>());
+    cv_.notify_all();
+  }
+  void on_delete(const json& object) override {
+    std::lock_guard lock(mu_);
+    names_.erase(object["metadata"]["name"].get<std::string>());
+    log_.push_back("delete " + object["metadata"]["name"].get<std::string>());
+    cv_.notify_all();
+  }
+  // Waits until the log has `n` entries.
+  std::vector<std::string> wait_log(std::size_t n) {
+    std::unique_lock lock(mu_);
+    cv_.wait_for(lock, std::chrono::seconds(20), [&] { return log_.size() >= n; });
+    return log_;
+  }
+  std::set<std::string> names() {
+    std::lock_guard lock(mu_);
+    return names_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::set<std::string> names_;
+  std::vector<std::string> log_;
+};
+
+// An API server whose pod list is `items` at resourceVersion `list_rv`, and whose watches are
+// served from the channels in `watches`, in order.
+struct Script {
+  std::mutex mu;
+  std::vector<json> items;
+  std::string list_rv = "10";
+  std::deque<ScriptedReply> watches;
+  int list_status = 200;
+
+  ScriptedReply handle(const ScriptedRequest& r) {
+    std::lock_guard lock(mu);
+    if (r.target.find("watch=1") == std::string::npos) {
+      if (list_status != 200) return {list_status, "{}", nullptr};
+      return {
+          200,
+          json{{"kind", "PodList"}, {"metadata", {{"resourceVersion", list_rv}}}, {"items", items}}
+              .dump(),
+          nullptr};
+    }
+    if (watches.empty()) {  // nothing scripted: hold the watch open until the test ends
+      return {200, "", std::make_shared<LineChannel>()};
+    }
+    ScriptedReply reply = watches.front();
+    watches.pop_front();
+    return reply;
+  }
+};
+
+InformerOptions fast_options() {
+  InformerOptions options;
+  options.path = "/api/v1/pods";
+  options.selector = "fieldSelector=spec.schedulerName%3Dallox";
+  options.backoff_initial = std::chrono::milliseconds(10);
+  options.backoff_max = std::chrono::milliseconds(50);
+  return options;
+}
+
+std::vector<std::string> watch_targets(const ScriptedServer& server) {
+  std::vector<std::string> targets;
+  for (const auto& r : server.requests()) {
+    if (r.target.find("watch=1") != std::string::npos) targets.push_back(r.target);
+  }
+  return targets;
+}
+
+TEST(InformerTest, ListsThenWatchesFromTheListVersionWithBookmarksAndSelector) {
+  Script script;
+  script.items = {pod("a", "5"), pod("b", "7")};
+  auto watch = std::make_shared<LineChannel>();
+  script.watches.push_back({200, "", watch});
+  ScriptedServer server([&](const ScriptedRequest& r) { return script.handle(r); });
+  KubeClient client({server.url(), "", ""});
+  Recorder recorder;
+  Informer informer(client, fast_options(), recorder);
+  informer.start();
+  recorder.wait_log(1);
+  EXPECT_TRUE(informer.synced());
+  watch->push(event("ADDED", pod("c", "11")));
+  watch->push(event("MODIFIED", pod("a", "12")));
+  watch->push(event("DELETED", pod("b", "13")));
+  auto log = recorder.wait_log(4);
+  EXPECT_EQ((std::vector<std::string>{"replace 2", "upsert c", "upsert a", "delete b"}), log);
+  EXPECT_EQ((std::set<std::string>{"a", "c"}), recorder.names());
+  auto targets = watch_targets(server);
+  ASSERT_EQ(1u, targets.size());
+  EXPECT_NE(std::string::npos, targets[0].find("resourceVersion=10")) << targets[0];
+  EXPECT_NE(std::string::npos, targets[0].find("allowWatchBookmarks=true"));
+  EXPECT_NE(std::string::npos, targets[0].find("fieldSelector=spec.schedulerName%3Dallox"));
+  client.stop();
+  informer.stop();
+}
+
+TEST(InformerTest, CleanEndRewatchesFromTheLastVersionSeenIncludingBookmarks) {
+  Script script;
+  auto first = std::make_shared<LineChannel>();
+  script.watches.push_back({200, "", first});
+  ScriptedServer server([&](const ScriptedRequest& r) { return script.handle(r); });
+  KubeClient client({server.url(), "", ""});
+  Recorder recorder;
+  Informer informer(client, fast_options(), recorder);
+  informer.start();
+  first->push(event("ADDED", pod("a", "20")));
+  first->push(event("BOOKMARK", {{"kind", "Pod"}, {"metadata", {{"resourceVersion", "25"}}}}));
+  first->close();
+  recorder.wait_log(2);
+  for (int i = 0; i < 200 && watch_targets(server).size() < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  auto targets = watch_targets(server);
+  ASSERT_EQ(2u, targets.size());
+  EXPECT_NE(std::string::npos, targets[1].find("resourceVersion=25")) << targets[1];
+  EXPECT_EQ(1u, informer.lists());  // a clean end is not a reason to re-list
+  client.stop();
+  informer.stop();
+}
+
+// Each way a watch can go wrong ends in a fresh list whose set replaces the old one.
+struct BadWatch {
+  const char* name;
+  std::function<ScriptedReply()> reply;
+};
+
+TEST(InformerTest, GoneGarbageAndBrokenStreamsAreReListedNotTrusted) {
+  std::vector<BadWatch> cases = {
+      {"410 as an ERROR event",
+       [] {
+         auto c = std::make_shared<LineChannel>();
+         c->push(event("ERROR", {{"kind", "Status"}, {"code", 410}, {"reason", "Expired"}}));
+         return ScriptedReply{200, "", c};
+       }},
+      {"410 as the HTTP answer",
+       [] {
+         return ScriptedReply{410, "{}", nullptr};
+       }},
+      {"500 answer",
+       [] {
+         return ScriptedReply{500, "{}", nullptr};
+       }},
+      {"a line that is not JSON",
+       [] {
+         auto c = std::make_shared<LineChannel>();
+         c->push("{\"type\":\"ADDED\",\"object\":{trunc");
+         return ScriptedReply{200, "", c};
+       }},
+      {"an unknown event type",
+       [] {
+         auto c = std::make_shared<LineChannel>();
+         c->push(event("SURPRISE", pod("x", "30")));
+         return ScriptedReply{200, "", c};
+       }},
+      {"an object without metadata",
+       [] {
+         auto c = std::make_shared<LineChannel>();
+         c->push(R"({"type":"ADDED","object":{"kind":"Pod"}})");
+         return ScriptedReply{200, "", c};
+       }},
+      {"a broken connection",
+       [] {
+         auto c = std::make_shared<LineChannel>();
+         c->break_connection();
+         return ScriptedReply{200, "", c};
+       }},
+  };
+  for (const BadWatch& bad : cases) {
+    Script script;
+    script.items = {pod("old", "1")};
+    script.watches.push_back(bad.reply());
+    ScriptedServer server([&](const ScriptedRequest& r) { return script.handle(r); });
+    KubeClient client({server.url(), "", ""});
+    Recorder recorder;
+    Informer informer(client, fast_options(), recorder);
+    informer.start();
+    recorder.wait_log(1);
+    {
+      std::lock_guard lock(script.mu);
+      script.items = {pod("new", "40")};  // what the API server holds by the re-list
+    }
+    auto log = recorder.wait_log(2);
+    ASSERT_GE(log.size(), 2u) << bad.name;
+    EXPECT_EQ("replace 1", log[1]) << bad.name;
+    EXPECT_EQ(std::set<std::string>{"new"}, recorder.names()) << bad.name;
+    EXPECT_EQ(2u, informer.lists()) << bad.name;
+    client.stop();
+    informer.stop();
+  }
+}
+
+TEST(InformerTest, FailingListsBackOffAndRetryUntilTheyWork) {
+  Script script;
+  script.list_status = 503;
+  ScriptedServer server([&](const ScriptedRequest& r) { return script.handle(r); });
+  KubeClient client({server.url(), "", ""});
+  Recorder recorder;
+  Informer informer(client, fast_options(), recorder);
+  informer.start();
+  for (int i = 0; i < 500 && informer.failures() < 3; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_GE(informer.failures(), 3u);
+  EXPECT_FALSE(informer.synced());
+  {
+    std::lock_guard lock(script.mu);
+    script.list_status = 200;
+  }
+  recorder.wait_log(1);
+  EXPECT_TRUE(informer.synced());
+  client.stop();
+  informer.stop();
+}
+
+TEST(InformerTest, ParseWatchEventNamesWhatIsWrong) {
+  EXPECT_EQ("watch event: type missing", parse_watch_event(R"({"object":{}})").message());
+  EXPECT_EQ("watch event: object missing", parse_watch_event(R"({"type":"ADDED"})").message());
+  EXPECT_EQ("watch event: object.metadata.resourceVersion missing",
+            parse_watch_event(R"({"type":"ADDED","object":{"metadata":{"name":"a"}}})").message());
+  auto gone = parse_watch_event(R"({"type":"ERROR","object":{"kind":"Status","code":410}})");
+  ASSERT_TRUE(gone.ok());
+  EXPECT_EQ(410, gone->error_code);
+}
+
+}  // namespace
+}  // namespace allox::kube

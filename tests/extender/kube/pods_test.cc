@@ -1,0 +1,74 @@
+// extender/kube/pods.h: the patches allox sends, and how answers are judged.
+#include "extender/kube/pods.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/extender/kube/scripted_server.h"
+
+namespace allox::kube {
+namespace {
+
+using nlohmann::json;
+using testing::ScriptedReply;
+using testing::ScriptedRequest;
+using testing::ScriptedServer;
+
+TEST(PodsTest, RemoveGatePatchTestsTheIndexItRemoves) {
+  auto patch = remove_gate_patch({"example.com/other", "allox.io/queue"}, kQueueGate);
+  ASSERT_TRUE(patch.ok());
+  EXPECT_EQ(
+      json::parse(R"([{"op":"test","path":"/spec/schedulingGates/1/name","value":"allox.io/queue"},
+                           {"op":"remove","path":"/spec/schedulingGates/1"}])"),
+      *patch);
+  EXPECT_FALSE(remove_gate_patch({"example.com/other"}, kQueueGate).ok());
+}
+
+TEST(PodsTest, AddGatePatchCreatesOrAppendsAndIsEmptyWhenPresent) {
+  json bare = {{"spec", {{"schedulerName", "allox-scheduler"}}}};
+  EXPECT_EQ(
+      json::parse(
+          R"([{"op":"add","path":"/spec/schedulingGates","value":[{"name":"allox.io/queue"}]}])"),
+      add_gate_patch(bare, kQueueGate));
+  json other = {{"spec", {{"schedulingGates", {{{"name", "x"}}}}}}};
+  EXPECT_EQ(
+      json::parse(
+          R"([{"op":"add","path":"/spec/schedulingGates/-","value":{"name":"allox.io/queue"}}])"),
+      add_gate_patch(other, kQueueGate));
+  json gated = {{"spec", {{"schedulingGates", {{{"name", "allox.io/queue"}}}}}}};
+  EXPECT_EQ(json::array(), add_gate_patch(gated, kQueueGate));
+  EXPECT_EQ((std::vector<std::string>{"allox.io/queue"}), scheduling_gates(gated));
+}
+
+TEST(PodsTest, CallsGoToThePodsOwnNamespaceWithTheRightContentTypes) {
+  int status = 200;
+  ScriptedServer server([&](const ScriptedRequest&) {
+    return ScriptedReply{status, "{}", nullptr};
+  });
+  KubeClient client({server.url(), "", ""});
+  ObjectRef pod{"team-a", "train-cpu", "u-7"};
+  ASSERT_TRUE(remove_gate(client, pod, {"allox.io/queue"}, kQueueGate).ok());
+  ASSERT_TRUE(nudge(client, pod, "42").ok());
+  ASSERT_TRUE(delete_pod(client, pod).ok());
+  auto r = server.requests();
+  ASSERT_EQ(3u, r.size());
+  for (const auto& request : r)
+    EXPECT_EQ("/api/v1/namespaces/team-a/pods/train-cpu", request.target);
+  EXPECT_EQ("application/json-patch+json", r[0].content_type);
+  EXPECT_EQ("application/merge-patch+json", r[1].content_type);
+  EXPECT_EQ("42", json::parse(r[1].body)["metadata"]["annotations"]["allox.io/nudge"]);
+  EXPECT_EQ("DELETE", r[2].method);
+  EXPECT_EQ("u-7", json::parse(r[2].body)["preconditions"]["uid"]);
+  // Already done counts as done; a refusal is an error naming the pod.
+  status = 404;
+  EXPECT_TRUE(delete_pod(client, pod).ok());
+  status = 403;
+  auto refused = delete_pod(client, pod);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(std::string::npos, refused.message().find("team-a/train-cpu"));
+  // No gate to remove: nothing is sent.
+  EXPECT_TRUE(remove_gate(client, pod, {}, kQueueGate).ok());
+  EXPECT_EQ(5u, server.requests().size());
+}
+
+}  // namespace
+}  // namespace allox::kube
