@@ -77,8 +77,8 @@ int run(const Flags& flags) {
     std::fprintf(stderr, "alloxd: policy: %s\n", policy.message().c_str());
     return 2;
   }
+  // With config->apiserver the service makes its own API client (watch, binds, actions).
   std::unique_ptr<ClusterApi> api;
-  if (config->apiserver) api = make_kube_api_client(*config->apiserver);
   ServiceOptions service_options;
   if (flags.time_scale != 1) service_options.clock = scaled_clock(flags.time_scale);
   auto service =

@@ -1,13 +1,12 @@
-// What the extender needs from the Kubernetes API server, behind a small interface so the
-// service can run against a real API server (KubeApiClient), a test double, or none at all (the
-// inventory comes from the config file and binds are only recorded).
+// How alloxd binds a pod, behind a small interface so the verbs can run against the API server
+// (make_kube_binder), a test double, or none at all (binds are then only recorded):
 //
-//   bind        POST a v1.Binding to /api/v1/namespaces/{ns}/pods/{name}/binding
-//   list_nodes  GET /api/v1/nodes, turning allocatable resources into machine slots
-//   pod_phase   GET /api/v1/namespaces/{ns}/pods/{name}: its status.phase; "Gone" when 404
-//   delete_pod  DELETE a pod (an unused device variant once its job is bound)
+//   bind   POST a v1.Binding to /api/v1/namespaces/{ns}/pods/{name}/binding
 //
-// Implementations must be thread-safe; calls may block for a network round trip.
+// and how a v1.Node reads as machine slots. Everything else alloxd does on the cluster (the
+// watch, gates, deletions, events, the Lease) lives in extender/kube/ and the controller.
+//
+// Implementations must be thread-safe; bind may block for one bounded API call.
 #pragma once
 
 #include <memory>
@@ -16,6 +15,7 @@
 
 #include "core/result.h"
 #include "extender/config.h"
+#include "extender/kube/client.h"
 #include "extender/wire.h"
 
 namespace allox::extender {
@@ -24,15 +24,10 @@ class ClusterApi {
  public:
   virtual ~ClusterApi() = default;
   virtual Status bind(const BindingArgs& binding) = 0;
-  virtual Expected<std::vector<NodeInventory>> list_nodes(const DeviceMapping& devices) = 0;
-  virtual Expected<std::string> pod_phase(const std::string& namespace_name,
-                                          const std::string& name) = 0;
-  virtual Status delete_pod(const std::string& namespace_name, const std::string& name) = 0;
 };
 
-// Talks to the API server at config.url with a bearer token; https URLs verify the server with
-// config.ca_file when it is given. Requests time out after 10 s.
-std::unique_ptr<ClusterApi> make_kube_api_client(const ApiServerConfig& config);
+// Binds through `client`, which must outlive the binder.
+std::unique_ptr<ClusterApi> make_kube_binder(kube::KubeClient& client);
 
 // Machine slots of a v1.Node from its status.allocatable: one per unit of each mapped resource,
 // and floor(cpu / cores_per_machine) CPU machines. Errors name the malformed field.

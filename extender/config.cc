@@ -97,8 +97,8 @@ Expected<ExtenderConfig> parse_root(const YAML::Node& root) {
   Fields top(root, "");
   ALLOX_TRY(top.check({"listen", "reports_listen", "database", "policy", "alpha",
                        "starvation_bound", "tick", "default_job_seconds", "max_body_bytes",
-                       "http_threads", "admin_token", "admin_token_file", "devices", "cpu",
-                       "nodes", "apiserver"}));
+                       "http_threads", "admin_token", "admin_token_file", "devices", "cpu", "nodes",
+                       "apiserver", "scheduler_name", "webhook"}));
 
   std::string listen = config.listen_host + ":" + std::to_string(config.listen_port);
   ALLOX_TRY(top.read("listen", listen));
@@ -205,7 +205,7 @@ Expected<ExtenderConfig> parse_root(const YAML::Node& root) {
 
   if (top.has("apiserver")) {
     Fields api(top.get("apiserver"), top.path("apiserver"));
-    ALLOX_TRY(api.check({"url", "token", "token_file", "ca_file"}));
+    ALLOX_TRY(api.check({"url", "token", "token_file", "ca_file", "lease"}));
     ApiServerConfig server;
     ALLOX_TRY(api.read("url", server.url));
     ALLOX_TRY(api.read("token", server.token));
@@ -221,7 +221,39 @@ Expected<ExtenderConfig> parse_root(const YAML::Node& root) {
       if (!token) return token.error();
       server.token = trim(*token);
     }
+    if (api.has("lease")) {
+      Fields lease(api.get("lease"), api.path("lease"));
+      ALLOX_TRY(lease.check({"namespace", "name"}));
+      LeaseConfig held;
+      ALLOX_TRY(lease.read("namespace", held.namespace_name));
+      ALLOX_TRY(lease.read("name", held.name));
+      if (held.namespace_name.empty() || held.name.empty()) {
+        return Error{api.path("lease") + ": namespace and name must not be empty"};
+      }
+      server.lease = held;
+    }
     config.apiserver = std::move(server);
+  }
+
+  // allox's pods, by spec.schedulerName (the pods the API-server watch lists).
+  ALLOX_TRY(top.read("scheduler_name", config.scheduler_name));
+  if (config.apiserver && config.scheduler_name.empty()) config.scheduler_name = "allox-scheduler";
+
+  if (top.has("webhook")) {
+    Fields hook(top.get("webhook"), top.path("webhook"));
+    ALLOX_TRY(hook.check({"listen", "tls_cert_file", "tls_key_file"}));
+    WebhookConfig webhook;
+    std::string listen;
+    ALLOX_TRY(hook.read("listen", listen));
+    auto address = parse_listen_address(listen);
+    if (!address) return Error{hook.path("listen") + ": " + address.message()};
+    webhook.listen = *address;
+    ALLOX_TRY(hook.read("tls_cert_file", webhook.tls_cert_file));
+    ALLOX_TRY(hook.read("tls_key_file", webhook.tls_key_file));
+    if (webhook.tls_cert_file.empty() != webhook.tls_key_file.empty()) {
+      return Error{hook.path("tls_cert_file") + ": give both tls_cert_file and tls_key_file"};
+    }
+    config.webhook = webhook;
   }
   return config;
 }

@@ -16,10 +16,17 @@
 //   cpu: {device: cpu, cores_per_machine: 32}   # a CPU machine is a bundle of this many cores
 //   nodes:                          # inventory; ignored when apiserver is set
 //     - {name: node-1, machines: {gpu: 2, cpu: 1}}
-//   apiserver:                      # optional: bind through it and list nodes from it
+//   apiserver:                      # optional: watch allox's pods and the nodes, bind, act
 //     url: https://kubernetes.default.svc
 //     token_file: /var/run/secrets/kubernetes.io/serviceaccount/token   # or token
 //     ca_file: /var/run/secrets/kubernetes.io/serviceaccount/ca.crt
+//     lease: {namespace: allox-system, name: alloxd}   # optional: only the holder acts
+//   scheduler_name: allox-scheduler # allox's pods; others pass through (unset: every pod;
+//                                   # allox-scheduler when apiserver is set)
+//   webhook:                        # optional: the gate admission webhook (POST /admission/gate)
+//     listen: 0.0.0.0:8443
+//     tls_cert_file: /etc/allox/webhook-tls/tls.crt   # with tls_key_file: HTTPS
+//     tls_key_file: /etc/allox/webhook-tls/tls.key
 //
 // Unknown keys, wrong types and out-of-range values are errors naming the key. Thread-safe:
 // pure functions; a loaded config is an immutable value.
@@ -55,15 +62,27 @@ struct NodeInventory {
   std::map<DeviceType, int> machines;  // device type -> number of machines on the node
 };
 
+// The coordination.k8s.io/v1 Lease whose holder acts on the cluster.
+struct LeaseConfig {
+  std::string namespace_name = "allox-system";
+  std::string name = "alloxd";
+};
+
 struct ApiServerConfig {
   std::string url;
   std::string token;  // read from token_file when that is given
   std::string ca_file;
+  std::optional<LeaseConfig> lease;  // unset: this replica always acts
 };
 
 struct ListenAddress {
   std::string host;
   int port = 0;
+};
+
+struct WebhookConfig {
+  ListenAddress listen;
+  std::string tls_cert_file, tls_key_file;  // both empty: plain HTTP (tests only)
 };
 
 struct ExtenderConfig {
@@ -82,6 +101,8 @@ struct ExtenderConfig {
   DeviceMapping devices;
   std::vector<NodeInventory> nodes;
   std::optional<ApiServerConfig> apiserver;
+  std::string scheduler_name;  // empty: every pod is allox's
+  std::optional<WebhookConfig> webhook;
 };
 
 // Loads and validates a config file. Relative paths inside (database, token_file, ca_file) are

@@ -84,6 +84,23 @@ JobBook::Added JobBook::add_variant(const JobVariant& variant, double now) {
   return added;
 }
 
+bool JobBook::remove_variant(const std::string& namespace_name, const std::string& name) {
+  std::string key = pod_key(namespace_name, name);
+  auto owner = pod_to_job_.find(key);
+  if (owner == pod_to_job_.end()) return false;
+  auto it = jobs_.find(owner->second);
+  pod_to_job_.erase(owner);
+  if (it == jobs_.end()) return false;
+  BookJob& job = it->second;
+  bool removed = job.variants.erase(key) > 0;
+  if (job.variants.empty() && job.record.phase == JobPhase::kQueued) {
+    jobs_.erase(it);
+    --queued_;
+  }
+  ++version_;
+  return removed;
+}
+
 void JobBook::restore(const StoredState& state) {
   for (const JobRecord& record : state.jobs) {
     BookJob& job = jobs_[record.id];

@@ -76,6 +76,9 @@ class JobBook {
     bool new_variant = false;
   };
   Added add_variant(const JobVariant& variant, double now);
+  // The pod is no longer a variant of its job. A queued job left without variants leaves the
+  // book. Returns whether the pod was a variant.
+  bool remove_variant(const std::string& namespace_name, const std::string& name);
   // Restores state read from the store (jobs first, then variants and samples).
   void restore(const StoredState& state);
 

@@ -114,6 +114,7 @@ void Planner::solve_once() {
   plans_.publish(std::move(plan));
   metrics_.record_solve(seconds, input.state.queue.size(), input.state.running.size(),
                         current_shares(input.state));
+  if (plan_listener_) plan_listener_();
 }
 
 void Planner::set_inventory(const std::vector<NodeInventory>& nodes) {
@@ -132,11 +133,16 @@ Expected<std::uint64_t> Planner::register_variant(const JobVariant& variant) {
            it->second.time_hints == variant.time_hints &&
            it->second.iterations == variant.iterations && it->second.pod.uid == variant.pod.uid;
   };
+  auto not_admitted = [&] {
+    auto it = admitted_.find(variant.job_id);
+    return it != admitted_.end() && it->second != pod_key(variant.pod);
+  };
   {
     std::shared_lock lock(book_mu_);
-    if (unchanged(book_.job(variant.job_id))) return std::uint64_t{0};
+    if (unchanged(book_.job(variant.job_id)) || not_admitted()) return std::uint64_t{0};
   }
   std::unique_lock lock(book_mu_);
+  if (not_admitted()) return std::uint64_t{0};
   const BookJob* job = book_.job(variant.job_id);
   if (unchanged(job)) return std::uint64_t{0};
   double arrival = now();
@@ -183,6 +189,48 @@ Status Planner::complete(const std::string& job_id) {
     double finish = now();
     if (auto s = store_->record_finish(job_id, finish); !s) return s;
     if (auto r = book_.finish(job_id, finish); !r) return r.error();
+    admitted_.erase(job_id);
+  }
+  wake();
+  return OkStatus();
+}
+
+Status Planner::remove_variant(const PodIdentity& pod) {
+  {
+    std::unique_lock lock(book_mu_);
+    const BookJob* job = book_.job_of_pod(pod.namespace_name, pod.name);
+    if (job == nullptr) return OkStatus();
+    if (job->record.phase == JobPhase::kRunning && job->record.pod_name == pod.name &&
+        job->record.pod_namespace == pod.namespace_name) {
+      return OkStatus();
+    }
+    const std::string job_id = job->record.id;
+    if (auto s = store_->forget_variant(pod, job_id); !s) return s;
+    book_.remove_variant(pod.namespace_name, pod.name);
+    if (book_.job(job_id) == nullptr) admitted_.erase(job_id);
+  }
+  wake();
+  return OkStatus();
+}
+
+Status Planner::admit(const std::string& job_id, const std::string& pod_key) {
+  {
+    std::unique_lock lock(book_mu_);
+    const BookJob* job = book_.job(job_id);
+    if (job == nullptr) return Error{"job " + job_id + " is unknown to allox"};
+    if (job->record.phase != JobPhase::kQueued) return OkStatus();
+    if (!job->variants.count(pod_key)) {
+      return Error{"pod " + pod_key + " is not a variant of job " + job_id};
+    }
+    std::vector<PodIdentity> others;
+    for (const auto& [key, variant] : job->variants) {
+      if (key != pod_key) others.push_back(variant.pod);
+    }
+    for (const PodIdentity& pod : others) {
+      if (auto s = store_->forget_variant(pod, job_id); !s) return s;
+      book_.remove_variant(pod.namespace_name, pod.name);
+    }
+    admitted_[job_id] = pod_key;
   }
   wake();
   return OkStatus();

@@ -22,6 +22,7 @@
 #include <optional>
 #include <shared_mutex>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "extender/config.h"
@@ -81,6 +82,14 @@ class Planner {
   // The job finished (its pod succeeded, failed or vanished, or an operator said so).
   Status complete(const std::string& job_id);
   Status add_profile(const ProfileReport& report);
+  // The pod is no longer a variant of its job (it was deleted); a waiting job left without
+  // variants leaves the queue. The pod a job runs as is never removed.
+  Status remove_variant(const PodIdentity& pod);
+  // The plan starts `job_id` as the variant `pod_key` ("namespace/name"): its other variants
+  // leave the book and the store, so no later plan picks them (the controller deletes them).
+  Status admit(const std::string& job_id, const std::string& pod_key);
+  // Runs on the planner thread after each plan is published. Set before start().
+  void set_plan_listener(std::function<void()> listener) { plan_listener_ = std::move(listener); }
 
   // Reads. `read` runs under the book's shared lock and must not call back into the planner.
   template <typename Read>
@@ -117,6 +126,9 @@ class Planner {
 
   mutable std::shared_mutex book_mu_;
   JobBook book_;
+  // job -> the variant it was admitted as (guarded by book_mu_); a sibling seen again later
+  // (a status update before its deletion) does not re-enter the book.
+  std::unordered_map<std::string, std::string> admitted_;
 
   std::mutex wake_mu_;
   std::condition_variable wake_cv_;
@@ -124,6 +136,7 @@ class Planner {
   bool stopping_ = false;
   std::thread thread_;
   std::atomic<bool> ready_{false};
+  std::function<void()> plan_listener_;
 };
 
 }  // namespace allox::extender

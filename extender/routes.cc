@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "extender/admission.h"
 #include "extender/status_page.h"
 
 namespace allox::extender {
@@ -129,6 +130,12 @@ HttpReply route(ExtenderService& service, const HttpRequest& request) {
       verb == Verb::kPreempt) {
     if (!post) return error_reply(405, path + " takes POST");
     return extender_verb(service, request);
+  }
+  if (path == kGateWebhookPath) {
+    if (!post) return error_reply(405, path + " takes POST");
+    auto answer = review_gate_admission(request.body, service.config().scheduler_name);
+    if (!answer) return error_reply(400, answer.message());
+    return {200, "application/json", *answer};
   }
   if (path == "/healthz" && get) return {200, "text/plain", "ok\n"};
   if (path == "/readyz" && get) {

@@ -2,6 +2,8 @@
 // endpoint without sockets and the HTTP adapter (http_server.h) stays a thin shell.
 //
 //   POST /filter /prioritize /bind /preempt   kube-scheduler's extender verbs (wire.h)
+//   POST /admission/gate                      the gate webhook: AdmissionReview v1 (admission.h);
+//                                             400 naming the field when malformed
 //   GET  /healthz                             200 while the process serves
 //   GET  /readyz                              200 once the inventory is loaded and planned, else
 //   503 GET  /metrics                             Prometheus text format GET  /v1/fairness

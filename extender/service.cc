@@ -1,28 +1,66 @@
 #include "extender/service.h"
 
+#include <unistd.h>
+
+#include <cstdlib>
+
 namespace allox::extender {
+namespace {
+
+// This replica's name in the Lease: the pod name the Downward API gives, else host and pid.
+std::string replica_identity() {
+  if (const char* pod = std::getenv("POD_NAME"); pod != nullptr && *pod != '\0') return pod;
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  return std::string(host) + "-" + std::to_string(::getpid());
+}
+
+}  // namespace
 
 Expected<std::unique_ptr<ExtenderService>> ExtenderService::create(
     const ExtenderConfig& config, std::unique_ptr<SchedulingPolicy> policy,
     std::unique_ptr<ClusterApi> api, ServiceOptions options) {
   std::unique_ptr<ExtenderService> service(new ExtenderService());
-  const bool from_api = config.apiserver && api != nullptr;
+  ExtenderService& s = *service;
+  const bool cluster = config.apiserver.has_value();
   PlannerOptions planner_options;
   planner_options.clock = std::move(options.clock);
-  if (!from_api) planner_options.inventory = config.nodes;
-  auto planner =
-      Planner::create(config, std::move(policy), service->metrics_, std::move(planner_options));
+  if (!cluster) planner_options.inventory = config.nodes;
+  auto planner = Planner::create(config, std::move(policy), s.metrics_, std::move(planner_options));
   if (!planner) return planner.error();
-  service->api_ = std::move(api);
-  service->planner_ = std::move(*planner);
-  service->verbs_ =
-      std::make_unique<ExtenderVerbs>(*service->planner_, service->api_.get(), service->metrics_,
-                                      VerbOptions{options.first_plan_wait});
-  if (from_api) {
-    auto tick = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-        std::chrono::duration<double>(config.tick));
-    service->poller_ = std::make_unique<ClusterPoller>(*service->planner_, *service->api_, tick);
+  s.planner_ = std::move(*planner);
+  s.binder_ = std::move(api);
+  if (cluster) {
+    kube::KubeClientOptions client_options;
+    client_options.url = config.apiserver->url;
+    client_options.token = config.apiserver->token;
+    client_options.ca_file = config.apiserver->ca_file;
+    s.client_ = std::make_unique<kube::KubeClient>(client_options);
+    if (s.binder_ == nullptr) s.binder_ = make_kube_binder(*s.client_);
+    s.events_ = std::make_unique<kube::EventRecorder>(*s.client_, kube::EventOptions{});
+    if (config.apiserver->lease) {
+      kube::LeaseOptions lease;
+      lease.namespace_name = config.apiserver->lease->namespace_name;
+      lease.name = config.apiserver->lease->name;
+      lease.identity = replica_identity();
+      s.lease_ = std::make_unique<kube::LeaderLease>(*s.client_, lease, [&s](bool leading) {
+        // A new leader rebuilds its picture from the API server before it acts.
+        if (leading && s.feed_) s.feed_->relist();
+        if (s.controller_) s.controller_->poke();
+      });
+    }
+    s.actions_ = std::make_unique<ActionQueue>(ActionQueueOptions{}, [&s] { return s.leading(); });
+    // The planner's copy of the config outlives the feed (the caller's may not).
+    s.feed_ = std::make_unique<ClusterFeed>(*s.client_, *s.planner_, s.planner_->config(), [&s] {
+      if (s.controller_) s.controller_->poke();
+    });
+    s.controller_ = std::make_unique<Controller>(
+        *s.planner_, *s.feed_, *s.client_, *s.events_, *s.actions_, [&s] { return s.leading(); },
+        options.controller);
+    s.planner_->set_plan_listener([&s] { s.controller_->poke(); });
   }
+  s.verbs_ = std::make_unique<ExtenderVerbs>(*s.planner_, s.binder_.get(), s.metrics_,
+                                             VerbOptions{options.first_plan_wait});
   return service;
 }
 
@@ -32,14 +70,28 @@ ExtenderService::~ExtenderService() {
 
 void ExtenderService::start() {
   planner_->start();
-  if (poller_) poller_->start();
+  if (feed_) feed_->start();
+  if (actions_) actions_->start();
+  if (lease_) lease_->start();
+  if (controller_) controller_->start();
 }
 
 void ExtenderService::stop() {
-  if (poller_) poller_->stop();
+  if (controller_) controller_->stop();
+  if (lease_) lease_->stop();    // hands the Lease back: one bounded call
+  if (client_) client_->stop();  // every call in flight ends now
+  if (feed_) feed_->stop();
+  if (actions_) actions_->stop();
   planner_->stop();
 }
 
+bool ExtenderService::ready() const {
+  return planner_->ready() && (feed_ == nullptr || feed_->synced());
+}
+
+bool ExtenderService::leading() const {
+  return lease_ == nullptr || lease_->leading();
+}
 FairnessReport ExtenderService::fairness() const {
   constexpr double kWindow = 3600;
   double now = planner_->now();

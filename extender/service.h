@@ -1,13 +1,15 @@
 // alloxd's service: the rooms wired together, behind the one object the HTTP routes call.
 //
-//   planner.h        the job book, its store, and the thread that plans it
-//   verbs.h          kube-scheduler's filter / prioritize / bind / preempt, confirming the plan
-//   cluster_poller.h the cluster side: node inventory and pod completions from the API server
-//   reports.h        the fairness, queue and job views
+//   planner.h       the job book, its store, and the thread that plans it
+//   verbs.h         kube-scheduler's filter / prioritize / bind / preempt, confirming the plan
+//   cluster_feed.h  the cluster side: allox's pods and the nodes, listed and watched
+//   controller.h    the plan turned into actions: remove a gate, delete a variant, nudge, events
+//   reports.h       the fairness, queue and job views
 //
-// The service owns them and the metrics, and forwards; it holds no scheduling logic itself.
-// Durability: every acknowledged state change (new pod, bind, completion, profile) is written to
-// the Store before the method returns; create() rebuilds the book from it.
+// Without an API server (config.apiserver unset) only the planner and the verbs run: the
+// inventory comes from the config and binds are only recorded. With one, the feed, the
+// controller (acting only while this replica holds the Lease) and the background action queue
+// run too. The service owns them and the metrics, and forwards; it holds no logic itself.
 //
 // Thread-safe: all public methods may be called concurrently.
 #pragma once
@@ -16,9 +18,14 @@
 #include <functional>
 #include <memory>
 
+#include "extender/action_queue.h"
 #include "extender/cluster_api.h"
-#include "extender/cluster_poller.h"
+#include "extender/cluster_feed.h"
 #include "extender/config.h"
+#include "extender/controller.h"
+#include "extender/kube/client.h"
+#include "extender/kube/events.h"
+#include "extender/kube/lease.h"
 #include "extender/metrics.h"
 #include "extender/planner.h"
 #include "extender/reports.h"
@@ -33,25 +40,26 @@ struct ServiceOptions {
   // How long a filter for a job the plan has not seen waits for the next round; kube-scheduler's
   // extender httpTimeout (30 s by default) bounds it from above.
   std::chrono::milliseconds first_plan_wait{1000};
+  ControllerOptions controller;
 };
 
 class ExtenderService {
  public:
-  // Opens the store, restores the job book, loads the inventory from the config (when api is
-  // null or config.apiserver is unset). api may be null: binds are then only recorded.
+  // Opens the store and restores the job book. With config.apiserver set, alloxd talks to the
+  // API server (binds, the watch, actions); otherwise the inventory is config.nodes.
   static Expected<std::unique_ptr<ExtenderService>> create(const ExtenderConfig& config,
                                                            std::unique_ptr<SchedulingPolicy> policy,
-                                                           std::unique_ptr<ClusterApi> api,
                                                            ServiceOptions options = {});
   ~ExtenderService();
 
-  // Starts and stops the planner thread and the cluster poller. stop() is idempotent; the
-  // destructor calls it.
+  // Starts the planner (and the watch, Lease, controller and actions). stop() ends them within
+  // the API client's call timeout: it cancels calls in flight first. Idempotent.
   void start();
   void stop();
 
-  // True once the node inventory is loaded and a first plan is published.
-  bool ready() const { return planner_->ready(); }
+  // True once the node inventory is loaded (and, with an API server, allox's pods are listed)
+  // and a first plan is published.
+  bool ready() const;
 
   FilterResult filter(const ExtenderArgs& args) { return verbs_->filter(args); }
   std::vector<HostPriority> prioritize(const ExtenderArgs& args) {
@@ -60,7 +68,7 @@ class ExtenderService {
   BindingResult bind(const BindingArgs& args) { return verbs_->bind(args); }
   PreemptionResult preempt(const PreemptionArgs& args) { return verbs_->preempt(args); }
 
-  // The job finished (POST /v1/jobs/{id}/done, or its pod succeeded or failed).
+  // The job finished (POST /v1/jobs/{id}/done; with an API server, its pod's watch events).
   Status complete(const std::string& job_id) { return planner_->complete(job_id); }
   Status add_profile(const ProfileReport& report) { return planner_->add_profile(report); }
 
@@ -70,6 +78,10 @@ class ExtenderService {
 
   Metrics& metrics() { return metrics_; }
   const ExtenderConfig& config() const { return planner_->config(); }
+  // Whether this replica acts on the cluster (holds the Lease, or has no API server).
+  bool leading() const;
+  // Background actions, for tests and /metrics (null without an API server).
+  const ActionQueue* actions() const { return actions_.get(); }
   // Wakes the planner thread and waits until it has published a plan of the current book.
   void solve_now() { planner_->solve_now(); }
 
@@ -77,10 +89,15 @@ class ExtenderService {
   ExtenderService() = default;
 
   Metrics metrics_;  // first: the rooms below refer to it
-  std::unique_ptr<ClusterApi> api_;
+  std::unique_ptr<kube::KubeClient> client_;
+  std::unique_ptr<ClusterApi> binder_;
   std::unique_ptr<Planner> planner_;
   std::unique_ptr<ExtenderVerbs> verbs_;
-  std::unique_ptr<ClusterPoller> poller_;  // null without an API server
+  std::unique_ptr<kube::EventRecorder> events_;
+  std::unique_ptr<kube::LeaderLease> lease_;  // null: no leader election, always leading
+  std::unique_ptr<ActionQueue> actions_;
+  std::unique_ptr<ClusterFeed> feed_;
+  std::unique_ptr<Controller> controller_;
 };
 
 }  // namespace allox::extender

@@ -184,6 +184,22 @@ Status Store::record_variant(const JobVariant& variant) {
   return run(s, "record variant");
 }
 
+Status Store::forget_variant(const PodIdentity& pod, const std::string& job_id) {
+  std::lock_guard lock(mu_);
+  if (auto s = exec("BEGIN IMMEDIATE"); !s) return s;
+  Statement variant(db_, "DELETE FROM variants WHERE pod_namespace = ? AND pod_name = ?");
+  variant.bind(1, pod.namespace_name).bind(2, pod.name);
+  Statement job(db_,
+                "DELETE FROM jobs WHERE id = ? AND phase = 'queued' AND NOT EXISTS "
+                "(SELECT 1 FROM variants WHERE job_id = ?)");
+  job.bind(1, job_id).bind(2, job_id);
+  Status status = run(variant, "forget variant");
+  if (status) status = run(job, "forget job");
+  if (status) status = exec("COMMIT");
+  if (!status) (void)exec("ROLLBACK");
+  return status;
+}
+
 Status Store::record_start(const JobRecord& job) {
   std::lock_guard lock(mu_);
   if (auto s = exec("BEGIN IMMEDIATE"); !s) return s;

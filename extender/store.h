@@ -80,6 +80,9 @@ class Store {
   // The job finished at `finish`: phase done and its usage row closed, in one transaction.
   Status record_finish(const std::string& job_id, double finish);
   Status record_profile(const ProfileSample& sample);
+  // The pod is no longer a variant of its job (deleted, or its job was admitted to another
+  // variant); a queued job left without variants is forgotten with it. One transaction.
+  Status forget_variant(const PodIdentity& pod, const std::string& job_id);
 
   Expected<StoredState> load();
   // Usage rows that overlap [since, now]: open rows and rows that ended after `since`.

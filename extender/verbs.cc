@@ -17,11 +17,25 @@ ExtenderVerbs::ExtenderVerbs(Planner& planner, ClusterApi* api, Metrics& metrics
                              VerbOptions options)
     : planner_(planner), api_(api), metrics_(metrics), options_(options) {}
 
+bool ExtenderVerbs::ours(const nlohmann::json& pod) const {
+  const std::string& name = planner_.config().scheduler_name;
+  if (name.empty()) return true;
+  const nlohmann::json* spec = pod.is_object() ? find_key(pod, "spec") : nullptr;
+  const nlohmann::json* scheduler =
+      spec != nullptr && spec->is_object() ? find_key(*spec, "schedulerName") : nullptr;
+  return scheduler != nullptr && scheduler->is_string() && *scheduler == name;
+}
+
 FilterResult ExtenderVerbs::filter(const ExtenderArgs& args) {
   FilterResult result;
   result.node_names.emplace();  // nodeCacheCapable: always a list, never null
   if (args.node_objects) result.node_objects.emplace();
   const std::vector<std::string> candidates = args.candidates();
+  if (!ours(args.pod)) {  // another scheduler's pod: every node kept, nothing recorded
+    *result.node_names = candidates;
+    if (args.node_objects) *result.node_objects = *args.node_objects;
+    return result;
+  }
   const DeviceMapping& devices = planner_.config().devices;
   auto variant = read_job_variant(args.pod, devices);
   if (!variant) {
@@ -54,7 +68,14 @@ FilterResult ExtenderVerbs::filter(const ExtenderArgs& args) {
 
     // Why no node can take this variant, when that holds for every node.
     std::string never;
-    if (job->record.phase == JobPhase::kRunning) {
+    const std::string key = variant->pod.namespace_name + "/" + variant->pod.name;
+    if (job == nullptr) {
+      never = "job " + id + " is no longer queued (its pods were deleted)";
+    } else if (job->record.phase == JobPhase::kQueued && !job->variants.count(key)) {
+      never = "job " + id + " runs as variant " +
+              (job->variants.empty() ? std::string("(none)") : job->variants.begin()->first) +
+              "; this pod is not used";
+    } else if (job->record.phase == JobPhase::kRunning) {
       never = "job " + id + " already runs as pod " + job->record.pod_namespace + "/" +
               job->record.pod_name + " on " + job->record.node;
     } else if (job->record.phase == JobPhase::kDone) {
@@ -127,6 +148,7 @@ FilterResult ExtenderVerbs::filter(const ExtenderArgs& args) {
 std::vector<HostPriority> ExtenderVerbs::prioritize(const ExtenderArgs& args) {
   std::vector<HostPriority> priorities;
   for (const std::string& node : args.candidates()) priorities.push_back({node, 0});
+  if (!ours(args.pod)) return priorities;
   auto variant = read_job_variant(args.pod, planner_.config().devices);
   if (!variant) return priorities;
   std::shared_ptr<const Plan> plan = planner_.latest_plan();
@@ -148,6 +170,7 @@ BindingResult ExtenderVerbs::bind(const BindingArgs& args) {
     JobVariant variant;
     int preferred_slot = -1;
     std::string refusal;
+    bool not_ours = false;
   };
   const std::string namespace_name = args.pod_namespace.empty() ? "default" : args.pod_namespace;
   Checked checked = planner_.read([&](const JobBook& book) {
@@ -155,6 +178,9 @@ BindingResult ExtenderVerbs::bind(const BindingArgs& args) {
     const BookJob* job = book.job_of_pod(namespace_name, args.pod_name);
     std::string pod = args.pod_namespace + "/" + args.pod_name;
     if (job == nullptr) {
+      // With a scheduler name, allox knows its pods from the watch (or their filter): an
+      // unknown pod is another scheduler's, bound as asked and not recorded.
+      c.not_ours = !planner_.config().scheduler_name.empty();
       c.refusal = "pod " + pod + " is unknown to allox: filter it first";
       return c;
     }
@@ -165,9 +191,12 @@ BindingResult ExtenderVerbs::bind(const BindingArgs& args) {
                        : std::string());
       return c;
     }
-    for (const auto& [key, v] : job->variants) {
-      if (v.pod.name == args.pod_name && v.pod.namespace_name == namespace_name) c.variant = v;
+    auto it = job->variants.find(namespace_name + "/" + args.pod_name);
+    if (it == job->variants.end()) {
+      c.refusal = "pod " + pod + " is not a variant of job " + job->record.id + " any more";
+      return c;
     }
+    c.variant = it->second;
     if (!book.has_node(args.node)) {
       c.refusal = "node " + args.node + " is not in allox's inventory";
       return c;
@@ -186,17 +215,19 @@ BindingResult ExtenderVerbs::bind(const BindingArgs& args) {
     }
     return c;
   });
+  if (checked.not_ours) {
+    if (api_ != nullptr) {
+      if (auto s = api_->bind(args); !s) return BindingResult{s.message()};
+    }
+    return BindingResult{};
+  }
   if (!checked.refusal.empty()) return refuse(std::move(checked.refusal));
   if (api_ != nullptr) {
     if (auto s = api_->bind(args); !s) return refuse(s.message());
   }
   auto started = planner_.record_start(checked.variant, args.node, checked.preferred_slot);
   if (!started) return refuse(started.message());
-  if (api_ != nullptr) {
-    // The other device variants will never run; removing them keeps them out of the queue.
-    for (const PodIdentity& pod : started->unused_variants)
-      (void)api_->delete_pod(pod.namespace_name, pod.name);
-  }
+  // The job's other variants are deleted by the controller, in the background: never here.
   return BindingResult{};
 }
 

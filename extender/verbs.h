@@ -46,6 +46,8 @@ class ExtenderVerbs {
   PreemptionResult preempt(const PreemptionArgs& args);
 
  private:
+  // Whether the pod is for allox's scheduler (config.scheduler_name; every pod when unset).
+  bool ours(const nlohmann::json& pod) const;
   Planner& planner_;
   ClusterApi* api_;
   Metrics& metrics_;

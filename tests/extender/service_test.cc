@@ -1,6 +1,6 @@
 // extender/service.h: kube-scheduler's verbs over typed values, replaying upstream's golden
 // messages against a cluster arranged to produce them, plus device variants, queue reasons,
-// binding through a fake API server, completions and preemption.
+// binding, completions and preemption (with an API server: service_api_test.cc).
 #include "extender/service.h"
 
 #include <gtest/gtest.h>
@@ -8,7 +8,6 @@
 #include <thread>
 
 #include "extender/http_server.h"
-#include "tests/extender/fake_api_server.h"
 #include "tests/extender/golden.h"
 #include "tests/extender/test_support.h"
 
@@ -205,63 +204,6 @@ TEST(ServiceTest, ProfilesReplaceHintsInEstimates) {
   EXPECT_NEAR(105, job->variants[0].estimate.seconds, 1e-6);
   EXPECT_FALSE(service->add_profile({"lab/nope", "gpu", ProfileSample::Kind::kProfile, 1, 1}).ok());
   EXPECT_FALSE(service->add_profile({"lab/p", "gpu", ProfileSample::Kind::kProfile, 0, 1}).ok());
-}
-
-TEST(ServiceApiTest, InventoryBindingCompletionAndVariantCleanupGoThroughTheApiServer) {
-  testing::FakeApiServer api({{"node-1", {{"cpu", "64"}, {"nvidia.com/gpu", "2"}}}}, "sa-token");
-  testing::ScratchDir dir;
-  auto config = testing::make_config({}, dir.file("state.db"));
-  config.apiserver = ApiServerConfig{api.url(), "sa-token", ""};
-  auto service = make_service(config, make_kube_api_client(*config.apiserver));
-  ASSERT_TRUE(service->ready());
-  QueueView view = service->queue();
-  EXPECT_EQ(1, view.nodes);
-  EXPECT_EQ(4, view.machines);  // 2 GPUs + 64 cores / 32
-
-  std::map<std::string, std::string> annotations = {
-      {"allox.io/job", "bert"}, {"allox.io/time.gpu", "10"}, {"allox.io/time.cpu", "1000"}};
-  json gpu_pod = make_pod("lab", "bert-gpu", "nvidia.com/gpu", annotations);
-  json cpu_pod = make_pod("lab", "bert-cpu", "cpu", annotations);
-  service->filter(args_for(cpu_pod, {"node-1"}));
-  ASSERT_EQ(std::vector<std::string>{"node-1"},
-            *service->filter(args_for(gpu_pod, {"node-1"})).node_names);
-
-  api.fail_binds_with(500);
-  BindingResult failed = service->bind(binding("lab", "bert-gpu", "node-1"));
-  EXPECT_NE(std::string::npos, failed.error.find("API server answered 500")) << failed.error;
-  EXPECT_EQ(JobPhase::kQueued, service->job("bert")->record.phase);
-  EXPECT_EQ(1u, service->metrics().bind_failures());
-
-  api.fail_binds_with(0);
-  ASSERT_EQ("", service->bind(binding("lab", "bert-gpu", "node-1")).error);
-  ASSERT_EQ(1u, api.bindings().size());
-  EXPECT_EQ("node-1", api.bindings()[0].node);
-  EXPECT_EQ("bert-gpu", api.bindings()[0].pod);
-  EXPECT_EQ(std::vector<std::string>{"lab/bert-cpu"}, api.deleted_pods());
-  EXPECT_EQ(0, api.unauthorized_requests());
-
-  api.set_pod_phase("lab", "bert-gpu", "Succeeded");
-  for (int i = 0; i < 100 && service->job("bert")->record.phase != JobPhase::kDone; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  EXPECT_EQ(JobPhase::kDone, service->job("bert")->record.phase);
-}
-
-TEST(ServiceApiTest, NotReadyWhileTheApiServerIsUnreachable) {
-  testing::ScratchDir dir;
-  auto config = testing::make_config({{"ignored", {{"gpu", 1}}}}, dir.file("state.db"));
-  auto port = pick_free_port("127.0.0.1");
-  ASSERT_TRUE(port.ok());
-  config.apiserver = ApiServerConfig{"http://127.0.0.1:" + std::to_string(*port), "t", ""};
-  auto policy = make_policy("fifo", PolicyOptions{});
-  auto service =
-      ExtenderService::create(config, std::move(*policy), make_kube_api_client(*config.apiserver));
-  ASSERT_TRUE(service.ok());
-  (*service)->start();
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  EXPECT_FALSE((*service)->ready());
-  FilterResult r = (*service)->filter(args_for(make_pod("a", "b", "cpu"), {"ignored"}));
-  EXPECT_NE(std::string::npos, r.error.find("not ready"));
 }
 
 }  // namespace

@@ -1,0 +1,115 @@
+#include "extender/action_queue.h"
+
+#include <algorithm>
+
+#include "extender/kube/backoff.h"
+
+namespace allox::extender {
+
+ActionQueue::ActionQueue(ActionQueueOptions options, std::function<bool()> allowed)
+    : options_(options), allowed_(std::move(allowed)) {}
+
+ActionQueue::~ActionQueue() {
+  stop();
+}
+
+void ActionQueue::start() {
+  std::lock_guard lock(mu_);
+  if (worker_.joinable() || stopping_) return;
+  worker_ = std::thread([this] { loop(); });
+}
+
+void ActionQueue::stop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+    counts_.dropped += entries_.size();
+    entries_.clear();
+    order_.clear();
+  }
+  cv_.notify_all();
+  if (worker_.joinable()) worker_.join();
+}
+
+bool ActionQueue::submit(const std::string& key, std::function<Status()> action) {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return false;
+    auto it = entries_.find(key);
+    if (it != entries_.end()) {
+      it->second.action = std::move(action);  // the latest intent; keeps its place and attempts
+      return true;
+    }
+    if (entries_.size() >= options_.capacity) {
+      ++counts_.dropped;
+      return false;
+    }
+    entries_[key] = Entry{std::move(action), 0, {}};
+    order_.push_back(key);
+  }
+  cv_.notify_all();
+  return true;
+}
+
+bool ActionQueue::pending(const std::string& key) const {
+  std::lock_guard lock(mu_);
+  return entries_.count(key) > 0 || running_ == key;
+}
+
+ActionQueue::Counts ActionQueue::counts() const {
+  std::lock_guard lock(mu_);
+  Counts counts = counts_;
+  counts.waiting = entries_.size();
+  return counts;
+}
+
+bool ActionQueue::wait_idle(std::chrono::milliseconds timeout) const {
+  std::unique_lock lock(mu_);
+  return cv_.wait_for(lock, timeout, [&] { return entries_.empty() && running_.empty(); });
+}
+
+void ActionQueue::loop() {
+  kube::Backoff backoff(options_.backoff_initial, options_.backoff_max);
+  std::unique_lock lock(mu_);
+  while (true) {
+    cv_.wait(lock, [&] { return stopping_ || !order_.empty(); });
+    if (stopping_) return;
+    // The first action whose back-off has passed, else wait for the earliest one.
+    auto now = std::chrono::steady_clock::now();
+    auto ready = std::find_if(order_.begin(), order_.end(),
+                              [&](const std::string& k) { return entries_[k].not_before <= now; });
+    if (ready == order_.end()) {
+      auto earliest = now + options_.backoff_max;
+      for (const std::string& k : order_) earliest = std::min(earliest, entries_[k].not_before);
+      cv_.wait_until(lock, earliest, [&] { return stopping_; });
+      continue;
+    }
+    std::string key = *ready;
+    order_.erase(ready);
+    Entry entry = std::move(entries_[key]);
+    entries_.erase(key);
+    running_ = key;
+    lock.unlock();
+    bool allowed = !allowed_ || allowed_();
+    Status status = allowed ? entry.action() : OkStatus();
+    lock.lock();
+    running_.clear();
+    if (!allowed) {
+      ++counts_.refused;
+    } else if (status) {
+      ++counts_.done;
+    } else if (++entry.attempts >= options_.max_attempts || stopping_) {
+      ++counts_.failed;
+    } else if (!entries_.count(key)) {  // not re-submitted meanwhile: retry later
+      ++counts_.retried;
+      backoff.reset();
+      for (int i = 0; i < entry.attempts - 1; ++i) backoff.next();
+      entry.not_before = std::chrono::steady_clock::now() + backoff.next();
+      entries_[key] = std::move(entry);
+      order_.push_back(key);
+    }
+    cv_.notify_all();
+  }
+}
+
+}  // namespace allox::extender

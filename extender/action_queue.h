@@ -1,0 +1,77 @@
+// Background actions on the cluster (remove a gate, delete a variant, nudge, write an event),
+// kept off every request path: kube-scheduler's verbs never wait for them.
+//
+// One worker thread runs them in submission order. Each action has a key ("delete lab/bert-cpu");
+// submitting a key that is already waiting replaces it (the latest intent wins, never twice).
+// A failing action is retried with bounded exponential back-off (kube/backoff.h) up to
+// max_attempts, then dropped and counted: the controller is level-triggered and submits it
+// again on its next pass if it is still wanted. `allowed()` is asked before each run (only
+// the Lease holder acts); a refused action is dropped.
+//
+// Thread-safe. stop() drops what waits and returns once the action in flight has ended (each
+// is one bounded API call).
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "core/result.h"
+
+namespace allox::extender {
+
+struct ActionQueueOptions {
+  int max_attempts = 5;
+  std::chrono::milliseconds backoff_initial{100};
+  std::chrono::milliseconds backoff_max{5000};
+  std::size_t capacity = 100000;  // beyond this, submissions are dropped (and counted)
+};
+
+class ActionQueue {
+ public:
+  explicit ActionQueue(ActionQueueOptions options = {}, std::function<bool()> allowed = nullptr);
+  ~ActionQueue();
+
+  void start();
+  void stop();
+
+  // False when the queue is full or stopped.
+  bool submit(const std::string& key, std::function<Status()> action);
+  // True while `key` waits or runs.
+  bool pending(const std::string& key) const;
+
+  struct Counts {
+    std::uint64_t done = 0, retried = 0, failed = 0, refused = 0, dropped = 0;
+    std::size_t waiting = 0;
+  };
+  Counts counts() const;
+  // Waits until nothing waits or runs (tests), at most `timeout`. True when idle.
+  bool wait_idle(std::chrono::milliseconds timeout) const;
+
+ private:
+  struct Entry {
+    std::function<Status()> action;
+    int attempts = 0;
+    std::chrono::steady_clock::time_point not_before{};
+  };
+  void loop();
+
+  ActionQueueOptions options_;
+  std::function<bool()> allowed_;
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  std::deque<std::string> order_;
+  std::map<std::string, Entry> entries_;
+  std::string running_;
+  bool stopping_ = false;
+  Counts counts_;
+  std::thread worker_;
+};
+
+}  // namespace allox::extender

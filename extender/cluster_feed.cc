@@ -1,0 +1,284 @@
+#include "extender/cluster_feed.h"
+
+#include <atomic>
+
+#include "extender/cluster_api.h"  // node_inventory
+#include "extender/kube/pods.h"
+
+namespace allox::extender {
+namespace {
+
+using nlohmann::json;
+
+std::string key_of(const std::string& namespace_name, const std::string& name) {
+  return namespace_name + "/" + name;
+}
+
+std::string string_at(const json& object, const char* a, const char* b) {
+  if (!object.is_object()) return "";
+  auto outer = object.find(a);
+  if (outer == object.end() || !outer->is_object()) return "";
+  auto inner = outer->find(b);
+  return inner != outer->end() && inner->is_string() ? inner->get<std::string>() : "";
+}
+
+}  // namespace
+
+Expected<ObservedPod> observe_pod(const json& pod, const DeviceMapping& devices) {
+  auto identity = pod_identity(pod);
+  if (!identity) return identity.error();
+  ObservedPod observed;
+  observed.ref = {identity->namespace_name, identity->name, identity->uid};
+  auto variant = read_job_variant(pod, devices);
+  if (variant) {
+    observed.variant = std::move(*variant);
+  } else {
+    observed.read_error = variant.message();
+  }
+  observed.gates = kube::scheduling_gates(pod);
+  observed.node_name = string_at(pod, "spec", "nodeName");
+  observed.phase = string_at(pod, "status", "phase");
+  const json* metadata = pod.is_object() && pod.contains("metadata") ? &pod["metadata"] : nullptr;
+  if (metadata != nullptr && metadata->is_object()) {
+    observed.nudge =
+        string_at(*metadata, "annotations", std::string(kube::kNudgeAnnotation).c_str());
+    auto deletion = metadata->find("deletionTimestamp");
+    observed.deleting = deletion != metadata->end() && !deletion->is_null();
+  }
+  return observed;
+}
+
+class ClusterFeed::PodHandler final : public kube::InformerHandler {
+ public:
+  PodHandler(Planner& planner, const ExtenderConfig& config, std::function<void()> on_change)
+      : planner_(planner), config_(config), on_change_(std::move(on_change)) {}
+
+  void on_replace(const std::vector<json>& objects) override {
+    std::map<std::string, ObservedPod> seen;
+    for (const json& object : objects) {
+      auto pod = ours(object);
+      if (pod && !pod->deleting) seen[key_of(pod->ref.namespace_name, pod->ref.name)] = *pod;
+    }
+    std::vector<ObservedPod> gone;
+    {
+      std::lock_guard lock(mu_);
+      for (const auto& [key, pod] : pods_) {
+        if (!seen.count(key)) gone.push_back(pod);
+      }
+    }
+    for (const ObservedPod& pod : gone) forget(pod);
+    for (const auto& [key, pod] : seen) apply(pod);
+    synced_.store(true);
+    if (on_change_) on_change_();
+  }
+
+  void on_upsert(const json& object) override {
+    if (auto pod = ours(object); pod && !pod->deleting) {
+      apply(*pod);
+    } else if (auto identity = pod_identity(object)) {
+      // Being deleted, or no longer ours: gone, if we knew it.
+      std::optional<ObservedPod> known;
+      {
+        std::lock_guard lock(mu_);
+        auto it = pods_.find(key_of(identity->namespace_name, identity->name));
+        if (it != pods_.end()) known = it->second;
+      }
+      if (known) forget(*known);
+    }
+    if (on_change_) on_change_();
+  }
+
+  void on_delete(const json& object) override {
+    auto identity = pod_identity(object);
+    if (!identity) return;
+    std::optional<ObservedPod> known;
+    {
+      std::lock_guard lock(mu_);
+      auto it = pods_.find(key_of(identity->namespace_name, identity->name));
+      if (it != pods_.end()) known = it->second;
+    }
+    if (known) forget(*known);
+    if (on_change_) on_change_();
+  }
+
+  bool synced() const { return synced_.load(); }
+  std::map<std::string, ObservedPod> pods() const {
+    std::lock_guard lock(mu_);
+    return pods_;
+  }
+
+ private:
+  std::optional<ObservedPod> ours(const json& object) const {
+    if (string_at(object, "spec", "schedulerName") != config_.scheduler_name) return std::nullopt;
+    auto pod = observe_pod(object, config_.devices);
+    if (!pod) return std::nullopt;
+    return *pod;
+  }
+
+  // Where the pod's job stands in the book, as far as this pod is concerned.
+  enum class Standing { kUnknown, kWaiting, kRunsAsThisPod, kRunsAsAnother, kDone };
+  Standing standing(const ObservedPod& pod) const {
+    if (!pod.variant) return Standing::kUnknown;
+    return planner_.read([&](const JobBook& book) {
+      const BookJob* job = book.job(pod.variant->job_id);
+      if (job == nullptr) return Standing::kUnknown;
+      switch (job->record.phase) {
+        case JobPhase::kQueued:
+          return Standing::kWaiting;
+        case JobPhase::kRunning:
+          return job->record.pod_namespace == pod.ref.namespace_name &&
+                         job->record.pod_name == pod.ref.name
+                     ? Standing::kRunsAsThisPod
+                     : Standing::kRunsAsAnother;
+        case JobPhase::kDone:
+          return Standing::kDone;
+      }
+      return Standing::kUnknown;
+    });
+  }
+
+  void apply(const ObservedPod& pod) {
+    {
+      std::lock_guard lock(mu_);
+      pods_[key_of(pod.ref.namespace_name, pod.ref.name)] = pod;
+    }
+    if (!pod.variant) return;
+    const JobVariant& variant = *pod.variant;
+    Standing now = standing(pod);
+    if (pod.phase == "Succeeded" || pod.phase == "Failed") {
+      if (now == Standing::kRunsAsThisPod) (void)planner_.complete(variant.job_id);
+      return;
+    }
+    if (!pod.node_name.empty()) {
+      // Bound (by our /bind, or before a restart): the job runs there.
+      if (now == Standing::kUnknown || now == Standing::kWaiting) {
+        if (planner_.register_variant(variant)) {
+          (void)planner_.record_start(variant, pod.node_name, -1);
+        }
+      }
+      return;
+    }
+    // Waiting for a decision: a variant of its job. A late variant of a job that already runs
+    // or ran stays out of the book; the controller deletes it.
+    if (now == Standing::kUnknown || now == Standing::kWaiting) {
+      (void)planner_.register_variant(variant);
+    }
+  }
+
+  void forget(const ObservedPod& pod) {
+    {
+      std::lock_guard lock(mu_);
+      pods_.erase(key_of(pod.ref.namespace_name, pod.ref.name));
+    }
+    if (!pod.variant) return;
+    Standing now = standing(pod);
+    if (now == Standing::kRunsAsThisPod) {
+      (void)planner_.complete(pod.variant->job_id);
+    } else if (now == Standing::kWaiting) {
+      (void)planner_.remove_variant(pod.variant->pod);
+    }
+  }
+
+  Planner& planner_;
+  const ExtenderConfig& config_;
+  std::function<void()> on_change_;
+  mutable std::mutex mu_;
+  std::map<std::string, ObservedPod> pods_;
+  std::atomic<bool> synced_{false};
+};
+
+class ClusterFeed::NodeHandler final : public kube::InformerHandler {
+ public:
+  NodeHandler(Planner& planner, const ExtenderConfig& config)
+      : planner_(planner), config_(config) {}
+
+  void on_replace(const std::vector<json>& objects) override {
+    std::lock_guard lock(mu_);
+    nodes_.clear();
+    for (const json& node : objects) {
+      if (auto inventory = node_inventory(node, config_.devices)) {
+        nodes_[inventory->name] = *inventory;
+      }
+    }
+    publish();
+    synced_.store(true);
+  }
+  void on_upsert(const json& node) override {
+    std::lock_guard lock(mu_);
+    auto inventory = node_inventory(node, config_.devices);
+    if (!inventory) return;
+    auto it = nodes_.find(inventory->name);
+    if (it != nodes_.end() && it->second.machines == inventory->machines) return;  // status churn
+    nodes_[inventory->name] = *inventory;
+    publish();
+  }
+  void on_delete(const json& node) override {
+    std::lock_guard lock(mu_);
+    if (nodes_.erase(string_at(node, "metadata", "name")) > 0) publish();
+  }
+  bool synced() const { return synced_.load(); }
+
+ private:
+  void publish() {
+    std::vector<NodeInventory> nodes;
+    nodes.reserve(nodes_.size());
+    for (const auto& [name, node] : nodes_) nodes.push_back(node);
+    planner_.set_inventory(nodes);
+  }
+
+  Planner& planner_;
+  const ExtenderConfig& config_;
+  std::mutex mu_;
+  std::map<std::string, NodeInventory> nodes_;
+  std::atomic<bool> synced_{false};
+};
+
+ClusterFeed::ClusterFeed(kube::KubeClient& client, Planner& planner, const ExtenderConfig& config,
+                         std::function<void()> on_change)
+    : pod_handler_(std::make_unique<PodHandler>(planner, config, std::move(on_change))),
+      node_handler_(std::make_unique<NodeHandler>(planner, config)) {
+  kube::InformerOptions pods;
+  pods.path = "/api/v1/pods";
+  pods.selector = "fieldSelector=" + kube::escape("spec.schedulerName=" + config.scheduler_name);
+  pod_informer_ = std::make_unique<kube::Informer>(client, pods, *pod_handler_);
+  kube::InformerOptions nodes;
+  nodes.path = "/api/v1/nodes";
+  node_informer_ = std::make_unique<kube::Informer>(client, nodes, *node_handler_);
+}
+
+ClusterFeed::~ClusterFeed() {
+  stop();
+}
+
+void ClusterFeed::start() {
+  node_informer_->start();
+  pod_informer_->start();
+}
+
+void ClusterFeed::stop() {
+  pod_informer_->stop();
+  node_informer_->stop();
+}
+
+bool ClusterFeed::synced() const {
+  return pod_handler_->synced() && node_handler_->synced();
+}
+
+void ClusterFeed::relist() {
+  pod_informer_->relist();
+  node_informer_->relist();
+}
+
+std::map<std::string, ObservedPod> ClusterFeed::pods() const {
+  return pod_handler_->pods();
+}
+
+kube::InformerHandler& ClusterFeed::pod_handler() {
+  return *pod_handler_;
+}
+
+kube::InformerHandler& ClusterFeed::node_handler() {
+  return *node_handler_;
+}
+
+}  // namespace allox::extender

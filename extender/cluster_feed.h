@@ -1,0 +1,83 @@
+// The cluster side, by watching: list + watch (extender/kube/informer.h) of allox's pods and of
+// the nodes, fed into the planner, and the latest observed state of each pod kept for the
+// controller (gates, node, phase).
+//
+//   pods  (spec.schedulerName == config.scheduler_name; checked again here, never trusted)
+//     unbound and pending      -> a variant of its job (Planner::register_variant), so /filter
+//                                 and the plan know it before kube-scheduler asks
+//     bound (spec.nodeName)    -> if its job is still queued: the job started there
+//     Succeeded / Failed       -> the job it runs completes
+//     deleted (event, deletionTimestamp, or absent from a re-list)
+//                              -> the job it runs completes; a waiting variant leaves its job
+//   nodes -> the inventory (allocatable devices and CPU bundles), replaced on every change
+//
+// Pods of other schedulers are ignored. A pod whose annotations cannot be read is kept with
+// its error (the controller reports it) and never enters the book.
+//
+// Thread-safe. Handler calls come from each informer's thread; pods() and synced() from any.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "extender/config.h"
+#include "extender/kube/client.h"
+#include "extender/kube/events.h"
+#include "extender/kube/informer.h"
+#include "extender/planner.h"
+
+namespace allox::extender {
+
+// One pod as last seen from the API server.
+struct ObservedPod {
+  kube::ObjectRef ref;
+  std::optional<JobVariant> variant;  // unset when its annotations cannot be read
+  std::string read_error;
+  std::vector<std::string> gates;  // spec.schedulingGates names
+  std::string node_name;           // spec.nodeName, set once bound
+  std::string phase;               // status.phase
+  std::string nudge;               // the allox.io/nudge annotation
+  bool deleting = false;           // metadata.deletionTimestamp is set: as good as gone
+  bool pending() const { return node_name.empty() && (phase.empty() || phase == "Pending"); }
+};
+
+class ClusterFeed {
+ public:
+  // client and planner must outlive the feed. on_change runs (on an informer thread) after
+  // every pod change, so the controller can look again.
+  ClusterFeed(kube::KubeClient& client, Planner& planner, const ExtenderConfig& config,
+              std::function<void()> on_change);
+  ~ClusterFeed();
+
+  void start();
+  void stop();
+  // True once both the pods and the nodes have been listed.
+  bool synced() const;
+  // Re-lists both (a replica taking over).
+  void relist();
+
+  // The observed pods, by "namespace/name".
+  std::map<std::string, ObservedPod> pods() const;
+
+  // The handlers, exposed for tests that feed objects without a server.
+  kube::InformerHandler& pod_handler();
+  kube::InformerHandler& node_handler();
+
+ private:
+  class PodHandler;
+  class NodeHandler;
+  std::unique_ptr<PodHandler> pod_handler_;
+  std::unique_ptr<NodeHandler> node_handler_;
+  std::unique_ptr<kube::Informer> pod_informer_;
+  std::unique_ptr<kube::Informer> node_informer_;
+};
+
+// The pod as allox observes it (any scheduler); an error when metadata is unusable.
+Expected<ObservedPod> observe_pod(const nlohmann::json& pod, const DeviceMapping& devices);
+
+}  // namespace allox::extender

@@ -1,0 +1,237 @@
+#include "extender/controller.h"
+
+#include <cmath>
+#include <ctime>
+
+#include "extender/kube/pods.h"
+
+namespace allox::extender {
+namespace {
+
+std::string key_of(const kube::ObjectRef& pod) {
+  return pod.namespace_name + "/" + pod.name;
+}
+
+// What one job looks like to a pass, copied out of the book under its lock.
+struct JobFacts {
+  JobPhase phase = JobPhase::kQueued;
+  std::string runs_as;                         // namespace/name of the running pod
+  std::map<std::string, DeviceType> variants;  // namespace/name -> device
+};
+
+}  // namespace
+
+std::string clock_time(double unix_seconds) {
+  std::time_t t = static_cast<std::time_t>(std::floor(unix_seconds));
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%02d:%02d", tm.tm_hour, tm.tm_min);
+  return buffer;
+}
+
+Controller::Controller(Planner& planner, ClusterFeed& feed, kube::KubeClient& client,
+                       kube::EventRecorder& events, ActionQueue& actions,
+                       std::function<bool()> leading, ControllerOptions options)
+    : planner_(planner),
+      feed_(feed),
+      client_(client),
+      events_(events),
+      actions_(actions),
+      leading_(std::move(leading)),
+      options_(options) {}
+
+Controller::~Controller() {
+  stop();
+}
+
+void Controller::start() {
+  if (thread_.joinable()) return;
+  thread_ = std::thread([this] { loop(); });
+}
+
+void Controller::stop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Controller::poke() {
+  {
+    std::lock_guard lock(mu_);
+    dirty_ = true;
+  }
+  cv_.notify_all();
+}
+
+void Controller::loop() {
+  while (true) {
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait_for(lock, options_.resync, [&] { return dirty_ || stopping_; });
+      if (stopping_) return;
+      dirty_ = false;
+    }
+    reconcile();
+  }
+}
+
+void Controller::act(const std::string& key, std::function<Status()> action,
+                     Clock::time_point now) {
+  auto it = submitted_.find(key);
+  if (it != submitted_.end() && now - it->second < options_.settle) return;
+  if (actions_.submit(key, std::move(action))) submitted_[key] = now;
+}
+
+void Controller::say(const kube::ObjectRef& pod, const std::string& type, const std::string& reason,
+                     const std::string& message, Clock::time_point now) {
+  auto& said = said_[key_of(pod)];
+  auto it = said.find(reason);
+  if (it != said.end() &&
+      (it->second.first == message || now - it->second.second < options_.requeue_event)) {
+    return;
+  }
+  if (actions_.submit("event " + key_of(pod) + " " + reason,
+                      [this, pod, type, reason, message]() -> Status {
+                        auto outcome = events_.record(pod, type, reason, message);
+                        if (!outcome) return outcome.error();
+                        return OkStatus();
+                      })) {
+    said[reason] = {message, now};
+  }
+}
+
+void Controller::reconcile() {
+  if (leading_ && !leading_()) return;
+  std::lock_guard pass(pass_mu_);
+  const auto now = Clock::now();
+  const double wall = planner_.now();
+  std::shared_ptr<const Plan> plan = planner_.latest_plan();
+  const std::map<std::string, ObservedPod> pods = feed_.pods();
+
+  auto facts_of = [&] {
+    return planner_.read([&](const JobBook& book) {
+      std::map<std::string, JobFacts> facts;
+      for (const auto& [id, job] : book.jobs()) {
+        JobFacts f;
+        f.phase = job.record.phase;
+        if (f.phase == JobPhase::kRunning) {
+          f.runs_as = job.record.pod_namespace + "/" + job.record.pod_name;
+        }
+        if (f.phase != JobPhase::kDone) {
+          for (const auto& [key, variant] : job.variants) f.variants[key] = variant.device;
+        }
+        facts.emplace(id, std::move(f));
+      }
+      return facts;
+    });
+  };
+
+  // 1. Admit: a job the plan starts now keeps only the variant of the planned device that the
+  //    cluster still holds (the first by name when there are several).
+  std::map<std::string, JobFacts> facts = facts_of();
+  std::map<std::string, std::string> chosen;  // job -> namespace/name
+  for (const auto& [id, start] : plan->starts) {
+    auto f = facts.find(id);
+    if (f == facts.end() || f->second.phase != JobPhase::kQueued) continue;
+    for (const auto& [key, device] : f->second.variants) {
+      auto pod = pods.find(key);
+      if (device == start.device && pod != pods.end() && pod->second.pending()) {
+        chosen[id] = key;
+        break;
+      }
+    }
+    if (!chosen.count(id)) continue;
+    if (f->second.variants.size() > 1) (void)planner_.admit(id, chosen[id]);
+  }
+  if (!chosen.empty()) facts = facts_of();
+
+  // 2. Each pod of allox's that waits: release it, delete it, or tell it why it waits.
+  for (const auto& [key, pod] : pods) {
+    if (!pod.variant || !pod.pending()) continue;
+    const std::string& id = pod.variant->job_id;
+    auto f = facts.find(id);
+    if (f == facts.end()) continue;  // not in the book yet
+    const JobFacts& job = f->second;
+    std::string why_delete;
+    if (job.phase == JobPhase::kRunning) {
+      why_delete = "job " + id + " runs as variant " + job.runs_as;
+    } else if (job.phase == JobPhase::kDone) {
+      why_delete = "job " + id + " has finished";
+    } else if (!job.variants.count(key)) {
+      auto c = chosen.find(id);
+      why_delete = "job " + id + " runs as variant " +
+                   (c != chosen.end() ? c->second : job.variants.begin()->first);
+      if (job.variants.empty()) continue;  // nothing to run it as: leave it to the next pass
+    }
+    if (!why_delete.empty()) {
+      kube::ObjectRef ref = pod.ref;
+      act(
+          "delete " + key,
+          [this, ref, why_delete]() -> Status {
+            (void)events_.record(ref, "Normal", "Deleted", why_delete);
+            return kube::delete_pod(client_, ref);
+          },
+          now);
+      continue;
+    }
+    auto start = plan->starts.find(id);
+    if (start != plan->starts.end() && chosen.count(id) && chosen[id] == key) {
+      kube::ObjectRef ref = pod.ref;
+      if (!pod.gates.empty() &&
+          std::find(pod.gates.begin(), pod.gates.end(), kube::kQueueGate) != pod.gates.end()) {
+        std::vector<std::string> gates = pod.gates;
+        act(
+            "ungate " + key,
+            [this, ref, gates] { return kube::remove_gate(client_, ref, gates, kube::kQueueGate); },
+            now);
+        nudged_[key] = now;  // released: a nudge is due only if it still waits after renudge
+      } else {
+        auto last = nudged_.find(key);
+        if (last == nudged_.end() || now - last->second >= options_.renudge) {
+          std::string value = std::to_string(static_cast<long long>(wall * 1000));
+          if (actions_.submit("nudge " + key,
+                              [this, ref, value] { return kube::nudge(client_, ref, value); })) {
+            nudged_[key] = now;
+          }
+        }
+      }
+      say(pod.ref, "Normal", "Admitted",
+          "starts on " + start->second.node + " (" + start->second.device + ")", now);
+      continue;
+    }
+    if (auto wait = plan->waiting.find(id); wait != plan->waiting.end()) {
+      std::string message = "position " + std::to_string(wait->second.position) + " of " +
+                            std::to_string(wait->second.queue_length) + " for " +
+                            pod.variant->device;
+      if (wait->second.estimated_start) {
+        double in = std::max(0.0, *wait->second.estimated_start - wall);
+        message += ", est. start " + clock_time(*wait->second.estimated_start) + " (in " +
+                   std::to_string(static_cast<long long>(std::ceil(in / 60))) + " min)";
+      }
+      say(pod.ref, "Normal", "Queued", message, now);
+    }
+  }
+
+  // Forget what concerns pods that are gone.
+  for (auto it = nudged_.begin(); it != nudged_.end();) {
+    it = pods.count(it->first) ? std::next(it) : nudged_.erase(it);
+  }
+  for (auto it = said_.begin(); it != said_.end();) {
+    if (pods.count(it->first)) {
+      ++it;
+      continue;
+    }
+    auto slash = it->first.find('/');
+    events_.forget({it->first.substr(0, slash), it->first.substr(slash + 1), ""});
+    it = said_.erase(it);
+  }
+  for (auto it = submitted_.begin(); it != submitted_.end();) {
+    it = now - it->second > options_.settle * 4 ? submitted_.erase(it) : std::next(it);
+  }
+}
+
+}  // namespace allox::extender

@@ -1,0 +1,93 @@
+// The controller: closes the gap between the plan and the cluster, the way a controller-runtime
+// reconciler does. Level-triggered: each pass reads the observed state (the book, the latest
+// plan, the pods ClusterFeed saw) and submits idempotent actions to the ActionQueue; a missed
+// or repeated pass is harmless.
+//
+// A pass runs after every new plan or pod change (coalesced) and at least every `resync`, and
+// only while this replica holds the Lease (`leading`):
+//   - a job the plan starts now on device D at node N is admitted to its D variant
+//     (Planner::admit: the job's other variants leave the book, so no later plan picks them);
+//     that variant's allox.io/queue gate is removed, or, when it has none (webhook off), it is
+//     nudged with an annotation patch so a parked pod is retried at once (again every
+//     `renudge` while it waits); event `Admitted: starts on N (D)`.
+//   - every other pod of a job that is admitted elsewhere, runs, or has finished (a sibling, or
+//     a variant that arrived late) is deleted, in its own namespace, after an event
+//     `Deleted: job J runs as variant ns/name` (or `... has finished`).
+//   - a waiting job's pods get `Queued: position p of n for D, est. start 14:05 (in 9 min)`
+//     (times are UTC), written when the words change and at most every `requeue_event`.
+//
+// Thread-safe: start/stop/poke from any thread; passes run on the controller's thread.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "extender/action_queue.h"
+#include "extender/cluster_feed.h"
+#include "extender/kube/client.h"
+#include "extender/kube/events.h"
+#include "extender/planner.h"
+
+namespace allox::extender {
+
+struct ControllerOptions {
+  std::chrono::milliseconds resync{5000};
+  std::chrono::milliseconds renudge{10000};
+  std::chrono::milliseconds requeue_event{30000};
+  // How long a submitted action's key is not submitted again while the informer catches up.
+  std::chrono::milliseconds settle{5000};
+};
+
+class Controller {
+ public:
+  // Everything must outlive the controller. leading() says whether this replica may act.
+  Controller(Planner& planner, ClusterFeed& feed, kube::KubeClient& client,
+             kube::EventRecorder& events, ActionQueue& actions, std::function<bool()> leading,
+             ControllerOptions options = {});
+  ~Controller();
+
+  void start();
+  void stop();
+  // Asks for a pass soon (a new plan, a pod change, a new leader).
+  void poke();
+  // One pass now, on the caller's thread (tests).
+  void reconcile();
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  void loop();
+  // Submits an action unless the same key was submitted within `settle`.
+  void act(const std::string& key, std::function<Status()> action, Clock::time_point now);
+  // Submits an event when its words changed, at most every requeue_event.
+  void say(const kube::ObjectRef& pod, const std::string& type, const std::string& reason,
+           const std::string& message, Clock::time_point now);
+
+  Planner& planner_;
+  ClusterFeed& feed_;
+  kube::KubeClient& client_;
+  kube::EventRecorder& events_;
+  ActionQueue& actions_;
+  std::function<bool()> leading_;
+  ControllerOptions options_;
+
+  std::mutex pass_mu_;  // one pass at a time; guards the maps below
+  std::map<std::string, Clock::time_point> submitted_;
+  // pod -> reason -> (words, when) of the last event submitted
+  std::map<std::string, std::map<std::string, std::pair<std::string, Clock::time_point>>> said_;
+  std::map<std::string, Clock::time_point> nudged_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool dirty_ = true, stopping_ = false;
+  std::thread thread_;
+};
+
+// "14:05" (UTC) for Unix seconds.
+std::string clock_time(double unix_seconds);
+
+}  // namespace allox::extender

@@ -1,0 +1,194 @@
+// extender/cluster_feed.h + controller.h: pods and nodes fed as the watch would hand them over,
+// the controller's actions observed at a scripted API server.
+#include "extender/controller.h"
+
+#include <gtest/gtest.h>
+
+#include "extender/kube/pods.h"
+#include "tests/extender/kube/scripted_server.h"
+#include "tests/extender/test_support.h"
+
+namespace allox::extender {
+namespace {
+
+using kube::testing::ScriptedReply;
+using kube::testing::ScriptedRequest;
+using kube::testing::ScriptedServer;
+using nlohmann::json;
+
+json node(const std::string& name, const std::string& gpus, const std::string& cpus) {
+  return {{"metadata", {{"name", name}, {"resourceVersion", "1"}}},
+          {"status", {{"allocatable", {{"nvidia.com/gpu", gpus}, {"cpu", cpus}}}}}};
+}
+
+// A variant pod of `job` for allox's scheduler, gated or not.
+json variant(const std::string& name, const std::string& job, const std::string& resource,
+             bool gated, const std::string& ns = "lab") {
+  json pod = testing::make_pod(ns, name, resource, {{"allox.io/job", job}});
+  if (gated) pod["spec"]["schedulingGates"] = json::array({{{"name", "allox.io/queue"}}});
+  return pod;
+}
+
+struct Fixture {
+  testing::ScratchDir dir;
+  ExtenderConfig config;
+  Metrics metrics;
+  std::unique_ptr<Planner> planner;
+  ScriptedServer server{[](const ScriptedRequest& r) {
+    return ScriptedReply{r.method == "POST" ? 201 : 200, "{}", nullptr};
+  }};
+  kube::KubeClient client{{server.url(), "", ""}};
+  kube::EventRecorder events{client, {}};
+  ActionQueue actions;
+  bool leading = true;
+  std::unique_ptr<ClusterFeed> feed;
+  std::unique_ptr<Controller> controller;
+
+  Fixture() {
+    config = testing::make_config({}, dir.file("state.db"));
+    config.scheduler_name = "allox-scheduler";
+    auto made = Planner::create(config, make_policy("fifo", PolicyOptions{}).value(), metrics);
+    EXPECT_TRUE(made.ok()) << made.message();
+    planner = std::move(*made);
+    feed = std::make_unique<ClusterFeed>(client, *planner, config, nullptr);
+    controller = std::make_unique<Controller>(*planner, *feed, client, events, actions,
+                                              [this] { return leading; });
+    planner->start();
+    actions.start();
+  }
+  ~Fixture() {
+    actions.stop();
+    planner->stop();
+  }
+  // A pass over the current book and plan, and its actions carried out.
+  void settle() {
+    planner->solve_now();
+    controller->reconcile();
+    EXPECT_TRUE(actions.wait_idle(std::chrono::seconds(20)));
+  }
+  std::vector<ScriptedRequest> requests(const std::string& method) const {
+    std::vector<ScriptedRequest> out;
+    for (const auto& r : server.requests()) {
+      if (r.method == method) out.push_back(r);
+    }
+    return out;
+  }
+  std::vector<std::string> event_reasons(const std::string& pod) const {
+    std::vector<std::string> reasons;
+    for (const auto& r : server.requests()) {
+      if (r.method != "POST" || r.target.find("/events") == std::string::npos) continue;
+      json e = json::parse(r.body);
+      if (e["involvedObject"]["name"] == pod)
+        reasons.push_back(e["reason"].get<std::string>() + ": " + e["message"].get<std::string>());
+    }
+    return reasons;
+  }
+};
+
+TEST(ControllerTest, StartingJobLosesItsGateOnExactlyTheChosenVariantAndItsSiblingsAreDeleted) {
+  Fixture f;
+  f.feed->node_handler().on_replace({node("g1", "1", "0")});
+  f.feed->pod_handler().on_replace({variant("a-gpu", "a", "nvidia.com/gpu", true),
+                                    variant("a-cpu", "a", "cpu", true),
+                                    variant("b-gpu", "b", "nvidia.com/gpu", true)});
+  f.settle();
+
+  // a starts on the only GPU: its GPU pod is released, its CPU pod deleted (same namespace).
+  auto patches = f.requests("PATCH");
+  ASSERT_EQ(1u, patches.size());
+  EXPECT_EQ("/api/v1/namespaces/lab/pods/a-gpu", patches[0].target);
+  EXPECT_EQ("application/json-patch+json", patches[0].content_type);
+  EXPECT_EQ("remove", json::parse(patches[0].body)[1]["op"]);
+  auto deletes = f.requests("DELETE");
+  ASSERT_EQ(1u, deletes.size());
+  EXPECT_EQ("/api/v1/namespaces/lab/pods/a-cpu", deletes[0].target);
+  EXPECT_EQ((std::vector<std::string>{"Admitted: starts on g1 (gpu)"}), f.event_reasons("a-gpu"));
+  EXPECT_EQ((std::vector<std::string>{"Deleted: job a runs as variant lab/a-gpu"}),
+            f.event_reasons("a-cpu"));
+  // b waits for the GPU and is told so; the book no longer offers a's CPU variant.
+  auto b = f.event_reasons("b-gpu");
+  ASSERT_EQ(1u, b.size());
+  EXPECT_EQ(0u, b[0].rfind("Queued: position 1 of 1 for gpu, est. start ", 0)) << b[0];
+  auto job = f.planner->read([](const JobBook& book) { return book.job("a")->variants.size(); });
+  EXPECT_EQ(1u, job);
+
+  // A status update of the doomed sibling does not bring it back into the book.
+  f.feed->pod_handler().on_upsert(variant("a-cpu", "a", "cpu", true));
+  EXPECT_EQ(1u,
+            f.planner->read([](const JobBook& book) { return book.job("a")->variants.size(); }));
+}
+
+TEST(ControllerTest, LateVariantOfARunningJobIsDeletedWithTheReason) {
+  Fixture f;
+  f.feed->node_handler().on_replace({node("g1", "1", "0")});
+  json running = variant("a-gpu", "a", "nvidia.com/gpu", false);
+  f.feed->pod_handler().on_replace({running});
+  f.planner->solve_now();
+  running["spec"]["nodeName"] = "g1";  // bound: the watch says so
+  f.feed->pod_handler().on_upsert(running);
+  ASSERT_EQ(JobPhase::kRunning,
+            f.planner->read([](const JobBook& book) { return book.job("a")->record.phase; }));
+  f.feed->pod_handler().on_upsert(variant("a-cpu-late", "a", "cpu", true));
+  f.settle();
+  auto deletes = f.requests("DELETE");
+  ASSERT_EQ(1u, deletes.size());
+  EXPECT_EQ("/api/v1/namespaces/lab/pods/a-cpu-late", deletes[0].target);
+  EXPECT_EQ((std::vector<std::string>{"Deleted: job a runs as variant lab/a-gpu"}),
+            f.event_reasons("a-cpu-late"));
+
+  // Its pod succeeds: the job is done, and the GPU is free for the next.
+  running["status"]["phase"] = "Succeeded";
+  f.feed->pod_handler().on_upsert(running);
+  EXPECT_EQ(JobPhase::kDone,
+            f.planner->read([](const JobBook& book) { return book.job("a")->record.phase; }));
+}
+
+TEST(ControllerTest, UngatedPodIsNudgedWhenItsPlanSaysStartNow) {
+  Fixture f;
+  f.feed->node_handler().on_replace({node("g1", "1", "0")});
+  f.feed->pod_handler().on_replace({variant("a-gpu", "a", "nvidia.com/gpu", false)});
+  f.settle();
+  auto patches = f.requests("PATCH");
+  ASSERT_EQ(1u, patches.size());
+  EXPECT_EQ("application/merge-patch+json", patches[0].content_type);
+  EXPECT_TRUE(json::parse(patches[0].body)["metadata"]["annotations"].contains("allox.io/nudge"));
+  f.settle();  // not again at once
+  EXPECT_EQ(1u, f.requests("PATCH").size());
+}
+
+TEST(ControllerTest, OnlyTheLeaderActs) {
+  Fixture f;
+  f.leading = false;
+  f.feed->node_handler().on_replace({node("g1", "1", "0")});
+  f.feed->pod_handler().on_replace(
+      {variant("a-gpu", "a", "nvidia.com/gpu", true), variant("a-cpu", "a", "cpu", true)});
+  f.settle();
+  EXPECT_TRUE(f.server.requests().empty());
+  // It still knows the queue: a second replica serves reads.
+  EXPECT_EQ(2u,
+            f.planner->read([](const JobBook& book) { return book.job("a")->variants.size(); }));
+}
+
+TEST(ClusterFeedTest, OtherSchedulersPodsAndDeletionsAreHandled) {
+  Fixture f;
+  f.feed->node_handler().on_replace({node("g1", "2", "64")});
+  json other = variant("x", "x", "nvidia.com/gpu", false);
+  other["spec"]["schedulerName"] = "default-scheduler";
+  f.feed->pod_handler().on_replace({other, variant("a-gpu", "a", "nvidia.com/gpu", true)});
+  EXPECT_TRUE(f.planner->read([](const JobBook& book) { return book.job("x") == nullptr; }));
+  EXPECT_EQ(1u, f.feed->pods().size());
+  // The only variant is deleted before it ran: the job leaves the queue.
+  f.feed->pod_handler().on_delete(variant("a-gpu", "a", "nvidia.com/gpu", true));
+  EXPECT_TRUE(f.planner->read([](const JobBook& book) { return book.job("a") == nullptr; }));
+  // Capacity from the nodes: 2 GPUs and 64 / 32 = 2 CPU bundles.
+  EXPECT_EQ(2,
+            f.planner->read([](const JobBook& book) { return book.capacity("g1", "gpu").total; }));
+  EXPECT_EQ(2,
+            f.planner->read([](const JobBook& book) { return book.capacity("g1", "cpu").total; }));
+  // A re-list without a node removes it.
+  f.feed->node_handler().on_replace({});
+  EXPECT_FALSE(f.planner->read([](const JobBook& book) { return book.has_node("g1"); }));
+}
+
+}  // namespace
+}  // namespace allox::extender
