@@ -14,6 +14,7 @@
 #include <set>
 #include <string>
 
+#include "extender/admission.h"
 #include "extender/config.h"
 #include "extender/routes.h"
 
@@ -90,12 +91,64 @@ TEST(Manifests, ExtenderStanzaUsesOnlyV1FieldNames) {
         << "not an extender v1 field: " << field.first.as<std::string>();
   }
   EXPECT_TRUE(extender["nodeCacheCapable"].as<bool>());
-  std::set<std::string> managed;
-  for (const auto& resource : extender["managedResources"]) {
-    managed.insert(resource["name"].as<std::string>());
+}
+
+// Every pod of allox's scheduler must reach alloxd, CPU-only variants included: with
+// managedResources kube-scheduler binds the others itself and a job runs twice (issue 10), and
+// an ignorable extender is skipped when it does not answer.
+TEST(Manifests, EveryPodOfAlloxsSchedulerGoesToTheExtender) {
+  const YAML::Node extender = extender_stanza();
+  EXPECT_FALSE(extender["managedResources"].IsDefined());
+  ASSERT_TRUE(extender["ignorable"].IsDefined());
+  EXPECT_FALSE(extender["ignorable"].as<bool>());
+  auto config = shipped_alloxd_config();
+  ASSERT_TRUE(config.ok()) << config.message();
+  const YAML::Node scheduler = YAML::LoadFile((kManifests / "scheduler-config.yaml").string());
+  EXPECT_EQ(scheduler["profiles"][0]["schedulerName"].as<std::string>(), config->scheduler_name);
+}
+
+// The gate webhook: registered for pod creation with a failure policy and a namespace selector
+// an operator can read, reaching alloxd's webhook listener through the Service on the path
+// alloxd serves.
+TEST(Manifests, GateWebhookReachesAlloxdsWebhookListener) {
+  const YAML::Node registration = YAML::LoadFile((kManifests / "webhook.yaml").string());
+  EXPECT_EQ("admissionregistration.k8s.io/v1", registration["apiVersion"].as<std::string>());
+  EXPECT_EQ("MutatingWebhookConfiguration", registration["kind"].as<std::string>());
+  ASSERT_EQ(1u, registration["webhooks"].size());
+  const YAML::Node hook = registration["webhooks"][0];
+  EXPECT_EQ("Ignore", hook["failurePolicy"].as<std::string>());
+  EXPECT_EQ("None", hook["sideEffects"].as<std::string>());
+  EXPECT_EQ("v1", hook["admissionReviewVersions"][0].as<std::string>());
+  EXPECT_EQ("enabled", hook["namespaceSelector"]["matchLabels"]["allox.io/queue"].as<std::string>());
+  EXPECT_EQ("CREATE", hook["rules"][0]["operations"][0].as<std::string>());
+  EXPECT_EQ("pods", hook["rules"][0]["resources"][0].as<std::string>());
+  const YAML::Node target = hook["clientConfig"]["service"];
+  EXPECT_EQ(extender::kGateWebhookPath, target["path"].as<std::string>());
+
+  const YAML::Node service = YAML::LoadFile((kManifests / "webhook-service.yaml").string());
+  EXPECT_EQ(target["name"].as<std::string>(), service["metadata"]["name"].as<std::string>());
+  EXPECT_EQ(target["namespace"].as<std::string>(),
+            service["metadata"]["namespace"].as<std::string>());
+  EXPECT_EQ(target["port"].as<int>(), service["spec"]["ports"][0]["port"].as<int>());
+  const std::string port_name = service["spec"]["ports"][0]["targetPort"].as<std::string>();
+
+  const YAML::Node deployment = YAML::LoadFile((kManifests / "deployment.yaml").string());
+  const YAML::Node alloxd = deployment["spec"]["template"]["spec"]["containers"][1];
+  int container_port = 0;
+  for (const auto& port : alloxd["ports"]) {
+    if (port["name"].as<std::string>() == port_name) container_port = port["containerPort"].as<int>();
   }
-  EXPECT_EQ(1u, managed.count("nvidia.com/gpu"));
-  EXPECT_GE(managed.size(), 2u) << "an accelerator resource is managed too";
+  auto config = shipped_alloxd_config();
+  ASSERT_TRUE(config.ok()) << config.message();
+  ASSERT_TRUE(config->webhook.has_value());
+  EXPECT_EQ(config->webhook->listen.port, container_port);
+  EXPECT_FALSE(config->webhook->tls_cert_file.empty());
+  bool mounted = false;
+  for (const auto& mount : alloxd["volumeMounts"]) {
+    mounted = mounted || config->webhook->tls_cert_file.rfind(
+                             mount["mountPath"].as<std::string>() + "/", 0) == 0;
+  }
+  EXPECT_TRUE(mounted) << "the TLS Secret is mounted where alloxd.yaml reads it";
 }
 
 TEST(Manifests, VerbsAndPortMatchWhatAlloxdServes) {
