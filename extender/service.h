@@ -46,9 +46,11 @@ struct ServiceOptions {
 class ExtenderService {
  public:
   // Opens the store and restores the job book. With config.apiserver set, alloxd talks to the
-  // API server (binds, the watch, actions); otherwise the inventory is config.nodes.
+  // API server (the watch, actions, and binds through `api`, or a binder it makes when api is
+  // null); otherwise the inventory is config.nodes and binds go to `api` or are only recorded.
   static Expected<std::unique_ptr<ExtenderService>> create(const ExtenderConfig& config,
                                                            std::unique_ptr<SchedulingPolicy> policy,
+                                                           std::unique_ptr<ClusterApi> api,
                                                            ServiceOptions options = {});
   ~ExtenderService();
 

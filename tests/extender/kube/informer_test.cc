@@ -229,6 +229,10 @@ TEST(InformerTest, GoneGarbageAndBrokenStreamsAreReListedNotTrusted) {
     ASSERT_GE(log.size(), 2u) << bad.name;
     EXPECT_EQ("replace 1", log[1]) << bad.name;
     EXPECT_EQ(std::set<std::string>{"new"}, recorder.names()) << bad.name;
+    // lists() counts a list once on_replace has returned.
+    for (int i = 0; i < 500 && informer.lists() < 2; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
     EXPECT_EQ(2u, informer.lists()) << bad.name;
     client.stop();
     informer.stop();
