@@ -7,8 +7,8 @@
 
 #include <thread>
 
+#include "extender/emulator/fake_api_server.h"
 #include "extender/http_server.h"
-#include "tests/extender/fake_api_server.h"
 #include "tests/extender/golden.h"
 #include "tests/extender/test_support.h"
 
@@ -208,7 +208,10 @@ TEST(ServiceTest, ProfilesReplaceHintsInEstimates) {
 }
 
 TEST(ServiceApiTest, InventoryBindingCompletionAndVariantCleanupGoThroughTheApiServer) {
-  testing::FakeApiServer api({{"node-1", {{"cpu", "64"}, {"nvidia.com/gpu", "2"}}}}, "sa-token");
+  emulator::FakeApiServerOptions api_options;
+  api_options.token = "sa-token";
+  emulator::FakeApiServer api(api_options);
+  api.add_node("node-1", {{"cpu", "64"}, {"nvidia.com/gpu", "2"}});
   testing::ScratchDir dir;
   auto config = testing::make_config({}, dir.file("state.db"));
   config.apiserver = ApiServerConfig{api.url(), "sa-token", ""};
@@ -218,29 +221,43 @@ TEST(ServiceApiTest, InventoryBindingCompletionAndVariantCleanupGoThroughTheApiS
   EXPECT_EQ(1, view.nodes);
   EXPECT_EQ(4, view.machines);  // 2 GPUs + 64 cores / 32
 
+  // The pods exist in the API server, as kube-scheduler's would: a binding needs a real pod
+  // (and its uid) there.
   std::map<std::string, std::string> annotations = {
       {"allox.io/job", "bert"}, {"allox.io/time.gpu", "10"}, {"allox.io/time.cpu", "1000"}};
-  json gpu_pod = make_pod("lab", "bert-gpu", "nvidia.com/gpu", annotations);
-  json cpu_pod = make_pod("lab", "bert-cpu", "cpu", annotations);
+  auto create = [&](const std::string& name, const std::string& resource) {
+    json pod = make_pod("lab", name, resource, annotations);
+    pod["metadata"].erase("uid");
+    auto created = api.objects().create(emulator::pods_resource(), "lab", pod);
+    EXPECT_FALSE(emulator::failed(created));
+    return *std::get<emulator::ObjectPtr>(created);
+  };
+  json gpu_pod = create("bert-gpu", "nvidia.com/gpu");
+  json cpu_pod = create("bert-cpu", "cpu");
   service->filter(args_for(cpu_pod, {"node-1"}));
   ASSERT_EQ(std::vector<std::string>{"node-1"},
             *service->filter(args_for(gpu_pod, {"node-1"})).node_names);
+  const BindingArgs bind_gpu{"bert-gpu", "lab", gpu_pod["metadata"]["uid"], "node-1"};
 
-  api.fail_binds_with(500);
-  BindingResult failed = service->bind(binding("lab", "bert-gpu", "node-1"));
+  api.fail_requests({"POST", "/binding", 500, 1});
+  BindingResult failed = service->bind(bind_gpu);
   EXPECT_NE(std::string::npos, failed.error.find("API server answered 500")) << failed.error;
   EXPECT_EQ(JobPhase::kQueued, service->job("bert")->record.phase);
   EXPECT_EQ(1u, service->metrics().bind_failures());
 
-  api.fail_binds_with(0);
-  ASSERT_EQ("", service->bind(binding("lab", "bert-gpu", "node-1")).error);
-  ASSERT_EQ(1u, api.bindings().size());
-  EXPECT_EQ("node-1", api.bindings()[0].node);
-  EXPECT_EQ("bert-gpu", api.bindings()[0].pod);
-  EXPECT_EQ(std::vector<std::string>{"lab/bert-cpu"}, api.deleted_pods());
+  ASSERT_EQ("", service->bind(bind_gpu).error);
+  auto bound = api.objects().get(emulator::pods_resource(), "lab", "bert-gpu");
+  ASSERT_FALSE(emulator::failed(bound));
+  EXPECT_EQ("node-1", (*std::get<emulator::ObjectPtr>(bound))["spec"]["nodeName"]);
+  // The unused variant was deleted from the API server.
+  auto cpu = api.objects().get(emulator::pods_resource(), "lab", "bert-cpu");
+  ASSERT_TRUE(emulator::failed(cpu));
+  EXPECT_EQ(404, std::get<emulator::ApiError>(cpu).code);
   EXPECT_EQ(0, api.unauthorized_requests());
 
-  api.set_pod_phase("lab", "bert-gpu", "Succeeded");
+  ASSERT_FALSE(emulator::failed(
+      api.objects().patch(emulator::pods_resource(), "lab", "bert-gpu", emulator::PatchType::kMerge,
+                          R"({"status":{"phase":"Succeeded"}})", /*status_only=*/true)));
   for (int i = 0; i < 100 && service->job("bert")->record.phase != JobPhase::kDone; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
