@@ -1,5 +1,6 @@
 #include "extender/planner.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "fairness/share.h"
@@ -112,8 +113,12 @@ void Planner::solve_once() {
   auto plan = std::make_shared<const Plan>(make_plan(input, decision, slots, seconds));
   ready_.store(true, std::memory_order_release);  // before publishing: waiters see it ready
   plans_.publish(std::move(plan));
+  std::map<std::string, int> queued_per_user;
+  for (const auto& queued : input.state.queue) ++queued_per_user[queued.job->user];
+  std::map<std::string, double> shares = current_shares(input.state);
+  share_history_.record(now(), shares);
   metrics_.record_solve(seconds, input.state.queue.size(), input.state.running.size(),
-                        current_shares(input.state));
+                        std::move(shares), std::move(queued_per_user));
 }
 
 void Planner::set_inventory(const std::vector<NodeInventory>& nodes) {
@@ -160,9 +165,14 @@ Expected<Planner::Started> Planner::record_start(const JobVariant& variant, cons
   Started started;
   {
     std::unique_lock lock(book_mu_);
-    auto record = book_.start(variant.job_id, variant, node, preferred_slot, now());
+    const double started_at = now();
+    auto record = book_.start(variant.job_id, variant, node, preferred_slot, started_at);
     if (!record) return record.error();
     if (auto s = store_->record_start(*record); !s) return s.error();
+    if (auto waited = completion_to_bind_.bound(node, variant.device, started_at)) {
+      metrics_.record_completion_to_bind(*waited);
+    }
+    metrics_.record_time_to_bind(std::max(0.0, started_at - record->arrival));
     started.record = *record;
     for (const auto& [key, v] : book_.job(variant.job_id)->variants) {
       if (key != pod_key(variant.pod)) started.unused_variants.push_back(v.pod);
@@ -181,8 +191,14 @@ Status Planner::complete(const std::string& job_id) {
       return Error{"job " + job_id + " is " + phase_name(job->record.phase) + ", not running"};
     }
     double finish = now();
+    const std::string node = job->record.node;
+    const DeviceType device = job->record.device;
     if (auto s = store_->record_finish(job_id, finish); !s) return s;
     if (auto r = book_.finish(job_id, finish); !r) return r.error();
+    const bool waiting = std::any_of(book_.jobs().begin(), book_.jobs().end(), [](const auto& j) {
+      return j.second.record.phase == JobPhase::kQueued;
+    });
+    completion_to_bind_.freed(node, device, finish, waiting);
   }
   wake();
   return OkStatus();

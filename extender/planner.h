@@ -24,11 +24,13 @@
 #include <thread>
 #include <vector>
 
+#include "extender/bind_latency.h"
 #include "extender/config.h"
 #include "extender/job_book.h"
 #include "extender/metrics.h"
 #include "extender/plan.h"
 #include "extender/store.h"
+#include "extender/timeline.h"
 #include "fairness/policy.h"
 
 namespace allox::extender {
@@ -97,6 +99,8 @@ class Planner {
   Expected<std::vector<UsageRecord>> usage_since(double since) const {
     return store_->usage_since(since);
   }
+  // Every user's share as sampled at each solve since `from` (the status page's chart).
+  std::vector<ShareSample> shares_since(double from) const { return share_history_.since(from); }
 
   // Wakes the planner thread and waits until it has published a plan of the current book.
   void solve_now();
@@ -117,6 +121,8 @@ class Planner {
 
   mutable std::shared_mutex book_mu_;
   JobBook book_;
+  CompletionToBind completion_to_bind_;  // under book_mu_
+  ShareHistory share_history_;
 
   std::mutex wake_mu_;
   std::condition_variable wake_cv_;

@@ -140,7 +140,7 @@ HttpReply route(ExtenderService& service, const HttpRequest& request) {
   }
   if (path == "/" && get) {
     return {200, "text/html; charset=utf-8",
-            render_status_page(service.queue(), service.fairness())};
+            render_status_page(service.queue(), service.fairness(), service.timeline(6 * 3600))};
   }
   if (path == "/v1/fairness" && get) return json_reply(200, to_json(service.fairness()));
   if (path == "/v1/queue" && get) return json_reply(200, to_json(service.queue()));

@@ -22,6 +22,7 @@
 #include "extender/metrics.h"
 #include "extender/planner.h"
 #include "extender/reports.h"
+#include "extender/timeline.h"
 #include "extender/verbs.h"
 #include "fairness/policy.h"
 
@@ -67,6 +68,9 @@ class ExtenderService {
   FairnessReport fairness() const;
   QueueView queue() const;
   Expected<JobView> job(const std::string& job_id) const;
+  // Each machine's jobs over the last window_seconds, the plan's next starts, and every user's
+  // share over that window (the status page; extender/service_timeline.cc).
+  Timeline timeline(double window_seconds) const;
 
   Metrics& metrics() { return metrics_; }
   const ExtenderConfig& config() const { return planner_->config(); }

@@ -46,7 +46,8 @@ small { color: #666; }
 
 }  // namespace
 
-std::string render_status_page(const QueueView& queue, const FairnessReport& fairness) {
+std::string render_status_page(const QueueView& queue, const FairnessReport& fairness,
+                               const Timeline& timeline) {
   std::string html;
   html += "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">";
   html += "<meta http-equiv=\"refresh\" content=\"5\">";
@@ -108,6 +109,15 @@ std::string render_status_page(const QueueView& queue, const FairnessReport& fai
               (u.mean_jct ? duration(*u.mean_jct) : std::string("-")) + "</td></tr>\n";
     }
     html += "</table>\n";
+  }
+
+  if (!timeline.machines.empty()) {
+    html += "<h2>Timeline</h2>\n<p><small>Each machine's jobs since " +
+            duration(timeline.now - timeline.from) +
+            " ago, coloured by user; solid: done, darker: running, dashed: the plan's next "
+            "starts; the red line is now.</small></p>\n";
+    html += render_machine_timeline(timeline) + "\n";
+    html += "<h2>Share over time</h2>\n" + render_share_history(timeline) + "\n";
   }
 
   html += "<h2>Queue</h2>\n";

@@ -37,9 +37,9 @@ Expected<extender::ExtenderConfig> shipped_alloxd_config() {
   fs::create_directories(secrets);
   std::ifstream in(kManifests / "alloxd.yaml");
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  for (const char* file : {"/etc/allox/admin/token",
-                           "/var/run/secrets/kubernetes.io/serviceaccount/token",
-                           "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"}) {
+  for (const char* file :
+       {"/etc/allox/admin/token", "/var/run/secrets/kubernetes.io/serviceaccount/token",
+        "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"}) {
     const fs::path stand_in = secrets / fs::path(file).filename();
     std::ofstream(stand_in) << "stand-in\n";
     for (std::size_t at = text.find(file); at != std::string::npos; at = text.find(file)) {
@@ -90,12 +90,9 @@ TEST(Manifests, ExtenderStanzaUsesOnlyV1FieldNames) {
         << "not an extender v1 field: " << field.first.as<std::string>();
   }
   EXPECT_TRUE(extender["nodeCacheCapable"].as<bool>());
-  std::set<std::string> managed;
-  for (const auto& resource : extender["managedResources"]) {
-    managed.insert(resource["name"].as<std::string>());
-  }
-  EXPECT_EQ(1u, managed.count("nvidia.com/gpu"));
-  EXPECT_GE(managed.size(), 2u) << "an accelerator resource is managed too";
+  // Every pod of allox's scheduler reaches alloxd: with managedResources kube-scheduler binds
+  // CPU-only variants itself and a job runs twice (issue 10; the emulator reproduces it).
+  EXPECT_FALSE(extender["managedResources"].IsDefined());
 }
 
 TEST(Manifests, VerbsAndPortMatchWhatAlloxdServes) {
