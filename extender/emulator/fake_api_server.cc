@@ -3,6 +3,7 @@
 // cpprestsdk defines a U() macro that breaks Boost headers included after it.
 #define _TURN_OFF_PLATFORM_STRING
 #include <cpprest/http_client.h>
+#include <fcntl.h>
 
 #include <atomic>
 #include <boost/asio/ip/tcp.hpp>
@@ -536,6 +537,7 @@ struct FakeApiServer::Impl {
         continue;
       }
       socket->set_option(tcp::no_delay(true), ec);
+      ::fcntl(socket->native_handle(), F_SETFD, FD_CLOEXEC);
       std::lock_guard lock(mu);
       if (stopping.load()) return;
       sockets.push_back(socket);
@@ -559,6 +561,8 @@ FakeApiServer::FakeApiServer(FakeApiServerOptions options)
     throw std::runtime_error("fake API server: cannot listen on " + impl.options.host + ":" +
                              std::to_string(impl.options.port) + ": " + ec.message());
   }
+  // Child processes (alloxd launched by a replay) must not inherit the listening socket.
+  ::fcntl(impl.acceptor.native_handle(), F_SETFD, FD_CLOEXEC);
   impl.url =
       "http://" + impl.options.host + ":" + std::to_string(impl.acceptor.local_endpoint().port());
   if (impl.options.webhook) {
