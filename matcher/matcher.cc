@@ -100,19 +100,22 @@ std::string_view backend_name(Backend backend) {
       return "boost";
     case Backend::kGlpk:
       return "glpk";
+    case Backend::kTransport:
+      return "transport";
   }
   return "unknown";
 }
 
 std::vector<Backend> all_backends() {
-  return {Backend::kLemon, Backend::kBoost, Backend::kGlpk};
+  return {Backend::kLemon, Backend::kBoost, Backend::kGlpk, Backend::kTransport};
 }
 
 Expected<Backend> parse_backend(std::string_view name) {
   for (Backend backend : all_backends()) {
     if (backend_name(backend) == name) return backend;
   }
-  return Error{"unknown matcher backend '" + std::string(name) + "' (use lemon, boost or glpk)"};
+  return Error{"unknown matcher backend '" + std::string(name) +
+               "' (use lemon, boost, glpk or transport)"};
 }
 
 Expected<SlotFlow> solve_flow(const SlotNetwork& network, Backend backend,
@@ -124,6 +127,8 @@ Expected<SlotFlow> solve_flow(const SlotNetwork& network, Backend backend,
       return solve_with_boost(network);
     case Backend::kGlpk:
       return solve_with_glpk(network);
+    case Backend::kTransport:
+      return solve_with_transport(network, price_hint);
   }
   return Error{"unknown matcher backend"};
 }

@@ -51,6 +51,15 @@ Expected<SlotNetwork> build(const PreparedProblem& problem, const std::vector<Sl
   std::vector<std::vector<std::size_t>> slots_of_type(type_count);
   for (std::size_t s = 0; s < slots.size(); ++s) slots_of_type[slots[s].type].push_back(s);
 
+  // Sized up front: a big network's arcs are most of a solve's memory traffic.
+  std::size_t arc_total = 0;
+  for (std::size_t j = 0; j < problem.job_count; ++j) {
+    for (std::size_t t = 0; t < type_count; ++t) {
+      if (problem.time(j, t) != kCannotRun) arc_total += slots_of_type[t].size();
+    }
+  }
+  net.arc_slot.reserve(arc_total);
+  net.arc_cost.reserve(arc_total);
   net.job_begin.reserve(problem.job_count + 1);
   net.job_begin.push_back(0);
   for (std::size_t j = 0; j < problem.job_count; ++j) {
