@@ -87,7 +87,8 @@ Expected<LevelSolution> solve_grouped(const PreparedProblem& problem, Backend ba
   std::optional<LevelSolution> previous;  // the last round, whose prices hint the next
   LevelSolution out;
   for (;;) {
-    Expected<SlotNetwork> network = build_level_network(problem, levels);
+    Expected<SlotNetwork> network =
+        build_level_network(problem, levels, backend == Backend::kTransport);
     if (!network.ok()) return network.error();
     std::optional<PriceHint> hint;
     if (previous) {

@@ -59,12 +59,15 @@ class Transport {
         slots_(network.slot_count),
         jobs_(network.job_count),
         sink_(network.slot_count) {
-    cost_.assign(jobs_ * slots_, kNoArc);
-    for (std::size_t j = 0; j < jobs_; ++j) {
-      for (std::size_t a = net_.job_begin[j]; a < net_.job_begin[j + 1]; ++a) {
-        cost_[j * slots_ + net_.arc_slot[a]] = net_.arc_cost[a];
+    if (net_.implicit == nullptr) {
+      cost_.assign(jobs_ * slots_, kNoArc);
+      for (std::size_t j = 0; j < jobs_; ++j) {
+        for (std::size_t a = net_.job_begin[j]; a < net_.job_begin[j + 1]; ++a) {
+          cost_[j * slots_ + net_.arc_slot[a]] = net_.arc_cost[a];
+        }
       }
     }
+    for (std::size_t level : net_.slot_level) level_.push_back(static_cast<std::int64_t>(level));
     price_.assign(slots_ + 1, 0);
     if (hint != nullptr && hint->slot_price.size() == slots_) {
       std::copy(hint->slot_price.begin(), hint->slot_price.end(), price_.begin());
@@ -98,7 +101,11 @@ class Transport {
   std::size_t augmentations() const { return augmentations_; }
 
  private:
-  std::int64_t cost(std::size_t j, std::size_t s) const { return cost_[j * slots_ + s]; }
+  std::int64_t cost(std::size_t j, std::size_t s) const {
+    if (net_.implicit == nullptr) return cost_[j * slots_ + s];
+    const std::int64_t time = net_.implicit->time(j, net_.slot_type[s]);
+    return time == kCannotRun ? kNoArc : time * level_[s];
+  }
 
   // Outflow bookkeeping of slot s: out_[s] units fill its outlets cheapest first; cursor_[s] is
   // the outlet the next unit goes to and fill_[s] how many units it already carries.
@@ -330,13 +337,13 @@ class Transport {
   SlotFlow answer() const {
     SlotFlow flow;
     flow.feasible = true;
-    flow.job_arc.assign(jobs_, 0);
-    for (std::size_t j = 0; j < jobs_; ++j) {
-      for (std::size_t a = net_.job_begin[j]; a < net_.job_begin[j + 1]; ++a) {
-        if (net_.arc_slot[a] == slot_of_[j]) {
-          flow.job_arc[j] = a;
-          flow.cost += net_.arc_cost[a];
-          break;
+    flow.job_slot = slot_of_;
+    for (std::size_t j = 0; j < jobs_; ++j) flow.cost += cost(j, slot_of_[j]);
+    if (net_.implicit == nullptr) {
+      flow.job_arc.assign(jobs_, 0);
+      for (std::size_t j = 0; j < jobs_; ++j) {
+        for (std::size_t a = net_.job_begin[j]; a < net_.job_begin[j + 1]; ++a) {
+          if (net_.arc_slot[a] == slot_of_[j]) flow.job_arc[j] = a;
         }
       }
     }
@@ -360,7 +367,8 @@ class Transport {
   const std::size_t slots_;
   const std::size_t jobs_;
   const std::size_t sink_;           // node id; slots are 0..S−1
-  std::vector<std::int64_t> cost_;   // job-major, kNoArc where the job has no arc
+  std::vector<std::int64_t> cost_;   // explicit arcs: job-major, kNoArc where the job has none
+  std::vector<std::int64_t> level_;  // per slot
   std::vector<std::int64_t> price_;  // per slot, then the sink
   std::vector<std::vector<std::size_t>> outlets_;
   std::vector<std::int64_t> capacity_;
