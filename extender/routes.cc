@@ -94,19 +94,17 @@ HttpReply extender_verb(ExtenderService& service, const HttpRequest& request) {
   if (path == "/filter" || path == "/prioritize") {
     auto args = parse_extender_args(request.body);
     if (!args) return error_reply(400, args.message());
-    if (path == "/filter") {
-      return {200, "application/json", render_filter_result(service.filter(*args))};
-    }
-    return json_reply(200, to_json(service.prioritize(*args)));
+    if (path == "/filter") return {200, "application/json", render(service.filter(*args))};
+    return {200, "application/json", render(service.prioritize(*args))};
   }
   if (path == "/bind") {
     auto args = parse_binding_args(request.body);
     if (!args) return error_reply(400, args.message());
-    return json_reply(200, to_json(service.bind(*args)));
+    return {200, "application/json", render(service.bind(*args))};
   }
   auto args = parse_preemption_args(request.body);
   if (!args) return error_reply(400, args.message());
-  return json_reply(200, to_json(service.preempt(*args)));
+  return {200, "application/json", render(service.preempt(*args))};
 }
 
 }  // namespace
@@ -118,6 +116,10 @@ Verb verb_of(const std::string& path) {
   if (path == "/preempt") return Verb::kPreempt;
   if (path.rfind("/v1/", 0) == 0) return Verb::kApi;
   return Verb::kStatus;
+}
+
+bool may_block(const HttpRequest& request) {
+  return request.path == "/bind";
 }
 
 HttpReply route(ExtenderService& service, const HttpRequest& request) {
