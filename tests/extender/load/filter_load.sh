@@ -16,9 +16,6 @@ trap '[[ -n $alloxd_pid ]] && kill "$alloxd_pid" 2>/dev/null; wait 2>/dev/null; 
 source "$here/filter_setup.sh"
 start_loaded_alloxd "$build" "$policy" "$work"
 url=$alloxd_url
-queued=$(curl -sf "$url/metrics" | awk '/^allox_queue_length/ {print $2}')
-running=$(curl -sf "$url/metrics" | awk '/^allox_running_jobs/ {print $2}')
-echo "queue length $queued, running $running" >&2
 answer=$(curl -sf -XPOST "$url/filter" --data-binary @"$work/body.json")
 echo "one answer: ${answer:0:160}..." >&2
 wrk -t2 -c"$connections" -d"$duration" --latency -s "$work/filter.lua" "$url/filter"

@@ -32,18 +32,32 @@ start_loaded_alloxd() {
     printf '{"metadata":{"name":"%s","namespace":"%s","uid":"uid-%s","annotations":{"allox.io/time.gpu":"%d","allox.io/time.cpu":"%d"}},"spec":{"containers":[{"name":"main","resources":{"requests":%s}}]}}' \
       "$1" "$2" "$1" $((100 + $4 * 37 % 900)) $((400 + $4 * 53 % 3600)) "$requests"
   }
+  # New pods wait for the next plan (up to a second on a loaded machine), so they go 20 at a
+  # time (waiting on those 20, not on alloxd); the counts are checked at the end.
   echo "filling 200 machines and queueing 1,000 jobs..." >&2
-  local i dev node
+  local i dev node batch=()
   for i in $(seq 1 200); do
     dev=gpu; [[ $((i % 2)) == 0 ]] && dev=cpu
     node=node-$(( (i + 1) / 2 ))
-    curl -sf -XPOST "$alloxd_url/filter" -d "{\"Pod\":$(pod "run-$i" "team-$((i % 8))" $dev $i),\"NodeNames\":[\"$node\"]}" > /dev/null
-    curl -sf -XPOST "$alloxd_url/bind" -d "{\"PodName\":\"run-$i\",\"PodNamespace\":\"team-$((i % 8))\",\"Node\":\"$node\"}" > /dev/null
+    (curl -sf -XPOST "$alloxd_url/filter" -d "{\"Pod\":$(pod "run-$i" "team-$((i % 8))" $dev $i),\"NodeNames\":[\"$node\"]}" > /dev/null &&
+      curl -sf -XPOST "$alloxd_url/bind" -d "{\"PodName\":\"run-$i\",\"PodNamespace\":\"team-$((i % 8))\",\"Node\":\"$node\"}" > /dev/null) &
+    batch+=($!)
+    if (( ${#batch[@]} == 20 )); then wait "${batch[@]}" || true; batch=(); fi
   done
   for i in $(seq 1 1000); do
     dev=gpu; [[ $((i % 3)) == 0 ]] && dev=cpu
-    curl -sf -XPOST "$alloxd_url/filter" -d "{\"Pod\":$(pod "queued-$i" "team-$((i % 8))" $dev $i),\"NodeNames\":$nodes}" > /dev/null
+    curl -sf -XPOST "$alloxd_url/filter" -d "{\"Pod\":$(pod "queued-$i" "team-$((i % 8))" $dev $i),\"NodeNames\":$nodes}" > /dev/null &
+    batch+=($!)
+    if (( ${#batch[@]} == 20 )); then wait "${batch[@]}" || true; batch=(); fi
   done
+  local queued running
+  queued=$(curl -sf "$alloxd_url/metrics" | awk '/^allox_queue_length/ {print $2}')
+  running=$(curl -sf "$alloxd_url/metrics" | awk '/^allox_running_jobs/ {print $2}')
+  echo "queue length $queued, running $running" >&2
+  if [[ $queued != 1000 || $running != 200 ]]; then
+    echo "set-up failed: expected 1000 queued and 200 running" >&2
+    return 1
+  fi
   printf '{"Pod":%s,"Nodes":null,"NodeNames":%s}' "$(pod queued-500 team-4 gpu 500)" "$nodes" > "$work/body.json"
   cat > "$work/filter.lua" <<LUA
 wrk.method = "POST"
