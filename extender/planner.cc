@@ -110,10 +110,11 @@ void Planner::solve_once() {
   Expected<Decision> decision = policy_->decide(input.state);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
   auto plan = std::make_shared<const Plan>(make_plan(input, decision, slots, seconds));
-  ready_.store(true, std::memory_order_release);  // before publishing: waiters see it ready
-  plans_.publish(std::move(plan));
+  // Metrics first: a filter answered from this plan may be followed at once by a /metrics read.
   metrics_.record_solve(seconds, input.state.queue.size(), input.state.running.size(),
                         current_shares(input.state));
+  ready_.store(true, std::memory_order_release);  // before publishing: waiters see it ready
+  plans_.publish(std::move(plan));
 }
 
 void Planner::set_inventory(const std::vector<NodeInventory>& nodes) {
