@@ -1,14 +1,15 @@
 // alloxd's HTTP routes, as a pure function from a request to a reply, so tests can drive every
 // endpoint without sockets and the HTTP server (http_server.h) stays a thin shell.
 //
-//   POST /filter /prioritize /bind /preempt  kube-scheduler's extender verbs (wire.h)
-//   GET  /healthz                            200 while the process serves
-//   GET  /readyz                             200 once the inventory is loaded and planned, else 503
-//   GET  /metrics                            Prometheus text format
-//   GET  /v1/fairness /v1/queue /v1/jobs/{id}  JSON reports (job ids may contain '/')
-//   POST /v1/profiles                        profile or progress samples (admin token)
-//   POST /v1/jobs/{id}/done                  the job finished (admin token)
-//   GET  /                                   the status page for people
+//   POST   /filter /prioritize /bind /preempt   kube-scheduler's extender verbs (wire.h)
+//   GET    /healthz            200 while the process serves
+//   GET    /readyz             200 once the inventory is loaded and planned, else 503
+//   GET    /metrics            Prometheus text format
+//   GET    /v1/fairness /v1/queue /v1/jobs/{id}   JSON reports (job ids contain '/')
+//   POST   /v1/profiles        profile or progress samples (admin token)
+//   POST   /v1/jobs/{id}/done  the job finished (admin token)
+//   DELETE /v1/jobs/{id}       remove a queued job; its pods are refused (admin token)
+//   GET    /                   the status page for people
 //
 // A well-formed extender request always gets 200 (kube-scheduler ignores other bodies); a
 // malformed one gets 400 with {"error": "..."} naming the problem and changes nothing. Admin

@@ -18,6 +18,7 @@ struct FakeApiServer::Impl {
   std::vector<Binding> bindings;
   std::vector<std::string> deleted;
   std::map<std::string, std::string> phases;
+  std::map<std::string, std::string> bound_to;  // "namespace/name" -> node
   int unauthorized = 0;
   int bind_status = 0;
   std::unique_ptr<http::experimental::listener::http_listener> listener;
@@ -70,20 +71,27 @@ struct FakeApiServer::Impl {
             binding.is_object()
                 ? binding.value("target", json::object()).value("name", std::string())
                 : std::string();
+        if (!bound_to.emplace(pod, node).second) {  // as the real one: a pod binds once
+          request.reply(409, json{{"message", "pod " + pod + " is already assigned"}}.dump());
+          return;
+        }
         bindings.push_back({parts[3], parts[5], node});
         request.reply(201, binding.dump(), "application/json");
         return;
       }
       if (parts.size() == 6 && request.method() == http::methods::GET) {
         auto it = phases.find(pod);
-        if (it == phases.end()) {
+        auto bound = bound_to.find(pod);
+        if (it == phases.end() && bound == bound_to.end()) {
           request.reply(404, "not found");
           return;
         }
-        request.reply(
-            200,
-            json{{"metadata", {{"name", parts[5]}}}, {"status", {{"phase", it->second}}}}.dump(),
-            "application/json");
+        // A bound pod runs until a phase is set; spec.nodeName says where it was bound.
+        json answer = {{"metadata", {{"name", parts[5]}, {"namespace", parts[3]}}},
+                       {"spec", json::object()},
+                       {"status", {{"phase", it != phases.end() ? it->second : "Running"}}}};
+        if (bound != bound_to.end()) answer["spec"]["nodeName"] = bound->second;
+        request.reply(200, answer.dump(), "application/json");
         return;
       }
       if (parts.size() == 6 && request.method() == http::methods::DEL) {

@@ -1,9 +1,10 @@
 // A small fake Kubernetes API server for the extender tests (not a real API server: only the
 // four calls alloxd makes). It listens on a free loopback port and
-//   - records every POST .../pods/{name}/binding (answering 201, or the status set with
-//     fail_binds_with()),
+//   - records every POST .../pods/{name}/binding (answering 201, 409 for a pod already bound, or
+//     the status set with fail_binds_with()),
 //   - serves GET /api/v1/nodes from the nodes given to it (status.allocatable),
-//   - serves GET .../pods/{name} with the phase set by set_pod_phase() (404 when unset),
+//   - serves GET .../pods/{name} for bound pods (spec.nodeName, phase Running) and pods given a
+//     phase by set_pod_phase(); 404 for others,
 //   - records DELETE .../pods/{name}.
 // It checks the bearer token it was given. Thread-safe.
 #pragma once

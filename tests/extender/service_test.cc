@@ -229,7 +229,7 @@ TEST(ServiceApiTest, InventoryBindingCompletionAndVariantCleanupGoThroughTheApiS
   api.fail_binds_with(500);
   BindingResult failed = service->bind(binding("lab", "bert-gpu", "node-1"));
   EXPECT_NE(std::string::npos, failed.error.find("API server answered 500")) << failed.error;
-  EXPECT_EQ(JobPhase::kQueued, service->job("bert")->record.phase);
+  EXPECT_EQ(JobPhase::kQueued, service->job("lab/bert")->record.phase);
   EXPECT_EQ(1u, service->metrics().bind_failures());
 
   api.fail_binds_with(0);
@@ -241,10 +241,10 @@ TEST(ServiceApiTest, InventoryBindingCompletionAndVariantCleanupGoThroughTheApiS
   EXPECT_EQ(0, api.unauthorized_requests());
 
   api.set_pod_phase("lab", "bert-gpu", "Succeeded");
-  for (int i = 0; i < 100 && service->job("bert")->record.phase != JobPhase::kDone; ++i) {
+  for (int i = 0; i < 100 && service->job("lab/bert")->record.phase != JobPhase::kDone; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  EXPECT_EQ(JobPhase::kDone, service->job("bert")->record.phase);
+  EXPECT_EQ(JobPhase::kDone, service->job("lab/bert")->record.phase);
 }
 
 TEST(ServiceApiTest, NotReadyWhileTheApiServerIsUnreachable) {
