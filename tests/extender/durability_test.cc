@@ -283,9 +283,10 @@ int check_acknowledged(const std::string& url, Acknowledged& acked,
   }
   for (const std::string& id : acked.profiled) {
     int samples = 0;
-    for (const json& v : job_at(id)["variants"]) samples += v["profile_samples"].get<int>();
+    json job = job_at(id);
+    for (const json& v : job["variants"]) samples += v["profile_samples"].get<int>();
     lost += samples < 1;
-    EXPECT_GE(samples, 1) << "life " << life << ": " << id << " lost its profile";
+    EXPECT_GE(samples, 1) << "life " << life << ": " << id << " lost its profile: " << job.dump();
   }
   for (const std::string& id : acked.queued_jobs) {
     int status = testing::http_request(url, "GET", "/v1/jobs/" + id).status;
