@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "extender/extender_client.h"
+#include "extender/pod.h"
 
 namespace allox::extender {
 
@@ -136,8 +137,9 @@ class Replay {
     while (!completions_.empty() && completions_.top().at <= now) {
       const Completion completion = completions_.top();
       completions_.pop();
-      auto answer = client_.post("/v1/jobs/" + path_segment(jobs_[completion.job].id) + "/done",
-                                 json::object(), true);
+      // alloxd names the job within its pods' namespace (extender/pod.h).
+      const std::string id = job_id_in_namespace(options_.pod_namespace, jobs_[completion.job].id);
+      auto answer = client_.post("/v1/jobs/" + path_segment(id) + "/done", json::object(), true);
       if (!answer) return answer.error();
       summary_.jobs[completion.job].finish = completion.at;
       ++done_;

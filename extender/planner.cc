@@ -146,7 +146,8 @@ void Planner::solve_once() {
     input = book_.snapshot(now());
     slots = book_.slots();
   }
-  if (!has_inventory) return;
+  // No plan before the inventory is loaded and restored bind intents were looked at once.
+  if (!has_inventory || !intents_seen_.load()) return;
   auto begin = std::chrono::steady_clock::now();
   Expected<Decision> decision = decide_isolating(input);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
@@ -162,8 +163,7 @@ void Planner::solve_once() {
   // Metrics first: a filter answered from this plan may be followed at once by a /metrics read.
   metrics_.record_solve(seconds, input.state.queue.size(), input.state.running.size(),
                         current_shares(input.state));
-  // Before publishing, so waiters see it ready.
-  if (intents_seen_.load()) ready_.store(true, std::memory_order_release);
+  ready_.store(true, std::memory_order_release);  // before publishing: waiters see it ready
   plans_.publish(std::move(plan));
 }
 
