@@ -23,6 +23,7 @@
 #include "extender/emulator/fake_api_server.h"
 #include "extender/emulator/replay.h"
 #include "extender/extender_client.h"
+#include "extender/pod.h"
 #include "sim/allox_trace.h"
 
 namespace allox::cli {
@@ -173,7 +174,9 @@ void run(const ReplayArgs& args) {
     // The job's own completion report (README: POST /v1/jobs/{id}/done), besides the pod's
     // Succeeded phase that alloxd reads from the API server.
     if (e.kind == ReplayEvent::Kind::kDone && args.report_done) {
-      auto answer = done_client.post("/v1/jobs/" + extender::path_segment(e.job) + "/done",
+      // alloxd names the job within its pods' namespace (extender/pod.h).
+      const std::string id = extender::job_id_in_namespace(options.pod_namespace, e.job);
+      auto answer = done_client.post("/v1/jobs/" + extender::path_segment(id) + "/done",
                                      nlohmann::json::object(), true);
       if (!answer && !args.quiet)
         std::fprintf(stderr, "done %s: %s\n", e.job.c_str(), answer.message().c_str());

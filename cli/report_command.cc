@@ -39,6 +39,7 @@ Expected<std::vector<JobRun>> runs_from_store(const std::string& path) {
   if (!state) return state.error();
   std::vector<JobRun> runs;
   for (const extender::JobRecord& j : state->jobs) {
+    if (j.phase == extender::JobPhase::kRemoved) continue;  // an admin removed it unrun
     JobRun run;
     run.job = j.id;
     run.user = j.user;

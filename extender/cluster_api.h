@@ -5,6 +5,7 @@
 //   bind        POST a v1.Binding to /api/v1/namespaces/{ns}/pods/{name}/binding
 //   list_nodes  GET /api/v1/nodes, turning allocatable resources into machine slots
 //   pod_phase   GET /api/v1/namespaces/{ns}/pods/{name}: its status.phase; "Gone" when 404
+//   get_pod     GET /api/v1/namespaces/{ns}/pods/{name}: where it is bound (spec.nodeName)
 //   delete_pod  DELETE a pod (an unused device variant once its job is bound)
 //
 // Implementations must be thread-safe; calls may block for a network round trip.
@@ -20,6 +21,14 @@
 
 namespace allox::extender {
 
+// A pod as the API server shows it.
+struct ObservedPod {
+  PodIdentity pod;
+  bool exists = true;     // false: the API server answered 404
+  std::string node_name;  // spec.nodeName; empty while unbound
+  std::string phase;      // status.phase
+};
+
 class ClusterApi {
  public:
   virtual ~ClusterApi() = default;
@@ -27,6 +36,8 @@ class ClusterApi {
   virtual Expected<std::vector<NodeInventory>> list_nodes(const DeviceMapping& devices) = 0;
   virtual Expected<std::string> pod_phase(const std::string& namespace_name,
                                           const std::string& name) = 0;
+  virtual Expected<ObservedPod> get_pod(const std::string& namespace_name,
+                                        const std::string& name) = 0;
   virtual Status delete_pod(const std::string& namespace_name, const std::string& name) = 0;
 };
 

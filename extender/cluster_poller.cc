@@ -33,6 +33,22 @@ void ClusterPoller::stop() {
 void ClusterPoller::poll_once() {
   auto nodes = api_.list_nodes(planner_.config().devices);
   if (nodes) planner_.set_inventory(*nodes);
+  // Binds in doubt (intents a crash left behind) are settled from where their pods are bound.
+  auto in_doubt = planner_.read([](const JobBook& book) {
+    std::vector<PodIdentity> pods;
+    for (const auto& [id, job] : book.jobs()) {
+      if (job.intent) pods.push_back(job.intent->pod);
+    }
+    return pods;
+  });
+  if (nodes && !in_doubt.empty()) {
+    std::vector<ObservedPod> observed;
+    for (const PodIdentity& pod : in_doubt) {
+      auto seen = api_.get_pod(pod.namespace_name, pod.name);
+      if (seen) observed.push_back(std::move(*seen));  // an error: looked at again next poll
+    }
+    planner_.reconcile_binds(observed, false);
+  }
   // Completions from pod status: a bound pod that succeeded, failed or vanished is done.
   auto running = planner_.read([](const JobBook& book) {
     std::vector<std::pair<std::string, PodIdentity>> pods;

@@ -1,6 +1,7 @@
 // The cluster side, by polling: every `tick` it lists the nodes from the API server into the
-// planner's inventory, and asks for the phase of each running job's pod; a pod that succeeded,
-// failed or is gone completes its job.
+// planner's inventory, settles binds in doubt (bind intents a crash left, from their pods'
+// spec.nodeName: Planner::reconcile_binds), and asks for the phase of each running job's pod;
+// a pod that succeeded, failed or is gone completes its job.
 //
 // Thread-safe. The poll runs on its own thread between start() and stop(); stop() waits for a
 // poll in flight (each API call is bounded by the client's timeout).
@@ -24,7 +25,7 @@ class ClusterPoller {
 
   void start();
   void stop();  // idempotent
-  // One poll: the node list, then the running jobs' pod phases.
+  // One poll: the node list, binds in doubt, then the running jobs' pod phases.
   void poll_once();
 
  private:

@@ -47,6 +47,10 @@ class Fields {
   template <class T>
   static const char* expected() {
     if constexpr (std::is_same_v<T, std::string>) return "a string";
+    if constexpr (std::is_same_v<T, std::vector<std::string>>) return "a list of strings";
+    if constexpr (std::is_same_v<T, std::map<std::string, std::string>>) {
+      return "a mapping of strings";
+    }
     if constexpr (std::is_floating_point_v<T>) return "a number";
     return "an integer";
   }
@@ -97,8 +101,8 @@ Expected<ExtenderConfig> parse_root(const YAML::Node& root) {
   Fields top(root, "");
   ALLOX_TRY(top.check({"listen", "reports_listen", "database", "policy", "alpha",
                        "starvation_bound", "tick", "default_job_seconds", "max_body_bytes",
-                       "http_threads", "admin_token", "admin_token_file", "devices", "cpu",
-                       "nodes", "apiserver"}));
+                       "http_threads", "admin_token", "admin_token_file", "devices", "cpu", "nodes",
+                       "tenancy", "retention", "apiserver"}));
 
   std::string listen = config.listen_host + ":" + std::to_string(config.listen_port);
   ALLOX_TRY(top.read("listen", listen));
@@ -200,6 +204,28 @@ Expected<ExtenderConfig> parse_root(const YAML::Node& root) {
         node.machines[device] = count;
       }
       config.nodes.push_back(std::move(node));
+    }
+  }
+
+  // Tenancy and retention (issue 11): who is charged, how long finished jobs are kept.
+  if (top.has("tenancy")) {
+    Fields tenancy(top.get("tenancy"), top.path("tenancy"));
+    ALLOX_TRY(tenancy.check({"users", "user_annotation_namespaces"}));
+    ALLOX_TRY(tenancy.read("users", config.tenancy.namespace_users));
+    std::vector<std::string> listed;
+    ALLOX_TRY(tenancy.read("user_annotation_namespaces", listed));
+    config.tenancy.user_annotation_namespaces.insert(listed.begin(), listed.end());
+  }
+  if (top.has("retention")) {
+    Fields retention(top.get("retention"), top.path("retention"));
+    ALLOX_TRY(retention.check({"finished_seconds", "history_seconds"}));
+    ALLOX_TRY(retention.read("finished_seconds", config.retention.finished_seconds));
+    ALLOX_TRY(retention.read("history_seconds", config.retention.history_seconds));
+    if (!(config.retention.finished_seconds >= 0)) {
+      return Error{retention.path("finished_seconds") + ": must be >= 0"};
+    }
+    if (!(config.retention.history_seconds >= config.retention.finished_seconds)) {
+      return Error{retention.path("history_seconds") + ": must be >= finished_seconds"};
     }
   }
 

@@ -16,6 +16,12 @@
 //   cpu: {device: cpu, cores_per_machine: 32}   # a CPU machine is a bundle of this many cores
 //   nodes:                          # inventory; ignored when apiserver is set
 //     - {name: node-1, machines: {gpu: 2, cpu: 1}}
+//   tenancy:                        # who is charged (default: a pod's namespace)
+//     users: {team-a: alice}        # namespace -> user
+//     user_annotation_namespaces: [lab]   # namespaces whose pods may set allox.io/user
+//   retention:
+//     finished_seconds: 3600        # a finished job stays in memory (reports, /v1/jobs) this long
+//     history_seconds: 2592000      # and in the SQLite history this long
 //   apiserver:                      # optional: bind through it and list nodes from it
 //     url: https://kubernetes.default.svc
 //     token_file: /var/run/secrets/kubernetes.io/serviceaccount/token   # or token
@@ -32,6 +38,7 @@
 
 #include "core/model.h"
 #include "core/result.h"
+#include "extender/pod.h"
 
 namespace allox::extender {
 
@@ -66,6 +73,11 @@ struct ListenAddress {
   int port = 0;
 };
 
+struct Retention {
+  double finished_seconds = 3600;
+  double history_seconds = 30 * 24 * 3600;
+};
+
 struct ExtenderConfig {
   std::string listen_host = "127.0.0.1";
   int listen_port = 8888;
@@ -81,6 +93,8 @@ struct ExtenderConfig {
   std::string admin_token;
   DeviceMapping devices;
   std::vector<NodeInventory> nodes;
+  Tenancy tenancy;
+  Retention retention;
   std::optional<ApiServerConfig> apiserver;
 };
 

@@ -83,6 +83,31 @@ class KubeApiClient final : public ClusterApi {
     return phase.is_string() ? phase.get<std::string>() : std::string();
   }
 
+  Expected<ObservedPod> get_pod(const std::string& namespace_name,
+                                const std::string& name) override {
+    ObservedPod observed;
+    observed.pod = {name, namespace_name, ""};
+    auto reply = send(http::methods::GET,
+                      "/api/v1/namespaces/" + escape(namespace_name) + "/pods/" + escape(name), "");
+    if (!reply) return reply.error();
+    if (reply->status == 404) {
+      observed.exists = false;
+      return observed;
+    }
+    if (reply->status != 200) return Error{"API server answered " + std::to_string(reply->status)};
+    json pod = json::parse(reply->body, nullptr, false);
+    if (!pod.is_object()) return Error{"pod answer is not an object"};
+    auto text_at = [&](const char* section, const char* key) {
+      const json* part = find_key(pod, section);
+      const json* value = part != nullptr && part->is_object() ? find_key(*part, key) : nullptr;
+      return value != nullptr && value->is_string() ? value->get<std::string>() : std::string();
+    };
+    observed.pod.uid = text_at("metadata", "uid");
+    observed.node_name = text_at("spec", "nodeName");
+    observed.phase = text_at("status", "phase");
+    return observed;
+  }
+
   Status delete_pod(const std::string& namespace_name, const std::string& name) override {
     auto reply = send(http::methods::DEL,
                       "/api/v1/namespaces/" + escape(namespace_name) + "/pods/" + escape(name), "");

@@ -10,6 +10,13 @@
 // The planner does not talk to kube-scheduler or the API server: the verbs (verbs.h) and the
 // cluster side (cluster_poller.h) call it.
 //
+// Isolation (issue 11): when the policy fails a round, each queued job is tried alone and the
+// ones it cannot take are parked (Plan::parked, BookJob::parked); the round then goes on for
+// everyone else. Bind intents restored from the store hold readiness back until
+// reconcile_binds() has looked at them once (with no API server, there is nothing to wait for).
+// Finished runs leave the book after retention.finished_seconds and the store after
+// retention.history_seconds.
+//
 // Thread-safe: all public methods may be called concurrently.
 #pragma once
 
@@ -25,6 +32,7 @@
 #include <vector>
 
 #include "extender/bind_latency.h"
+#include "extender/cluster_api.h"
 #include "extender/config.h"
 #include "extender/job_book.h"
 #include "extender/metrics.h"
@@ -77,11 +85,22 @@ class Planner {
     JobRecord record;
     std::vector<PodIdentity> unused_variants;  // the job's other variants, which never run
   };
+  // Durable before the API server is asked to bind (store.h); dropped when it refuses.
+  Status record_bind_intent(const BindIntent& intent);
+  Status drop_bind_intent(std::int64_t job_row);
   // Records that `variant` was bound to `node` (on `preferred_slot` when it is free there).
+  // unused_variants holds only pods in variant's namespace: a job never spans tenants.
   Expected<Started> record_start(const JobVariant& variant, const std::string& node,
                                  int preferred_slot);
   // The job finished (its pod succeeded, failed or vanished, or an operator said so).
   Status complete(const std::string& job_id);
+  // An admin removes a queued job for good; its pods are refused from then on.
+  Status remove(const std::string& job_id);
+  // Settles bind intents from pods as the API server shows them: a pod with spec.nodeName was
+  // bound there (the job starts), one without was not (the intent is dropped). With `complete`
+  // (a full list, e.g. an informer's first list) an intent whose pod is absent is dropped too;
+  // otherwise absent pods are left for a later call.
+  void reconcile_binds(const std::vector<ObservedPod>& pods, bool complete);
   Status add_profile(const ProfileReport& report);
 
   // Reads. `read` runs under the book's shared lock and must not call back into the planner.
@@ -111,6 +130,9 @@ class Planner {
   void loop();
   void solve_once();
   void wake();
+  void forget_history();
+  // Runs the policy; when it fails, parks the queued jobs it cannot take alone and runs again.
+  Expected<Decision> decide_isolating(PlanInput& input);
 
   const ExtenderConfig config_;
   std::unique_ptr<SchedulingPolicy> policy_;  // used by the planner thread only
@@ -130,6 +152,8 @@ class Planner {
   bool stopping_ = false;
   std::thread thread_;
   std::atomic<bool> ready_{false};
+  std::atomic<bool> intents_seen_{true};  // false while restored bind intents await a first look
+  std::chrono::steady_clock::time_point next_history_prune_{};
 };
 
 }  // namespace allox::extender

@@ -34,6 +34,8 @@ FairnessReport fairness_report(const JobBook& book, const std::vector<UsageRecor
       case JobPhase::kRunning:
         ++u.running;
         break;
+      case JobPhase::kRemoved:  // removed unrun by an admin: neither queued nor done
+        break;
       case JobPhase::kDone:
         ++u.done;
         jct_sum[u.user] += job.record.finish - job.record.arrival;
@@ -61,6 +63,8 @@ FairnessReport fairness_report(const JobBook& book, const std::vector<UsageRecor
 JobView job_view(const JobBook& book, const BookJob& job, const Plan& plan, double now) {
   JobView view;
   view.record = job.record;
+  view.parked = job.parked;
+  if (job.intent) view.bind_in_doubt = job.intent->node;
   for (const auto& [key, variant] : job.variants) {
     view.variants.push_back({key, variant.device, book.estimate(job, variant.device)});
   }
@@ -139,7 +143,7 @@ json to_json(const JobView& job) {
                         {"profile_samples", v.estimate.samples}});
   }
   out["variants"] = variants;
-  if (r.phase != JobPhase::kQueued) {
+  if (r.phase == JobPhase::kRunning || r.phase == JobPhase::kDone) {
     out["pod"] = r.pod_namespace + "/" + r.pod_name;
     out["node"] = r.node;
     out["device"] = r.device;
@@ -149,6 +153,10 @@ json to_json(const JobView& job) {
     out["finish"] = r.finish;
     out["jct"] = r.finish - r.arrival;
   }
+  if (r.phase == JobPhase::kRemoved) out["removed_at"] = r.finish;
+  // FailedAndUnresolvableNodes: why the policy cannot take this job (extender/planner.h).
+  if (!job.parked.empty()) out["parked"] = job.parked;
+  if (!job.bind_in_doubt.empty()) out["bind_in_doubt"] = job.bind_in_doubt;
   if (job.remaining) out["remaining_seconds"] = *job.remaining;
   if (job.planned_start) {
     out["plan"] = {{"starts_now", true},

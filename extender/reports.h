@@ -49,6 +49,8 @@ struct JobView {
   std::optional<PlannedStart> planned_start;
   std::optional<PlannedWait> planned_wait;
   std::optional<double> remaining;  // running jobs
+  std::string parked;               // why the policy cannot take it (queued jobs)
+  std::string bind_in_doubt;        // node of a bind not yet reconciled after a restart
 };
 
 struct QueueView {

@@ -64,6 +64,13 @@ class ExtenderService {
   // The job finished (POST /v1/jobs/{id}/done, or its pod succeeded or failed).
   Status complete(const std::string& job_id) { return planner_->complete(job_id); }
   Status add_profile(const ProfileReport& report) { return planner_->add_profile(report); }
+  // DELETE /v1/jobs/{id}: an admin removes a queued job; its pods are refused from then on.
+  Status remove(const std::string& job_id) { return planner_->remove(job_id); }
+  // Settles bind intents from observed pods (Planner::reconcile_binds); an informer's lists
+  // call it, as the poller does with single GETs.
+  void reconcile_binds(const std::vector<ObservedPod>& pods, bool complete) {
+    planner_->reconcile_binds(pods, complete);
+  }
 
   FairnessReport fairness() const;
   QueueView queue() const;
@@ -72,6 +79,9 @@ class ExtenderService {
   // share over that window (the status page; extender/service_timeline.cc).
   Timeline timeline(double window_seconds) const;
 
+  // The latest plan: starts, queue positions, and parked jobs with their reasons (for event
+  // writers).
+  std::shared_ptr<const Plan> plan() const { return planner_->latest_plan(); }
   Metrics& metrics() { return metrics_; }
   const ExtenderConfig& config() const { return planner_->config(); }
   // Wakes the planner thread and waits until it has published a plan of the current book.

@@ -19,9 +19,7 @@ namespace {
 Plan decode(const MatchingProblem& problem, const PreparedProblem& prepared,
             const SlotNetwork& network, const SlotFlow& flow) {
   std::vector<std::vector<std::size_t>> jobs_of_slot(network.slot_count);
-  for (std::size_t j = 0; j < prepared.job_count; ++j) {
-    jobs_of_slot[network.arc_slot[flow.job_arc[j]]].push_back(j);
-  }
+  for (std::size_t j = 0; j < prepared.job_count; ++j) jobs_of_slot[flow.job_slot[j]].push_back(j);
   std::vector<std::vector<std::size_t>> jobs_of_group(prepared.groups.size());
   for (std::size_t s = 0; s < network.slot_count; ++s) {
     std::size_t next = 0;
@@ -100,22 +98,27 @@ std::string_view backend_name(Backend backend) {
       return "boost";
     case Backend::kGlpk:
       return "glpk";
+    case Backend::kTransport:
+      return "transport";
   }
   return "unknown";
 }
 
 std::vector<Backend> all_backends() {
-  return {Backend::kLemon, Backend::kBoost, Backend::kGlpk};
+  return {Backend::kLemon, Backend::kBoost, Backend::kGlpk, Backend::kTransport};
 }
 
 Expected<Backend> parse_backend(std::string_view name) {
   for (Backend backend : all_backends()) {
     if (backend_name(backend) == name) return backend;
   }
-  return Error{"unknown matcher backend '" + std::string(name) + "' (use lemon, boost or glpk)"};
+  return Error{"unknown matcher backend '" + std::string(name) +
+               "' (use lemon, boost, glpk or transport)"};
 }
 
-Expected<SlotFlow> solve_flow(const SlotNetwork& network, Backend backend,
+namespace {
+
+Expected<SlotFlow> solve_with(const SlotNetwork& network, Backend backend,
                               const PriceHint* price_hint) {
   switch (backend) {
     case Backend::kLemon:
@@ -124,8 +127,24 @@ Expected<SlotFlow> solve_flow(const SlotNetwork& network, Backend backend,
       return solve_with_boost(network);
     case Backend::kGlpk:
       return solve_with_glpk(network);
+    case Backend::kTransport:
+      return solve_with_transport(network, price_hint);
   }
   return Error{"unknown matcher backend"};
+}
+
+}  // namespace
+
+Expected<SlotFlow> solve_flow(const SlotNetwork& network, Backend backend,
+                              const PriceHint* price_hint) {
+  if (network.implicit != nullptr && backend != Backend::kTransport) {
+    return Error{"matcher: only the transport backend reads implicit job arcs (a bug)"};
+  }
+  Expected<SlotFlow> flow = solve_with(network, backend, price_hint);
+  if (flow.ok() && flow->feasible && flow->job_slot.empty()) {
+    for (std::size_t arc : flow->job_arc) flow->job_slot.push_back(network.arc_slot[arc]);
+  }
+  return flow;
 }
 
 Expected<Plan> solve(const MatchingProblem& problem, const SolveOptions& options) {

@@ -84,12 +84,13 @@ struct MatchingProblem {
 bool is_idle(const MatchingProblem& problem, std::size_t machine);
 
 enum class Backend {
-  kLemon,  // LEMON NetworkSimplex; the default and the fastest
-  kBoost,  // Boost Graph successive shortest paths; an independent check
-  kGlpk,   // GLPK simplex on the assignment LP; an independent check, small problems only
+  kLemon,      // LEMON NetworkSimplex; the default and the fastest
+  kBoost,      // Boost Graph successive shortest paths; an independent check
+  kGlpk,       // GLPK simplex on the assignment LP; an independent check, small problems only
+  kTransport,  // successive shortest paths over the slot side; fastest on grouped machines
 };
 std::string_view backend_name(Backend backend);
-Expected<Backend> parse_backend(std::string_view name);  // "lemon", "boost", "glpk"
+Expected<Backend> parse_backend(std::string_view name);  // "lemon", "boost", "glpk", "transport"
 std::vector<Backend> all_backends();
 
 // Slot prices remembered from one solve for the next, when a caller re-plans the same queue as

@@ -242,7 +242,7 @@ TEST(ServiceApiTest, InventoryBindingCompletionAndVariantCleanupGoThroughTheApiS
   api.fail_requests({"POST", "/binding", 500, 1});
   BindingResult failed = service->bind(bind_gpu);
   EXPECT_NE(std::string::npos, failed.error.find("API server answered 500")) << failed.error;
-  EXPECT_EQ(JobPhase::kQueued, service->job("bert")->record.phase);
+  EXPECT_EQ(JobPhase::kQueued, service->job("lab/bert")->record.phase);
   EXPECT_EQ(1u, service->metrics().bind_failures());
 
   ASSERT_EQ("", service->bind(bind_gpu).error);
@@ -258,10 +258,10 @@ TEST(ServiceApiTest, InventoryBindingCompletionAndVariantCleanupGoThroughTheApiS
   ASSERT_FALSE(emulator::failed(
       api.objects().patch(emulator::pods_resource(), "lab", "bert-gpu", emulator::PatchType::kMerge,
                           R"({"status":{"phase":"Succeeded"}})", /*status_only=*/true)));
-  for (int i = 0; i < 100 && service->job("bert")->record.phase != JobPhase::kDone; ++i) {
+  for (int i = 0; i < 100 && service->job("lab/bert")->record.phase != JobPhase::kDone; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  EXPECT_EQ(JobPhase::kDone, service->job("bert")->record.phase);
+  EXPECT_EQ(JobPhase::kDone, service->job("lab/bert")->record.phase);
 }
 
 TEST(ServiceApiTest, NotReadyWhileTheApiServerIsUnreachable) {

@@ -48,7 +48,16 @@ TEST(ReportStoreTest, ReportsAStoreWrittenByAlloxd) {
     extender::JobRecord a1 = job("a1", "alice", 1000);
     extender::JobRecord b1 = job("b1", "bob", 1020);
     extender::JobRecord c1 = job("c1", "carol", 1040);
-    for (const auto* j : {&a1, &b1, &c1}) ASSERT_TRUE((*store)->record_arrival(*j).ok());
+    for (auto* j : {&a1, &b1, &c1}) {
+      extender::JobVariant pod;
+      pod.pod = {j->id, "default", "uid-" + j->id};
+      pod.job_id = j->id;
+      pod.user = j->user;
+      pod.device = "gpu";
+      auto row = (*store)->record_arrival(*j, pod);
+      ASSERT_TRUE(row.ok()) << row.message();
+      j->row = *row;
+    }
     a1.node = b1.node = "node-1";
     a1.device = b1.device = "gpu";
     a1.machine = 0;
@@ -57,7 +66,7 @@ TEST(ReportStoreTest, ReportsAStoreWrittenByAlloxd) {
     b1.start = 1030;
     ASSERT_TRUE((*store)->record_start(a1).ok());
     ASSERT_TRUE((*store)->record_start(b1).ok());
-    ASSERT_TRUE((*store)->record_finish("a1", 1060).ok());
+    ASSERT_TRUE((*store)->record_finish(a1.row, 1060).ok());
   }
   Output out = run(kAllox + " report --store " + path + " --now 1100 --window 100 --json");
   ASSERT_EQ(0, out.status) << out.text;

@@ -25,7 +25,7 @@ TEST(BackendsAgree, MediumInstancesWithMixedTypesAndResidualTimes) {
     const Expected<Plan> lemon = solve(instance.problem(), {.backend = Backend::kLemon});
     ASSERT_TRUE(lemon.ok()) << lemon.message();
     EXPECT_EQ(plan_problems(instance, *lemon), std::vector<std::string>{});
-    for (Backend backend : {Backend::kBoost, Backend::kGlpk}) {
+    for (Backend backend : {Backend::kBoost, Backend::kGlpk, Backend::kTransport}) {
       const Expected<Plan> other = solve(instance.problem(), {.backend = backend});
       ASSERT_TRUE(other.ok()) << backend_name(backend) << ": " << other.message();
       EXPECT_EQ(other->objective_ticks, lemon->objective_ticks) << backend_name(backend);
@@ -135,6 +135,81 @@ TEST(BackendsAgree, LemonOnLongQueuesWithDistinctMachinesMatchesBoost) {
   EXPECT_EQ(lemon->objective_ticks, boost->objective_ticks);
   EXPECT_LT(lemon->stats.model_arcs, lemon->stats.arcs);
   EXPECT_EQ(plan_problems(instance, *lemon), std::vector<std::string>{});
+}
+
+TEST(BackendsAgree, TransportMatchesLemonOnLongQueuesOfGroupedAndBusyMachines) {
+  // Queues far longer than the machines, types with many identical machines plus busy machines
+  // with their own residual times (slots with several outlets), and jobs that cannot run on
+  // every type: the transport solver starts from a list schedule's prices and must end at
+  // LEMON's optimum.
+  std::mt19937 rng(13);
+  InstanceShape shape;
+  shape.max_time = 3000;
+  shape.max_residual = 600;
+  shape.fractional = true;
+  for (int round = 0; round < 3; ++round) {
+    Instance instance = random_instance(rng, shape, 900, 40);
+    for (std::size_t m = 0; m < instance.machines.size(); m += 2) {
+      instance.machines[m].busy_until = instance.now;  // half idle, in three large groups
+    }
+    const Expected<Plan> lemon = solve(instance.problem(), {.backend = Backend::kLemon});
+    const Expected<Plan> transport = solve(instance.problem(), {.backend = Backend::kTransport});
+    ASSERT_TRUE(lemon.ok()) << lemon.message();
+    ASSERT_TRUE(transport.ok()) << transport.message();
+    EXPECT_EQ(transport->objective_ticks, lemon->objective_ticks);
+    EXPECT_EQ(plan_problems(instance, *transport), std::vector<std::string>{});
+  }
+}
+
+TEST(BackendsAgree, TransportFromAnyRememberedPricesEqualsColdLemon) {
+  // Re-plan a queue as it changes (arrivals, a departure, a machine turning busy) with one
+  // PriceMemory, then reuse that memory on an unrelated instance: prices only change the
+  // starting point, never the optimum.
+  std::mt19937 rng(14);
+  InstanceShape shape;
+  shape.max_time = 2000;
+  shape.max_residual = 300;
+  shape.fractional = true;
+  Instance instance = random_instance(rng, shape, 400, 24);
+  PriceMemory memory;
+  for (int step = 0; step < 6; ++step) {
+    if (step == 3) instance.machines[0].busy_until = instance.now + 777.5;
+    if (step == 4) instance.pending.erase(instance.pending.begin() + 17);
+    if (step == 5) instance.pending.pop_back();
+    const Expected<Plan> warm =
+        solve(instance.problem(), {.backend = Backend::kTransport, .memory = &memory});
+    const Expected<Plan> cold = solve(instance.problem(), {.backend = Backend::kLemon});
+    ASSERT_TRUE(warm.ok()) << warm.message();
+    ASSERT_TRUE(cold.ok()) << cold.message();
+    EXPECT_EQ(warm->objective_ticks, cold->objective_ticks) << "step " << step;
+  }
+  shape.devices = {"gpu", "v100"};
+  shape.max_time = 90;
+  const Instance other = random_instance(rng, shape, 300, 7);
+  const Expected<Plan> foreign =
+      solve(other.problem(), {.backend = Backend::kTransport, .memory = &memory});
+  const Expected<Plan> boost = solve(other.problem(), {.backend = Backend::kBoost});
+  ASSERT_TRUE(foreign.ok()) << foreign.message();
+  ASSERT_TRUE(boost.ok()) << boost.message();
+  EXPECT_EQ(foreign->objective_ticks, boost->objective_ticks);
+  EXPECT_EQ(plan_problems(other, *foreign), std::vector<std::string>{});
+}
+
+TEST(BackendsAgree, TransportOnDistinctMachinesMatchesBoost) {
+  // Every machine its own type and residual: many slots of capacity one.
+  std::mt19937 rng(15);
+  InstanceShape shape;
+  shape.devices = {"a", "b", "c", "d", "e", "f"};
+  shape.max_time = 3000;
+  shape.max_residual = 900;
+  shape.fractional = true;
+  const Instance instance = random_instance(rng, shape, 300, 6);
+  const Expected<Plan> transport = solve(instance.problem(), {.backend = Backend::kTransport});
+  const Expected<Plan> boost = solve(instance.problem(), {.backend = Backend::kBoost});
+  ASSERT_TRUE(transport.ok()) << transport.message();
+  ASSERT_TRUE(boost.ok()) << boost.message();
+  EXPECT_EQ(transport->objective_ticks, boost->objective_ticks);
+  EXPECT_EQ(plan_problems(instance, *transport), std::vector<std::string>{});
 }
 
 }  // namespace

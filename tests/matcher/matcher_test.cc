@@ -125,6 +125,7 @@ TEST(Solve, ShortestJobRunsFirstOnAMachine) {
 
 TEST(Solve, UnknownBackendNameIsAnError) {
   EXPECT_EQ(*parse_backend("glpk"), Backend::kGlpk);
+  EXPECT_EQ(*parse_backend("transport"), Backend::kTransport);
   const Expected<Backend> bad = parse_backend("cplex");
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.message(), HasSubstr("cplex"));
