@@ -27,8 +27,11 @@
 //     token_file: /var/run/secrets/kubernetes.io/serviceaccount/token   # or token
 //     ca_file: /var/run/secrets/kubernetes.io/serviceaccount/ca.crt
 //
-// Unknown keys, wrong types and out-of-range values are errors naming the key. Thread-safe:
-// pure functions; a loaded config is an immutable value.
+// Read through core's FieldReader (core/yaml_fields.h) and input-file limit (core/input_file.h):
+// unknown keys, wrong types and out-of-range values are errors in the style of every other input
+// file, "alloxd.yaml:7: node \"a\": machines.gpu must be a whole number from 0 to 100000, got -1",
+// all of them at once. Token files are read under a 64 KiB limit. Thread-safe: pure functions; a
+// loaded config is an immutable value.
 #pragma once
 
 #include <map>
@@ -104,7 +107,7 @@ Expected<ExtenderConfig> load_extender_config(const std::string& path);
 // The same from YAML text; `source` names it in error messages.
 Expected<ExtenderConfig> parse_extender_config(const std::string& yaml, const std::string& source);
 
-// Reads "host:port" (port 0 picks a free port).
+// Reads "host:port" (port 0 picks a free port). The error completes "... must be " / "expected ".
 Expected<ListenAddress> parse_listen_address(const std::string& address);
 // Sets listen_host and listen_port from "host:port".
 Status set_listen_address(ExtenderConfig& config, const std::string& address);
