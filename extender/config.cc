@@ -57,7 +57,7 @@ std::optional<ListenAddress> listen_address(FieldReader& reader, const YAML::Nod
 }
 
 void read_devices(FieldReader& reader, const YAML::Node& root, DeviceMapping& devices) {
-  if (!root["devices"] || root["devices"].IsNull()) return;  // the default stays
+  if (!root["devices"] || root["devices"].IsNull()) return;  // the default mapping stays
   devices.resources.clear();
   const auto entries = reader.sequence(root, "devices", "");
   for (std::size_t i = 0; i < entries.size(); ++i) {

@@ -50,7 +50,7 @@ struct DeviceMapping {
     std::string resource;  // e.g. nvidia.com/gpu
     DeviceType device;     // e.g. gpu
   };
-  std::vector<Resource> resources;
+  std::vector<Resource> resources = {{"nvidia.com/gpu", "gpu"}};  // a config's devices replace it
   DeviceType cpu_device = "cpu";
   double cores_per_machine = 32;
 

@@ -26,6 +26,22 @@ TEST(ConfigTest, ShippedExampleLoads) {
   EXPECT_FALSE(config->apiserver.has_value());
 }
 
+TEST(ConfigTest, DefaultsWhenKeysAreAbsent) {
+  for (const char* yaml : {"", "policy: fifo"}) {
+    auto config = parse_extender_config(yaml, "t.yaml");
+    ASSERT_TRUE(config.ok()) << config.message();
+    EXPECT_EQ("gpu", config->devices.device_for("nvidia.com/gpu").value_or("none")) << yaml;
+    EXPECT_EQ("cpu", config->devices.cpu_device);
+    EXPECT_DOUBLE_EQ(32, config->devices.cores_per_machine);
+    EXPECT_EQ("127.0.0.1", config->listen_host);
+    EXPECT_EQ(8888, config->listen_port);
+    EXPECT_DOUBLE_EQ(0.5, config->alpha);
+    EXPECT_EQ(std::size_t{1} << 20, config->max_body_bytes);
+    EXPECT_TRUE(config->admin_token.empty());
+    EXPECT_FALSE(config->reports_listen.has_value());
+  }
+}
+
 TEST(ConfigTest, ReadsEveryKey) {
   auto config = parse_extender_config(R"(
 listen: 0.0.0.0:9000
