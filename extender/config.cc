@@ -192,11 +192,11 @@ void read_retention(FieldReader& reader, const YAML::Node& root, Retention& rete
 }
 
 void read_root(FieldReader& reader, const YAML::Node& root, ExtenderConfig& config) {
-  if (!reader.check_map(
-          root, "",
-          {"listen", "reports_listen", "database", "policy", "alpha", "starvation_bound", "tick",
-           "default_job_seconds", "max_body_bytes", "http_threads", "admin_token",
-           "admin_token_file", "devices", "cpu", "nodes", "tenancy", "retention", "apiserver"})) {
+  if (!reader.check_map(root, "",
+                        {"listen", "reports_listen", "database", "policy", "alpha",
+                         "starvation_bound", "tick", "default_job_seconds", "fairness_window",
+                         "max_body_bytes", "http_threads", "admin_token", "admin_token_file",
+                         "devices", "cpu", "nodes", "tenancy", "retention", "apiserver"})) {
     return;
   }
   if (auto listen = listen_address(reader, root, "listen")) {
@@ -220,6 +220,8 @@ void read_root(FieldReader& reader, const YAML::Node& root, ExtenderConfig& conf
   config.tick = reader.positive(root, "tick", "", "seconds", false).value_or(config.tick);
   config.default_job_seconds = reader.positive(root, "default_job_seconds", "", "seconds", false)
                                    .value_or(config.default_job_seconds);
+  config.fairness_window = reader.positive(root, "fairness_window", "", "seconds", false)
+                               .value_or(config.fairness_window);
   config.max_body_bytes = static_cast<std::size_t>(
       reader.integer(root, "max_body_bytes", "", 1024, kMaxBodyBytes, false)
           .value_or(static_cast<std::int64_t>(config.max_body_bytes)));
@@ -233,6 +235,16 @@ void read_root(FieldReader& reader, const YAML::Node& root, ExtenderConfig& conf
   read_tenancy(reader, root, config.tenancy);
   read_retention(reader, root, config.retention);
   read_apiserver(reader, root, config.apiserver);
+  // GET /v1/fairness reads the jobs held in memory; a job finished inside the window must still
+  // be there, or the windowed share would forget it.
+  if (config.fairness_window > config.retention.finished_seconds) {
+    char text[160];
+    std::snprintf(text, sizeof text,
+                  "fairness_window must be <= retention.finished_seconds (%g): the windowed share "
+                  "counts the jobs kept in memory, got %g",
+                  config.retention.finished_seconds, config.fairness_window);
+    reader.fail(root["fairness_window"] ? root["fairness_window"] : root, "", text);
+  }
 }
 
 }  // namespace

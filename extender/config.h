@@ -8,6 +8,8 @@
 //   starvation_bound: 3600          # seconds
 //   tick: 5                         # seconds between scheduling rounds at the latest
 //   default_job_seconds: 3600       # estimate for a variant with no hint and no profile
+//   fairness_window: 3600           # seconds behind /v1/fairness's windowed share, at most
+//                                   # retention.finished_seconds
 //   max_body_bytes: 1048576         # larger requests get 413
 //   http_threads: 4                 # HTTP worker threads (cpprestsdk pool)
 //   admin_token: s3cret             # or admin_token_file; required by the POST /v1 endpoints
@@ -91,6 +93,7 @@ struct ExtenderConfig {
   double starvation_bound = 3600;
   double tick = 5;
   double default_job_seconds = 3600;
+  double fairness_window = 3600;  // seconds: the windowed share of GET /v1/fairness
   std::size_t max_body_bytes = 1 << 20;
   int http_threads = 4;
   std::string admin_token;

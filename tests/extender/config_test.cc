@@ -51,6 +51,7 @@ alpha: 0.25
 starvation_bound: 60
 tick: 0.5
 default_job_seconds: 100
+fairness_window: 600
 max_body_bytes: 2048
 http_threads: 8
 admin_token: t
@@ -58,7 +59,7 @@ devices: [{resource: example.com/tpu, device: tpu}]
 cpu: {device: cpu, cores_per_machine: 16}
 nodes: [{name: n1, machines: {tpu: 4, cpu: 2}}]
 tenancy: {users: {team-a: alice}, user_annotation_namespaces: [lab, ml]}
-retention: {finished_seconds: 60, history_seconds: 120}
+retention: {finished_seconds: 600, history_seconds: 1200}
 apiserver: {url: "https://k8s.local/", token: abc, ca_file: /ca.crt}
 )",
                                       "test.yaml");
@@ -71,6 +72,7 @@ apiserver: {url: "https://k8s.local/", token: abc, ca_file: /ca.crt}
   EXPECT_DOUBLE_EQ(60, config->starvation_bound);
   EXPECT_DOUBLE_EQ(0.5, config->tick);
   EXPECT_DOUBLE_EQ(100, config->default_job_seconds);
+  EXPECT_DOUBLE_EQ(600, config->fairness_window);
   EXPECT_EQ(2048u, config->max_body_bytes);
   EXPECT_EQ(8, config->http_threads);
   EXPECT_EQ("t", config->admin_token);
@@ -80,8 +82,8 @@ apiserver: {url: "https://k8s.local/", token: abc, ca_file: /ca.crt}
   EXPECT_EQ(4, config->nodes.at(0).machines.at("tpu"));
   EXPECT_EQ("alice", config->tenancy.namespace_users.at("team-a"));
   EXPECT_EQ((std::set<std::string>{"lab", "ml"}), config->tenancy.user_annotation_namespaces);
-  EXPECT_DOUBLE_EQ(60, config->retention.finished_seconds);
-  EXPECT_DOUBLE_EQ(120, config->retention.history_seconds);
+  EXPECT_DOUBLE_EQ(600, config->retention.finished_seconds);
+  EXPECT_DOUBLE_EQ(1200, config->retention.history_seconds);
   ASSERT_TRUE(config->apiserver.has_value());
   EXPECT_EQ("https://k8s.local", config->apiserver->url);
   EXPECT_EQ("abc", config->apiserver->token);
@@ -99,9 +101,9 @@ TEST(ConfigTest, BadConfigsNameTheKey) {
   const Case cases[] = {
       {"lisen: 1.2.3.4:5",
        R"(t.yaml:1: unknown key "lisen" (expected one of: listen, reports_listen, database, )"
-       R"(policy, alpha, starvation_bound, tick, default_job_seconds, max_body_bytes, )"
-       R"(http_threads, admin_token, admin_token_file, devices, cpu, nodes, tenancy, retention, )"
-       R"(apiserver))"},
+       R"(policy, alpha, starvation_bound, tick, default_job_seconds, fairness_window, )"
+       R"(max_body_bytes, http_threads, admin_token, admin_token_file, devices, cpu, nodes, )"
+       R"(tenancy, retention, apiserver))"},
       {"nodes: [{name: a, machines: {gpu: 1}, gpus: 2}]",
        R"(t.yaml:1: nodes[0]: unknown key "gpus" (expected one of: name, machines))"},
       {"apiserver: {url: http://x, tokn: y}",
@@ -146,8 +148,9 @@ TEST(ConfigTest, BadConfigsNameTheKey) {
        "file"},
       {"[1, 2]",
        "t.yaml:1: expected a mapping with keys listen, reports_listen, database, policy, alpha, "
-       "starvation_bound, tick, default_job_seconds, max_body_bytes, http_threads, admin_token, "
-       "admin_token_file, devices, cpu, nodes, tenancy, retention, apiserver, got a list"},
+       "starvation_bound, tick, default_job_seconds, fairness_window, max_body_bytes, "
+       "http_threads, admin_token, admin_token_file, devices, cpu, nodes, tenancy, retention, "
+       "apiserver, got a list"},
       {"tenancy: {user: {a: b}}",
        R"(t.yaml:1: tenancy: unknown key "user" (expected one of: users, )"
        R"(user_annotation_namespaces))"},
@@ -161,8 +164,11 @@ TEST(ConfigTest, BadConfigsNameTheKey) {
        "t.yaml:1: tenancy: user_annotation_namespaces[0] must be a namespace name, got a mapping"},
       {"retention: {finished_seconds: -1}",
        "t.yaml:1: retention: finished_seconds must be a non-negative number of seconds, got -1"},
-      {"retention: {finished_seconds: 600, history_seconds: 60}",
+      {"{fairness_window: 1, retention: {finished_seconds: 600, history_seconds: 60}}",
        "t.yaml:1: retention: history_seconds must be >= finished_seconds (600), got 60"},
+      {"{fairness_window: 7200, retention: {finished_seconds: 600}}",
+       "t.yaml:1: fairness_window must be <= retention.finished_seconds (600): the windowed "
+       "share counts the jobs kept in memory, got 7200"},
       {"retention: {finished_seconds: 1e9}",
        "t.yaml:1: retention: history_seconds must be >= finished_seconds (1e+09), got 2.592e+06"},
       {"alpha: [", "t.yaml:1: not valid YAML or JSON: end of sequence flow not found"},
