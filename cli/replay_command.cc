@@ -94,14 +94,14 @@ void print_fairness(extender::ExtenderClient& client) {
   for (const auto& user : report->value("users", nlohmann::json::array())) {
     const auto jct = user.find("mean_jct");
     std::printf("%-10s %8.3f %10.3f %7d %8d %5d %9s\n", user.value("user", "").c_str(),
-                user.value("share", 0.0), user.value("window_share", 0.0), user.value("queued", 0),
-                user.value("running", 0), user.value("done", 0),
+                user.value("current_share", 0.0), user.value("windowed_share", 0.0),
+                user.value("queued", 0), user.value("running", 0), user.value("done", 0),
                 jct == user.end() || jct->is_null()
                     ? "-"
                     : (std::to_string(static_cast<long>(jct->get<double>())) + "s").c_str());
   }
-  if (report->contains("jain_index")) {
-    std::printf("Jain's index of shares: %.3f\n", (*report)["jain_index"].get<double>());
+  if (report->contains("jain_windowed_share")) {
+    std::printf("Jain's index of shares: %.3f\n", (*report)["jain_windowed_share"].get<double>());
   }
 }
 

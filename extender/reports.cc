@@ -11,53 +11,32 @@ namespace allox::extender {
 
 using nlohmann::json;
 
-FairnessReport fairness_report(const JobBook& book, const std::vector<UsageRecord>& usage,
-                               double now, double window) {
-  FairnessReport report;
-  report.now = now;
-  report.window = window;
-  std::map<DeviceType, int> machines;
-  for (const MachineSlot& slot : book.slots()) ++machines[slot.device];
-  std::map<std::string, UserReport> users;
-  std::map<std::string, double> jct_sum;
-  for (const auto& [user, share] : current_shares(book.snapshot(report.now).state)) {
-    users[user].user = user;
-    users[user].share = share;
-  }
+Expected<FairnessReport> fairness_report(const JobBook& book, double now, double window) {
+  ReportInput input;
+  input.now = now;
+  input.window = window;
+  for (const MachineSlot& slot : book.slots()) ++input.machines[slot.device];
   for (const auto& [id, job] : book.jobs()) {
-    UserReport& u = users[job.record.user];
-    u.user = job.record.user;
-    switch (job.record.phase) {
-      case JobPhase::kQueued:
-        ++u.queued;
-        break;
-      case JobPhase::kRunning:
-        ++u.running;
-        break;
-      case JobPhase::kRemoved:  // removed unrun by an admin: neither queued nor done
-        break;
-      case JobPhase::kDone:
-        ++u.done;
-        jct_sum[u.user] += job.record.finish - job.record.arrival;
-        break;
+    const JobRecord& r = job.record;
+    if (r.phase == JobPhase::kRemoved) continue;  // removed unrun by an admin: no share, no JCT
+    JobRun run;
+    run.job = id;
+    run.user = r.user;
+    run.arrival = r.arrival;
+    if (r.phase != JobPhase::kQueued) {
+      run.start = r.start;
+      run.device = r.device;
+      run.machine = r.node + "/" + r.device + "-" + std::to_string(r.machine);
+      // A node that left the inventory still ran the job: count its machine, do not fail.
+      if (!input.machines.contains(r.device)) input.machines[r.device] = 1;
     }
+    if (r.phase == JobPhase::kDone) run.finish = r.finish;
+    for (const auto& [key, variant] : job.variants) {
+      run.times[variant.device] = book.estimate(job, variant.device).seconds;
+    }
+    input.jobs.push_back(std::move(run));
   }
-  for (const UsageRecord& row : usage) {
-    double begin = std::max(row.start, report.now - report.window);
-    double end = row.end.value_or(report.now);
-    if (end <= begin) continue;
-    UserReport& u = users[row.user];
-    u.user = row.user;
-    u.window_share += (end - begin) / report.window / std::max(1, machines[row.device]);
-  }
-  std::vector<double> active_shares;
-  for (auto& [name, u] : users) {
-    if (u.done > 0) u.mean_jct = jct_sum[name] / u.done;
-    if (u.queued + u.running > 0) active_shares.push_back(u.share);
-    report.users.push_back(u);
-  }
-  report.jain_index = allox::jain_index(active_shares);
-  return report;
+  return make_report(input);
 }
 
 JobView job_view(const JobBook& book, const BookJob& job, const Plan& plan, double now) {
@@ -111,23 +90,6 @@ QueueView queue_view(const JobBook& book, const Plan& plan, double now) {
     return std::tie(a.record.start, a.record.id) < std::tie(b.record.start, b.record.id);
   });
   return view;
-}
-
-json to_json(const FairnessReport& report) {
-  json users = json::array();
-  for (const UserReport& u : report.users) {
-    users.push_back({{"user", u.user},
-                     {"share", u.share},
-                     {"window_share", u.window_share},
-                     {"queued", u.queued},
-                     {"running", u.running},
-                     {"done", u.done},
-                     {"mean_jct", u.mean_jct ? json(*u.mean_jct) : json(nullptr)}});
-  }
-  return {{"now", report.now},
-          {"window_seconds", report.window},
-          {"jain_index", report.jain_index},
-          {"users", users}};
 }
 
 json to_json(const JobView& job) {

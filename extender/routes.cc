@@ -146,10 +146,16 @@ HttpReply route(ExtenderService& service, const HttpRequest& request) {
     return {200, "text/plain; version=0.0.4", service.metrics().render()};
   }
   if (path == "/" && get) {
+    const auto fairness = service.fairness();  // an inconsistent book shows no shares
     return {200, "text/html; charset=utf-8",
-            render_status_page(service.queue(), service.fairness(), service.timeline(6 * 3600))};
+            render_status_page(service.queue(), fairness ? *fairness : FairnessReport{},
+                               service.timeline(6 * 3600))};
   }
-  if (path == "/v1/fairness" && get) return json_reply(200, to_json(service.fairness()));
+  if (path == "/v1/fairness" && get) {
+    auto report = service.fairness();
+    if (!report) return error_reply(500, "fairness report: " + report.message());
+    return json_reply(200, report_to_json(*report));
+  }
   if (path == "/v1/queue" && get) return json_reply(200, to_json(service.queue()));
   if (path == "/v1/profiles" && post) {
     if (auto denied = check_admin(service, request)) return *denied;

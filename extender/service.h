@@ -72,7 +72,8 @@ class ExtenderService {
     planner_->reconcile_binds(pods, complete);
   }
 
-  FairnessReport fairness() const;
+  // fairness/report.h's report over the book, windowed over config().fairness_window.
+  Expected<FairnessReport> fairness() const;
   QueueView queue() const;
   Expected<JobView> job(const std::string& job_id) const;
   // Each machine's jobs over the last window_seconds, the plan's next starts, and every user's

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "tests/extender/golden.h"
 #include "tests/extender/test_support.h"
 
@@ -46,13 +48,33 @@ Expected<json> round_trip(GoldenKind kind, const std::string& body) {
       return to_json(*v);
     }
     case GoldenKind::kPreemptionArgs: {
-      // allox never sends these; compare the victims it reads with the meta victims sent.
+      // allox never sends these; rebuild the message from what it read (the pod it kept and the
+      // victims rendered back as meta victims), so every field sent must survive the reading.
+      // Full victims cannot be rebuilt from UIDs: each of their nodes must have been read with
+      // the UIDs its pods carry and its PDB violations, and only then is the map echoed.
       auto v = parse_preemption_args(body);
       if (!v) return v.error();
-      json sent = json::parse(body);
-      json out = sent;
-      out["NodeNameToMetaVictims"] = to_json(PreemptionResult{v->victims})["NodeNameToMetaVictims"];
-      return out;
+      json full = json::parse(body).value("NodeNameToVictims", json());
+      if (!full.is_object() && !full.is_null()) return Error{"NodeNameToVictims is not a map"};
+      const json& nodes = full.is_null() ? json::object() : full;
+      for (const auto& [node, victims] : nodes.items()) {
+        auto read = v->victims.find(node);
+        if (read == v->victims.end()) return Error{"full victims of " + node + " were not read"};
+        if (read->second.num_pdb_violations != victims.value("NumPDBViolations", 0)) {
+          return Error{"NumPDBViolations of " + node + " was not read"};
+        }
+        for (const json& pod : victims["Pods"]) {
+          const std::string uid = pod["metadata"].value("uid", "");
+          const auto& uids = read->second.pod_uids;
+          if (!uid.empty() && std::find(uids.begin(), uids.end(), uid) == uids.end()) {
+            return Error{"victim " + uid + " on " + node + " was not read"};
+          }
+        }
+      }
+      return json{{"Pod", v->pod},
+                  {"NodeNameToVictims", full},
+                  {"NodeNameToMetaVictims",
+                   to_json(PreemptionResult{v->victims})["NodeNameToMetaVictims"]}};
     }
     case GoldenKind::kPreemptionResult: {
       auto v = parse_preemption_result(body);
