@@ -81,7 +81,7 @@ void write_summary_json(const SimSummary& s, std::ostream& out) {
 
 void write_jobs_csv(const SimResult& result, std::ostream& out) {
   out << "job,user,arrival,start,finish,device,machine,estimated_time,true_time\n";
-  for (const JobRecord& r : result.jobs) {
+  for (const SimJobRecord& r : result.jobs) {
     out << csv_field(r.job) << ',' << csv_field(r.user) << ',' << number(r.arrival) << ','
         << (r.start ? number(*r.start) : "") << ',' << (r.finish ? number(*r.finish) : "") << ','
         << csv_field(r.device) << ',' << csv_field(r.machine) << ','
