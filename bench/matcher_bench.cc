@@ -60,7 +60,7 @@ ChildReport measure_in_process(const BenchCase& bench_case, const BenchOptions& 
   std::vector<double> times;
   std::vector<double> cpu_times;
   for (int r = 0; r < options.repetitions; ++r) {
-    Expected<Plan> plan = Error{""};
+    Expected<Schedule> plan = Error{""};
     if (bench_case.online) {
       // The queue was planned before; one more job arrives and the queue is re-planned.
       PriceMemory memory = warmed;

@@ -16,8 +16,8 @@ namespace {
 // Turns a flow into a schedule. Jobs leave each slot through its outlets; within a group the
 // jobs run shortest first, dealt round robin over the group's machines, which is optimal for
 // identical machines (P||ΣCj) and so never costs more than the flow.
-Plan decode(const MatchingProblem& problem, const PreparedProblem& prepared,
-            const SlotNetwork& network, const SlotFlow& flow) {
+Schedule decode(const MatchingProblem& problem, const PreparedProblem& prepared,
+                const SlotNetwork& network, const SlotFlow& flow) {
   std::vector<std::vector<std::size_t>> jobs_of_slot(network.slot_count);
   for (std::size_t j = 0; j < prepared.job_count; ++j) jobs_of_slot[flow.job_slot[j]].push_back(j);
   std::vector<std::vector<std::size_t>> jobs_of_group(prepared.groups.size());
@@ -31,7 +31,7 @@ Plan decode(const MatchingProblem& problem, const PreparedProblem& prepared,
     }
   }
 
-  Plan plan;
+  Schedule plan;
   plan.assignments.resize(prepared.job_count);
   std::int64_t objective = 0;
   for (std::size_t g = 0; g < prepared.groups.size(); ++g) {
@@ -147,11 +147,11 @@ Expected<SlotFlow> solve_flow(const SlotNetwork& network, Backend backend,
   return flow;
 }
 
-Expected<Plan> solve(const MatchingProblem& problem, const SolveOptions& options) {
+Expected<Schedule> solve(const MatchingProblem& problem, const SolveOptions& options) {
   Expected<PreparedProblem> prepared = prepare(problem, !options.naive_graph);
   if (!prepared.ok()) return prepared.error();
   if (prepared->job_count == 0) {
-    Plan empty;
+    Schedule empty;
     empty.backend = options.backend;
     return empty;
   }
@@ -161,7 +161,7 @@ Expected<Plan> solve(const MatchingProblem& problem, const SolveOptions& options
   if (!solved.ok()) return solved.error();
   const SlotNetwork& network = solved->network;
   const SlotFlow& flow = solved->flow;
-  Plan plan = decode(problem, *prepared, network, flow);
+  Schedule plan = decode(problem, *prepared, network, flow);
   if (plan.objective_ticks != flow.cost) {
     return Error{"matcher: backend " + std::string(backend_name(options.backend)) +
                  " returned a flow costing " + std::to_string(flow.cost) +
@@ -173,7 +173,8 @@ Expected<Plan> solve(const MatchingProblem& problem, const SolveOptions& options
   return plan;
 }
 
-std::vector<std::vector<std::size_t>> machine_queues(const Plan& plan, std::size_t machine_count) {
+std::vector<std::vector<std::size_t>> machine_queues(const Schedule& plan,
+                                                     std::size_t machine_count) {
   std::vector<std::vector<std::size_t>> queues(machine_count);
   for (const Assignment& a : plan.assignments) {
     auto& queue = queues[a.machine];

@@ -60,7 +60,7 @@ TEST(BruteForce, EveryBackendFindsTheOptimumOnSmallRandomInstances) {
     if (best < greedy) ++greedy_loses;
     ++rounds;
     for (Backend backend : all_backends()) {
-      const Expected<Plan> plan = solve(instance.problem(), {.backend = backend});
+      const Expected<Schedule> plan = solve(instance.problem(), {.backend = backend});
       ASSERT_TRUE(plan.ok()) << backend_name(backend) << ": " << plan.message() << "\n"
                              << instance.describe();
       EXPECT_EQ(plan->objective_ticks, best) << backend_name(backend) << "\n"
@@ -82,7 +82,7 @@ TEST(BruteForce, NaiveGraphFindsTheSameOptimum) {
   const InstanceShape shape;
   for (int round = 0; round < 60; ++round) {
     const Instance instance = random_instance(rng, shape, 7, 3);
-    const Expected<Plan> plan = solve(instance.problem(), {.naive_graph = true});
+    const Expected<Schedule> plan = solve(instance.problem(), {.naive_graph = true});
     ASSERT_TRUE(plan.ok()) << plan.message();
     EXPECT_EQ(plan->objective_ticks, brute_force_objective(instance)) << instance.describe();
     EXPECT_EQ(plan_problems(instance, *plan), std::vector<std::string>{}) << instance.describe();
