@@ -60,7 +60,7 @@ ChildReport measure_in_process(const BenchCase& bench_case, const BenchOptions& 
   std::vector<double> times;
   std::vector<double> cpu_times;
   for (int r = 0; r < options.repetitions; ++r) {
-    Expected<Plan> plan = Error{""};
+    Expected<Schedule> plan = Error{""};
     if (bench_case.online) {
       // The queue was planned before; one more job arrives and the queue is re-planned.
       PriceMemory memory = warmed;
@@ -134,19 +134,28 @@ BenchInstance make_instance(const BenchCase& bench_case, unsigned seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<double> unit(0, 1);
   BenchInstance instance;
-  const std::size_t types = bench_case.distinct ? bench_case.machines : bench_case.types;
+  const std::size_t types = bench_case.gpu_nodes  ? 4
+                            : bench_case.distinct ? bench_case.machines
+                                                  : bench_case.types;
   std::vector<std::string> devices;
   for (std::size_t t = 0; t < types; ++t) devices.push_back("d" + std::to_string(t));
+  if (bench_case.gpu_nodes) devices = {"cpu", "k80", "p100", "v100"};
   for (std::size_t m = 0; m < bench_case.machines; ++m) {
     Machine machine;
     machine.name = "m" + std::to_string(m);
-    machine.device = devices[m * types / bench_case.machines];
+    if (bench_case.gpu_nodes) {
+      const std::size_t node = m / 10;
+      machine.device = m % 10 < 8 ? devices[1 + node % 3] : devices[0];
+    } else {
+      machine.device = devices[m * types / bench_case.machines];
+    }
     if (unit(rng) < bench_case.busy) machine.busy_until = std::round(unit(rng) * 600'000) / 1000;
     instance.machines.push_back(machine);
   }
   // Per type a base speed; per job a size and a per-type affinity.
   std::vector<double> type_speed(types);
   for (double& speed : type_speed) speed = 0.3 + 1.7 * unit(rng);
+  if (bench_case.gpu_nodes) type_speed[0] = 0.1 + 0.2 * unit(rng);  // a CPU bundle
   const std::size_t jobs = bench_case.jobs + (bench_case.online ? 1 : 0);
   for (std::size_t j = 0; j < jobs; ++j) {
     Job job;
@@ -174,6 +183,10 @@ std::vector<BenchCase> standard_cases() {
       {"re-plan 1 arrival, half busy, warm", 1'000, 100, 3, false, 0.5, true, true, false},
       {"re-plan 1 arrival, all distinct, cold", 1'000, 100, 0, true, 1, true, false, false},
       {"re-plan 1 arrival, all distinct, warm", 1'000, 100, 0, true, 1, true, true, false},
+      {"re-plan 1 arrival, half busy, cold", 10'000, 1'000, 3, false, 0.5, true, false, false},
+      {"re-plan 1 arrival, half busy, warm", 10'000, 1'000, 3, false, 0.5, true, true, false},
+      {"5,000 nodes x (8 GPUs + 2 CPUs)", 50'000, 50'000, 4, false, 0, false, false, false, true},
+      {"5,000 nodes, 1 arrival, warm", 50'000, 50'000, 4, false, 0, true, true, false, true},
   };
 }
 

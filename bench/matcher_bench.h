@@ -27,6 +27,9 @@ struct BenchCase {
   bool online = false;    // time one re-solve after a single arrival (the simulator's loop)
   bool warm = false;      // online: the planner remembers prices from its previous solve
   bool naive = true;      // also time the naive J·M·J graph, if it has at most max_naive_arcs
+  // Kubernetes nodes of 8 GPUs (one GPU type per node, 3 types) and 2 CPU bundles each, instead
+  // of `types`: machines = 10 per node; CPU bundles are 3-10x slower than GPUs.
+  bool gpu_nodes = false;
 };
 
 // A benchmark instance; owns what its MatchingProblem views.

@@ -1,22 +1,36 @@
 // alloxd: the kube-scheduler HTTP extender (extender/). Loads the config, restores its SQLite
 // store, starts the scheduler thread and the HTTP server, and runs until SIGINT or SIGTERM.
 //
+// Shutdown is bounded (kExitDeadline in every state): stop accepting on both listeners, let the
+// replies in flight finish for up to kDrainDeadline, then stop the scheduler thread and destroy
+// the service. The service is destroyed only once no request can still be inside it; if one is
+// (a bind waiting on an API server that does not answer), alloxd exits without destroying it:
+// every acknowledged change is already durable in SQLite, so this is no worse than a SIGKILL,
+// which the store is built for. A watchdog ends the process at kExitDeadline whatever happens.
+//
 //   alloxd --config alloxd.yaml [--listen 127.0.0.1:8888] [--database alloxd.db]
 //          [--time-scale 1]
 #include <pthread.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <condition_variable>
 #include <csignal>
 #include <cstdio>
+#include <mutex>
+#include <thread>
 // clang-format off
 #include <utility>  // before pplx/threadpool.h, which uses std::exchange without including it
 #include <pplx/threadpool.h>
 // clang-format on
 
+#include "extender/admission.h"
 #include "extender/cluster_api.h"
 #include "extender/config.h"
 #include "extender/http_server.h"
+#include "extender/routes.h"
 #include "extender/service.h"
 #include "fairness/policy.h"
 
@@ -24,6 +38,50 @@ namespace {
 
 using namespace allox;
 using namespace allox::extender;
+
+constexpr std::chrono::milliseconds kDrainDeadline{3000};
+constexpr std::chrono::milliseconds kExitDeadline{4500};
+
+// Ends the process at kExitDeadline unless disarmed first: the last word on "exits within 5 s".
+class ExitWatchdog {
+ public:
+  ExitWatchdog()
+      : thread_([this] {
+          std::unique_lock lock(mu_);
+          if (!cv_.wait_for(lock, kExitDeadline, [this] { return done_; })) {
+            std::fprintf(stderr, "alloxd: shutdown not finished after %lld ms; exiting now\n",
+                         static_cast<long long>(kExitDeadline.count()));
+            std::fflush(stderr);
+            ::_exit(1);
+          }
+        }) {}
+  ~ExitWatchdog() {
+    {
+      std::lock_guard lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  ExitWatchdog(const ExitWatchdog&) = delete;
+  ExitWatchdog& operator=(const ExitWatchdog&) = delete;
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;  // last: starts once the members it uses exist
+};
+
+// The HTTP server caps its connections below the soft descriptor limit; raise it to the hard
+// limit so the cap is not the distribution's default of 1,024.
+void raise_descriptor_limit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &limit);
+  }
+}
 
 struct Flags {
   std::string config_path, listen, database;
@@ -57,10 +115,10 @@ int run(const Flags& flags) {
     std::fprintf(stderr, "alloxd: %s\n", config.message().c_str());
     return 2;
   }
-  // cpprestsdk's default pool has 40 threads; on a few cores they mostly contend (4 threads
-  // serve /filter about 3.5x faster on 2 cores, docs/results.md). Must precede any
-  // cpprestsdk use.
-  crossplat::threadpool::initialize_with_threads(config->http_threads);
+  // cpprestsdk now only carries the API-server client; its default pool of 40 threads would
+  // mostly sit idle. Must precede any cpprestsdk use.
+  crossplat::threadpool::initialize_with_threads(2);
+  raise_descriptor_limit();
   if (!listen.empty()) {
     if (auto s = set_listen_address(*config, listen); !s) {
       std::fprintf(stderr, "alloxd: --listen: %s\n", s.message().c_str());
@@ -88,8 +146,11 @@ int run(const Flags& flags) {
     return 1;
   }
   (*service)->start();
-  HttpServerOptions server_options{config->listen_host, config->listen_port,
-                                   config->max_body_bytes};
+  HttpServerOptions server_options;
+  server_options.host = config->listen_host;
+  server_options.port = config->listen_port;
+  server_options.max_body_bytes = config->max_body_bytes;
+  server_options.threads = config->http_threads;
   auto server = HttpServer::start(**service, server_options);
   if (!server) {
     std::fprintf(stderr, "alloxd: %s\n", server.message().c_str());
@@ -97,9 +158,12 @@ int run(const Flags& flags) {
   }
   std::unique_ptr<HttpServer> reports_server;
   if (config->reports_listen) {
-    HttpServerOptions reports_options{config->reports_listen->host, config->reports_listen->port,
-                                      config->max_body_bytes};
+    HttpServerOptions reports_options;
+    reports_options.host = config->reports_listen->host;
+    reports_options.port = config->reports_listen->port;
     reports_options.read_only = true;
+    reports_options.max_body_bytes = 0;  // GET only: any body is refused while it arrives
+    reports_options.threads = 1;
     auto started = HttpServer::start(**service, reports_options);
     if (!started) {
       std::fprintf(stderr, "alloxd: reports_listen: %s\n", started.message().c_str());
@@ -107,6 +171,35 @@ int run(const Flags& flags) {
     }
     reports_server = std::move(*started);
     std::fprintf(stderr, "alloxd: reports (GET only) on %s\n", reports_server->url().c_str());
+  }
+  // The gate webhook on its own listener (HTTPS from the Secret-mounted cert and key): the API
+  // server calls it, so it serves POST /admission/gate and /healthz, nothing else.
+  std::unique_ptr<HttpServer> webhook_server;
+  if (config->webhook) {
+    ExtenderService& hooked = **service;
+    HttpHandler handler;
+    handler.serve = [&hooked](const HttpRequest& request) -> HttpReply {
+      if (request.path == kGateWebhookPath || request.path == "/healthz") {
+        return route(hooked, request);
+      }
+      return {404, "application/json",
+              R"({"error":"the webhook listener serves only POST /admission/gate"})"};
+    };
+    HttpServerOptions webhook_options;
+    webhook_options.host = config->webhook->listen.host;
+    webhook_options.port = config->webhook->listen.port;
+    webhook_options.max_body_bytes = config->max_body_bytes;
+    webhook_options.threads = 1;
+    webhook_options.tls_cert_file = config->webhook->tls_cert_file;
+    webhook_options.tls_key_file = config->webhook->tls_key_file;
+    auto started = HttpServer::start(std::move(handler), webhook_options);
+    if (!started) {
+      std::fprintf(stderr, "alloxd: webhook: %s\n", started.message().c_str());
+      return 1;
+    }
+    webhook_server = std::move(*started);
+    std::fprintf(stderr, "alloxd: gate webhook on %s%s\n", webhook_server->url().c_str(),
+                 std::string(kGateWebhookPath).c_str());
   }
   QueueView queue = (*service)->queue();
   std::fprintf(stderr,
@@ -119,9 +212,34 @@ int run(const Flags& flags) {
   int signal = 0;
   sigwait(&stop_signals, &signal);
   std::fprintf(stderr, "alloxd: stopping (%s)\n", signal == SIGINT ? "SIGINT" : "SIGTERM");
-  if (reports_server) reports_server->stop();
-  (*server)->stop();
+  std::fflush(stderr);
+  ExitWatchdog watchdog;
+  if (reports_server) reports_server->stop_accepting();
+  if (webhook_server) webhook_server->stop_accepting();
+  (*server)->stop_accepting();
+  const auto drain_until = std::chrono::steady_clock::now() + kDrainDeadline;
+  auto left = [&] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::max(drain_until - std::chrono::steady_clock::now(),
+                 std::chrono::steady_clock::duration::zero()));
+  };
+  bool drained = (*server)->stop(left());
+  if (reports_server) drained = reports_server->stop(left()) && drained;
+  if (webhook_server) drained = webhook_server->stop(left()) && drained;
+  if (!drained) {
+    // A handler is still inside the service; destroying it now would pull the state from under
+    // that thread. Everything acknowledged is already in SQLite.
+    std::fprintf(stderr, "alloxd: requests still in flight after %lld ms; exiting without them\n",
+                 static_cast<long long>(kDrainDeadline.count()));
+    std::fflush(stderr);
+    ::_exit(1);
+  }
+  reports_server.reset();
+  webhook_server.reset();
+  server->reset();
   (*service)->stop();
+  service->reset();
+  std::fprintf(stderr, "alloxd: stopped\n");
   return 0;
 }
 

@@ -72,17 +72,20 @@ void add_bench_command(CLI::App& app) {
       ->check(CLI::Range(1, 100));
   cmd->add_option("--max-naive-arcs", options->max_naive_arcs,
                   "skip the naive graph above this many arcs");
-  cmd->add_option("--backend", *backend, "lemon, boost or glpk")
-      ->check(CLI::IsMember({"lemon", "boost", "glpk"}));
+  cmd->add_option("--backend", *backend, "lemon, boost, glpk or transport")
+      ->check(CLI::IsMember({"lemon", "boost", "glpk", "transport"}));
   cmd->add_option("--seed", options->seed, "instance seed");
+  auto only = std::make_shared<std::string>();
+  cmd->add_option("--only", *only, "run only the cases whose name contains this text");
   auto max_jobs = std::make_shared<std::size_t>(1'000'000);
   cmd->add_option("--max-jobs", *max_jobs,
                   "skip cases with more queued jobs (boost and glpk are slow on the large ones)");
-  cmd->callback([options, backend, max_jobs] {
+  cmd->callback([options, backend, max_jobs, only] {
     options->backend = *matcher::parse_backend(*backend);
     print_header(*options);
     for (const auto& bench_case : matcher::bench::standard_cases()) {
       if (bench_case.jobs > *max_jobs) continue;
+      if (bench_case.name.find(*only) == std::string::npos) continue;
       Expected<BenchRow> row = matcher::bench::run_case(bench_case, *options);
       if (!row.ok()) {
         std::cerr << row.message() << "\n";

@@ -101,7 +101,7 @@ void write_json(const std::vector<PlanScenario>& scenarios, const fs::path& path
     for (const UserSummary& u : s.summary.per_user) users[u.user] = u.last_finish;
     js["user_last_finish"] = users;
     nlohmann::ordered_json jobs = nlohmann::ordered_json::array();
-    for (const JobRecord& r : s.result.jobs) {
+    for (const SimJobRecord& r : s.result.jobs) {
       jobs.push_back({{"job", r.job},
                       {"user", r.user},
                       {"machine", r.machine},

@@ -11,6 +11,7 @@
 #include "cli/exit.h"
 #include "core/cluster_file.h"
 #include "core/workload_file.h"
+#include "extender/config.h"
 #include "extender/store.h"
 #include "fairness/jobs_csv.h"
 #include "fairness/report.h"
@@ -23,6 +24,7 @@ struct ReportArgs {
   std::string run;
   std::string store;
   std::string cluster;
+  std::string config;  // alloxd.yaml: its nodes are the inventory
   std::string jobs;
   std::optional<double> now;
   double window = 3600;
@@ -39,6 +41,7 @@ Expected<std::vector<JobRun>> runs_from_store(const std::string& path) {
   if (!state) return state.error();
   std::vector<JobRun> runs;
   for (const extender::JobRecord& j : state->jobs) {
+    if (j.phase == extender::JobPhase::kRemoved) continue;  // an admin removed it unrun
     JobRun run;
     run.job = j.id;
     run.user = j.user;
@@ -77,11 +80,31 @@ void run_report(const ReportArgs& args) {
     std::cerr << runs.message() << "\n";
     fail();
   }
+  // Machines a store's jobs happened to use are not the cluster: shares need its real size.
+  if (!args.store.empty() && args.config.empty() && args.cluster.empty()) {
+    std::cerr << "allox report --store: give the cluster's size with --config alloxd.yaml (its "
+                 "nodes) or --cluster FILE\n";
+    fail();
+  }
   ReportInput input;
   input.jobs = std::move(*runs);
   input.now = now;
   input.window = args.window;
-  if (!args.cluster.empty()) {
+  if (!args.config.empty()) {
+    auto config = extender::load_extender_config(args.config);
+    if (!config) {
+      std::cerr << config.message() << "\n";
+      fail();
+    }
+    if (config->nodes.empty()) {
+      std::cerr << args.config << ": lists no nodes (an apiserver inventory is not in the file); "
+                << "give the cluster with --cluster\n";
+      fail();
+    }
+    for (const extender::NodeInventory& node : config->nodes) {
+      for (const auto& [device, count] : node.machines) input.machines[device] += count;
+    }
+  } else if (!args.cluster.empty()) {
     auto cluster = load_cluster_file(args.cluster);
     if (!cluster) {
       std::cerr << cluster.message() << "\n";
@@ -125,8 +148,11 @@ void add_report_command(CLI::App& app) {
                                        "alloxd's SQLite store instead of a simulation output "
                                        "(report time: now, unless --now)");
   run->excludes(store);
-  cmd->add_option("--cluster", args->cluster,
-                  "cluster file for machine counts (default: machines seen in the run)");
+  CLI::Option* cluster =
+      cmd->add_option("--cluster", args->cluster,
+                      "cluster file for machine counts (default: machines seen in a run)");
+  cmd->add_option("--config", args->config, "alloxd.yaml whose nodes give the machine counts")
+      ->excludes(cluster);
   cmd->add_option("--jobs", args->jobs, "jobs file whose users section gives the weights");
   cmd->add_option("--now", args->now, "report time in seconds (default: the run's last event)");
   cmd->add_option("--window", args->window, "usage window in seconds")

@@ -26,7 +26,7 @@ struct SolveArgs {
   std::string format = "json";
 };
 
-void print_json(const Cluster& cluster, const Workload& workload, const matcher::Plan& plan,
+void print_json(const Cluster& cluster, const Workload& workload, const matcher::Schedule& plan,
                 double solve_ms) {
   nlohmann::ordered_json out;
   out["objective"] = plan.objective;
@@ -54,7 +54,7 @@ std::string seconds(double value) {
   return out.str();
 }
 
-void print_table(const Cluster& cluster, const Workload& workload, const matcher::Plan& plan,
+void print_table(const Cluster& cluster, const Workload& workload, const matcher::Schedule& plan,
                  double solve_ms, double now) {
   std::cout << workload.jobs.size() << " jobs on " << cluster.machines.size()
             << " machines, planned at t = " << seconds(now) << " s by "
@@ -101,7 +101,7 @@ void run_solve(const SolveArgs& args) {
   const matcher::MatchingProblem problem{args.now, cluster.machines, pending, {}};
 
   const auto start = std::chrono::steady_clock::now();
-  const matcher::Plan plan = or_fail(matcher::solve(problem, {.backend = backend}));
+  const matcher::Schedule plan = or_fail(matcher::solve(problem, {.backend = backend}));
   const double solve_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 
@@ -125,7 +125,7 @@ void add_solve_command(CLI::App& app) {
   cmd->add_option("--cluster", args->cluster, "cluster.yaml (or JSON)")->required();
   cmd->add_option("--jobs", args->jobs, "jobs.yaml (or JSON)")->required();
   cmd->add_option("--backend", args->backend, "min-cost flow solver")
-      ->check(CLI::IsMember({"lemon", "boost", "glpk"}))
+      ->check(CLI::IsMember({"lemon", "boost", "glpk", "transport"}))
       ->capture_default_str();
   cmd->add_option("--now", args->now,
                   "planning time in seconds; machines busy until a later "

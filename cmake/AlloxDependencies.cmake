@@ -32,6 +32,12 @@ allox_require(BOOST_GRAPH_INCLUDE_DIR "Boost Graph" libboost-graph-dev)
 add_library(allox::boost_graph INTERFACE IMPORTED)
 target_include_directories(allox::boost_graph SYSTEM INTERFACE ${BOOST_GRAPH_INCLUDE_DIR})
 
+# Boost.Beast and Asio (header-only) serve alloxd's HTTP(S).
+find_path(BOOST_BEAST_INCLUDE_DIR boost/beast/http.hpp)
+allox_require(BOOST_BEAST_INCLUDE_DIR "Boost.Beast" libboost-dev)
+add_library(allox::boost_beast INTERFACE IMPORTED)
+target_include_directories(allox::boost_beast SYSTEM INTERFACE ${BOOST_BEAST_INCLUDE_DIR})
+
 find_package(yaml-cpp QUIET)
 allox_require(yaml-cpp_FOUND "yaml-cpp" libyaml-cpp-dev)
 

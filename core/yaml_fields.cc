@@ -175,12 +175,19 @@ std::optional<std::int64_t> FieldReader::integer(const YAML::Node& map, const ch
     if (required) fail(map, subject, std::string(key) + " is required");
     return std::nullopt;
   }
+  return integer_at(node, subject, key, min, max);
+}
+
+std::optional<std::int64_t> FieldReader::integer_at(const YAML::Node& node,
+                                                    std::string_view subject,
+                                                    std::string_view field, std::int64_t min,
+                                                    std::int64_t max) {
   std::optional<double> value;
   if (node.IsScalar()) value = plain_number(node.Scalar());
   if (!value || *value != std::floor(*value) || *value < static_cast<double>(min) ||
       *value > static_cast<double>(max)) {
     fail(node, subject,
-         std::string(key) + " must be a whole number from " + std::to_string(min) + " to " +
+         std::string(field) + " must be a whole number from " + std::to_string(min) + " to " +
              std::to_string(max) + ", got " + describe(node));
     return std::nullopt;
   }

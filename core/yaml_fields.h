@@ -52,6 +52,11 @@ class FieldReader {
   std::optional<std::int64_t> integer(const YAML::Node& map, const char* key,
                                       std::string_view subject, std::int64_t min, std::int64_t max,
                                       bool required);
+  // An integer in [min, max] read from `node` itself, with the wording of `field` for errors
+  // (for values under keys chosen by the user, e.g. "machines.gpu").
+  std::optional<std::int64_t> integer_at(const YAML::Node& node, std::string_view subject,
+                                         std::string_view field, std::int64_t min,
+                                         std::int64_t max);
 
   // Checks the spelling of a device type name; records an error naming `field`.
   bool device_name(const YAML::Node& at, std::string_view subject, std::string_view field,

@@ -20,6 +20,14 @@
 
 namespace allox::extender {
 
+// Where the API server shows a pod bound: what settles a bind intent (Planner::reconcile_binds).
+struct PodPlacement {
+  PodIdentity pod;
+  bool exists = true;     // false: the API server answered 404
+  std::string node_name;  // spec.nodeName; empty while unbound
+  std::string phase;      // status.phase
+};
+
 class ClusterApi {
  public:
   virtual ~ClusterApi() = default;

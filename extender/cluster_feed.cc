@@ -24,12 +24,13 @@ std::string string_at(const json& object, const char* a, const char* b) {
 
 }  // namespace
 
-Expected<ObservedPod> observe_pod(const json& pod, const DeviceMapping& devices) {
+Expected<ObservedPod> observe_pod(const json& pod, const DeviceMapping& devices,
+                                  const Tenancy& tenancy) {
   auto identity = pod_identity(pod);
   if (!identity) return identity.error();
   ObservedPod observed;
   observed.ref = {identity->namespace_name, identity->name, identity->uid};
-  auto variant = read_job_variant(pod, devices);
+  auto variant = read_job_variant(pod, devices, tenancy);
   if (variant) {
     observed.variant = std::move(*variant);
   } else {
@@ -38,6 +39,7 @@ Expected<ObservedPod> observe_pod(const json& pod, const DeviceMapping& devices)
   observed.gates = kube::scheduling_gates(pod);
   observed.node_name = string_at(pod, "spec", "nodeName");
   observed.phase = string_at(pod, "status", "phase");
+  observed.resource_version = string_at(pod, "metadata", "resourceVersion");
   const json* metadata = pod.is_object() && pod.contains("metadata") ? &pod["metadata"] : nullptr;
   if (metadata != nullptr && metadata->is_object()) {
     observed.nudge =
@@ -55,10 +57,19 @@ class ClusterFeed::PodHandler final : public kube::InformerHandler {
 
   void on_replace(const std::vector<json>& objects) override {
     std::map<std::string, ObservedPod> seen;
+    std::vector<PodPlacement> placements;
     for (const json& object : objects) {
       auto pod = ours(object);
-      if (pod && !pod->deleting) seen[key_of(pod->ref.namespace_name, pod->ref.name)] = *pod;
+      if (!pod) continue;
+      placements.push_back({{pod->ref.name, pod->ref.namespace_name, pod->ref.uid},
+                            true,
+                            pod->node_name,
+                            pod->phase});
+      if (!pod->deleting) seen[key_of(pod->ref.namespace_name, pod->ref.name)] = *pod;
     }
+    // Binds in doubt (intents a crash left behind) are settled from this full list first: a
+    // pod with spec.nodeName was bound, one without (or absent) was not.
+    planner_.reconcile_binds(placements, /*complete=*/true);
     std::vector<ObservedPod> gone;
     {
       std::lock_guard lock(mu_);
@@ -109,8 +120,11 @@ class ClusterFeed::PodHandler final : public kube::InformerHandler {
 
  private:
   std::optional<ObservedPod> ours(const json& object) const {
-    if (string_at(object, "spec", "schedulerName") != config_.scheduler_name) return std::nullopt;
-    auto pod = observe_pod(object, config_.devices);
+    if (!config_.scheduler_name.empty() &&
+        string_at(object, "spec", "schedulerName") != config_.scheduler_name) {
+      return std::nullopt;  // another scheduler's pod (the field selector should have kept it out)
+    }
+    auto pod = observe_pod(object, config_.devices, config_.tenancy);
     if (!pod) return std::nullopt;
     return *pod;
   }
@@ -131,6 +145,7 @@ class ClusterFeed::PodHandler final : public kube::InformerHandler {
                      ? Standing::kRunsAsThisPod
                      : Standing::kRunsAsAnother;
         case JobPhase::kDone:
+        case JobPhase::kRemoved:  // an admin removed it: its pods are refused, never run
           return Standing::kDone;
       }
       return Standing::kUnknown;
@@ -189,19 +204,22 @@ class ClusterFeed::PodHandler final : public kube::InformerHandler {
 
 class ClusterFeed::NodeHandler final : public kube::InformerHandler {
  public:
-  NodeHandler(Planner& planner, const ExtenderConfig& config)
-      : planner_(planner), config_(config) {}
+  NodeHandler(Planner& planner, const ExtenderConfig& config, std::function<void()> on_listed)
+      : planner_(planner), config_(config), on_listed_(std::move(on_listed)) {}
 
   void on_replace(const std::vector<json>& objects) override {
-    std::lock_guard lock(mu_);
-    nodes_.clear();
-    for (const json& node : objects) {
-      if (auto inventory = node_inventory(node, config_.devices)) {
-        nodes_[inventory->name] = *inventory;
+    {
+      std::lock_guard lock(mu_);
+      nodes_.clear();
+      for (const json& node : objects) {
+        if (auto inventory = node_inventory(node, config_.devices)) {
+          nodes_[inventory->name] = *inventory;
+        }
       }
+      publish();
+      synced_.store(true);
     }
-    publish();
-    synced_.store(true);
+    if (on_listed_) on_listed_();
   }
   void on_upsert(const json& node) override {
     std::lock_guard lock(mu_);
@@ -228,6 +246,7 @@ class ClusterFeed::NodeHandler final : public kube::InformerHandler {
 
   Planner& planner_;
   const ExtenderConfig& config_;
+  std::function<void()> on_listed_;
   std::mutex mu_;
   std::map<std::string, NodeInventory> nodes_;
   std::atomic<bool> synced_{false};
@@ -236,10 +255,12 @@ class ClusterFeed::NodeHandler final : public kube::InformerHandler {
 ClusterFeed::ClusterFeed(kube::KubeClient& client, Planner& planner, const ExtenderConfig& config,
                          std::function<void()> on_change)
     : pod_handler_(std::make_unique<PodHandler>(planner, config, std::move(on_change))),
-      node_handler_(std::make_unique<NodeHandler>(planner, config)) {
+      node_handler_(std::make_unique<NodeHandler>(planner, config, [this] { start_pods(); })) {
   kube::InformerOptions pods;
   pods.path = "/api/v1/pods";
-  pods.selector = "fieldSelector=" + kube::escape("spec.schedulerName=" + config.scheduler_name);
+  if (!config.scheduler_name.empty()) {  // empty: every pod is allox's (config.h)
+    pods.selector = "fieldSelector=" + kube::escape("spec.schedulerName=" + config.scheduler_name);
+  }
   pod_informer_ = std::make_unique<kube::Informer>(client, pods, *pod_handler_);
   kube::InformerOptions nodes;
   nodes.path = "/api/v1/nodes";
@@ -251,13 +272,29 @@ ClusterFeed::~ClusterFeed() {
 }
 
 void ClusterFeed::start() {
-  node_informer_->start();
+  {
+    std::lock_guard lock(start_mu_);
+    stopped_ = false;
+  }
+  node_informer_->start();  // the pods follow once the nodes are listed (start_pods)
+}
+
+void ClusterFeed::start_pods() {
+  std::lock_guard lock(start_mu_);
+  if (stopped_ || pods_started_) return;
+  pods_started_ = true;
   pod_informer_->start();
 }
 
 void ClusterFeed::stop() {
+  {
+    std::lock_guard lock(start_mu_);
+    stopped_ = true;
+  }
   pod_informer_->stop();
   node_informer_->stop();
+  std::lock_guard lock(start_mu_);
+  pods_started_ = false;
 }
 
 bool ClusterFeed::synced() const {

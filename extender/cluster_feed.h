@@ -42,6 +42,7 @@ struct ObservedPod {
   std::string node_name;           // spec.nodeName, set once bound
   std::string phase;               // status.phase
   std::string nudge;               // the allox.io/nudge annotation
+  std::string resource_version;    // metadata.resourceVersion when last seen
   bool deleting = false;           // metadata.deletionTimestamp is set: as good as gone
   bool pending() const { return node_name.empty() && (phase.empty() || phase == "Pending"); }
 };
@@ -75,9 +76,15 @@ class ClusterFeed {
   std::unique_ptr<NodeHandler> node_handler_;
   std::unique_ptr<kube::Informer> pod_informer_;
   std::unique_ptr<kube::Informer> node_informer_;
+  // The pods are watched once the nodes are listed: binds in doubt are settled from the first
+  // pod list, against a known inventory.
+  void start_pods();
+  std::mutex start_mu_;
+  bool stopped_ = true, pods_started_ = false;
 };
 
 // The pod as allox observes it (any scheduler); an error when metadata is unusable.
-Expected<ObservedPod> observe_pod(const nlohmann::json& pod, const DeviceMapping& devices);
+Expected<ObservedPod> observe_pod(const nlohmann::json& pod, const DeviceMapping& devices,
+                                  const Tenancy& tenancy = {});
 
 }  // namespace allox::extender

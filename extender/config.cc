@@ -1,71 +1,20 @@
 #include "extender/config.h"
 
-#include <yaml-cpp/yaml.h>
-
 #include <charconv>
-#include <fstream>
+#include <cstdio>
 #include <set>
-#include <sstream>
+
+#include "core/input_file.h"
+#include "core/yaml_fields.h"
 
 namespace allox::extender {
 namespace {
 
-// Reads one YAML mapping, refusing keys it does not know so a typo is an error, not a silent
-// default.
-class Fields {
- public:
-  Fields(const YAML::Node& node, std::string where) : node_(node), where_(std::move(where)) {}
-
-  Status check(const std::set<std::string>& known) const {
-    std::string prefix = where_.empty() ? "" : where_ + ": ";
-    if (!node_.IsMap()) return Error{prefix + "expected a mapping"};
-    for (const auto& entry : node_) {
-      std::string key = entry.first.as<std::string>();
-      if (!known.count(key)) return Error{"unknown key '" + path(key) + "'"};
-    }
-    return OkStatus();
-  }
-
-  bool has(const std::string& key) const { return node_[key].IsDefined() && !node_[key].IsNull(); }
-  YAML::Node get(const std::string& key) const { return node_[key]; }
-  std::string path(const std::string& key) const {
-    return where_.empty() ? key : where_ + "." + key;
-  }
-
-  template <class T>
-  Status read(const std::string& key, T& out) const {
-    if (!has(key)) return OkStatus();
-    try {
-      out = node_[key].as<T>();
-    } catch (const YAML::Exception&) {
-      return Error{path(key) + ": expected " + expected<T>() + ", got '" + scalar(key) + "'"};
-    }
-    return OkStatus();
-  }
-
- private:
-  template <class T>
-  static const char* expected() {
-    if constexpr (std::is_same_v<T, std::string>) return "a string";
-    if constexpr (std::is_floating_point_v<T>) return "a number";
-    return "an integer";
-  }
-  std::string scalar(const std::string& key) const {
-    const YAML::Node value = node_[key];
-    return value.IsScalar() ? value.Scalar() : std::string("(a collection)");
-  }
-
-  YAML::Node node_;
-  std::string where_;
-};
-
-Expected<std::string> read_file(const std::string& path, const std::string& what) {
-  std::ifstream in(path);
-  if (!in) return Error{what + ": cannot read '" + path + "'"};
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+// A token file holds one bearer token (a service-account JWT is ~1 KiB); anything far larger is
+// a wrong path, refused before it is read.
+constexpr std::size_t kMaxTokenFileBytes = 64u << 10;
+constexpr std::int64_t kMaxBodyBytes = std::int64_t{1} << 30;
+constexpr std::int64_t kMaxMachinesPerNode = 100000;
 
 std::string trim(std::string s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
@@ -74,191 +23,280 @@ std::string trim(std::string s) {
   return s.substr(start);
 }
 
-Status check_device_name(const std::string& name, const std::string& where) {
-  if (name.empty()) return Error{where + ": empty device type"};
-  for (char c : name) {
-    bool ok = std::islower(static_cast<unsigned char>(c)) ||
-              std::isdigit(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
-    if (!ok) {
-      return Error{where + ": device type '" + name +
-                   "' may hold only lowercase letters, digits, '-', '_' and '.'"};
-    }
+// The trimmed contents of the file named under `key`, if present and readable; records why not.
+std::optional<std::string> token_file(FieldReader& reader, const YAML::Node& map, const char* key,
+                                      std::string_view subject) {
+  const auto path = reader.text(map, key, subject, false);
+  if (!path) return std::nullopt;
+  auto text = read_input_file(*path, kMaxTokenFileBytes);
+  if (!text) {
+    reader.fail(map[key], subject,
+                std::string(key) + " must name a readable token file: " + text.message());
+    return std::nullopt;
   }
-  return OkStatus();
+  std::string token = trim(*text);
+  if (token.empty()) {
+    reader.fail(map[key], subject,
+                std::string(key) + " must name a file holding a token, got \"" + *path +
+                    "\", which is empty");
+    return std::nullopt;
+  }
+  return token;
 }
 
-#define ALLOX_TRY(expr)                                          \
-  do {                                                           \
-    if (auto status_ = (expr); !status_) return status_.error(); \
-  } while (0)
+std::optional<ListenAddress> listen_address(FieldReader& reader, const YAML::Node& map,
+                                            const char* key) {
+  const auto text = reader.text(map, key, "", false);
+  if (!text) return std::nullopt;
+  auto address = parse_listen_address(*text);
+  if (!address) {
+    reader.fail(map[key], "", std::string(key) + " must be " + address.message());
+    return std::nullopt;
+  }
+  return *address;
+}
 
-Expected<ExtenderConfig> parse_root(const YAML::Node& root) {
-  ExtenderConfig config;
-  Fields top(root, "");
-  ALLOX_TRY(top.check({"listen", "reports_listen", "database", "policy", "alpha",
-                       "starvation_bound", "tick", "default_job_seconds", "max_body_bytes",
-                       "http_threads", "admin_token", "admin_token_file", "devices", "cpu", "nodes",
-                       "apiserver", "scheduler_name", "webhook"}));
-
-  std::string listen = config.listen_host + ":" + std::to_string(config.listen_port);
-  ALLOX_TRY(top.read("listen", listen));
-  if (auto s = set_listen_address(config, listen); !s) {
-    return Error{top.path("listen") + ": " + s.message()};
-  }
-
-  if (top.has("reports_listen")) {
-    std::string reports;
-    ALLOX_TRY(top.read("reports_listen", reports));
-    auto address = parse_listen_address(reports);
-    if (!address) return Error{top.path("reports_listen") + ": " + address.message()};
-    config.reports_listen = *address;
-  }
-
-  ALLOX_TRY(top.read("database", config.database));
-  ALLOX_TRY(top.read("policy", config.policy));
-  ALLOX_TRY(top.read("alpha", config.alpha));
-  ALLOX_TRY(top.read("starvation_bound", config.starvation_bound));
-  ALLOX_TRY(top.read("tick", config.tick));
-  ALLOX_TRY(top.read("default_job_seconds", config.default_job_seconds));
-  ALLOX_TRY(top.read("max_body_bytes", config.max_body_bytes));
-  ALLOX_TRY(top.read("http_threads", config.http_threads));
-  ALLOX_TRY(top.read("admin_token", config.admin_token));
-  if (top.has("admin_token_file")) {
-    std::string file;
-    ALLOX_TRY(top.read("admin_token_file", file));
-    auto token = read_file(file, top.path("admin_token_file"));
-    if (!token) return token.error();
-    config.admin_token = trim(*token);
-  }
-  if (!(config.alpha > 0 && config.alpha <= 1)) {
-    return Error{top.path("alpha") + ": must be in (0, 1]"};
-  }
-  if (!(config.starvation_bound > 0)) return Error{top.path("starvation_bound") + ": must be > 0"};
-  if (!(config.tick > 0)) return Error{top.path("tick") + ": must be > 0"};
-  if (!(config.default_job_seconds > 0)) {
-    return Error{top.path("default_job_seconds") + ": must be > 0"};
-  }
-  if (config.http_threads < 1 || config.http_threads > 256) {
-    return Error{top.path("http_threads") + ": must be in 1..256"};
-  }
-  if (config.max_body_bytes < 1024) return Error{top.path("max_body_bytes") + ": must be >= 1024"};
-  if (config.database.empty()) return Error{top.path("database") + ": must not be empty"};
-
-  if (top.has("devices")) {
-    YAML::Node devices = top.get("devices");
-    if (!devices.IsSequence()) return Error{top.path("devices") + ": expected a list"};
-    for (std::size_t i = 0; i < devices.size(); ++i) {
-      Fields entry(devices[i], top.path("devices") + "[" + std::to_string(i) + "]");
-      ALLOX_TRY(entry.check({"resource", "device"}));
-      DeviceMapping::Resource resource;
-      ALLOX_TRY(entry.read("resource", resource.resource));
-      ALLOX_TRY(entry.read("device", resource.device));
-      if (resource.resource.empty()) return Error{entry.path("resource") + ": missing"};
-      ALLOX_TRY(check_device_name(resource.device, entry.path("device")));
-      config.devices.resources.push_back(std::move(resource));
+void read_devices(FieldReader& reader, const YAML::Node& root, DeviceMapping& devices) {
+  if (!root["devices"] || root["devices"].IsNull()) return;  // the default mapping stays
+  devices.resources.clear();
+  const auto entries = reader.sequence(root, "devices", "");
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const YAML::Node& entry = entries[i];
+    const std::string subject = "devices[" + std::to_string(i) + "]";
+    if (!reader.check_map(entry, subject, {"resource", "device"})) continue;
+    const auto resource = reader.text(entry, "resource", subject, true);
+    const auto device = reader.text(entry, "device", subject, true);
+    if (!resource || !device || !reader.device_name(entry["device"], subject, "device", *device)) {
+      continue;
     }
-  } else {
-    config.devices.resources.push_back({"nvidia.com/gpu", "gpu"});
+    devices.resources.push_back({*resource, *device});
   }
-  if (top.has("cpu")) {
-    Fields cpu(top.get("cpu"), top.path("cpu"));
-    ALLOX_TRY(cpu.check({"device", "cores_per_machine"}));
-    ALLOX_TRY(cpu.read("device", config.devices.cpu_device));
-    ALLOX_TRY(cpu.read("cores_per_machine", config.devices.cores_per_machine));
-    ALLOX_TRY(check_device_name(config.devices.cpu_device, cpu.path("device")));
-    if (!(config.devices.cores_per_machine > 0)) {
-      return Error{cpu.path("cores_per_machine") + ": must be > 0"};
-    }
-  }
+}
 
-  if (top.has("nodes")) {
-    YAML::Node nodes = top.get("nodes");
-    if (!nodes.IsSequence()) return Error{top.path("nodes") + ": expected a list"};
-    std::set<std::string> seen;
-    for (std::size_t i = 0; i < nodes.size(); ++i) {
-      Fields entry(nodes[i], top.path("nodes") + "[" + std::to_string(i) + "]");
-      ALLOX_TRY(entry.check({"name", "machines"}));
-      NodeInventory node;
-      ALLOX_TRY(entry.read("name", node.name));
-      if (node.name.empty()) return Error{entry.path("name") + ": missing"};
-      if (!seen.insert(node.name).second) {
-        return Error{entry.path("name") + ": duplicate node '" + node.name + "'"};
-      }
-      YAML::Node machines = entry.get("machines");
-      if (!machines.IsMap()) return Error{entry.path("machines") + ": expected a mapping"};
+void read_cpu(FieldReader& reader, const YAML::Node& root, DeviceMapping& devices) {
+  const YAML::Node cpu = root["cpu"];
+  if (!cpu || cpu.IsNull()) return;
+  if (!reader.check_map(cpu, "cpu", {"device", "cores_per_machine"})) return;
+  if (const auto device = reader.text(cpu, "device", "cpu", false)) {
+    if (reader.device_name(cpu["device"], "cpu", "device", *device)) devices.cpu_device = *device;
+  }
+  if (const auto cores = reader.positive(cpu, "cores_per_machine", "cpu", "cores", false)) {
+    devices.cores_per_machine = *cores;
+  }
+}
+
+void read_nodes(FieldReader& reader, const YAML::Node& root, std::vector<NodeInventory>& nodes) {
+  const auto entries = reader.sequence(root, "nodes", "");
+  std::set<std::string> seen;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const YAML::Node& entry = entries[i];
+    const std::string index = "nodes[" + std::to_string(i) + "]";
+    if (!reader.check_map(entry, index, {"name", "machines"})) continue;
+    const auto name = reader.text(entry, "name", index, true);
+    const std::string subject = name ? "node \"" + *name + "\"" : index;
+    if (name && !seen.insert(*name).second)
+      reader.fail(entry["name"], subject, "duplicate node name");
+    NodeInventory node{name.value_or(""), {}};
+    const YAML::Node machines = entry["machines"];
+    if (!machines || machines.IsNull()) {
+      reader.fail(entry, subject, "machines is required");
+    } else if (!machines.IsMap()) {
+      reader.fail(machines, subject,
+                  "machines must be a mapping of device type to count, got " + describe(machines));
+    } else {
       for (const auto& m : machines) {
-        std::string device = m.first.as<std::string>();
-        std::string where = entry.path("machines") + "." + device;
-        ALLOX_TRY(check_device_name(device, where));
-        int count = 0;
-        try {
-          count = m.second.as<int>();
-        } catch (const YAML::Exception&) {
-          return Error{where + ": expected a machine count"};
-        }
-        if (count < 0) return Error{where + ": must be >= 0"};
-        node.machines[device] = count;
+        const std::string device = m.first.as<std::string>("");
+        const std::string field = "machines." + device;
+        const bool named = reader.device_name(m.first, subject, "machines key", device);
+        const auto count = reader.integer_at(m.second, subject, field, 0, kMaxMachinesPerNode);
+        if (named && count) node.machines[device] = static_cast<int>(*count);
       }
-      config.nodes.push_back(std::move(node));
     }
+    nodes.push_back(std::move(node));
   }
-
-  if (top.has("apiserver")) {
-    Fields api(top.get("apiserver"), top.path("apiserver"));
-    ALLOX_TRY(api.check({"url", "token", "token_file", "ca_file", "lease"}));
-    ApiServerConfig server;
-    ALLOX_TRY(api.read("url", server.url));
-    ALLOX_TRY(api.read("token", server.token));
-    ALLOX_TRY(api.read("ca_file", server.ca_file));
-    if (server.url.rfind("http://", 0) != 0 && server.url.rfind("https://", 0) != 0) {
-      return Error{api.path("url") + ": expected an http:// or https:// URL"};
-    }
-    while (!server.url.empty() && server.url.back() == '/') server.url.pop_back();
-    if (api.has("token_file")) {
-      std::string file;
-      ALLOX_TRY(api.read("token_file", file));
-      auto token = read_file(file, api.path("token_file"));
-      if (!token) return token.error();
-      server.token = trim(*token);
-    }
-    if (api.has("lease")) {
-      Fields lease(api.get("lease"), api.path("lease"));
-      ALLOX_TRY(lease.check({"namespace", "name"}));
-      LeaseConfig held;
-      ALLOX_TRY(lease.read("namespace", held.namespace_name));
-      ALLOX_TRY(lease.read("name", held.name));
-      if (held.namespace_name.empty() || held.name.empty()) {
-        return Error{api.path("lease") + ": namespace and name must not be empty"};
-      }
-      server.lease = held;
-    }
-    config.apiserver = std::move(server);
-  }
-
-  // allox's pods, by spec.schedulerName (the pods the API-server watch lists).
-  ALLOX_TRY(top.read("scheduler_name", config.scheduler_name));
-  if (config.apiserver && config.scheduler_name.empty()) config.scheduler_name = "allox-scheduler";
-
-  if (top.has("webhook")) {
-    Fields hook(top.get("webhook"), top.path("webhook"));
-    ALLOX_TRY(hook.check({"listen", "tls_cert_file", "tls_key_file"}));
-    WebhookConfig webhook;
-    std::string listen;
-    ALLOX_TRY(hook.read("listen", listen));
-    auto address = parse_listen_address(listen);
-    if (!address) return Error{hook.path("listen") + ": " + address.message()};
-    webhook.listen = *address;
-    ALLOX_TRY(hook.read("tls_cert_file", webhook.tls_cert_file));
-    ALLOX_TRY(hook.read("tls_key_file", webhook.tls_key_file));
-    if (webhook.tls_cert_file.empty() != webhook.tls_key_file.empty()) {
-      return Error{hook.path("tls_cert_file") + ": give both tls_cert_file and tls_key_file"};
-    }
-    config.webhook = webhook;
-  }
-  return config;
 }
 
-#undef ALLOX_TRY
+void read_apiserver(FieldReader& reader, const YAML::Node& root,
+                    std::optional<ApiServerConfig>& out) {
+  const YAML::Node api = root["apiserver"];
+  if (!api || api.IsNull()) return;
+  if (!reader.check_map(api, "apiserver", {"url", "token", "token_file", "ca_file", "lease"})) {
+    return;
+  }
+  ApiServerConfig server;
+  if (const auto url = reader.text(api, "url", "apiserver", true)) {
+    if (url->rfind("http://", 0) != 0 && url->rfind("https://", 0) != 0) {
+      reader.fail(api["url"], "apiserver",
+                  "url must be an http:// or https:// URL, got " + describe(api["url"]));
+    }
+    server.url = *url;
+    while (!server.url.empty() && server.url.back() == '/') server.url.pop_back();
+  }
+  server.token = reader.text(api, "token", "apiserver", false).value_or("");
+  if (auto token = token_file(reader, api, "token_file", "apiserver")) server.token = *token;
+  server.ca_file = reader.text(api, "ca_file", "apiserver", false).value_or("");
+  const YAML::Node lease = api["lease"];
+  if (lease && !lease.IsNull() &&
+      reader.check_map(lease, "apiserver.lease", {"namespace", "name"})) {
+    LeaseConfig held;
+    held.namespace_name =
+        reader.text(lease, "namespace", "apiserver.lease", false).value_or(held.namespace_name);
+    held.name = reader.text(lease, "name", "apiserver.lease", false).value_or(held.name);
+    server.lease = held;
+  }
+  out = std::move(server);
+}
+
+// The gate admission webhook's listener (POST /admission/gate), HTTPS with a cert and key.
+void read_webhook(FieldReader& reader, const YAML::Node& root, std::optional<WebhookConfig>& out) {
+  const YAML::Node node = root["webhook"];
+  if (!node || node.IsNull()) return;
+  if (!reader.check_map(node, "webhook", {"listen", "tls_cert_file", "tls_key_file"})) return;
+  WebhookConfig webhook;
+  if (auto listen = listen_address(reader, node, "listen")) {
+    webhook.listen = *listen;
+  } else if (!node["listen"]) {
+    reader.fail(node, "webhook", "listen is required");
+  }
+  webhook.tls_cert_file = reader.text(node, "tls_cert_file", "webhook", false).value_or("");
+  webhook.tls_key_file = reader.text(node, "tls_key_file", "webhook", false).value_or("");
+  if (webhook.tls_cert_file.empty() != webhook.tls_key_file.empty()) {
+    reader.fail(node, "webhook", "give both tls_cert_file and tls_key_file, or neither");
+  }
+  out = std::move(webhook);
+}
+
+// Tenancy (issue 11): who is charged for a pod. users maps namespace -> user;
+// user_annotation_namespaces lists the namespaces whose pods may name their user.
+void read_tenancy(FieldReader& reader, const YAML::Node& root, Tenancy& tenancy) {
+  const YAML::Node node = root["tenancy"];
+  if (!node || node.IsNull()) return;
+  if (!reader.check_map(node, "tenancy", {"users", "user_annotation_namespaces"})) return;
+  const YAML::Node users = node["users"];
+  if (users && !users.IsNull()) {
+    if (!users.IsMap()) {
+      reader.fail(users, "tenancy",
+                  "users must be a mapping of namespace to user, got " + describe(users));
+    } else {
+      for (const auto& entry : users) {
+        const std::string name = entry.first.as<std::string>("");
+        if (!entry.second.IsScalar() || entry.second.Scalar().empty()) {
+          reader.fail(
+              entry.second, "tenancy",
+              "users." + name + " must be a non-empty user name, got " + describe(entry.second));
+          continue;
+        }
+        tenancy.namespace_users[name] = entry.second.Scalar();
+      }
+    }
+  }
+  const auto listed = reader.sequence(node, "user_annotation_namespaces", "tenancy");
+  for (std::size_t i = 0; i < listed.size(); ++i) {
+    if (!listed[i].IsScalar() || listed[i].Scalar().empty()) {
+      reader.fail(listed[i], "tenancy",
+                  "user_annotation_namespaces[" + std::to_string(i) +
+                      "] must be a namespace name, got " + describe(listed[i]));
+      continue;
+    }
+    tenancy.user_annotation_namespaces.insert(listed[i].Scalar());
+  }
+}
+
+// Retention (issue 11): how long a finished job stays in memory and in the SQLite history.
+void read_retention(FieldReader& reader, const YAML::Node& root, Retention& retention) {
+  const YAML::Node node = root["retention"];
+  if (!node || node.IsNull()) return;
+  if (!reader.check_map(node, "retention", {"finished_seconds", "history_seconds"})) return;
+  retention.finished_seconds =
+      reader.non_negative(node, "finished_seconds", "retention", "seconds", false)
+          .value_or(retention.finished_seconds);
+  retention.history_seconds =
+      reader.non_negative(node, "history_seconds", "retention", "seconds", false)
+          .value_or(retention.history_seconds);
+  if (retention.history_seconds < retention.finished_seconds) {
+    char text[96];
+    std::snprintf(text, sizeof text, "history_seconds must be >= finished_seconds (%g), got %g",
+                  retention.finished_seconds, retention.history_seconds);
+    reader.fail(node["history_seconds"] ? node["history_seconds"] : node, "retention", text);
+  }
+}
+
+void read_root(FieldReader& reader, const YAML::Node& root, ExtenderConfig& config) {
+  if (!reader.check_map(root, "",
+                        {"listen",
+                         "reports_listen",
+                         "database",
+                         "policy",
+                         "alpha",
+                         "starvation_bound",
+                         "tick",
+                         "default_job_seconds",
+                         "fairness_window",
+                         "max_body_bytes",
+                         "http_threads",
+                         "admin_token",
+                         "admin_token_file",
+                         "devices",
+                         "cpu",
+                         "nodes",
+                         "tenancy",
+                         "retention",
+                         "apiserver",
+                         "scheduler_name",
+                         "webhook"})) {
+    return;
+  }
+  if (auto listen = listen_address(reader, root, "listen")) {
+    config.listen_host = listen->host;
+    config.listen_port = listen->port;
+  }
+  config.reports_listen = listen_address(reader, root, "reports_listen");
+  config.database = reader.text(root, "database", "", false).value_or(config.database);
+  config.policy = reader.text(root, "policy", "", false).value_or(config.policy);
+  if (root["alpha"] && !root["alpha"].IsNull()) {
+    const auto alpha = reader.number_at(root["alpha"], "", "alpha", "a number in (0, 1]", true);
+    if (alpha && *alpha > 1) {
+      reader.fail(root["alpha"], "",
+                  "alpha must be a number in (0, 1], got " + describe(root["alpha"]));
+    } else if (alpha) {
+      config.alpha = *alpha;
+    }
+  }
+  config.starvation_bound = reader.positive(root, "starvation_bound", "", "seconds", false)
+                                .value_or(config.starvation_bound);
+  config.tick = reader.positive(root, "tick", "", "seconds", false).value_or(config.tick);
+  config.default_job_seconds = reader.positive(root, "default_job_seconds", "", "seconds", false)
+                                   .value_or(config.default_job_seconds);
+  config.fairness_window = reader.positive(root, "fairness_window", "", "seconds", false)
+                               .value_or(config.fairness_window);
+  config.max_body_bytes = static_cast<std::size_t>(
+      reader.integer(root, "max_body_bytes", "", 1024, kMaxBodyBytes, false)
+          .value_or(static_cast<std::int64_t>(config.max_body_bytes)));
+  config.http_threads = static_cast<int>(
+      reader.integer(root, "http_threads", "", 1, 256, false).value_or(config.http_threads));
+  config.admin_token = reader.text(root, "admin_token", "", false).value_or("");
+  if (auto token = token_file(reader, root, "admin_token_file", "")) config.admin_token = *token;
+  read_devices(reader, root, config.devices);
+  read_cpu(reader, root, config.devices);
+  read_nodes(reader, root, config.nodes);
+  read_tenancy(reader, root, config.tenancy);
+  read_retention(reader, root, config.retention);
+  read_apiserver(reader, root, config.apiserver);
+  // allox's pods, by spec.schedulerName (the pods the API-server watch lists).
+  config.scheduler_name = reader.text(root, "scheduler_name", "", false).value_or("");
+  if (config.apiserver && config.scheduler_name.empty()) config.scheduler_name = "allox-scheduler";
+  read_webhook(reader, root, config.webhook);
+  // GET /v1/fairness reads the jobs held in memory; a job finished inside the window must still
+  // be there, or the windowed share would forget it.
+  if (config.fairness_window > config.retention.finished_seconds) {
+    char text[160];
+    std::snprintf(text, sizeof text,
+                  "fairness_window must be <= retention.finished_seconds (%g): the windowed share "
+                  "counts the jobs kept in memory, got %g",
+                  config.retention.finished_seconds, config.fairness_window);
+    reader.fail(root["fairness_window"] ? root["fairness_window"] : root, "", text);
+  }
+}
 
 }  // namespace
 
@@ -277,41 +315,39 @@ std::string DeviceMapping::resource_for(const DeviceType& device) const {
 }
 
 Expected<ListenAddress> parse_listen_address(const std::string& address) {
-  auto colon = address.rfind(':');
-  if (colon == std::string::npos || colon == 0) {
-    return Error{"expected host:port, got '" + address + "'"};
-  }
-  std::string port_text = address.substr(colon + 1);
+  const std::string expected = "host:port with a port from 0 to 65535, got \"" + address + "\"";
+  const auto colon = address.rfind(':');
+  if (colon == std::string::npos || colon == 0) return Error{expected};
+  const std::string port_text = address.substr(colon + 1);
   int port = 0;
   auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
   if (ec != std::errc() || end != port_text.data() + port_text.size() || port < 0 || port > 65535) {
-    return Error{"bad port in '" + address + "'"};
+    return Error{expected};
   }
   return ListenAddress{address.substr(0, colon), port};
 }
 
 Status set_listen_address(ExtenderConfig& config, const std::string& address) {
   auto parsed = parse_listen_address(address);
-  if (!parsed) return parsed.error();
+  if (!parsed) return Error{"expected " + parsed.message()};
   config.listen_host = parsed->host;
   config.listen_port = parsed->port;
   return OkStatus();
 }
 
 Expected<ExtenderConfig> parse_extender_config(const std::string& yaml, const std::string& source) {
-  try {
-    YAML::Node root = YAML::Load(yaml);
-    if (root.IsNull()) return ExtenderConfig{};
-    auto config = parse_root(root);
-    if (!config) return Error{source + ": " + config.message()};
-    return config;
-  } catch (const YAML::Exception& e) {
-    return Error{source + ": " + e.what()};
-  }
+  auto root = parse_yaml(yaml, source);
+  if (!root) return root.error();
+  ExtenderConfig config;
+  if (root->IsNull()) return config;
+  FieldReader reader(source);
+  read_root(reader, *root, config);
+  if (!reader.ok()) return reader.error();
+  return config;
 }
 
 Expected<ExtenderConfig> load_extender_config(const std::string& path) {
-  auto text = read_file(path, "config");
+  auto text = read_input_file(path);
   if (!text) return text.error();
   return parse_extender_config(*text, path);
 }

@@ -8,6 +8,8 @@
 //   starvation_bound: 3600          # seconds
 //   tick: 5                         # seconds between scheduling rounds at the latest
 //   default_job_seconds: 3600       # estimate for a variant with no hint and no profile
+//   fairness_window: 3600           # seconds behind /v1/fairness's windowed share, at most
+//                                   # retention.finished_seconds
 //   max_body_bytes: 1048576         # larger requests get 413
 //   http_threads: 4                 # HTTP worker threads (cpprestsdk pool)
 //   admin_token: s3cret             # or admin_token_file; required by the POST /v1 endpoints
@@ -16,6 +18,12 @@
 //   cpu: {device: cpu, cores_per_machine: 32}   # a CPU machine is a bundle of this many cores
 //   nodes:                          # inventory; ignored when apiserver is set
 //     - {name: node-1, machines: {gpu: 2, cpu: 1}}
+//   tenancy:                        # who is charged (default: a pod's namespace)
+//     users: {team-a: alice}        # namespace -> user
+//     user_annotation_namespaces: [lab]   # namespaces whose pods may set allox.io/user
+//   retention:
+//     finished_seconds: 3600        # a finished job stays in memory (reports, /v1/jobs) this long
+//     history_seconds: 2592000      # and in the SQLite history this long
 //   apiserver:                      # optional: watch allox's pods and the nodes, bind, act
 //     url: https://kubernetes.default.svc
 //     token_file: /var/run/secrets/kubernetes.io/serviceaccount/token   # or token
@@ -28,8 +36,11 @@
 //     tls_cert_file: /etc/allox/webhook-tls/tls.crt   # with tls_key_file: HTTPS
 //     tls_key_file: /etc/allox/webhook-tls/tls.key
 //
-// Unknown keys, wrong types and out-of-range values are errors naming the key. Thread-safe:
-// pure functions; a loaded config is an immutable value.
+// Read through core's FieldReader (core/yaml_fields.h) and input-file limit (core/input_file.h):
+// unknown keys, wrong types and out-of-range values are errors in the style of every other input
+// file, "alloxd.yaml:7: node \"a\": machines.gpu must be a whole number from 0 to 100000, got -1",
+// all of them at once. Token files are read under a 64 KiB limit. Thread-safe: pure functions; a
+// loaded config is an immutable value.
 #pragma once
 
 #include <map>
@@ -39,6 +50,7 @@
 
 #include "core/model.h"
 #include "core/result.h"
+#include "extender/pod.h"
 
 namespace allox::extender {
 
@@ -47,7 +59,7 @@ struct DeviceMapping {
     std::string resource;  // e.g. nvidia.com/gpu
     DeviceType device;     // e.g. gpu
   };
-  std::vector<Resource> resources;
+  std::vector<Resource> resources = {{"nvidia.com/gpu", "gpu"}};  // a config's devices replace it
   DeviceType cpu_device = "cpu";
   double cores_per_machine = 32;
 
@@ -85,6 +97,11 @@ struct WebhookConfig {
   std::string tls_cert_file, tls_key_file;  // both empty: plain HTTP (tests only)
 };
 
+struct Retention {
+  double finished_seconds = 3600;
+  double history_seconds = 30 * 24 * 3600;
+};
+
 struct ExtenderConfig {
   std::string listen_host = "127.0.0.1";
   int listen_port = 8888;
@@ -95,11 +112,14 @@ struct ExtenderConfig {
   double starvation_bound = 3600;
   double tick = 5;
   double default_job_seconds = 3600;
+  double fairness_window = 3600;  // seconds: the windowed share of GET /v1/fairness
   std::size_t max_body_bytes = 1 << 20;
   int http_threads = 4;
   std::string admin_token;
   DeviceMapping devices;
   std::vector<NodeInventory> nodes;
+  Tenancy tenancy;
+  Retention retention;
   std::optional<ApiServerConfig> apiserver;
   std::string scheduler_name;  // empty: every pod is allox's
   std::optional<WebhookConfig> webhook;
@@ -111,7 +131,7 @@ Expected<ExtenderConfig> load_extender_config(const std::string& path);
 // The same from YAML text; `source` names it in error messages.
 Expected<ExtenderConfig> parse_extender_config(const std::string& yaml, const std::string& source);
 
-// Reads "host:port" (port 0 picks a free port).
+// Reads "host:port" (port 0 picks a free port). The error completes "... must be " / "expected ".
 Expected<ListenAddress> parse_listen_address(const std::string& address);
 // Sets listen_host and listen_port from "host:port".
 Status set_listen_address(ExtenderConfig& config, const std::string& address);

@@ -158,22 +158,27 @@ void Controller::reconcile() {
     const JobFacts& job = f->second;
     std::string why_delete;
     if (job.phase == JobPhase::kRunning) {
+      // The pod the job runs as is never deleted, even before the watch shows it bound.
+      if (job.runs_as == key) continue;
       why_delete = "job " + id + " runs as variant " + job.runs_as;
     } else if (job.phase == JobPhase::kDone) {
       why_delete = "job " + id + " has finished";
     } else if (!job.variants.count(key)) {
-      auto c = chosen.find(id);
-      why_delete = "job " + id + " runs as variant " +
-                   (c != chosen.end() ? c->second : job.variants.begin()->first);
-      if (job.variants.empty()) continue;  // nothing to run it as: leave it to the next pass
+      // Not (yet) a variant in the book: deleted only once its job was admitted as another
+      // (the feed may show a new pod a moment before the book registers it).
+      const auto admitted = planner_.admitted_as(id);
+      if (!admitted || *admitted == key) continue;
+      why_delete = "job " + id + " runs as variant " + *admitted;
     }
     if (!why_delete.empty()) {
       kube::ObjectRef ref = pod.ref;
+      const std::string version = pod.resource_version;
       act(
           "delete " + key,
-          [this, ref, why_delete]() -> Status {
+          [this, ref, version, why_delete]() -> Status {
             (void)events_.record(ref, "Normal", "Deleted", why_delete);
-            return kube::delete_pod(client_, ref);
+            // Only the pod as it was seen: one bound (or changed) since is looked at again.
+            return kube::delete_pod(client_, ref, version);
           },
           now);
       continue;

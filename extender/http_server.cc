@@ -1,95 +1,482 @@
 #include "extender/http_server.h"
 
 #include <arpa/inet.h>
-#include <cpprest/http_listener.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <array>
+#include <atomic>
+#include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <condition_variable>
+#include <list>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <thread>
+#include <vector>
+
 #include "extender/routes.h"
+#include "extender/service.h"
 
 namespace allox::extender {
 
-namespace http = web::http;
-using http::experimental::listener::http_listener;
-using http::experimental::listener::http_listener_config;
-
-struct HttpServer::Listener {
-  Listener(const std::string& url, const http_listener_config& config) : listener(url, config) {}
-  http_listener listener;
-  bool open = false;
-};
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+using boost::system::error_code;
+using Clock = std::chrono::steady_clock;
 
 namespace {
 
-void serve(ExtenderService& service, std::size_t max_body_bytes, bool read_only,
-           http::http_request request) {
-  auto begin = std::chrono::steady_clock::now();
-  HttpRequest parsed;
-  parsed.method = request.method();
-  parsed.path = web::uri::decode(request.relative_uri().path());
-  if (parsed.path.empty()) parsed.path = "/";
-  Verb verb = verb_of(parsed.path);
-  auto finish = [&service, begin, verb](http::http_request& request, const HttpReply& reply) {
-    request.reply(static_cast<http::status_code>(reply.status), reply.body, reply.content_type)
-        .then([](pplx::task<void> sent) {
-          try {
-            sent.get();
-          } catch (const std::exception&) {  // the client went away; nothing to tell it
-          }
-        });
-    double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-    service.metrics().record_request(verb, reply.status, seconds);
-  };
-  auto too_large = [max_body_bytes] {
-    return HttpReply{413, "application/json",
-                     nlohmann::json{{"error", "request body larger than " +
-                                                  std::to_string(max_body_bytes) + " bytes"}}
-                         .dump()};
-  };
-  if (read_only && parsed.method != http::methods::GET) {
-    finish(request, {405, "application/json",
-                     nlohmann::json{{"error", "this listener serves reports only (GET); " +
-                                                  parsed.method + " is not allowed"}}
-                         .dump()});
-    return;
-  }
-  if (request.headers().content_length() > max_body_bytes) {
-    finish(request, too_large());
-    return;
-  }
-  if (auto it = request.headers().find("Authorization"); it != request.headers().end()) {
-    parsed.authorization = it->second;
-  }
-  request.extract_utf8string(true).then([&service, request, parsed = std::move(parsed), finish,
-                                         too_large,
-                                         max_body_bytes](pplx::task<std::string> body) mutable {
-    try {
-      parsed.body = body.get();
-    } catch (const std::exception& e) {
-      finish(request,
-             {400, "application/json",
-              nlohmann::json{{"error", std::string("cannot read the body: ") + e.what()}}.dump()});
-      return;
-    }
-    if (parsed.body.size() > max_body_bytes) {
-      finish(request, too_large());
-      return;
-    }
-    HttpReply reply;
-    try {
-      reply = route(service, parsed);
-    } catch (const std::exception& e) {
-      reply = {500, "application/json",
-               nlohmann::json{{"error", std::string("internal error: ") + e.what()}}.dump(
-                   -1, ' ', false, nlohmann::json::error_handler_t::replace)};
-    }
-    finish(request, reply);
-  });
+// After an error reply the rest of the request is read and dropped for this long, so the client
+// reads the reply instead of a connection reset (what nginx calls a lingering close).
+constexpr std::chrono::milliseconds kLinger{1000};
+// Descriptors kept free for the store, the API client and logs when capping connections.
+constexpr std::size_t kReservedDescriptors = 64;
+
+std::string error_body(const std::string& message) {
+  return nlohmann::json{{"error", message}}.dump(-1, ' ', false,
+                                                 nlohmann::json::error_handler_t::replace);
 }
 
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// The path of a request target, without the query string, percent-decoded.
+std::string decode_path(std::string_view target) {
+  target = target.substr(0, target.find('?'));
+  std::string out;
+  out.reserve(target.size());
+  for (std::size_t i = 0; i < target.size(); ++i) {
+    if (target[i] == '%' && i + 2 < target.size()) {
+      int high = hex_value(target[i + 1]);
+      int low = hex_value(target[i + 2]);
+      if (high >= 0 && low >= 0) {
+        out.push_back(static_cast<char>(high * 16 + low));
+        i += 2;
+        continue;
+      }
+    }
+    out.push_back(target[i]);
+  }
+  return out.empty() ? "/" : out;
+}
+
+std::size_t descriptor_limit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) {
+    return static_cast<std::size_t>(-1);
+  }
+  return static_cast<std::size_t>(limit.rlim_cur);
+}
+
+// What every connection shares with the server: the options, the handler, the open connections
+// in accept order (for eviction at the cap) and the count of replies in flight (for draining).
+struct Shared {
+  HttpServerOptions options;
+  HttpHandler handler;
+  std::size_t max_connections = 0;
+  asio::thread_pool* blocking = nullptr;  // the server's pool for handlers that may block
+
+  struct Connection {
+    virtual ~Connection() = default;
+    // Posts a close to the connection's strand unless it is answering a request by then.
+    virtual void close_unless_busy() = 0;
+    std::atomic<bool> busy{false};    // a complete request is being answered
+    std::atomic<bool> served{false};  // at least one reply was sent
+  };
+  std::mutex mu;
+  std::condition_variable drained;
+  std::list<std::weak_ptr<Connection>> open;
+  std::size_t open_count = 0;
+  int in_flight = 0;
+  bool draining = false;
+
+  std::list<std::weak_ptr<Connection>>::iterator add(std::weak_ptr<Connection> connection) {
+    std::lock_guard lock(mu);
+    ++open_count;
+    return open.insert(open.end(), std::move(connection));
+  }
+  void remove(std::list<std::weak_ptr<Connection>>::iterator it) {
+    std::lock_guard lock(mu);
+    open.erase(it);
+    --open_count;
+  }
+  // At the cap, asks connections to close, enough to admit one more: first those that never
+  // completed a request (stalled or slow clients), oldest first, then idle kept-alive ones
+  // (kube-scheduler's), oldest first. Connections being answered are never chosen.
+  void make_room() {
+    std::vector<std::shared_ptr<Connection>> victims;
+    {
+      std::lock_guard lock(mu);
+      if (open_count < max_connections) return;
+      std::size_t excess = open_count - max_connections + 1;
+      for (bool served_ones : {false, true}) {
+        for (auto it = open.begin(); it != open.end() && victims.size() < excess; ++it) {
+          auto c = it->lock();
+          if (c && !c->busy && c->served == served_ones) victims.push_back(std::move(c));
+        }
+      }
+    }
+    for (auto& c : victims) c->close_unless_busy();
+  }
+  void begin_reply() {
+    std::lock_guard lock(mu);
+    ++in_flight;
+  }
+  void end_reply() {
+    std::lock_guard lock(mu);
+    if (--in_flight == 0) drained.notify_all();
+  }
+  bool is_draining() {
+    std::lock_guard lock(mu);
+    return draining;
+  }
+};
+
+using Parser = http::request_parser<http::string_body>;
+
+// One connection: read a request under the limits, answer it, repeat while kept alive. All of
+// its handlers run on its strand.
+template <class Stream>
+class Session : public Shared::Connection, public std::enable_shared_from_this<Session<Stream>> {
+ public:
+  Session(Stream stream, std::shared_ptr<Shared> shared)
+      : stream_(std::move(stream)),
+        timer_(stream_.get_executor()),
+        shared_(std::move(shared)),
+        buffer_(shared_->options.max_header_bytes + 4096) {}
+  ~Session() override {
+    if (registered_) shared_->remove(self_in_list_);
+  }
+
+  void start() {
+    self_in_list_ = shared_->add(this->weak_from_this());
+    registered_ = true;
+    if constexpr (kTls) {
+      arm(shared_->options.read_timeout);
+      stream_.async_handshake(asio::ssl::stream_base::server,
+                              [self = this->shared_from_this()](error_code ec) {
+                                if (ec || self->closed_) return self->close();
+                                self->next_request();
+                              });
+    } else {
+      next_request();
+    }
+  }
+
+  void close_unless_busy() override {
+    asio::post(stream_.get_executor(), [self = this->shared_from_this()] {
+      if (!self->busy) self->close();
+    });
+  }
+
+ private:
+  static constexpr bool kTls = !std::is_same_v<Stream, tcp::socket>;
+
+  tcp::socket& socket() { return beast::get_lowest_layer(stream_); }
+
+  // Cancels the pending socket operation after `timeout`; the operation then fails with
+  // operation_aborted and timed_out_ set.
+  void arm(std::chrono::milliseconds timeout) {
+    timed_out_ = false;
+    std::uint64_t generation = ++timer_generation_;
+    timer_.expires_after(timeout);
+    timer_.async_wait([self = this->shared_from_this(), generation](error_code ec) {
+      if (ec || generation != self->timer_generation_ || self->closed_) return;
+      self->timed_out_ = true;
+      error_code ignored;
+      self->socket().cancel(ignored);
+    });
+  }
+  void disarm() {
+    ++timer_generation_;
+    timer_.cancel();
+  }
+
+  void next_request() {
+    parser_.emplace();
+    parser_->header_limit(static_cast<std::uint32_t>(shared_->options.max_header_bytes));
+    parser_->body_limit(shared_->options.max_body_bytes);
+    const bool first = requests_ == 0;
+    // A plain connection waits for the first byte of its next request under the idle timeout
+    // (read timeout for a new connection); TLS may hold decrypted bytes the socket cannot see,
+    // so it reads right away under the idle timeout.
+    if (kTls || buffer_.size() > 0) {
+      arm(first || buffer_.size() > 0 ? shared_->options.read_timeout
+                                      : shared_->options.idle_timeout);
+      return read_header();
+    }
+    arm(first ? shared_->options.read_timeout : shared_->options.idle_timeout);
+    socket().async_wait(tcp::socket::wait_read, [self = this->shared_from_this()](error_code ec) {
+      if (self->closed_) return;
+      if (ec) return self->close();  // idle timeout, or the server is closing it
+      self->arm(self->shared_->options.read_timeout);
+      self->read_header();
+    });
+  }
+
+  void read_header() {
+    http::async_read_header(
+        stream_, buffer_, *parser_,
+        [self = this->shared_from_this()](error_code ec, std::size_t) { self->on_header(ec); });
+  }
+
+  void on_header(error_code ec) {
+    if (closed_) return;
+    if (ec) return fail(ec);
+    const auto& header = parser_->get();
+    if (shared_->options.read_only && header.method() != http::verb::get) {
+      return refuse(405, "this listener serves reports only (GET); " +
+                             std::string(header.method_string()) + " is not allowed");
+    }
+    if (beast::iequals(header[http::field::expect], "100-continue")) {
+      continue_ = std::make_unique<http::response<http::empty_body>>(http::status::continue_,
+                                                                     header.version());
+      return http::async_write(stream_, *continue_,
+                               [self = this->shared_from_this()](error_code ec, std::size_t) {
+                                 self->continue_.reset();
+                                 if (self->closed_) return;
+                                 if (ec) return self->fail(ec);
+                                 self->read_body();
+                               });
+    }
+    read_body();
+  }
+
+  void read_body() {
+    http::async_read(
+        stream_, buffer_, *parser_,
+        [self = this->shared_from_this()](error_code ec, std::size_t) { self->on_body(ec); });
+  }
+
+  void on_body(error_code ec) {
+    if (closed_) return;
+    if (ec) return fail(ec);
+    disarm();
+    ++requests_;
+    auto message = parser_->release();
+    keep_alive_ = message.keep_alive();
+    version_ = message.version();
+    HttpRequest request;
+    request.method = std::string(message.method_string());
+    request.path = decode_path({message.target().data(), message.target().size()});
+    request.authorization = std::string(message[http::field::authorization]);
+    request.body = std::move(message.body());
+    parser_.reset();
+    busy = true;
+    shared_->begin_reply();
+    const HttpHandler& handler = shared_->handler;
+    if (handler.may_block && handler.may_block(request)) {
+      asio::post(*shared_->blocking, [self = this->shared_from_this(),
+                                      request = std::move(request)]() mutable {
+        HttpReply reply = self->serve(request);
+        asio::post(self->stream_.get_executor(),
+                   [self, reply = std::move(reply)]() mutable { self->send(std::move(reply)); });
+      });
+      return;
+    }
+    send(serve(request));
+  }
+
+  HttpReply serve(const HttpRequest& request) {
+    auto begin = Clock::now();
+    HttpReply reply;
+    try {
+      reply = shared_->handler.serve(request);
+    } catch (const std::exception& e) {
+      reply = {500, "application/json", error_body(std::string("internal error: ") + e.what())};
+    }
+    if (shared_->handler.observe) {
+      shared_->handler.observe(request, reply.status,
+                               std::chrono::duration<double>(Clock::now() - begin).count());
+    }
+    return reply;
+  }
+
+  // Sends a reply to a request that was read completely (busy is set).
+  void send(HttpReply reply) {
+    bool keep_alive = keep_alive_ && !shared_->is_draining();
+    write(std::move(reply), keep_alive, [self = this->shared_from_this(), keep_alive](bool ok) {
+      self->busy = false;
+      self->served = true;
+      self->shared_->end_reply();
+      if (!ok || !keep_alive) return self->close();
+      self->next_request();
+    });
+  }
+
+  template <class Done>
+  void write(HttpReply reply, bool keep_alive, Done done) {
+    reply_ = std::make_unique<http::response<http::string_body>>(
+        static_cast<http::status>(reply.status), version_);
+    reply_->set(http::field::content_type, reply.content_type);
+    reply_->keep_alive(keep_alive);
+    reply_->body() = std::move(reply.body);
+    reply_->prepare_payload();
+    arm(shared_->options.read_timeout);
+    http::async_write(stream_, *reply_,
+                      [self = this->shared_from_this(), done](error_code ec, std::size_t) {
+                        self->disarm();
+                        self->reply_.reset();
+                        done(!ec && !self->closed_);
+                      });
+  }
+
+  // A request the server answers itself (limits, bad syntax): reply, then close. A client that
+  // may still be sending (413, 431, 400) is drained for a moment first so it reads the reply;
+  // a stalled one (408) is closed at once.
+  void refuse(int status, const std::string& message) {
+    HttpRequest request;
+    if (parser_ && parser_->is_header_done()) {
+      request.method = std::string(parser_->get().method_string());
+      request.path = decode_path({parser_->get().target().data(), parser_->get().target().size()});
+      version_ = parser_->get().version();
+    }
+    if (shared_->handler.observe) shared_->handler.observe(request, status, 0);
+    write({status, "application/json", error_body(message)}, /*keep_alive=*/false,
+          [self = this->shared_from_this(), status](bool ok) {
+            if (!ok || status == 408) return self->close();
+            self->linger();
+          });
+  }
+
+  void fail(error_code ec) {
+    const bool got_some = parser_ && parser_->got_some();
+    const auto& options = shared_->options;
+    if (ec == http::error::header_limit) {
+      return refuse(431, "request line and headers larger than " +
+                             std::to_string(options.max_header_bytes) + " bytes");
+    }
+    if (ec == http::error::body_limit) {
+      return refuse(
+          413, "request body larger than " + std::to_string(options.max_body_bytes) + " bytes");
+    }
+    if (timed_out_) {
+      if (!got_some) return close();  // a connection that never sent a byte: nothing to answer
+      return refuse(408, "request not complete within " +
+                             std::to_string(options.read_timeout.count()) + " ms");
+    }
+    const bool parse_error =
+        ec.category() == http::make_error_code(http::error::end_of_stream).category() &&
+        ec != http::error::end_of_stream && ec != http::error::partial_message;
+    if (parse_error) return refuse(400, "malformed HTTP request: " + ec.message());
+    close();  // the client went away (end of stream, reset) or the server is closing it
+  }
+
+  // Stops sending, then reads and drops what the client still sends, for at most kLinger.
+  void linger() {
+    error_code ignored;
+    socket().shutdown(tcp::socket::shutdown_send, ignored);
+    linger_until_ = Clock::now() + kLinger;
+    arm(kLinger);
+    discard();
+  }
+  void discard() {
+    if (!sink_) sink_ = std::make_unique<std::array<char, 16384>>();
+    socket().async_read_some(asio::buffer(*sink_),
+                             [self = this->shared_from_this()](error_code ec, std::size_t) {
+                               if (ec || self->closed_ || Clock::now() >= self->linger_until_) {
+                                 return self->close();
+                               }
+                               self->discard();
+                             });
+  }
+
+  void close() {
+    if (closed_) return;
+    closed_ = true;
+    disarm();
+    error_code ignored;
+    socket().shutdown(tcp::socket::shutdown_both, ignored);
+    socket().close(ignored);
+  }
+
+  Stream stream_;
+  asio::steady_timer timer_;
+  std::shared_ptr<Shared> shared_;
+  beast::flat_buffer buffer_;
+  std::optional<Parser> parser_;
+  std::unique_ptr<http::response<http::string_body>> reply_;
+  std::unique_ptr<http::response<http::empty_body>> continue_;
+  std::unique_ptr<std::array<char, 16384>> sink_;
+  std::list<std::weak_ptr<Shared::Connection>>::iterator self_in_list_;
+  bool registered_ = false;
+  std::uint64_t timer_generation_ = 0;
+  bool timed_out_ = false;
+  bool closed_ = false;
+  bool keep_alive_ = true;
+  unsigned version_ = 11;
+  std::uint64_t requests_ = 0;
+  Clock::time_point linger_until_;
+};
+
 }  // namespace
+
+struct HttpServer::Impl {
+  std::shared_ptr<Shared> shared = std::make_shared<Shared>();
+  std::optional<asio::ssl::context> tls;
+  asio::thread_pool blocking{2};
+  // Declared after everything its handlers use: destroyed first, with any sessions it holds.
+  asio::io_context io;
+  // Keeps io.run() going while a blocking handler has yet to post its reply back.
+  asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
+  tcp::acceptor acceptor{io};
+  asio::steady_timer accept_retry{io};
+  std::vector<std::thread> threads;
+  bool stopping = false;
+  bool joined = false;
+
+  void accept() {
+    acceptor.async_accept(asio::make_strand(io), [this](error_code ec, tcp::socket socket) {
+      if (!acceptor.is_open() || ec == asio::error::operation_aborted) return;
+      if (ec) {
+        // Out of descriptors (or a transient error): free one and try again shortly, never
+        // spin.
+        shared->make_room();
+        accept_retry.expires_after(std::chrono::milliseconds(20));
+        accept_retry.async_wait([this](error_code wait) {
+          if (!wait) accept();
+        });
+        return;
+      }
+      if (shared->is_draining()) {
+        error_code ignored;
+        socket.close(ignored);
+        return;
+      }
+      shared->make_room();
+      error_code ignored;
+      socket.set_option(tcp::no_delay(true), ignored);
+      if (tls) {
+        std::make_shared<Session<asio::ssl::stream<tcp::socket>>>(
+            asio::ssl::stream<tcp::socket>(std::move(socket), *tls), shared)
+            ->start();
+      } else {
+        std::make_shared<Session<tcp::socket>>(std::move(socket), shared)->start();
+      }
+      accept();
+    });
+  }
+
+  void join() {
+    if (joined) return;
+    joined = true;
+    io.stop();
+    for (std::thread& t : threads) t.join();
+    blocking.join();
+  }
+};
 
 Expected<int> pick_free_port(const std::string& host) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -112,55 +499,109 @@ Expected<int> pick_free_port(const std::string& host) {
   return port;
 }
 
+Expected<std::unique_ptr<HttpServer>> HttpServer::start(HttpHandler handler,
+                                                        const HttpServerOptions& options) {
+  if (!handler.serve) return Error{"HttpServer::start: no handler"};
+  if (options.threads < 1) return Error{"HttpServer::start: threads must be >= 1"};
+  if (options.tls_cert_file.empty() != options.tls_key_file.empty()) {
+    return Error{"TLS needs both a certificate file and a key file"};
+  }
+  std::unique_ptr<HttpServer> server(new HttpServer());
+  server->impl_ = std::make_unique<Impl>();
+  Impl& impl = *server->impl_;
+  Shared& shared = *impl.shared;
+  shared.options = options;
+  shared.handler = std::move(handler);
+  shared.blocking = &impl.blocking;
+  std::size_t descriptors = descriptor_limit();
+  shared.max_connections = std::max<std::size_t>(
+      1, std::min(options.max_connections, descriptors > 2 * kReservedDescriptors
+                                               ? descriptors - kReservedDescriptors
+                                               : descriptors / 2));
+  server->host_ = options.host;
+  if (!options.tls_cert_file.empty()) {
+    impl.tls.emplace(asio::ssl::context::tls_server);
+    error_code ec;
+    impl.tls->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
+                              asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 |
+                              asio::ssl::context::no_tlsv1_1,
+                          ec);
+    impl.tls->use_certificate_chain_file(options.tls_cert_file, ec);
+    if (ec) return Error{"TLS certificate " + options.tls_cert_file + ": " + ec.message()};
+    impl.tls->use_private_key_file(options.tls_key_file, asio::ssl::context::pem, ec);
+    if (ec) return Error{"TLS key " + options.tls_key_file + ": " + ec.message()};
+    server->tls_ = true;
+  }
+  error_code ec;
+  auto address = asio::ip::make_address(options.host, ec);
+  if (ec) return Error{"cannot listen on '" + options.host + "': not an IP address"};
+  tcp::endpoint endpoint(address, static_cast<unsigned short>(options.port));
+  impl.acceptor.open(endpoint.protocol(), ec);
+  if (!ec) impl.acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) impl.acceptor.bind(endpoint, ec);
+  if (!ec) impl.acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    return Error{"cannot listen on " + options.host + ":" + std::to_string(options.port) + ": " +
+                 ec.message()};
+  }
+  server->port_ = impl.acceptor.local_endpoint().port();
+  impl.accept();
+  for (int i = 0; i < options.threads; ++i) impl.threads.emplace_back([&impl] { impl.io.run(); });
+  return server;
+}
+
 Expected<std::unique_ptr<HttpServer>> HttpServer::start(ExtenderService& service,
                                                         const HttpServerOptions& options) {
-  // With port 0 the free port is picked before listening; another process may take it in
-  // between, so try a few.
-  const int attempts = options.port == 0 ? 5 : 1;
-  Error last{"no attempt"};
-  for (int attempt = 0; attempt < attempts; ++attempt) {
-    std::unique_ptr<HttpServer> server(new HttpServer());
-    server->host_ = options.host;
-    server->port_ = options.port;
-    if (server->port_ == 0) {
-      auto port = pick_free_port(options.host);
-      if (!port) return port.error();
-      server->port_ = *port;
-    }
-    http_listener_config config;
-    config.set_timeout(options.timeout);
-    try {
-      server->listener_ = std::make_unique<Listener>(server->url(), config);
-      std::size_t limit = options.max_body_bytes;
-      bool read_only = options.read_only;
-      server->listener_->listener.support([&service, limit, read_only](http::http_request request) {
-        serve(service, limit, read_only, request);
-      });
-      server->listener_->listener.open().wait();
-      server->listener_->open = true;
-      return server;
-    } catch (const std::exception& e) {
-      last = Error{"cannot listen on " + server->url() + ": " + e.what()};
-    }
-  }
-  return last;
+  HttpHandler handler;
+  handler.serve = [&service](const HttpRequest& request) { return route(service, request); };
+  handler.may_block = [](const HttpRequest& request) { return may_block(request); };
+  handler.observe = [&service](const HttpRequest& request, int status, double seconds) {
+    service.metrics().record_request(verb_of(request.path), status, seconds);
+  };
+  return start(std::move(handler), options);
 }
 
 HttpServer::~HttpServer() {
+  if (!impl_) return;
   stop();
+  impl_->join();
 }
 
 std::string HttpServer::url() const {
-  return "http://" + host_ + ":" + std::to_string(port_);
+  return std::string(tls_ ? "https://" : "http://") + host_ + ":" + std::to_string(port_);
 }
 
-void HttpServer::stop() {
-  if (listener_ == nullptr || !listener_->open) return;
-  try {
-    listener_->listener.close().wait();
-  } catch (const std::exception&) {  // already closed
+void HttpServer::stop_accepting() {
+  if (!impl_ || impl_->stopping) return;
+  impl_->stopping = true;
+  Impl& impl = *impl_;
+  asio::post(impl.io, [&impl] {
+    error_code ignored;
+    impl.acceptor.close(ignored);
+    impl.accept_retry.cancel();
+  });
+  std::vector<std::shared_ptr<Shared::Connection>> open;
+  {
+    std::lock_guard lock(impl.shared->mu);
+    impl.shared->draining = true;
+    for (auto& weak : impl.shared->open) {
+      if (auto c = weak.lock()) open.push_back(std::move(c));
+    }
   }
-  listener_->open = false;
+  for (auto& c : open) c->close_unless_busy();
+}
+
+bool HttpServer::stop(std::chrono::milliseconds deadline) {
+  if (!impl_) return true;
+  stop_accepting();
+  Shared& shared = *impl_->shared;
+  bool drained = false;
+  {
+    std::unique_lock lock(shared.mu);
+    drained = shared.drained.wait_for(lock, deadline, [&] { return shared.in_flight == 0; });
+  }
+  if (drained) impl_->join();
+  return drained;
 }
 
 }  // namespace allox::extender

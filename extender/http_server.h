@@ -1,53 +1,99 @@
-// The HTTP front of alloxd: cpprestsdk's http_listener feeding routes.h.
+// The HTTP(S) front of alloxd: a Boost.Beast server feeding a request -> reply function
+// (routes.h for the extender, or any HttpHandler, e.g. an admission webhook).
 //
-// Requests whose Content-Length exceeds max_body_bytes get 413 without being parsed (a chunked
-// body is measured after reading). cpprestsdk's listener writes a reply only once the request
-// body has arrived, so the 413 reaches the client after it has sent its body. Clients that stall
-// mid-request are dropped by the listener after `timeout`; while stalled they hold no thread, no
-// lock and no scheduler state. Every reply is counted in the service's metrics with its latency.
+// Every limit is enforced while the request is read, so no client can make the server hold
+// more than max_header_bytes + max_body_bytes for it:
+//   - request line and headers over max_header_bytes: 431, connection closed;
+//   - a body over max_body_bytes, announced by Content-Length or reached while reading chunks:
+//     413 as soon as it is known, connection closed (the rest is discarded unread, for at most
+//     a second, so the client sees the answer instead of a reset);
+//   - a request not complete read_timeout after its first byte (or after the connection
+//     opened): 408, connection closed; a kept-alive connection idle for idle_timeout between
+//     requests is closed silently;
+//   - at max_connections open connections, accepting a new one closes the oldest connection
+//     that is not being answered (idle or still sending), so a flood of stalled clients can
+//     never lock out kube-scheduler or a /healthz probe.
+// Connections are kept alive (HTTP/1.1). Handlers run on `threads` I/O threads, except requests
+// for which HttpHandler::may_block says yes (binds wait on the API server), which run on a
+// separate pool so they never hold an I/O thread.
 //
-// Thread-safe; requests are served on cpprestsdk's thread pool.
+// With tls_cert_file and tls_key_file set the listener speaks HTTPS only (TLS 1.2+).
+//
+// Thread-safe. stop() drains: it stops accepting, closes connections that are not being
+// answered, and waits for the replies in flight.
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 
 #include "core/result.h"
-#include "extender/service.h"
+#include "extender/http_message.h"
 
 namespace allox::extender {
+
+class ExtenderService;
 
 struct HttpServerOptions {
   std::string host = "127.0.0.1";
   int port = 8888;  // 0: pick a free port (see HttpServer::port())
   std::size_t max_body_bytes = 1 << 20;
-  std::chrono::seconds timeout{10};
+  std::chrono::milliseconds read_timeout{10'000};
+  std::chrono::milliseconds idle_timeout{60'000};
+  std::size_t max_header_bytes = 16 << 10;
+  // Clamped to the process's descriptor limit (RLIMIT_NOFILE) minus a reserve.
+  std::size_t max_connections = 4096;
+  int threads = 2;
   // A reports listener for a Kubernetes Service: GET only; any other method gets 405, so the
   // extender verbs and admin endpoints stay on the loopback listener.
   bool read_only = false;
+  // PEM files, read once at start. Both empty: plain HTTP.
+  std::string tls_cert_file{};
+  std::string tls_key_file{};
+};
+
+struct HttpHandler {
+  // The reply to one complete request. May throw: the client then gets 500.
+  std::function<HttpReply(const HttpRequest&)> serve;
+  // True for requests that may wait long (network calls); they run off the I/O threads.
+  std::function<bool(const HttpRequest&)> may_block;
+  // Called once per reply sent, including the server's own 4xx (method and path may then be
+  // empty), with the time from the request's last byte read to its reply composed.
+  std::function<void(const HttpRequest&, int status, double seconds)> observe;
 };
 
 class HttpServer {
  public:
-  // Starts listening; the service must outlive the server.
+  // Starts listening and serving `handler`.
+  static Expected<std::unique_ptr<HttpServer>> start(HttpHandler handler,
+                                                     const HttpServerOptions& options);
+  // alloxd's routes (routes.h) over `service`, counted in its metrics. The service must
+  // outlive the server.
   static Expected<std::unique_ptr<HttpServer>> start(ExtenderService& service,
                                                      const HttpServerOptions& options);
-  ~HttpServer();
+  ~HttpServer();  // stop(), then waits for every handler still running
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
   int port() const { return port_; }
-  std::string url() const;
-  // Stops accepting and waits for requests in flight. Idempotent.
-  void stop();
+  std::string url() const;  // http://host:port or https://host:port
+
+  // Stops accepting and closes every connection that is not being answered, at once; replies
+  // in flight are still sent (with Connection: close). Idempotent; returns immediately.
+  void stop_accepting();
+  // stop_accepting(), then waits up to `deadline` for the replies in flight. True when none is
+  // left (the server's threads are then joined); false when a handler is still running at the
+  // deadline (the destructor will wait for it; a process that is exiting may rather _exit).
+  bool stop(std::chrono::milliseconds deadline = std::chrono::seconds(30));
 
  private:
-  struct Listener;
+  struct Impl;
   HttpServer() = default;
-  std::unique_ptr<Listener> listener_;
+  std::unique_ptr<Impl> impl_;
   std::string host_;
   int port_ = 0;
+  bool tls_ = false;
 };
 
 // A TCP port on `host` that was free a moment ago (bind to port 0, read it, close).

@@ -1,6 +1,7 @@
 #include "extender/job_book.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 namespace allox::extender {
@@ -58,30 +59,71 @@ void JobBook::recount_capacity() {
   }
 }
 
-JobBook::Added JobBook::add_variant(const JobVariant& variant, double now) {
-  Added added;
-  auto [it, created] = jobs_.try_emplace(variant.job_id);
+namespace {
+
+bool same_variant(const JobVariant& a, const JobVariant& b) {
+  return a.device == b.device && a.time_hints == b.time_hints && a.iterations == b.iterations &&
+         a.pod.uid == b.pod.uid && a.user == b.user;
+}
+
+// A pod this run has seen: one of its variants, or the pod it ran as. An empty UID cannot tell
+// a re-created pod from the old one, so it counts as seen.
+bool seen_by_run(const BookJob& job, const JobVariant& variant) {
+  if (variant.pod.uid.empty() || variant.pod.uid == job.record.pod_uid) return true;
+  for (const auto& [key, known] : job.variants) {
+    if (known.pod.uid == variant.pod.uid) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+JobBook::Change JobBook::classify(const JobVariant& variant) const {
+  auto it = jobs_.find(variant.job_id);
+  if (it == jobs_.end()) return Change::kNewRun;
+  const BookJob& job = it->second;
+  if (job.record.phase == JobPhase::kDone || job.record.phase == JobPhase::kRemoved) {
+    if (seen_by_run(job, variant)) return Change::kNone;
+    // A new UID under a name the run had is that pod re-created: a new run. Under another
+    // name it is a variant the run never saw (still pending when the job finished): starting
+    // it would run the job twice.
+    const bool recreated =
+        job.variants.count(pod_key(variant.pod.namespace_name, variant.pod.name)) != 0;
+    return recreated ? Change::kNewRun : Change::kNone;
+  }
+  auto existing = job.variants.find(pod_key(variant.pod.namespace_name, variant.pod.name));
+  if (existing != job.variants.end() && same_variant(existing->second, variant)) {
+    return Change::kNone;
+  }
+  return Change::kVariant;
+}
+
+void JobBook::add_run(const JobRecord& record, const JobVariant& first) {
+  auto it = jobs_.find(record.id);
+  if (it != jobs_.end()) {
+    // The old run is finished or removed: its pods no longer lead here.
+    for (const auto& [key, variant] : it->second.variants) pod_to_job_.erase(key);
+    if (it->second.record.phase == JobPhase::kQueued) --queued_;
+    if (it->second.record.phase == JobPhase::kRunning) --running_;
+    jobs_.erase(it);
+  }
+  BookJob& job = jobs_[record.id];
+  job.record = record;
+  job.record.phase = JobPhase::kQueued;
+  ++queued_;
+  add_variant(first);
+}
+
+void JobBook::add_variant(const JobVariant& variant) {
+  auto it = jobs_.find(variant.job_id);
+  if (it == jobs_.end()) return;
   BookJob& job = it->second;
-  if (created) {
-    job.record.id = variant.job_id;
-    job.record.user = variant.user;
-    job.record.arrival = now;
-    ++queued_;
-    added.new_job = true;
-  }
   std::string key = pod_key(variant.pod.namespace_name, variant.pod.name);
-  auto existing = job.variants.find(key);
-  if (existing == job.variants.end() || existing->second.device != variant.device ||
-      existing->second.time_hints != variant.time_hints ||
-      existing->second.iterations != variant.iterations ||
-      existing->second.pod.uid != variant.pod.uid) {
-    job.variants[key] = variant;
-    added.new_variant = true;
-  }
+  job.variants[key] = variant;
   if (variant.iterations) job.iterations = variant.iterations;
+  job.parked.clear();  // a changed pod may now be one the policy can take
   pod_to_job_[key] = variant.job_id;
-  if (added.new_job || added.new_variant) ++version_;
-  return added;
+  ++version_;
 }
 
 bool JobBook::remove_variant(const std::string& namespace_name, const std::string& name) {
@@ -103,24 +145,95 @@ bool JobBook::remove_variant(const std::string& namespace_name, const std::strin
 
 void JobBook::restore(const StoredState& state) {
   for (const JobRecord& record : state.jobs) {
+    auto it = jobs_.find(record.id);
+    if (it != jobs_.end()) {
+      if (it->second.record.phase == JobPhase::kQueued) --queued_;
+      if (it->second.record.phase == JobPhase::kRunning) --running_;
+      jobs_.erase(it);
+    }
     BookJob& job = jobs_[record.id];
     job.record = record;
     if (record.phase == JobPhase::kQueued) ++queued_;
     if (record.phase == JobPhase::kRunning) ++running_;
   }
-  for (const JobVariant& variant : state.variants) {
-    auto it = jobs_.find(variant.job_id);
-    if (it == jobs_.end()) continue;  // a variant row without its job: the job write failed
-    it->second.variants[pod_key(variant.pod.namespace_name, variant.pod.name)] = variant;
-    if (variant.iterations) it->second.iterations = variant.iterations;
-    pod_to_job_[pod_key(variant.pod.namespace_name, variant.pod.name)] = variant.job_id;
+  auto run_of = [&](const std::string& id, std::int64_t row) -> BookJob* {
+    auto it = jobs_.find(id);
+    return it != jobs_.end() && it->second.record.row == row ? &it->second : nullptr;
+  };
+  for (const StoredVariant& stored : state.variants) {
+    const JobVariant& variant = stored.variant;
+    BookJob* job = run_of(variant.job_id, stored.job_row);
+    if (job == nullptr) continue;  // a variant of an older run
+    std::string key = pod_key(variant.pod.namespace_name, variant.pod.name);
+    job->variants[key] = variant;
+    if (variant.iterations) job->iterations = variant.iterations;
+    pod_to_job_[key] = variant.job_id;
   }
-  for (const ProfileSample& sample : state.profiles) add_sample(sample);
+  for (const ProfileSample& sample : state.profiles) {
+    if (BookJob* job = run_of(sample.job_id, sample.job_row)) job->samples.push_back(sample);
+  }
+  for (const BindIntent& intent : state.intents) {
+    BookJob* job = run_of(intent.job_id, intent.job_row);
+    if (job != nullptr && job->record.phase == JobPhase::kQueued) job->intent = intent;
+  }
   if (has_inventory_) {
     std::vector<NodeInventory> nodes;
     for (const auto& [name, node] : nodes_) nodes.push_back(node);
     set_inventory(nodes);
   }
+  ++version_;
+}
+
+void JobBook::park(const std::string& job_id, const std::string& reason) {
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end() || it->second.record.phase != JobPhase::kQueued) return;
+  it->second.parked = reason;
+  ++version_;
+}
+
+Expected<JobRecord> JobBook::remove(const std::string& job_id, double now) {
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) return Error{"job " + job_id + " is unknown to allox"};
+  BookJob& job = it->second;
+  if (job.record.phase != JobPhase::kQueued) {
+    return Error{"job " + job_id + " is " + phase_name(job.record.phase) +
+                 "; only a queued job can be removed"};
+  }
+  if (job.intent) {
+    return Error{"job " + job_id + " has a bind to " + job.intent->node +
+                 " in doubt; try again once it is reconciled"};
+  }
+  job.record.phase = JobPhase::kRemoved;
+  job.record.finish = now;
+  job.parked.clear();
+  --queued_;
+  ++version_;
+  return job.record;
+}
+
+std::size_t JobBook::forget_finished(double before) {
+  std::size_t forgotten = 0;
+  for (auto it = jobs_.begin(); it != jobs_.end();) {
+    const BookJob& job = it->second;
+    if (job.record.phase == JobPhase::kDone && job.record.finish < before) {
+      for (const auto& [key, variant] : job.variants) {
+        auto pod = pod_to_job_.find(key);
+        if (pod != pod_to_job_.end() && pod->second == it->first) pod_to_job_.erase(pod);
+      }
+      it = jobs_.erase(it);
+      ++forgotten;
+    } else {
+      ++it;
+    }
+  }
+  if (forgotten > 0) ++version_;
+  return forgotten;
+}
+
+void JobBook::clear_intent(const std::string& job_id) {
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end() || !it->second.intent) return;
+  it->second.intent.reset();
   ++version_;
 }
 
@@ -182,6 +295,8 @@ Expected<JobRecord> JobBook::start(const std::string& job_id, const JobVariant& 
   job.record.device = pod_variant.device;
   job.record.machine = machine.index;
   job.record.start = now;
+  job.intent.reset();
+  job.parked.clear();
   --queued_;
   ++running_;
   ++version_;
@@ -225,7 +340,14 @@ TimeEstimate JobBook::estimate(const BookJob& job, const DeviceType& device) con
     auto h = variant.time_hints.find(device);
     if (h != variant.time_hints.end()) hint = h->second;
   }
-  return estimate_time(samples, job.iterations, hint, default_job_seconds_);
+  TimeEstimate estimate = estimate_time(samples, job.iterations, hint, default_job_seconds_);
+  // Bounded here, where every estimate is read: a fit may come out NaN or astronomically large
+  // (iterations near 2^63), and the matcher must never see either.
+  if (!std::isfinite(estimate.seconds)) {
+    estimate = estimate_time({}, job.iterations, hint, default_job_seconds_);
+  }
+  estimate.seconds = std::clamp(estimate.seconds, kMinJobSeconds, kMaxJobSeconds);
+  return estimate;
 }
 
 double JobBook::remaining(const BookJob& job, double now) const {
@@ -240,7 +362,7 @@ double JobBook::remaining(const BookJob& job, double now) const {
                             job.iterations, progress);
 }
 
-PlanInput JobBook::snapshot(double now) const {
+PlanInput JobBook::snapshot(double now, const std::string* only) const {
   PlanInput input;
   input.version = version_;
   ClusterState& state = input.state;
@@ -264,7 +386,12 @@ PlanInput JobBook::snapshot(double now) const {
   // Deterministic order: by arrival, then id.
   std::vector<const BookJob*> ordered;
   for (const auto& [id, job] : jobs_) {
-    if (job.record.phase != JobPhase::kDone) ordered.push_back(&job);
+    if (job.record.phase == JobPhase::kRunning) {
+      ordered.push_back(&job);
+    } else if (job.record.phase == JobPhase::kQueued && job.parked.empty() && !job.intent &&
+               (only == nullptr || *only == id)) {
+      ordered.push_back(&job);
+    }
   }
   std::sort(ordered.begin(), ordered.end(), [](const BookJob* a, const BookJob* b) {
     return std::tie(a->record.arrival, a->record.id) < std::tie(b->record.arrival, b->record.id);

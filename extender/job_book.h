@@ -3,7 +3,15 @@
 // profiling samples behind each estimate.
 //
 // A node offers machines per device type (8 GPUs, 2 CPU bundles); each machine slot runs one job.
-// A job is queued until one of its variants is bound, then running on one slot until done.
+// A job is queued until one of its variants is bound, then running on one slot until done. A
+// queued job leaves the plan while it is parked (the policy could not take it: the reason says
+// why) or while a bind of it is in doubt (a bind intent found at start-up, until reconciled).
+// An admin may remove a queued job; its pods are refused from then on.
+//
+// Runs: a job id names one run at a time. When a pod of a finished or removed run is re-created
+// (its name with a new UID), it starts a new run of that id; pods of the old run are refused,
+// and so is a variant the run never saw (another name), which would run the job twice. Finished runs leave memory after the retention window (forget_finished); their
+// history stays in the store.
 // snapshot() turns the book into the scheduling policy's input (fairness/policy.h): one Machine
 // per slot (busy ones until their estimated finish) and the queued jobs with estimated times on
 // the devices they have a variant pod for.
@@ -40,6 +48,10 @@ struct BookJob {
   std::optional<std::int64_t> iterations;
   std::vector<ProfileSample> samples;
   int slot = -1;  // index into JobBook::slots() while running
+  // Why the policy cannot take this queued job (empty when it can). Cleared when a variant
+  // changes, so a fixed pod is tried again.
+  std::string parked;
+  std::optional<BindIntent> intent;  // a bind whose outcome alloxd has not yet seen
 };
 
 // The policy's input, owning the Job values its pointers refer to.
@@ -69,18 +81,30 @@ class JobBook {
   const DeviceMapping& devices() const { return devices_; }
   std::size_t node_count() const { return nodes_.size(); }
 
-  // Registers a variant pod; creates its job (arriving at `now`) when new. Returns the job's
-  // record when this call created it, so the caller can persist it.
-  struct Added {
-    bool new_job = false;
-    bool new_variant = false;
-  };
-  Added add_variant(const JobVariant& variant, double now);
-  // The pod is no longer a variant of its job. A queued job left without variants leaves the
-  // book. Returns whether the pod was a variant.
+  // What registering `variant` would change: nothing (a known pod as it was, or a pod of a
+  // finished or removed run), a new run of its job id, or a new or changed variant of the run.
+  enum class Change { kNone, kNewRun, kVariant };
+  Change classify(const JobVariant& variant) const;
+  // Starts a new run (record.row set by the store) with its first pod, replacing a finished or
+  // removed run of the same id.
+  void add_run(const JobRecord& record, const JobVariant& first);
+  // Adds or updates a variant of the current run of variant.job_id (which must exist).
+  void add_variant(const JobVariant& variant);
+  // Restores state read from the store: runs by row (a later run of an id replaces an earlier
+  // one), then the variants, samples and intents of the runs kept.
+  // The pod is no longer a variant of its run (deleted, or its job was admitted as another
+  // variant). A queued run left without variants leaves the book. Returns whether it was one.
   bool remove_variant(const std::string& namespace_name, const std::string& name);
-  // Restores state read from the store (jobs first, then variants and samples).
   void restore(const StoredState& state);
+
+  // Parks a queued job: the plan leaves it out until a variant changes.
+  void park(const std::string& job_id, const std::string& reason);
+  // Removes a queued job for good (an admin's DELETE); its pods are refused from now on.
+  Expected<JobRecord> remove(const std::string& job_id, double now);
+  // Drops runs that finished before `before` from memory. Returns how many went.
+  std::size_t forget_finished(double before);
+  // A restored bind intent was settled: it did not happen, or (via start) it did.
+  void clear_intent(const std::string& job_id);
 
   const BookJob* job(const std::string& id) const;
   const BookJob* job_of_pod(const std::string& namespace_name, const std::string& name) const;
@@ -97,7 +121,9 @@ class JobBook {
   // Estimated seconds left for a running job.
   double remaining(const BookJob& job, double now) const;
 
-  PlanInput snapshot(double now) const;
+  // The policy's input. Parked jobs and jobs with a bind in doubt are left out; when `only` is
+  // set, the queue holds that one job alone (to find which job a failed round cannot take).
+  PlanInput snapshot(double now, const std::string* only = nullptr) const;
   std::size_t queued_count() const { return queued_; }
   std::size_t running_count() const { return running_; }
   // Bumped by every change that can alter a plan.

@@ -50,8 +50,8 @@ const char* verb_name(Verb verb) {
 }
 
 void Histogram::observe(double seconds) {
-  for (std::size_t i = 0; i < kBuckets.size(); ++i) {
-    if (seconds <= kBuckets[i]) {
+  for (std::size_t i = 0; i < size_; ++i) {
+    if (seconds <= buckets_[i]) {
       counts_[i].fetch_add(1, std::memory_order_relaxed);
       break;
     }
@@ -64,9 +64,9 @@ void Histogram::observe(double seconds) {
 void Histogram::render(const std::string& name, const std::string& labels, std::string& out) const {
   std::string sep = labels.empty() ? "" : ",";
   std::uint64_t cumulative = 0;
-  for (std::size_t i = 0; i < kBuckets.size(); ++i) {
+  for (std::size_t i = 0; i < size_; ++i) {
     cumulative += counts_[i].load(std::memory_order_relaxed);
-    out += name + "_bucket{" + labels + sep + "le=\"" + number(kBuckets[i]) + "\"} " +
+    out += name + "_bucket{" + labels + sep + "le=\"" + number(buckets_[i]) + "\"} " +
            std::to_string(cumulative) + "\n";
   }
   std::uint64_t count = count_.load(std::memory_order_relaxed);
@@ -95,12 +95,16 @@ std::uint64_t Metrics::requests(Verb verb, int code) const {
 }
 
 void Metrics::record_solve(double seconds, std::size_t queued, std::size_t running,
-                           std::map<std::string, double> user_shares) {
+                           std::map<std::string, double> user_shares,
+                           std::map<std::string, int> user_queued) {
   solve_.observe(seconds);
   std::lock_guard lock(mu_);
   queued_ = queued;
   running_ = running;
   user_shares_ = std::move(user_shares);
+  // A user whose queue emptied reads 0 rather than vanishing from the series.
+  for (auto& [user, count] : user_queued_) count = 0;
+  for (const auto& [user, count] : user_queued) user_queued_[user] = count;
 }
 
 std::string Metrics::render() const {
@@ -125,6 +129,14 @@ std::string Metrics::render() const {
   out += "# HELP allox_solve_duration_seconds Scheduling-round latency.\n";
   out += "# TYPE allox_solve_duration_seconds histogram\n";
   solve_.render("allox_solve_duration_seconds", "", out);
+  out +=
+      "# HELP allox_completion_to_bind_seconds From a completion that freed a machine while "
+      "jobs waited to the next bind onto that node and device (alloxd's clock).\n";
+  out += "# TYPE allox_completion_to_bind_seconds histogram\n";
+  completion_to_bind_.render("allox_completion_to_bind_seconds", "", out);
+  out += "# HELP allox_time_to_bind_seconds From a job's arrival to its bind (alloxd's clock).\n";
+  out += "# TYPE allox_time_to_bind_seconds histogram\n";
+  time_to_bind_.render("allox_time_to_bind_seconds", "", out);
   out += "# HELP allox_bind_failures_total Binds answered with an Error.\n";
   out += "# TYPE allox_bind_failures_total counter\n";
   out += "allox_bind_failures_total " + std::to_string(bind_failures_.load()) + "\n";
@@ -138,6 +150,12 @@ std::string Metrics::render() const {
   out += "# TYPE allox_user_share gauge\n";
   for (const auto& [user, share] : user_shares_) {
     out += "allox_user_share{user=\"" + label_value(user) + "\"} " + number(share) + "\n";
+  }
+  out += "# HELP allox_user_queued_jobs Each user's jobs waiting to start.\n";
+  out += "# TYPE allox_user_queued_jobs gauge\n";
+  for (const auto& [user, count] : user_queued_) {
+    out += "allox_user_queued_jobs{user=\"" + label_value(user) + "\"} " + std::to_string(count) +
+           "\n";
   }
   return out;
 }

@@ -6,6 +6,11 @@
 //   allox_bind_failures_total                binds answered with an Error
 //   allox_queue_length, allox_running_jobs   gauges, sampled at each solve
 //   allox_user_share{user}                   each user's current share L, sampled at each solve
+//   allox_user_queued_jobs{user}             each user's queued jobs, sampled at each solve
+//   allox_completion_to_bind_seconds         a machine freed by a completion while jobs waited,
+//                                            until the next bind onto that node and device
+//   allox_time_to_bind_seconds               a job's arrival (first seen) until its bind
+// The last two are in alloxd's clock (simulated seconds under --time-scale).
 //
 // Counters and histograms are lock-free atomics (recorded on the request path); the gauges set
 // at solve time take a mutex. Thread-safe.
@@ -25,14 +30,28 @@ const char* verb_name(Verb verb);
 
 class Histogram {
  public:
-  static constexpr std::array<double, 14> kBuckets = {
+  static constexpr std::size_t kMaxBuckets = 16;
+  // Request latencies: 50 us .. 5 s.
+  static constexpr std::array<double, 14> kLatencyBuckets = {
       0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5};
+  // Waits for a machine: 100 ms .. 1 h (the unschedulable timeout, 300 s, sits between buckets).
+  static constexpr std::array<double, 14> kWaitBuckets = {0.1, 0.25, 0.5, 1,   2.5, 5,   10,
+                                                          30,  60,   120, 299, 330, 900, 3600};
+  Histogram() : Histogram(kLatencyBuckets) {}
+  template <std::size_t N>
+  explicit Histogram(const std::array<double, N>& buckets) : size_(N) {
+    static_assert(N <= kMaxBuckets);
+    for (std::size_t i = 0; i < N; ++i) buckets_[i] = buckets[i];
+  }
   void observe(double seconds);
   // Appends the _bucket, _sum and _count series; labels is "" or `verb="filter"`.
   void render(const std::string& name, const std::string& labels, std::string& out) const;
+  std::uint64_t count() const { return count_.load(std::memory_order_relaxed); }
 
  private:
-  std::array<std::atomic<std::uint64_t>, kBuckets.size()> counts_{};
+  std::array<double, kMaxBuckets> buckets_{};
+  std::size_t size_;
+  std::array<std::atomic<std::uint64_t>, kMaxBuckets> counts_{};
   std::atomic<std::uint64_t> count_{0};
   std::atomic<std::uint64_t> sum_nanos_{0};
 };
@@ -41,7 +60,11 @@ class Metrics {
  public:
   void record_request(Verb verb, int code, double seconds);
   void record_solve(double seconds, std::size_t queued, std::size_t running,
-                    std::map<std::string, double> user_shares);
+                    std::map<std::string, double> user_shares,
+                    std::map<std::string, int> user_queued = {});
+  void record_completion_to_bind(double seconds) { completion_to_bind_.observe(seconds); }
+  void record_time_to_bind(double seconds) { time_to_bind_.observe(seconds); }
+  const Histogram& completion_to_bind() const { return completion_to_bind_; }
   void record_bind_failure() { bind_failures_.fetch_add(1, std::memory_order_relaxed); }
   std::uint64_t bind_failures() const { return bind_failures_.load(); }
   std::uint64_t requests(Verb verb, int code) const;
@@ -57,11 +80,14 @@ class Metrics {
              static_cast<std::size_t>(Verb::kCount)>
       requests_{};
   Histogram solve_;
+  Histogram completion_to_bind_{Histogram::kWaitBuckets};
+  Histogram time_to_bind_{Histogram::kWaitBuckets};
   std::atomic<std::uint64_t> bind_failures_{0};
 
   mutable std::mutex mu_;
   std::size_t queued_ = 0, running_ = 0;
   std::map<std::string, double> user_shares_;
+  std::map<std::string, int> user_queued_;
 };
 
 }  // namespace allox::extender

@@ -46,6 +46,9 @@ struct Plan {
   std::unordered_map<std::string, PlannedWait> waiting;
   std::unordered_set<std::string> unrunnable;
   std::string error;  // the policy's error, when it failed
+  // Queued jobs the policy cannot take (job id -> reason); left out of the round so it goes on
+  // for everyone else. Event writers post these as FailedAndUnresolvableNodes reasons.
+  std::unordered_map<std::string, std::string> parked;
 };
 
 Plan make_plan(const PlanInput& input, const Expected<Decision>& decision,

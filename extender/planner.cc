@@ -1,6 +1,8 @@
 #include "extender/planner.h"
 
+#include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "fairness/share.h"
 
@@ -25,12 +27,14 @@ Expected<std::unique_ptr<Planner>> Planner::create(const ExtenderConfig& config,
   if (!options.clock) options.clock = wall_clock_seconds;
   auto store = Store::open(config.database);
   if (!store) return store.error();
-  auto stored = (*store)->load();
+  auto stored = (*store)->load(options.clock() - config.retention.finished_seconds);
   if (!stored) return stored.error();
   std::unique_ptr<Planner> planner(
       new Planner(config, std::move(policy), std::move(*store), metrics, std::move(options)));
   if (planner->options_.inventory) planner->book_.set_inventory(*planner->options_.inventory);
   planner->book_.restore(*stored);
+  // With an API server, restored intents are looked at (reconcile_binds) before alloxd is ready.
+  if (!planner->options_.inventory && !stored->intents.empty()) planner->intents_seen_ = false;
   return planner;
 }
 
@@ -87,12 +91,50 @@ void Planner::loop() {
   auto tick = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
       std::chrono::duration<double>(config_.tick));
   while (true) {
+    forget_history();
     solve_once();
     std::unique_lock lock(wake_mu_);
     wake_cv_.wait_for(lock, tick, [&] { return wake_pending_ || stopping_; });
     if (stopping_) return;
     wake_pending_ = false;
   }
+}
+
+void Planner::forget_history() {
+  const double at = now();
+  {
+    std::unique_lock lock(book_mu_);
+    book_.forget_finished(at - config_.retention.finished_seconds);
+  }
+  auto steady = std::chrono::steady_clock::now();
+  if (steady < next_history_prune_) return;
+  next_history_prune_ = steady + std::chrono::minutes(1);
+  (void)store_->prune_history(at - config_.retention.history_seconds);
+}
+
+Expected<Decision> Planner::decide_isolating(PlanInput& input) {
+  Expected<Decision> decision = policy_->decide(input.state);
+  if (decision || input.state.queue.empty()) return decision;
+  // Find the queued jobs the policy cannot take on their own (one pod must not stop the round
+  // for everyone: issue 11), park them with the policy's reason, and decide again.
+  std::vector<std::pair<std::string, std::string>> culprits;
+  for (const QueuedJob& queued : input.state.queue) {
+    PlanInput alone;
+    {
+      std::shared_lock lock(book_mu_);
+      alone = book_.snapshot(input.state.now, &queued.job->id);
+    }
+    if (alone.state.queue.empty()) continue;
+    if (auto d = policy_->decide(alone.state); !d)
+      culprits.push_back({queued.job->id, d.message()});
+  }
+  if (culprits.empty()) return decision;  // only the mix fails: every pod hears of it
+  {
+    std::unique_lock lock(book_mu_);
+    for (const auto& [id, reason] : culprits) book_.park(id, reason);
+    input = book_.snapshot(input.state.now);
+  }
+  return policy_->decide(input.state);
 }
 
 void Planner::solve_once() {
@@ -105,15 +147,29 @@ void Planner::solve_once() {
     input = book_.snapshot(now());
     slots = book_.slots();
   }
-  if (!has_inventory) return;
+  // No plan before the inventory is loaded and restored bind intents were looked at once.
+  if (!has_inventory || !intents_seen_.load()) return;
   auto begin = std::chrono::steady_clock::now();
-  Expected<Decision> decision = policy_->decide(input.state);
+  Expected<Decision> decision = decide_isolating(input);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-  auto plan = std::make_shared<const Plan>(make_plan(input, decision, slots, seconds));
+  Plan made = make_plan(input, decision, slots, seconds);
+  {
+    std::shared_lock lock(book_mu_);
+    for (const auto& [id, job] : book_.jobs()) {
+      if (!job.parked.empty() && job.record.phase == JobPhase::kQueued)
+        made.parked[id] = job.parked;
+    }
+  }
+  auto plan = std::make_shared<const Plan>(std::move(made));
+  std::map<std::string, int> queued_per_user;
+  for (const auto& queued : input.state.queue) ++queued_per_user[queued.job->user];
+  std::map<std::string, double> shares = current_shares(input.state);
+  share_history_.record(now(), shares);
+  // Metrics first: a filter answered from this plan may be followed at once by a /metrics read.
+  metrics_.record_solve(seconds, input.state.queue.size(), input.state.running.size(),
+                        std::move(shares), std::move(queued_per_user));
   ready_.store(true, std::memory_order_release);  // before publishing: waiters see it ready
   plans_.publish(std::move(plan));
-  metrics_.record_solve(seconds, input.state.queue.size(), input.state.running.size(),
-                        current_shares(input.state));
   if (plan_listener_) plan_listener_();
 }
 
@@ -126,39 +182,53 @@ void Planner::set_inventory(const std::vector<NodeInventory>& nodes) {
 }
 
 Expected<std::uint64_t> Planner::register_variant(const JobVariant& variant) {
-  auto unchanged = [&](const BookJob* job) {
-    if (job == nullptr) return false;
-    auto it = job->variants.find(pod_key(variant.pod));
-    return it != job->variants.end() && it->second.device == variant.device &&
-           it->second.time_hints == variant.time_hints &&
-           it->second.iterations == variant.iterations && it->second.pod.uid == variant.pod.uid;
-  };
   auto not_admitted = [&] {
     auto it = admitted_.find(variant.job_id);
     return it != admitted_.end() && it->second != pod_key(variant.pod);
   };
   {
     std::shared_lock lock(book_mu_);
-    if (unchanged(book_.job(variant.job_id)) || not_admitted()) return std::uint64_t{0};
+    if (not_admitted() || book_.classify(variant) == JobBook::Change::kNone) {
+      return std::uint64_t{0};
+    }
   }
   std::unique_lock lock(book_mu_);
+  // A sibling of a job admitted as another variant (seen again before its deletion) stays out.
   if (not_admitted()) return std::uint64_t{0};
-  const BookJob* job = book_.job(variant.job_id);
-  if (unchanged(job)) return std::uint64_t{0};
-  double arrival = now();
-  if (job == nullptr) {
-    JobRecord record;
-    record.id = variant.job_id;
-    record.user = variant.user;
-    record.arrival = arrival;
-    if (auto s = store_->record_arrival(record); !s) return s.error();
+  switch (book_.classify(variant)) {
+    case JobBook::Change::kNone:
+      return std::uint64_t{0};
+    case JobBook::Change::kNewRun: {
+      JobRecord record;
+      record.id = variant.job_id;
+      record.user = variant.user;
+      record.arrival = now();
+      // The run's row and its first variant in one transaction: no job without its pod.
+      auto row = store_->record_arrival(record, variant);
+      if (!row) return row.error();
+      record.row = *row;
+      book_.add_run(record, variant);
+      break;
+    }
+    case JobBook::Change::kVariant:
+      if (auto s = store_->record_variant(book_.job(variant.job_id)->record.row, variant); !s) {
+        return s.error();
+      }
+      book_.add_variant(variant);
+      break;
   }
-  if (auto s = store_->record_variant(variant); !s) return s.error();
-  book_.add_variant(variant, arrival);
   std::uint64_t version = book_.version();
   lock.unlock();
   wake();
   return version;
+}
+
+Status Planner::record_bind_intent(const BindIntent& intent) {
+  return store_->record_bind_intent(intent);
+}
+
+Status Planner::drop_bind_intent(std::int64_t job_row) {
+  return store_->drop_bind_intent(job_row);
 }
 
 Expected<Planner::Started> Planner::record_start(const JobVariant& variant, const std::string& node,
@@ -166,12 +236,28 @@ Expected<Planner::Started> Planner::record_start(const JobVariant& variant, cons
   Started started;
   {
     std::unique_lock lock(book_mu_);
-    auto record = book_.start(variant.job_id, variant, node, preferred_slot, now());
+    // Idempotent: the watch may report the binding (ClusterFeed) before /bind records it.
+    if (const BookJob* job = book_.job(variant.job_id);
+        job != nullptr && job->record.phase == JobPhase::kRunning && job->record.node == node &&
+        job->record.pod_namespace == variant.pod.namespace_name &&
+        job->record.pod_name == variant.pod.name) {
+      started.record = job->record;
+      return started;
+    }
+    const double started_at = now();
+    auto record = book_.start(variant.job_id, variant, node, preferred_slot, started_at);
     if (!record) return record.error();
     if (auto s = store_->record_start(*record); !s) return s.error();
+    if (auto waited = completion_to_bind_.bound(node, variant.device, started_at)) {
+      metrics_.record_completion_to_bind(*waited);
+    }
+    metrics_.record_time_to_bind(std::max(0.0, started_at - record->arrival));
     started.record = *record;
     for (const auto& [key, v] : book_.job(variant.job_id)->variants) {
-      if (key != pod_key(variant.pod)) started.unused_variants.push_back(v.pod);
+      // Only in the bound pod's namespace: a job never spans tenants (extender/pod.h).
+      if (key != pod_key(variant.pod) && v.pod.namespace_name == variant.pod.namespace_name) {
+        started.unused_variants.push_back(v.pod);
+      }
     }
   }
   wake();
@@ -187,8 +273,14 @@ Status Planner::complete(const std::string& job_id) {
       return Error{"job " + job_id + " is " + phase_name(job->record.phase) + ", not running"};
     }
     double finish = now();
-    if (auto s = store_->record_finish(job_id, finish); !s) return s;
+    const std::string node = job->record.node;
+    const DeviceType device = job->record.device;
+    if (auto s = store_->record_finish(job->record.row, finish); !s) return s;
     if (auto r = book_.finish(job_id, finish); !r) return r.error();
+    const bool waiting = std::any_of(book_.jobs().begin(), book_.jobs().end(), [](const auto& j) {
+      return j.second.record.phase == JobPhase::kQueued;
+    });
+    completion_to_bind_.freed(node, device, finish, waiting);
     admitted_.erase(job_id);
   }
   wake();
@@ -200,17 +292,21 @@ Status Planner::remove_variant(const PodIdentity& pod) {
     std::unique_lock lock(book_mu_);
     const BookJob* job = book_.job_of_pod(pod.namespace_name, pod.name);
     if (job == nullptr) return OkStatus();
-    if (job->record.phase == JobPhase::kRunning && job->record.pod_name == pod.name &&
-        job->record.pod_namespace == pod.namespace_name) {
-      return OkStatus();
-    }
+    if (job->record.phase != JobPhase::kQueued) return OkStatus();  // a run keeps its pods
     const std::string job_id = job->record.id;
-    if (auto s = store_->forget_variant(pod, job_id); !s) return s;
+    if (auto s = store_->forget_variant(pod, job->record.row); !s) return s;
     book_.remove_variant(pod.namespace_name, pod.name);
     if (book_.job(job_id) == nullptr) admitted_.erase(job_id);
   }
   wake();
   return OkStatus();
+}
+
+std::optional<std::string> Planner::admitted_as(const std::string& job_id) const {
+  std::shared_lock lock(book_mu_);
+  auto it = admitted_.find(job_id);
+  if (it == admitted_.end()) return std::nullopt;
+  return it->second;
 }
 
 Status Planner::admit(const std::string& job_id, const std::string& pod_key) {
@@ -227,7 +323,7 @@ Status Planner::admit(const std::string& job_id, const std::string& pod_key) {
       if (key != pod_key) others.push_back(variant.pod);
     }
     for (const PodIdentity& pod : others) {
-      if (auto s = store_->forget_variant(pod, job_id); !s) return s;
+      if (auto s = store_->forget_variant(pod, job->record.row); !s) return s;
       book_.remove_variant(pod.namespace_name, pod.name);
     }
     admitted_[job_id] = pod_key;
@@ -236,11 +332,64 @@ Status Planner::admit(const std::string& job_id, const std::string& pod_key) {
   return OkStatus();
 }
 
+Status Planner::remove(const std::string& job_id) {
+  {
+    std::unique_lock lock(book_mu_);
+    const BookJob* job = book_.job(job_id);
+    if (job == nullptr) return Error{"job " + job_id + " is unknown to allox"};
+    const double at = now();
+    // The book says why not (running, done, a bind in doubt) before anything is written.
+    if (job->record.phase != JobPhase::kQueued || job->intent) {
+      return book_.remove(job_id, at).error();
+    }
+    if (auto s = store_->record_removal(job->record.row, at); !s) return s;
+    if (auto r = book_.remove(job_id, at); !r) return r.error();
+  }
+  wake();
+  return OkStatus();
+}
+
+void Planner::reconcile_binds(const std::vector<PodPlacement>& pods, bool complete) {
+  std::map<std::string, const PodPlacement*> by_pod;
+  for (const PodPlacement& pod : pods) by_pod[pod_key(pod.pod)] = &pod;
+  {
+    std::unique_lock lock(book_mu_);
+    std::vector<BindIntent> intents;
+    for (const auto& [id, job] : book_.jobs()) {
+      if (job.intent) intents.push_back(*job.intent);
+    }
+    for (const BindIntent& intent : intents) {
+      auto it = by_pod.find(pod_key(intent.pod));
+      if (it == by_pod.end() && !complete) continue;
+      const PodPlacement* seen = it == by_pod.end() ? nullptr : it->second;
+      bool bound =
+          seen != nullptr && seen->exists && !seen->node_name.empty() &&
+          (intent.pod.uid.empty() || seen->pod.uid.empty() || seen->pod.uid == intent.pod.uid);
+      const BookJob* job = book_.job(intent.job_id);
+      auto variant = job->variants.find(pod_key(intent.pod));
+      if (variant == job->variants.end()) bound = false;  // nothing left to start
+      if (bound) {
+        auto record = book_.start(intent.job_id, variant->second, seen->node_name, -1, now());
+        if (record) {
+          // Not durable: the store keeps the intent, and the next start-up settles it again.
+          (void)store_->record_start(*record);
+          continue;
+        }
+        // The node left the inventory or is full in allox's view: the pod runs there anyway,
+        // but allox cannot account for it; the job stays queued rather than double-booked.
+      }
+      if (store_->drop_bind_intent(intent.job_row)) book_.clear_intent(intent.job_id);
+    }
+  }
+  intents_seen_ = true;
+  wake();
+}
+
 Status Planner::add_profile(const ProfileReport& report) {
   if (report.device.empty()) return Error{"device: missing"};
   if (report.iterations <= 0) return Error{"iterations: must be > 0"};
-  if (!(report.seconds > 0) || !std::isfinite(report.seconds)) {
-    return Error{"seconds: must be > 0"};
+  if (!(report.seconds >= kMinJobSeconds && report.seconds <= kMaxJobSeconds)) {
+    return Error{"seconds: must be within 0.001 to 2592000 (30 days)"};
   }
   {
     std::unique_lock lock(book_mu_);
@@ -250,8 +399,8 @@ Status Planner::add_profile(const ProfileReport& report) {
         report.kind == ProfileSample::Kind::kProgress) {
       return Error{"iterations: more than the job's " + std::to_string(*job->iterations)};
     }
-    ProfileSample sample{report.job_id,     report.device,  report.kind,
-                         report.iterations, report.seconds, now()};
+    ProfileSample sample{report.job_id,  report.device, report.kind,    report.iterations,
+                         report.seconds, now(),         job->record.row};
     if (auto s = store_->record_profile(sample); !s) return s;
     book_.add_sample(sample);
   }

@@ -10,6 +10,13 @@
 // The planner does not talk to kube-scheduler or the API server: the verbs (verbs.h) and the
 // cluster side (cluster_poller.h) call it.
 //
+// Isolation (issue 11): when the policy fails a round, each queued job is tried alone and the
+// ones it cannot take are parked (Plan::parked, BookJob::parked); the round then goes on for
+// everyone else. Bind intents restored from the store hold readiness back until
+// reconcile_binds() has looked at them once (with no API server, there is nothing to wait for).
+// Finished runs leave the book after retention.finished_seconds and the store after
+// retention.history_seconds.
+//
 // Thread-safe: all public methods may be called concurrently.
 #pragma once
 
@@ -25,11 +32,14 @@
 #include <unordered_map>
 #include <vector>
 
+#include "extender/bind_latency.h"
+#include "extender/cluster_api.h"
 #include "extender/config.h"
 #include "extender/job_book.h"
 #include "extender/metrics.h"
 #include "extender/plan.h"
 #include "extender/store.h"
+#include "extender/timeline.h"
 #include "fairness/policy.h"
 
 namespace allox::extender {
@@ -76,11 +86,24 @@ class Planner {
     JobRecord record;
     std::vector<PodIdentity> unused_variants;  // the job's other variants, which never run
   };
+  // Durable before the API server is asked to bind (store.h); dropped when it refuses.
+  Status record_bind_intent(const BindIntent& intent);
+  Status drop_bind_intent(std::int64_t job_row);
   // Records that `variant` was bound to `node` (on `preferred_slot` when it is free there).
+  // unused_variants holds only pods in variant's namespace: a job never spans tenants. Idempotent:
+  // a start already recorded for this pod on this node (the watch saw the binding first) is
+  // returned.
   Expected<Started> record_start(const JobVariant& variant, const std::string& node,
                                  int preferred_slot);
   // The job finished (its pod succeeded, failed or vanished, or an operator said so).
   Status complete(const std::string& job_id);
+  // An admin removes a queued job for good; its pods are refused from then on.
+  Status remove(const std::string& job_id);
+  // Settles bind intents from pods as the API server shows them: a pod with spec.nodeName was
+  // bound there (the job starts), one without was not (the intent is dropped). With `complete`
+  // (a full list, e.g. an informer's first list) an intent whose pod is absent is dropped too;
+  // otherwise absent pods are left for a later call.
+  void reconcile_binds(const std::vector<PodPlacement>& pods, bool complete);
   Status add_profile(const ProfileReport& report);
   // The pod is no longer a variant of its job (it was deleted); a waiting job left without
   // variants leaves the queue. The pod a job runs as is never removed.
@@ -88,6 +111,8 @@ class Planner {
   // The plan starts `job_id` as the variant `pod_key` ("namespace/name"): its other variants
   // leave the book and the store, so no later plan picks them (the controller deletes them).
   Status admit(const std::string& job_id, const std::string& pod_key);
+  // The variant ("namespace/name") `job_id` was admitted as, if it was.
+  std::optional<std::string> admitted_as(const std::string& job_id) const;
   // Runs on the planner thread after each plan is published. Set before start().
   void set_plan_listener(std::function<void()> listener) { plan_listener_ = std::move(listener); }
 
@@ -106,6 +131,8 @@ class Planner {
   Expected<std::vector<UsageRecord>> usage_since(double since) const {
     return store_->usage_since(since);
   }
+  // Every user's share as sampled at each solve since `from` (the status page's chart).
+  std::vector<ShareSample> shares_since(double from) const { return share_history_.since(from); }
 
   // Wakes the planner thread and waits until it has published a plan of the current book.
   void solve_now();
@@ -116,6 +143,9 @@ class Planner {
   void loop();
   void solve_once();
   void wake();
+  void forget_history();
+  // Runs the policy; when it fails, parks the queued jobs it cannot take alone and runs again.
+  Expected<Decision> decide_isolating(PlanInput& input);
 
   const ExtenderConfig config_;
   std::unique_ptr<SchedulingPolicy> policy_;  // used by the planner thread only
@@ -129,6 +159,8 @@ class Planner {
   // job -> the variant it was admitted as (guarded by book_mu_); a sibling seen again later
   // (a status update before its deletion) does not re-enter the book.
   std::unordered_map<std::string, std::string> admitted_;
+  CompletionToBind completion_to_bind_;  // under book_mu_
+  ShareHistory share_history_;
 
   std::mutex wake_mu_;
   std::condition_variable wake_cv_;
@@ -137,6 +169,8 @@ class Planner {
   std::thread thread_;
   std::atomic<bool> ready_{false};
   std::function<void()> plan_listener_;
+  std::atomic<bool> intents_seen_{true};  // false while restored bind intents await a first look
+  std::chrono::steady_clock::time_point next_history_prune_{};
 };
 
 }  // namespace allox::extender

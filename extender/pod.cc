@@ -23,6 +23,19 @@ std::optional<double> parse_number(std::string_view text) {
   return value;
 }
 
+// A positive whole number that fits int64: "1000", "1e3" and "1000.0" read as 1000.
+std::optional<std::int64_t> parse_iterations(std::string_view text) {
+  std::int64_t whole = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), whole);
+  if (ec == std::errc() && end == text.data() + text.size()) {
+    return whole >= 1 ? std::optional(whole) : std::nullopt;
+  }
+  auto n = parse_number(text);
+  // 2^63 is exactly representable; anything at or above it does not fit.
+  if (!n || *n < 1 || *n != std::floor(*n) || *n >= 9223372036854775808.0) return std::nullopt;
+  return static_cast<std::int64_t>(*n);
+}
+
 std::string string_at(const json& object, std::string_view key) {
   const json* value = find_key(object, key);
   return value != nullptr && value->is_string() ? value->get<std::string>() : std::string();
@@ -120,13 +133,27 @@ Expected<PodIdentity> pod_identity(const json& pod) {
   return id;
 }
 
-Expected<JobVariant> read_job_variant(const json& pod, const DeviceMapping& mapping) {
+std::string Tenancy::charged_user(const std::string& namespace_name,
+                                  const std::string& annotated) const {
+  if (!annotated.empty() && user_annotation_namespaces.count(namespace_name)) return annotated;
+  auto mapped = namespace_users.find(namespace_name);
+  return mapped != namespace_users.end() ? mapped->second : namespace_name;
+}
+
+std::string job_id_in_namespace(const std::string& namespace_name, const std::string& annotated) {
+  const std::string prefix = namespace_name + "/";
+  if (std::string_view(annotated).starts_with(prefix)) return annotated;
+  return prefix + annotated;
+}
+
+Expected<JobVariant> read_job_variant(const json& pod, const DeviceMapping& mapping,
+                                      const Tenancy& tenancy) {
   auto id = pod_identity(pod);
   if (!id) return id.error();
   JobVariant variant;
   variant.pod = std::move(*id);
-  variant.job_id = variant.pod.namespace_name + "/" + variant.pod.name;
-  variant.user = variant.pod.namespace_name;
+  std::string job_annotation = variant.pod.name;
+  std::string user_annotation;
 
   const json* metadata = find_key(pod, "metadata");
   const json* annotations = find_key(*metadata, "annotations");
@@ -139,28 +166,35 @@ Expected<JobVariant> read_job_variant(const json& pod, const DeviceMapping& mapp
       std::string where = "annotation " + key + ": ";
       if (key == "allox.io/job") {
         if (text.empty()) return Error{where + "empty job id"};
-        variant.job_id = text;
+        job_annotation = text;
       } else if (key == "allox.io/user") {
         if (text.empty()) return Error{where + "empty user"};
-        variant.user = text;
+        user_annotation = text;
       } else if (key == "allox.io/device") {
         device_annotation = text;
       } else if (key == "allox.io/iterations") {
-        auto n = parse_number(text);
-        if (!n || *n < 1 || *n != std::floor(*n)) {
-          return Error{where + "\"" + text + "\" is not a positive whole number"};
+        auto n = parse_iterations(text);
+        if (!n) {
+          return Error{where + "\"" + text + "\" is not a positive whole number within int64"};
         }
-        variant.iterations = static_cast<std::int64_t>(*n);
+        variant.iterations = *n;
       } else if (std::string_view(key).starts_with(kTimePrefix)) {
         auto seconds = parse_number(text);
         if (!seconds || *seconds <= 0) {
           return Error{where + "\"" + text + "\" is not a number of seconds"};
+        }
+        if (*seconds < kMinJobSeconds || *seconds > kMaxJobSeconds) {
+          return Error{where + "\"" + text +
+                       "\" seconds is out of range: 0.001 to 2592000 (30 days)"};
         }
         variant.time_hints[key.substr(kTimePrefix.size())] = *seconds;
       }
       // Other allox.io/ annotations (allox.io/admitted, set by allox itself) carry no input.
     }
   }
+
+  variant.job_id = job_id_in_namespace(variant.pod.namespace_name, job_annotation);
+  variant.user = tenancy.charged_user(variant.pod.namespace_name, user_annotation);
 
   if (!device_annotation.empty()) {
     variant.device = device_annotation;

@@ -2,12 +2,18 @@
 // requests, turned into a JobVariant (DESIGN section 5, "Pod conventions").
 //
 //   allox.io/job          job id; pods sharing it are device variants of one job
-//                         (default: namespace/name)
-//   allox.io/user         the user charged for the job (default: the namespace)
+//                         (default: name). The id always lives in the pod's namespace: "train"
+//                         and "team-a/train" in namespace team-a name job team-a/train, while
+//                         "team-a/train" in namespace team-b names team-b/team-a/train, so one
+//                         tenant can never join, block or delete another's job.
+//   allox.io/user         the user charged for the job, read only in namespaces the Tenancy
+//                         rules list (elsewhere it is ignored: the charged user is the
+//                         namespace, or the user the rules map the namespace to)
 //   allox.io/device       device type of this variant (default: inferred from the requested
 //                         resources through the config's resource mapping, else the CPU device)
-//   allox.io/iterations   total iterations (profiler input)
-//   allox.io/time.<dev>   processing-time hint in seconds on device <dev>
+//   allox.io/iterations   total iterations (profiler input), a whole number within int64
+//   allox.io/time.<dev>   processing-time hint in seconds on device <dev>, within
+//                         [kMinJobSeconds, kMaxJobSeconds]
 //
 // Resource requests are summed over containers (limits stand in for missing requests, as in
 // Kubernetes). Quantities use Kubernetes suffixes (500m, 2, 1k, 32Gi). Thread-safe: pure.
@@ -17,6 +23,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -26,6 +33,23 @@
 namespace allox::extender {
 
 struct DeviceMapping;  // extender/config.h
+
+// Bounds on any processing time alloxd accepts (hints, profile fits, estimates): 1 ms to 30
+// days. Values outside are input errors, never handed to the matcher, whose integer costs
+// would overflow on them (issue 11: one pod with time.gpu 1e300 stopped every round).
+inline constexpr double kMinJobSeconds = 0.001;
+inline constexpr double kMaxJobSeconds = 30.0 * 24 * 3600;
+
+// Who pays for a pod's job. By default the namespace is the user; an operator may map
+// namespaces to users, or let listed namespaces name their user with allox.io/user.
+struct Tenancy {
+  std::map<std::string, std::string> namespace_users;
+  std::set<std::string> user_annotation_namespaces;
+
+  // The user charged for a pod in `namespace_name` whose allox.io/user is `annotated` ("" when
+  // absent).
+  std::string charged_user(const std::string& namespace_name, const std::string& annotated) const;
+};
 
 struct PodIdentity {
   std::string name;
@@ -49,8 +73,13 @@ Expected<double> parse_quantity(std::string_view text);
 // missing namespace reads as "default", a missing uid as "").
 Expected<PodIdentity> pod_identity(const nlohmann::json& pod);
 
+// The id of the job that allox.io/job value `annotated` names for a pod in `namespace_name`
+// ("" means the pod's own name): always "<namespace_name>/...".
+std::string job_id_in_namespace(const std::string& namespace_name, const std::string& annotated);
+
 // Reads the pod as a job variant. Errors name the field, e.g.
 // `annotation allox.io/time.gpu: "fast" is not a number of seconds`.
-Expected<JobVariant> read_job_variant(const nlohmann::json& pod, const DeviceMapping& mapping);
+Expected<JobVariant> read_job_variant(const nlohmann::json& pod, const DeviceMapping& mapping,
+                                      const Tenancy& tenancy = {});
 
 }  // namespace allox::extender

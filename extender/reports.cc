@@ -11,56 +11,39 @@ namespace allox::extender {
 
 using nlohmann::json;
 
-FairnessReport fairness_report(const JobBook& book, const std::vector<UsageRecord>& usage,
-                               double now, double window) {
-  FairnessReport report;
-  report.now = now;
-  report.window = window;
-  std::map<DeviceType, int> machines;
-  for (const MachineSlot& slot : book.slots()) ++machines[slot.device];
-  std::map<std::string, UserReport> users;
-  std::map<std::string, double> jct_sum;
-  for (const auto& [user, share] : current_shares(book.snapshot(report.now).state)) {
-    users[user].user = user;
-    users[user].share = share;
-  }
+Expected<FairnessReport> fairness_report(const JobBook& book, double now, double window) {
+  ReportInput input;
+  input.now = now;
+  input.window = window;
+  for (const MachineSlot& slot : book.slots()) ++input.machines[slot.device];
   for (const auto& [id, job] : book.jobs()) {
-    UserReport& u = users[job.record.user];
-    u.user = job.record.user;
-    switch (job.record.phase) {
-      case JobPhase::kQueued:
-        ++u.queued;
-        break;
-      case JobPhase::kRunning:
-        ++u.running;
-        break;
-      case JobPhase::kDone:
-        ++u.done;
-        jct_sum[u.user] += job.record.finish - job.record.arrival;
-        break;
+    const JobRecord& r = job.record;
+    if (r.phase == JobPhase::kRemoved) continue;  // removed unrun by an admin: no share, no JCT
+    JobRun run;
+    run.job = id;
+    run.user = r.user;
+    run.arrival = r.arrival;
+    if (r.phase != JobPhase::kQueued) {
+      run.start = r.start;
+      run.device = r.device;
+      run.machine = r.node + "/" + r.device + "-" + std::to_string(r.machine);
+      // A node that left the inventory still ran the job: count its machine, do not fail.
+      if (!input.machines.contains(r.device)) input.machines[r.device] = 1;
     }
+    if (r.phase == JobPhase::kDone) run.finish = r.finish;
+    for (const auto& [key, variant] : job.variants) {
+      run.times[variant.device] = book.estimate(job, variant.device).seconds;
+    }
+    input.jobs.push_back(std::move(run));
   }
-  for (const UsageRecord& row : usage) {
-    double begin = std::max(row.start, report.now - report.window);
-    double end = row.end.value_or(report.now);
-    if (end <= begin) continue;
-    UserReport& u = users[row.user];
-    u.user = row.user;
-    u.window_share += (end - begin) / report.window / std::max(1, machines[row.device]);
-  }
-  std::vector<double> active_shares;
-  for (auto& [name, u] : users) {
-    if (u.done > 0) u.mean_jct = jct_sum[name] / u.done;
-    if (u.queued + u.running > 0) active_shares.push_back(u.share);
-    report.users.push_back(u);
-  }
-  report.jain_index = allox::jain_index(active_shares);
-  return report;
+  return make_report(input);
 }
 
 JobView job_view(const JobBook& book, const BookJob& job, const Plan& plan, double now) {
   JobView view;
   view.record = job.record;
+  view.parked = job.parked;
+  if (job.intent) view.bind_in_doubt = job.intent->node;
   for (const auto& [key, variant] : job.variants) {
     view.variants.push_back({key, variant.device, book.estimate(job, variant.device)});
   }
@@ -109,23 +92,6 @@ QueueView queue_view(const JobBook& book, const Plan& plan, double now) {
   return view;
 }
 
-json to_json(const FairnessReport& report) {
-  json users = json::array();
-  for (const UserReport& u : report.users) {
-    users.push_back({{"user", u.user},
-                     {"share", u.share},
-                     {"window_share", u.window_share},
-                     {"queued", u.queued},
-                     {"running", u.running},
-                     {"done", u.done},
-                     {"mean_jct", u.mean_jct ? json(*u.mean_jct) : json(nullptr)}});
-  }
-  return {{"now", report.now},
-          {"window_seconds", report.window},
-          {"jain_index", report.jain_index},
-          {"users", users}};
-}
-
 json to_json(const JobView& job) {
   const JobRecord& r = job.record;
   json out = {
@@ -139,7 +105,7 @@ json to_json(const JobView& job) {
                         {"profile_samples", v.estimate.samples}});
   }
   out["variants"] = variants;
-  if (r.phase != JobPhase::kQueued) {
+  if (r.phase == JobPhase::kRunning || r.phase == JobPhase::kDone) {
     out["pod"] = r.pod_namespace + "/" + r.pod_name;
     out["node"] = r.node;
     out["device"] = r.device;
@@ -149,6 +115,10 @@ json to_json(const JobView& job) {
     out["finish"] = r.finish;
     out["jct"] = r.finish - r.arrival;
   }
+  if (r.phase == JobPhase::kRemoved) out["removed_at"] = r.finish;
+  // FailedAndUnresolvableNodes: why the policy cannot take this job (extender/planner.h).
+  if (!job.parked.empty()) out["parked"] = job.parked;
+  if (!job.bind_in_doubt.empty()) out["bind_in_doubt"] = job.bind_in_doubt;
   if (job.remaining) out["remaining_seconds"] = *job.remaining;
   if (job.planned_start) {
     out["plan"] = {{"starts_now", true},

@@ -1,6 +1,7 @@
 #include "extender/routes.h"
 
 #include <cmath>
+#include <limits>
 
 #include "extender/admission.h"
 #include "extender/status_page.h"
@@ -48,7 +49,10 @@ Expected<ProfileReport> parse_profile(const json& value, const std::string& wher
   if (auto s = text("job", report.job_id); !s) return s.error();
   if (auto s = text("device", report.device); !s) return s.error();
   const json* iterations = find_key(value, "iterations");
+  // Above int64 the parser gives an unsigned number, which would wrap negative.
   if (iterations == nullptr || !iterations->is_number_integer() ||
+      (iterations->is_number_unsigned() &&
+       iterations->get<std::uint64_t>() > std::numeric_limits<std::int64_t>::max()) ||
       iterations->get<std::int64_t>() <= 0) {
     return Error{where + ".iterations: expected a positive integer"};
   }
@@ -95,19 +99,17 @@ HttpReply extender_verb(ExtenderService& service, const HttpRequest& request) {
   if (path == "/filter" || path == "/prioritize") {
     auto args = parse_extender_args(request.body);
     if (!args) return error_reply(400, args.message());
-    if (path == "/filter") {
-      return {200, "application/json", render_filter_result(service.filter(*args))};
-    }
-    return json_reply(200, to_json(service.prioritize(*args)));
+    if (path == "/filter") return {200, "application/json", render(service.filter(*args))};
+    return {200, "application/json", render(service.prioritize(*args))};
   }
   if (path == "/bind") {
     auto args = parse_binding_args(request.body);
     if (!args) return error_reply(400, args.message());
-    return json_reply(200, to_json(service.bind(*args)));
+    return {200, "application/json", render(service.bind(*args))};
   }
   auto args = parse_preemption_args(request.body);
   if (!args) return error_reply(400, args.message());
-  return json_reply(200, to_json(service.preempt(*args)));
+  return {200, "application/json", render(service.preempt(*args))};
 }
 
 }  // namespace
@@ -121,10 +123,15 @@ Verb verb_of(const std::string& path) {
   return Verb::kStatus;
 }
 
+bool may_block(const HttpRequest& request) {
+  return request.path == "/bind";
+}
+
 HttpReply route(ExtenderService& service, const HttpRequest& request) {
   const std::string& path = request.path;
   const bool get = request.method == "GET";
   const bool post = request.method == "POST";
+  const bool del = request.method == "DELETE";
   Verb verb = verb_of(path);
   if (verb == Verb::kFilter || verb == Verb::kPrioritize || verb == Verb::kBind ||
       verb == Verb::kPreempt) {
@@ -146,10 +153,16 @@ HttpReply route(ExtenderService& service, const HttpRequest& request) {
     return {200, "text/plain; version=0.0.4", service.metrics().render()};
   }
   if (path == "/" && get) {
+    const auto fairness = service.fairness();  // an inconsistent book shows no shares
     return {200, "text/html; charset=utf-8",
-            render_status_page(service.queue(), service.fairness())};
+            render_status_page(service.queue(), fairness ? *fairness : FairnessReport{},
+                               service.timeline(6 * 3600))};
   }
-  if (path == "/v1/fairness" && get) return json_reply(200, to_json(service.fairness()));
+  if (path == "/v1/fairness" && get) {
+    auto report = service.fairness();
+    if (!report) return error_reply(500, "fairness report: " + report.message());
+    return json_reply(200, report_to_json(*report));
+  }
   if (path == "/v1/queue" && get) return json_reply(200, to_json(service.queue()));
   if (path == "/v1/profiles" && post) {
     if (auto denied = check_admin(service, request)) return *denied;
@@ -163,6 +176,12 @@ HttpReply route(ExtenderService& service, const HttpRequest& request) {
       if (!service.job(id)) return error_reply(404, "job " + id + " is unknown to allox");
       if (auto s = service.complete(id); !s) return error_reply(409, s.message());
       return json_reply(200, {{"job", id}, {"phase", "done"}});
+    }
+    if (del) {  // an admin removes a queued job (one its pods can no longer rejoin)
+      if (auto denied = check_admin(service, request)) return *denied;
+      if (!service.job(rest)) return error_reply(404, "job " + rest + " is unknown to allox");
+      if (auto s = service.remove(rest); !s) return error_reply(409, s.message());
+      return json_reply(200, {{"job", rest}, {"phase", "removed"}});
     }
     if (get) {
       auto job = service.job(rest);

@@ -1,15 +1,17 @@
 // alloxd's HTTP routes, as a pure function from a request to a reply, so tests can drive every
-// endpoint without sockets and the HTTP adapter (http_server.h) stays a thin shell.
+// endpoint without sockets and the HTTP server (http_server.h) stays a thin shell.
 //
-//   POST /filter /prioritize /bind /preempt   kube-scheduler's extender verbs (wire.h)
-//   POST /admission/gate                      the gate webhook: AdmissionReview v1 (admission.h);
-//                                             400 naming the field when malformed
-//   GET  /healthz                             200 while the process serves
-//   GET  /readyz                              200 once the inventory is loaded and planned, else
-//   503 GET  /metrics                             Prometheus text format GET  /v1/fairness
-//   /v1/queue /v1/jobs/{id} JSON reports (job ids may contain '/') POST /v1/profiles profile or
-//   progress samples      (admin token) POST /v1/jobs/{id}/done                   the job finished
-//   (admin token) GET  /                                    the status page for people
+//   POST   /filter /prioritize /bind /preempt   kube-scheduler's extender verbs (wire.h)
+//   POST   /admission/gate     the gate webhook: AdmissionReview v1 (admission.h); 400 naming
+//                              the field when malformed
+//   GET    /healthz            200 while the process serves
+//   GET    /readyz             200 once the inventory is loaded and planned, else 503
+//   GET    /metrics            Prometheus text format
+//   GET    /v1/fairness /v1/queue /v1/jobs/{id}   JSON reports (job ids contain '/')
+//   POST   /v1/profiles        profile or progress samples (admin token)
+//   POST   /v1/jobs/{id}/done  the job finished (admin token)
+//   DELETE /v1/jobs/{id}       remove a queued job; its pods are refused (admin token)
+//   GET    /                   the status page for people
 //
 // A well-formed extender request always gets 200 (kube-scheduler ignores other bodies); a
 // malformed one gets 400 with {"error": "..."} naming the problem and changes nothing. Admin
@@ -19,27 +21,19 @@
 
 #include <string>
 
+#include "extender/http_message.h"
 #include "extender/metrics.h"
 #include "extender/service.h"
 
 namespace allox::extender {
 
-struct HttpRequest {
-  std::string method;         // GET, POST, ...
-  std::string path;           // percent-decoded, without the query string
-  std::string authorization;  // the Authorization header, if any
-  std::string body;
-};
-
-struct HttpReply {
-  int status = 200;
-  std::string content_type = "application/json";
-  std::string body;
-};
-
 // Which metrics family a path belongs to.
 Verb verb_of(const std::string& path);
 
 HttpReply route(ExtenderService& service, const HttpRequest& request);
+
+// True for requests whose answer may wait on the API server (POST /bind); the HTTP server runs
+// them off its I/O threads. Everything else answers from memory or the local store.
+bool may_block(const HttpRequest& request);
 
 }  // namespace allox::extender

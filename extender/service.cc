@@ -92,14 +92,10 @@ bool ExtenderService::ready() const {
 bool ExtenderService::leading() const {
   return lease_ == nullptr || lease_->leading();
 }
-FairnessReport ExtenderService::fairness() const {
-  constexpr double kWindow = 3600;
-  double now = planner_->now();
-  auto usage = planner_->usage_since(now - kWindow);
-  static const std::vector<UsageRecord> kNoUsage;
-  return planner_->read([&](const JobBook& book) {
-    return fairness_report(book, usage ? *usage : kNoUsage, now, kWindow);
-  });
+Expected<FairnessReport> ExtenderService::fairness() const {
+  const double now = planner_->now();
+  const double window = planner_->config().fairness_window;
+  return planner_->read([&](const JobBook& book) { return fairness_report(book, now, window); });
 }
 
 QueueView ExtenderService::queue() const {

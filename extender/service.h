@@ -29,6 +29,7 @@
 #include "extender/metrics.h"
 #include "extender/planner.h"
 #include "extender/reports.h"
+#include "extender/timeline.h"
 #include "extender/verbs.h"
 #include "fairness/policy.h"
 
@@ -73,11 +74,25 @@ class ExtenderService {
   // The job finished (POST /v1/jobs/{id}/done; with an API server, its pod's watch events).
   Status complete(const std::string& job_id) { return planner_->complete(job_id); }
   Status add_profile(const ProfileReport& report) { return planner_->add_profile(report); }
+  // DELETE /v1/jobs/{id}: an admin removes a queued job; its pods are refused from then on.
+  Status remove(const std::string& job_id) { return planner_->remove(job_id); }
+  // Settles bind intents from observed pods (Planner::reconcile_binds); an informer's lists
+  // call it, as the poller does with single GETs.
+  void reconcile_binds(const std::vector<PodPlacement>& pods, bool complete) {
+    planner_->reconcile_binds(pods, complete);
+  }
 
-  FairnessReport fairness() const;
+  // fairness/report.h's report over the book, windowed over config().fairness_window.
+  Expected<FairnessReport> fairness() const;
   QueueView queue() const;
   Expected<JobView> job(const std::string& job_id) const;
+  // Each machine's jobs over the last window_seconds, the plan's next starts, and every user's
+  // share over that window (the status page; extender/service_timeline.cc).
+  Timeline timeline(double window_seconds) const;
 
+  // The latest plan: starts, queue positions, and parked jobs with their reasons (for event
+  // writers).
+  std::shared_ptr<const Plan> plan() const { return planner_->latest_plan(); }
   Metrics& metrics() { return metrics_; }
   const ExtenderConfig& config() const { return planner_->config(); }
   // Whether this replica acts on the cluster (holds the Lease, or has no API server).

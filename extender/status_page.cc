@@ -46,7 +46,8 @@ small { color: #666; }
 
 }  // namespace
 
-std::string render_status_page(const QueueView& queue, const FairnessReport& fairness) {
+std::string render_status_page(const QueueView& queue, const FairnessReport& fairness,
+                               const Timeline& timeline) {
   std::string html;
   html += "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">";
   html += "<meta http-equiv=\"refresh\" content=\"5\">";
@@ -58,7 +59,7 @@ std::string render_status_page(const QueueView& queue, const FairnessReport& fai
           std::to_string(queue.machines) + "</span>";
   html += "<span>Queued jobs: " + std::to_string(queue.queued.size()) + "</span>";
   html += "<span>Running jobs: " + std::to_string(queue.running.size()) + "</span>";
-  html += "<span>Jain's index: " + fixed(fairness.jain_index, 3) + "</span>";
+  html += "<span>Jain's index: " + fixed(fairness.jain_windowed_share, 3) + "</span>";
   if (queue.plan_solved_at > 0) {
     html += "<span>Last plan: " + duration(queue.now - queue.plan_solved_at) + " ago, solved in " +
             fixed(queue.plan_solve_seconds * 1000, 2) + " ms</span>";
@@ -75,7 +76,8 @@ std::string render_status_page(const QueueView& queue, const FairnessReport& fai
   } else {
     const int row = 26, label = 140, width = 360;
     double top = 0;
-    for (const UserReport& u : fairness.users) top = std::max({top, u.share, u.window_share});
+    for (const UserReport& u : fairness.users)
+      top = std::max({top, u.current_share, u.windowed_share});
     if (top <= 0) top = 1;
     int height = row * static_cast<int>(fairness.users.size()) + 10;
     html += "<svg role=\"img\" aria-label=\"per-user share chart\" width=\"" +
@@ -84,8 +86,8 @@ std::string render_status_page(const QueueView& queue, const FairnessReport& fai
     for (std::size_t i = 0; i < fairness.users.size(); ++i) {
       const UserReport& u = fairness.users[i];
       int y = static_cast<int>(i) * row + 5;
-      int bar = static_cast<int>(std::lround(u.share / top * width));
-      int window_bar = static_cast<int>(std::lround(u.window_share / top * width));
+      int bar = static_cast<int>(std::lround(u.current_share / top * width));
+      int window_bar = static_cast<int>(std::lround(u.windowed_share / top * width));
       html +=
           "<text x=\"0\" y=\"" + std::to_string(y + 15) + "\">" + markup_escape(u.user) + "</text>";
       html += "<rect x=\"" + std::to_string(label) + "\" y=\"" + std::to_string(y + 2) +
@@ -95,19 +97,29 @@ std::string render_status_page(const QueueView& queue, const FairnessReport& fai
               "\" width=\"" + std::to_string(bar) +
               "\" height=\"10\" fill=\"#2f6db5\"><title>current share</title></rect>";
       html += "<text x=\"" + std::to_string(label + width + 8) + "\" y=\"" +
-              std::to_string(y + 15) + "\">" + fixed(u.share, 3) + " (window " +
-              fixed(u.window_share, 3) + ")</text>";
+              std::to_string(y + 15) + "\">" + fixed(u.current_share, 3) + " (window " +
+              fixed(u.windowed_share, 3) + ")</text>";
     }
     html +=
         "</svg>\n<table><tr><th>User</th><th>Share</th><th>Window share</th><th>Queued</th>"
         "<th>Running</th><th>Done</th><th>Mean JCT</th></tr>\n";
     for (const UserReport& u : fairness.users) {
-      html += "<tr><td>" + markup_escape(u.user) + "</td><td>" + fixed(u.share, 3) + "</td><td>" +
-              fixed(u.window_share, 3) + "</td><td>" + std::to_string(u.queued) + "</td><td>" +
-              std::to_string(u.running) + "</td><td>" + std::to_string(u.done) + "</td><td>" +
-              (u.mean_jct ? duration(*u.mean_jct) : std::string("-")) + "</td></tr>\n";
+      html += "<tr><td>" + markup_escape(u.user) + "</td><td>" + fixed(u.current_share, 3) +
+              "</td><td>" + fixed(u.windowed_share, 3) + "</td><td>" + std::to_string(u.queued) +
+              "</td><td>" + std::to_string(u.running) + "</td><td>" + std::to_string(u.done) +
+              "</td><td>" + (u.mean_jct ? duration(*u.mean_jct) : std::string("-")) +
+              "</td></tr>\n";
     }
     html += "</table>\n";
+  }
+
+  if (!timeline.machines.empty()) {
+    html += "<h2>Timeline</h2>\n<p><small>Each machine's jobs since " +
+            duration(timeline.now - timeline.from) +
+            " ago, coloured by user; solid: done, darker: running, dashed: the plan's next "
+            "starts; the red line is now.</small></p>\n";
+    html += render_machine_timeline(timeline) + "\n";
+    html += "<h2>Share over time</h2>\n" + render_share_history(timeline) + "\n";
   }
 
   html += "<h2>Queue</h2>\n";

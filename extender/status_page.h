@@ -1,15 +1,18 @@
 // GET / : a self-contained HTML page for people (no scripts, no external assets) showing the
-// cluster summary, per-user shares as a bar chart (inline SVG), the queue in plan order with
-// each job's estimates and expected start, and the current placements. It refreshes itself
-// every 5 seconds. Thread-safe: pure.
+// cluster summary, per-user shares as a bar chart (inline SVG), a timeline of each machine's
+// jobs over the last hours coloured by user with the plan's next starts, each user's share over
+// time, the queue in plan order with each job's estimates and expected start, and the current
+// placements. It refreshes itself every 5 seconds. Thread-safe: pure.
 #pragma once
 
 #include <string>
 
 #include "extender/reports.h"
+#include "extender/timeline.h"
 
 namespace allox::extender {
 
-std::string render_status_page(const QueueView& queue, const FairnessReport& fairness);
+std::string render_status_page(const QueueView& queue, const FairnessReport& fairness,
+                               const Timeline& timeline = {});
 
 }  // namespace allox::extender

@@ -1,14 +1,30 @@
-// alloxd's durable state in an embedded SQLite database: job lifecycle, the pods that are device
-// variants of each job, profiling and progress samples, and usage history.
+// alloxd's durable state in an embedded SQLite database: job runs, the pods that are device
+// variants of each, bind intents, profiling and progress samples, and usage history.
 //
 // The database runs in WAL mode with synchronous=FULL: a write method returns only after its
 // transaction is on disk, so once alloxd acknowledges a request that wrote (a bind, a profile, a
-// completion, a newly seen pod) a kill -9 or power cut cannot lose it. Writes are single
-// statements or one transaction each. load() reads everything back to rebuild the queue.
+// completion, a newly seen pod) a kill -9 or power cut cannot lose it. Each method is exactly one
+// transaction, so a crash leaves either all of a change or none of it: a new job's row and its
+// first variant row are written together, a start together with its usage row. Every SQLite
+// result is checked: BUSY or IOERR while reading is an error, never "no more rows", and a
+// failed COMMIT is rolled back.
+//
+// A job id names a job for as long as it is queued or running; once done (or removed by an
+// admin) a pod re-created under the same id starts a new run of it. Each run is one row, keyed by
+// JobRecord::row, so history keeps every run.
+//
+// A bind is recorded twice: as an intent before the API server is asked (record_bind_intent),
+// and as a start once it answered (record_start, which clears the intent). An intent found at
+// start-up means alloxd died in between; the service reconciles it from the pod's
+// spec.nodeName.
 //
 // Thread-safe: one connection guarded by a mutex.
 #pragma once
 
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -22,10 +38,12 @@ struct sqlite3;
 
 namespace allox::extender {
 
-enum class JobPhase { kQueued, kRunning, kDone };
+// kRemoved: an admin removed the queued job (DELETE /v1/jobs/{id}); its pods are refused.
+enum class JobPhase { kQueued, kRunning, kDone, kRemoved };
 const char* phase_name(JobPhase phase);
 
 struct JobRecord {
+  std::int64_t row = 0;  // the store's key for this run of the job; 0 until recorded
   std::string id;
   std::string user;
   double arrival = 0;  // unix seconds
@@ -36,7 +54,7 @@ struct JobRecord {
   DeviceType device;
   int machine = -1;  // index of the slot among the node's machines of `device`
   double start = 0;
-  double finish = 0;  // once done
+  double finish = 0;  // once done or removed
 };
 
 struct ProfileSample {
@@ -47,6 +65,22 @@ struct ProfileSample {
   std::int64_t iterations = 0;  // iterations run (profile) or completed so far (progress)
   double seconds = 0;           // wall time they took
   double at = 0;                // unix seconds when reported
+  std::int64_t job_row = 0;     // JobRecord::row of the run it belongs to
+};
+
+struct StoredVariant {
+  std::int64_t job_row = 0;
+  JobVariant variant;
+};
+
+// A bind alloxd asked the API server for and has not yet seen answered.
+struct BindIntent {
+  std::int64_t job_row = 0;
+  std::string job_id;
+  PodIdentity pod;
+  std::string node;
+  DeviceType device;
+  double at = 0;
 };
 
 struct UsageRecord {
@@ -59,38 +93,58 @@ struct UsageRecord {
 };
 
 struct StoredState {
-  std::vector<JobRecord> jobs;
-  std::vector<JobVariant> variants;
+  std::vector<JobRecord> jobs;  // by row: a later run of an id comes after the earlier one
+  std::vector<StoredVariant> variants;
   std::vector<ProfileSample> profiles;
+  std::vector<BindIntent> intents;
 };
 
 class Store {
  public:
-  // Opens (creating if needed) the database at path; ":memory:" gives a throw-away one.
-  static Expected<std::unique_ptr<Store>> open(const std::string& path);
+  // Opens (creating if needed) the database at path; ":memory:" gives a throw-away one. A
+  // database written before job runs had rows is migrated in one transaction. A write waits
+  // up to `busy_timeout` for another connection's lock, then fails with SQLite's BUSY.
+  static Expected<std::unique_ptr<Store>> open(
+      const std::string& path, std::chrono::milliseconds busy_timeout = std::chrono::seconds(5));
   ~Store();
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
 
-  // A job seen for the first time, with the pod that introduced it. Idempotent on ids.
-  Status record_arrival(const JobRecord& job);
-  Status record_variant(const JobVariant& variant);
-  // The job was bound: phase running and a usage row opened, in one transaction.
+  // A new run of a job, with the pod that introduced it. Returns the run's row.
+  Expected<std::int64_t> record_arrival(const JobRecord& job, const JobVariant& first);
+  // Another (or a changed) variant pod of the run `job_row`.
+  Status record_variant(std::int64_t job_row, const JobVariant& variant);
+  Status record_bind_intent(const BindIntent& intent);
+  // The API server refused the bind, or reconciliation found it never happened.
+  Status drop_bind_intent(std::int64_t job_row);
+  // The run (job.row) was bound: phase running, a usage row opened, its intent cleared.
   Status record_start(const JobRecord& job);
-  // The job finished at `finish`: phase done and its usage row closed, in one transaction.
-  Status record_finish(const std::string& job_id, double finish);
+  // The run finished at `finish`: phase done and its usage row closed.
+  Status record_finish(std::int64_t job_row, double finish);
+  // An admin removed the queued run at `at`.
+  Status record_removal(std::int64_t job_row, double at);
   Status record_profile(const ProfileSample& sample);
-  // The pod is no longer a variant of its job (deleted, or its job was admitted to another
-  // variant); a queued job left without variants is forgotten with it. One transaction.
-  Status forget_variant(const PodIdentity& pod, const std::string& job_id);
+  // The pod is no longer a variant of the run `job_row` (deleted, or the run was admitted as
+  // another variant); a queued run left without variants is forgotten with its samples.
+  Status forget_variant(const PodIdentity& pod, std::int64_t job_row);
 
-  Expected<StoredState> load();
+  // Queued, running and removed runs, and done runs that finished at or after
+  // `finished_since`, with their variants, samples and bind intents.
+  Expected<StoredState> load(double finished_since = -std::numeric_limits<double>::infinity());
+  // Deletes done and removed runs that finished before `finished_before`, with their variants,
+  // samples and usage rows. Returns how many runs went.
+  Expected<int> prune_history(double finished_before);
   // Usage rows that overlap [since, now]: open rows and rows that ended after `since`.
   Expected<std::vector<UsageRecord>> usage_since(double since);
 
  private:
   explicit Store(sqlite3* db) : db_(db) {}
   Status exec(const char* sql);
+  Status migrate();
+  // Runs `body` inside BEGIN ... COMMIT (IMMEDIATE: takes the write lock up front, so a write
+  // never fails half-way on a lock); rolls back when body or COMMIT fails.
+  enum class Mode { kRead, kWrite };
+  Status transaction(const std::function<Status()>& body, Mode mode = Mode::kWrite);
 
   std::mutex mu_;
   sqlite3* db_;

@@ -37,7 +37,7 @@ FilterResult ExtenderVerbs::filter(const ExtenderArgs& args) {
     return result;
   }
   const DeviceMapping& devices = planner_.config().devices;
-  auto variant = read_job_variant(args.pod, devices);
+  auto variant = read_job_variant(args.pod, devices, planner_.config().tenancy);
   if (!variant) {
     for (const std::string& node : candidates) {
       result.failed_and_unresolvable_nodes[node] =
@@ -80,10 +80,18 @@ FilterResult ExtenderVerbs::filter(const ExtenderArgs& args) {
               job->record.pod_name + " on " + job->record.node;
     } else if (job->record.phase == JobPhase::kDone) {
       never = "job " + id + " has finished";
+    } else if (job->record.phase == JobPhase::kRemoved) {
+      never = "job " + id + " was removed by an admin";
+    } else if (!job->parked.empty()) {
+      never = "allox cannot schedule job " + id + ": " + job->parked +
+              " (fix the pod's allox.io annotations, or DELETE /v1/jobs/" + id + ")";
     }
     std::string wait_reason;
     const PlannedStart* start = nullptr;
-    if (auto it = plan->starts.find(id); it != plan->starts.end()) {
+    if (job != nullptr && job->intent) {
+      wait_reason = "job " + id + ": a bind to " + job->intent->node +
+                    " from before alloxd restarted is being confirmed with the API server";
+    } else if (auto it = plan->starts.find(id); it != plan->starts.end()) {
       start = &it->second;
       if (start->device != variant->device) {
         wait_reason = "job " + id + " starts on " + start->device + " (another variant); this " +
@@ -96,7 +104,7 @@ FilterResult ExtenderVerbs::filter(const ExtenderArgs& args) {
       if (w->second.estimated_start) {
         wait_reason += ", est. start in " + whole_seconds(*w->second.estimated_start - now);
       }
-    } else if (!plan->error.empty()) {
+    } else if (!plan->error.empty() && never.empty()) {
       result.error = "allox's scheduling round failed: " + plan->error;
       return;
     } else {
@@ -149,7 +157,7 @@ std::vector<HostPriority> ExtenderVerbs::prioritize(const ExtenderArgs& args) {
   std::vector<HostPriority> priorities;
   for (const std::string& node : args.candidates()) priorities.push_back({node, 0});
   if (!ours(args.pod)) return priorities;
-  auto variant = read_job_variant(args.pod, planner_.config().devices);
+  auto variant = read_job_variant(args.pod, planner_.config().devices, planner_.config().tenancy);
   if (!variant) return priorities;
   std::shared_ptr<const Plan> plan = planner_.latest_plan();
   auto it = plan->starts.find(variant->job_id);
@@ -168,6 +176,7 @@ BindingResult ExtenderVerbs::bind(const BindingArgs& args) {
   };
   struct Checked {
     JobVariant variant;
+    std::int64_t job_row = 0;
     int preferred_slot = -1;
     std::string refusal;
     bool not_ours = false;
@@ -182,6 +191,11 @@ BindingResult ExtenderVerbs::bind(const BindingArgs& args) {
       // unknown pod is another scheduler's, bound as asked and not recorded.
       c.not_ours = !planner_.config().scheduler_name.empty();
       c.refusal = "pod " + pod + " is unknown to allox: filter it first";
+      return c;
+    }
+    c.job_row = job->record.row;
+    if (job != nullptr && job->intent) {
+      c.refusal = "job " + job->record.id + " has a bind to " + job->intent->node + " in doubt";
       return c;
     }
     if (job->record.phase != JobPhase::kQueued) {
@@ -223,7 +237,15 @@ BindingResult ExtenderVerbs::bind(const BindingArgs& args) {
   }
   if (!checked.refusal.empty()) return refuse(std::move(checked.refusal));
   if (api_ != nullptr) {
-    if (auto s = api_->bind(args); !s) return refuse(s.message());
+    // The intent is durable before the API server hears of the bind: a crash between the two
+    // leaves an intent that start-up settles from the pod's spec.nodeName.
+    const JobVariant& v = checked.variant;
+    BindIntent intent{checked.job_row, v.job_id, v.pod, args.node, v.device, planner_.now()};
+    if (auto s = planner_.record_bind_intent(intent); !s) return refuse(s.message());
+    if (auto s = api_->bind(args); !s) {
+      (void)planner_.drop_bind_intent(checked.job_row);  // if this fails, start-up settles it
+      return refuse(s.message());
+    }
   }
   auto started = planner_.record_start(checked.variant, args.node, checked.preferred_slot);
   if (!started) return refuse(started.message());

@@ -8,11 +8,13 @@
 //     (any offered node with a free machine of that device if the planned one is not offered
 //     or is full); every other node goes to FailedNodes with a reason a person can act on
 //     ("queued: position 3 of 12, est. start in 540s"), or FailedAndUnresolvableNodes when the
-//     node can never run this variant (no such device there, the job already runs elsewhere).
+//     node can never run this variant (no such device there, the job already runs elsewhere,
+//     was removed, or is parked because the policy cannot take it).
 //   - prioritize: the planned node scores kMaxExtenderPriority, every other node 0.
 //   - bind: one at a time; refuses a second variant of a job, a node without a free machine;
-//     posts the Binding through ClusterApi (when there is one), records the start durably, then
-//     deletes the job's other variants, and answers.
+//     records a bind intent, posts the Binding through ClusterApi (when there is one), records
+//     the start durably, then deletes the job's other variants in the pod's namespace, and
+//     answers.
 //   - preempt: allox jobs are non-preemptive once started: nodes whose victims include one are
 //     dropped.
 //

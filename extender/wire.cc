@@ -1,6 +1,7 @@
 #include "extender/wire.h"
 
 #include <cctype>
+#include <charconv>
 
 namespace allox::extender {
 namespace {
@@ -40,13 +41,18 @@ Expected<json> parse_body(std::string_view body) {
   json value = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (value.is_discarded()) {
     // Re-parse to get the position; only for bodies already known to be bad.
+    // Syntax errors throw parse_error; a number beyond double's range (1e999) throws
+    // out_of_range. Both are the client's fault.
     try {
       json again = json::parse(body);  // throws: the body is known to be bad
       (void)again;
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {
       std::string what = e.what();
       auto pos = what.find("] ");
-      return Error{"malformed JSON: " + (pos == std::string::npos ? what : what.substr(pos + 2))};
+      if (pos != std::string::npos) what = what.substr(pos + 2);
+      constexpr std::size_t kMaxMessage = 200;  // the message quotes the token, which may be huge
+      if (what.size() > kMaxMessage) what = what.substr(0, kMaxMessage) + "...";
+      return Error{"malformed JSON: " + what};
     }
     return Error{"malformed JSON"};
   }
@@ -208,46 +214,84 @@ Expected<json> top_object(std::string_view body, const char* what) {
   return value;
 }
 
-json victims_json(const std::map<std::string, MetaVictims>& victims) {
-  if (victims.empty()) return nullptr;
-  json out = json::object();
-  for (const auto& [node, meta] : victims) {
-    json pods = meta.pod_uids.empty() ? json(nullptr) : json::array();
-    for (const std::string& uid : meta.pod_uids) pods.push_back({{"UID", uid}});
-    out[node] = {{"Pods", pods}, {"NumPDBViolations", meta.num_pdb_violations}};
-  }
-  return out;
-}
-
-json string_map_json(const std::map<std::string, std::string>& map) {
-  return map.empty() ? json(nullptr) : json(map);
-}
-
-json node_list_json(const std::vector<json>& nodes) {
-  return {{"metadata", json::object()}, {"items", nodes}};
-}
-
-// Appends `text` as a JSON string. Strings here came from parsed JSON or from allox itself, so
-// they are valid UTF-8; only quotes, backslashes and control characters need escaping.
-void append_json_string(std::string& out, const std::string& text) {
+// The one JSON writer behind every render(): appends to a string, no DOM. Strings here came from
+// parsed JSON or from allox itself, so they are valid UTF-8; only quotes, backslashes and
+// control characters need escaping, as Go does: \n \r \t short, the others as \u00XX.
+void append_string(std::string& out, std::string_view text) {
   out.push_back('"');
-  for (char c : text) {
-    auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
+  std::size_t plain = 0;  // start of the run of characters copied as they are
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    auto u = static_cast<unsigned char>(text[i]);
+    if (u >= 0x20 && text[i] != '"' && text[i] != '\\') continue;
+    out.append(text.data() + plain, i - plain);
+    plain = i + 1;
+    if (u >= 0x20) {
       out.push_back('\\');
-      out.push_back(c);
-    } else if (u < 0x20) {
-      static const char* kHex = "0123456789abcdef";
+      out.push_back(text[i]);
+    } else if (text[i] == '\n') {
+      out += "\\n";
+    } else if (text[i] == '\r') {
+      out += "\\r";
+    } else if (text[i] == '\t') {
+      out += "\\t";
+    } else {
+      static constexpr char kHex[] = "0123456789abcdef";
       out += "\\u00";
       out.push_back(kHex[u >> 4]);
       out.push_back(kHex[u & 15]);
-    } else {
-      out.push_back(c);
     }
   }
+  out.append(text.data() + plain, text.size() - plain);
   out.push_back('"');
 }
 
+// `"Key":` (keys are allox's own ASCII field names).
+void append_key(std::string& out, std::string_view key, bool first = false) {
+  if (!first) out.push_back(',');
+  out.push_back('"');
+  out += key;
+  out += "\":";
+}
+
+void append_integer(std::string& out, std::int64_t value) {
+  char digits[24];
+  auto [end, ec] = std::to_chars(digits, digits + sizeof digits, value);
+  out.append(digits, end);
+}
+
+// A Kubernetes object kept as received.
+void append_object(std::string& out, const json& value) {
+  out += value.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+void append_strings(std::string& out, const std::optional<std::vector<std::string>>& list) {
+  if (!list) {
+    out += "null";
+    return;
+  }
+  out.push_back('[');
+  for (std::size_t i = 0; i < list->size(); ++i) {
+    if (i > 0) out.push_back(',');
+    append_string(out, (*list)[i]);
+  }
+  out.push_back(']');
+}
+
+// A v1.NodeList as Go writes one built from items alone.
+void append_node_list(std::string& out, const std::optional<std::vector<json>>& nodes) {
+  if (!nodes) {
+    out += "null";
+    return;
+  }
+  out += "{\"metadata\":{},\"items\":[";
+  for (std::size_t i = 0; i < nodes->size(); ++i) {
+    if (i > 0) out.push_back(',');
+    append_object(out, (*nodes)[i]);
+  }
+  out += "]}";
+}
+
+// A Go map[string]string: null when empty, keys in byte order (std::map's, and Go's).
 void append_string_map(std::string& out, const std::map<std::string, std::string>& map) {
   if (map.empty()) {
     out += "null";
@@ -258,40 +302,45 @@ void append_string_map(std::string& out, const std::map<std::string, std::string
   for (const auto& [key, value] : map) {
     if (!first) out.push_back(',');
     first = false;
-    append_json_string(out, key);
+    append_string(out, key);
     out.push_back(':');
-    append_json_string(out, value);
+    append_string(out, value);
+  }
+  out.push_back('}');
+}
+
+void append_victims(std::string& out, const std::map<std::string, MetaVictims>& victims) {
+  if (victims.empty()) {
+    out += "null";
+    return;
+  }
+  out.push_back('{');
+  bool first = true;
+  for (const auto& [node, meta] : victims) {
+    if (!first) out.push_back(',');
+    first = false;
+    append_string(out, node);
+    out += ":{\"Pods\":";
+    if (meta.pod_uids.empty()) {
+      out += "null";
+    } else {
+      out.push_back('[');
+      for (std::size_t i = 0; i < meta.pod_uids.size(); ++i) {
+        if (i > 0) out.push_back(',');
+        out += "{\"UID\":";
+        append_string(out, meta.pod_uids[i]);
+        out.push_back('}');
+      }
+      out.push_back(']');
+    }
+    append_key(out, "NumPDBViolations");
+    append_integer(out, meta.num_pdb_violations);
+    out.push_back('}');
   }
   out.push_back('}');
 }
 
 }  // namespace
-
-std::string render_filter_result(const FilterResult& result) {
-  std::string out;
-  out.reserve(64 + 48 * (result.failed_nodes.size() + result.failed_and_unresolvable_nodes.size()));
-  out += "{\"Nodes\":";
-  out += result.node_objects ? node_list_json(*result.node_objects).dump() : "null";
-  out += ",\"NodeNames\":";
-  if (result.node_names) {
-    out.push_back('[');
-    for (std::size_t i = 0; i < result.node_names->size(); ++i) {
-      if (i > 0) out.push_back(',');
-      append_json_string(out, (*result.node_names)[i]);
-    }
-    out.push_back(']');
-  } else {
-    out += "null";
-  }
-  out += ",\"FailedNodes\":";
-  append_string_map(out, result.failed_nodes);
-  out += ",\"FailedAndUnresolvableNodes\":";
-  append_string_map(out, result.failed_and_unresolvable_nodes);
-  out += ",\"Error\":";
-  append_json_string(out, result.error);
-  out.push_back('}');
-  return out;
-}
 
 Expected<json> parse_json_body(std::string_view body) {
   return parse_body(body);
@@ -454,43 +503,102 @@ std::vector<std::string> ExtenderArgs::candidates() const {
   return names;
 }
 
+std::string render(const ExtenderArgs& args) {
+  std::string out = "{";
+  append_key(out, "Pod", true);
+  append_object(out, args.pod);
+  append_key(out, "Nodes");
+  append_node_list(out, args.node_objects);
+  append_key(out, "NodeNames");
+  append_strings(out, args.node_names);
+  out.push_back('}');
+  return out;
+}
+
+std::string render(const FilterResult& result) {
+  std::string out;
+  // One allocation for the usual answer: every node with a reason of a few dozen bytes.
+  std::size_t nodes = result.failed_nodes.size() + result.failed_and_unresolvable_nodes.size() +
+                      (result.node_names ? result.node_names->size() : 0);
+  out.reserve(96 + 80 * nodes + result.error.size());
+  out.push_back('{');
+  append_key(out, "Nodes", true);
+  append_node_list(out, result.node_objects);
+  append_key(out, "NodeNames");
+  append_strings(out, result.node_names);
+  append_key(out, "FailedNodes");
+  append_string_map(out, result.failed_nodes);
+  append_key(out, "FailedAndUnresolvableNodes");
+  append_string_map(out, result.failed_and_unresolvable_nodes);
+  append_key(out, "Error");
+  append_string(out, result.error);
+  out.push_back('}');
+  return out;
+}
+
+std::string render(const std::vector<HostPriority>& priorities) {
+  std::string out = "[";
+  out.reserve(2 + 40 * priorities.size());
+  for (std::size_t i = 0; i < priorities.size(); ++i) {
+    if (i > 0) out.push_back(',');
+    out.push_back('{');
+    append_key(out, "Host", true);
+    append_string(out, priorities[i].host);
+    append_key(out, "Score");
+    append_integer(out, priorities[i].score);
+    out.push_back('}');
+  }
+  out.push_back(']');
+  return out;
+}
+
+std::string render(const BindingArgs& args) {
+  std::string out = "{";
+  append_key(out, "PodName", true);
+  append_string(out, args.pod_name);
+  append_key(out, "PodNamespace");
+  append_string(out, args.pod_namespace);
+  append_key(out, "PodUID");
+  append_string(out, args.pod_uid);
+  append_key(out, "Node");
+  append_string(out, args.node);
+  out.push_back('}');
+  return out;
+}
+
+std::string render(const BindingResult& result) {
+  std::string out = "{";
+  append_key(out, "Error", true);
+  append_string(out, result.error);
+  out.push_back('}');
+  return out;
+}
+
+std::string render(const PreemptionResult& result) {
+  std::string out = "{";
+  append_key(out, "NodeNameToMetaVictims", true);
+  append_victims(out, result.victims);
+  out.push_back('}');
+  return out;
+}
+
 json to_json(const ExtenderArgs& args) {
-  json out = json::object();
-  out["Pod"] = args.pod;
-  out["Nodes"] = args.node_objects ? node_list_json(*args.node_objects) : json(nullptr);
-  out["NodeNames"] = args.node_names ? json(*args.node_names) : json(nullptr);
-  return out;
+  return json::parse(render(args));
 }
-
 json to_json(const FilterResult& result) {
-  json out = json::object();
-  out["Nodes"] = result.node_objects ? node_list_json(*result.node_objects) : json(nullptr);
-  out["NodeNames"] = result.node_names ? json(*result.node_names) : json(nullptr);
-  out["FailedNodes"] = string_map_json(result.failed_nodes);
-  out["FailedAndUnresolvableNodes"] = string_map_json(result.failed_and_unresolvable_nodes);
-  out["Error"] = result.error;
-  return out;
+  return json::parse(render(result));
 }
-
 json to_json(const std::vector<HostPriority>& priorities) {
-  json out = json::array();
-  for (const HostPriority& p : priorities) out.push_back({{"Host", p.host}, {"Score", p.score}});
-  return out;
+  return json::parse(render(priorities));
 }
-
 json to_json(const BindingArgs& args) {
-  return {{"PodName", args.pod_name},
-          {"PodNamespace", args.pod_namespace},
-          {"PodUID", args.pod_uid},
-          {"Node", args.node}};
+  return json::parse(render(args));
 }
-
 json to_json(const BindingResult& result) {
-  return {{"Error", result.error}};
+  return json::parse(render(result));
 }
-
 json to_json(const PreemptionResult& result) {
-  return {{"NodeNameToMetaVictims", victims_json(result.victims)}};
+  return json::parse(render(result));
 }
 
 }  // namespace allox::extender

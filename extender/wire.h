@@ -93,15 +93,24 @@ Expected<BindingResult> parse_binding_result(std::string_view body);
 Expected<PreemptionArgs> parse_preemption_args(std::string_view body);
 Expected<PreemptionResult> parse_preemption_result(std::string_view body);
 
+// Rendering: the JSON text Go's encoding/json writes for these structs (upstream's field order,
+// `null` for nil slices, maps and pointers, map keys sorted), written straight into one string
+// without building a DOM. Embedded Kubernetes objects are echoed as received.
+std::string render(const ExtenderArgs& args);
+std::string render(const FilterResult& result);
+std::string render(const std::vector<HostPriority>& priorities);
+std::string render(const BindingArgs& args);
+std::string render(const BindingResult& result);
+std::string render(const PreemptionResult& result);
+
+// The same messages as a JSON value (json::parse(render(x))), for tests and callers that want to
+// inspect or edit one; not for the request path.
 nlohmann::json to_json(const ExtenderArgs& args);
 nlohmann::json to_json(const FilterResult& result);
 nlohmann::json to_json(const std::vector<HostPriority>& priorities);
 nlohmann::json to_json(const BindingArgs& args);
 nlohmann::json to_json(const BindingResult& result);
 nlohmann::json to_json(const PreemptionResult& result);
-
-// The same as to_json(result).dump(), written directly: /filter answers are the hot path.
-std::string render_filter_result(const FilterResult& result);
 
 // Parses any JSON body with the same guards as the typed parsers (nesting depth, error text).
 Expected<nlohmann::json> parse_json_body(std::string_view body);

@@ -2,38 +2,14 @@
 
 #include <charconv>
 #include <cmath>
-#include <fstream>
 #include <map>
+#include <sstream>
+
+#include "core/csv.h"
+#include "core/input_file.h"
 
 namespace allox {
 namespace {
-
-// Splits one CSV line; nullopt on an unterminated quote.
-std::optional<std::vector<std::string>> split(const std::string& line) {
-  std::vector<std::string> fields(1);
-  bool quoted = false;
-  for (std::size_t i = 0; i < line.size(); ++i) {
-    char c = line[i];
-    if (quoted) {
-      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
-        fields.back() += '"';
-        ++i;
-      } else if (c == '"') {
-        quoted = false;
-      } else {
-        fields.back() += c;
-      }
-    } else if (c == '"') {
-      quoted = true;
-    } else if (c == ',') {
-      fields.emplace_back();
-    } else if (c != '\r') {
-      fields.back() += c;
-    }
-  }
-  if (quoted) return std::nullopt;
-  return fields;
-}
 
 std::optional<double> number(const std::string& text) {
   double value = 0;
@@ -49,8 +25,8 @@ std::optional<double> number(const std::string& text) {
 Expected<std::vector<JobRun>> read_jobs_csv(std::istream& in, const std::string& origin) {
   std::string line;
   if (!std::getline(in, line)) return Error{origin + ": empty file, expected a jobs.csv header"};
-  auto header = split(line);
-  if (!header) return Error{origin + ":1: unterminated quote"};
+  auto header = split_csv_record(line);
+  if (!header) return Error{origin + ":1: " + header.message()};
   std::map<std::string, std::size_t> column;
   for (std::size_t i = 0; i < header->size(); ++i) column[(*header)[i]] = i;
   for (const char* required : {"job", "user", "arrival", "start", "finish", "device", "machine"}) {
@@ -62,8 +38,8 @@ Expected<std::vector<JobRun>> read_jobs_csv(std::istream& in, const std::string&
   for (int line_no = 2; std::getline(in, line); ++line_no) {
     if (line.empty() || line == "\r") continue;
     const std::string where = origin + ":" + std::to_string(line_no) + ": ";
-    auto fields = split(line);
-    if (!fields) return Error{where + "unterminated quote"};
+    auto fields = split_csv_record(line);
+    if (!fields) return Error{where + fields.message()};
     if (fields->size() != header->size()) {
       return Error{where + "expected " + std::to_string(header->size()) + " fields, got " +
                    std::to_string(fields->size())};
@@ -101,8 +77,9 @@ Expected<std::vector<JobRun>> read_jobs_csv(std::istream& in, const std::string&
 }
 
 Expected<std::vector<JobRun>> load_jobs_csv(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Error{path + ": cannot open"};
+  auto text = read_input_file(path);  // the 32 MiB input limit, refused before reading
+  if (!text) return text.error();
+  std::istringstream in(*text);
   return read_jobs_csv(in, path);
 }
 

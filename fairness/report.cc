@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "fairness/share.h"
 #include "fairness/usage_window.h"
 
 namespace allox {
@@ -67,7 +68,7 @@ Expected<FairnessReport> make_report(const ReportInput& input) {
   }
 
   UsageWindow usage(input.window, input.machines, weights);
-  std::map<std::string, std::map<DeviceType, std::size_t>> held;
+  std::map<std::string, double> held;  // unweighted L
   std::map<std::string, double> jct_sum;
   double all_jct = 0;
   for (const JobRun& j : input.jobs) {
@@ -95,7 +96,9 @@ Expected<FairnessReport> make_report(const ReportInput& input) {
       }
     } else if (j.start && *j.start <= now) {
       ++u.running;
-      ++held[j.user][j.device];
+      Job job{j.job, j.user, j.arrival, j.times, std::nullopt, {}};
+      if (!job.time.contains(j.device)) job.time = {{j.device, 1.0}};
+      held[j.user] += running_job_share(job, j.device, input.machines);
     } else {
       ++u.queued;
     }
@@ -104,11 +107,7 @@ Expected<FairnessReport> make_report(const ReportInput& input) {
   std::map<std::string, double> windowed = usage.windowed_shares(now);
   std::vector<double> active_shares;
   for (auto& [name, u] : users) {
-    for (const auto& [device, n] : held[name]) {
-      u.current_share = std::max(
-          u.current_share, static_cast<double>(n) / static_cast<double>(input.machines.at(device)));
-    }
-    u.current_share /= u.weight;
+    u.current_share = held[name] / u.weight;
     if (windowed.contains(name)) {
       u.windowed_share = windowed.at(name);
       active_shares.push_back(u.windowed_share);
@@ -124,7 +123,7 @@ Expected<FairnessReport> make_report(const ReportInput& input) {
   return report;
 }
 
-std::string report_json(const FairnessReport& report) {
+nlohmann::json report_to_json(const FairnessReport& report) {
   auto optional = [](const std::optional<double>& v) {
     return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
   };
@@ -150,7 +149,11 @@ std::string report_json(const FairnessReport& report) {
                         {"mean_jct", optional(report.mean_jct)},
                         {"jain_windowed_share", report.jain_windowed_share},
                         {"users", users}};
-  return doc.dump(2);
+  return doc;
+}
+
+std::string report_json(const FairnessReport& report) {
+  return report_to_json(report).dump(2);
 }
 
 void write_report_table(const FairnessReport& report, std::ostream& out) {

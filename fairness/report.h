@@ -1,12 +1,15 @@
-// Per-user fairness report (DESIGN section 3), fed by the simulator (its jobs.csv or JobRecords)
-// or by the extender (its job lifecycle), rendered as JSON or as a table.
+// Per-user fairness report (DESIGN section 3): the one definition of share, windowed share,
+// weights and Jain's index, used by alloxd's GET /v1/fairness (extender/reports.h), `allox report`
+// (a simulation's jobs.csv or alloxd's store) and the simulator, rendered as JSON or a table.
 //
 // Input: one JobRun per job (user, arrival, start, finish, device, machine), the machines per
 // device type, user weights, the report time `now` and the window. At `now` a job is queued
 // (arrived, not started), running (started, not finished) or done; jobs arriving later are
 // ignored. Per user:
-//   - current share: dominant share of the machines it holds at `now` (max over device types
-//     of held / machines of the type), divided by its weight;
+//   - current share: AlloX's L (fairness/share.h), the sum over its running jobs of the share a
+//     job holds, 1 / machines of its fastest device type scaled by p_fast / p_actual, divided by
+//     its weight. A job without per-device times (JobRun::times) counts its own device type
+//     only: 1 / machines of that type;
 //   - windowed share: the same over [now - window, now] in machine-seconds (usage_window.h);
 //   - queued / running / done counts, mean JCT (finish - arrival) of done jobs;
 //   - worst finish-time-fairness rho = JCT / isolated time over its done jobs, where the
@@ -21,6 +24,7 @@
 
 #include <cstddef>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -39,7 +43,8 @@ struct JobRun {
   std::optional<double> finish;
   DeviceType device;  // where it ran (last), empty if it never started
   std::string machine;
-  std::optional<double> run_time;  // true processing time on `device`, when known
+  std::optional<double> run_time;      // true processing time on `device`, when known
+  std::map<DeviceType, double> times;  // estimated seconds per runnable device type, if known
 };
 
 struct ReportInput {
@@ -74,6 +79,7 @@ struct FairnessReport {
 // arrival, a started job whose device type has no machines (each naming the job).
 Expected<FairnessReport> make_report(const ReportInput& input);
 
+nlohmann::json report_to_json(const FairnessReport& report);
 std::string report_json(const FairnessReport& report);  // pretty-printed, 2-space indent
 void write_report_table(const FairnessReport& report, std::ostream& out);
 

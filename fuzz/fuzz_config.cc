@@ -25,9 +25,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (!config) return 0;
   if (config->listen_port < 0 || config->listen_port > 65535) fail("listen port out of range");
   if (!(config->alpha > 0 && config->alpha <= 1)) fail("alpha outside (0, 1]");
-  if (!(config->tick > 0) || !std::isfinite(config->tick)) fail("tick not positive");
+  if (!(config->tick > 0) || !std::isfinite(config->tick)) fail("tick not positive and finite");
   if (!(config->default_job_seconds > 0) || !std::isfinite(config->default_job_seconds)) {
-    fail("default_job_seconds not positive");
+    fail("default_job_seconds not positive and finite");
   }
   if (config->http_threads < 1) fail("http_threads < 1");
   for (const auto& node : config->nodes) {

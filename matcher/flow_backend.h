@@ -24,7 +24,15 @@ Expected<SlotFlow> solve_with_boost(const SlotNetwork& network);
 // integral). Never calls glp_mincost_relax4, which aborts the process in GLPK 5.0.
 Expected<SlotFlow> solve_with_glpk(const SlotNetwork& network);
 
-// price_hint is used by LEMON only.
+// Successive shortest paths over the slot side of the transportation problem (transport_flow.cc):
+// Dijkstra over the S slots and the sink only (O(S²) per augmentation, jobs implicit in per
+// slot-pair heaps), started from the hinted prices, so the work is proportional to how far the
+// hint is from the optimum. Fills SlotFlow::slot_price and proves each answer optimal by its
+// dual prices before returning it. Meant for grouped networks (few slots); O(J·S) memory.
+Expected<SlotFlow> solve_with_transport(const SlotNetwork& network,
+                                        const PriceHint* price_hint = nullptr);
+
+// price_hint is used by LEMON and transport.
 Expected<SlotFlow> solve_flow(const SlotNetwork& network, Backend backend,
                               const PriceHint* price_hint = nullptr);
 

@@ -69,6 +69,11 @@ bool grow_full_types(const PreparedProblem& problem, const SlotNetwork& network,
   return grew;
 }
 
+bool remembers_every_type(const PreparedProblem& problem, const PriceMemory& memory) {
+  return std::all_of(problem.types.begin(), problem.types.end(),
+                     [&](const DeviceType& type) { return memory.levels(type) > 0; });
+}
+
 Expected<LevelSolution> solve_grouped(const PreparedProblem& problem, Backend backend,
                                       PriceMemory* memory) {
   std::vector<std::size_t> levels = initial_levels(problem);
@@ -82,12 +87,18 @@ Expected<LevelSolution> solve_grouped(const PreparedProblem& problem, Backend ba
   std::optional<LevelSolution> previous;  // the last round, whose prices hint the next
   LevelSolution out;
   for (;;) {
-    Expected<SlotNetwork> network = build_level_network(problem, levels);
+    Expected<SlotNetwork> network =
+        build_level_network(problem, levels, backend == Backend::kTransport);
     if (!network.ok()) return network.error();
     std::optional<PriceHint> hint;
     if (previous) {
       hint = carry_prices(*network, previous->network, previous->flow.slot_price);
-    } else if (backend == Backend::kLemon && problem.job_count >= kHintMinJobs) {
+    } else if (backend == Backend::kTransport && memory != nullptr &&
+               remembers_every_type(problem, *memory)) {
+      hint = PriceHint{std::vector<std::int64_t>(network->slot_count, 0), {}};
+      recall_prices(problem, *network, *memory, *hint);  // the transport solver needs no seeds
+    } else if ((backend == Backend::kLemon && problem.job_count >= kHintMinJobs) ||
+               backend == Backend::kTransport) {
       hint = greedy_prices(problem, *network);
       if (memory != nullptr) recall_prices(problem, *network, *memory, *hint);
     }

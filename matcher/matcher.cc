@@ -16,12 +16,10 @@ namespace {
 // Turns a flow into a schedule. Jobs leave each slot through its outlets; within a group the
 // jobs run shortest first, dealt round robin over the group's machines, which is optimal for
 // identical machines (P||ΣCj) and so never costs more than the flow.
-Plan decode(const MatchingProblem& problem, const PreparedProblem& prepared,
-            const SlotNetwork& network, const SlotFlow& flow) {
+Schedule decode(const MatchingProblem& problem, const PreparedProblem& prepared,
+                const SlotNetwork& network, const SlotFlow& flow) {
   std::vector<std::vector<std::size_t>> jobs_of_slot(network.slot_count);
-  for (std::size_t j = 0; j < prepared.job_count; ++j) {
-    jobs_of_slot[network.arc_slot[flow.job_arc[j]]].push_back(j);
-  }
+  for (std::size_t j = 0; j < prepared.job_count; ++j) jobs_of_slot[flow.job_slot[j]].push_back(j);
   std::vector<std::vector<std::size_t>> jobs_of_group(prepared.groups.size());
   for (std::size_t s = 0; s < network.slot_count; ++s) {
     std::size_t next = 0;
@@ -33,7 +31,7 @@ Plan decode(const MatchingProblem& problem, const PreparedProblem& prepared,
     }
   }
 
-  Plan plan;
+  Schedule plan;
   plan.assignments.resize(prepared.job_count);
   std::int64_t objective = 0;
   for (std::size_t g = 0; g < prepared.groups.size(); ++g) {
@@ -100,22 +98,27 @@ std::string_view backend_name(Backend backend) {
       return "boost";
     case Backend::kGlpk:
       return "glpk";
+    case Backend::kTransport:
+      return "transport";
   }
   return "unknown";
 }
 
 std::vector<Backend> all_backends() {
-  return {Backend::kLemon, Backend::kBoost, Backend::kGlpk};
+  return {Backend::kLemon, Backend::kBoost, Backend::kGlpk, Backend::kTransport};
 }
 
 Expected<Backend> parse_backend(std::string_view name) {
   for (Backend backend : all_backends()) {
     if (backend_name(backend) == name) return backend;
   }
-  return Error{"unknown matcher backend '" + std::string(name) + "' (use lemon, boost or glpk)"};
+  return Error{"unknown matcher backend '" + std::string(name) +
+               "' (use lemon, boost, glpk or transport)"};
 }
 
-Expected<SlotFlow> solve_flow(const SlotNetwork& network, Backend backend,
+namespace {
+
+Expected<SlotFlow> solve_with(const SlotNetwork& network, Backend backend,
                               const PriceHint* price_hint) {
   switch (backend) {
     case Backend::kLemon:
@@ -124,15 +127,31 @@ Expected<SlotFlow> solve_flow(const SlotNetwork& network, Backend backend,
       return solve_with_boost(network);
     case Backend::kGlpk:
       return solve_with_glpk(network);
+    case Backend::kTransport:
+      return solve_with_transport(network, price_hint);
   }
   return Error{"unknown matcher backend"};
 }
 
-Expected<Plan> solve(const MatchingProblem& problem, const SolveOptions& options) {
+}  // namespace
+
+Expected<SlotFlow> solve_flow(const SlotNetwork& network, Backend backend,
+                              const PriceHint* price_hint) {
+  if (network.implicit != nullptr && backend != Backend::kTransport) {
+    return Error{"matcher: only the transport backend reads implicit job arcs (a bug)"};
+  }
+  Expected<SlotFlow> flow = solve_with(network, backend, price_hint);
+  if (flow.ok() && flow->feasible && flow->job_slot.empty()) {
+    for (std::size_t arc : flow->job_arc) flow->job_slot.push_back(network.arc_slot[arc]);
+  }
+  return flow;
+}
+
+Expected<Schedule> solve(const MatchingProblem& problem, const SolveOptions& options) {
   Expected<PreparedProblem> prepared = prepare(problem, !options.naive_graph);
   if (!prepared.ok()) return prepared.error();
   if (prepared->job_count == 0) {
-    Plan empty;
+    Schedule empty;
     empty.backend = options.backend;
     return empty;
   }
@@ -142,7 +161,7 @@ Expected<Plan> solve(const MatchingProblem& problem, const SolveOptions& options
   if (!solved.ok()) return solved.error();
   const SlotNetwork& network = solved->network;
   const SlotFlow& flow = solved->flow;
-  Plan plan = decode(problem, *prepared, network, flow);
+  Schedule plan = decode(problem, *prepared, network, flow);
   if (plan.objective_ticks != flow.cost) {
     return Error{"matcher: backend " + std::string(backend_name(options.backend)) +
                  " returned a flow costing " + std::to_string(flow.cost) +
@@ -154,7 +173,8 @@ Expected<Plan> solve(const MatchingProblem& problem, const SolveOptions& options
   return plan;
 }
 
-std::vector<std::vector<std::size_t>> machine_queues(const Plan& plan, std::size_t machine_count) {
+std::vector<std::vector<std::size_t>> machine_queues(const Schedule& plan,
+                                                     std::size_t machine_count) {
   std::vector<std::vector<std::size_t>> queues(machine_count);
   for (const Assignment& a : plan.assignments) {
     auto& queue = queues[a.machine];

@@ -38,7 +38,7 @@
 // Usage:
 //   std::vector<PendingJob> jobs = pending_jobs(workload.jobs);
 //   MatchingProblem problem{.now = 0, .machines = cluster.machines, .jobs = jobs};
-//   Expected<Plan> plan = solve(problem, {.backend = Backend::kLemon});
+//   Expected<Schedule> plan = solve(problem, {.backend = Backend::kLemon});
 //
 // Thread-safety: solve() keeps no state between calls and may run concurrently on different
 // problems (GLPK keeps its environment per thread).
@@ -84,12 +84,13 @@ struct MatchingProblem {
 bool is_idle(const MatchingProblem& problem, std::size_t machine);
 
 enum class Backend {
-  kLemon,  // LEMON NetworkSimplex; the default and the fastest
-  kBoost,  // Boost Graph successive shortest paths; an independent check
-  kGlpk,   // GLPK simplex on the assignment LP; an independent check, small problems only
+  kLemon,      // LEMON NetworkSimplex; the default and the fastest
+  kBoost,      // Boost Graph successive shortest paths; an independent check
+  kGlpk,       // GLPK simplex on the assignment LP; an independent check, small problems only
+  kTransport,  // successive shortest paths over the slot side; fastest on grouped machines
 };
 std::string_view backend_name(Backend backend);
-Expected<Backend> parse_backend(std::string_view name);  // "lemon", "boost", "glpk"
+Expected<Backend> parse_backend(std::string_view name);  // "lemon", "boost", "glpk", "transport"
 std::vector<Backend> all_backends();
 
 // Slot prices remembered from one solve for the next, when a caller re-plans the same queue as
@@ -134,7 +135,7 @@ struct SolveStats {
   std::size_t model_arcs = 0;  // arcs the solver priced into its model (LEMON column generation)
 };
 
-struct Plan {
+struct Schedule {
   std::vector<Assignment> assignments;  // assignments[i].job == i
   std::int64_t objective_ticks = 0;     // Σ (finish − now), exact, in ticks
   double objective = 0;                 // the same in seconds
@@ -145,9 +146,10 @@ struct Plan {
 // Solves the problem exactly. Errors (naming the job or field): no machines while jobs wait, a
 // job that can run on no machine of the cluster, a negative or non-finite time, times so large
 // that the integer costs could overflow. No jobs gives an empty plan.
-Expected<Plan> solve(const MatchingProblem& problem, const SolveOptions& options = {});
+Expected<Schedule> solve(const MatchingProblem& problem, const SolveOptions& options = {});
 
 // The plan's job indices per machine, in run order (position 1 first).
-std::vector<std::vector<std::size_t>> machine_queues(const Plan& plan, std::size_t machine_count);
+std::vector<std::vector<std::size_t>> machine_queues(const Schedule& plan,
+                                                     std::size_t machine_count);
 
 }  // namespace allox::matcher

@@ -4,7 +4,7 @@
 
 namespace allox::matcher {
 
-OnlineDecision online_decision(const MatchingProblem& problem, const Plan& plan) {
+OnlineDecision online_decision(const MatchingProblem& problem, const Schedule& plan) {
   OnlineDecision decision;
   decision.objective = plan.objective;
   decision.estimated_start.reserve(plan.assignments.size());
@@ -20,7 +20,7 @@ OnlineDecision online_decision(const MatchingProblem& problem, const Plan& plan)
 
 Expected<OnlineDecision> decide_online(const MatchingProblem& problem,
                                        const SolveOptions& options) {
-  Expected<Plan> plan = solve(problem, options);
+  Expected<Schedule> plan = solve(problem, options);
   if (!plan.ok()) return plan.error();
   return online_decision(problem, *plan);
 }

@@ -35,6 +35,6 @@ Expected<OnlineDecision> decide_online(const MatchingProblem& problem,
                                        const SolveOptions& options = {});
 
 // The same projection of a plan already computed for `problem`.
-OnlineDecision online_decision(const MatchingProblem& problem, const Plan& plan);
+OnlineDecision online_decision(const MatchingProblem& problem, const Schedule& plan);
 
 }  // namespace allox::matcher

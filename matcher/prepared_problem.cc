@@ -94,8 +94,9 @@ Expected<PreparedProblem> prepare(const MatchingProblem& problem, bool group_mac
     std::size_t runnable = 0;
     std::ptrdiff_t only_type = -1;
     for (const auto& [device, seconds] : *job.time) {
-      if (Status s = check_time("job '" + *job.id + "': time on " + device, seconds); !s.ok()) {
-        return s.error();
+      // The message is built only for a bad time: this loop runs for every job of every solve.
+      if (!std::isfinite(seconds) || seconds < 0 || seconds > kMaxSeconds) {
+        return check_time("job '" + *job.id + "': time on " + device, seconds).error();
       }
       const std::ptrdiff_t type = type_index(device);
       if (type < 0) continue;

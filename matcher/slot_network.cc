@@ -15,7 +15,8 @@ struct SlotSpec {
   std::vector<std::size_t> groups;
 };
 
-Expected<SlotNetwork> build(const PreparedProblem& problem, const std::vector<SlotSpec>& slots) {
+Expected<SlotNetwork> build(const PreparedProblem& problem, const std::vector<SlotSpec>& slots,
+                            bool implicit_arcs) {
   const std::size_t type_count = problem.types.size();
   SlotNetwork net;
   net.job_count = problem.job_count;
@@ -51,18 +52,32 @@ Expected<SlotNetwork> build(const PreparedProblem& problem, const std::vector<Sl
   std::vector<std::vector<std::size_t>> slots_of_type(type_count);
   for (std::size_t s = 0; s < slots.size(); ++s) slots_of_type[slots[s].type].push_back(s);
 
-  net.job_begin.reserve(problem.job_count + 1);
-  net.job_begin.push_back(0);
+  // Sized up front: a big network's arcs are most of a solve's memory traffic.
+  std::size_t arc_total = 0;
   for (std::size_t j = 0; j < problem.job_count; ++j) {
     for (std::size_t t = 0; t < type_count; ++t) {
-      const std::int64_t time = problem.time(j, t);
-      if (time == kCannotRun) continue;
-      for (std::size_t s : slots_of_type[t]) {
-        net.arc_slot.push_back(s);
-        net.arc_cost.push_back(time * static_cast<std::int64_t>(slots[s].level));
-      }
+      if (problem.time(j, t) != kCannotRun) arc_total += slots_of_type[t].size();
     }
-    net.job_begin.push_back(net.arc_slot.size());
+  }
+  if (implicit_arcs) {
+    net.implicit = &problem;
+    net.implicit_arc_count = arc_total;
+  } else {
+    net.arc_slot.reserve(arc_total);
+    net.arc_cost.reserve(arc_total);
+    net.job_begin.reserve(problem.job_count + 1);
+    net.job_begin.push_back(0);
+    for (std::size_t j = 0; j < problem.job_count; ++j) {
+      for (std::size_t t = 0; t < type_count; ++t) {
+        const std::int64_t time = problem.time(j, t);
+        if (time == kCannotRun) continue;
+        for (std::size_t s : slots_of_type[t]) {
+          net.arc_slot.push_back(s);
+          net.arc_cost.push_back(time * static_cast<std::int64_t>(slots[s].level));
+        }
+      }
+      net.job_begin.push_back(net.arc_slot.size());
+    }
   }
 
   net.slot_outlet_begin.reserve(slots.size() + 1);
@@ -83,7 +98,8 @@ Expected<SlotNetwork> build(const PreparedProblem& problem, const std::vector<Sl
 }  // namespace
 
 Expected<SlotNetwork> build_level_network(const PreparedProblem& problem,
-                                          const std::vector<std::size_t>& levels) {
+                                          const std::vector<std::size_t>& levels,
+                                          bool implicit_arcs) {
   std::vector<std::vector<std::size_t>> groups_of_type(problem.types.size());
   for (std::size_t g = 0; g < problem.groups.size(); ++g) {
     groups_of_type[problem.groups[g].type].push_back(g);
@@ -92,7 +108,7 @@ Expected<SlotNetwork> build_level_network(const PreparedProblem& problem,
   for (std::size_t t = 0; t < problem.types.size(); ++t) {
     for (std::size_t k = 1; k <= levels[t]; ++k) slots.push_back({t, k, groups_of_type[t]});
   }
-  return build(problem, slots);
+  return build(problem, slots, implicit_arcs);
 }
 
 Expected<SlotNetwork> build_naive_network(const PreparedProblem& problem) {
@@ -103,7 +119,7 @@ Expected<SlotNetwork> build_naive_network(const PreparedProblem& problem) {
       slots.push_back({type, k, {g}});
     }
   }
-  return build(problem, slots);
+  return build(problem, slots, false);
 }
 
 }  // namespace allox::matcher

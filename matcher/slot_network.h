@@ -37,9 +37,16 @@ struct SlotNetwork {
   std::vector<std::int64_t> arc_cost;
   std::vector<Outlet> outlets;                 // ordered by slot
   std::vector<std::size_t> slot_outlet_begin;  // outlets of slot s: [begin[s], begin[s + 1])
+  // Implicit job arcs (grouped networks built for the transport backend): job j has an arc to
+  // every slot of every type it can run on, costing slot_level × its time there, and job_begin,
+  // arc_slot and arc_cost stay empty. Points at the problem the network was built from.
+  const PreparedProblem* implicit = nullptr;
+  std::size_t implicit_arc_count = 0;
 
   std::size_t node_count() const { return job_count + slot_count + 1; }
-  std::size_t arc_count() const { return arc_slot.size() + outlets.size(); }
+  std::size_t arc_count() const {
+    return (implicit ? implicit_arc_count : arc_slot.size()) + outlets.size();
+  }
 };
 
 // A backend's answer. When feasible, job_arc[j] is the arc job j takes and outlet_flow[o] the
@@ -47,7 +54,8 @@ struct SlotNetwork {
 // slot_price[s] = π(sink) − π(s): what a job must pay, beyond its arc cost, to take slot s.
 struct SlotFlow {
   bool feasible = false;
-  std::vector<std::size_t> job_arc;
+  std::vector<std::size_t> job_slot;  // the slot each job took
+  std::vector<std::size_t> job_arc;   // and by which arc (empty for implicit arcs)
   std::vector<std::int64_t> outlet_flow;
   std::int64_t cost = 0;
   std::vector<std::int64_t> slot_price;
@@ -64,9 +72,11 @@ struct PriceHint {
 };
 
 // Grouped network with levels[t] position levels for device type t. Error if costs could
-// overflow. O(J·Σ levels).
+// overflow. O(J·Σ levels), or O(J·T + Σ levels · groups) with implicit job arcs (the network
+// then refers to `problem`, which must outlive it).
 Expected<SlotNetwork> build_level_network(const PreparedProblem& problem,
-                                          const std::vector<std::size_t>& levels);
+                                          const std::vector<std::size_t>& levels,
+                                          bool implicit_arcs = false);
 
 // Naive network: every group (one machine each when prepared without grouping) gets its own
 // slots for all positions 1..(jobs runnable on its type).

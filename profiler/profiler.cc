@@ -57,7 +57,7 @@ void Profiler::add_job(const Job& job) {
   jobs_[job.id] = job;
 }
 
-Status Profiler::add_profile(const ProfileSample& sample) {
+Status Profiler::add_profile(const ProfileRun& sample) {
   Profile candidate = profiles_[{sample.job, sample.device}];
   candidate.samples.push_back({sample.iterations, sample.seconds});
   Expected<LinearFit> fit = fit_time_model(candidate.samples);

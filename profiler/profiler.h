@@ -36,7 +36,8 @@
 
 namespace allox {
 
-struct ProfileSample {
+// One profiling run of a job: `iterations` took `seconds` on `device` (start-up included).
+struct ProfileRun {
   std::string job;
   DeviceType device;
   double iterations = 0;
@@ -68,7 +69,7 @@ class Profiler {
   // for the rest of its family. Re-adding a job replaces what was known about it.
   void add_job(const Job& job);
   // Errors name the job and the bad value; a rejected sample leaves the profiler unchanged.
-  Status add_profile(const ProfileSample& sample);
+  Status add_profile(const ProfileRun& sample);
   Status add_progress(const ProgressReport& report);
 
   // Error when no source applies (no profile, declared time, family data, table entry or

@@ -60,6 +60,8 @@ while IFS= read -r line; do  # "libssl3:amd64: /usr/lib/x86_64-linux-gnu/libssl.
   owner[$file]=${package%%,*}
 done < <(dpkg -S "${paths[@]}" 2>/dev/null || true)
 
+declare -A installed  # (a set, not `printf | grep -q`: with pipefail, grep's early exit
+for package in "${base[@]}" $listed; do installed[$package]=1; done  # fails the printf)
 checked=0
 for link in "${links[@]}"; do
   read -r binary lib path <<<"$link"
@@ -68,7 +70,7 @@ for link in "${links[@]}"; do
     [[ -n ${owner[$candidate]:-} ]] && { package=${owner[$candidate]}; break; }
   done
   checked=$((checked + 1))
-  if printf '%s\n' "${base[@]}" $listed | grep -qxF "$package"; then continue; fi
+  [[ -n ${installed[$package]:-} ]] && continue
   echo "FAIL: $binary links $lib ($path, Debian package '$package');" \
     "the runtime stage of $dockerfile does not install it" >&2
   failed=1

@@ -10,7 +10,7 @@ set -euo pipefail
 
 packages=(
   cmake g++ make pkg-config ccache
-  liblemon-dev libglpk-dev libboost-graph-dev libcpprest-dev libyaml-cpp-dev
+  liblemon-dev libglpk-dev libboost-graph-dev libboost-dev libcpprest-dev libyaml-cpp-dev
   nlohmann-json3-dev libcli11-dev libsqlite3-dev libspdlog-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   gnuplot-nox wrk curl

@@ -32,7 +32,7 @@ void write_gantt_svg(const SimResult& result, const Cluster& cluster, const std:
   const std::size_t rows = cluster.machines.size();
   double end = 0;
   for (const Machine& m : cluster.machines) end = std::max(end, m.busy_until);
-  for (const JobRecord& r : result.jobs) {
+  for (const SimJobRecord& r : result.jobs) {
     if (r.finish) end = std::max(end, *r.finish);
   }
   if (end <= 0) end = 1;
@@ -70,7 +70,7 @@ void write_gantt_svg(const SimResult& result, const Cluster& cluster, const std:
     out << "<text x=\"" << x << "\" y=\"" << axis_y + 14 << "\" text-anchor=\"middle\">" << t
         << "</text>\n";
   }
-  for (const JobRecord& r : result.jobs) {
+  for (const SimJobRecord& r : result.jobs) {
     if (!r.finish || !row_of.count(r.machine)) continue;
     const double from = r.last_start.value_or(*r.start);
     const double x = label_w + from * scale, w = std::max((*r.finish - from) * scale, 0.5);

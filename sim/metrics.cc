@@ -41,7 +41,7 @@ SimSummary summarize(const SimResult& result, const Trace& trace, const Cluster&
   std::vector<double> jcts;
   double first_arrival = std::numeric_limits<double>::infinity(), last_finish = 0;
   for (std::size_t i = 0; i < result.jobs.size(); ++i) {
-    const JobRecord& r = result.jobs[i];
+    const SimJobRecord& r = result.jobs[i];
     const TraceJob& tj = trace.jobs[i];
     const std::size_t u = user_pos.at(r.user);
     UserSummary& us = s.per_user[u];

@@ -94,7 +94,7 @@ Status plot_jct_cdf(const std::vector<Run>& runs, const std::string& dir, const 
   constexpr std::size_t kPoints = 400;
   for (std::size_t i = 0; i < runs.size(); ++i) {
     std::vector<double> jct;
-    for (const JobRecord& r : runs[i].result.jobs) {
+    for (const SimJobRecord& r : runs[i].result.jobs) {
       if (r.finish) jct.push_back(std::max(*r.finish - r.arrival, 1e-3));
     }
     std::sort(jct.begin(), jct.end());

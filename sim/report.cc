@@ -7,32 +7,10 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "core/csv.h"
+
 namespace allox {
 namespace {
-
-// Shortest text that reads back as the same double.
-std::string number(double x) {
-  std::ostringstream out;
-  out << std::setprecision(17) << x;
-  std::string s = out.str();
-  std::ostringstream shorter;
-  for (int digits = 6; digits < 17; ++digits) {
-    shorter.str("");
-    shorter << std::setprecision(digits) << x;
-    if (std::stod(shorter.str()) == x) return shorter.str();
-  }
-  return s;
-}
-
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string quoted = "\"";
-  for (char c : s) {
-    if (c == '"') quoted += '"';
-    quoted += c;
-  }
-  return quoted + "\"";
-}
 
 Status write_file(const std::filesystem::path& path,
                   const std::function<void(std::ostream&)>& body) {
@@ -81,12 +59,12 @@ void write_summary_json(const SimSummary& s, std::ostream& out) {
 
 void write_jobs_csv(const SimResult& result, std::ostream& out) {
   out << "job,user,arrival,start,finish,device,machine,estimated_time,true_time\n";
-  for (const JobRecord& r : result.jobs) {
-    out << csv_field(r.job) << ',' << csv_field(r.user) << ',' << number(r.arrival) << ','
-        << (r.start ? number(*r.start) : "") << ',' << (r.finish ? number(*r.finish) : "") << ','
-        << csv_field(r.device) << ',' << csv_field(r.machine) << ','
-        << (r.finish ? number(r.estimated_time) : "") << ','
-        << (r.finish ? number(r.true_time) : "") << '\n';
+  for (const SimJobRecord& r : result.jobs) {
+    out << csv_field(r.job) << ',' << csv_field(r.user) << ',' << csv_number(r.arrival) << ','
+        << (r.start ? csv_number(*r.start) : "") << ',' << (r.finish ? csv_number(*r.finish) : "")
+        << ',' << csv_field(r.device) << ',' << csv_field(r.machine) << ','
+        << (r.finish ? csv_number(r.estimated_time) : "") << ','
+        << (r.finish ? csv_number(r.true_time) : "") << '\n';
   }
 }
 
@@ -96,8 +74,8 @@ void write_shares_csv(const SimResult& result, std::ostream& out) {
   out << '\n';
   const double machines = static_cast<double>(std::max<std::size_t>(result.machines, 1));
   for (const ShareSample& s : result.shares) {
-    out << number(s.time);
-    for (int busy : s.machines) out << ',' << number(busy / machines);
+    out << csv_number(s.time);
+    for (int busy : s.machines) out << ',' << csv_number(busy / machines);
     out << '\n';
   }
 }
@@ -110,7 +88,7 @@ void write_comparison_table(const std::vector<SimSummary>& summaries, std::ostre
   out << std::fixed;
   for (const SimSummary& s : summaries) {
     out << std::left << std::setw(12) << s.policy << std::right << std::setprecision(2)
-        << std::setw(7) << (s.alpha ? number(*s.alpha) : std::string("-")) << std::setw(13)
+        << std::setw(7) << (s.alpha ? csv_number(*s.alpha) : std::string("-")) << std::setw(13)
         << (std::to_string(s.completed) + "/" + std::to_string(s.jobs)) << std::setprecision(1)
         << std::setw(11) << s.avg_jct << std::setw(10) << s.p50_jct << std::setw(10) << s.p95_jct
         << std::setw(10) << s.p99_jct << std::setw(11) << s.makespan << std::setprecision(3)
@@ -127,11 +105,12 @@ void write_comparison_csv(const std::vector<SimSummary>& summaries, std::ostream
          "sim_wall_s\n";
   for (std::size_t i = 0; i < summaries.size(); ++i) {
     const SimSummary& s = summaries[i];
-    if (!x.empty()) out << number(x.at(i)) << ',';
-    out << csv_field(s.policy) << ',' << (s.alpha ? number(*s.alpha) : "") << ',' << s.jobs << ','
-        << s.completed << ',' << number(s.avg_jct) << ',' << number(s.p50_jct) << ','
-        << number(s.p95_jct) << ',' << number(s.p99_jct) << ',' << number(s.makespan) << ','
-        << number(s.jain) << ',' << number(s.max_rho) << ',' << number(s.sim_wall_s) << '\n';
+    if (!x.empty()) out << csv_number(x.at(i)) << ',';
+    out << csv_field(s.policy) << ',' << (s.alpha ? csv_number(*s.alpha) : "") << ',' << s.jobs
+        << ',' << s.completed << ',' << csv_number(s.avg_jct) << ',' << csv_number(s.p50_jct) << ','
+        << csv_number(s.p95_jct) << ',' << csv_number(s.p99_jct) << ',' << csv_number(s.makespan)
+        << ',' << csv_number(s.jain) << ',' << csv_number(s.max_rho) << ','
+        << csv_number(s.sim_wall_s) << '\n';
   }
 }
 

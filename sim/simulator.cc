@@ -113,7 +113,7 @@ class Replay {
     result_.machines = cluster.machines.size();
     for (const User& u : trace.users) result_.users.push_back(u.name);
     for (const TraceJob& tj : trace.jobs) {
-      JobRecord r;
+      SimJobRecord r;
       r.job = tj.job.id;
       r.user = tj.job.user;
       r.arrival = tj.job.arrival;
@@ -270,7 +270,7 @@ class Replay {
     const double now = e.time;
     switch (slot.occupant) {
       case Occupant::kJob: {
-        JobRecord& r = result_.jobs[slot.job];
+        SimJobRecord& r = result_.jobs[slot.job];
         const DeviceType& device = state_.machines[e.subject].device;
         r.finish = now;
         r.device = device;

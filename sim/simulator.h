@@ -80,7 +80,7 @@ struct SimOptions {
 };
 
 // One row per trace job. A job that never ran has no start/finish (and empty device/machine).
-struct JobRecord {
+struct SimJobRecord {
   std::string job;
   std::string user;
   double arrival = 0;
@@ -104,7 +104,7 @@ struct ShareSample {
 struct SimResult {
   std::string policy;
   std::vector<std::string> users;  // trace order
-  std::vector<JobRecord> jobs;     // trace order (sorted by arrival)
+  std::vector<SimJobRecord> jobs;  // trace order (sorted by arrival)
   std::vector<ShareSample> shares;
   std::size_t machines = 0;
   std::size_t decide_calls = 0;

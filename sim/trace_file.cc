@@ -6,6 +6,7 @@
 #include <sstream>
 #include <vector>
 
+#include "core/csv.h"
 #include "core/input_file.h"
 #include "core/yaml_fields.h"
 
@@ -77,36 +78,6 @@ void read_yaml_job(FieldReader& reader, const YAML::Node& node, std::size_t inde
 
 // ---- CSV ----
 
-// Splits one CSV record (RFC 4180 quoting, no embedded newlines).
-Expected<std::vector<std::string>> split_csv(const std::string& line) {
-  std::vector<std::string> fields;
-  std::string field;
-  bool quoted = false;
-  for (std::size_t i = 0; i < line.size(); ++i) {
-    const char c = line[i];
-    if (quoted) {
-      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
-        field += '"';
-        ++i;
-      } else if (c == '"') {
-        quoted = false;
-      } else {
-        field += c;
-      }
-    } else if (c == '"') {
-      quoted = true;
-    } else if (c == ',') {
-      fields.push_back(field);
-      field.clear();
-    } else if (c != '\r') {
-      field += c;
-    }
-  }
-  if (quoted) return Error{"unterminated quote"};
-  fields.push_back(field);
-  return fields;
-}
-
 std::string trim(const std::string& s) {
   const auto b = s.find_first_not_of(" \t");
   if (b == std::string::npos) return "";
@@ -121,27 +92,6 @@ bool parse_number(const std::string& text, double& out) {
   } catch (const std::exception&) {
     return false;
   }
-}
-
-std::string number(double x) {
-  std::ostringstream out;
-  out << std::setprecision(17) << x;
-  for (int digits = 6; digits < 17; ++digits) {
-    std::ostringstream shorter;
-    shorter << std::setprecision(digits) << x;
-    if (std::stod(shorter.str()) == x) return shorter.str();
-  }
-  return out.str();
-}
-
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"") == std::string::npos) return s;
-  std::string quoted = "\"";
-  for (char c : s) {
-    if (c == '"') quoted += '"';
-    quoted += c;
-  }
-  return quoted + "\"";
 }
 
 Expected<Trace> finish(Trace trace, const std::string& source) {
@@ -196,7 +146,7 @@ Expected<Trace> parse_csv_trace(const std::string& text, const std::string& sour
   while (header.empty() && std::getline(in, line)) {
     ++line_no;
     if (trim(line).empty() || line[0] == '#') continue;
-    auto fields = split_csv(line);
+    auto fields = split_csv_record(line);
     if (!fields) return fail(fields.message());
     for (const std::string& f : *fields) header.push_back(trim(f));
   }
@@ -232,7 +182,7 @@ Expected<Trace> parse_csv_trace(const std::string& text, const std::string& sour
   while (std::getline(in, line)) {
     ++line_no;
     if (trim(line).empty() || line[0] == '#') continue;
-    auto fields = split_csv(line);
+    auto fields = split_csv_record(line);
     if (!fields) return fail(fields.message());
     if (fields->size() != columns.size()) {
       return fail("expected " + std::to_string(columns.size()) + " fields, got " +
@@ -306,15 +256,16 @@ void write_csv_trace(const Trace& trace, std::ostream& out) {
   for (const DeviceType& d : devices) out << ",estimate." << d;
   out << '\n';
   for (const TraceJob& tj : trace.jobs) {
-    out << csv_field(tj.job.id) << ',' << csv_field(tj.job.user) << ',' << number(tj.job.arrival);
+    out << csv_field(tj.job.id) << ',' << csv_field(tj.job.user) << ','
+        << csv_number(tj.job.arrival);
     for (const DeviceType& d : devices) {
       auto t = tj.true_time.find(d);
-      out << ',' << (t == tj.true_time.end() ? "" : number(t->second));
+      out << ',' << (t == tj.true_time.end() ? "" : csv_number(t->second));
     }
     for (const DeviceType& d : devices) {
       auto e = tj.job.time.find(d);
       const bool exact = e == tj.job.time.end() || e->second == tj.true_time.at(d);
-      out << ',' << (exact ? "" : number(e->second));
+      out << ',' << (exact ? "" : csv_number(e->second));
     }
     out << '\n';
   }

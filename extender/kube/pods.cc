@@ -78,9 +78,10 @@ Status nudge(KubeClient& client, const ObjectRef& pod, const std::string& value)
                std::to_string(reply->status)};
 }
 
-Status delete_pod(KubeClient& client, const ObjectRef& pod) {
+Status delete_pod(KubeClient& client, const ObjectRef& pod, const std::string& resource_version) {
   json options = {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}};
-  if (!pod.uid.empty()) options["preconditions"] = {{"uid", pod.uid}};
+  if (!pod.uid.empty()) options["preconditions"]["uid"] = pod.uid;
+  if (!resource_version.empty()) options["preconditions"]["resourceVersion"] = resource_version;
   auto reply = client.call("DELETE", pod_path(pod), options.dump());
   if (!reply) return reply.error();
   // 409: the uid precondition failed, the name now belongs to a new pod: not ours to delete.

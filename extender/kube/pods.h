@@ -6,7 +6,9 @@
 //   nudge         merge patch of the annotation allox.io/nudge: any pod update moves a pod that
 //                 kube-scheduler parked as unschedulable back to its active queue at once
 //   delete_pod    DELETE in the pod's own namespace with a uid precondition (never a
-//                 re-created pod of the same name); 404 counts as done
+//                 re-created pod of the same name) and, when given, a resourceVersion one (never
+//                 a pod that changed since it was looked at, e.g. got bound); 404 counts as
+//                 done, and so does 409 (the next look decides again)
 //   gate_patch    the JSON Patch the admission webhook answers to add the gate
 //
 // Thread-safe: free functions over a thread-safe client.
@@ -38,6 +40,7 @@ nlohmann::json add_gate_patch(const nlohmann::json& pod, std::string_view gate);
 Status remove_gate(KubeClient& client, const ObjectRef& pod, const std::vector<std::string>& gates,
                    std::string_view gate);
 Status nudge(KubeClient& client, const ObjectRef& pod, const std::string& value);
-Status delete_pod(KubeClient& client, const ObjectRef& pod);
+Status delete_pod(KubeClient& client, const ObjectRef& pod,
+                  const std::string& resource_version = "");
 
 }  // namespace allox::kube

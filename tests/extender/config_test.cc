@@ -1,8 +1,15 @@
 // extender/config.h: a full config loads; unknown keys, wrong types and bad values are errors
-// naming the key.
+// in core's style (file:line: subject: field must be ..., got X), all of them at once.
 #include "extender/config.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "core/input_file.h"
 
 namespace allox::extender {
 namespace {
@@ -19,6 +26,22 @@ TEST(ConfigTest, ShippedExampleLoads) {
   EXPECT_FALSE(config->apiserver.has_value());
 }
 
+TEST(ConfigTest, DefaultsWhenKeysAreAbsent) {
+  for (const char* yaml : {"", "policy: fifo"}) {
+    auto config = parse_extender_config(yaml, "t.yaml");
+    ASSERT_TRUE(config.ok()) << config.message();
+    EXPECT_EQ("gpu", config->devices.device_for("nvidia.com/gpu").value_or("none")) << yaml;
+    EXPECT_EQ("cpu", config->devices.cpu_device);
+    EXPECT_DOUBLE_EQ(32, config->devices.cores_per_machine);
+    EXPECT_EQ("127.0.0.1", config->listen_host);
+    EXPECT_EQ(8888, config->listen_port);
+    EXPECT_DOUBLE_EQ(0.5, config->alpha);
+    EXPECT_EQ(std::size_t{1} << 20, config->max_body_bytes);
+    EXPECT_TRUE(config->admin_token.empty());
+    EXPECT_FALSE(config->reports_listen.has_value());
+  }
+}
+
 TEST(ConfigTest, ReadsEveryKey) {
   auto config = parse_extender_config(R"(
 listen: 0.0.0.0:9000
@@ -28,12 +51,15 @@ alpha: 0.25
 starvation_bound: 60
 tick: 0.5
 default_job_seconds: 100
+fairness_window: 600
 max_body_bytes: 2048
 http_threads: 8
 admin_token: t
 devices: [{resource: example.com/tpu, device: tpu}]
 cpu: {device: cpu, cores_per_machine: 16}
 nodes: [{name: n1, machines: {tpu: 4, cpu: 2}}]
+tenancy: {users: {team-a: alice}, user_annotation_namespaces: [lab, ml]}
+retention: {finished_seconds: 600, history_seconds: 1200}
 apiserver: {url: "https://k8s.local/", token: abc, ca_file: /ca.crt}
 )",
                                       "test.yaml");
@@ -46,6 +72,7 @@ apiserver: {url: "https://k8s.local/", token: abc, ca_file: /ca.crt}
   EXPECT_DOUBLE_EQ(60, config->starvation_bound);
   EXPECT_DOUBLE_EQ(0.5, config->tick);
   EXPECT_DOUBLE_EQ(100, config->default_job_seconds);
+  EXPECT_DOUBLE_EQ(600, config->fairness_window);
   EXPECT_EQ(2048u, config->max_body_bytes);
   EXPECT_EQ(8, config->http_threads);
   EXPECT_EQ("t", config->admin_token);
@@ -53,41 +80,187 @@ apiserver: {url: "https://k8s.local/", token: abc, ca_file: /ca.crt}
   EXPECT_FALSE(config->devices.device_for("nvidia.com/gpu").has_value());
   EXPECT_DOUBLE_EQ(16, config->devices.cores_per_machine);
   EXPECT_EQ(4, config->nodes.at(0).machines.at("tpu"));
+  EXPECT_EQ("alice", config->tenancy.namespace_users.at("team-a"));
+  EXPECT_EQ((std::set<std::string>{"lab", "ml"}), config->tenancy.user_annotation_namespaces);
+  EXPECT_DOUBLE_EQ(600, config->retention.finished_seconds);
+  EXPECT_DOUBLE_EQ(1200, config->retention.history_seconds);
   ASSERT_TRUE(config->apiserver.has_value());
   EXPECT_EQ("https://k8s.local", config->apiserver->url);
   EXPECT_EQ("abc", config->apiserver->token);
 }
 
+// Each bad value gives one message in core's style (file:line: subject: field must be ..., got X).
 TEST(ConfigTest, BadConfigsNameTheKey) {
+  const std::string devices =
+      "must be a device type name (lowercase letters, digits, '-', '_', "
+      "'.'; at most 63 characters)";
   struct Case {
-    const char* yaml;
-    const char* error;
+    std::string yaml;
+    std::string error;
   };
   const Case cases[] = {
-      {"lisen: 1.2.3.4:5", "t.yaml: unknown key 'lisen'"},
-      {"nodes: [{name: a, machines: {gpu: 1}, gpus: 2}]", "unknown key 'nodes[0].gpus'"},
-      {"apiserver: {url: http://x, tokn: y}", "unknown key 'apiserver.tokn'"},
-      {"alpha: 0", "alpha: must be in (0, 1]"},
-      {"alpha: lots", "alpha: expected a number, got 'lots'"},
-      {"tick: -1", "tick: must be > 0"},
-      {"listen: nohost", "listen: expected host:port"},
-      {"listen: h:99999", "listen: bad port"},
-      {"nodes: [{name: a, machines: {GPU: 1}}]", "nodes[0].machines.GPU: device type 'GPU'"},
-      {"nodes: [{name: a, machines: {gpu: -1}}]", "nodes[0].machines.gpu: must be >= 0"},
-      {"nodes: [{name: a, machines: {}}, {name: a, machines: {}}]", "duplicate node 'a'"},
-      {"apiserver: {url: k8s.local}", "apiserver.url: expected an http:// or https:// URL"},
-      {"devices: {resource: x}", "devices: expected a list"},
-      {"max_body_bytes: 10", "max_body_bytes: must be >= 1024"},
-      {"http_threads: 0", "http_threads: must be in 1..256"},
-      {"admin_token_file: /nonexistent/token", "admin_token_file: cannot read"},
-      {"[1, 2]", "expected a mapping"},
+      {"lisen: 1.2.3.4:5",
+       R"(t.yaml:1: unknown key "lisen" (expected one of: listen, reports_listen, database, )"
+       R"(policy, alpha, starvation_bound, tick, default_job_seconds, fairness_window, )"
+       R"(max_body_bytes, http_threads, admin_token, admin_token_file, devices, cpu, nodes, )"
+       R"(tenancy, retention, apiserver, scheduler_name, webhook))"},
+      {"nodes: [{name: a, machines: {gpu: 1}, gpus: 2}]",
+       R"(t.yaml:1: nodes[0]: unknown key "gpus" (expected one of: name, machines))"},
+      {"apiserver: {url: http://x, tokn: y}",
+       R"(t.yaml:1: apiserver: unknown key "tokn" (expected one of: url, token, token_file, )"
+       R"(ca_file, lease))"},
+      {"webhook: {listen: 0.0.0.0:8443, tls_cert_file: a.crt}",
+       "t.yaml:1: webhook: give both tls_cert_file and tls_key_file, or neither"},
+      {"webhook: {tls_cert_file: a.crt, tls_key_file: a.key}",
+       "t.yaml:1: webhook: listen is required"},
+      {"apiserver: {url: http://x, lease: {namespace: '', name: a}}",
+       R"(t.yaml:1: apiserver.lease: namespace must be a non-empty string, got "")"},
+      {"alpha: 0", "t.yaml:1: alpha must be a number in (0, 1], got 0"},
+      {"alpha: 1.5", "t.yaml:1: alpha must be a number in (0, 1], got 1.5"},
+      {"alpha: lots", R"(t.yaml:1: alpha must be a number in (0, 1], got "lots")"},
+      {"tick: -1", "t.yaml:1: tick must be a positive number of seconds, got -1"},
+      {"starvation_bound: [1]",
+       "t.yaml:1: starvation_bound must be a positive number of seconds, got a list"},
+      {"listen: nohost",
+       R"(t.yaml:1: listen must be host:port with a port from 0 to 65535, got "nohost")"},
+      {"listen: h:99999",
+       R"(t.yaml:1: listen must be host:port with a port from 0 to 65535, got "h:99999")"},
+      {"reports_listen: ':80'",
+       R"(t.yaml:1: reports_listen must be host:port with a port from 0 to 65535, got ":80")"},
+      {"database: ''", R"(t.yaml:1: database must be a non-empty string, got "")"},
+      {"nodes: [{name: a, machines: {GPU: 1}}]",
+       R"(t.yaml:1: node "a": machines key )" + devices + R"(, got "GPU")"},
+      {"nodes: [{name: a, machines: {gpu: -1}}]",
+       "t.yaml:1: node \"a\": machines.gpu must be a whole number from 0 to 100000, got -1"},
+      {"nodes: [{name: a, machines: {gpu: 1.5}}]",
+       "t.yaml:1: node \"a\": machines.gpu must be a whole number from 0 to 100000, got 1.5"},
+      {"nodes: [{name: a}]", R"(t.yaml:1: node "a": machines is required)"},
+      {"nodes: [{machines: {}}]", "t.yaml:1: nodes[0]: name is required"},
+      {"nodes: [{name: a, machines: {}}, {name: a, machines: {}}]",
+       R"(t.yaml:1: node "a": duplicate node name)"},
+      {"apiserver: {url: k8s.local}",
+       R"(t.yaml:1: apiserver: url must be an http:// or https:// URL, got "k8s.local")"},
+      {"apiserver: {token: x}", "t.yaml:1: apiserver: url is required"},
+      {"devices: {resource: x}", "t.yaml:1: devices must be a list, got a mapping"},
+      {"devices: [{resource: x, device: Big}]",
+       R"(t.yaml:1: devices[0]: device )" + devices + R"(, got "Big")"},
+      {"devices: [{device: tpu}]", "t.yaml:1: devices[0]: resource is required"},
+      {"cpu: {cores_per_machine: 0}",
+       "t.yaml:1: cpu: cores_per_machine must be a positive number of cores, got 0"},
+      {"max_body_bytes: 10",
+       "t.yaml:1: max_body_bytes must be a whole number from 1024 to 1073741824, got 10"},
+      {"http_threads: 0", "t.yaml:1: http_threads must be a whole number from 1 to 256, got 0"},
+      {"admin_token_file: /nonexistent/token",
+       "t.yaml:1: admin_token_file must name a readable token file: /nonexistent/token: no such "
+       "file"},
+      {"[1, 2]",
+       "t.yaml:1: expected a mapping with keys listen, reports_listen, database, policy, alpha, "
+       "starvation_bound, tick, default_job_seconds, fairness_window, max_body_bytes, "
+       "http_threads, admin_token, admin_token_file, devices, cpu, nodes, tenancy, retention, "
+       "apiserver, scheduler_name, webhook, got a list"},
+      {"tenancy: {user: {a: b}}",
+       R"(t.yaml:1: tenancy: unknown key "user" (expected one of: users, )"
+       R"(user_annotation_namespaces))"},
+      {"tenancy: {users: [a]}",
+       "t.yaml:1: tenancy: users must be a mapping of namespace to user, got a list"},
+      {"tenancy: {users: {team-a: [x]}}",
+       "t.yaml:1: tenancy: users.team-a must be a non-empty user name, got a list"},
+      {"tenancy: {user_annotation_namespaces: lab}",
+       R"(t.yaml:1: tenancy: user_annotation_namespaces must be a list, got "lab")"},
+      {"tenancy: {user_annotation_namespaces: [{a: b}]}",
+       "t.yaml:1: tenancy: user_annotation_namespaces[0] must be a namespace name, got a mapping"},
+      {"retention: {finished_seconds: -1}",
+       "t.yaml:1: retention: finished_seconds must be a non-negative number of seconds, got -1"},
+      {"{fairness_window: 1, retention: {finished_seconds: 600, history_seconds: 60}}",
+       "t.yaml:1: retention: history_seconds must be >= finished_seconds (600), got 60"},
+      {"{fairness_window: 7200, retention: {finished_seconds: 600}}",
+       "t.yaml:1: fairness_window must be <= retention.finished_seconds (600): the windowed "
+       "share counts the jobs kept in memory, got 7200"},
+      {"retention: {finished_seconds: 1e9}",
+       "t.yaml:1: retention: history_seconds must be >= finished_seconds (1e+09), got 2.592e+06"},
+      {"alpha: [", "t.yaml:1: not valid YAML or JSON: end of sequence flow not found"},
   };
   for (const Case& c : cases) {
     auto config = parse_extender_config(c.yaml, "t.yaml");
     ASSERT_FALSE(config.ok()) << c.yaml;
-    EXPECT_NE(std::string::npos, config.message().find(c.error))
-        << c.yaml << " -> " << config.message();
+    EXPECT_EQ(c.error, config.message()) << c.yaml;
   }
+}
+
+// Every problem is reported at once, each on the line that holds it.
+TEST(ConfigTest, ReportsEveryProblemWithItsLine) {
+  auto config = parse_extender_config(R"(listen: 127.0.0.1:8888
+alpha: 2
+tick: 5
+nodes:
+  - name: a
+    machines: {gpu: 2}
+  - name: b
+    machines: {gpu: lots}
+)",
+                                      "alloxd.yaml");
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(
+      "alloxd.yaml:2: alpha must be a number in (0, 1], got 2\n"
+      "alloxd.yaml:8: node \"b\": machines.gpu must be a whole number from 0 to 100000, got "
+      "\"lots\"",
+      config.message());
+}
+
+class ConfigFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("allox-config-test-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string write(const std::string& name, const std::string& text) {
+    const std::filesystem::path path = dir_ / name;
+    std::ofstream(path) << text;
+    return path.string();
+  }
+  std::filesystem::path dir_;
+};
+
+TEST_F(ConfigFileTest, TokenFilesAreReadAndTrimmed) {
+  const std::string admin = write("admin", "  s3cret\n");
+  const std::string sa = write("sa", "jwt.token.here\n");
+  auto config = parse_extender_config(
+      "admin_token_file: " + admin + "\napiserver: {url: 'https://k/', token_file: " + sa + "}\n",
+      "t.yaml");
+  ASSERT_TRUE(config.ok()) << config.message();
+  EXPECT_EQ("s3cret", config->admin_token);
+  EXPECT_EQ("jwt.token.here", config->apiserver->token);
+  EXPECT_EQ("https://k", config->apiserver->url);
+}
+
+TEST_F(ConfigFileTest, EmptyOrHugeTokenFileIsAnError) {
+  const std::string empty = write("empty", " \n");
+  auto config = parse_extender_config("admin_token_file: " + empty, "t.yaml");
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ("t.yaml:1: admin_token_file must name a file holding a token, got \"" + empty +
+                "\", which is empty",
+            config.message());
+
+  const std::string huge = write("huge", "");
+  std::filesystem::resize_file(huge, 1 << 20);  // sparse: costs nothing
+  config = parse_extender_config("admin_token_file: " + huge, "t.yaml");
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ("t.yaml:1: admin_token_file must name a readable token file: " + huge +
+                ": file is 1.0 MiB, over the 65536 bytes limit for input files",
+            config.message());
+}
+
+// The config file itself goes through core's input-file limit, refused before it is read.
+TEST_F(ConfigFileTest, OversizedConfigFileIsRefused) {
+  const std::string path = write("alloxd.yaml", "");
+  std::filesystem::resize_file(path, kMaxInputBytes + 1);
+  auto config = load_extender_config(path);
+  ASSERT_FALSE(config.ok());
+  EXPECT_NE(std::string::npos, config.message().find(path + ": file is 32.0 MiB"))
+      << config.message();
+  EXPECT_EQ(path + ".missing: no such file", load_extender_config(path + ".missing").message());
 }
 
 TEST(ConfigTest, ListenAddressOverride) {

@@ -103,19 +103,19 @@ TEST(ControllerTest, StartingJobLosesItsGateOnExactlyTheChosenVariantAndItsSibli
   ASSERT_EQ(1u, deletes.size());
   EXPECT_EQ("/api/v1/namespaces/lab/pods/a-cpu", deletes[0].target);
   EXPECT_EQ((std::vector<std::string>{"Admitted: starts on g1 (gpu)"}), f.event_reasons("a-gpu"));
-  EXPECT_EQ((std::vector<std::string>{"Deleted: job a runs as variant lab/a-gpu"}),
+  EXPECT_EQ((std::vector<std::string>{"Deleted: job lab/a runs as variant lab/a-gpu"}),
             f.event_reasons("a-cpu"));
   // b waits for the GPU and is told so; the book no longer offers a's CPU variant.
   auto b = f.event_reasons("b-gpu");
   ASSERT_EQ(1u, b.size());
   EXPECT_EQ(0u, b[0].rfind("Queued: position 1 of 1 for gpu, est. start ", 0)) << b[0];
-  auto job = f.planner->read([](const JobBook& book) { return book.job("a")->variants.size(); });
+  auto job = f.planner->read([](const JobBook& book) { return book.job("lab/a")->variants.size(); });
   EXPECT_EQ(1u, job);
 
   // A status update of the doomed sibling does not bring it back into the book.
   f.feed->pod_handler().on_upsert(variant("a-cpu", "a", "cpu", true));
   EXPECT_EQ(1u,
-            f.planner->read([](const JobBook& book) { return book.job("a")->variants.size(); }));
+            f.planner->read([](const JobBook& book) { return book.job("lab/a")->variants.size(); }));
 }
 
 TEST(ControllerTest, LateVariantOfARunningJobIsDeletedWithTheReason) {
@@ -127,20 +127,20 @@ TEST(ControllerTest, LateVariantOfARunningJobIsDeletedWithTheReason) {
   running["spec"]["nodeName"] = "g1";  // bound: the watch says so
   f.feed->pod_handler().on_upsert(running);
   ASSERT_EQ(JobPhase::kRunning,
-            f.planner->read([](const JobBook& book) { return book.job("a")->record.phase; }));
+            f.planner->read([](const JobBook& book) { return book.job("lab/a")->record.phase; }));
   f.feed->pod_handler().on_upsert(variant("a-cpu-late", "a", "cpu", true));
   f.settle();
   auto deletes = f.requests("DELETE");
   ASSERT_EQ(1u, deletes.size());
   EXPECT_EQ("/api/v1/namespaces/lab/pods/a-cpu-late", deletes[0].target);
-  EXPECT_EQ((std::vector<std::string>{"Deleted: job a runs as variant lab/a-gpu"}),
+  EXPECT_EQ((std::vector<std::string>{"Deleted: job lab/a runs as variant lab/a-gpu"}),
             f.event_reasons("a-cpu-late"));
 
   // Its pod succeeds: the job is done, and the GPU is free for the next.
   running["status"]["phase"] = "Succeeded";
   f.feed->pod_handler().on_upsert(running);
   EXPECT_EQ(JobPhase::kDone,
-            f.planner->read([](const JobBook& book) { return book.job("a")->record.phase; }));
+            f.planner->read([](const JobBook& book) { return book.job("lab/a")->record.phase; }));
 }
 
 TEST(ControllerTest, UngatedPodIsNudgedWhenItsPlanSaysStartNow) {
@@ -166,7 +166,7 @@ TEST(ControllerTest, OnlyTheLeaderActs) {
   EXPECT_TRUE(f.server.requests().empty());
   // It still knows the queue: a second replica serves reads.
   EXPECT_EQ(2u,
-            f.planner->read([](const JobBook& book) { return book.job("a")->variants.size(); }));
+            f.planner->read([](const JobBook& book) { return book.job("lab/a")->variants.size(); }));
 }
 
 TEST(ClusterFeedTest, OtherSchedulersPodsAndDeletionsAreHandled) {
@@ -175,11 +175,11 @@ TEST(ClusterFeedTest, OtherSchedulersPodsAndDeletionsAreHandled) {
   json other = variant("x", "x", "nvidia.com/gpu", false);
   other["spec"]["schedulerName"] = "default-scheduler";
   f.feed->pod_handler().on_replace({other, variant("a-gpu", "a", "nvidia.com/gpu", true)});
-  EXPECT_TRUE(f.planner->read([](const JobBook& book) { return book.job("x") == nullptr; }));
+  EXPECT_TRUE(f.planner->read([](const JobBook& book) { return book.job("lab/x") == nullptr; }));
   EXPECT_EQ(1u, f.feed->pods().size());
   // The only variant is deleted before it ran: the job leaves the queue.
   f.feed->pod_handler().on_delete(variant("a-gpu", "a", "nvidia.com/gpu", true));
-  EXPECT_TRUE(f.planner->read([](const JobBook& book) { return book.job("a") == nullptr; }));
+  EXPECT_TRUE(f.planner->read([](const JobBook& book) { return book.job("lab/a") == nullptr; }));
   // Capacity from the nodes: 2 GPUs and 64 / 32 = 2 CPU bundles.
   EXPECT_EQ(2,
             f.planner->read([](const JobBook& book) { return book.capacity("g1", "gpu").total; }));

@@ -1,18 +1,32 @@
-// Kill -9 durability: the real alloxd binary serves a stream of filters, binds, profiles and
-// completions and is killed with SIGKILL mid-stream; a second alloxd on the same database must
-// hold every acknowledged bind, profile and completion, and rebuild the queue.
+// Kill -9 durability: the real alloxd binary serves a stream of filters, binds (through a fake
+// API server), profiles and completions, and is killed with SIGKILL mid-stream, again and
+// again. After every restart on the same database, every acknowledged change must be there,
+// every pod the API server bound must be a running or done job on that node (binds are
+// recorded as intents first and reconciled at start-up), and no row may be an orphan.
+//
+// ALLOX_KILLS sets the number of kills (3 here; scripts/kill9.sh runs 100).
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sqlite3.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
 #include <fstream>
+#include <functional>
+#include <map>
 #include <mutex>
+#include <random>
 #include <set>
 #include <thread>
 
-#include "extender/http_server.h"
+#include "tests/extender/api_pods.h"
 #include "tests/extender/test_support.h"
 
 extern char** environ;
@@ -25,23 +39,64 @@ using testing::make_pod;
 
 constexpr const char* kAdmin = "Bearer durable-token";
 
+// alloxd on a free port; its address is read from the line it logs once it listens.
 class Alloxd {
  public:
-  Alloxd(const std::string& config, int port) : url_("http://127.0.0.1:" + std::to_string(port)) {
+  explicit Alloxd(const std::string& config) {
     std::string binary = ALLOX_BINARY_DIR "/cli/alloxd";
-    std::string listen = "127.0.0.1:" + std::to_string(port);
-    std::vector<std::string> args = {binary, "--config", config, "--listen", listen};
+    std::vector<std::string> args = {binary, "--config", config, "--listen", "127.0.0.1:0"};
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
-    if (posix_spawn(&pid_, binary.c_str(), nullptr, nullptr, argv.data(), environ) != 0) pid_ = -1;
+    int fds[2];
+    if (pipe(fds) != 0) return;
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
+    posix_spawn_file_actions_addclose(&actions, fds[0]);
+    if (posix_spawn(&pid_, binary.c_str(), &actions, nullptr, argv.data(), environ) != 0) pid_ = -1;
+    posix_spawn_file_actions_destroy(&actions);
+    close(fds[1]);
+    // Reads stderr to its end (the kill closes it): the address line, then whatever follows.
+    log_reader_ = std::thread([this, fd = fds[0]] {
+      FILE* in = fdopen(fd, "r");
+      char line[4096];
+      while (std::fgets(line, sizeof line, in) != nullptr) {
+        std::string text = line;
+        std::lock_guard lock(mu_);
+        log_ += text;
+        auto at = text.find("listening on ");
+        if (url_.empty() && at != std::string::npos) {
+          url_ = text.substr(at + 13, text.find(' ', at + 13) - at - 13);
+          announced_.notify_all();
+        }
+      }
+      std::fclose(in);
+      std::lock_guard lock(mu_);
+      ended_ = true;
+      announced_.notify_all();
+    });
   }
-  ~Alloxd() { kill(); }
+  ~Alloxd() {
+    kill();
+    if (log_reader_.joinable()) log_reader_.join();
+  }
 
-  bool wait_ready() const {
-    for (int i = 0; i < 200; ++i) {
+  // Waits for the address line (an event), then for /readyz: the inventory from the API
+  // server, bind intents reconciled, a first plan.
+  bool wait_ready() {
+    {
+      std::unique_lock lock(mu_);
+      if (!announced_.wait_for(lock, std::chrono::seconds(30),
+                               [&] { return !url_.empty() || ended_; }) ||
+          url_.empty()) {
+        return false;
+      }
+    }
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (std::chrono::steady_clock::now() < deadline) {
       if (testing::http_request(url_, "GET", "/readyz").status == 200) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(25));
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
     return false;
   }
@@ -52,149 +107,262 @@ class Alloxd {
     ::waitpid(pid_, &status, 0);
     pid_ = -1;
   }
-  const std::string& url() const { return url_; }
-  bool started() const { return pid_ > 0; }
+  std::string url() {
+    std::lock_guard lock(mu_);
+    return url_;
+  }
+  std::string log() {
+    std::lock_guard lock(mu_);
+    return log_;
+  }
 
  private:
-  std::string url_;
   pid_t pid_ = -1;
+  std::thread log_reader_;
+  std::mutex mu_;
+  std::condition_variable announced_;
+  std::string url_, log_;
+  bool ended_ = false;
 };
 
+// What alloxd acknowledged, over all its lives.
 struct Acknowledged {
   std::mutex mu;
-  std::vector<std::string> queued_jobs;                    // filter answered without Error
-  std::vector<std::pair<std::string, std::string>> bound;  // job, node
-  std::vector<std::string> profiled;
-  std::vector<std::string> done;
+  std::condition_variable changed;
+  int changes = 0;                           // acknowledged writes so far
+  std::vector<std::string> queued_jobs;      // filter answered without Error
+  std::map<std::string, std::string> bound;  // job -> node
+  std::set<std::string> profiled;
+  std::set<std::string> done;
+  std::deque<int> pending;  // job numbers filtered but not bound: retried
+
+  void note(const std::function<void()>& record) {
+    std::lock_guard lock(mu);
+    record();
+    ++changes;
+    changed.notify_all();
+  }
 };
 
-TEST(DurabilityTest, SigkillMidStreamLosesNothingAcknowledged) {
+// One client of alloxd until it stops answering, as kube-scheduler and a job controller
+// would be: first complete the jobs left running by the last life (freeing machines), then
+// alternate new jobs with retries of queued ones. A new job is filtered (a GPU or a CPU pod)
+// and profiled; an admitted one is bound; every other bound job completes at once.
+void stream(const std::string& url, emulator::FakeApiServer& api, std::atomic<int>& next_job,
+            Acknowledged& acked) {
+  std::vector<std::string> left_running;
+  {
+    std::lock_guard lock(acked.mu);
+    for (const auto& [id, node] : acked.bound) {
+      if (!acked.done.count(id)) left_running.push_back(id);
+    }
+  }
+  for (const std::string& id : left_running) {
+    auto done = testing::http_request(url, "POST", "/v1/jobs/" + id + "/done", "", kAdmin);
+    if (done.status == 0) return;
+    if (done.status == 200) acked.note([&] { acked.done.insert(id); });
+  }
+  for (int step = 0;; ++step) {
+    int i = -1;
+    bool fresh = true;
+    if (step % 2 == 1) {
+      std::lock_guard lock(acked.mu);
+      if (!acked.pending.empty()) {
+        i = acked.pending.front();
+        acked.pending.pop_front();
+        fresh = false;
+      }
+    }
+    if (i < 0) i = next_job++;
+    std::string name = "job-" + std::to_string(i);
+    std::string id = "lab/" + name;
+    bool cpu = i % 3 == 0;
+    // As kube-scheduler would, the pod comes from the API server (a binding needs its uid).
+    json pod = testing::pod_in_api(api, make_pod("lab", name, cpu ? "cpu" : "nvidia.com/gpu",
+                                                 {{"allox.io/time.gpu", "50"},
+                                                  {"allox.io/time.cpu", "200"},
+                                                  {"allox.io/iterations", "100"}}));
+    auto filter =
+        testing::http_request(url, "POST", "/filter", testing::filter_body(pod, {"n1", "n2"}));
+    if (filter.status != 200) return;
+    json result = json::parse(filter.body);
+    if (!result["Error"].get<std::string>().empty()) continue;
+    if (fresh) {
+      acked.note([&] { acked.queued_jobs.push_back(id); });
+      auto profile = testing::http_request(
+          url, "POST", "/v1/profiles",
+          json{{"job", id}, {"device", cpu ? "cpu" : "gpu"}, {"iterations", 10}, {"seconds", 1.5}}
+              .dump(),
+          kAdmin);
+      if (profile.status != 200) return;
+      acked.note([&] { acked.profiled.insert(id); });
+    }
+    if (result["NodeNames"].empty()) {
+      std::lock_guard lock(acked.mu);
+      acked.pending.push_back(i);
+      continue;
+    }
+    std::string node = result["NodeNames"][0];
+    auto bind = testing::http_request(url, "POST", "/bind",
+                                      json{{"PodName", name},
+                                           {"PodNamespace", "lab"},
+                                           {"PodUID", pod["metadata"]["uid"]},
+                                           {"Node", node}}
+                                          .dump());
+    if (bind.status != 200) return;
+    if (!json::parse(bind.body)["Error"].get<std::string>().empty()) {
+      std::lock_guard lock(acked.mu);
+      acked.pending.push_back(i);
+      continue;
+    }
+    acked.note([&] { acked.bound[id] = node; });
+    if (i % 2 == 1) continue;
+    auto done = testing::http_request(url, "POST", "/v1/jobs/" + id + "/done", "", kAdmin);
+    if (done.status != 200) return;
+    acked.note([&] { acked.done.insert(id); });
+  }
+}
+
+std::int64_t count(sqlite3* db, const char* sql) {
+  sqlite3_stmt* stmt = nullptr;
+  if (sqlite3_prepare_v2(db, sql, -1, &stmt, nullptr) != SQLITE_OK) return -1;
+  std::int64_t n = sqlite3_step(stmt) == SQLITE_ROW ? sqlite3_column_int64(stmt, 0) : -1;
+  sqlite3_finalize(stmt);
+  return n;
+}
+
+// Rows that belong to nothing, or jobs missing a row they must have. Each query names a kind.
+std::map<std::string, std::int64_t> orphans(const std::string& path) {
+  sqlite3* db = nullptr;
+  sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
+  std::map<std::string, std::int64_t> out = {
+      {"queued job without a variant",
+       count(db,
+             "SELECT count(*) FROM jobs j WHERE phase = 'queued' AND NOT EXISTS "
+             "(SELECT 1 FROM variants v WHERE v.job_row = j.row)")},
+      {"variant without its job", count(db,
+                                        "SELECT count(*) FROM variants v WHERE NOT EXISTS "
+                                        "(SELECT 1 FROM jobs j WHERE j.row = v.job_row)")},
+      {"profile without its job", count(db,
+                                        "SELECT count(*) FROM profiles p WHERE NOT EXISTS "
+                                        "(SELECT 1 FROM jobs j WHERE j.row = p.job_row)")},
+      {"usage without its job", count(db,
+                                      "SELECT count(*) FROM usage u WHERE NOT EXISTS "
+                                      "(SELECT 1 FROM jobs j WHERE j.row = u.job_row)")},
+      {"started job without usage",
+       count(db,
+             "SELECT count(*) FROM jobs j WHERE phase IN ('running', 'done') AND NOT EXISTS "
+             "(SELECT 1 FROM usage u WHERE u.job_row = j.row)")},
+      {"bind intent left after start-up", count(db, "SELECT count(*) FROM bind_intents")},
+  };
+  sqlite3_close(db);
+  return out;
+}
+
+int kills_wanted() {
+  const char* text = std::getenv("ALLOX_KILLS");
+  int kills = text != nullptr ? std::atoi(text) : 0;
+  return kills > 0 ? kills : 3;
+}
+
+// Everything acknowledged in earlier lives is there; returns how many changes were lost.
+int check_acknowledged(const std::string& url, Acknowledged& acked, emulator::FakeApiServer& api,
+                       int life) {
+  std::lock_guard lock(acked.mu);
+  int lost = 0;
+  auto job_at = [&](const std::string& id) {
+    return json::parse(testing::http_request(url, "GET", "/v1/jobs/" + id).body);
+  };
+  for (const auto& [id, node] : acked.bound) {
+    json job = job_at(id);
+    bool kept = job["phase"] != "queued" && job["node"] == node;
+    lost += !kept;
+    EXPECT_TRUE(kept) << "life " << life << ": " << id << " was bound to " << node << ": "
+                      << job.dump();
+  }
+  for (const std::string& id : acked.done) {
+    json job = job_at(id);
+    lost += job["phase"] != "done";
+    EXPECT_EQ("done", job["phase"]) << "life " << life << ": " << id;
+  }
+  for (const std::string& id : acked.profiled) {
+    int samples = 0;
+    json job = job_at(id);
+    for (const json& v : job["variants"]) samples += v["profile_samples"].get<int>();
+    lost += samples < 1;
+    EXPECT_GE(samples, 1) << "life " << life << ": " << id << " lost its profile: " << job.dump();
+  }
+  for (const std::string& id : acked.queued_jobs) {
+    int status = testing::http_request(url, "GET", "/v1/jobs/" + id).status;
+    lost += status != 200;
+    EXPECT_EQ(200, status) << "life " << life << ": " << id << " was acknowledged but is gone";
+  }
+  // Every bind the API server holds is a started job on that node in alloxd, acknowledged or
+  // not (the kill may come between the API call and the answer).
+  for (const testing::BoundPod& binding : testing::bound_pods(api)) {
+    std::string id = binding.namespace_name + "/" + binding.name;
+    json job = job_at(id);
+    bool started = job["phase"] == "running" || job["phase"] == "done";
+    lost += !started || job.value("node", "") != binding.node;
+    EXPECT_TRUE(started) << "life " << life << ": the API server bound " << id << " but alloxd has "
+                         << job.dump();
+    EXPECT_EQ(binding.node, job.value("node", "")) << id;
+  }
+  return lost;
+}
+
+TEST(DurabilityTest, RepeatedSigkillMidStreamLosesNothingAcknowledged) {
+  const int kills = kills_wanted();
+  emulator::FakeApiServer api(testing::api_options("api-token"));
+  api.add_node("n1", {{"cpu", "64"}, {"nvidia.com/gpu", "4"}});
+  api.add_node("n2", {{"nvidia.com/gpu", "4"}});
   testing::ScratchDir dir;
+  const std::string database = dir.file("state.db");
   const std::string config = dir.file("alloxd.yaml");
   {
     std::ofstream out(config);
-    out << "database: " << dir.file("state.db") << "\n"
+    out << "database: " << database << "\n"
         << "policy: fifo\ntick: 0.2\nadmin_token: durable-token\n"
-        << "nodes:\n  - {name: n1, machines: {gpu: 4, cpu: 2}}\n"
-        << "  - {name: n2, machines: {gpu: 4}}\n";
+        << "apiserver: {url: '" << api.url() << "', token: api-token}\n";
   }
-  auto port = pick_free_port("127.0.0.1");
-  ASSERT_TRUE(port.ok());
-
   Acknowledged acked;
-  {
-    Alloxd server(config, *port);
-    ASSERT_TRUE(server.started());
-    ASSERT_TRUE(server.wait_ready());
-    std::atomic<bool> server_gone{false};
-    // The stream: each job is filtered and profiled; admitted ones are bound; even-numbered
-    // bound jobs complete, odd ones keep their machine, so the cluster fills and a queue forms.
-    std::thread client([&] {
-      for (int i = 0; !server_gone && i < 10000; ++i) {
-        std::string name = "job-" + std::to_string(i);
-        std::string id = "lab/" + name;
-        bool cpu = i % 3 == 0;
-        json pod = make_pod("lab", name, cpu ? "cpu" : "nvidia.com/gpu",
-                            {{"allox.io/time.gpu", "50"},
-                             {"allox.io/time.cpu", "200"},
-                             {"allox.io/iterations", "100"}});
-        auto filter = testing::http_request(server.url(), "POST", "/filter",
-                                            testing::filter_body(pod, {"n1", "n2"}));
-        if (filter.status != 200) break;
-        json result = json::parse(filter.body);
-        if (!result["Error"].get<std::string>().empty()) continue;
-        {
-          std::lock_guard lock(acked.mu);
-          acked.queued_jobs.push_back(id);
-        }
-        auto profile = testing::http_request(
-            server.url(), "POST", "/v1/profiles",
-            json{{"job", id}, {"device", cpu ? "cpu" : "gpu"}, {"iterations", 10}, {"seconds", 1.5}}
-                .dump(),
-            kAdmin);
-        if (profile.status == 200) {
-          std::lock_guard lock(acked.mu);
-          acked.profiled.push_back(id);
-        }
-        if (result["NodeNames"].empty()) continue;
-        std::string node = result["NodeNames"][0];
-        auto bind = testing::http_request(server.url(), "POST", "/bind",
-                                          json{{"PodName", name},
-                                               {"PodNamespace", "lab"},
-                                               {"PodUID", "uid-" + name},
-                                               {"Node", node}}
-                                              .dump());
-        if (bind.status != 200 || !json::parse(bind.body)["Error"].get<std::string>().empty()) {
-          continue;
-        }
-        {
-          std::lock_guard lock(acked.mu);
-          acked.bound.push_back({id, node});
-        }
-        if (i % 2 == 1) continue;
-        auto done =
-            testing::http_request(server.url(), "POST", "/v1/jobs/" + id + "/done", "", kAdmin);
-        if (done.status == 200) {
-          std::lock_guard lock(acked.mu);
-          acked.done.push_back(id);
-        }
-      }
-    });
-    // Let the stream run until jobs queue up, then pull the plug while requests are in flight.
-    for (int i = 0; i < 3000; ++i) {
-      {
-        std::lock_guard lock(acked.mu);
-        // One more than asserted below: the job in flight may still be bound after this check.
-        if (acked.queued_jobs.size() >= acked.bound.size() + 6 && acked.done.size() >= 5) break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  std::atomic<int> next_job{0};
+  std::mt19937 random(11);
+  int lost = 0;
+  for (int life = 0; life <= kills; ++life) {
+    Alloxd server(config);
+    ASSERT_TRUE(server.wait_ready()) << "life " << life << ": alloxd did not come back\n"
+                                     << server.log();
+    const std::string url = server.url();
+    lost += check_acknowledged(url, acked, api, life);
+    if (life == kills) break;
+
+    // Run the stream, and pull the plug after a random number of acknowledged changes, while
+    // requests are in flight.
+    std::thread client([&, url] { stream(url, api, next_job, acked); });
+    {
+      std::unique_lock lock(acked.mu);
+      const int target = acked.changes + 1 + static_cast<int>(random() % 12);
+      acked.changed.wait_for(lock, std::chrono::seconds(60),
+                             [&] { return acked.changes >= target; });
     }
     server.kill();
-    server_gone = true;
     client.join();
   }
-  ASSERT_GE(acked.done.size(), 5u) << "the stream did too little before the kill";
-  ASSERT_GE(acked.queued_jobs.size(), acked.bound.size() + 5) << "no queue formed";
-
-  auto new_port = pick_free_port("127.0.0.1");  // the old one may linger in TIME_WAIT
-  ASSERT_TRUE(new_port.ok());
-  Alloxd restarted(config, *new_port);
-  ASSERT_TRUE(restarted.wait_ready()) << "alloxd did not come back on the same database";
-  for (const auto& [id, node] : acked.bound) {
-    auto r = testing::http_request(restarted.url(), "GET", "/v1/jobs/" + id);
-    ASSERT_EQ(200, r.status) << id;
-    json job = json::parse(r.body);
-    EXPECT_NE("queued", job["phase"]) << id << " was bound";
-    EXPECT_EQ(node, job["node"]) << id;
+  EXPECT_EQ(0, lost);
+  std::int64_t orphan_rows = 0;
+  for (const auto& [kind, n] : orphans(database)) {
+    EXPECT_EQ(0, n) << kind;
+    orphan_rows += n;
   }
-  for (const std::string& id : acked.done) {
-    json job = json::parse(testing::http_request(restarted.url(), "GET", "/v1/jobs/" + id).body);
-    EXPECT_EQ("done", job["phase"]) << id;
-  }
-  for (const std::string& id : acked.profiled) {
-    json job = json::parse(testing::http_request(restarted.url(), "GET", "/v1/jobs/" + id).body);
-    ASSERT_EQ(1u, job["variants"].size()) << id;
-    EXPECT_EQ("profile", job["variants"][0]["estimate_source"]) << id;
-    EXPECT_EQ(1, job["variants"][0]["profile_samples"]) << id;
-  }
-  // The queue is rebuilt: every acknowledged job is known, and those never bound are queued
-  // (or, if a bind was applied but its answer lost in the kill, running).
-  std::set<std::string> bound;
-  for (const auto& [id, node] : acked.bound) bound.insert(id);
-  json queue = json::parse(testing::http_request(restarted.url(), "GET", "/v1/queue").body);
-  std::set<std::string> queued;
-  for (const json& j : queue["queued"]) queued.insert(j["id"]);
-  int still_queued = 0;
-  for (const std::string& id : acked.queued_jobs) {
-    auto r = testing::http_request(restarted.url(), "GET", "/v1/jobs/" + id);
-    ASSERT_EQ(200, r.status) << id << " was acknowledged but is gone";
-    if (bound.count(id)) continue;
-    std::string phase = json::parse(r.body)["phase"];
-    EXPECT_TRUE(phase == "queued" ? queued.count(id) > 0 : phase == "running")
-        << id << " " << phase;
-    still_queued += phase == "queued";
-  }
-  EXPECT_GE(still_queued, 4);
+  std::lock_guard lock(acked.mu);
+  EXPECT_GE(acked.bound.size(), 2u) << "the stream did too little";
+  EXPECT_GE(acked.done.size(), 1u) << "the stream did too little";
+  std::printf(
+      "kills=%d acknowledged_changes=%d jobs=%zu bound=%zu done=%zu api_binds=%zu "
+      "lost=%d orphan_rows=%lld\n",
+      kills, acked.changes, acked.queued_jobs.size(), acked.bound.size(), acked.done.size(),
+      testing::bound_pods(api).size(), lost, static_cast<long long>(orphan_rows));
 }
 
 }  // namespace

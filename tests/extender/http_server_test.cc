@@ -118,6 +118,21 @@ TEST(HttpServerTest, StatusCodesForBadRequests) {
   EXPECT_TRUE(server.service().queue().queued.empty());
 }
 
+// A number beyond double's range is the client's mistake, on every body alloxd parses.
+TEST(HttpServerTest, NumberOverflowIs400NamingTheNumber) {
+  ServerFixture server({{"g", {{"gpu", 1}}}});
+  for (const char* path : {"/filter", "/prioritize", "/bind", "/preempt", "/v1/profiles"}) {
+    for (const char* body : {R"({"Pod":1e999})", R"({"Pod":{"metadata":{"x":-1e999}}})"}) {
+      auto r = testing::http_request(server.url(), "POST", path, body, kAdmin);
+      EXPECT_EQ(400, r.status) << path << " " << body << ": " << r.body;
+      auto reply = json::parse(r.body, nullptr, false);
+      ASSERT_TRUE(reply.is_object()) << r.body;
+      EXPECT_NE(std::string::npos, reply["error"].get<std::string>().find("number overflow"))
+          << r.body;
+    }
+  }
+}
+
 TEST(HttpServerTest, ProfilesNeedTheAdminTokenAndChangeEstimates) {
   ServerFixture server({{"g", {{"gpu", 1}}}});
   server.post("/filter",

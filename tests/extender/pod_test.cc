@@ -52,12 +52,58 @@ TEST(PodTest, AnnotationsOverrideDefaults) {
                                                {"example.com/other", "ignored"}}),
                             mapping);
   ASSERT_TRUE(v.ok()) << v.message();
-  EXPECT_EQ("resnet", v->job_id);
-  EXPECT_EQ("alice", v->user);
+  EXPECT_EQ("ns/resnet", v->job_id);
+  EXPECT_EQ("ns", v->user) << "allox.io/user is read only where the tenancy rules allow it";
   EXPECT_EQ("v100", v->device);
   EXPECT_EQ(1000, v->iterations.value());
   EXPECT_DOUBLE_EQ(120, v->time_hints.at("v100"));
   EXPECT_DOUBLE_EQ(900.5, v->time_hints.at("cpu"));
+}
+
+TEST(PodTest, AJobIdAlwaysLivesInThePodsNamespace) {
+  struct Case {
+    const char* namespace_name;
+    const char* annotation;  // nullptr: none
+    const char* want;
+  };
+  const Case cases[] = {
+      {"team-a", nullptr, "team-a/p"},
+      {"team-a", "train", "team-a/train"},
+      {"team-a", "team-a/train", "team-a/train"},
+      {"team-b", "team-a/train", "team-b/team-a/train"},  // never team-a's job
+      {"team-b", "team-a", "team-b/team-a"},
+  };
+  for (const Case& c : cases) {
+    std::map<std::string, std::string> annotations;
+    if (c.annotation != nullptr) annotations["allox.io/job"] = c.annotation;
+    auto v = read_job_variant(testing::make_pod(c.namespace_name, "p", "cpu", annotations),
+                              DeviceMapping{});
+    ASSERT_TRUE(v.ok()) << v.message();
+    EXPECT_EQ(c.want, v->job_id) << c.namespace_name << " " << (c.annotation ? c.annotation : "");
+  }
+}
+
+TEST(PodTest, TheChargedUserFollowsTheTenancyRules) {
+  Tenancy tenancy;
+  tenancy.namespace_users = {{"team-b", "bob"}};
+  tenancy.user_annotation_namespaces = {"lab"};
+  struct Case {
+    const char* namespace_name;
+    const char* annotated;
+    const char* want;
+  };
+  const Case cases[] = {
+      {"team-a", "", "team-a"},     {"team-a", "mallory", "team-a"}, {"team-b", "", "bob"},
+      {"team-b", "mallory", "bob"}, {"lab", "alice", "alice"},       {"lab", "", "lab"},
+  };
+  for (const Case& c : cases) {
+    std::map<std::string, std::string> annotations;
+    if (*c.annotated != 0) annotations["allox.io/user"] = c.annotated;
+    auto v = read_job_variant(testing::make_pod(c.namespace_name, "p", "cpu", annotations),
+                              DeviceMapping{}, tenancy);
+    ASSERT_TRUE(v.ok()) << v.message();
+    EXPECT_EQ(c.want, v->user) << c.namespace_name << " " << c.annotated;
+  }
 }
 
 TEST(PodTest, BadAnnotationsAreErrorsNamingThem) {
@@ -71,6 +117,12 @@ TEST(PodTest, BadAnnotationsAreErrorsNamingThem) {
       {"allox.io/time.gpu", "fast", "annotation allox.io/time.gpu: \"fast\" is not a number"},
       {"allox.io/time.gpu", "-3", "is not a number of seconds"},
       {"allox.io/iterations", "2.5", "is not a positive whole number"},
+      {"allox.io/iterations", "9223372036854775808", "within int64"},
+      {"allox.io/iterations", "1e300", "within int64"},
+      {"allox.io/time.gpu", "1e300", "out of range"},
+      {"allox.io/time.gpu", "99999999999999", "out of range"},
+      {"allox.io/time.gpu", "2592001", "out of range"},
+      {"allox.io/time.gpu", "0.0001", "out of range"},
       {"allox.io/job", "", "empty job id"},
   };
   for (const Case& c : cases) {

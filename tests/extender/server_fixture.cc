@@ -18,7 +18,10 @@ ServerFixture::ServerFixture(std::vector<NodeInventory> nodes, std::size_t max_b
   service_ = std::move(*service);
   service_->start();
   service_->solve_now();
-  HttpServerOptions http{"127.0.0.1", 0, max_body_bytes, std::chrono::seconds(2)};
+  HttpServerOptions http;
+  http.port = 0;
+  http.max_body_bytes = max_body_bytes;
+  http.read_timeout = std::chrono::seconds(2);
   auto server = HttpServer::start(*service_, http);
   if (!server) throw std::runtime_error(server.message());
   server_ = std::move(*server);

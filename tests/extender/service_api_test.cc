@@ -1,57 +1,23 @@
 // extender/service.h with an API server: the queue comes from the watch, the controller acts,
 // bind goes through the binding subresource, completions come from watch events. The API
-// server is scripted (tests/extender/kube/scripted_server.h) and speaks the real protocol.
+// server is the emulator's faithful fake (extender/emulator/fake_api_server.h): real list and
+// watch, binding rules (uid, gates), deletions and events.
 #include <gtest/gtest.h>
 
-#include <condition_variable>
+#include <thread>
 
+#include "extender/emulator/fake_api_server.h"
 #include "extender/http_server.h"
+#include "extender/kube/pods.h"
 #include "extender/service.h"
-#include "tests/extender/kube/scripted_server.h"
+#include "tests/extender/api_pods.h"
 #include "tests/extender/test_support.h"
 
 namespace allox::extender {
 namespace {
 
-using kube::testing::LineChannel;
-using kube::testing::ScriptedReply;
-using kube::testing::ScriptedRequest;
-using kube::testing::ScriptedServer;
 using nlohmann::json;
 using testing::make_pod;
-
-// Lists nodes and pods, holds their watches open on channels the test feeds, answers
-// bindings with `bind_status`, and everything else (deletes, patches, events) with success.
-struct ApiScript {
-  std::mutex mu;
-  int bind_status = 201;
-  std::shared_ptr<LineChannel> pods = std::make_shared<LineChannel>();
-  std::shared_ptr<LineChannel> nodes = std::make_shared<LineChannel>();
-
-  ScriptedReply handle(const ScriptedRequest& r) {
-    if (r.authorization != "Bearer sa-token") return {401, "{}", nullptr};
-    const bool watch = r.target.find("watch=1") != std::string::npos;
-    if (r.method == "GET" && r.target.rfind("/api/v1/nodes", 0) == 0) {
-      if (watch) return {200, "", nodes};
-      json node = {{"metadata", {{"name", "node-1"}, {"resourceVersion", "3"}}},
-                   {"status", {{"allocatable", {{"cpu", "64"}, {"nvidia.com/gpu", "2"}}}}}};
-      return {
-          200,
-          json{{"kind", "NodeList"}, {"metadata", {{"resourceVersion", "5"}}}, {"items", {node}}}
-              .dump(),
-          nullptr};
-    }
-    if (r.method == "GET" && r.target.rfind("/api/v1/pods", 0) == 0) {
-      if (watch) return {200, "", pods};
-      return {200, R"({"kind":"PodList","metadata":{"resourceVersion":"5"},"items":[]})", nullptr};
-    }
-    if (r.method == "POST" && r.target.ends_with("/binding")) {
-      std::lock_guard lock(mu);
-      return {bind_status, "{}", nullptr};
-    }
-    return {r.method == "POST" ? 201 : 200, "{}", nullptr};
-  }
-};
 
 template <typename Done>
 bool eventually(Done done) {
@@ -59,80 +25,106 @@ bool eventually(Done done) {
     if (done()) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  return false;
+  return done();
 }
 
-std::string watch_event(const std::string& type, json object, int rv) {
-  object["metadata"]["resourceVersion"] = std::to_string(rv);
-  return json{{"type", type}, {"object", object}}.dump();
+std::unique_ptr<ExtenderService> start_against(emulator::FakeApiServer& api,
+                                               const testing::ScratchDir& dir) {
+  auto config = testing::make_config({}, dir.file("state.db"));
+  config.scheduler_name = "allox-scheduler";
+  config.apiserver = ApiServerConfig{api.url(), "sa-token", "", std::nullopt};
+  auto service =
+      ExtenderService::create(config, make_policy("fifo", PolicyOptions{}).value(), nullptr);
+  EXPECT_TRUE(service.ok()) << service.message();
+  if (!service) return nullptr;
+  (*service)->start();
+  return std::move(*service);
+}
+
+// Reasons of the events the API server holds for one pod.
+std::vector<std::string> event_reasons(emulator::FakeApiServer& api, const std::string& pod) {
+  std::vector<std::string> reasons;
+  for (const auto& event : api.objects().objects(emulator::events_resource())) {
+    if (event->value("involvedObject", json::object()).value("name", "") == pod) {
+      reasons.push_back(event->value("reason", ""));
+    }
+  }
+  return reasons;
+}
+
+bool has(const std::vector<std::string>& all, const std::string& one) {
+  return std::find(all.begin(), all.end(), one) != all.end();
 }
 
 TEST(ServiceApiTest, QueueFromTheWatchActionsInTheBackgroundCompletionsFromEvents) {
-  ApiScript script;
-  ScriptedServer server([&](const ScriptedRequest& r) { return script.handle(r); });
+  emulator::FakeApiServer api(testing::api_options("sa-token"));
+  api.add_node("node-1", {{"cpu", "64"}, {"nvidia.com/gpu", "2"}});
   testing::ScratchDir dir;
-  auto config = testing::make_config({}, dir.file("state.db"));
-  config.scheduler_name = "allox-scheduler";
-  config.apiserver = ApiServerConfig{server.url(), "sa-token", "", std::nullopt};
-  auto service =
-      ExtenderService::create(config, make_policy("fifo", PolicyOptions{}).value(), nullptr);
-  ASSERT_TRUE(service.ok()) << service.message();
-  (*service)->start();
-  ASSERT_TRUE(eventually([&] { return (*service)->ready(); }));
-  EXPECT_EQ(4, (*service)->queue().machines);  // 2 GPUs + 64 cores / 32
+  auto service = start_against(api, dir);
+  ASSERT_NE(nullptr, service);
+  ASSERT_TRUE(eventually([&] { return service->ready(); }));
+  EXPECT_EQ(4, service->queue().machines);  // 2 GPUs + 64 cores / 32
 
-  // Two variants of one job arrive through the watch, never through /filter.
+  // Two variants of one job are created in the API server; alloxd learns of them from the
+  // watch, never through /filter.
   std::map<std::string, std::string> annotations = {
       {"allox.io/job", "bert"}, {"allox.io/time.gpu", "10"}, {"allox.io/time.cpu", "1000"}};
-  json gpu_pod = make_pod("lab", "bert-gpu", "nvidia.com/gpu", annotations);
-  json cpu_pod = make_pod("lab", "bert-cpu", "cpu", annotations);
-  script.pods->push(watch_event("ADDED", cpu_pod, 6));
-  script.pods->push(watch_event("ADDED", gpu_pod, 7));
-  ASSERT_TRUE(eventually([&] { return (*service)->job("bert").ok(); }));
+  json cpu_pod = testing::pod_in_api(api, make_pod("lab", "bert-cpu", "cpu", annotations));
+  json gpu_pod =
+      testing::pod_in_api(api, make_pod("lab", "bert-gpu", "nvidia.com/gpu", annotations));
+  ASSERT_TRUE(eventually([&] { return service->job("lab/bert").ok(); }));
 
-  // The plan starts it on the GPU: the controller deletes the CPU variant and nudges the
-  // ungated GPU pod, in the background.
-  ASSERT_TRUE(eventually(
-      [&] { return server.count("DELETE", "/api/v1/namespaces/lab/pods/bert-cpu") == 1; }));
-  ASSERT_TRUE(eventually(
-      [&] { return server.count("PATCH", "/api/v1/namespaces/lab/pods/bert-gpu") >= 1; }));
+  // The plan starts it (on either device: both fit now): the controller deletes the other
+  // variant and nudges the ungated chosen one, in the background, with events saying why.
+  ASSERT_TRUE(eventually([&] {
+    return testing::pod_exists(api, "lab", "bert-cpu") !=
+           testing::pod_exists(api, "lab", "bert-gpu");
+  }));
+  const bool on_gpu = testing::pod_exists(api, "lab", "bert-gpu");
+  const json& chosen = on_gpu ? gpu_pod : cpu_pod;
+  const std::string chosen_name = chosen["metadata"]["name"];
+  const std::string other_name = on_gpu ? "bert-cpu" : "bert-gpu";
+  ASSERT_TRUE(eventually([&] {
+    auto pod = api.objects().get(emulator::pods_resource(), "lab", chosen_name);
+    if (emulator::failed(pod)) return false;
+    const json& meta = (*std::get<emulator::ObjectPtr>(pod))["metadata"];
+    return meta.contains("annotations") &&
+           meta["annotations"].contains(std::string(kube::kNudgeAnnotation));
+  })) << "the ungated chosen variant is nudged";
+  ASSERT_TRUE(eventually([&] { return has(event_reasons(api, chosen_name), "Admitted"); }));
+  ASSERT_TRUE(eventually([&] { return has(event_reasons(api, other_name), "Deleted"); }));
 
   // /filter confirms at once (the pod is known from the watch) and bind goes to the API server.
-  auto args = parse_extender_args(testing::filter_body(gpu_pod, {"node-1"}));
+  auto args = parse_extender_args(testing::filter_body(chosen, {"node-1"}));
   ASSERT_TRUE(args.ok());
-  EXPECT_EQ(std::vector<std::string>{"node-1"}, *(*service)->filter(*args).node_names);
-  {
-    std::lock_guard lock(script.mu);
-    script.bind_status = 500;
-  }
-  BindingArgs bind{"bert-gpu", "lab", "uid-bert-gpu", "node-1"};
-  BindingResult failed = (*service)->bind(bind);
+  EXPECT_EQ(std::vector<std::string>{"node-1"}, *service->filter(*args).node_names);
+  const BindingArgs bind{chosen_name, "lab", chosen["metadata"]["uid"], "node-1"};
+  api.fail_requests({"POST", "/binding", 500, 1});
+  BindingResult failed = service->bind(bind);
   EXPECT_NE(std::string::npos, failed.error.find("API server answered 500")) << failed.error;
-  EXPECT_EQ(JobPhase::kQueued, (*service)->job("bert")->record.phase);
-  {
-    std::lock_guard lock(script.mu);
-    script.bind_status = 201;
-  }
-  ASSERT_EQ("", (*service)->bind(bind).error);
-  EXPECT_EQ(2, server.count("POST", "/api/v1/namespaces/lab/pods/bert-gpu/binding"));
-  EXPECT_EQ(JobPhase::kRunning, (*service)->job("bert")->record.phase);
+  EXPECT_EQ(JobPhase::kQueued, service->job("lab/bert")->record.phase);
+  ASSERT_EQ("", service->bind(bind).error);
+  EXPECT_EQ(JobPhase::kRunning, service->job("lab/bert")->record.phase);
+  auto bound = api.objects().get(emulator::pods_resource(), "lab", chosen_name);
+  ASSERT_FALSE(emulator::failed(bound));
+  EXPECT_EQ("node-1", (*std::get<emulator::ObjectPtr>(bound))["spec"]["nodeName"]);
 
   // Its pod succeeds: the watch says so, no polling.
-  gpu_pod["spec"]["nodeName"] = "node-1";
-  gpu_pod["status"]["phase"] = "Succeeded";
-  script.pods->push(watch_event("MODIFIED", gpu_pod, 9));
-  ASSERT_TRUE(eventually([&] { return (*service)->job("bert")->record.phase == JobPhase::kDone; }));
+  ASSERT_FALSE(emulator::failed(api.objects().patch(
+      emulator::pods_resource(), "lab", chosen_name, emulator::PatchType::kMerge,
+      R"({"status":{"phase":"Succeeded"}})", /*status_only=*/true)));
+  ASSERT_TRUE(
+      eventually([&] { return service->job("lab/bert")->record.phase == JobPhase::kDone; }));
 
   // Another scheduler's pod passes through untouched: every node, nothing recorded.
   json other = make_pod("lab", "web", "cpu");
   other["spec"]["schedulerName"] = "default-scheduler";
   auto other_args = parse_extender_args(testing::filter_body(other, {"node-1", "node-2"}));
   EXPECT_EQ((std::vector<std::string>{"node-1", "node-2"}),
-            *(*service)->filter(*other_args).node_names);
-  EXPECT_FALSE((*service)->job("lab/web").ok());
-  script.pods->close();
-  script.nodes->close();
-  (*service)->stop();
+            *service->filter(*other_args).node_names);
+  EXPECT_FALSE(service->job("lab/web").ok());
+  EXPECT_EQ(0, api.unauthorized_requests());
+  service->stop();
 }
 
 TEST(ServiceApiTest, NotReadyWhileTheApiServerIsUnreachableAndStopIsPrompt) {
@@ -155,6 +147,22 @@ TEST(ServiceApiTest, NotReadyWhileTheApiServerIsUnreachableAndStopIsPrompt) {
   auto begin = std::chrono::steady_clock::now();
   (*service)->stop();
   EXPECT_LT(std::chrono::steady_clock::now() - begin, std::chrono::seconds(5));
+}
+
+// /readyz stays false until the first list is in: an API server that answers nothing holds
+// alloxd not ready; once it answers, alloxd becomes ready.
+TEST(ServiceApiTest, NotReadyUntilTheFirstListIsIn) {
+  emulator::FakeApiServer api(testing::api_options("sa-token"));
+  api.add_node("node-1", {{"nvidia.com/gpu", "1"}});
+  api.fail_requests({"GET", "/api/v1/pods", 503, -1});
+  testing::ScratchDir dir;
+  auto service = start_against(api, dir);
+  ASSERT_NE(nullptr, service);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_FALSE(service->ready()) << "ready before the pods were listed";
+  api.clear_faults();
+  EXPECT_TRUE(eventually([&] { return service->ready(); }));
+  service->stop();
 }
 
 }  // namespace

@@ -5,9 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <thread>
 
 #include "extender/http_server.h"
+#include "fairness/usage_window.h"
 #include "tests/extender/golden.h"
 #include "tests/extender/test_support.h"
 
@@ -204,6 +206,50 @@ TEST(ServiceTest, ProfilesReplaceHintsInEstimates) {
   EXPECT_NEAR(105, job->variants[0].estimate.seconds, 1e-6);
   EXPECT_FALSE(service->add_profile({"lab/nope", "gpu", ProfileSample::Kind::kProfile, 1, 1}).ok());
   EXPECT_FALSE(service->add_profile({"lab/p", "gpu", ProfileSample::Kind::kProfile, 0, 1}).ok());
+}
+
+// /v1/fairness is fairness/report.h's report: the inventory sizes the cluster, the window comes
+// from the config, and the current share is L (a job counts its fastest device type's share).
+TEST(ServiceTest, FairnessReportUsesTheInventoryTheWindowAndL) {
+  testing::ScratchDir dir;
+  auto config = testing::make_config({{"g", {{"gpu", 4}}}, {"c", {{"cpu", 2}}}}, dir.file("s.db"));
+  config.fairness_window = 600;
+  auto policy = make_policy("fifo", PolicyOptions{});
+  ASSERT_TRUE(policy.ok());
+  std::atomic<double> clock{1000};
+  ServiceOptions options;
+  options.clock = [&] { return clock.load(); };
+  options.first_plan_wait = std::chrono::seconds(20);  // loaded CI machines solve slowly
+  auto created = ExtenderService::create(config, std::move(*policy), nullptr, options);
+  ASSERT_TRUE(created.ok()) << created.message();
+  ExtenderService& service = **created;
+  service.start();
+  service.solve_now();  // ready: a first plan
+  json gpu_job = make_pod("alice", "a", "nvidia.com/gpu", {{"allox.io/time.gpu", "100"}});
+  json cpu_job =
+      make_pod("bob", "b", "cpu", {{"allox.io/time.gpu", "100"}, {"allox.io/time.cpu", "400"}});
+  service.filter(args_for(gpu_job, {"g", "c"}));
+  service.filter(args_for(cpu_job, {"g", "c"}));
+  service.solve_now();
+  ASSERT_EQ("", service.bind(binding("alice", "a", "g")).error);
+  ASSERT_EQ("", service.bind(binding("bob", "b", "c")).error);
+  clock = 1300;
+
+  auto report = service.fairness();
+  ASSERT_TRUE(report.ok()) << report.message();
+  EXPECT_DOUBLE_EQ(1300, report->now);
+  EXPECT_DOUBLE_EQ(600, report->window);
+  ASSERT_EQ(2u, report->users.size());
+  const UserReport& alice = report->users[0];
+  const UserReport& bob = report->users[1];
+  EXPECT_EQ("alice", alice.user);
+  EXPECT_DOUBLE_EQ(1.0 / 4, alice.current_share);             // one of four GPUs
+  EXPECT_DOUBLE_EQ(1.0 / 2, bob.current_share);               // one of two CPUs: its only variant
+  EXPECT_DOUBLE_EQ(300.0 / (4 * 600), alice.windowed_share);  // 300 s of one GPU in 600 s
+  EXPECT_DOUBLE_EQ(300.0 / (2 * 600), bob.windowed_share);    // 300 s of one of two CPUs
+  EXPECT_DOUBLE_EQ(jain_index({alice.windowed_share, bob.windowed_share}),
+                   report->jain_windowed_share);
+  EXPECT_EQ(2u, report->running);
 }
 
 }  // namespace

@@ -71,7 +71,12 @@ TEST(StatusPageBrowserTest, ChromiumRendersQueuePlacementsAndShares) {
   ASSERT_FALSE(dom.empty()) << "chromium produced no DOM";
   for (const char* text : {"allox scheduler status", "Running jobs: 2", "Queued jobs: 1",
                            "Per-user share", "per-user share chart", "alice", "bob", "alice/resnet",
-                           "bob/bert", "bob/gpt-small", "gpu-node", "Placements"}) {
+                           "bob/bert", "bob/gpt-small", "gpu-node", "Placements",
+                           // the timeline: one row per machine, bars titled job (user, kind),
+                           // the queued job at its estimated start, and shares over time
+                           "Timeline", "machine timeline", "gpu-node gpu 0", "cpu-node cpu 0",
+                           "alice/resnet (alice, running)", "bob/bert (bob, running)",
+                           "bob/gpt-small (bob, planned)", "Share over time", "share over time"}) {
     EXPECT_NE(std::string::npos, dom.find(text)) << text;
   }
 

@@ -1,7 +1,9 @@
-// extender/store.h: what is recorded is what load() gives back, across reopenings.
+// extender/store.h: what is recorded is what load() gives back, across reopenings; each change
+// is one transaction; locks and failures are errors; runs, intents, history pruning, migration.
 #include "extender/store.h"
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include "tests/extender/test_support.h"
 
@@ -16,24 +18,50 @@ JobRecord arrival(const std::string& id, const std::string& user, double at) {
   return job;
 }
 
+JobVariant pod_of(const std::string& job_id, const std::string& name, const std::string& uid) {
+  JobVariant variant;
+  variant.pod = {name, "ns", uid};
+  variant.job_id = job_id;
+  variant.user = "alice";
+  variant.device = "gpu";
+  return variant;
+}
+
+// A second connection to the same file, for locks and for checking rows behind the Store's back.
+class RawDb {
+ public:
+  explicit RawDb(const std::string& path) { sqlite3_open(path.c_str(), &db_); }
+  ~RawDb() { sqlite3_close(db_); }
+  int exec(const std::string& sql) {
+    return sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, nullptr);
+  }
+  std::int64_t count(const std::string& sql) {
+    sqlite3_stmt* stmt = nullptr;
+    sqlite3_prepare_v2(db_, sql.c_str(), -1, &stmt, nullptr);
+    std::int64_t n = sqlite3_step(stmt) == SQLITE_ROW ? sqlite3_column_int64(stmt, 0) : -1;
+    sqlite3_finalize(stmt);
+    return n;
+  }
+
+ private:
+  sqlite3* db_ = nullptr;
+};
+
 TEST(StoreTest, LifecycleVariantsProfilesAndUsageSurviveReopening) {
   testing::ScratchDir dir;
   const std::string path = dir.file("state.db");
   {
     auto store = Store::open(path);
     ASSERT_TRUE(store.ok()) << store.message();
-    JobRecord job = arrival("j1", "alice", 100.0);
-    ASSERT_TRUE((*store)->record_arrival(job).ok());
-    ASSERT_TRUE((*store)->record_arrival(job).ok());  // idempotent
-    ASSERT_TRUE((*store)->record_arrival(arrival("j2", "bob", 101.0)).ok());
-    JobVariant variant;
-    variant.pod = {"j1-gpu", "ns", "uid-1"};
-    variant.job_id = "j1";
-    variant.user = "alice";
-    variant.device = "gpu";
+    JobRecord job = arrival("ns/j1", "alice", 100.0);
+    JobVariant variant = pod_of("ns/j1", "j1-gpu", "uid-1");
     variant.iterations = 500;
     variant.time_hints = {{"gpu", 60}, {"cpu", 240}};
-    ASSERT_TRUE((*store)->record_variant(variant).ok());
+    auto row = (*store)->record_arrival(job, variant);
+    ASSERT_TRUE(row.ok()) << row.message();
+    job.row = *row;
+    auto j2 = (*store)->record_arrival(arrival("ns/j2", "bob", 101.0), pod_of("ns/j2", "j2", "u2"));
+    ASSERT_TRUE(j2.ok());
     job.phase = JobPhase::kRunning;
     job.pod_namespace = "ns";
     job.pod_name = "j1-gpu";
@@ -44,8 +72,11 @@ TEST(StoreTest, LifecycleVariantsProfilesAndUsageSurviveReopening) {
     job.start = 110;
     ASSERT_TRUE((*store)->record_start(job).ok());
     ASSERT_TRUE(
-        (*store)->record_profile({"j2", "cpu", ProfileSample::Kind::kProfile, 10, 5.5, 102}).ok());
-    ASSERT_TRUE((*store)->record_finish("j1", 170).ok());
+        (*store)
+            ->record_profile({"ns/j2", "cpu", ProfileSample::Kind::kProfile, 10, 5.5, 102, *j2})
+            .ok());
+    ASSERT_TRUE((*store)->record_finish(job.row, 170).ok());
+    EXPECT_FALSE((*store)->record_finish(999, 170).ok()) << "no such run";
   }
   auto store = Store::open(path);
   ASSERT_TRUE(store.ok()) << store.message();
@@ -53,25 +84,170 @@ TEST(StoreTest, LifecycleVariantsProfilesAndUsageSurviveReopening) {
   ASSERT_TRUE(state.ok()) << state.message();
   ASSERT_EQ(2u, state->jobs.size());
   const JobRecord& j1 = state->jobs[0];
-  EXPECT_EQ("j1", j1.id);
+  EXPECT_EQ("ns/j1", j1.id);
   EXPECT_EQ(JobPhase::kDone, j1.phase);
   EXPECT_EQ("n1", j1.node);
   EXPECT_EQ(3, j1.machine);
   EXPECT_DOUBLE_EQ(110, j1.start);
   EXPECT_DOUBLE_EQ(170, j1.finish);
   EXPECT_EQ(JobPhase::kQueued, state->jobs[1].phase);
-  ASSERT_EQ(1u, state->variants.size());
-  EXPECT_EQ("j1-gpu", state->variants[0].pod.name);
-  EXPECT_EQ(500, state->variants[0].iterations.value());
-  EXPECT_DOUBLE_EQ(240, state->variants[0].time_hints.at("cpu"));
+  ASSERT_EQ(2u, state->variants.size());
+  EXPECT_EQ("j1-gpu", state->variants[0].variant.pod.name);
+  EXPECT_EQ(j1.row, state->variants[0].job_row);
+  EXPECT_EQ(500, state->variants[0].variant.iterations.value());
+  EXPECT_DOUBLE_EQ(240, state->variants[0].variant.time_hints.at("cpu"));
   ASSERT_EQ(1u, state->profiles.size());
   EXPECT_DOUBLE_EQ(5.5, state->profiles[0].seconds);
+  EXPECT_EQ(state->jobs[1].row, state->profiles[0].job_row);
 
   auto usage = (*store)->usage_since(150);
   ASSERT_TRUE(usage.ok());
   ASSERT_EQ(1u, usage->size());
   EXPECT_DOUBLE_EQ(170, (*usage)[0].end.value());
   EXPECT_TRUE((*store)->usage_since(171)->empty());
+}
+
+TEST(StoreTest, AJobRowNeverExistsWithoutItsVariantRow) {
+  testing::ScratchDir dir;
+  auto store = Store::open(dir.file("state.db"));
+  ASSERT_TRUE(store.ok());
+  ASSERT_TRUE((*store)->record_arrival(arrival("ns/a", "u", 1), pod_of("ns/a", "a", "u1")).ok());
+  // A second live run of the same id violates the unique index after the job insert: the
+  // whole transaction, job row included, must roll back.
+  auto twice = (*store)->record_arrival(arrival("ns/a", "u", 2), pod_of("ns/a", "a2", "u2"));
+  ASSERT_FALSE(twice.ok());
+  EXPECT_NE(std::string::npos, twice.message().find("UNIQUE")) << twice.message();
+  RawDb raw(dir.file("state.db"));
+  EXPECT_EQ(1, raw.count("SELECT count(*) FROM jobs"));
+  EXPECT_EQ(1, raw.count("SELECT count(*) FROM variants"));
+  EXPECT_EQ(0, raw.count("SELECT count(*) FROM jobs j WHERE NOT EXISTS "
+                         "(SELECT 1 FROM variants v WHERE v.job_row = j.row)"));
+}
+
+TEST(StoreTest, ALockedDatabaseIsAnErrorAndLeavesNothingHalfWritten) {
+  testing::ScratchDir dir;
+  const std::string path = dir.file("state.db");
+  auto store = Store::open(path, std::chrono::milliseconds(50));
+  ASSERT_TRUE(store.ok());
+  RawDb other(path);
+  ASSERT_EQ(SQLITE_OK, other.exec("BEGIN IMMEDIATE"));
+  auto blocked = (*store)->record_arrival(arrival("ns/a", "u", 1), pod_of("ns/a", "a", "u1"));
+  ASSERT_FALSE(blocked.ok());
+  EXPECT_NE(std::string::npos, blocked.message().find("locked")) << blocked.message();
+  EXPECT_FALSE((*store)->record_finish(1, 5).ok());
+  ASSERT_EQ(SQLITE_OK, other.exec("ROLLBACK"));
+  // The store is usable again, and nothing of the refused write is there.
+  auto state = (*store)->load();
+  ASSERT_TRUE(state.ok()) << state.message();
+  EXPECT_TRUE(state->jobs.empty());
+  EXPECT_TRUE(state->variants.empty());
+  EXPECT_TRUE((*store)->record_arrival(arrival("ns/a", "u", 1), pod_of("ns/a", "a", "u1")).ok());
+}
+
+TEST(StoreTest, BindIntentsAreLoadedUntilTheStartClearsThem) {
+  testing::ScratchDir dir;
+  auto store = Store::open(dir.file("state.db"));
+  ASSERT_TRUE(store.ok());
+  JobRecord job = arrival("ns/a", "u", 1);
+  job.row = *(*store)->record_arrival(job, pod_of("ns/a", "a", "u1"));
+  ASSERT_TRUE(
+      (*store)->record_bind_intent({job.row, job.id, {"a", "ns", "u1"}, "n1", "gpu", 2}).ok());
+  auto state = (*store)->load();
+  ASSERT_EQ(1u, state->intents.size());
+  EXPECT_EQ("n1", state->intents[0].node);
+  EXPECT_EQ("u1", state->intents[0].pod.uid);
+  job.node = "n1";
+  job.device = "gpu";
+  job.start = 3;
+  ASSERT_TRUE((*store)->record_start(job).ok());
+  EXPECT_TRUE((*store)->load()->intents.empty());
+  ASSERT_TRUE(
+      (*store)->record_bind_intent({job.row, job.id, {"a", "ns", "u1"}, "n2", "gpu", 4}).ok());
+  ASSERT_TRUE((*store)->drop_bind_intent(job.row).ok());
+  EXPECT_TRUE((*store)->load()->intents.empty());
+}
+
+TEST(StoreTest, FinishedRunsGiveWayToANewRunAndAgeOutOfHistory) {
+  testing::ScratchDir dir;
+  auto store = Store::open(dir.file("state.db"));
+  ASSERT_TRUE(store.ok());
+  JobRecord first = arrival("ns/a", "u", 10);
+  first.row = *(*store)->record_arrival(first, pod_of("ns/a", "a", "uid-old"));
+  first.node = "n1";
+  first.start = 20;
+  ASSERT_TRUE((*store)->record_start(first).ok());
+  ASSERT_TRUE((*store)->record_finish(first.row, 30).ok());
+  // The pod is re-created under the same name: a new run of the same id.
+  auto second = (*store)->record_arrival(arrival("ns/a", "u", 40), pod_of("ns/a", "a", "uid-new"));
+  ASSERT_TRUE(second.ok()) << second.message();
+  EXPECT_NE(first.row, *second);
+  JobRecord other = arrival("ns/b", "u", 5);
+  other.row = *(*store)->record_arrival(other, pod_of("ns/b", "b", "uid-b"));
+  ASSERT_TRUE((*store)->record_removal(other.row, 6).ok());
+
+  auto all = (*store)->load();
+  ASSERT_EQ(3u, all->jobs.size());
+  EXPECT_EQ(JobPhase::kDone, all->jobs[0].phase);
+  EXPECT_EQ(JobPhase::kQueued, all->jobs[1].phase);
+  EXPECT_EQ(JobPhase::kRemoved, all->jobs[2].phase);
+  // Only the new run's variant row is left (same pod name): the old run keeps its job row.
+  ASSERT_EQ(2u, all->variants.size());
+  EXPECT_EQ(*second, all->variants[0].job_row);
+
+  auto recent = (*store)->load(31);  // the done run finished at 30: not loaded
+  ASSERT_EQ(2u, recent->jobs.size());
+  EXPECT_EQ(*second, recent->jobs[0].row);
+  EXPECT_EQ(JobPhase::kRemoved, recent->jobs[1].phase);
+
+  auto pruned = (*store)->prune_history(31);
+  ASSERT_TRUE(pruned.ok()) << pruned.message();
+  EXPECT_EQ(2, *pruned);  // the done run and the removed one
+  auto left = (*store)->load();
+  ASSERT_EQ(1u, left->jobs.size());
+  EXPECT_EQ(*second, left->jobs[0].row);
+  EXPECT_TRUE((*store)->usage_since(0)->empty());
+}
+
+TEST(StoreTest, AVersionOneDatabaseIsMigrated) {
+  testing::ScratchDir dir;
+  const std::string path = dir.file("state.db");
+  {
+    RawDb v1(path);
+    ASSERT_EQ(SQLITE_OK,
+              v1.exec("CREATE TABLE jobs (id TEXT PRIMARY KEY, user TEXT NOT NULL, arrival REAL "
+                      "NOT NULL, phase TEXT NOT NULL DEFAULT 'queued', pod_namespace TEXT NOT NULL "
+                      "DEFAULT '', pod_name TEXT NOT NULL DEFAULT '', pod_uid TEXT NOT NULL "
+                      "DEFAULT '', node TEXT NOT NULL DEFAULT '', device TEXT NOT NULL DEFAULT '', "
+                      "machine INTEGER NOT NULL DEFAULT -1, start REAL NOT NULL DEFAULT 0, finish "
+                      "REAL NOT NULL DEFAULT 0);"
+                      "CREATE TABLE variants (pod_namespace TEXT NOT NULL, pod_name TEXT NOT NULL, "
+                      "pod_uid TEXT NOT NULL, job_id TEXT NOT NULL, user TEXT NOT NULL, device "
+                      "TEXT NOT NULL, iterations INTEGER, time_hints TEXT NOT NULL, PRIMARY KEY "
+                      "(pod_namespace, pod_name));"
+                      "CREATE TABLE profiles (seq INTEGER PRIMARY KEY AUTOINCREMENT, job_id TEXT "
+                      "NOT NULL, device TEXT NOT NULL, kind TEXT NOT NULL, iterations INTEGER NOT "
+                      "NULL, seconds REAL NOT NULL, at REAL NOT NULL);"
+                      "CREATE TABLE usage (job_id TEXT PRIMARY KEY, user TEXT NOT NULL, device "
+                      "TEXT NOT NULL, node TEXT NOT NULL, start REAL NOT NULL, end REAL);"
+                      "INSERT INTO jobs (id, user, arrival) VALUES ('lab/a', 'lab', 7);"
+                      "INSERT INTO variants VALUES ('lab', 'a', 'u', 'lab/a', 'lab', 'gpu', 10, "
+                      "'{\"gpu\": 60}');"
+                      "INSERT INTO profiles (job_id, device, kind, iterations, seconds, at) "
+                      "VALUES ('lab/a', 'gpu', 'profile', 5, 3, 8);"));
+  }
+  auto store = Store::open(path);
+  ASSERT_TRUE(store.ok()) << store.message();
+  auto state = (*store)->load();
+  ASSERT_TRUE(state.ok()) << state.message();
+  ASSERT_EQ(1u, state->jobs.size());
+  EXPECT_EQ("lab/a", state->jobs[0].id);
+  ASSERT_EQ(1u, state->variants.size());
+  EXPECT_EQ(state->jobs[0].row, state->variants[0].job_row);
+  EXPECT_DOUBLE_EQ(60, state->variants[0].variant.time_hints.at("gpu"));
+  ASSERT_EQ(1u, state->profiles.size());
+  EXPECT_EQ(state->jobs[0].row, state->profiles[0].job_row);
+  store->reset();
+  EXPECT_TRUE(Store::open(path).ok()) << "a migrated database opens again";
 }
 
 TEST(StoreTest, UnopenablePathIsAnError) {

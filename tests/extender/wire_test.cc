@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "tests/extender/golden.h"
 #include "tests/extender/test_support.h"
 
@@ -46,13 +48,33 @@ Expected<json> round_trip(GoldenKind kind, const std::string& body) {
       return to_json(*v);
     }
     case GoldenKind::kPreemptionArgs: {
-      // allox never sends these; compare the victims it reads with the meta victims sent.
+      // allox never sends these; rebuild the message from what it read (the pod it kept and the
+      // victims rendered back as meta victims), so every field sent must survive the reading.
+      // Full victims cannot be rebuilt from UIDs: each of their nodes must have been read with
+      // the UIDs its pods carry and its PDB violations, and only then is the map echoed.
       auto v = parse_preemption_args(body);
       if (!v) return v.error();
-      json sent = json::parse(body);
-      json out = sent;
-      out["NodeNameToMetaVictims"] = to_json(PreemptionResult{v->victims})["NodeNameToMetaVictims"];
-      return out;
+      json full = json::parse(body).value("NodeNameToVictims", json());
+      if (!full.is_object() && !full.is_null()) return Error{"NodeNameToVictims is not a map"};
+      const json& nodes = full.is_null() ? json::object() : full;
+      for (const auto& [node, victims] : nodes.items()) {
+        auto read = v->victims.find(node);
+        if (read == v->victims.end()) return Error{"full victims of " + node + " were not read"};
+        if (read->second.num_pdb_violations != victims.value("NumPDBViolations", 0)) {
+          return Error{"NumPDBViolations of " + node + " was not read"};
+        }
+        for (const json& pod : victims["Pods"]) {
+          const std::string uid = pod["metadata"].value("uid", "");
+          const auto& uids = read->second.pod_uids;
+          if (!uid.empty() && std::find(uids.begin(), uids.end(), uid) == uids.end()) {
+            return Error{"victim " + uid + " on " + node + " was not read"};
+          }
+        }
+      }
+      return json{{"Pod", v->pod},
+                  {"NodeNameToVictims", full},
+                  {"NodeNameToMetaVictims",
+                   to_json(PreemptionResult{v->victims})["NodeNameToMetaVictims"]}};
     }
     case GoldenKind::kPreemptionResult: {
       auto v = parse_preemption_result(body);
@@ -187,20 +209,36 @@ TEST(WireTest, FullVictimsAreReducedToUids) {
 namespace allox::extender {
 namespace {
 
-TEST(WireTest, DirectFilterRenderingMatchesTheJsonRendering) {
+// render() writes what Go's encoding/json writes: upstream's field order and nulls, byte for byte
+// (the expected texts are upstream's golden messages, data/kube-extender/).
+TEST(WireTest, RenderingIsGoTextByteForByte) {
+  EXPECT_EQ(
+      R"({"PodName":"mypodname","PodNamespace":"mypodnamespace","PodUID":"mypoduid","Node":"mynode"})",
+      render(BindingArgs{"mypodname", "mypodnamespace", "mypoduid", "mynode"}));
+  EXPECT_EQ(R"({"Error":"myerror"})", render(BindingResult{"myerror"}));
+  EXPECT_EQ(R"([{"Host":"myhost","Score":1}])", render(std::vector<HostPriority>{{"myhost", 1}}));
+  PreemptionResult preemption;
+  preemption.victims["foo"] = MetaVictims{{"myuid"}, 1};
+  EXPECT_EQ(R"({"NodeNameToMetaVictims":{"foo":{"Pods":[{"UID":"myuid"}],"NumPDBViolations":1}}})",
+            render(preemption));
+  EXPECT_EQ(R"({"NodeNameToMetaVictims":null})", render(PreemptionResult{}));
+
   FilterResult result;
   result.node_names = std::vector<std::string>{"a", "b\"q"};
-  result.failed_nodes = {{"c", "queued: \"x\" \\ \n\t\x01 é"}, {"d", ""}};
+  result.failed_nodes = {{"d", ""}, {"c", "queued: \"x\" \\ \n\t\x01 é"}};
   result.failed_and_unresolvable_nodes = {{"e", "node has no gpu capacity"}};
   result.error = "boom";
-  for (bool with_objects : {false, true}) {
-    if (with_objects) {
-      result.node_objects = std::vector<nlohmann::json>{{{"metadata", {{"name", "a"}}}}};
-    }
-    auto direct = nlohmann::json::parse(render_filter_result(result));
-    EXPECT_EQ(to_json(result), direct) << render_filter_result(result);
-  }
-  EXPECT_EQ(to_json(FilterResult{}), nlohmann::json::parse(render_filter_result(FilterResult{})));
+  EXPECT_EQ(
+      R"({"Nodes":null,"NodeNames":["a","b\"q"],"FailedNodes":{"c":"queued: \"x\" \\ \n\t\u0001 é","d":""},)"
+      R"("FailedAndUnresolvableNodes":{"e":"node has no gpu capacity"},"Error":"boom"})",
+      render(result));
+  EXPECT_EQ(
+      R"({"Nodes":null,"NodeNames":null,"FailedNodes":null,"FailedAndUnresolvableNodes":null,"Error":""})",
+      render(FilterResult{}));
+  result.node_objects = std::vector<nlohmann::json>{{{"metadata", {{"name", "a"}}}}};
+  EXPECT_EQ(0u, render(result).rfind(
+                    R"({"Nodes":{"metadata":{},"items":[{"metadata":{"name":"a"}}]},)", 0))
+      << render(result);
 }
 
 }  // namespace

@@ -26,7 +26,7 @@ done
 
 err=$("$allox" report "$fixtures/no-such-run.csv" 2>&1 >/dev/null)
 status=$?
-[[ $status -eq 1 && "$err" == *"no-such-run.csv: cannot open"* ]] ||
+[[ $status -eq 1 && "$err" == *"no-such-run.csv: no such file"* ]] ||
   fail "missing file: exit $status, message '$err'"
 
 exit $((failures > 0))

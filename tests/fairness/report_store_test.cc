@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -48,7 +49,16 @@ TEST(ReportStoreTest, ReportsAStoreWrittenByAlloxd) {
     extender::JobRecord a1 = job("a1", "alice", 1000);
     extender::JobRecord b1 = job("b1", "bob", 1020);
     extender::JobRecord c1 = job("c1", "carol", 1040);
-    for (const auto* j : {&a1, &b1, &c1}) ASSERT_TRUE((*store)->record_arrival(*j).ok());
+    for (auto* j : {&a1, &b1, &c1}) {
+      extender::JobVariant pod;
+      pod.pod = {j->id, "default", "uid-" + j->id};
+      pod.job_id = j->id;
+      pod.user = j->user;
+      pod.device = "gpu";
+      auto row = (*store)->record_arrival(*j, pod);
+      ASSERT_TRUE(row.ok()) << row.message();
+      j->row = *row;
+    }
     a1.node = b1.node = "node-1";
     a1.device = b1.device = "gpu";
     a1.machine = 0;
@@ -57,9 +67,12 @@ TEST(ReportStoreTest, ReportsAStoreWrittenByAlloxd) {
     b1.start = 1030;
     ASSERT_TRUE((*store)->record_start(a1).ok());
     ASSERT_TRUE((*store)->record_start(b1).ok());
-    ASSERT_TRUE((*store)->record_finish("a1", 1060).ok());
+    ASSERT_TRUE((*store)->record_finish(a1.row, 1060).ok());
   }
-  Output out = run(kAllox + " report --store " + path + " --now 1100 --window 100 --json");
+  const std::string config = ::testing::TempDir() + "/allox_report_store_test.yaml";
+  std::ofstream(config) << "nodes: [{name: node-1, machines: {gpu: 4, cpu: 1}}]\n";
+  Output out = run(kAllox + " report --store " + path + " --config " + config +
+                   " --now 1100 --window 100 --json");
   ASSERT_EQ(0, out.status) << out.text;
   auto doc = nlohmann::json::parse(out.text, nullptr, false);
   ASSERT_FALSE(doc.is_discarded()) << out.text;
@@ -67,16 +80,22 @@ TEST(ReportStoreTest, ReportsAStoreWrittenByAlloxd) {
   const auto& alice = doc["users"][0];
   const auto& bob = doc["users"][1];
   const auto& carol = doc["users"][2];
-  // Two GPU slots seen (node-1/gpu-0 and gpu-1). alice: done, JCT 60, 50 s of GPU in the
-  // window [1000, 1100] = 50 / 200. bob: running on one of two GPUs since 1030, 70 / 200.
+  // The inventory has four GPUs (two were ever used). alice: done, JCT 60, 50 s of GPU in the
+  // window [1000, 1100] = 50 / 400. bob: running on one of four GPUs since 1030, 70 / 400.
   EXPECT_EQ(1, alice["done"].get<int>());
   EXPECT_DOUBLE_EQ(60, alice["mean_jct"].get<double>());
-  EXPECT_DOUBLE_EQ(0.25, alice["windowed_share"].get<double>());
+  EXPECT_DOUBLE_EQ(0.125, alice["windowed_share"].get<double>());
   EXPECT_EQ(1, bob["running"].get<int>());
-  EXPECT_DOUBLE_EQ(0.5, bob["current_share"].get<double>());
-  EXPECT_DOUBLE_EQ(0.35, bob["windowed_share"].get<double>());
+  EXPECT_DOUBLE_EQ(0.25, bob["current_share"].get<double>());
+  EXPECT_DOUBLE_EQ(0.175, bob["windowed_share"].get<double>());
   EXPECT_EQ(1, carol["queued"].get<int>());
+
+  // Without the inventory the cluster's size is unknown: an error, not a guess.
+  Output guessed = run(kAllox + " report --store " + path + " --now 1100");
+  EXPECT_EQ(1, guessed.status) << guessed.text;
+  EXPECT_NE(std::string::npos, guessed.text.find("--config alloxd.yaml")) << guessed.text;
   std::filesystem::remove(path);
+  std::filesystem::remove(config);
 }
 
 TEST(ReportStoreTest, MissingStoreIsAnErrorNotANewDatabase) {

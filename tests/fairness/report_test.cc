@@ -17,12 +17,12 @@ ReportInput two_users() {
   in.now = 200;
   in.window = 100;
   in.jobs = {
-      {"a1", "alice", 0, 0.0, 50.0, "gpu", "gpu-0", 50.0},
-      {"a2", "alice", 100, 150.0, 190.0, "gpu", "gpu-0", 40.0},
-      {"a3", "alice", 120, 180.0, std::nullopt, "cpu", "cpu-0", std::nullopt},
-      {"b1", "bob", 10, 10.0, 160.0, "gpu", "gpu-1", std::nullopt},
-      {"b2", "bob", 150, std::nullopt, std::nullopt, "", "", std::nullopt},
-      {"b3", "bob", 250, std::nullopt, std::nullopt, "", "", std::nullopt},  // after now
+      {"a1", "alice", 0, 0.0, 50.0, "gpu", "gpu-0", 50.0, {}},
+      {"a2", "alice", 100, 150.0, 190.0, "gpu", "gpu-0", 40.0, {}},
+      {"a3", "alice", 120, 180.0, std::nullopt, "cpu", "cpu-0", std::nullopt, {}},
+      {"b1", "bob", 10, 10.0, 160.0, "gpu", "gpu-1", std::nullopt, {}},
+      {"b2", "bob", 150, std::nullopt, std::nullopt, "", "", std::nullopt, {}},
+      {"b3", "bob", 250, std::nullopt, std::nullopt, "", "", std::nullopt, {}},  // after now
   };
   return in;
 }
@@ -63,6 +63,23 @@ TEST(ReportTest, WeightsScaleSharesAndSlices) {
   EXPECT_DOUBLE_EQ(0.5 / 3, report->users[0].current_share);
   // bob's slice is 1/4 of 2 GPUs = half a GPU: b1 alone would take 300 s; JCT 150.
   EXPECT_DOUBLE_EQ(0.5, *report->users[1].worst_rho);
+}
+
+// The current share is AlloX's L (fairness/share.h): summed over running jobs, a job counting its
+// fastest device type's share, scaled by p_fast / p_actual; without times, its own type's.
+TEST(ReportTest, CurrentShareIsLSummedOverRunningJobs) {
+  ReportInput in;
+  in.machines = {{"gpu", 2}, {"cpu", 4}};
+  in.now = 100;
+  in.jobs = {{"x1", "alice", 0, 0.0, std::nullopt, "cpu", "cpu-0", std::nullopt, {}},
+             {"x2", "alice", 0, 0.0, std::nullopt, "gpu", "gpu-0", std::nullopt, {}}};
+  auto without_times = make_report(in);
+  ASSERT_TRUE(without_times.ok()) << without_times.message();
+  EXPECT_DOUBLE_EQ(1.0 / 4 + 1.0 / 2, without_times->users[0].current_share);
+  in.jobs[0].times = {{"gpu", 10}, {"cpu", 40}};
+  auto with_times = make_report(in);
+  ASSERT_TRUE(with_times.ok()) << with_times.message();
+  EXPECT_DOUBLE_EQ(1.0 / 2 * 10 / 40 + 1.0 / 2, with_times->users[0].current_share);
 }
 
 TEST(ReportTest, InconsistentRecordsAreErrorsNamingTheJob) {

@@ -38,9 +38,9 @@ Expected<extender::ExtenderConfig> shipped_alloxd_config() {
   fs::create_directories(secrets);
   std::ifstream in(kManifests / "alloxd.yaml");
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  for (const char* file : {"/etc/allox/admin/token",
-                           "/var/run/secrets/kubernetes.io/serviceaccount/token",
-                           "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"}) {
+  for (const char* file :
+       {"/etc/allox/admin/token", "/var/run/secrets/kubernetes.io/serviceaccount/token",
+        "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"}) {
     const fs::path stand_in = secrets / fs::path(file).filename();
     std::ofstream(stand_in) << "stand-in\n";
     for (std::size_t at = text.find(file); at != std::string::npos; at = text.find(file)) {

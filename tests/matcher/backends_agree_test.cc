@@ -22,11 +22,11 @@ TEST(BackendsAgree, MediumInstancesWithMixedTypesAndResidualTimes) {
   shape.fractional = true;
   for (int round = 0; round < 4; ++round) {
     const Instance instance = random_instance(rng, shape, 200, 20);
-    const Expected<Plan> lemon = solve(instance.problem(), {.backend = Backend::kLemon});
+    const Expected<Schedule> lemon = solve(instance.problem(), {.backend = Backend::kLemon});
     ASSERT_TRUE(lemon.ok()) << lemon.message();
     EXPECT_EQ(plan_problems(instance, *lemon), std::vector<std::string>{});
-    for (Backend backend : {Backend::kBoost, Backend::kGlpk}) {
-      const Expected<Plan> other = solve(instance.problem(), {.backend = backend});
+    for (Backend backend : {Backend::kBoost, Backend::kGlpk, Backend::kTransport}) {
+      const Expected<Schedule> other = solve(instance.problem(), {.backend = backend});
       ASSERT_TRUE(other.ok()) << backend_name(backend) << ": " << other.message();
       EXPECT_EQ(other->objective_ticks, lemon->objective_ticks) << backend_name(backend);
       EXPECT_EQ(plan_problems(instance, *other), std::vector<std::string>{})
@@ -44,8 +44,8 @@ TEST(BackendsAgree, GroupedGraphMatchesNaiveGraphWithIdenticalMachines) {
   for (int round = 0; round < 3; ++round) {
     Instance instance = random_instance(rng, shape, 60, 8);
     for (Machine& m : instance.machines) m.busy_until = instance.now;
-    const Expected<Plan> grouped = solve(instance.problem());
-    const Expected<Plan> naive = solve(instance.problem(), {.naive_graph = true});
+    const Expected<Schedule> grouped = solve(instance.problem());
+    const Expected<Schedule> naive = solve(instance.problem(), {.naive_graph = true});
     ASSERT_TRUE(grouped.ok()) << grouped.message();
     ASSERT_TRUE(naive.ok()) << naive.message();
     EXPECT_EQ(grouped->objective_ticks, naive->objective_ticks);
@@ -68,8 +68,8 @@ TEST(BackendsAgree, LazyLevelsGrowUntilNoTopLevelIsFull) {
     instance.jobs.push_back(job);
   }
   instance.pending = pending_jobs(instance.jobs);
-  const Expected<Plan> lazy = solve(instance.problem());
-  const Expected<Plan> naive = solve(instance.problem(), {.naive_graph = true});
+  const Expected<Schedule> lazy = solve(instance.problem());
+  const Expected<Schedule> naive = solve(instance.problem(), {.naive_graph = true});
   ASSERT_TRUE(lazy.ok()) << lazy.message();
   ASSERT_TRUE(naive.ok()) << naive.message();
   EXPECT_GT(lazy->stats.rounds, 1);
@@ -91,8 +91,8 @@ TEST(BackendsAgree, LemonCarriesPricesAcrossLazyRoundsExactly) {
     instance.jobs.push_back(job);
   }
   instance.pending = pending_jobs(instance.jobs);
-  const Expected<Plan> lemon = solve(instance.problem());
-  const Expected<Plan> boost = solve(instance.problem(), {.backend = Backend::kBoost});
+  const Expected<Schedule> lemon = solve(instance.problem());
+  const Expected<Schedule> boost = solve(instance.problem(), {.backend = Backend::kBoost});
   ASSERT_TRUE(lemon.ok()) << lemon.message();
   ASSERT_TRUE(boost.ok()) << boost.message();
   EXPECT_GT(lemon->stats.rounds, 1);
@@ -110,8 +110,8 @@ TEST(BackendsAgree, LemonWithPriceHintsMatchesBoost) {
   for (int round = 0; round < 2; ++round) {
     Instance instance = random_instance(rng, shape, 800, 48);
     for (Machine& m : instance.machines) m.busy_until = instance.now;
-    const Expected<Plan> lemon = solve(instance.problem(), {.backend = Backend::kLemon});
-    const Expected<Plan> boost = solve(instance.problem(), {.backend = Backend::kBoost});
+    const Expected<Schedule> lemon = solve(instance.problem(), {.backend = Backend::kLemon});
+    const Expected<Schedule> boost = solve(instance.problem(), {.backend = Backend::kBoost});
     ASSERT_TRUE(lemon.ok()) << lemon.message();
     ASSERT_TRUE(boost.ok()) << boost.message();
     EXPECT_EQ(lemon->objective_ticks, boost->objective_ticks);
@@ -128,13 +128,89 @@ TEST(BackendsAgree, LemonOnLongQueuesWithDistinctMachinesMatchesBoost) {
   shape.max_residual = 900;
   shape.fractional = true;
   Instance instance = random_instance(rng, shape, 620, 16);
-  const Expected<Plan> lemon = solve(instance.problem(), {.backend = Backend::kLemon});
-  const Expected<Plan> boost = solve(instance.problem(), {.backend = Backend::kBoost});
+  const Expected<Schedule> lemon = solve(instance.problem(), {.backend = Backend::kLemon});
+  const Expected<Schedule> boost = solve(instance.problem(), {.backend = Backend::kBoost});
   ASSERT_TRUE(lemon.ok()) << lemon.message();
   ASSERT_TRUE(boost.ok()) << boost.message();
   EXPECT_EQ(lemon->objective_ticks, boost->objective_ticks);
   EXPECT_LT(lemon->stats.model_arcs, lemon->stats.arcs);
   EXPECT_EQ(plan_problems(instance, *lemon), std::vector<std::string>{});
+}
+
+TEST(BackendsAgree, TransportMatchesLemonOnLongQueuesOfGroupedAndBusyMachines) {
+  // Queues far longer than the machines, types with many identical machines plus busy machines
+  // with their own residual times (slots with several outlets), and jobs that cannot run on
+  // every type: the transport solver starts from a list schedule's prices and must end at
+  // LEMON's optimum.
+  std::mt19937 rng(13);
+  InstanceShape shape;
+  shape.max_time = 3000;
+  shape.max_residual = 600;
+  shape.fractional = true;
+  for (int round = 0; round < 3; ++round) {
+    Instance instance = random_instance(rng, shape, 900, 40);
+    for (std::size_t m = 0; m < instance.machines.size(); m += 2) {
+      instance.machines[m].busy_until = instance.now;  // half idle, in three large groups
+    }
+    const Expected<Schedule> lemon = solve(instance.problem(), {.backend = Backend::kLemon});
+    const Expected<Schedule> transport =
+        solve(instance.problem(), {.backend = Backend::kTransport});
+    ASSERT_TRUE(lemon.ok()) << lemon.message();
+    ASSERT_TRUE(transport.ok()) << transport.message();
+    EXPECT_EQ(transport->objective_ticks, lemon->objective_ticks);
+    EXPECT_EQ(plan_problems(instance, *transport), std::vector<std::string>{});
+  }
+}
+
+TEST(BackendsAgree, TransportFromAnyRememberedPricesEqualsColdLemon) {
+  // Re-plan a queue as it changes (arrivals, a departure, a machine turning busy) with one
+  // PriceMemory, then reuse that memory on an unrelated instance: prices only change the
+  // starting point, never the optimum.
+  std::mt19937 rng(14);
+  InstanceShape shape;
+  shape.max_time = 2000;
+  shape.max_residual = 300;
+  shape.fractional = true;
+  Instance instance = random_instance(rng, shape, 400, 24);
+  PriceMemory memory;
+  for (int step = 0; step < 6; ++step) {
+    if (step == 3) instance.machines[0].busy_until = instance.now + 777.5;
+    if (step == 4) instance.pending.erase(instance.pending.begin() + 17);
+    if (step == 5) instance.pending.pop_back();
+    const Expected<Schedule> warm =
+        solve(instance.problem(), {.backend = Backend::kTransport, .memory = &memory});
+    const Expected<Schedule> cold = solve(instance.problem(), {.backend = Backend::kLemon});
+    ASSERT_TRUE(warm.ok()) << warm.message();
+    ASSERT_TRUE(cold.ok()) << cold.message();
+    EXPECT_EQ(warm->objective_ticks, cold->objective_ticks) << "step " << step;
+  }
+  shape.devices = {"gpu", "v100"};
+  shape.max_time = 90;
+  const Instance other = random_instance(rng, shape, 300, 7);
+  const Expected<Schedule> foreign =
+      solve(other.problem(), {.backend = Backend::kTransport, .memory = &memory});
+  const Expected<Schedule> boost = solve(other.problem(), {.backend = Backend::kBoost});
+  ASSERT_TRUE(foreign.ok()) << foreign.message();
+  ASSERT_TRUE(boost.ok()) << boost.message();
+  EXPECT_EQ(foreign->objective_ticks, boost->objective_ticks);
+  EXPECT_EQ(plan_problems(other, *foreign), std::vector<std::string>{});
+}
+
+TEST(BackendsAgree, TransportOnDistinctMachinesMatchesBoost) {
+  // Every machine its own type and residual: many slots of capacity one.
+  std::mt19937 rng(15);
+  InstanceShape shape;
+  shape.devices = {"a", "b", "c", "d", "e", "f"};
+  shape.max_time = 3000;
+  shape.max_residual = 900;
+  shape.fractional = true;
+  const Instance instance = random_instance(rng, shape, 300, 6);
+  const Expected<Schedule> transport = solve(instance.problem(), {.backend = Backend::kTransport});
+  const Expected<Schedule> boost = solve(instance.problem(), {.backend = Backend::kBoost});
+  ASSERT_TRUE(transport.ok()) << transport.message();
+  ASSERT_TRUE(boost.ok()) << boost.message();
+  EXPECT_EQ(transport->objective_ticks, boost->objective_ticks);
+  EXPECT_EQ(plan_problems(instance, *transport), std::vector<std::string>{});
 }
 
 }  // namespace

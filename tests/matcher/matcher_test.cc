@@ -34,7 +34,7 @@ Instance make(std::vector<Machine> machines, std::vector<std::map<DeviceType, do
 TEST(Solve, NoJobsGivesAnEmptyPlan) {
   const Instance instance = make({{"gpu-0", "gpu", 0}}, {});
   for (Backend backend : all_backends()) {
-    const Expected<Plan> plan = solve(instance.problem(), {.backend = backend});
+    const Expected<Schedule> plan = solve(instance.problem(), {.backend = backend});
     ASSERT_TRUE(plan.ok()) << plan.message();
     EXPECT_TRUE(plan->assignments.empty());
     EXPECT_EQ(plan->objective_ticks, 0);
@@ -45,7 +45,7 @@ TEST(Solve, NoJobsGivesAnEmptyPlan) {
 
 TEST(Solve, NoMachinesIsAnErrorNamingAJob) {
   const Instance instance = make({}, {{{"gpu", 3}}});
-  const Expected<Plan> plan = solve(instance.problem());
+  const Expected<Schedule> plan = solve(instance.problem());
   ASSERT_FALSE(plan.ok());
   EXPECT_THAT(plan.message(), HasSubstr("no machines"));
   EXPECT_THAT(plan.message(), HasSubstr("job-0"));
@@ -54,7 +54,7 @@ TEST(Solve, NoMachinesIsAnErrorNamingAJob) {
 TEST(Solve, JobRunnableOnNoMachineIsAnErrorNamingIt) {
   const Instance instance =
       make({{"gpu-0", "gpu", 0}, {"cpu-0", "cpu", 0}}, {{{"gpu", 3}}, {{"tpu", 1}, {"v100", 2}}});
-  const Expected<Plan> plan = solve(instance.problem());
+  const Expected<Schedule> plan = solve(instance.problem());
   ASSERT_FALSE(plan.ok());
   EXPECT_THAT(plan.message(), HasSubstr("job 'job-1' cannot run on any machine"));
   EXPECT_THAT(plan.message(), HasSubstr("tpu, v100"));
@@ -66,7 +66,7 @@ TEST(Solve, BadTimesAreErrorsNamingTheJobAndDevice) {
   const double inf = std::numeric_limits<double>::infinity();
   for (double bad : {-1.0, nan, inf, 1e13}) {
     const Instance instance = make({{"gpu-0", "gpu", 0}}, {{{"gpu", 2}}, {{"gpu", bad}}});
-    const Expected<Plan> plan = solve(instance.problem());
+    const Expected<Schedule> plan = solve(instance.problem());
     ASSERT_FALSE(plan.ok()) << bad;
     EXPECT_THAT(plan.message(), HasSubstr("job 'job-1': time on gpu")) << bad;
   }
@@ -78,7 +78,7 @@ TEST(Solve, HugeTimesGiveAnOverflowErrorNotAWrongAnswer) {
   std::vector<std::map<DeviceType, double>> times(200, {{"gpu", 1e11}});
   const Instance instance = make({{"gpu-0", "gpu", 0}}, times);
   for (Backend backend : all_backends()) {
-    const Expected<Plan> plan = solve(instance.problem(), {.backend = backend});
+    const Expected<Schedule> plan = solve(instance.problem(), {.backend = backend});
     ASSERT_FALSE(plan.ok()) << backend_name(backend);
     EXPECT_THAT(plan.message(), HasSubstr("too large")) << backend_name(backend);
   }
@@ -87,7 +87,7 @@ TEST(Solve, HugeTimesGiveAnOverflowErrorNotAWrongAnswer) {
 TEST(Solve, LargeButSafeTimesSolveExactly) {
   const Instance instance =
       make({{"gpu-0", "gpu", 0}}, {{{"gpu", 1e9}}, {{"gpu", 2e9}}, {{"gpu", 3e9}}});
-  const Expected<Plan> plan = solve(instance.problem());
+  const Expected<Schedule> plan = solve(instance.problem());
   ASSERT_TRUE(plan.ok()) << plan.message();
   // Shortest first: 1e9 + 3e9 + 6e9 seconds.
   EXPECT_EQ(plan->objective_ticks, std::int64_t{10'000'000'000} * kTicksPerSecond);
@@ -95,7 +95,7 @@ TEST(Solve, LargeButSafeTimesSolveExactly) {
 
 TEST(Solve, ZeroResidualMachineStartsNow) {
   const Instance instance = make({{"gpu-0", "gpu", 100}}, {{{"gpu", 5}}}, 100);
-  const Expected<Plan> plan = solve(instance.problem());
+  const Expected<Schedule> plan = solve(instance.problem());
   ASSERT_TRUE(plan.ok()) << plan.message();
   EXPECT_EQ(plan->assignments[0].start, 100);
   EXPECT_EQ(plan->assignments[0].finish, 105);
@@ -106,7 +106,7 @@ TEST(Solve, BusyMachineDelaysItsJobs) {
   // The fast gpu is busy for 50 s: waiting for it (50 + 10) beats the cpu (100).
   const Instance instance =
       make({{"gpu-0", "gpu", 60}, {"cpu-0", "cpu", 0}}, {{{"gpu", 10}, {"cpu", 100}}}, 10);
-  const Expected<Plan> plan = solve(instance.problem());
+  const Expected<Schedule> plan = solve(instance.problem());
   ASSERT_TRUE(plan.ok()) << plan.message();
   EXPECT_EQ(plan->assignments[0].machine, 0u);
   EXPECT_EQ(plan->assignments[0].start, 60);
@@ -117,7 +117,7 @@ TEST(Solve, BusyMachineDelaysItsJobs) {
 TEST(Solve, ShortestJobRunsFirstOnAMachine) {
   const Instance instance =
       make({{"gpu-0", "gpu", 0}}, {{{"gpu", 30}}, {{"gpu", 10}}, {{"gpu", 20}}});
-  const Expected<Plan> plan = solve(instance.problem());
+  const Expected<Schedule> plan = solve(instance.problem());
   ASSERT_TRUE(plan.ok()) << plan.message();
   EXPECT_EQ(machine_queues(*plan, 1)[0], (std::vector<std::size_t>{1, 2, 0}));
   EXPECT_EQ(plan->objective, 10 + 30 + 60);
@@ -125,6 +125,7 @@ TEST(Solve, ShortestJobRunsFirstOnAMachine) {
 
 TEST(Solve, UnknownBackendNameIsAnError) {
   EXPECT_EQ(*parse_backend("glpk"), Backend::kGlpk);
+  EXPECT_EQ(*parse_backend("transport"), Backend::kTransport);
   const Expected<Backend> bad = parse_backend("cplex");
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.message(), HasSubstr("cplex"));

@@ -33,7 +33,7 @@ Instance cluster_with_queue() {
 
 TEST(Online, StartsThePlansFirstJobOnEachIdleMachineOnly) {
   const Instance instance = cluster_with_queue();
-  const Expected<Plan> plan = solve(instance.problem());
+  const Expected<Schedule> plan = solve(instance.problem());
   const Expected<OnlineDecision> decision = decide_online(instance.problem());
   ASSERT_TRUE(plan.ok()) << plan.message();
   ASSERT_TRUE(decision.ok()) << decision.message();
@@ -108,15 +108,15 @@ TEST(Online, PriceMemoryChangesSpeedNotAnswers) {
     const std::vector<PendingJob> queue(instance.pending.begin(),
                                         instance.pending.begin() + static_cast<long>(queued));
     const MatchingProblem problem{instance.now, instance.machines, queue, {}};
-    const Expected<Plan> warm = solve(problem, {.memory = &memory});
-    const Expected<Plan> cold = solve(problem);
+    const Expected<Schedule> warm = solve(problem, {.memory = &memory});
+    const Expected<Schedule> cold = solve(problem);
     ASSERT_TRUE(warm.ok()) << warm.message();
     ASSERT_TRUE(cold.ok()) << cold.message();
     EXPECT_EQ(warm->objective_ticks, cold->objective_ticks) << queued << " queued";
   }
   const Instance other = testing::random_instance(rng, shape, 280, 9);
-  const Expected<Plan> foreign = solve(other.problem(), {.memory = &memory});
-  const Expected<Plan> cold = solve(other.problem(), {.backend = Backend::kBoost});
+  const Expected<Schedule> foreign = solve(other.problem(), {.memory = &memory});
+  const Expected<Schedule> cold = solve(other.problem(), {.backend = Backend::kBoost});
   ASSERT_TRUE(foreign.ok()) << foreign.message();
   ASSERT_TRUE(cold.ok()) << cold.message();
   EXPECT_EQ(foreign->objective_ticks, cold->objective_ticks);

@@ -95,7 +95,7 @@ std::int64_t brute_force_objective(const Instance& instance) {
   return best;
 }
 
-std::vector<std::string> plan_problems(const Instance& instance, const Plan& plan) {
+std::vector<std::string> plan_problems(const Instance& instance, const Schedule& plan) {
   std::vector<std::string> problems;
   auto report = [&](const std::string& what) { problems.push_back(what); };
   const std::size_t jobs = instance.jobs.size();

@@ -47,6 +47,6 @@ std::int64_t brute_force_objective(const Instance& instance);
 // Problems found in `plan` for `instance` (empty when consistent): every job exactly once,
 // positions 1..n on every machine, start = when the machine frees or the previous job ends,
 // finish = start + time on the machine's device, objective = Σ (finish − now).
-std::vector<std::string> plan_problems(const Instance& instance, const Plan& plan);
+std::vector<std::string> plan_problems(const Instance& instance, const Schedule& plan);
 
 }  // namespace allox::matcher::testing

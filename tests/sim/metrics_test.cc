@@ -7,8 +7,8 @@
 namespace allox {
 namespace {
 
-JobRecord finished(const char* job, const char* user, double start, double finish) {
-  JobRecord r;
+SimJobRecord finished(const char* job, const char* user, double start, double finish) {
+  SimJobRecord r;
   r.job = job;
   r.user = user;
   r.start = start;
@@ -57,7 +57,7 @@ TEST(Metrics, FractionalSliceSlowsTheIsolatedBaseline) {
                                  testing::trace_job("b", "u2", 0, {{"gpu", 10}})});
   SimResult r;
   r.users = {"u1", "u2"};
-  JobRecord never_ran;
+  SimJobRecord never_ran;
   never_ran.job = "b";
   never_ran.user = "u2";
   r.jobs = {finished("a", "u1", 0, 10), never_ran};

@@ -62,7 +62,7 @@ TEST(PolicySchedules, HandWorked) {
     ASSERT_EQ(r.jobs.size(), c.want.size()) << c.policy;
     for (const Placed& w : c.want) {
       auto it = std::find_if(r.jobs.begin(), r.jobs.end(),
-                             [&](const JobRecord& j) { return j.job == w.job; });
+                             [&](const SimJobRecord& j) { return j.job == w.job; });
       ASSERT_NE(it, r.jobs.end());
       ASSERT_TRUE(it->start && it->finish) << c.policy << " " << w.job;
       EXPECT_EQ(it->machine, w.machine) << c.policy << " " << w.job;
@@ -87,12 +87,12 @@ TEST(PolicySchedules, SrptPreemptsForShorterArrival) {
 }
 
 bool all_finished(const SimResult& r) {
-  return std::all_of(r.jobs.begin(), r.jobs.end(), [](const JobRecord& j) { return j.finish; });
+  return std::all_of(r.jobs.begin(), r.jobs.end(), [](const SimJobRecord& j) { return j.finish; });
 }
 
 double total_completion(const SimResult& r) {
   double total = 0;
-  for (const JobRecord& j : r.jobs) total += j.finish.value_or(0) - j.arrival;
+  for (const SimJobRecord& j : r.jobs) total += j.finish.value_or(0) - j.arrival;
   return total;
 }
 

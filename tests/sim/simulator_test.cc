@@ -31,7 +31,7 @@ void expect_schedule(const SimResult& r, const std::vector<Expect>& want) {
   ASSERT_EQ(r.jobs.size(), want.size());
   for (const Expect& w : want) {
     auto it = std::find_if(r.jobs.begin(), r.jobs.end(),
-                           [&](const JobRecord& j) { return j.job == w.job; });
+                           [&](const SimJobRecord& j) { return j.job == w.job; });
     ASSERT_NE(it, r.jobs.end()) << w.job;
     ASSERT_TRUE(it->start && it->finish) << w.job;
     EXPECT_NEAR(*it->start, w.start, 1e-9) << w.job;
@@ -263,7 +263,7 @@ void expect_conservation(const Trace& trace, const SimResult& r) {
   ASSERT_EQ(r.jobs.size(), trace.jobs.size());
   std::map<std::string, std::vector<std::pair<double, double>>> busy;
   for (std::size_t i = 0; i < r.jobs.size(); ++i) {
-    const JobRecord& j = r.jobs[i];
+    const SimJobRecord& j = r.jobs[i];
     ASSERT_EQ(j.job, trace.jobs[i].job.id);
     ASSERT_TRUE(j.start && j.finish) << j.job;
     EXPECT_GE(*j.start, j.arrival) << j.job;

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# alloxd's /filter against nginx serving a static file of the same bytes, same wrk, same run
+# (issue 13). alloxd: 100 nodes, 1,000 queued jobs, a queued GPU pod's /filter naming all 100
+# nodes (tests/extender/load/filter_setup.sh). nginx: its Debian package, worker_processes auto,
+# serving alloxd's answer to that request as a file. Each run measures alloxd then nginx, both
+# with `wrk -t2 -c<connections> -d<duration>`; prints every run, the medians and their ratio
+# (target: alloxd >= 0.5 x nginx).
+#   bench/filter_vs_nginx.sh [build-dir] [runs] [duration] [connections]
+# Needs wrk, curl, python3, nginx (installed here from Debian when missing). Bounded: about
+# runs x 2 x duration plus a minute of set-up.
+set -euo pipefail
+build=${1:-build}
+runs=${2:-3}
+duration=${3:-10s}
+connections=${4:-16}
+root=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d)
+alloxd_pid=
+nginx_pid=
+trap '[[ -n $alloxd_pid ]] && kill "$alloxd_pid" 2>/dev/null; [[ -n $nginx_pid ]] && kill "$nginx_pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT
+
+nginx=$(command -v nginx || echo /usr/sbin/nginx)
+if [[ ! -x $nginx ]]; then
+  echo "installing nginx (Debian package) for the comparison" >&2
+  sudo=""; [[ $(id -u) -ne 0 ]] && sudo="sudo"
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends nginx >&2
+fi
+
+source "$root/tests/extender/load/filter_setup.sh"
+start_loaded_alloxd "$build" allox "$work"
+
+# The static file: alloxd's answer to the measured request, byte for byte.
+mkdir -p "$work/www" "$work/nginx"
+curl -sf -XPOST "$alloxd_url/filter" --data-binary @"$work/body.json" > "$work/www/filter.json"
+chmod -R a+rX "$work"
+bytes=$(wc -c < "$work/www/filter.json")
+nport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+cat > "$work/nginx.conf" <<CONF
+worker_processes auto;
+daemon off;
+pid $work/nginx/nginx.pid;
+error_log $work/nginx/error.log;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  keepalive_requests 100000000;
+  client_body_temp_path $work/nginx/body;
+  proxy_temp_path $work/nginx/proxy;
+  fastcgi_temp_path $work/nginx/fastcgi;
+  uwsgi_temp_path $work/nginx/uwsgi;
+  scgi_temp_path $work/nginx/scgi;
+  server {
+    listen 127.0.0.1:$nport;
+    root $work/www;
+    default_type application/json;
+  }
+}
+CONF
+"$nginx" -p "$work/nginx" -c "$work/nginx.conf" &
+nginx_pid=$!
+for _ in $(seq 50); do curl -sf "http://127.0.0.1:$nport/filter.json" > /dev/null && break; sleep 0.1; done
+cmp -s "$work/www/filter.json" <(curl -sf "http://127.0.0.1:$nport/filter.json") ||
+  { echo "nginx does not serve the file" >&2; exit 1; }
+echo "reply: $bytes bytes; alloxd pid $alloxd_pid ($(grep -c ^processor /proc/cpuinfo) cores, load $(cut -d' ' -f1-3 /proc/loadavg))" >&2
+
+rate() { awk '/^Requests\/sec:/ {print $2}'; }
+alloxd_rates=() nginx_rates=()
+for run in $(seq 1 "$runs"); do
+  a=$(wrk -t2 -c"$connections" -d"$duration" --latency -s "$work/filter.lua" "$alloxd_url/filter")
+  n=$(wrk -t2 -c"$connections" -d"$duration" --latency "http://127.0.0.1:$nport/filter.json")
+  for out in "$a" "$n"; do
+    if grep -q "Non-2xx\|Socket errors" <<< "$out"; then echo "errors in a run:" >&2; echo "$out" >&2; fi
+  done
+  ar=$(rate <<< "$a"); nr=$(rate <<< "$n")
+  alloxd_rates+=("$ar"); nginx_rates+=("$nr")
+  printf 'run %d: alloxd /filter %10.0f req/s (%s)   nginx %10.0f req/s   ratio %.3f   load %s\n' \
+    "$run" "$ar" "$(tail -1 <<< "$a")" "$nr" "$(python3 -c "print($ar / $nr)")" "$(cut -d' ' -f1 /proc/loadavg)"
+done
+python3 - "${alloxd_rates[*]}" "${nginx_rates[*]}" <<'PY'
+import statistics, sys
+a = [float(x) for x in sys.argv[1].split()]
+n = [float(x) for x in sys.argv[2].split()]
+ma, mn = statistics.median(a), statistics.median(n)
+print(f"median of {len(a)} runs: alloxd {ma:,.0f} req/s, nginx {mn:,.0f} req/s, "
+      f"ratio {ma / mn:.3f} (target >= 0.5)")
+PY

@@ -1,0 +1,58 @@
+#include "core/csv.h"
+
+#include <cstdlib>
+#include <iomanip>
+#include <sstream>
+
+namespace allox {
+
+Expected<std::vector<std::string>> split_csv_record(const std::string& line) {
+  std::vector<std::string> fields(1);
+  bool quoted = false;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        fields.back() += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        fields.back() += c;
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      fields.emplace_back();
+    } else if (c != '\r') {
+      fields.back() += c;
+    }
+  }
+  if (quoted) return Error{"unterminated quote"};
+  return fields;
+}
+
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
+  std::string quoted = "\"";
+  for (char c : text) {
+    if (c == '"') quoted += '"';
+    quoted += c;
+  }
+  return quoted + "\"";
+}
+
+std::string csv_number(double value) {
+  // Six digits print most values as people write them; more only when needed to read back.
+  for (int digits = 6; digits < 17; ++digits) {
+    std::ostringstream shorter;
+    shorter << std::setprecision(digits) << value;
+    // strtod, not stod: a rounded neighbour of DBL_MAX overflows, which is just "not yet".
+    if (std::strtod(shorter.str().c_str(), nullptr) == value) return shorter.str();
+  }
+  std::ostringstream out;
+  out << std::setprecision(17) << value;
+  return out.str();
+}
+
+}  // namespace allox

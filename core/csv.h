@@ -1,0 +1,24 @@
+// CSV records as allox reads and writes them (traces, jobs.csv, shares.csv, comparisons): the one
+// splitter, field quoting and number format, so what one module writes the other reads back.
+//
+// RFC 4180 quoting ("a ""b""", fields holding ',' or '"'), one record per line (no embedded
+// newlines), a trailing '\r' ignored. Pure functions.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+
+namespace allox {
+
+// Splits one record into its fields, unquoted. Error: "unterminated quote".
+Expected<std::vector<std::string>> split_csv_record(const std::string& line);
+
+// `text` as one field: quoted (inner quotes doubled) when it holds ',', '"', '\n' or '\r'.
+std::string csv_field(const std::string& text);
+
+// The shortest decimal text that reads back as the same double ("0.1", "1e+20").
+std::string csv_number(double value);
+
+}  // namespace allox

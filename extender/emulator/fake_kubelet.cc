@@ -1,0 +1,134 @@
+#include "extender/emulator/fake_kubelet.h"
+
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+namespace allox::emulator {
+
+using nlohmann::json;
+
+struct FakeKubelet::Impl {
+  ApiObjects& objects;
+  const SimClock& clock;
+  RunSeconds run_seconds;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::pair<std::string, std::string>> started;  // bound pods to start (ns, name)
+  std::set<std::string> seen;                               // ns/name of pods already started
+  std::multimap<double, std::pair<std::string, std::string>> finishing;
+  bool stopping = false;
+  int subscription = 0;
+  std::thread thread;
+
+  Impl(ApiObjects& o, const SimClock& c, RunSeconds r)
+      : objects(o), clock(c), run_seconds(std::move(r)) {}
+
+  void on_change(const Change& change) {
+    if (change.resource != &pods_resource() || !change.after) return;
+    const json& pod = *change.after;
+    const json spec = pod.value("spec", json::object());
+    const json status = pod.value("status", json::object());
+    if (spec.value("nodeName", "").empty() || status.value("phase", "") != "Pending") return;
+    const json meta = pod.value("metadata", json::object());
+    std::string ns = meta.value("namespace", ""), name = meta.value("name", "");
+    std::lock_guard lock(mu);
+    if (!seen.insert(ns + "/" + name).second) return;
+    started.emplace_back(ns, name);
+    cv.notify_one();
+  }
+
+  void start_pod(const std::string& ns, const std::string& name) {
+    auto current = objects.get(pods_resource(), ns, name);
+    if (failed(current)) return;
+    const json& pod = *std::get<ObjectPtr>(current);
+    const double now = clock.now();
+    json container = {{"name", "main"},
+                      {"ready", true},
+                      {"restartCount", 0},
+                      {"started", true},
+                      {"state", {{"running", {{"startedAt", rfc3339(now)}}}}}};
+    json status = {{"phase", "Running"},
+                   {"startTime", rfc3339(now)},
+                   {"containerStatuses", json::array({container})}};
+    (void)objects.patch(pods_resource(), ns, name, PatchType::kMerge,
+                        json{{"status", status}}.dump(), true);
+    auto seconds = run_seconds(pod);
+    if (!seconds) return;
+    std::lock_guard lock(mu);
+    finishing.emplace(now + *seconds, std::make_pair(ns, name));
+  }
+
+  void finish_pod(const std::string& ns, const std::string& name) {
+    const double now = clock.now();
+    json container = {
+        {"name", "main"},
+        {"ready", false},
+        {"restartCount", 0},
+        {"started", false},
+        {"state",
+         {{"terminated",
+           {{"exitCode", 0}, {"reason", "Completed"}, {"finishedAt", rfc3339(now)}}}}}};
+    json status = {{"phase", "Succeeded"}, {"containerStatuses", json::array({container})}};
+    (void)objects.patch(pods_resource(), ns, name, PatchType::kMerge,
+                        json{{"status", status}}.dump(), true);
+  }
+
+  void loop() {
+    std::unique_lock lock(mu);
+    while (!stopping) {
+      while (!started.empty()) {
+        auto [ns, name] = started.front();
+        started.pop_front();
+        lock.unlock();
+        start_pod(ns, name);
+        lock.lock();
+      }
+      const double now = clock.now();
+      while (!finishing.empty() && finishing.begin()->first <= now) {
+        auto [ns, name] = finishing.begin()->second;
+        finishing.erase(finishing.begin());
+        lock.unlock();
+        finish_pod(ns, name);
+        lock.lock();
+      }
+      auto wake = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+      if (!finishing.empty()) wake = std::min(wake, clock.wall_at(finishing.begin()->first));
+      cv.wait_until(lock, wake, [&] { return stopping || !started.empty(); });
+    }
+  }
+};
+
+FakeKubelet::FakeKubelet(ApiObjects& objects, const SimClock& clock, RunSeconds run_seconds)
+    : impl_(std::make_unique<Impl>(objects, clock, std::move(run_seconds))) {}
+
+FakeKubelet::~FakeKubelet() {
+  stop();
+}
+
+void FakeKubelet::start() {
+  Impl& impl = *impl_;
+  if (impl.thread.joinable()) return;
+  impl.subscription = impl.objects.subscribe(
+      [&impl](const Change& change) { impl.on_change(change); }, /*replay_existing=*/true);
+  impl.thread = std::thread([&impl] { impl.loop(); });
+}
+
+void FakeKubelet::stop() {
+  Impl& impl = *impl_;
+  {
+    std::lock_guard lock(impl.mu);
+    impl.stopping = true;
+    impl.cv.notify_all();
+  }
+  if (impl.thread.joinable()) impl.thread.join();
+  if (impl.subscription != 0) {
+    impl.objects.unsubscribe(impl.subscription);
+    impl.subscription = 0;
+  }
+}
+
+}  // namespace allox::emulator

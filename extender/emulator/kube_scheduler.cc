@@ -1,0 +1,916 @@
+#include "extender/emulator/kube_scheduler.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "extender/extender_client.h"
+#include "extender/pod.h"
+
+namespace allox::emulator {
+
+using nlohmann::json;
+
+const char* scheduler_event_name(SchedulerEvent::Kind kind) {
+  switch (kind) {
+    case SchedulerEvent::Kind::kBound:
+      return "bound";
+    case SchedulerEvent::Kind::kUnschedulable:
+      return "unschedulable";
+    case SchedulerEvent::Kind::kMoved:
+      return "moved";
+    case SchedulerEvent::Kind::kPreempted:
+      return "preempted";
+    case SchedulerEvent::Kind::kBindFailed:
+      return "bind failed";
+    case SchedulerEvent::Kind::kError:
+      return "error";
+  }
+  return "?";
+}
+
+namespace {
+
+using Resources = std::map<std::string, double>;
+
+const json& field(const json& object, const char* key) {
+  static const json empty = json::object();
+  auto it = object.find(key);
+  return it != object.end() && !it->is_null() ? *it : empty;
+}
+
+std::string text(const json& object, const char* key) {
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+Resources parse_resources(const json& map) {
+  Resources out;
+  if (!map.is_object()) return out;
+  for (const auto& [name, quantity] : map.items()) {
+    if (!quantity.is_string() && !quantity.is_number()) continue;
+    auto value = extender::parse_quantity(quantity.is_string() ? quantity.get<std::string>()
+                                                               : quantity.dump());
+    if (value) out[name] = *value;
+  }
+  return out;
+}
+
+// Requests of a pod as the scheduler computes them: the sum over containers (limits standing
+// in for missing requests), at least the largest init container, plus one "pods".
+Resources pod_requests(const json& pod) {
+  Resources sum;
+  const json& spec = field(pod, "spec");
+  for (const json& c : field(spec, "containers")) {
+    const json& resources = field(c, "resources");
+    Resources requests = parse_resources(field(resources, "requests"));
+    for (const auto& [name, value] : parse_resources(field(resources, "limits")))
+      requests.try_emplace(name, value);
+    for (const auto& [name, value] : requests) sum[name] += value;
+  }
+  for (const json& c : field(spec, "initContainers")) {
+    const json& resources = field(c, "resources");
+    for (const auto& [name, value] : parse_resources(field(resources, "requests")))
+      sum[name] = std::max(sum[name], value);
+  }
+  sum["pods"] = 1;
+  return sum;
+}
+
+// Every resource a pod names in requests or limits (extender interest).
+std::set<std::string> named_resources(const json& pod) {
+  std::set<std::string> out;
+  const json& spec = field(pod, "spec");
+  for (const char* list : {"containers", "initContainers"}) {
+    for (const json& c : field(spec, list)) {
+      const json& resources = field(c, "resources");
+      for (const char* kind : {"requests", "limits"}) {
+        for (const auto& [name, value] : field(resources, kind).items()) out.insert(name);
+      }
+    }
+  }
+  return out;
+}
+
+// The object as a Go client serialises it inside an extender body: no kind/apiVersion.
+json wire_object(const json& object) {
+  json out = object;
+  out.erase("kind");
+  out.erase("apiVersion");
+  return out;
+}
+
+// Keys of an extender's answer are Go field names; Go's decoder matches them case-insensitively.
+const json* find_key_ci(const json& object, const std::string& key) {
+  if (!object.is_object()) return nullptr;
+  for (auto it = object.begin(); it != object.end(); ++it) {
+    if (it.key().size() == key.size() &&
+        std::equal(key.begin(), key.end(), it.key().begin(),
+                   [](char a, char b) { return std::tolower(a) == std::tolower(b); })) {
+      return &*it;
+    }
+  }
+  return nullptr;
+}
+
+struct PodInfo {
+  ObjectPtr object;
+  std::string ns, name, uid, node, nominated, scheduler;
+  Resources requests;
+  std::set<std::string> resource_names;
+  int priority = 0;
+  bool terminal = false, gated = false, deleting = false;
+  bool assumed = false;  // bound by us, not yet seen bound in the store
+};
+
+struct NodeInfo {
+  ObjectPtr object;
+  Resources allocatable;
+  bool unschedulable = false;
+  Resources used;
+  std::set<std::string> pods;
+};
+
+PodInfo read_pod(const ObjectPtr& object) {
+  PodInfo pod;
+  pod.object = object;
+  const json& meta = field(*object, "metadata");
+  const json& spec = field(*object, "spec");
+  const json& status = field(*object, "status");
+  pod.ns = text(meta, "namespace");
+  pod.name = text(meta, "name");
+  pod.uid = text(meta, "uid");
+  pod.node = text(spec, "nodeName");
+  pod.nominated = text(status, "nominatedNodeName");
+  pod.scheduler = text(spec, "schedulerName");
+  pod.priority = spec.contains("priority") && spec["priority"].is_number_integer()
+                     ? spec["priority"].get<int>()
+                     : 0;
+  const std::string phase = text(status, "phase");
+  pod.terminal = phase == "Succeeded" || phase == "Failed";
+  pod.gated = spec.contains("schedulingGates") && spec["schedulingGates"].is_array() &&
+              !spec["schedulingGates"].empty();
+  pod.deleting = meta.contains("deletionTimestamp");
+  pod.requests = pod_requests(*object);
+  pod.resource_names = named_resources(*object);
+  return pod;
+}
+
+// kube-scheduler's isPodUpdated: anything but resourceVersion, generation, managedFields,
+// finalizers and status changed.
+bool pod_updated(const json& before, const json& after) {
+  auto strip = [](json pod) {
+    if (pod.contains("metadata")) {
+      pod["metadata"].erase("resourceVersion");
+      pod["metadata"].erase("generation");
+      pod["metadata"].erase("managedFields");
+      pod["metadata"].erase("finalizers");
+    }
+    pod.erase("status");
+    return pod;
+  };
+  return strip(before) != strip(after);
+}
+
+}  // namespace
+
+struct KubeScheduler::Impl {
+  ApiObjects& objects;
+  const SimClock& clock;
+  KubeSchedulerOptions options;
+  SchedulingQueue queue;
+  std::vector<std::unique_ptr<extender::ExtenderClient>> clients;
+  std::set<std::string> profiles;
+  std::set<std::string> ignored_resources;
+  std::mt19937_64 rng;
+
+  std::map<std::string, PodInfo> pods;  // namespace/name
+  std::map<std::string, NodeInfo> nodes;
+  std::size_t next_start_node = 0;
+
+  std::mutex changes_mu;
+  std::condition_variable changes_cv;
+  std::deque<Change> changes;
+  bool stopping = false;
+  int subscription = 0;
+  std::thread thread;
+
+  mutable std::mutex stats_mu;
+  SchedulerStats stats;
+  KubeScheduler::QueueSizes sizes;
+
+  Impl(ApiObjects& o, const SimClock& c, KubeSchedulerOptions opts)
+      : objects(o), clock(c), options(std::move(opts)), queue(options.timings), rng(options.seed) {
+    for (const std::string& name : options.config.scheduler_names) profiles.insert(name);
+    for (const ExtenderStanza& e : options.config.extenders) {
+      clients.push_back(
+          std::make_unique<extender::ExtenderClient>(e.url_prefix, "", e.http_timeout));
+      ignored_resources.insert(e.ignored_by_scheduler.begin(), e.ignored_by_scheduler.end());
+    }
+  }
+
+  void emit(SchedulerEvent::Kind kind, const std::string& pod, const std::string& node,
+            const std::string& message) {
+    if (options.observer) options.observer({kind, clock.now(), pod, node, message});
+  }
+
+  // ---- cache --------------------------------------------------------------------------
+
+  void release(const PodInfo& pod) {
+    auto node = nodes.find(pod.node);
+    if (node == nodes.end()) return;
+    const std::string key = pod.ns + "/" + pod.name;
+    if (node->second.pods.erase(key) == 0) return;
+    for (const auto& [r, v] : pod.requests) node->second.used[r] -= v;
+  }
+
+  void occupy(const PodInfo& pod) {
+    auto node = nodes.find(pod.node);
+    if (node == nodes.end()) return;
+    const std::string key = pod.ns + "/" + pod.name;
+    if (!node->second.pods.insert(key).second) return;
+    for (const auto& [r, v] : pod.requests) node->second.used[r] += v;
+  }
+
+  void on_pod(const Change& change, double now) {
+    const json& any = change.after ? *change.after : *change.before;
+    const std::string key =
+        text(field(any, "metadata"), "namespace") + "/" + text(field(any, "metadata"), "name");
+    auto existing = pods.find(key);
+    const bool was_holding =
+        existing != pods.end() && !existing->second.node.empty() && !existing->second.terminal;
+    if (change.type == "DELETED") {
+      if (existing != pods.end()) {
+        release(existing->second);
+        pods.erase(existing);
+      }
+      queue.remove(key);
+      if (was_holding) moved(ClusterEvent::kAssignedPodDelete, now);
+      return;
+    }
+    PodInfo pod = read_pod(change.after);
+    if (!pod.node.empty()) {
+      queue.remove(key);
+      if (existing != pods.end()) release(existing->second);
+      pods[key] = pod;
+      if (!pod.terminal) {
+        occupy(pods[key]);
+      } else if (was_holding) {
+        // A finished pod frees its node: kube-scheduler sees it as AssignedPodDelete.
+        moved(ClusterEvent::kAssignedPodDelete, now);
+      }
+      return;
+    }
+    const bool ours = profiles.count(pod.scheduler) > 0;
+    const bool updated =
+        existing != pods.end() && change.before && pod_updated(*change.before, *change.after);
+    if (existing != pods.end() && existing->second.assumed) pod.assumed = true;
+    pods[key] = pod;
+    if (!ours || pod.terminal || pod.deleting) {
+      queue.remove(key);
+      return;
+    }
+    if (pod.assumed) return;  // our bind is in flight; the store has not caught up
+    if (!queue.contains(key)) {
+      queue.add(key, pod.priority, pod.gated, now);
+      if (pod.gated) mark_gated(pod);
+    } else if (updated) {
+      if (queue.update(key, pod.priority, pod.gated, now)) {
+        emit(SchedulerEvent::Kind::kMoved, key, "", "PodUpdate");
+      }
+    }
+  }
+
+  void on_node(const Change& change, double now) {
+    const json& any = change.after ? *change.after : *change.before;
+    const std::string name = text(field(any, "metadata"), "name");
+    if (change.type == "DELETED") {
+      nodes.erase(name);
+      return;
+    }
+    NodeInfo& node = nodes[name];
+    Resources allocatable = parse_resources(field(field(*change.after, "status"), "allocatable"));
+    bool unschedulable = field(*change.after, "spec").value("unschedulable", false);
+    const bool changed = change.type == "ADDED" || allocatable != node.allocatable ||
+                         unschedulable != node.unschedulable ||
+                         field(field(*change.before, "metadata"), "labels") !=
+                             field(field(*change.after, "metadata"), "labels");
+    node.object = change.after;
+    node.allocatable = std::move(allocatable);
+    node.unschedulable = unschedulable;
+    if (changed) {
+      moved(change.type == "ADDED" ? ClusterEvent::kNodeAdd : ClusterEvent::kNodeUpdate, now);
+    }
+  }
+
+  void moved(ClusterEvent event, double now) {
+    for (const std::string& key : queue.move_all(event, now)) {
+      emit(SchedulerEvent::Kind::kMoved, key, "", cluster_event_name(event));
+    }
+  }
+
+  void drain() {
+    std::deque<Change> batch;
+    {
+      std::lock_guard lock(changes_mu);
+      batch.swap(changes);
+    }
+    const double now = clock.now();
+    for (const Change& change : batch) {
+      if (change.resource == &pods_resource()) on_pod(change, now);
+      if (change.resource == &nodes_resource()) on_node(change, now);
+    }
+  }
+
+  // ---- status and events -------------------------------------------------------------
+
+  void patch_status(const PodInfo& pod, json status) {
+    (void)objects.patch(pods_resource(), pod.ns, pod.name, PatchType::kStrategicMerge,
+                        json{{"status", std::move(status)}}.dump(), true);
+  }
+
+  void mark_gated(const PodInfo& pod) {
+    patch_status(
+        pod, {{"conditions",
+               json::array({{{"type", "PodScheduled"},
+                             {"status", "False"},
+                             {"reason", "SchedulingGated"},
+                             {"message", "Scheduling is blocked due to non-empty scheduling gates"},
+                             {"lastProbeTime", nullptr},
+                             {"lastTransitionTime", rfc3339(clock.now())}}})}});
+  }
+
+  void record_event(const PodInfo& pod, const std::string& type, const std::string& reason,
+                    const std::string& note) {
+    if (!options.record_events) return;
+    json event = {{"metadata", {{"generateName", pod.name + "."}, {"namespace", pod.ns}}},
+                  {"eventTime", rfc3339(clock.now())},
+                  {"reportingController", "default-scheduler"},
+                  {"reportingInstance", "default-scheduler-allox-emulator"},
+                  {"action", "Scheduling"},
+                  {"reason", reason},
+                  {"regarding",
+                   {{"kind", "Pod"},
+                    {"namespace", pod.ns},
+                    {"name", pod.name},
+                    {"uid", pod.uid},
+                    {"apiVersion", "v1"}}},
+                  {"note", note},
+                  {"type", type}};
+    (void)objects.create(events_v1_resource(), pod.ns, std::move(event));
+  }
+
+  // ---- filters -----------------------------------------------------------------------
+
+  // Requests of pods nominated to `node` that outrank (or tie) `pod` and are not bound yet.
+  Resources nominated_on(const std::string& node, const std::string& self, int priority) const {
+    Resources out;
+    for (const auto& [key, other] : pods) {
+      if (key == self || other.nominated != node || !other.node.empty() || other.terminal ||
+          other.priority < priority) {
+        continue;
+      }
+      for (const auto& [r, v] : other.requests) out[r] += v;
+    }
+    return out;
+  }
+
+  // In-tree filters on one node; the reasons it fails (empty: fits), and the plugins that said so.
+  std::vector<std::string> in_tree(const PodInfo& pod, const std::string& key, const NodeInfo& node,
+                                   const Resources& extra_used,
+                                   std::set<std::string>& plugins) const {
+    std::vector<std::string> reasons;
+    if (node.unschedulable) {
+      reasons.push_back("node(s) were unschedulable");
+      plugins.insert("NodeUnschedulable");
+      return reasons;
+    }
+    for (const auto& [resource, amount] : pod.requests) {
+      if (amount <= 0 || ignored_resources.count(resource) > 0) continue;
+      auto alloc = node.allocatable.find(resource);
+      if (resource == "pods" && alloc == node.allocatable.end()) continue;
+      const double have = alloc == node.allocatable.end() ? 0 : alloc->second;
+      double used = 0;
+      if (auto u = node.used.find(resource); u != node.used.end()) used += u->second;
+      if (auto e = extra_used.find(resource); e != extra_used.end()) used += e->second;
+      if (used + amount > have + 1e-9) {
+        reasons.push_back(resource == "pods" ? "Too many pods" : "Insufficient " + resource);
+      }
+    }
+    if (!reasons.empty()) plugins.insert("NodeResourcesFit");
+    (void)key;
+    return reasons;
+  }
+
+  bool interested(const ExtenderStanza& e, const PodInfo& pod) const {
+    if (e.managed_resources.empty()) return true;
+    for (const std::string& r : pod.resource_names)
+      if (e.managed_resources.count(r)) return true;
+    return false;
+  }
+
+  json extender_args(const ExtenderStanza& e, const PodInfo& pod,
+                     const std::vector<std::string>& names) const {
+    json body = {{"Pod", wire_object(*pod.object)}};
+    if (e.node_cache_capable) {
+      body["Nodes"] = nullptr;
+      body["NodeNames"] = names;
+    } else {
+      json items = json::array();
+      for (const std::string& name : names) items.push_back(wire_object(*nodes.at(name).object));
+      body["Nodes"] = {{"metadata", json::object()}, {"items", std::move(items)}};
+      body["NodeNames"] = nullptr;
+    }
+    return body;
+  }
+
+  struct Diagnosis {
+    std::map<std::string, std::vector<std::string>> reasons;  // node -> reasons
+    std::set<std::string> unresolvable;                       // nodes preemption cannot help
+    std::set<std::string> plugins;
+  };
+
+  // Extenders' /filter over `feasible`; false on an extender fault (error set).
+  bool extenders_filter(const PodInfo& pod, std::vector<std::string>& feasible, Diagnosis& d,
+                        std::string& error) {
+    for (std::size_t i = 0; i < options.config.extenders.size(); ++i) {
+      const ExtenderStanza& e = options.config.extenders[i];
+      if (feasible.empty()) break;
+      if (e.filter_verb.empty() || !interested(e, pod)) continue;
+      const auto begin = std::chrono::steady_clock::now();
+      auto answer = clients[i]->post("/" + e.filter_verb, extender_args(e, pod, feasible));
+      const double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+      {
+        std::lock_guard lock(stats_mu);
+        ++stats.filter_calls;
+        stats.filter_seconds.push_back(seconds);
+      }
+      std::string fault;
+      if (!answer) {
+        fault = answer.message();
+      } else if (const json* err = find_key_ci(*answer, "Error");
+                 err != nullptr && err->is_string() && !err->get<std::string>().empty()) {
+        fault = err->get<std::string>();
+      }
+      if (!fault.empty()) {
+        if (e.ignorable) continue;
+        error = "extender " + e.url_prefix + " /" + e.filter_verb + ": " + fault;
+        return false;
+      }
+      std::vector<std::string> kept;
+      if (const json* names = find_key_ci(*answer, "NodeNames");
+          names != nullptr && names->is_array()) {
+        for (const json& n : *names)
+          if (n.is_string()) kept.push_back(n.get<std::string>());
+      } else if (const json* list = find_key_ci(*answer, "Nodes"); list != nullptr) {
+        if (const json* items = find_key_ci(*list, "items");
+            items != nullptr && items->is_array()) {
+          for (const json& n : *items) kept.push_back(text(field(n, "metadata"), "name"));
+        }
+      }
+      if (const json* failed = find_key_ci(*answer, "FailedAndUnresolvableNodes");
+          failed != nullptr && failed->is_object()) {
+        for (const auto& [node, why] : failed->items()) {
+          d.reasons[node].push_back(why.is_string() ? why.get<std::string>() : why.dump());
+          d.unresolvable.insert(node);
+        }
+      }
+      if (const json* failed = find_key_ci(*answer, "FailedNodes");
+          failed != nullptr && failed->is_object()) {
+        for (const auto& [node, why] : failed->items()) {
+          if (d.unresolvable.count(node)) continue;
+          d.reasons[node].push_back(why.is_string() ? why.get<std::string>() : why.dump());
+        }
+      }
+      // Only nodes that were sent can stay (an extender cannot add nodes).
+      std::set<std::string> sent(feasible.begin(), feasible.end());
+      std::vector<std::string> next;
+      for (const std::string& n : kept)
+        if (sent.count(n)) next.push_back(n);
+      feasible = std::move(next);
+    }
+    return true;
+  }
+
+  std::size_t nodes_to_find(std::size_t all) const {
+    int percentage = options.config.percentage_of_nodes_to_score;
+    if (all < 100 || percentage >= 100) return all;
+    if (percentage <= 0) {
+      percentage = 50 - static_cast<int>(all / 125);
+      if (percentage < 5) percentage = 5;
+    }
+    std::size_t n = all * static_cast<std::size_t>(percentage) / 100;
+    return std::max<std::size_t>(n, 100);
+  }
+
+  // Nodes passing the in-tree filters; fills d. `only`: evaluate just this node.
+  std::vector<std::string> find_fit(const PodInfo& pod, const std::string& key,
+                                    const std::string& only, Diagnosis& d) {
+    std::vector<std::string> feasible;
+    auto check = [&](const std::string& name, const NodeInfo& node) {
+      auto reasons = in_tree(pod, key, node, nominated_on(name, key, pod.priority), d.plugins);
+      if (reasons.empty()) {
+        feasible.push_back(name);
+      } else {
+        d.reasons[name] = reasons;
+      }
+    };
+    if (!only.empty()) {
+      auto it = nodes.find(only);
+      if (it != nodes.end()) check(it->first, it->second);
+      return feasible;
+    }
+    std::vector<const std::string*> order;
+    order.reserve(nodes.size());
+    for (const auto& [name, node] : nodes) order.push_back(&name);
+    const std::size_t want = nodes_to_find(order.size());
+    std::size_t processed = 0;
+    for (std::size_t i = 0; i < order.size() && feasible.size() < want; ++i, ++processed) {
+      const std::string& name = *order[(next_start_node + i) % order.size()];
+      check(name, nodes.at(name));
+    }
+    if (!order.empty()) next_start_node = (next_start_node + processed) % order.size();
+    return feasible;
+  }
+
+  // "0/3 nodes are available: 1 Insufficient cpu, 2 Insufficient nvidia.com/gpu."
+  std::string fit_error(const Diagnosis& d) const {
+    std::map<std::string, int> counts;
+    for (const auto& [node, reasons] : d.reasons)
+      for (const std::string& r : reasons) counts[r]++;
+    std::string out = "0/" + std::to_string(nodes.size()) + " nodes are available: ";
+    bool first = true;
+    for (const auto& [reason, count] : counts) {
+      out += (first ? "" : ", ") + std::to_string(count) + " " + reason;
+      first = false;
+    }
+    return out + ".";
+  }
+
+  // ---- preemption (DefaultPreemption + extenders' /preempt) ----------------------------
+
+  bool preempt(const PodInfo& pod, const std::string& key, const Diagnosis& d,
+               std::string& node_out, std::vector<std::string>& victims_out) {
+    if (field(*pod.object, "spec").value("preemptionPolicy", "") == "Never") return false;
+    std::map<std::string, std::vector<std::string>> candidates;  // node -> victim keys
+    for (const auto& [name, node] : nodes) {
+      if (d.unresolvable.count(name) || node.unschedulable) continue;
+      std::vector<std::string> lower;
+      for (const std::string& p : node.pods) {
+        const PodInfo& other = pods.at(p);
+        if (other.priority < pod.priority) lower.push_back(p);
+      }
+      if (lower.empty()) continue;
+      std::sort(lower.begin(), lower.end(), [&](const std::string& a, const std::string& b) {
+        return pods.at(a).priority > pods.at(b).priority;  // reprieve the important first
+      });
+      NodeInfo trial = node;
+      for (const std::string& p : lower)
+        for (const auto& [r, v] : pods.at(p).requests) trial.used[r] -= v;
+      std::set<std::string> ignored;
+      if (!in_tree(pod, key, trial, nominated_on(name, key, pod.priority), ignored).empty())
+        continue;
+      std::vector<std::string> victims;
+      for (const std::string& p : lower) {
+        NodeInfo with = trial;
+        for (const auto& [r, v] : pods.at(p).requests) with.used[r] += v;
+        if (in_tree(pod, key, with, nominated_on(name, key, pod.priority), ignored).empty()) {
+          trial = with;  // reprieved
+        } else {
+          victims.push_back(p);
+        }
+      }
+      candidates[name] = victims;
+    }
+    if (candidates.empty()) return false;
+    for (std::size_t i = 0; i < options.config.extenders.size(); ++i) {
+      const ExtenderStanza& e = options.config.extenders[i];
+      if (e.preempt_verb.empty() || !interested(e, pod)) continue;
+      json meta = json::object(), full = json::object();
+      for (const auto& [name, victims] : candidates) {
+        json uids = json::array(), objects_list = json::array();
+        for (const std::string& v : victims) {
+          uids.push_back({{"UID", pods.at(v).uid}});
+          objects_list.push_back(wire_object(*pods.at(v).object));
+        }
+        meta[name] = {{"Pods", uids}, {"NumPDBViolations", 0}};
+        full[name] = {{"Pods", objects_list}, {"NumPDBViolations", 0}};
+      }
+      json body = {{"Pod", wire_object(*pod.object)},
+                   {"NodeNameToVictims", e.node_cache_capable ? json(nullptr) : full},
+                   {"NodeNameToMetaVictims", e.node_cache_capable ? meta : json(nullptr)}};
+      {
+        std::lock_guard lock(stats_mu);
+        ++stats.preempt_calls;
+      }
+      auto answer = clients[i]->post("/" + e.preempt_verb, body);
+      if (!answer) {
+        if (e.ignorable) continue;
+        return false;
+      }
+      const json* kept = find_key_ci(
+          *answer, e.node_cache_capable ? "NodeNameToMetaVictims" : "NodeNameToVictims");
+      std::map<std::string, std::vector<std::string>> next;
+      if (kept != nullptr && kept->is_object()) {
+        for (const auto& [name, v] : kept->items())
+          if (candidates.count(name)) next[name] = candidates[name];
+      }
+      candidates = std::move(next);
+      if (candidates.empty()) return false;
+    }
+    // Fewest, least important victims; then the node name.
+    auto cost = [&](const std::vector<std::string>& victims) {
+      int top = std::numeric_limits<int>::min();
+      long sum = 0;
+      for (const std::string& v : victims) {
+        top = std::max(top, pods.at(v).priority);
+        sum += pods.at(v).priority;
+      }
+      return std::make_tuple(top, sum, victims.size());
+    };
+    auto best = std::min_element(candidates.begin(), candidates.end(),
+                                 [&](auto& a, auto& b) { return cost(a.second) < cost(b.second); });
+    node_out = best->first;
+    victims_out = best->second;
+    return true;
+  }
+
+  // ---- scoring and binding -----------------------------------------------------------
+
+  std::string select_host(const PodInfo& pod, const std::vector<std::string>& feasible) {
+    std::map<std::string, double> score;
+    for (const std::string& name : feasible) {
+      const NodeInfo& node = nodes.at(name);
+      double total = 0;
+      int counted = 0;
+      for (const char* r : {"cpu", "memory"}) {
+        auto alloc = node.allocatable.find(r);
+        if (alloc == node.allocatable.end() || alloc->second <= 0) continue;
+        double used = node.used.count(r) ? node.used.at(r) : 0;
+        double req = pod.requests.count(r) ? pod.requests.at(r) : 0;
+        total += std::max(0.0, alloc->second - used - req) * 100 / alloc->second;
+        ++counted;
+      }
+      score[name] = counted > 0 ? total / counted : 0;
+    }
+    for (std::size_t i = 0; i < options.config.extenders.size(); ++i) {
+      const ExtenderStanza& e = options.config.extenders[i];
+      if (e.prioritize_verb.empty() || !interested(e, pod)) continue;
+      {
+        std::lock_guard lock(stats_mu);
+        ++stats.prioritize_calls;
+      }
+      auto answer = clients[i]->post("/" + e.prioritize_verb, extender_args(e, pod, feasible));
+      if (!answer || !answer->is_array()) continue;  // kube-scheduler ignores prioritize faults
+      for (const json& entry : *answer) {
+        const json* host = find_key_ci(entry, "Host");
+        const json* value = find_key_ci(entry, "Score");
+        if (host == nullptr || !host->is_string() || value == nullptr || !value->is_number())
+          continue;
+        auto it = score.find(host->get<std::string>());
+        if (it != score.end()) it->second += value->get<double>() * e.weight * 10;
+      }
+    }
+    std::string best;
+    double best_score = -1;
+    int ties = 0;
+    for (const std::string& name : feasible) {
+      const double s = score[name];
+      if (s > best_score) {
+        best = name;
+        best_score = s;
+        ties = 1;
+      } else if (s == best_score && std::uniform_int_distribution<int>(0, ties++)(rng) == 0) {
+        best = name;
+      }
+    }
+    return best;
+  }
+
+  bool bind(PodInfo& pod, const std::string& key, const std::string& node, std::string& error) {
+    for (std::size_t i = 0; i < options.config.extenders.size(); ++i) {
+      const ExtenderStanza& e = options.config.extenders[i];
+      if (e.bind_verb.empty() || !interested(e, pod)) continue;
+      const auto begin = std::chrono::steady_clock::now();
+      auto answer = clients[i]->post(
+          "/" + e.bind_verb,
+          {{"PodName", pod.name}, {"PodNamespace", pod.ns}, {"PodUID", pod.uid}, {"Node", node}});
+      {
+        std::lock_guard lock(stats_mu);
+        ++stats.bind_calls;
+        stats.bind_seconds.push_back(
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count());
+      }
+      if (!answer) {
+        error = answer.message();
+        return false;
+      }
+      if (const json* err = find_key_ci(*answer, "Error");
+          err != nullptr && err->is_string() && !err->get<std::string>().empty()) {
+        error = err->get<std::string>();
+        return false;
+      }
+      return true;
+    }
+    (void)key;
+    json binding = {{"apiVersion", "v1"},
+                    {"kind", "Binding"},
+                    {"metadata", {{"name", pod.name}, {"namespace", pod.ns}, {"uid", pod.uid}}},
+                    {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", node}}}};
+    auto result = objects.bind(pod.ns, pod.name, binding);
+    if (auto* e = std::get_if<ApiError>(&result)) {
+      error = e->message;
+      return false;
+    }
+    return true;
+  }
+
+  void schedule_one(const std::string& key) {
+    auto it = pods.find(key);
+    if (it == pods.end() || !it->second.node.empty() || it->second.gated) {
+      queue.remove(key);
+      return;
+    }
+    PodInfo& pod = it->second;
+    {
+      std::lock_guard lock(stats_mu);
+      ++stats.attempts;
+    }
+    Diagnosis d;
+    std::string error;
+    std::vector<std::string> feasible;
+    bool evaluated = false;
+    if (!pod.nominated.empty() && nodes.count(pod.nominated)) {
+      Diagnosis nominated;
+      feasible = find_fit(pod, key, pod.nominated, nominated);
+      if (!feasible.empty()) {
+        if (!extenders_filter(pod, feasible, nominated, error)) return fail(key, error);
+        if (!feasible.empty()) {
+          d = nominated;
+          evaluated = true;
+        }
+      }
+    }
+    if (!evaluated) {
+      feasible = find_fit(pod, key, "", d);
+      if (!extenders_filter(pod, feasible, d, error)) return fail(key, error);
+    }
+    const double now = clock.now();
+    if (feasible.empty()) {
+      std::string message = fit_error(d);
+      std::string nominated_node;
+      std::vector<std::string> victims;
+      json status = {{"conditions", json::array({{{"type", "PodScheduled"},
+                                                  {"status", "False"},
+                                                  {"reason", "Unschedulable"},
+                                                  {"message", message},
+                                                  {"lastProbeTime", nullptr},
+                                                  {"lastTransitionTime", rfc3339(now)}}})}};
+      if (preempt(pod, key, d, nominated_node, victims)) {
+        std::string names;
+        for (const std::string& v : victims) {
+          names += (names.empty() ? "" : ", ") + v;
+          const PodInfo& victim = pods.at(v);
+          (void)objects.remove(pods_resource(), victim.ns, victim.name, json(nullptr));
+        }
+        status["nominatedNodeName"] = nominated_node;
+        emit(SchedulerEvent::Kind::kPreempted, key, nominated_node, names);
+      }
+      {
+        std::lock_guard lock(stats_mu);
+        ++stats.unschedulable;
+      }
+      const PodInfo copy = pod;
+      queue.unschedulable(key, d.plugins, now);
+      patch_status(copy, status);
+      record_event(copy, "Warning", "FailedScheduling", message);
+      emit(SchedulerEvent::Kind::kUnschedulable, key, "", message);
+      return;
+    }
+    const std::string host = feasible.size() == 1 ? feasible.front() : select_host(pod, feasible);
+    // Assume: the node's resources are taken before the bind completes.
+    pod.node = host;
+    pod.assumed = true;
+    occupy(pod);
+    std::string bind_error;
+    const PodInfo copy = pod;
+    if (!bind(pod, key, host, bind_error)) {
+      auto again = pods.find(key);
+      if (again != pods.end()) {
+        release(again->second);
+        again->second.node.clear();
+        again->second.assumed = false;
+      }
+      {
+        std::lock_guard lock(stats_mu);
+        ++stats.bind_failures;
+      }
+      queue.failed(key, clock.now());
+      record_event(copy, "Warning", "FailedScheduling", "Binding rejected: " + bind_error);
+      emit(SchedulerEvent::Kind::kBindFailed, key, host, bind_error);
+      moved(ClusterEvent::kAssignedPodDelete, clock.now());
+      return;
+    }
+    queue.remove(key);
+    {
+      std::lock_guard lock(stats_mu);
+      ++stats.bound;
+    }
+    record_event(copy, "Normal", "Scheduled", "Successfully assigned " + key + " to " + host);
+    emit(SchedulerEvent::Kind::kBound, key, host, "");
+  }
+
+  void fail(const std::string& key, const std::string& error) {
+    {
+      std::lock_guard lock(stats_mu);
+      ++stats.errors;
+    }
+    queue.failed(key, clock.now());
+    emit(SchedulerEvent::Kind::kError, key, "", error);
+  }
+
+  void loop() {
+    while (true) {
+      drain();
+      {
+        std::lock_guard lock(stats_mu);
+        sizes = {queue.active(), queue.backoff(), queue.unschedulable_count(), queue.gated()};
+      }
+      const double now = clock.now();
+      auto key = queue.pop(now);
+      for (const std::string& timed_out : queue.take_timed_out()) {
+        {
+          std::lock_guard lock(stats_mu);
+          ++stats.timeouts;
+        }
+        emit(SchedulerEvent::Kind::kMoved, timed_out, "", "UnschedulableTimeout");
+      }
+      if (key) {
+        schedule_one(*key);
+        std::lock_guard lock(changes_mu);
+        if (stopping) return;
+        continue;
+      }
+      const double due = queue.next_due(now);
+      auto wake = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+      if (due < std::numeric_limits<double>::infinity()) wake = std::min(wake, clock.wall_at(due));
+      std::unique_lock lock(changes_mu);
+      changes_cv.wait_until(lock, wake, [&] { return stopping || !changes.empty(); });
+      if (stopping) return;
+    }
+  }
+};
+
+KubeScheduler::KubeScheduler(ApiObjects& objects, const SimClock& clock,
+                             KubeSchedulerOptions options)
+    : impl_(std::make_unique<Impl>(objects, clock, std::move(options))) {}
+
+KubeScheduler::~KubeScheduler() {
+  stop();
+}
+
+void KubeScheduler::start() {
+  Impl& impl = *impl_;
+  if (impl.thread.joinable()) return;
+  impl.subscription = impl.objects.subscribe(
+      [&impl](const Change& change) {
+        if (change.resource != &pods_resource() && change.resource != &nodes_resource()) return;
+        std::lock_guard lock(impl.changes_mu);
+        impl.changes.push_back(change);
+        impl.changes_cv.notify_one();
+      },
+      /*replay_existing=*/true);
+  impl.thread = std::thread([&impl] { impl.loop(); });
+}
+
+void KubeScheduler::stop() {
+  Impl& impl = *impl_;
+  {
+    std::lock_guard lock(impl.changes_mu);
+    impl.stopping = true;
+    impl.changes_cv.notify_all();
+  }
+  if (impl.thread.joinable()) impl.thread.join();
+  if (impl.subscription != 0) {
+    impl.objects.unsubscribe(impl.subscription);
+    impl.subscription = 0;
+  }
+}
+
+SchedulerStats KubeScheduler::stats() const {
+  std::lock_guard lock(impl_->stats_mu);
+  return impl_->stats;
+}
+
+KubeScheduler::QueueSizes KubeScheduler::queue_sizes() const {
+  std::lock_guard lock(impl_->stats_mu);
+  return impl_->sizes;
+}
+
+}  // namespace allox::emulator

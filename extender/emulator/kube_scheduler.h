@@ -1,0 +1,97 @@
+// A kube-scheduler v1.28 emulator: schedules the pending pods of an ApiObjects store the way the
+// real scheduler does with extenders (data/kube-extender/real-v1.28/README.md is the spec), on
+// a SimClock. It follows the store's changes as kube-scheduler follows its informers, and calls
+// the extenders over HTTP with the exact bodies kube-scheduler sends.
+//
+// One pod at a time (scheduleOne):
+//   1. the pod's nominated node (after a preemption) is evaluated alone first;
+//   2. in-tree filters: NodeUnschedulable and NodeResourcesFit (requests, including cpu and
+//      memory, against allocatable minus the assigned non-terminal pods and pods nominated
+//      there). A pod no node fits by resources never reaches an extender;
+//   3. extenders' /filter, in order, for extenders interested in the pod (managedResources;
+//      empty means every pod), with NodeNames (nodeCacheCapable) or full Nodes;
+//   4. no node left: the pod is unschedulable (PodScheduled=False condition, a FailedScheduling
+//      event, "0/3 nodes are available: 1 queued: ..., 2 Insufficient nvidia.com/gpu."), and
+//      DefaultPreemption looks for lower-priority victims (extenders' /preempt can veto nodes);
+//      victims are deleted and the pod's status.nominatedNodeName set;
+//   5. one node left: no scoring and no /prioritize. Several: LeastAllocated plus each
+//      extender's /prioritize score × weight × 10, best total wins (ties: seeded random);
+//   6. bind through the first interested extender with a bindVerb (its /bind is expected to
+//      POST the Binding to the API server, as alloxd does), else the default binder (the
+//      binding subresource). A failed bind backs the pod off and is a cluster event.
+// Pods wait in a SchedulingQueue (scheduling_queue.h): gated pods are never tried, a parked
+// pod is retried only on an event that may help it or after 5 simulated minutes.
+// The pods of every profile (scheduler name) are scheduled and every extender applies to all.
+//
+// Thread-safe: start() runs the scheduling thread; stop() ends it; stats() and the observer
+// are safe from any thread (the observer is called on the scheduling thread).
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "extender/emulator/api_objects.h"
+#include "extender/emulator/scheduler_config.h"
+#include "extender/emulator/scheduling_queue.h"
+#include "extender/emulator/sim_clock.h"
+
+namespace allox::emulator {
+
+// What the emulator did, for logs, replays and tests.
+struct SchedulerEvent {
+  enum class Kind {
+    kBound,          // node
+    kUnschedulable,  // message: kube-scheduler's FitError text
+    kMoved,          // message: the cluster event (AssignedPodDelete, UnschedulableTimeout ...)
+    kPreempted,      // node: the nominated node; message: the victims
+    kBindFailed,     // message
+    kError,          // message: an extender fault
+  } kind = Kind::kBound;
+  double at = 0;    // simulated Unix seconds
+  std::string pod;  // namespace/name
+  std::string node;
+  std::string message;
+};
+const char* scheduler_event_name(SchedulerEvent::Kind kind);
+
+struct SchedulerStats {
+  std::uint64_t attempts = 0, bound = 0, unschedulable = 0, bind_failures = 0, errors = 0;
+  std::uint64_t filter_calls = 0, prioritize_calls = 0, bind_calls = 0, preempt_calls = 0;
+  std::uint64_t timeouts = 0;          // pods moved by the unschedulable timeout
+  std::vector<double> filter_seconds;  // wall-clock latency of each /filter call
+  std::vector<double> bind_seconds;    // wall-clock latency of each /bind call
+};
+
+struct KubeSchedulerOptions {
+  SchedulerConfiguration config;
+  QueueTimings timings;
+  bool record_events = true;  // FailedScheduling / Scheduled events in the store
+  std::uint64_t seed = 1;     // tie-breaking among equally scored nodes
+  std::function<void(const SchedulerEvent&)> observer;
+};
+
+class KubeScheduler {
+ public:
+  KubeScheduler(ApiObjects& objects, const SimClock& clock, KubeSchedulerOptions options);
+  ~KubeScheduler();
+  KubeScheduler(const KubeScheduler&) = delete;
+  KubeScheduler& operator=(const KubeScheduler&) = delete;
+
+  void start();
+  void stop();
+  SchedulerStats stats() const;
+  // Pods in the queue: active, backoff, unschedulable, gated.
+  struct QueueSizes {
+    std::size_t active = 0, backoff = 0, unschedulable = 0, gated = 0;
+  };
+  QueueSizes queue_sizes() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace allox::emulator

@@ -1,0 +1,400 @@
+// Transportation solver over the slot side: successive shortest paths between the few slot
+// nodes, with the jobs kept implicit (see flow_backend.h for the contract).
+//
+// The network jobs → slots → sink is a transportation problem with a convex cost per slot (its
+// outlets, cheapest first). Dual prices p(s) per slot and p(sink) make every residual arc's
+// reduced cost non-negative:
+//   job j in slot s → slot s'   c(j,s') − c(j,s) + p(s') − p(s)   (j moves from s to s')
+//   slot s → sink               r_next(s) − p(s) + p(sink)        (s's next unused outlet unit)
+//   sink → slot s               p(s) − p(sink) − r_last(s)        (s's last used outlet unit)
+// Start: every job takes its cheapest slot at the hinted prices, and every slot sends to the sink
+// what its price says it should (all outlet units dearer than its price unused, all cheaper ones
+// used); the result is a pseudo-flow whose imbalances (a slot holding more jobs than it sends on,
+// or fewer) are small when the prices are good. Then, while some node has an excess: Dijkstra on
+// reduced costs from every excess node over the S slots and the sink (dense, O(S²), each arc
+// s → s' read off a heap of the jobs in s keyed by c(j,s') − c(j,s)), prices move by the
+// distances, and one unit goes along the shortest path to the nearest deficit, moving the jobs
+// on it. Each augmentation fixes one unit of imbalance; heap upkeep is O(S log J) per moved job.
+//
+// Exactness: at the end, every job must sit in a cheapest slot at the final prices and every
+// slot's price must lie between its last used and next unused outlet costs: LP duality then
+// proves the flow optimal. The check runs on every answer (O(J·S)); a failure is an Error, never a
+// plan.
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "matcher/flow_backend.h"
+
+namespace allox::matcher {
+namespace {
+
+constexpr std::int64_t kNoArc = std::numeric_limits<std::int64_t>::max();
+constexpr std::int64_t kUnreached = std::numeric_limits<std::int64_t>::max();
+// Prices stay well inside int64 so that cost + price − price never overflows (costs are below
+// kMaxPathTicks = 2^60, slot_network.h).
+constexpr std::int64_t kPriceLimit = std::int64_t{1} << 61;
+constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+
+// A job of slot s as a way to reach slot s': key = c(j,s') − c(j,s). Stale once the job moved
+// (its version changed).
+struct Move {
+  std::int64_t key;
+  std::uint32_t job;
+  std::uint32_t version;
+};
+struct Cheaper {  // min-heap order, job as tie-break for determinism
+  bool operator()(const Move& a, const Move& b) const {
+    return a.key != b.key ? a.key > b.key : a.job > b.job;
+  }
+};
+
+class Transport {
+ public:
+  Transport(const SlotNetwork& network, const PriceHint* hint)
+      : net_(network),
+        slots_(network.slot_count),
+        jobs_(network.job_count),
+        sink_(network.slot_count) {
+    if (net_.implicit == nullptr) {
+      cost_.assign(jobs_ * slots_, kNoArc);
+      for (std::size_t j = 0; j < jobs_; ++j) {
+        for (std::size_t a = net_.job_begin[j]; a < net_.job_begin[j + 1]; ++a) {
+          cost_[j * slots_ + net_.arc_slot[a]] = net_.arc_cost[a];
+        }
+      }
+    }
+    for (std::size_t level : net_.slot_level) level_.push_back(static_cast<std::int64_t>(level));
+    price_.assign(slots_ + 1, 0);
+    if (hint != nullptr && hint->slot_price.size() == slots_) {
+      std::copy(hint->slot_price.begin(), hint->slot_price.end(), price_.begin());
+    }
+    // Outlets of each slot, cheapest first: the order in which a slot's flow fills them.
+    outlets_.resize(slots_);
+    capacity_.assign(slots_, 0);
+    for (std::size_t s = 0; s < slots_; ++s) {
+      for (std::size_t o = net_.slot_outlet_begin[s]; o < net_.slot_outlet_begin[s + 1]; ++o) {
+        outlets_[s].push_back(o);
+        capacity_[s] += net_.outlets[o].capacity;
+      }
+      std::stable_sort(outlets_[s].begin(), outlets_[s].end(), [&](std::size_t a, std::size_t b) {
+        return net_.outlets[a].cost < net_.outlets[b].cost;
+      });
+    }
+  }
+
+  Expected<SlotFlow> solve() {
+    if (Status s = start(); !s.ok()) return s.error();
+    for (;;) {
+      if (excess_nodes_ == 0) break;
+      Expected<bool> augmented = augment();
+      if (!augmented.ok()) return augmented.error();
+      if (!*augmented) return SlotFlow{};  // no deficit reachable: too few levels
+    }
+    if (Status s = check_optimal(); !s.ok()) return s.error();
+    return answer();
+  }
+
+  std::size_t augmentations() const { return augmentations_; }
+
+ private:
+  std::int64_t cost(std::size_t j, std::size_t s) const {
+    if (net_.implicit == nullptr) return cost_[j * slots_ + s];
+    const std::int64_t time = net_.implicit->time(j, net_.slot_type[s]);
+    return time == kCannotRun ? kNoArc : time * level_[s];
+  }
+
+  // Outflow bookkeeping of slot s: out_[s] units fill its outlets cheapest first; cursor_[s] is
+  // the outlet the next unit goes to and fill_[s] how many units it already carries.
+  std::int64_t next_cost(std::size_t s) const {
+    return cursor_[s] < outlets_[s].size() ? net_.outlets[outlets_[s][cursor_[s]]].cost : kNoArc;
+  }
+  std::int64_t last_cost(std::size_t s) const {  // precondition: out_[s] > 0
+    const std::size_t k = fill_[s] > 0 ? cursor_[s] : cursor_[s] - 1;
+    return net_.outlets[outlets_[s][k]].cost;
+  }
+  void send_one(std::size_t s) {
+    ++out_[s];
+    if (++fill_[s] == net_.outlets[outlets_[s][cursor_[s]]].capacity) ++cursor_[s], fill_[s] = 0;
+  }
+  void take_back_one(std::size_t s) {
+    --out_[s];
+    if (fill_[s] == 0) {
+      --cursor_[s];
+      fill_[s] = net_.outlets[outlets_[s][cursor_[s]]].capacity;
+    }
+    --fill_[s];
+  }
+  // Jobs held minus units sent on (slots), units received minus jobs (sink).
+  std::int64_t excess(std::size_t v) const {
+    if (v == sink_) return total_out_ - static_cast<std::int64_t>(jobs_);
+    return held_[v] - out_[v];
+  }
+
+  // Records job j as a member of its slot, and as a move in every heap of that slot built so far.
+  void join_slot(std::size_t j) {
+    const std::size_t s = slot_of_[j];
+    members_[s].push_back({0, static_cast<std::uint32_t>(j), version_[j]});
+    const std::int64_t here = cost(j, s);
+    for (std::size_t t = 0; t < slots_; ++t) {
+      auto& heap = moves_[s * slots_ + t];
+      if (!built_[s * slots_ + t] || t == s || cost(j, t) == kNoArc) continue;
+      heap.push_back({cost(j, t) - here, static_cast<std::uint32_t>(j), version_[j]});
+      std::push_heap(heap.begin(), heap.end(), Cheaper{});
+    }
+  }
+  bool live(const Move& entry, std::size_t s) const {
+    return version_[entry.job] == entry.version && slot_of_[entry.job] == s;
+  }
+  // Heaps are built on first use: with good prices Dijkstra reads few of them.
+  void build_heap(std::size_t s, std::size_t t) {
+    built_[s * slots_ + t] = 1;
+    auto& heap = moves_[s * slots_ + t];
+    auto& members = members_[s];
+    std::erase_if(members, [&](const Move& m) { return !live(m, s); });
+    heap.reserve(members.size());
+    for (const Move& m : members) {
+      const std::int64_t there = cost(m.job, t);
+      if (there != kNoArc) heap.push_back({there - cost(m.job, s), m.job, m.version});
+    }
+    std::make_heap(heap.begin(), heap.end(), Cheaper{});
+  }
+  // The cheapest live move from s to t, or null.
+  const Move* best_move(std::size_t s, std::size_t t) {
+    if (!built_[s * slots_ + t]) build_heap(s, t);
+    auto& heap = moves_[s * slots_ + t];
+    while (!heap.empty()) {
+      const Move& top = heap.front();
+      if (live(top, s)) return &top;
+      std::pop_heap(heap.begin(), heap.end(), Cheaper{});
+      heap.pop_back();
+    }
+    return nullptr;
+  }
+
+  Status start() {
+    if (jobs_ >= std::numeric_limits<std::uint32_t>::max()) {
+      return Error{"transport backend: too many jobs"};
+    }
+    slot_of_.assign(jobs_, kNone);
+    version_.assign(jobs_, 0);
+    held_.assign(slots_, 0);
+    for (std::size_t j = 0; j < jobs_; ++j) {
+      std::size_t best = kNone;
+      std::int64_t best_value = 0;
+      for (std::size_t s = 0; s < slots_; ++s) {
+        if (cost(j, s) == kNoArc) continue;
+        const std::int64_t value = cost(j, s) + price_[s];
+        if (best == kNone || value < best_value) best = s, best_value = value;
+      }
+      if (best == kNone) return Error{"transport backend: a job has no slot (a bug)"};
+      slot_of_[j] = best;
+      ++held_[best];
+    }
+    // Outflows: every unit cheaper than the slot's price is used, dearer ones are not, units at
+    // exactly the price as far as the slot holds jobs.
+    out_.assign(slots_, 0);
+    cursor_.assign(slots_, 0);
+    fill_.assign(slots_, 0);
+    total_out_ = 0;
+    for (std::size_t s = 0; s < slots_; ++s) {
+      const std::int64_t price = price_[s] - price_[sink_];
+      while (cursor_[s] < outlets_[s].size()) {
+        const Outlet& outlet = net_.outlets[outlets_[s][cursor_[s]]];
+        std::int64_t take = 0;
+        if (outlet.cost < price) {
+          take = outlet.capacity;
+        } else if (outlet.cost == price) {
+          take = std::clamp<std::int64_t>(held_[s] - out_[s], 0, outlet.capacity);
+        }
+        out_[s] += take;
+        if (take < outlet.capacity) {
+          fill_[s] = take;
+          break;
+        }
+        ++cursor_[s];
+      }
+      total_out_ += out_[s];
+    }
+    moves_.assign(slots_ * slots_, {});
+    built_.assign(slots_ * slots_, 0);
+    members_.assign(slots_, {});
+    for (std::size_t s = 0; s < slots_; ++s) members_[s].reserve(held_[s]);
+    for (std::size_t j = 0; j < jobs_; ++j) {
+      members_[slot_of_[j]].push_back({0, static_cast<std::uint32_t>(j), 0});
+    }
+    count_excess_nodes();
+    return OkStatus();
+  }
+
+  void count_excess_nodes() {
+    excess_nodes_ = 0;
+    for (std::size_t v = 0; v <= slots_; ++v) excess_nodes_ += excess(v) > 0 ? 1 : 0;
+  }
+
+  // One Dijkstra from every excess node to the nearest deficit, price update, one unit moved.
+  // false when no deficit is reachable (the network cannot carry every job).
+  Expected<bool> augment() {
+    ++augmentations_;
+    const std::size_t nodes = slots_ + 1;
+    dist_.assign(nodes, kUnreached);
+    settled_.assign(nodes, 0);
+    pred_.assign(nodes, kNone);
+    pred_job_.assign(nodes, kNone);
+    for (std::size_t v = 0; v < nodes; ++v) {
+      if (excess(v) > 0) dist_[v] = 0;
+    }
+    std::size_t target = kNone;
+    for (;;) {
+      std::size_t v = kNone;
+      for (std::size_t u = 0; u < nodes; ++u) {
+        if (!settled_[u] && dist_[u] != kUnreached && (v == kNone || dist_[u] < dist_[v])) v = u;
+      }
+      if (v == kNone) return false;
+      settled_[v] = 1;
+      if (excess(v) < 0) {
+        target = v;
+        break;
+      }
+      auto relax = [&](std::size_t to, std::int64_t reduced, std::size_t job) {
+        const std::int64_t d = dist_[v] + reduced;
+        if (!settled_[to] && d < dist_[to]) dist_[to] = d, pred_[to] = v, pred_job_[to] = job;
+      };
+      if (v == sink_) {
+        for (std::size_t s = 0; s < slots_; ++s) {
+          if (out_[s] > 0) relax(s, price_[s] - price_[sink_] - last_cost(s), kNone);
+        }
+        continue;
+      }
+      if (out_[v] < capacity_[v]) relax(sink_, next_cost(v) - price_[v] + price_[sink_], kNone);
+      for (std::size_t t = 0; t < slots_; ++t) {
+        if (t == v || settled_[t]) continue;
+        const Move* move = best_move(v, t);
+        if (move != nullptr) relax(t, move->key + price_[t] - price_[v], move->job);
+      }
+    }
+    // Prices: p(v) −= min(dist(v), D) keeps every reduced cost non-negative and makes the path's
+    // arcs tight.
+    const std::int64_t reach = dist_[target];
+    for (std::size_t v = 0; v < nodes; ++v) {
+      price_[v] -= std::min(dist_[v], reach);
+      if (price_[v] > kPriceLimit || price_[v] < -kPriceLimit) {
+        return Error{"transport backend: prices beyond 2^61 ms; shorten the times or the queue"};
+      }
+    }
+    // Move one unit along the path, from the target back to its excess source.
+    std::size_t v = target;
+    while (pred_[v] != kNone) {
+      const std::size_t u = pred_[v];
+      if (u == sink_) {
+        take_back_one(v);
+        --total_out_;
+      } else if (v == sink_) {
+        send_one(u);
+        ++total_out_;
+      } else {
+        const std::size_t j = pred_job_[v];
+        --held_[u];
+        ++held_[v];
+        slot_of_[j] = v;
+        ++version_[j];
+        join_slot(j);
+      }
+      v = u;
+    }
+    count_excess_nodes();
+    return true;
+  }
+
+  Status check_optimal() const {
+    const auto fail = [](const std::string& what) {
+      return Error{"transport backend: optimality check failed (" + what + "; a bug)"};
+    };
+    for (std::size_t v = 0; v <= slots_; ++v) {
+      if (excess(v) != 0) return fail("unbalanced node");
+    }
+    for (std::size_t j = 0; j < jobs_; ++j) {
+      const std::int64_t mine = cost(j, slot_of_[j]) + price_[slot_of_[j]];
+      for (std::size_t s = 0; s < slots_; ++s) {
+        if (cost(j, s) != kNoArc && cost(j, s) + price_[s] < mine) {
+          return fail("a job has a cheaper slot");
+        }
+      }
+    }
+    for (std::size_t s = 0; s < slots_; ++s) {
+      const std::int64_t price = price_[s] - price_[sink_];
+      if (out_[s] > 0 && last_cost(s) > price) return fail("a slot's used outlet costs too much");
+      if (out_[s] < capacity_[s] && next_cost(s) < price) {
+        return fail("a slot leaves a cheap outlet unused");
+      }
+    }
+    return OkStatus();
+  }
+
+  SlotFlow answer() const {
+    SlotFlow flow;
+    flow.feasible = true;
+    flow.job_slot = slot_of_;
+    for (std::size_t j = 0; j < jobs_; ++j) flow.cost += cost(j, slot_of_[j]);
+    if (net_.implicit == nullptr) {
+      flow.job_arc.assign(jobs_, 0);
+      for (std::size_t j = 0; j < jobs_; ++j) {
+        for (std::size_t a = net_.job_begin[j]; a < net_.job_begin[j + 1]; ++a) {
+          if (net_.arc_slot[a] == slot_of_[j]) flow.job_arc[j] = a;
+        }
+      }
+    }
+    flow.outlet_flow.assign(net_.outlets.size(), 0);
+    for (std::size_t s = 0; s < slots_; ++s) {
+      std::int64_t left = out_[s];
+      for (std::size_t o : outlets_[s]) {
+        const std::int64_t take = std::min(left, net_.outlets[o].capacity);
+        flow.outlet_flow[o] = take;
+        flow.cost += take * net_.outlets[o].cost;
+        left -= take;
+      }
+    }
+    flow.slot_price.resize(slots_);
+    for (std::size_t s = 0; s < slots_; ++s) flow.slot_price[s] = price_[s] - price_[sink_];
+    flow.model_arcs = net_.arc_count();
+    return flow;
+  }
+
+  const SlotNetwork& net_;
+  const std::size_t slots_;
+  const std::size_t jobs_;
+  const std::size_t sink_;           // node id; slots are 0..S−1
+  std::vector<std::int64_t> cost_;   // explicit arcs: job-major, kNoArc where the job has none
+  std::vector<std::int64_t> level_;  // per slot
+  std::vector<std::int64_t> price_;  // per slot, then the sink
+  std::vector<std::vector<std::size_t>> outlets_;
+  std::vector<std::int64_t> capacity_;
+  std::vector<std::size_t> slot_of_;
+  std::vector<std::uint32_t> version_;
+  std::vector<std::int64_t> held_;
+  std::vector<std::int64_t> out_;
+  std::vector<std::size_t> cursor_;
+  std::vector<std::int64_t> fill_;
+  std::int64_t total_out_ = 0;
+  std::vector<std::vector<Move>> moves_;    // [s * S + t]: jobs of s as moves to t
+  std::vector<char> built_;                 // [s * S + t]: whether moves_ holds them yet
+  std::vector<std::vector<Move>> members_;  // jobs per slot (key unused), stale ones skipped
+  std::size_t excess_nodes_ = 0;
+  std::size_t augmentations_ = 0;
+  std::vector<std::int64_t> dist_;
+  std::vector<char> settled_;
+  std::vector<std::size_t> pred_;
+  std::vector<std::size_t> pred_job_;
+};
+
+}  // namespace
+
+Expected<SlotFlow> solve_with_transport(const SlotNetwork& network, const PriceHint* price_hint) {
+  Transport transport(network, price_hint);
+  return transport.solve();
+}
+
+}  // namespace allox::matcher

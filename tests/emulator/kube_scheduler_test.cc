@@ -1,0 +1,434 @@
+// extender/emulator/kube_scheduler.h against a scripted extender over HTTP: the behaviours of
+// the real kube-scheduler v1.28 that data/kube-extender/real-v1.28/README.md lists. The clock
+// runs 1,000x faster than the wall clock, so the 5-minute unschedulable timeout is 0.3 s.
+#include "extender/emulator/kube_scheduler.h"
+
+// cpprestsdk defines a U() macro that breaks gtest and Boost headers included after it.
+#define _TURN_OFF_PLATFORM_STRING
+
+#include <cpprest/http_listener.h>
+#include <gtest/gtest.h>
+
+#include <mutex>
+#include <thread>
+
+#include "extender/emulator/fake_api_server.h"
+#include "extender/http_server.h"
+
+namespace allox::emulator {
+namespace {
+
+using nlohmann::json;
+
+constexpr double kSpeedup = 1000;
+
+// An extender on a free port. Each call is recorded with the simulated time it arrived; the
+// answer comes from `decide` (default: admit every node, score 10, bind through the API).
+class ScriptedExtender {
+ public:
+  struct Call {
+    std::string verb;
+    json body;
+    double at;
+  };
+  using Decide = std::function<std::optional<json>(const std::string& verb, const json& body)>;
+
+  ScriptedExtender(ApiObjects& objects, const SimClock& clock) : objects_(objects), clock_(clock) {
+    auto port = extender::pick_free_port("127.0.0.1");
+    url_ = "http://127.0.0.1:" + std::to_string(*port);
+    listener_ = std::make_unique<web::http::experimental::listener::http_listener>(url_);
+    listener_->support([this](web::http::http_request request) {
+      const std::string verb = request.relative_uri().path().substr(1);
+      json body = json::parse(request.extract_utf8string(true).get());
+      Decide decide;
+      {
+        std::lock_guard lock(mu_);
+        calls_.push_back({verb, body, clock_.now()});
+        decide = decide_;
+      }
+      std::optional<json> answer = decide ? decide(verb, body) : std::nullopt;
+      request.reply(200, (answer ? *answer : standard(verb, body)).dump(), "application/json");
+    });
+    listener_->open().wait();
+  }
+  ~ScriptedExtender() { listener_->close().wait(); }
+
+  const std::string& url() const { return url_; }
+  void set(Decide decide) {
+    std::lock_guard lock(mu_);
+    decide_ = std::move(decide);
+  }
+  std::vector<Call> calls(const std::string& verb) const {
+    std::lock_guard lock(mu_);
+    std::vector<Call> out;
+    for (const Call& c : calls_)
+      if (c.verb == verb) out.push_back(c);
+    return out;
+  }
+
+  json standard(const std::string& verb, const json& body) {
+    if (verb == "filter") {
+      return {{"Nodes", nullptr},
+              {"NodeNames", body["NodeNames"]},
+              {"FailedNodes", json::object()},
+              {"FailedAndUnresolvableNodes", nullptr},
+              {"Error", ""}};
+    }
+    if (verb == "prioritize") {
+      json out = json::array();
+      for (const json& n : body["NodeNames"]) out.push_back({{"Host", n}, {"Score", 10}});
+      return out;
+    }
+    if (verb == "bind") {
+      auto bound = objects_.bind(
+          body["PodNamespace"], body["PodName"],
+          {{"metadata", {{"uid", body["PodUID"]}}}, {"target", {{"name", body["Node"]}}}});
+      if (auto* e = std::get_if<ApiError>(&bound)) return {{"Error", e->message}};
+      return {{"Error", ""}};
+    }
+    if (verb == "preempt") {
+      return {{"NodeNameToMetaVictims", body["NodeNameToMetaVictims"]}};
+    }
+    return json::object();
+  }
+
+ private:
+  ApiObjects& objects_;
+  const SimClock& clock_;
+  std::string url_;
+  std::unique_ptr<web::http::experimental::listener::http_listener> listener_;
+  mutable std::mutex mu_;
+  std::vector<Call> calls_;
+  Decide decide_;
+};
+
+json gpu_pod(const std::string& name, int priority = 0, bool gated = false,
+             const std::string& scheduler = "allox-scheduler") {
+  json spec = {{"schedulerName", scheduler},
+               {"priority", priority},
+               {"containers", json::array({{{"name", "main"},
+                                            {"image", "train:1"},
+                                            {"resources",
+                                             {{"requests", {{"cpu", "1"}, {"nvidia.com/gpu", "1"}}},
+                                              {"limits", {{"nvidia.com/gpu", "1"}}}}}}})}};
+  if (gated) spec["schedulingGates"] = json::array({{{"name", "allox.io/queue"}}});
+  return {{"metadata", {{"name", name}}}, {"spec", spec}};
+}
+
+json cpu_pod(const std::string& name) {
+  return {{"metadata", {{"name", name}}},
+          {"spec",
+           {{"schedulerName", "allox-scheduler"},
+            {"containers",
+             json::array({{{"name", "main"}, {"resources", {{"requests", {{"cpu", "32"}}}}}}})}}}};
+}
+
+class KubeSchedulerTest : public ::testing::Test {
+ protected:
+  SimClock clock{kSpeedup};
+  ApiObjects objects{[this] { return clock.now(); }};
+  ScriptedExtender extender{objects, clock};
+  std::unique_ptr<KubeScheduler> scheduler;
+  std::mutex events_mu;
+  std::vector<SchedulerEvent> events;
+
+  void add_node(const std::string& name, const std::string& gpus, const std::string& cpus = "8") {
+    json node = {
+        {"metadata", {{"name", name}}},
+        {"status",
+         {{"allocatable",
+           {{"cpu", cpus}, {"memory", "64Gi"}, {"nvidia.com/gpu", gpus}, {"pods", "110"}}}}}};
+    ASSERT_FALSE(failed(objects.create(nodes_resource(), "", node)));
+  }
+  ExtenderStanza stanza(bool node_cache = true) {
+    ExtenderStanza e;
+    e.url_prefix = extender.url();
+    e.filter_verb = "filter";
+    e.prioritize_verb = "prioritize";
+    e.bind_verb = "bind";
+    e.preempt_verb = "preempt";
+    e.weight = 5;
+    e.node_cache_capable = node_cache;
+    return e;
+  }
+  void start(SchedulerConfiguration config) {
+    KubeSchedulerOptions options;
+    options.config = std::move(config);
+    options.observer = [this](const SchedulerEvent& e) {
+      std::lock_guard lock(events_mu);
+      events.push_back(e);
+    };
+    scheduler = std::make_unique<KubeScheduler>(objects, clock, options);
+    scheduler->start();
+  }
+  void start() {
+    SchedulerConfiguration config;
+    config.scheduler_names = {"allox-scheduler"};
+    config.percentage_of_nodes_to_score = 100;
+    config.extenders = {stanza()};
+    start(config);
+  }
+  void create(const json& pod) {
+    ASSERT_FALSE(failed(objects.create(pods_resource(), "lab", pod)));
+  }
+  json get(const std::string& name) {
+    auto pod = objects.get(pods_resource(), "lab", name);
+    return failed(pod) ? json() : *std::get<ObjectPtr>(pod);
+  }
+  std::string node_of(const std::string& name) {
+    json pod = get(name);
+    return pod.is_null() ? "" : pod["spec"].value("nodeName", "");
+  }
+  // Polls (the emulator runs on its own thread) until pred holds or `wall` passes.
+  bool eventually(const std::function<bool()>& pred,
+                  std::chrono::milliseconds wall = std::chrono::seconds(10)) {
+    const auto deadline = std::chrono::steady_clock::now() + wall;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (pred()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return pred();
+  }
+  void succeed(const std::string& name) {
+    ASSERT_FALSE(failed(objects.patch(pods_resource(), "lab", name, PatchType::kMerge,
+                                      R"({"status":{"phase":"Succeeded"}})", true)));
+  }
+  int count(SchedulerEvent::Kind kind, const std::string& message_part = "") {
+    std::lock_guard lock(events_mu);
+    return static_cast<int>(std::count_if(events.begin(), events.end(), [&](const auto& e) {
+      return e.kind == kind && e.message.find(message_part) != std::string::npos;
+    }));
+  }
+};
+
+json reject_all(const json& body, const std::string& reason) {
+  json failed = json::object();
+  for (const json& n : body["NodeNames"]) failed[n.get<std::string>()] = reason;
+  return {{"Nodes", nullptr},
+          {"NodeNames", json::array()},
+          {"FailedNodes", failed},
+          {"FailedAndUnresolvableNodes", nullptr},
+          {"Error", ""}};
+}
+
+TEST_F(KubeSchedulerTest, APodNoNodeFitsByResourcesNeverReachesTheExtender) {
+  add_node("node-a", "1");
+  start();
+  create(gpu_pod("running"));
+  ASSERT_TRUE(eventually([&] { return node_of("running") == "node-a"; }));
+  const std::size_t filters = extender.calls("filter").size();
+  create(gpu_pod("waiting"));
+  ASSERT_TRUE(eventually([&] { return count(SchedulerEvent::Kind::kUnschedulable) > 0; }));
+  EXPECT_EQ(filters, extender.calls("filter").size());
+  EXPECT_EQ(1, count(SchedulerEvent::Kind::kUnschedulable,
+                     "0/1 nodes are available: 1 Insufficient nvidia.com/gpu."));
+  EXPECT_EQ("Unschedulable", get("waiting")["status"]["conditions"][0]["reason"]);
+  // The running pod finishes: AssignedPodDelete moves the waiting pod, which now fits.
+  succeed("running");
+  ASSERT_TRUE(eventually([&] { return node_of("waiting") == "node-a"; }));
+  EXPECT_EQ(filters + 1, extender.calls("filter").size());
+}
+
+TEST_F(KubeSchedulerTest, PrioritizeIsSkippedWhenOneNodeIsLeft) {
+  add_node("gpu-node", "2");
+  add_node("cpu-node", "0", "64");
+  start();
+  create(gpu_pod("g"));
+  ASSERT_TRUE(eventually([&] { return node_of("g") == "gpu-node"; }));
+  EXPECT_EQ(0u, extender.calls("prioritize").size());
+  EXPECT_EQ(json({"gpu-node"}), extender.calls("filter").back().body["NodeNames"]);
+  create(cpu_pod("c"));  // fits both nodes by cpu? gpu-node has 8 cores: only cpu-node
+  ASSERT_TRUE(eventually([&] { return node_of("c") == "cpu-node"; }));
+  EXPECT_EQ(0u, extender.calls("prioritize").size());
+  // A second GPU node before g2 is created (the scheduler sees changes in order; after it,
+  // g2 could be scheduled on gpu-node alone): g2 fits both GPU nodes, so it is prioritized;
+  // g3 fits only what is left.
+  add_node("gpu-node-2", "1");
+  create(gpu_pod("g2"));
+  ASSERT_TRUE(eventually([&] { return !node_of("g2").empty(); }));
+  create(gpu_pod("g3"));
+  ASSERT_TRUE(eventually([&] { return !node_of("g3").empty(); }));
+  const auto prioritized = extender.calls("prioritize");
+  ASSERT_EQ(1u, prioritized.size());
+  EXPECT_EQ(2u, prioritized.front().body["NodeNames"].size());
+}
+
+TEST_F(KubeSchedulerTest, ARejectedPodIsParkedUntilItsOwnUpdate) {
+  add_node("node-a", "2");
+  std::atomic<bool> admit{false};
+  extender.set([&](const std::string& verb, const json& body) -> std::optional<json> {
+    if (verb == "filter" && !admit.load()) return reject_all(body, "queued: position 1 of 1");
+    return std::nullopt;
+  });
+  start();
+  create(gpu_pod("g"));
+  ASSERT_TRUE(eventually([&] { return extender.calls("filter").size() == 1; }));
+  ASSERT_TRUE(eventually([&] { return count(SchedulerEvent::Kind::kUnschedulable) == 1; }));
+  admit = true;
+  // Parked: no retry for 100 simulated seconds (kube-scheduler does not poll extenders).
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(1u, extender.calls("filter").size());
+  EXPECT_EQ("", node_of("g"));
+  // A status-only change is not an update of the pod.
+  ASSERT_FALSE(failed(objects.patch(pods_resource(), "lab", "g", PatchType::kMerge,
+                                    R"({"status":{"message":"x"}})", true)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  EXPECT_EQ(1u, extender.calls("filter").size());
+  const double nudged_at = clock.now();
+  ASSERT_FALSE(
+      failed(objects.patch(pods_resource(), "lab", "g", PatchType::kMerge,
+                           R"({"metadata":{"annotations":{"allox.io/nudge":"1"}}})", false)));
+  ASSERT_TRUE(eventually([&] { return node_of("g") == "node-a"; }));
+  // Released by the update itself after its 1 s back-off, not by the 5-minute timeout.
+  EXPECT_LT(extender.calls("filter").back().at - nudged_at, 30.0);
+  auto events_v1 = objects.objects(events_v1_resource());
+  EXPECT_TRUE(std::any_of(events_v1.begin(), events_v1.end(), [](const ObjectPtr& e) {
+    return (*e)["reason"] == "FailedScheduling" &&
+           (*e)["note"].get<std::string>().find("1 queued: position 1 of 1") != std::string::npos;
+  }));
+}
+
+TEST_F(KubeSchedulerTest, ARejectedPodWithNoEventWaitsForTheFiveMinuteTimeout) {
+  add_node("node-a", "2");
+  std::atomic<int> filters{0};
+  extender.set([&](const std::string& verb, const json& body) -> std::optional<json> {
+    if (verb == "filter" && filters++ == 0) return reject_all(body, "queued");
+    return std::nullopt;
+  });
+  start();
+  create(gpu_pod("g"));
+  ASSERT_TRUE(eventually([&] { return node_of("g") == "node-a"; }));
+  auto calls = extender.calls("filter");
+  ASSERT_EQ(2u, calls.size());
+  const double waited = calls[1].at - calls[0].at;
+  EXPECT_GE(waited, 300.0);
+  EXPECT_LE(waited, 300.0 + 30.0 + 20.0);  // flushed every 30 s; slack for a loaded machine
+  EXPECT_EQ(1u, scheduler->stats().timeouts);
+}
+
+TEST_F(KubeSchedulerTest, AFinishedPodReleasesParkedPodsThatTheExtenderRejected) {
+  add_node("node-a", "2");
+  std::atomic<bool> admit{false};
+  extender.set([&](const std::string& verb, const json& body) -> std::optional<json> {
+    if (verb == "filter" && !admit.load() && body["Pod"]["metadata"]["name"] == "w")
+      return reject_all(body, "queued");
+    return std::nullopt;
+  });
+  start();
+  create(gpu_pod("r"));
+  ASSERT_TRUE(eventually([&] { return node_of("r") == "node-a"; }));
+  create(gpu_pod("w"));
+  ASSERT_TRUE(eventually([&] { return count(SchedulerEvent::Kind::kUnschedulable) == 1; }));
+  admit = true;
+  const double finished_at = clock.now();
+  succeed("r");
+  ASSERT_TRUE(eventually([&] { return node_of("w") == "node-a"; }));
+  EXPECT_LT(extender.calls("filter").back().at - finished_at, 30.0);
+  EXPECT_EQ(1, count(SchedulerEvent::Kind::kMoved, "AssignedPodDelete"));
+}
+
+TEST_F(KubeSchedulerTest, GatedPodsWaitForTheGateToBeRemoved) {
+  add_node("node-a", "2");
+  start();
+  create(gpu_pod("g", 0, /*gated=*/true));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(0u, extender.calls("filter").size());
+  EXPECT_EQ("SchedulingGated", get("g")["status"]["conditions"][0]["reason"]);
+  EXPECT_EQ(1u, scheduler->queue_sizes().gated);
+  ASSERT_FALSE(failed(objects.patch(pods_resource(), "lab", "g", PatchType::kJson,
+                                    R"([{"op":"remove","path":"/spec/schedulingGates"}])", false)));
+  ASSERT_TRUE(eventually([&] { return node_of("g") == "node-a"; }));
+  EXPECT_EQ(1u, extender.calls("filter").size());
+}
+
+TEST_F(KubeSchedulerTest, ManagedResourcesLetOtherPodsBypassTheExtender) {
+  add_node("node-a", "1", "64");
+  SchedulerConfiguration config;
+  config.scheduler_names = {"allox-scheduler"};
+  ExtenderStanza e = stanza();
+  e.managed_resources = {"nvidia.com/gpu", "google.com/tpu"};
+  config.extenders = {e};
+  start(config);
+  create(cpu_pod("variant-cpu"));
+  create(gpu_pod("variant-gpu"));
+  ASSERT_TRUE(eventually(
+      [&] { return !node_of("variant-cpu").empty() && !node_of("variant-gpu").empty(); }));
+  // The CPU pod was bound by the default binder without any extender call: the README's
+  // "job ran twice" when both are variants of one job.
+  for (const auto& call : extender.calls("filter"))
+    EXPECT_EQ("variant-gpu", call.body["Pod"]["metadata"]["name"]);
+  EXPECT_EQ(1u, extender.calls("bind").size());
+}
+
+TEST_F(KubeSchedulerTest, ExtendersApplyToEveryProfile) {
+  add_node("node-a", "2");
+  SchedulerConfiguration config;
+  config.scheduler_names = {"allox-scheduler", "default-scheduler"};
+  config.extenders = {stanza()};
+  start(config);
+  create(gpu_pod("d", 0, false, "default-scheduler"));
+  create(gpu_pod("other", 0, false, "someone-elses-scheduler"));
+  ASSERT_TRUE(eventually([&] { return node_of("d") == "node-a"; }));
+  EXPECT_EQ("d", extender.calls("filter").front().body["Pod"]["metadata"]["name"]);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ("", node_of("other"));  // not ours to schedule
+}
+
+TEST_F(KubeSchedulerTest, PreemptionNominatesANodeAndTheRetryFiltersOnlyThatNode) {
+  add_node("node-a", "1");
+  add_node("node-b", "1");
+  start();
+  create(gpu_pod("low-a"));
+  create(gpu_pod("low-b"));
+  ASSERT_TRUE(eventually([&] { return !node_of("low-a").empty() && !node_of("low-b").empty(); }));
+  create(gpu_pod("high", 1000));
+  ASSERT_TRUE(eventually([&] { return !node_of("high").empty(); }));
+  auto preempts = extender.calls("preempt");
+  ASSERT_EQ(1u, preempts.size());
+  const json victims = preempts[0].body["NodeNameToMetaVictims"];
+  EXPECT_TRUE(preempts[0].body["NodeNameToVictims"].is_null());
+  EXPECT_EQ(2u, victims.size());
+  const std::string nominated = get("high")["status"].value("nominatedNodeName", "");
+  EXPECT_EQ(nominated, node_of("high"));
+  // One victim was deleted; the preemptor's next /filter carried only the nominated node.
+  EXPECT_EQ(1, (get("low-a").is_null() ? 1 : 0) + (get("low-b").is_null() ? 1 : 0));
+  EXPECT_EQ(json({nominated}), extender.calls("filter").back().body["NodeNames"]);
+}
+
+TEST_F(KubeSchedulerTest, WithoutNodeCacheTheExtenderGetsFullNodes) {
+  add_node("node-a", "1");
+  SchedulerConfiguration config;
+  config.scheduler_names = {"allox-scheduler"};
+  config.extenders = {stanza(/*node_cache=*/false)};
+  extender.set([](const std::string& verb, const json& body) -> std::optional<json> {
+    if (verb != "filter") return std::nullopt;
+    return json{{"Nodes", body["Nodes"]},
+                {"NodeNames", nullptr},
+                {"FailedNodes", json::object()},
+                {"Error", ""}};
+  });
+  start(config);
+  create(gpu_pod("g"));
+  ASSERT_TRUE(eventually([&] { return node_of("g") == "node-a"; }));
+  const json body = extender.calls("filter").front().body;
+  EXPECT_TRUE(body["NodeNames"].is_null());
+  EXPECT_EQ("node-a", body["Nodes"]["items"][0]["metadata"]["name"]);
+  EXPECT_EQ("1", body["Nodes"]["items"][0]["status"]["allocatable"]["nvidia.com/gpu"]);
+  EXPECT_FALSE(body["Pod"].contains("kind"));
+}
+
+TEST(SchedulerConfigTest, ReadsTheShippedConfiguration) {
+  auto config = load_scheduler_configuration(ALLOX_SOURCE_DIR "/manifests/scheduler-config.yaml");
+  ASSERT_TRUE(config.ok()) << config.message();
+  ASSERT_EQ(1u, config->extenders.size());
+  EXPECT_EQ("filter", config->extenders[0].filter_verb);
+  EXPECT_TRUE(config->extenders[0].node_cache_capable);
+  EXPECT_EQ(std::vector<std::string>{"allox-scheduler"}, config->scheduler_names);
+  auto bad = parse_scheduler_configuration(
+      "kind: KubeSchedulerConfiguration\nextenders:\n- filterVerb: f\n", "x.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ("x.yaml: extenders[0].urlPrefix: required", bad.message());
+}
+
+}  // namespace
+}  // namespace allox::emulator

@@ -1,0 +1,320 @@
+// extender/http_server.h's limits, enforced while a request is read, over raw loopback sockets:
+// oversized headers (431) and bodies (413, Content-Length or chunked, answered before the body
+// ends), stalled requests (408), idle keep-alive connections, the connection cap, draining on
+// stop(), and the HTTPS mode. The full-size versions (1 GB bodies, 10,000 stalled clients) are
+// tests/extender/load/http_limits.sh.
+// cpprestsdk's U() macro collides with GoogleTest's templates.
+#define _TURN_OFF_PLATFORM_STRING
+#include <arpa/inet.h>
+#include <cpprest/http_client.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/rsa.h>
+#include <openssl/x509.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+#include <thread>
+
+#include "extender/http_server.h"
+#include "tests/extender/test_support.h"
+
+namespace allox::extender {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+// A raw TCP client for requests that misbehave.
+class RawClient {
+ public:
+  explicit RawClient(int port) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<std::uint16_t>(port));
+    ::inet_pton(AF_INET, "127.0.0.1", &address.sin_addr);
+    if (::connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+      ::close(fd_);
+      fd_ = -1;
+    }
+  }
+  ~RawClient() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  RawClient(const RawClient&) = delete;
+  RawClient& operator=(const RawClient&) = delete;
+
+  bool connected() const { return fd_ >= 0; }
+  // Sends all of `data`; false when the server closed or reset the connection first.
+  bool send(const std::string& data) {
+    for (std::size_t sent = 0; sent < data.size();) {
+      ssize_t n = ::send(fd_, data.data() + sent, data.size() - sent, MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      sent += static_cast<std::size_t>(n);
+    }
+    return true;
+  }
+  // Reads until the server closes the connection or `timeout` passes; what arrived.
+  std::string read_until_closed(milliseconds timeout, bool* closed = nullptr) {
+    std::string out;
+    auto until = Clock::now() + timeout;
+    if (closed != nullptr) *closed = false;
+    while (Clock::now() < until) {
+      pollfd p{fd_, POLLIN, 0};
+      auto left = std::chrono::duration_cast<milliseconds>(until - Clock::now()).count();
+      if (::poll(&p, 1, static_cast<int>(std::max<long long>(left, 1))) <= 0) continue;
+      char chunk[4096];
+      ssize_t n = ::recv(fd_, chunk, sizeof chunk, 0);
+      if (n <= 0) {
+        if (closed != nullptr) *closed = true;
+        break;
+      }
+      out.append(chunk, static_cast<std::size_t>(n));
+    }
+    return out;
+  }
+  // Reads one reply's status line and headers (enough for the status code).
+  std::string read_some(milliseconds timeout) {
+    pollfd p{fd_, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(timeout.count())) <= 0) return "";
+    char chunk[4096];
+    ssize_t n = ::recv(fd_, chunk, sizeof chunk, 0);
+    return n > 0 ? std::string(chunk, static_cast<std::size_t>(n)) : "";
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+int status_of(const std::string& reply) {
+  if (reply.rfind("HTTP/1.1 ", 0) != 0 || reply.size() < 12) return 0;
+  return std::stoi(reply.substr(9, 3));
+}
+
+// A server whose handler answers "ok" to everything, with the given options.
+std::unique_ptr<HttpServer> start_server(HttpServerOptions options,
+                                         std::atomic<int>* served = nullptr) {
+  options.port = 0;
+  HttpHandler handler;
+  handler.serve = [served](const HttpRequest& request) {
+    if (served != nullptr) ++*served;
+    return HttpReply{
+        200, "text/plain",
+        "ok " + request.method + " " + request.path + " " + std::to_string(request.body.size())};
+  };
+  auto server = HttpServer::start(std::move(handler), options);
+  EXPECT_TRUE(server.ok()) << server.message();
+  if (!server) return nullptr;
+  return std::move(*server);
+}
+
+const std::string kGetHealthz = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+
+TEST(HttpLimitsTest, OversizedHeadersGet431BeforeTheyEnd) {
+  HttpServerOptions options;
+  options.max_header_bytes = 8192;
+  std::atomic<int> served{0};
+  auto server = start_server(options, &served);
+  RawClient client(server->port());
+  ASSERT_TRUE(client.connected());
+  // 64 KiB of one header and no end of headers: the answer cannot wait for the end.
+  client.send("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(64 << 10, 'a'));
+  bool closed = false;
+  std::string reply = client.read_until_closed(milliseconds(5000), &closed);
+  EXPECT_EQ(431, status_of(reply)) << reply.substr(0, 200);
+  EXPECT_NE(std::string::npos, reply.find("8192 bytes")) << reply;
+  EXPECT_TRUE(closed);
+  EXPECT_EQ(0, served.load());
+}
+
+TEST(HttpLimitsTest, ContentLengthOverLimitGets413BeforeTheBodyIsSent) {
+  HttpServerOptions options;
+  options.max_body_bytes = 4096;
+  auto server = start_server(options);
+  RawClient client(server->port());
+  client.send("POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000000\r\n\r\n");
+  std::string reply = client.read_some(milliseconds(5000));
+  EXPECT_EQ(413, status_of(reply)) << reply;
+  EXPECT_NE(std::string::npos, reply.find("larger than 4096 bytes")) << reply;
+}
+
+TEST(HttpLimitsTest, ChunkedBodyOverLimitGets413WhileItArrives) {
+  HttpServerOptions options;
+  options.max_body_bytes = 4096;
+  auto server = start_server(options);
+  RawClient client(server->port());
+  client.send("POST /filter HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n");
+  // 8 KiB in 1 KiB chunks and no final chunk: the body never ends.
+  for (int i = 0; i < 8; ++i) client.send("400\r\n" + std::string(1024, 'x') + "\r\n");
+  std::string reply = client.read_some(milliseconds(5000));
+  EXPECT_EQ(413, status_of(reply)) << reply;
+  // A body within the limit, chunked, still reaches the handler.
+  RawClient small(server->port());
+  small.send(
+      "POST /filter HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+      "5\r\nhello\r\n0\r\n\r\n");
+  reply = small.read_some(milliseconds(5000));
+  EXPECT_EQ(200, status_of(reply)) << reply;
+  EXPECT_NE(std::string::npos, reply.find("ok POST /filter 5")) << reply;
+}
+
+TEST(HttpLimitsTest, StalledRequestGets408AndSilentClientIsClosed) {
+  HttpServerOptions options;
+  options.read_timeout = milliseconds(300);
+  auto server = start_server(options);
+  RawClient stalled(server->port());
+  stalled.send("POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n0123456789");
+  RawClient silent(server->port());
+  auto begin = Clock::now();
+  bool closed = false;
+  std::string reply = stalled.read_until_closed(milliseconds(5000), &closed);
+  EXPECT_EQ(408, status_of(reply)) << reply;
+  EXPECT_TRUE(closed);
+  std::string nothing = silent.read_until_closed(milliseconds(5000), &closed);
+  EXPECT_TRUE(closed);
+  EXPECT_EQ("", nothing);
+  EXPECT_LT(Clock::now() - begin, milliseconds(3000));
+}
+
+TEST(HttpLimitsTest, KeepAliveServesManyRequestsThenIdleTimeoutCloses) {
+  HttpServerOptions options;
+  options.idle_timeout = milliseconds(300);
+  std::atomic<int> served{0};
+  auto server = start_server(options, &served);
+  RawClient client(server->port());
+  for (int i = 0; i < 3; ++i) {
+    client.send(kGetHealthz);
+    EXPECT_EQ(200, status_of(client.read_some(milliseconds(5000))));
+  }
+  EXPECT_EQ(3, served.load());
+  bool closed = false;
+  client.read_until_closed(milliseconds(5000), &closed);
+  EXPECT_TRUE(closed) << "an idle kept-alive connection must be closed after idle_timeout";
+}
+
+TEST(HttpLimitsTest, ConnectionCapClosesStalledClientsNotHealthz) {
+  HttpServerOptions options;
+  options.max_connections = 16;
+  auto server = start_server(options);
+  std::vector<std::unique_ptr<RawClient>> stalled;
+  for (int i = 0; i < 64; ++i) {
+    stalled.push_back(std::make_unique<RawClient>(server->port()));
+    stalled.back()->send("GET /healthz HTTP/1.1\r\n");  // and never the rest
+  }
+  for (int i = 0; i < 10; ++i) {
+    RawClient probe(server->port());
+    probe.send(kGetHealthz);
+    EXPECT_EQ(200, status_of(probe.read_some(milliseconds(5000)))) << "probe " << i;
+  }
+  // The oldest stalled clients were closed to make room; the cap holds.
+  int closed_count = 0;
+  for (auto& client : stalled) {
+    bool closed = false;
+    client->read_until_closed(milliseconds(20), &closed);
+    closed_count += closed ? 1 : 0;
+  }
+  EXPECT_GE(closed_count, 64 - 16);
+}
+
+TEST(HttpLimitsTest, StopDrainsRepliesInFlightAndRefusesNewConnections) {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool entered = false, release = false;
+  HttpHandler handler;
+  handler.serve = [&](const HttpRequest&) {
+    std::unique_lock lock(mu);
+    entered = true;
+    cv.notify_all();
+    cv.wait(lock, [&] { return release; });
+    return HttpReply{200, "text/plain", "late"};
+  };
+  handler.may_block = [](const HttpRequest&) { return true; };
+  HttpServerOptions options;
+  options.port = 0;
+  auto started = HttpServer::start(std::move(handler), options);
+  ASSERT_TRUE(started) << started.message();
+  HttpServer& server = **started;
+  RawClient client(server.port());
+  client.send("POST /bind HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n");
+  {
+    std::unique_lock lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(5), [&] { return entered; }));
+  }
+  EXPECT_FALSE(server.stop(milliseconds(100))) << "a reply is still in flight";
+  EXPECT_FALSE(RawClient(server.port()).connected()) << "stop() closes the listening socket";
+  {
+    std::lock_guard lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  EXPECT_TRUE(server.stop(milliseconds(5000)));
+  std::string reply = client.read_until_closed(milliseconds(5000));
+  EXPECT_EQ(200, status_of(reply)) << reply;
+  EXPECT_NE(std::string::npos, reply.find("Connection: close")) << reply;
+}
+
+// A self-signed certificate and key for 127.0.0.1, written as PEM files.
+void write_self_signed(const std::string& cert_path, const std::string& key_path) {
+  EVP_PKEY* key = EVP_RSA_gen(2048);
+  ASSERT_NE(nullptr, key);
+  X509* cert = X509_new();
+  ASN1_INTEGER_set(X509_get_serialNumber(cert), 1);
+  X509_gmtime_adj(X509_getm_notBefore(cert), 0);
+  X509_gmtime_adj(X509_getm_notAfter(cert), 3600);
+  X509_set_pubkey(cert, key);
+  X509_NAME* name = X509_get_subject_name(cert);
+  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
+                             reinterpret_cast<const unsigned char*>("127.0.0.1"), -1, -1, 0);
+  X509_set_issuer_name(cert, name);
+  ASSERT_GT(X509_sign(cert, key, EVP_sha256()), 0);
+  FILE* out = std::fopen(cert_path.c_str(), "w");
+  PEM_write_X509(out, cert);
+  std::fclose(out);
+  out = std::fopen(key_path.c_str(), "w");
+  PEM_write_PrivateKey(out, key, nullptr, nullptr, 0, nullptr, nullptr);
+  std::fclose(out);
+  X509_free(cert);
+  EVP_PKEY_free(key);
+}
+
+TEST(HttpLimitsTest, TlsModeServesHttpsOnly) {
+  testing::ScratchDir dir;
+  write_self_signed(dir.file("tls.crt"), dir.file("tls.key"));
+  HttpServerOptions options;
+  options.tls_cert_file = dir.file("tls.crt");
+  options.tls_key_file = dir.file("tls.key");
+  auto server = start_server(options);
+  ASSERT_NE(nullptr, server);
+  EXPECT_EQ(0u, server->url().rfind("https://", 0)) << server->url();
+
+  web::http::client::http_client_config config;
+  config.set_validate_certificates(false);
+  config.set_timeout(std::chrono::seconds(5));
+  web::http::client::http_client client(server->url(), config);
+  auto response = client.request(web::http::methods::POST, "/mutate", "{}").get();
+  EXPECT_EQ(200, response.status_code());
+  EXPECT_EQ("ok POST /mutate 2", response.extract_utf8string(true).get());
+  // Plain HTTP on the TLS port gets no HTTP answer.
+  RawClient plain(server->port());
+  plain.send(kGetHealthz);
+  EXPECT_NE(200, status_of(plain.read_until_closed(milliseconds(2000))));
+
+  options.tls_key_file = dir.file("missing.key");
+  options.port = 0;
+  HttpHandler handler;
+  handler.serve = [](const HttpRequest&) { return HttpReply{}; };
+  auto bad = HttpServer::start(std::move(handler), options);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(std::string::npos, bad.message().find("missing.key")) << bad.message();
+}
+
+}  // namespace
+}  // namespace allox::extender

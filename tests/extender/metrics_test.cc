@@ -1,0 +1,80 @@
+// extender/metrics.h and bind_latency.h: the completion-to-bind and time-to-bind histograms
+// issue 10 asks for, per-user queue gauges, and that every series the shipped Grafana dashboard
+// (manifests/grafana/allox-dashboard.json) queries is one alloxd exports.
+#include "extender/metrics.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+
+#include "extender/bind_latency.h"
+#include "tests/extender/test_support.h"
+
+namespace allox::extender {
+namespace {
+
+TEST(CompletionToBindTest, CountsOnlyMachinesFreedWhileJobsWaited) {
+  CompletionToBind tracker;
+  tracker.freed("node-a", "gpu", 100, /*jobs_waiting=*/true);
+  tracker.freed("node-a", "gpu", 105, /*jobs_waiting=*/true);
+  tracker.freed("node-b", "gpu", 100, /*jobs_waiting=*/false);
+  EXPECT_EQ(std::nullopt, tracker.bound("node-b", "gpu", 110));  // it idled: nobody's delay
+  EXPECT_EQ(std::nullopt, tracker.bound("node-a", "cpu", 110));  // another device
+  EXPECT_EQ(10.5, tracker.bound("node-a", "gpu", 110.5));        // oldest completion first
+  EXPECT_EQ(6.0, tracker.bound("node-a", "gpu", 111));
+  EXPECT_EQ(std::nullopt, tracker.bound("node-a", "gpu", 112));
+}
+
+TEST(MetricsTest, RendersBindWaitHistogramsAndPerUserQueues) {
+  Metrics metrics;
+  metrics.record_completion_to_bind(0.3);
+  metrics.record_completion_to_bind(314);  // the unschedulable timeout, as measured in issue 10
+  metrics.record_time_to_bind(42);
+  metrics.record_solve(0.01, 3, 1, {{"alice", 0.5}}, {{"alice", 2}, {"bob", 1}});
+  metrics.record_solve(0.01, 1, 1, {{"alice", 0.5}}, {{"bob", 1}});
+  const std::string text = metrics.render();
+  for (const char* line : {
+           "allox_completion_to_bind_seconds_bucket{le=\"0.5\"} 1",
+           "allox_completion_to_bind_seconds_bucket{le=\"299\"} 1",
+           "allox_completion_to_bind_seconds_bucket{le=\"330\"} 2",
+           "allox_completion_to_bind_seconds_bucket{le=\"+Inf\"} 2",
+           "allox_completion_to_bind_seconds_count 2",
+           "allox_time_to_bind_seconds_count 1",
+           "allox_user_queued_jobs{user=\"alice\"} 0",  // emptied, still reported
+           "allox_user_queued_jobs{user=\"bob\"} 1",
+       }) {
+    EXPECT_NE(std::string::npos, text.find(std::string(line) + "\n")) << line;
+  }
+  EXPECT_EQ(2u, metrics.completion_to_bind().count());
+}
+
+TEST(GrafanaDashboardTest, EveryQueriedSeriesIsExported) {
+  auto dashboard = nlohmann::json::parse(
+      testing::read_text_file(ALLOX_SOURCE_DIR "/manifests/grafana/allox-dashboard.json"));
+  Metrics metrics;
+  metrics.record_request(Verb::kFilter, 200, 0.001);
+  metrics.record_solve(0.01, 1, 0, {{"alice", 0.1}}, {{"alice", 1}});
+  metrics.record_bind_failure();
+  const std::string exported = metrics.render();
+  std::set<std::string> queried;
+  const std::regex series("allox_[a-z_]+");
+  for (const auto& panel : dashboard.at("panels")) {
+    ASSERT_FALSE(panel.at("targets").empty()) << panel.at("title");
+    for (const auto& target : panel.at("targets")) {
+      const std::string expr = target.at("expr");
+      for (std::sregex_iterator it(expr.begin(), expr.end(), series), end; it != end; ++it)
+        queried.insert(it->str());
+    }
+  }
+  EXPECT_GE(queried.size(), 8u);
+  for (const std::string& name : queried) {
+    EXPECT_TRUE(exported.find("\n" + name + "{") != std::string::npos ||
+                exported.find("\n" + name + " ") != std::string::npos)
+        << name;
+  }
+}
+
+}  // namespace
+}  // namespace allox::extender
