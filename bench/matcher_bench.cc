@@ -48,7 +48,10 @@ ChildReport measure_in_process(const BenchCase& bench_case, const BenchOptions& 
                                bool naive) {
   ChildReport report;
   BenchInstance instance = make_instance(bench_case, options.seed);
-  SolveOptions solve_options{.backend = options.backend, .naive_graph = naive};
+  // The assignment solver has no naive graph; LEMON solves it as the reference.
+  const Backend backend =
+      naive && options.backend == Backend::kAssignment ? Backend::kLemon : options.backend;
+  SolveOptions solve_options{.backend = backend, .naive_graph = naive};
   // A warm planner solved the queue before the arrival; each repetition starts from that memory.
   PriceMemory warmed;
   if (bench_case.warm) {

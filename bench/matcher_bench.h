@@ -65,7 +65,7 @@ struct BenchRow {
 struct BenchOptions {
   int repetitions = 3;
   std::size_t max_naive_arcs = 15'000'000;
-  Backend backend = Backend::kLemon;
+  Backend backend = Backend::kAuto;
   unsigned seed = 1;
 };
 

@@ -67,13 +67,13 @@ void add_bench_command(CLI::App& app) {
       "Matcher solve time and peak memory at the issue-3 sizes, against the naive graph (all J "
       "positions on every machine) where it fits.");
   auto options = std::make_shared<BenchOptions>();
-  auto backend = std::make_shared<std::string>("lemon");
+  auto backend = std::make_shared<std::string>("auto");
   cmd->add_option("--repeat", options->repetitions, "solves per case (median reported)")
       ->check(CLI::Range(1, 100));
   cmd->add_option("--max-naive-arcs", options->max_naive_arcs,
                   "skip the naive graph above this many arcs");
-  cmd->add_option("--backend", *backend, "lemon, boost, glpk or transport")
-      ->check(CLI::IsMember({"lemon", "boost", "glpk", "transport"}));
+  cmd->add_option("--backend", *backend, "auto, lemon, boost, glpk, transport or assignment")
+      ->check(CLI::IsMember({"auto", "lemon", "boost", "glpk", "transport", "assignment"}));
   cmd->add_option("--seed", options->seed, "instance seed");
   auto only = std::make_shared<std::string>();
   cmd->add_option("--only", *only, "run only the cases whose name contains this text");

@@ -47,7 +47,7 @@ struct SimulateArgs {
   double starvation_bound = std::numeric_limits<double>::infinity();
   bool batch_rounds = false;
   std::string estimates = "profiler";
-  std::string matcher_backend = "lemon";
+  std::string matcher_backend = "auto";
   bool profiling = false;
   double round_period = -1;
   unsigned threads = 1;

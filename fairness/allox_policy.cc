@@ -197,7 +197,7 @@ class AlloxPolicy : public SchedulingPolicy {
 
 std::unique_ptr<SchedulingPolicy> make_allox_policy(const PolicyOptions& options) {
   Expected<matcher::Backend> backend = matcher::parse_backend(options.matcher_backend);
-  return std::make_unique<AlloxPolicy>(options, backend.ok() ? *backend : matcher::Backend::kLemon);
+  return std::make_unique<AlloxPolicy>(options, backend.ok() ? *backend : matcher::Backend::kAuto);
 }
 
 }  // namespace allox

@@ -38,7 +38,7 @@
 // Usage:
 //   std::vector<PendingJob> jobs = pending_jobs(workload.jobs);
 //   MatchingProblem problem{.now = 0, .machines = cluster.machines, .jobs = jobs};
-//   Expected<Schedule> plan = solve(problem, {.backend = Backend::kLemon});
+//   Expected<Schedule> plan = solve(problem);  // Backend::kAuto
 //
 // Thread-safety: solve() keeps no state between calls and may run concurrently on different
 // problems (GLPK keeps its environment per thread).
@@ -84,13 +84,16 @@ struct MatchingProblem {
 bool is_idle(const MatchingProblem& problem, std::size_t machine);
 
 enum class Backend {
-  kLemon,      // LEMON NetworkSimplex; the default and the fastest
-  kBoost,      // Boost Graph successive shortest paths; an independent check
-  kGlpk,       // GLPK simplex on the assignment LP; an independent check, small problems only
-  kTransport,  // successive shortest paths over the slot side; fastest on grouped machines
+  kAuto,        // the fastest exact one for the instance: transport, assignment or LEMON
+  kLemon,       // LEMON NetworkSimplex with column generation
+  kBoost,       // Boost Graph successive shortest paths; an independent check
+  kGlpk,        // GLPK simplex on the assignment LP; an independent check, small problems only
+  kTransport,   // successive shortest paths over the slot side; fastest on grouped machines
+  kAssignment,  // shortest augmenting paths on jobs x (machine, position); many distinct machines
 };
 std::string_view backend_name(Backend backend);
-Expected<Backend> parse_backend(std::string_view name);  // "lemon", "boost", "glpk", "transport"
+// "auto", "lemon", "boost", "glpk", "transport", "assignment"
+Expected<Backend> parse_backend(std::string_view name);
 std::vector<Backend> all_backends();
 
 // Slot prices remembered from one solve for the next, when a caller re-plans the same queue as
@@ -112,11 +115,11 @@ class PriceMemory {
 };
 
 struct SolveOptions {
-  Backend backend = Backend::kLemon;
+  Backend backend = Backend::kAuto;
   // For benchmarks: every machine its own slot set with all J positions, as in the reference
   // implementation (J·M·J arcs). Same answer, far slower.
   bool naive_graph = false;
-  // Optional (LEMON): read before and updated after the solve. See PriceMemory.
+  // Optional (LEMON, transport): read before and updated after the solve. See PriceMemory.
   PriceMemory* memory = nullptr;
 };
 
@@ -139,7 +142,7 @@ struct Schedule {
   std::vector<Assignment> assignments;  // assignments[i].job == i
   std::int64_t objective_ticks = 0;     // Σ (finish − now), exact, in ticks
   double objective = 0;                 // the same in seconds
-  Backend backend = Backend::kLemon;
+  Backend backend = Backend::kAuto;     // the backend that solved it (auto resolved)
   SolveStats stats;
 };
 
