@@ -95,7 +95,8 @@ Expected<LevelSolution> solve_grouped(const PreparedProblem& problem, Backend ba
   LevelSolution out;
   for (;;) {
     Expected<SlotNetwork> network =
-        build_level_network(problem, levels, backend == Backend::kTransport);
+        build_level_network(problem, levels,
+                            backend == Backend::kTransport || backend == Backend::kLemon);
     if (!network.ok()) return network.error();
     std::optional<PriceHint> hint;
     if (previous) {
