@@ -22,13 +22,15 @@
 // unbounded problem (the top level's node potentials extend to every higher level).
 //
 // Size: J + Σ_t L_t + 1 nodes and J·Σ_t L_t + Σ_g L_t arcs for L_t levels of type t, against
-// J·M·J arcs for the naive graph (SolveOptions::naive_graph). LEMON, the default, does not hand
-// all of them to NetworkSimplex: for queues of 250 jobs or more it starts from each job's few
-// most promising arcs (prices read off a list schedule, which also seeds a feasible assignment)
-// and adds arcs while any has a negative reduced cost, so the optimum is the same (column
-// generation; lemon_flow.cc). Time: one such solve per lazy round, typically one round. Measured
-// on 2 cores (docs/results.md): 10,000 jobs on 1,000 machines of 3 types in ~0.2 s,
-// 2,000 jobs on 100 distinct machines in ~0.5 s, re-planning 1,000 jobs in ~20 ms.
+// J·M·J arcs for the naive graph (SolveOptions::naive_graph); job arcs are computed from the
+// times, not stored. LEMON does not hand all of them to NetworkSimplex: for queues of 250 jobs or
+// more it starts from each job's few most promising arcs (prices read off a list schedule, which
+// also seeds a feasible assignment) and adds arcs while any has a negative reduced cost, so the
+// optimum is the same (column generation; lemon_flow.cc). The transport backend solves the same
+// network over its slots only; the assignment backend needs no levels (position_solver.h).
+// Backend::kAuto picks among the three by the instance's shape. Measured on 2 cores under load
+// (docs/results.md, auto): 10,000 jobs on 1,000 machines of 3 types in ~26 ms CPU, 2,000 jobs
+// on 100 distinct machines in ~0.47 s, re-planning 10,000 jobs after one arrival in ~6 ms.
 //
 // Time unit. Times are rounded to whole milliseconds (kTicksPerSecond) and costs are int64 ticks:
 // the plan is exactly optimal for the rounded times, and the plan's times are the rounded ones.
