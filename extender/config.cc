@@ -191,12 +191,53 @@ void read_retention(FieldReader& reader, const YAML::Node& root, Retention& rete
   }
 }
 
+// log: {level: info, format: text} (core/log.h).
+void read_log(FieldReader& reader, const YAML::Node& root, LogOptions& log) {
+  const YAML::Node node = root["log"];
+  if (!node || node.IsNull()) return;
+  if (!reader.check_map(node, "log", {"level", "format"})) return;
+  if (const auto level = reader.text(node, "level", "log", false)) {
+    auto parsed = parse_log_level(*level);
+    if (parsed) {
+      log.level = *parsed;
+    } else {
+      reader.fail(node["level"], "log",
+                  "level must be " + parsed.message() + ", got " + describe(node["level"]));
+    }
+  }
+  if (const auto format = reader.text(node, "format", "log", false)) {
+    auto parsed = parse_log_format(*format);
+    if (parsed) {
+      log.format = *parsed;
+    } else {
+      reader.fail(node["format"], "log",
+                  "format must be " + parsed.message() + ", got " + describe(node["format"]));
+    }
+  }
+}
+
 void read_root(FieldReader& reader, const YAML::Node& root, ExtenderConfig& config) {
   if (!reader.check_map(root, "",
-                        {"listen", "reports_listen", "database", "policy", "alpha",
-                         "starvation_bound", "tick", "default_job_seconds", "fairness_window",
-                         "max_body_bytes", "http_threads", "admin_token", "admin_token_file",
-                         "devices", "cpu", "nodes", "tenancy", "retention", "apiserver"})) {
+                        {"listen",
+                         "reports_listen",
+                         "database",
+                         "policy",
+                         "alpha",
+                         "starvation_bound",
+                         "tick",
+                         "default_job_seconds",
+                         "fairness_window",
+                         "max_body_bytes",
+                         "http_threads",
+                         "admin_token",
+                         "admin_token_file",
+                         "devices",
+                         "cpu",
+                         "nodes",
+                         "tenancy",
+                         "retention",
+                         "log",
+                         "apiserver"})) {
     return;
   }
   if (auto listen = listen_address(reader, root, "listen")) {
@@ -234,6 +275,7 @@ void read_root(FieldReader& reader, const YAML::Node& root, ExtenderConfig& conf
   read_nodes(reader, root, config.nodes);
   read_tenancy(reader, root, config.tenancy);
   read_retention(reader, root, config.retention);
+  read_log(reader, root, config.log);
   read_apiserver(reader, root, config.apiserver);
   // GET /v1/fairness reads the jobs held in memory; a job finished inside the window must still
   // be there, or the windowed share would forget it.

@@ -24,6 +24,7 @@
 //   retention:
 //     finished_seconds: 3600        # a finished job stays in memory (reports, /v1/jobs) this long
 //     history_seconds: 2592000      # and in the SQLite history this long
+//   log: {level: info, format: text}   # debug|info|warn|error; text (klog) or json lines
 //   apiserver:                      # optional: bind through it and list nodes from it
 //     url: https://kubernetes.default.svc
 //     token_file: /var/run/secrets/kubernetes.io/serviceaccount/token   # or token
@@ -41,6 +42,7 @@
 #include <string>
 #include <vector>
 
+#include "core/log.h"
 #include "core/model.h"
 #include "core/result.h"
 #include "extender/pod.h"
@@ -101,6 +103,7 @@ struct ExtenderConfig {
   std::vector<NodeInventory> nodes;
   Tenancy tenancy;
   Retention retention;
+  LogOptions log{.program = "alloxd"};
   std::optional<ApiServerConfig> apiserver;
 };
 
