@@ -24,6 +24,8 @@ TEST(ConfigTest, ShippedExampleLoads) {
   EXPECT_EQ(2, config->nodes[0].machines.at("gpu"));
   EXPECT_EQ("gpu", config->devices.device_for("nvidia.com/gpu").value());
   EXPECT_FALSE(config->apiserver.has_value());
+  EXPECT_EQ(LogLevel::kInfo, config->log.level);
+  EXPECT_EQ(LogFormat::kText, config->log.format) << "scripts/demo.sh reads its text lines";
 }
 
 TEST(ConfigTest, DefaultsWhenKeysAreAbsent) {
