@@ -191,29 +191,29 @@ void read_retention(FieldReader& reader, const YAML::Node& root, Retention& rete
   }
 }
 
+// One of a fixed set of names under `key`, read with `parse` (core/log.h's parse_log_level ...),
+// whose error completes "must be ...".
+template <class T, class Parse>
+void read_choice(FieldReader& reader, const YAML::Node& map, const char* key,
+                 std::string_view subject, Parse parse, T& out) {
+  const auto text = reader.text(map, key, subject, false);
+  if (!text) return;
+  auto parsed = parse(*text);
+  if (parsed) {
+    out = *parsed;
+  } else {
+    reader.fail(map[key], subject,
+                std::string(key) + " must be " + parsed.message() + ", got " + describe(map[key]));
+  }
+}
+
 // log: {level: info, format: text} (core/log.h).
 void read_log(FieldReader& reader, const YAML::Node& root, LogOptions& log) {
   const YAML::Node node = root["log"];
   if (!node || node.IsNull()) return;
   if (!reader.check_map(node, "log", {"level", "format"})) return;
-  if (const auto level = reader.text(node, "level", "log", false)) {
-    auto parsed = parse_log_level(*level);
-    if (parsed) {
-      log.level = *parsed;
-    } else {
-      reader.fail(node["level"], "log",
-                  "level must be " + parsed.message() + ", got " + describe(node["level"]));
-    }
-  }
-  if (const auto format = reader.text(node, "format", "log", false)) {
-    auto parsed = parse_log_format(*format);
-    if (parsed) {
-      log.format = *parsed;
-    } else {
-      reader.fail(node["format"], "log",
-                  "format must be " + parsed.message() + ", got " + describe(node["format"]));
-    }
-  }
+  read_choice(reader, node, "level", "log", parse_log_level, log.level);
+  read_choice(reader, node, "format", "log", parse_log_format, log.format);
 }
 
 void read_root(FieldReader& reader, const YAML::Node& root, ExtenderConfig& config) {
