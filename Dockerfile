@@ -14,7 +14,8 @@ RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=Release && cmake --build /build -j 2
 # (cli.image_runtime_libs) and CI, fails when one is missing here.
 FROM debian:12-slim
 RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-      liblemon1.3.1 libglpk40 libcpprest2.10 libyaml-cpp0.7 libsqlite3-0 libssl3 ca-certificates \
+      liblemon1.3.1 libglpk40 libcpprest2.10 libyaml-cpp0.7 libsqlite3-0 libssl3 libspdlog1.10 \
+      libfmt9 ca-certificates \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --system --uid 10001 --home /var/lib/allox allox \
     && mkdir -p /var/lib/allox && chown allox /var/lib/allox

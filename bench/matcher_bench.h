@@ -30,6 +30,9 @@ struct BenchCase {
   // Kubernetes nodes of 8 GPUs (one GPU type per node, 3 types) and 2 CPU bundles each, instead
   // of `types`: machines = 10 per node; CPU bundles are 3-10x slower than GPUs.
   bool gpu_nodes = false;
+  // Issue 13's target for this case's median CPU time (0: none), and the row it is measured for.
+  double target_ms = 0;
+  std::string target_row{};
 };
 
 // A benchmark instance; owns what its MatchingProblem views.
@@ -65,11 +68,20 @@ struct BenchRow {
 struct BenchOptions {
   int repetitions = 3;
   std::size_t max_naive_arcs = 15'000'000;
-  Backend backend = Backend::kLemon;
+  Backend backend = Backend::kAuto;
   unsigned seed = 1;
 };
 
-std::vector<BenchCase> standard_cases();
+std::vector<BenchCase> standard_cases();  // the ones with a target_ms are issue 13's rows
+
+// Issue 13's simulator row: `allox simulate` on the AlloX paper workload at 10 GPUs + 20 CPU
+// nodes, profiling on, policy allox at α = 1, run as a child process of `allox_binary`; the
+// child's CPU time (user + system) in ms, or an Error when it fails.
+struct SimulatorRow {
+  std::string trace = "data/allox-google/jobs_input_10_Google.txt";
+  double target_ms = 10'000;
+};
+Expected<double> time_simulator_row(const std::string& allox_binary, const SimulatorRow& row);
 Expected<BenchRow> run_case(const BenchCase& bench_case, const BenchOptions& options);
 
 }  // namespace allox::matcher::bench

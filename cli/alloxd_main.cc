@@ -18,14 +18,15 @@
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
-#include <cstdio>
 #include <mutex>
+#include <sstream>
 #include <thread>
 // clang-format off
 #include <utility>  // before pplx/threadpool.h, which uses std::exchange without including it
 #include <pplx/threadpool.h>
 // clang-format on
 
+#include "core/log.h"
 #include "extender/admission.h"
 #include "extender/cluster_api.h"
 #include "extender/config.h"
@@ -49,9 +50,8 @@ class ExitWatchdog {
       : thread_([this] {
           std::unique_lock lock(mu_);
           if (!cv_.wait_for(lock, kExitDeadline, [this] { return done_; })) {
-            std::fprintf(stderr, "alloxd: shutdown not finished after %lld ms; exiting now\n",
-                         static_cast<long long>(kExitDeadline.count()));
-            std::fflush(stderr);
+            log_error("shutdown not finished; exiting now",
+                      {{"deadline_ms", static_cast<long long>(kExitDeadline.count())}});
             ::_exit(1);
           }
         }) {}
@@ -110,18 +110,22 @@ int run(const Flags& flags) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
+  configure_log(LogOptions{.program = "alloxd"});
   auto config = load_extender_config(config_path);
   if (!config) {
-    std::fprintf(stderr, "alloxd: %s\n", config.message().c_str());
+    // One event per problem: the config reader reports them all, one per line.
+    std::istringstream problems(config.message());
+    for (std::string problem; std::getline(problems, problem);) log_error(problem);
     return 2;
   }
+  configure_log(config->log);
   // cpprestsdk now only carries the API-server client; its default pool of 40 threads would
   // mostly sit idle. Must precede any cpprestsdk use.
   crossplat::threadpool::initialize_with_threads(2);
   raise_descriptor_limit();
   if (!listen.empty()) {
     if (auto s = set_listen_address(*config, listen); !s) {
-      std::fprintf(stderr, "alloxd: --listen: %s\n", s.message().c_str());
+      log_error("--listen: " + s.message());
       return 2;
     }
   }
@@ -132,7 +136,7 @@ int run(const Flags& flags) {
   options.starvation_bound = config->starvation_bound;
   auto policy = make_policy(config->policy, options);
   if (!policy) {
-    std::fprintf(stderr, "alloxd: policy: %s\n", policy.message().c_str());
+    log_error("policy: " + policy.message());
     return 2;
   }
   // With config->apiserver the service makes its own API client (watch, binds, actions).
@@ -142,7 +146,7 @@ int run(const Flags& flags) {
   auto service =
       ExtenderService::create(*config, std::move(*policy), std::move(api), service_options);
   if (!service) {
-    std::fprintf(stderr, "alloxd: %s\n", service.message().c_str());
+    log_error(service.message());
     return 1;
   }
   (*service)->start();
@@ -153,7 +157,7 @@ int run(const Flags& flags) {
   server_options.threads = config->http_threads;
   auto server = HttpServer::start(**service, server_options);
   if (!server) {
-    std::fprintf(stderr, "alloxd: %s\n", server.message().c_str());
+    log_error(server.message());
     return 1;
   }
   std::unique_ptr<HttpServer> reports_server;
@@ -166,11 +170,11 @@ int run(const Flags& flags) {
     reports_options.threads = 1;
     auto started = HttpServer::start(**service, reports_options);
     if (!started) {
-      std::fprintf(stderr, "alloxd: reports_listen: %s\n", started.message().c_str());
+      log_error("reports_listen: " + started.message());
       return 1;
     }
     reports_server = std::move(*started);
-    std::fprintf(stderr, "alloxd: reports (GET only) on %s\n", reports_server->url().c_str());
+    log_info("reports (GET only) on " + reports_server->url());
   }
   // The gate webhook on its own listener (HTTPS from the Secret-mounted cert and key): the API
   // server calls it, so it serves POST /admission/gate and /healthz, nothing else.
@@ -194,25 +198,24 @@ int run(const Flags& flags) {
     webhook_options.tls_key_file = config->webhook->tls_key_file;
     auto started = HttpServer::start(std::move(handler), webhook_options);
     if (!started) {
-      std::fprintf(stderr, "alloxd: webhook: %s\n", started.message().c_str());
+      log_error("webhook: " + started.message());
       return 1;
     }
     webhook_server = std::move(*started);
-    std::fprintf(stderr, "alloxd: gate webhook on %s%s\n", webhook_server->url().c_str(),
-                 std::string(kGateWebhookPath).c_str());
+    log_info("gate webhook on " + webhook_server->url() + std::string(kGateWebhookPath));
   }
   QueueView queue = (*service)->queue();
-  std::fprintf(stderr,
-               "alloxd: listening on %s (policy %s, %d nodes, %d machines, %zu queued and %zu "
-               "running jobs restored from %s)\n",
-               (*server)->url().c_str(), config->policy.c_str(), queue.nodes, queue.machines,
-               queue.queued.size(), queue.running.size(), config->database.c_str());
-  std::fflush(stderr);
+  // The message carries the URL first: scripts and tests read "listening on <url> ".
+  log_info("listening on " + (*server)->url(), {{"policy", config->policy},
+                                                {"nodes", queue.nodes},
+                                                {"machines", queue.machines},
+                                                {"queued", queue.queued.size()},
+                                                {"running", queue.running.size()},
+                                                {"database", config->database}});
 
   int signal = 0;
   sigwait(&stop_signals, &signal);
-  std::fprintf(stderr, "alloxd: stopping (%s)\n", signal == SIGINT ? "SIGINT" : "SIGTERM");
-  std::fflush(stderr);
+  log_info("stopping", {{"signal", signal == SIGINT ? "SIGINT" : "SIGTERM"}});
   ExitWatchdog watchdog;
   if (reports_server) reports_server->stop_accepting();
   if (webhook_server) webhook_server->stop_accepting();
@@ -229,9 +232,8 @@ int run(const Flags& flags) {
   if (!drained) {
     // A handler is still inside the service; destroying it now would pull the state from under
     // that thread. Everything acknowledged is already in SQLite.
-    std::fprintf(stderr, "alloxd: requests still in flight after %lld ms; exiting without them\n",
-                 static_cast<long long>(kDrainDeadline.count()));
-    std::fflush(stderr);
+    log_error("requests still in flight; exiting without them",
+              {{"drain_ms", static_cast<long long>(kDrainDeadline.count())}});
     ::_exit(1);
   }
   reports_server.reset();
@@ -239,7 +241,7 @@ int run(const Flags& flags) {
   server->reset();
   (*service)->stop();
   service->reset();
-  std::fprintf(stderr, "alloxd: stopped\n");
+  log_info("stopped");
   return 0;
 }
 

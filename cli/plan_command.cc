@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "cli/exit.h"
 #include "core/cluster_file.h"
+#include "core/output_file.h"
 #include "core/workload_file.h"
 #include "sim/gantt.h"
 #include "sim/planner.h"
@@ -78,15 +79,9 @@ void print(const std::vector<PlanScenario>& scenarios) {
 }
 
 void write_svg(const PlanScenario& s, const fs::path& path) {
-  std::error_code ec;
-  if (path.has_parent_path()) fs::create_directories(path.parent_path(), ec);
-  std::ofstream out(path);
-  write_gantt_svg(s.result, s.cluster, "allox plan: " + s.name, out);
-  out.close();
-  if (!out) {
-    std::cerr << "allox plan: cannot write " << path.string() << "\n";
-    fail();
-  }
+  check(write_output_file(path, [&](std::ostream& out) {
+    write_gantt_svg(s.result, s.cluster, "allox plan: " + s.name, out);
+  }));
 }
 
 void write_json(const std::vector<PlanScenario>& scenarios, const fs::path& path) {
@@ -111,13 +106,7 @@ void write_json(const std::vector<PlanScenario>& scenarios, const fs::path& path
     js["jobs"] = jobs;
     j.push_back(js);
   }
-  std::ofstream out(path);
-  out << j.dump(2) << "\n";
-  out.close();
-  if (!out) {
-    std::cerr << "allox plan: cannot write " << path.string() << "\n";
-    fail();
-  }
+  check(write_output_file(path, [&](std::ostream& out) { out << j.dump(2) << "\n"; }));
 }
 
 void run_plan(const PlanArgs& a) {

@@ -16,6 +16,7 @@
 #include "cli/commands.h"
 #include "cli/exit.h"
 #include "core/cluster_file.h"
+#include "core/output_file.h"
 #include "sim/allox_trace.h"
 #include "sim/experiment.h"
 #include "sim/plots.h"
@@ -47,7 +48,7 @@ struct SimulateArgs {
   double starvation_bound = std::numeric_limits<double>::infinity();
   bool batch_rounds = false;
   std::string estimates = "profiler";
-  std::string matcher_backend = "lemon";
+  std::string matcher_backend = "auto";
   bool profiling = false;
   double round_period = -1;
   unsigned threads = 1;
@@ -167,17 +168,6 @@ Cluster with_gpus(const Cluster& base, int gpus) {
   return c;
 }
 
-Status write_file(const fs::path& path, const std::function<void(std::ostream&)>& body) {
-  std::error_code ec;
-  fs::create_directories(path.parent_path(), ec);
-  std::ofstream out(path);
-  if (!out) return Error{"cannot write " + path.string()};
-  body(out);
-  out.close();
-  if (!out) return Error{"error writing " + path.string()};
-  return OkStatus();
-}
-
 void check(const Status& s) {
   if (!s.ok()) {
     std::cerr << "allox simulate: " << s.message() << "\n";
@@ -215,7 +205,7 @@ void simulate(const SimulateArgs& a) {
   const Trace trace = check(load_trace(a));
   const Cluster cluster = check(load_cluster(a));
   if (!a.save_trace.empty()) {
-    check(write_file(a.save_trace, [&](std::ostream& o) { write_csv_trace(trace, o); }));
+    check(write_output_file(a.save_trace, [&](std::ostream& o) { write_csv_trace(trace, o); }));
   }
   PolicyOptions base;
   base.alpha = a.alpha;
@@ -242,8 +232,9 @@ void simulate(const SimulateArgs& a) {
       for (const Run& r : runs) {
         check(write_run_files(r.summary, r.result, (out / r.spec.label).string()));
       }
-      check(write_file(out / "comparison.csv",
-                       [&](std::ostream& o) { write_comparison_csv(summaries_of(runs), o); }));
+      check(write_output_file(out / "comparison.csv", [&](std::ostream& o) {
+        write_comparison_csv(summaries_of(runs), o);
+      }));
     }
     if (a.plots) {
       check(plot_jct_cdf(runs, a.out));
@@ -267,7 +258,7 @@ void simulate(const SimulateArgs& a) {
     if (!a.out.empty()) {
       std::vector<SweepPoint> points;
       for (const Run& r : sr) points.push_back({r.spec.alpha, r.summary});
-      check(write_file(out / "alpha_sweep.csv", [&](std::ostream& o) {
+      check(write_output_file(out / "alpha_sweep.csv", [&](std::ostream& o) {
         write_comparison_csv(summaries_of(sr), o, a.sweep_alpha, "alpha");
       }));
       if (a.plots) check(plot_alpha_tradeoff(points, a.out));
@@ -291,8 +282,9 @@ void simulate(const SimulateArgs& a) {
       }
     }
     if (!a.out.empty()) {
-      check(write_file(out / "error_sweep.csv",
-                       [&](std::ostream& o) { write_comparison_csv(rows, o, xs, "sigma"); }));
+      check(write_output_file(out / "error_sweep.csv", [&](std::ostream& o) {
+        write_comparison_csv(rows, o, xs, "sigma");
+      }));
       if (a.plots) {
         check(plot_load_sweep(points, "estimate error sigma (e ~ N(0, sigma), clipped to 0.99)",
                               a.out, "error_sweep"));
@@ -316,8 +308,8 @@ void simulate(const SimulateArgs& a) {
       }
     }
     if (!a.out.empty()) {
-      check(write_file(out / "load_sweep.csv",
-                       [&](std::ostream& o) { write_comparison_csv(rows, o, xs, "gpus"); }));
+      check(write_output_file(out / "load_sweep.csv",
+                              [&](std::ostream& o) { write_comparison_csv(rows, o, xs, "gpus"); }));
       if (a.plots) check(plot_load_sweep(points, "GPUs", a.out));
     }
   }

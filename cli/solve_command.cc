@@ -21,7 +21,7 @@ namespace {
 struct SolveArgs {
   std::string cluster;
   std::string jobs;
-  std::string backend = "lemon";
+  std::string backend = "auto";
   double now = 0;
   std::string format = "json";
 };
@@ -125,7 +125,7 @@ void add_solve_command(CLI::App& app) {
   cmd->add_option("--cluster", args->cluster, "cluster.yaml (or JSON)")->required();
   cmd->add_option("--jobs", args->jobs, "jobs.yaml (or JSON)")->required();
   cmd->add_option("--backend", args->backend, "min-cost flow solver")
-      ->check(CLI::IsMember({"lemon", "boost", "glpk", "transport"}))
+      ->check(CLI::IsMember({"auto", "lemon", "boost", "glpk", "transport", "assignment"}))
       ->capture_default_str();
   cmd->add_option("--now", args->now,
                   "planning time in seconds; machines busy until a later "

@@ -44,6 +44,9 @@ allox_require(yaml-cpp_FOUND "yaml-cpp" libyaml-cpp-dev)
 find_package(nlohmann_json 3 QUIET)
 allox_require(nlohmann_json_FOUND "nlohmann/json" nlohmann-json3-dev)
 
+find_package(spdlog QUIET)
+allox_require(spdlog_FOUND "spdlog" libspdlog-dev)
+
 find_package(CLI11 QUIET)
 allox_require(CLI11_FOUND "CLI11" libcli11-dev)
 

@@ -1,5 +1,7 @@
 #include "core/csv.h"
 
+#include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <iomanip>
 #include <sstream>
@@ -40,6 +42,22 @@ std::string csv_field(const std::string& text) {
     quoted += c;
   }
   return quoted + "\"";
+}
+
+std::optional<double> parse_decimal(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  for (char c : text) {
+    const bool allowed =
+        (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '+' || c == 'e' || c == 'E';
+    if (!allowed) return std::nullopt;
+  }
+  errno = 0;
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (end != text.c_str() + text.size() || errno == ERANGE || !std::isfinite(value)) {
+    return std::nullopt;
+  }
+  return value;
 }
 
 std::string csv_number(double value) {

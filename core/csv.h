@@ -5,6 +5,7 @@
 // newlines), a trailing '\r' ignored. Pure functions.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,11 @@ Expected<std::vector<std::string>> split_csv_record(const std::string& line);
 
 // `text` as one field: quoted (inner quotes doubled) when it holds ',', '"', '\n' or '\r'.
 std::string csv_field(const std::string& text);
+
+// A plain decimal filling all of `text` ("3", "-0.5", "1e+20"), finite and in double's range; not
+// hex, "inf", "nan" or surrounding spaces. The number syntax of every allox text input: CSV
+// fields, traces and YAML scalars (core/yaml_fields.h).
+std::optional<double> parse_decimal(const std::string& text);
 
 // The shortest decimal text that reads back as the same double ("0.1", "1e+20").
 std::string csv_number(double value);

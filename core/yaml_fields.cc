@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <limits>
 
+#include "core/csv.h"
+
 namespace allox {
 
 namespace {
@@ -21,23 +23,6 @@ std::string join(std::initializer_list<std::string_view> items) {
     out += item;
   }
   return out;
-}
-
-// strtod accepts things YAML treats as text ("0x10", "inf", " 3"); insist on a plain decimal.
-std::optional<double> plain_number(const std::string& text) {
-  if (text.empty()) return std::nullopt;
-  for (char c : text) {
-    const bool allowed =
-        (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '+' || c == 'e' || c == 'E';
-    if (!allowed) return std::nullopt;
-  }
-  errno = 0;
-  char* end = nullptr;
-  const double value = std::strtod(text.c_str(), &end);
-  if (end != text.c_str() + text.size() || errno == ERANGE || !std::isfinite(value)) {
-    return std::nullopt;
-  }
-  return value;
 }
 
 }  // namespace
@@ -59,7 +44,7 @@ std::string describe(const YAML::Node& node) {
       return "a mapping";
     case YAML::NodeType::Scalar:
       // Numbers read as themselves ("got -3"); anything else is quoted ("got \"fast\"").
-      if (plain_number(node.Scalar())) return node.Scalar();
+      if (parse_decimal(node.Scalar())) return node.Scalar();
       return "\"" + node.Scalar() + "\"";
     default:
       return "nothing";
@@ -132,7 +117,7 @@ std::optional<double> FieldReader::number_at(const YAML::Node& node, std::string
                                              std::string_view field, std::string_view requirement,
                                              bool strictly_positive) {
   std::optional<double> value;
-  if (node.IsScalar()) value = plain_number(node.Scalar());
+  if (node.IsScalar()) value = parse_decimal(node.Scalar());
   if (!value || *value < 0 || (strictly_positive && *value == 0)) {
     fail(node, subject,
          std::string(field) + " must be " + std::string(requirement) + ", got " + describe(node));
@@ -183,7 +168,7 @@ std::optional<std::int64_t> FieldReader::integer_at(const YAML::Node& node,
                                                     std::string_view field, std::int64_t min,
                                                     std::int64_t max) {
   std::optional<double> value;
-  if (node.IsScalar()) value = plain_number(node.Scalar());
+  if (node.IsScalar()) value = parse_decimal(node.Scalar());
   if (!value || *value != std::floor(*value) || *value < static_cast<double>(min) ||
       *value > static_cast<double>(max)) {
     fail(node, subject,

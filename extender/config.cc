@@ -221,6 +221,31 @@ void read_retention(FieldReader& reader, const YAML::Node& root, Retention& rete
   }
 }
 
+// One of a fixed set of names under `key`, read with `parse` (core/log.h's parse_log_level ...),
+// whose error completes "must be ...".
+template <class T, class Parse>
+void read_choice(FieldReader& reader, const YAML::Node& map, const char* key,
+                 std::string_view subject, Parse parse, T& out) {
+  const auto text = reader.text(map, key, subject, false);
+  if (!text) return;
+  auto parsed = parse(*text);
+  if (parsed) {
+    out = *parsed;
+  } else {
+    reader.fail(map[key], subject,
+                std::string(key) + " must be " + parsed.message() + ", got " + describe(map[key]));
+  }
+}
+
+// log: {level: info, format: text} (core/log.h).
+void read_log(FieldReader& reader, const YAML::Node& root, LogOptions& log) {
+  const YAML::Node node = root["log"];
+  if (!node || node.IsNull()) return;
+  if (!reader.check_map(node, "log", {"level", "format"})) return;
+  read_choice(reader, node, "level", "log", parse_log_level, log.level);
+  read_choice(reader, node, "format", "log", parse_log_format, log.format);
+}
+
 void read_root(FieldReader& reader, const YAML::Node& root, ExtenderConfig& config) {
   if (!reader.check_map(root, "",
                         {"listen",
@@ -241,6 +266,7 @@ void read_root(FieldReader& reader, const YAML::Node& root, ExtenderConfig& conf
                          "nodes",
                          "tenancy",
                          "retention",
+                         "log",
                          "apiserver",
                          "scheduler_name",
                          "webhook"})) {
@@ -281,6 +307,7 @@ void read_root(FieldReader& reader, const YAML::Node& root, ExtenderConfig& conf
   read_nodes(reader, root, config.nodes);
   read_tenancy(reader, root, config.tenancy);
   read_retention(reader, root, config.retention);
+  read_log(reader, root, config.log);
   read_apiserver(reader, root, config.apiserver);
   // allox's pods, by spec.schedulerName (the pods the API-server watch lists).
   config.scheduler_name = reader.text(root, "scheduler_name", "", false).value_or("");

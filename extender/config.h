@@ -24,6 +24,7 @@
 //   retention:
 //     finished_seconds: 3600        # a finished job stays in memory (reports, /v1/jobs) this long
 //     history_seconds: 2592000      # and in the SQLite history this long
+//   log: {level: info, format: text}   # debug|info|warn|error; text (klog) or json lines
 //   apiserver:                      # optional: watch allox's pods and the nodes, bind, act
 //     url: https://kubernetes.default.svc
 //     token_file: /var/run/secrets/kubernetes.io/serviceaccount/token   # or token
@@ -48,6 +49,7 @@
 #include <string>
 #include <vector>
 
+#include "core/log.h"
 #include "core/model.h"
 #include "core/result.h"
 #include "extender/pod.h"
@@ -120,6 +122,7 @@ struct ExtenderConfig {
   std::vector<NodeInventory> nodes;
   Tenancy tenancy;
   Retention retention;
+  LogOptions log{.program = "alloxd"};
   std::optional<ApiServerConfig> apiserver;
   std::string scheduler_name;  // empty: every pod is allox's
   std::optional<WebhookConfig> webhook;

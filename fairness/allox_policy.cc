@@ -24,6 +24,7 @@
 // one start per round; batch rounds divide the starts by the jobs each round starts.
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <limits>
 #include <set>
 #include <tuple>
@@ -52,7 +53,7 @@ class AlloxPolicy : public SchedulingPolicy {
     // Jobs the cluster cannot run at all would make every matcher solve fail; they wait.
     std::map<DeviceType, std::size_t> counts = device_counts(state);
     for (std::size_t i = 0; i < state.queue.size(); ++i) {
-      for (const auto& [device, t] : r.times[i]) {
+      for (const auto& [device, t] : *r.times[i]) {
         if (counts.contains(device)) {
           r.waiting.insert(i);
           break;
@@ -65,9 +66,9 @@ class AlloxPolicy : public SchedulingPolicy {
       if (!r.waiting.contains(i)) continue;
       std::optional<std::size_t> best;
       for (std::size_t m = 0; m < r.machines.size(); ++m) {
-        if (!r.idle[m] || !r.times[i].contains(r.machines[m].device)) continue;
+        if (!r.idle[m] || !r.times[i]->contains(r.machines[m].device)) continue;
         if (!best ||
-            r.times[i].at(r.machines[m].device) < r.times[i].at(r.machines[*best].device)) {
+            r.times[i]->at(r.machines[m].device) < r.times[i]->at(r.machines[*best].device)) {
           best = m;
         }
       }
@@ -125,10 +126,15 @@ class AlloxPolicy : public SchedulingPolicy {
           counts(device_counts(state)) {
       idle.resize(machines.size(), false);
       for (const User& u : state.users) weights[u.name] = u.weight;
+      times.reserve(state.queue.size());
       for (const QueuedJob& q : state.queue) {
-        std::map<DeviceType, double> t = q.job->time;
-        for (const auto& [device, left] : q.remaining) t[device] = left;
-        times.push_back(std::move(t));
+        if (q.remaining.empty()) {
+          times.push_back(&q.job->time);  // no copy: a decision sees the whole queue
+        } else {
+          std::map<DeviceType, double>& t = overlaid.emplace_back(q.job->time);
+          for (const auto& [device, left] : q.remaining) t[device] = left;
+          times.push_back(&t);
+        }
         jobs.push_back(q.job);
       }
     }
@@ -139,7 +145,7 @@ class AlloxPolicy : public SchedulingPolicy {
       const DeviceType& device = machines[machine].device;
       decision.start.push_back({jobs[i]->id, machine});
       idle[machine] = false;
-      machines[machine].busy_until = now + times[i].at(device);
+      machines[machine].busy_until = now + times[i]->at(device);
       waiting.erase(i);
       double weight = user_weight(jobs[i]->user);
       shares[jobs[i]->user] += running_job_share(*jobs[i], device, counts) / weight;
@@ -156,7 +162,9 @@ class AlloxPolicy : public SchedulingPolicy {
     std::map<std::string, double> shares;
     std::map<DeviceType, std::size_t> counts;
     std::map<std::string, double> weights;
-    std::vector<std::map<DeviceType, double>> times;  // per queue index, remaining overlaid
+    std::deque<std::map<DeviceType, double>> overlaid;  // jobs with a remaining estimate
+    // Per queue index: the job's times, or its remaining ones from `overlaid`.
+    std::vector<const std::map<DeviceType, double>*> times;
     std::vector<const Job*> jobs;
     std::set<std::size_t> waiting;  // queue indices neither started nor unrunnable
   };
@@ -168,7 +176,7 @@ class AlloxPolicy : public SchedulingPolicy {
                                                  const std::vector<matcher::StartNow>& start_now) {
     const matcher::StartNow* best = &start_now.front();
     auto time = [&](const matcher::StartNow& s) {
-      return r.times[entering[s.job]].at(r.machines[s.machine].device);
+      return r.times[entering[s.job]]->at(r.machines[s.machine].device);
     };
     for (const matcher::StartNow& s : start_now) {
       if (time(s) < time(*best)) best = &s;
@@ -179,7 +187,7 @@ class AlloxPolicy : public SchedulingPolicy {
   Expected<matcher::OnlineDecision> plan(const ClusterState& state, const Round& r,
                                          const std::vector<std::size_t>& entering) {
     std::vector<matcher::PendingJob> pending;
-    for (std::size_t i : entering) pending.push_back({&state.queue[i].job->id, &r.times[i]});
+    for (std::size_t i : entering) pending.push_back({&state.queue[i].job->id, r.times[i]});
     matcher::MatchingProblem problem;
     problem.now = r.now;
     problem.machines = r.machines;
@@ -197,7 +205,7 @@ class AlloxPolicy : public SchedulingPolicy {
 
 std::unique_ptr<SchedulingPolicy> make_allox_policy(const PolicyOptions& options) {
   Expected<matcher::Backend> backend = matcher::parse_backend(options.matcher_backend);
-  return std::make_unique<AlloxPolicy>(options, backend.ok() ? *backend : matcher::Backend::kLemon);
+  return std::make_unique<AlloxPolicy>(options, backend.ok() ? *backend : matcher::Backend::kAuto);
 }
 
 }  // namespace allox

@@ -1,7 +1,5 @@
 #include "fairness/jobs_csv.h"
 
-#include <charconv>
-#include <cmath>
 #include <map>
 #include <sstream>
 
@@ -9,18 +7,6 @@
 #include "core/input_file.h"
 
 namespace allox {
-namespace {
-
-std::optional<double> number(const std::string& text) {
-  double value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(value)) {
-    return std::nullopt;
-  }
-  return value;
-}
-
-}  // namespace
 
 Expected<std::vector<JobRun>> read_jobs_csv(std::istream& in, const std::string& origin) {
   std::string line;
@@ -48,7 +34,7 @@ Expected<std::vector<JobRun>> read_jobs_csv(std::istream& in, const std::string&
     auto time = [&](const char* name, bool optional) -> Expected<std::optional<double>> {
       const std::string& text = field(name);
       if (text.empty() && optional) return std::optional<double>{};
-      std::optional<double> value = number(text);
+      std::optional<double> value = parse_decimal(text);
       if (!value) return Error{where + name + ": expected a number, got '" + text + "'"};
       return value;
     };

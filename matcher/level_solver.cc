@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <optional>
 
 #include "matcher/flow_backend.h"
@@ -12,6 +13,12 @@ namespace {
 
 // Queues at least this long get a price hint from a list schedule (LEMON only).
 constexpr std::size_t kHintMinJobs = 250;
+// auto: the transport solver up to this many slots in the first grouped network (its Dijkstra
+// is dense over them); beyond, the assignment solver up to this many jobs (it is O(J·(J + M)) per
+// search step and measured faster than LEMON on distinct machines up to about 1,000 jobs), then
+// LEMON (docs/results.md, issue 13).
+constexpr std::size_t kTransportMaxSlots = 256;
+constexpr std::size_t kAssignmentMaxJobs = 1'000;
 
 // First guess of levels per device type: the type's speed-proportional share of the jobs per
 // machine, with a margin, and never fewer than the jobs that can only run there need.
@@ -88,7 +95,8 @@ Expected<LevelSolution> solve_grouped(const PreparedProblem& problem, Backend ba
   LevelSolution out;
   for (;;) {
     Expected<SlotNetwork> network =
-        build_level_network(problem, levels, backend == Backend::kTransport);
+        build_level_network(problem, levels,
+                            backend == Backend::kTransport || backend == Backend::kLemon);
     if (!network.ok()) return network.error();
     std::optional<PriceHint> hint;
     if (previous) {
@@ -131,6 +139,13 @@ Expected<LevelSolution> solve_grouped(const PreparedProblem& problem, Backend ba
 }
 
 }  // namespace
+
+Backend choose_backend(const PreparedProblem& problem) {
+  const std::vector<std::size_t> levels = initial_levels(problem);
+  const std::size_t slots = std::accumulate(levels.begin(), levels.end(), std::size_t{0});
+  if (slots <= kTransportMaxSlots) return Backend::kTransport;
+  return problem.job_count <= kAssignmentMaxJobs ? Backend::kAssignment : Backend::kLemon;
+}
 
 Expected<LevelSolution> solve_levels(const PreparedProblem& problem, Backend backend,
                                      bool naive_graph, PriceMemory* memory) {

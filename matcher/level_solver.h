@@ -19,6 +19,11 @@ struct LevelSolution {
   SolveStats stats;
 };
 
+// What Backend::kAuto runs: the transport solver when the grouped network starts with few slots
+// (its Dijkstra is dense over them); otherwise the assignment solver (position_solver.h) for
+// queues up to 1,000 jobs and LEMON beyond. All are exact; this only picks the fastest measured.
+Backend choose_backend(const PreparedProblem& problem);
+
 // Optimal flow of the grouped network (levels grown as needed), or of the naive network.
 // Precondition: problem.job_count > 0 and every job can run on some machine (prepare()).
 // `memory` (may be null) hints the first round and receives the final prices (LEMON only).

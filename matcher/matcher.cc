@@ -7,6 +7,7 @@
 
 #include "matcher/flow_backend.h"
 #include "matcher/level_solver.h"
+#include "matcher/position_solver.h"
 #include "matcher/prepared_problem.h"
 #include "matcher/slot_network.h"
 
@@ -92,6 +93,10 @@ bool is_idle(const MatchingProblem& problem, std::size_t machine) {
 
 std::string_view backend_name(Backend backend) {
   switch (backend) {
+    case Backend::kAuto:
+      return "auto";
+    case Backend::kAssignment:
+      return "assignment";
     case Backend::kLemon:
       return "lemon";
     case Backend::kBoost:
@@ -105,7 +110,8 @@ std::string_view backend_name(Backend backend) {
 }
 
 std::vector<Backend> all_backends() {
-  return {Backend::kLemon, Backend::kBoost, Backend::kGlpk, Backend::kTransport};
+  return {Backend::kAuto, Backend::kLemon,     Backend::kBoost,
+          Backend::kGlpk, Backend::kTransport, Backend::kAssignment};
 }
 
 Expected<Backend> parse_backend(std::string_view name) {
@@ -113,7 +119,7 @@ Expected<Backend> parse_backend(std::string_view name) {
     if (backend_name(backend) == name) return backend;
   }
   return Error{"unknown matcher backend '" + std::string(name) +
-               "' (use lemon, boost, glpk or transport)"};
+               "' (use auto, lemon, boost, glpk, transport or assignment)"};
 }
 
 namespace {
@@ -129,16 +135,21 @@ Expected<SlotFlow> solve_with(const SlotNetwork& network, Backend backend,
       return solve_with_glpk(network);
     case Backend::kTransport:
       return solve_with_transport(network, price_hint);
+    case Backend::kAuto:
+    case Backend::kAssignment:
+      break;
   }
-  return Error{"unknown matcher backend"};
+  return Error{"matcher backend " + std::string(backend_name(backend)) +
+               " solves no slot network (a bug)"};
 }
 
 }  // namespace
 
 Expected<SlotFlow> solve_flow(const SlotNetwork& network, Backend backend,
                               const PriceHint* price_hint) {
-  if (network.implicit != nullptr && backend != Backend::kTransport) {
-    return Error{"matcher: only the transport backend reads implicit job arcs (a bug)"};
+  if (network.implicit != nullptr && backend != Backend::kTransport &&
+      backend != Backend::kLemon) {
+    return Error{"matcher: only the transport and LEMON backends read implicit job arcs (a bug)"};
   }
   Expected<SlotFlow> flow = solve_with(network, backend, price_hint);
   if (flow.ok() && flow->feasible && flow->job_slot.empty()) {
@@ -156,19 +167,29 @@ Expected<Schedule> solve(const MatchingProblem& problem, const SolveOptions& opt
     return empty;
   }
 
+  Backend backend = options.backend;
+  if (backend == Backend::kAuto) {
+    // The naive graph (benchmarks only) is a network: LEMON solves it.
+    backend = options.naive_graph ? Backend::kLemon : choose_backend(*prepared);
+  }
+  if (backend == Backend::kAssignment && options.naive_graph) {
+    return Error{"matcher: the assignment backend has no naive graph (use lemon, boost or glpk)"};
+  }
   Expected<LevelSolution> solved =
-      solve_levels(*prepared, options.backend, options.naive_graph, options.memory);
+      backend == Backend::kAssignment
+          ? solve_by_positions(*prepared)
+          : solve_levels(*prepared, backend, options.naive_graph, options.memory);
   if (!solved.ok()) return solved.error();
   const SlotNetwork& network = solved->network;
   const SlotFlow& flow = solved->flow;
   Schedule plan = decode(problem, *prepared, network, flow);
   if (plan.objective_ticks != flow.cost) {
-    return Error{"matcher: backend " + std::string(backend_name(options.backend)) +
+    return Error{"matcher: backend " + std::string(backend_name(backend)) +
                  " returned a flow costing " + std::to_string(flow.cost) +
                  " ms but its schedule costs " + std::to_string(plan.objective_ticks) +
                  " ms: the flow was not optimal (a bug)"};
   }
-  plan.backend = options.backend;
+  plan.backend = backend;
   plan.stats = solved->stats;
   return plan;
 }

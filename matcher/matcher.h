@@ -22,13 +22,15 @@
 // unbounded problem (the top level's node potentials extend to every higher level).
 //
 // Size: J + Σ_t L_t + 1 nodes and J·Σ_t L_t + Σ_g L_t arcs for L_t levels of type t, against
-// J·M·J arcs for the naive graph (SolveOptions::naive_graph). LEMON, the default, does not hand
-// all of them to NetworkSimplex: for queues of 250 jobs or more it starts from each job's few
-// most promising arcs (prices read off a list schedule, which also seeds a feasible assignment)
-// and adds arcs while any has a negative reduced cost, so the optimum is the same (column
-// generation; lemon_flow.cc). Time: one such solve per lazy round, typically one round. Measured
-// on 2 cores (docs/results.md): 10,000 jobs on 1,000 machines of 3 types in ~0.2 s,
-// 2,000 jobs on 100 distinct machines in ~0.5 s, re-planning 1,000 jobs in ~20 ms.
+// J·M·J arcs for the naive graph (SolveOptions::naive_graph); job arcs are computed from the
+// times, not stored. LEMON does not hand all of them to NetworkSimplex: for queues of 250 jobs or
+// more it starts from each job's few most promising arcs (prices read off a list schedule, which
+// also seeds a feasible assignment) and adds arcs while any has a negative reduced cost, so the
+// optimum is the same (column generation; lemon_flow.cc). The transport backend solves the same
+// network over its slots only; the assignment backend needs no levels (position_solver.h).
+// Backend::kAuto picks among the three by the instance's shape. Measured on 2 cores under load
+// (docs/results.md, auto): 10,000 jobs on 1,000 machines of 3 types in ~26 ms CPU, 2,000 jobs
+// on 100 distinct machines in ~0.47 s, re-planning 10,000 jobs after one arrival in ~6 ms.
 //
 // Time unit. Times are rounded to whole milliseconds (kTicksPerSecond) and costs are int64 ticks:
 // the plan is exactly optimal for the rounded times, and the plan's times are the rounded ones.
@@ -38,7 +40,7 @@
 // Usage:
 //   std::vector<PendingJob> jobs = pending_jobs(workload.jobs);
 //   MatchingProblem problem{.now = 0, .machines = cluster.machines, .jobs = jobs};
-//   Expected<Schedule> plan = solve(problem, {.backend = Backend::kLemon});
+//   Expected<Schedule> plan = solve(problem);  // Backend::kAuto
 //
 // Thread-safety: solve() keeps no state between calls and may run concurrently on different
 // problems (GLPK keeps its environment per thread).
@@ -84,13 +86,16 @@ struct MatchingProblem {
 bool is_idle(const MatchingProblem& problem, std::size_t machine);
 
 enum class Backend {
-  kLemon,      // LEMON NetworkSimplex; the default and the fastest
-  kBoost,      // Boost Graph successive shortest paths; an independent check
-  kGlpk,       // GLPK simplex on the assignment LP; an independent check, small problems only
-  kTransport,  // successive shortest paths over the slot side; fastest on grouped machines
+  kAuto,        // the fastest exact one for the instance: transport, assignment or LEMON
+  kLemon,       // LEMON NetworkSimplex with column generation
+  kBoost,       // Boost Graph successive shortest paths; an independent check
+  kGlpk,        // GLPK simplex on the assignment LP; an independent check, small problems only
+  kTransport,   // successive shortest paths over the slot side; fastest on grouped machines
+  kAssignment,  // shortest augmenting paths on jobs x (machine, position); many distinct machines
 };
 std::string_view backend_name(Backend backend);
-Expected<Backend> parse_backend(std::string_view name);  // "lemon", "boost", "glpk", "transport"
+// "auto", "lemon", "boost", "glpk", "transport", "assignment"
+Expected<Backend> parse_backend(std::string_view name);
 std::vector<Backend> all_backends();
 
 // Slot prices remembered from one solve for the next, when a caller re-plans the same queue as
@@ -112,11 +117,11 @@ class PriceMemory {
 };
 
 struct SolveOptions {
-  Backend backend = Backend::kLemon;
+  Backend backend = Backend::kAuto;
   // For benchmarks: every machine its own slot set with all J positions, as in the reference
   // implementation (J·M·J arcs). Same answer, far slower.
   bool naive_graph = false;
-  // Optional (LEMON): read before and updated after the solve. See PriceMemory.
+  // Optional (LEMON, transport): read before and updated after the solve. See PriceMemory.
   PriceMemory* memory = nullptr;
 };
 
@@ -139,7 +144,7 @@ struct Schedule {
   std::vector<Assignment> assignments;  // assignments[i].job == i
   std::int64_t objective_ticks = 0;     // Σ (finish − now), exact, in ticks
   double objective = 0;                 // the same in seconds
-  Backend backend = Backend::kLemon;
+  Backend backend = Backend::kAuto;     // the backend that solved it (auto resolved)
   SolveStats stats;
 };
 

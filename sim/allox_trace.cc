@@ -5,6 +5,8 @@
 #include <sstream>
 #include <vector>
 
+#include "core/csv.h"
+
 namespace allox {
 namespace {
 
@@ -16,13 +18,9 @@ std::vector<std::string> split_words(const std::string& line) {
 }
 
 bool to_double(const std::string& text, double& out) {
-  try {
-    std::size_t used = 0;
-    out = std::stod(text, &used);
-    return used == text.size() && std::isfinite(out);
-  } catch (const std::exception&) {
-    return false;
-  }
+  const std::optional<double> value = parse_decimal(text);
+  if (value) out = *value;
+  return value.has_value();
 }
 
 // Reads the next non-blank line; false at end of input.

@@ -4,6 +4,9 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <vector>
+
+#include "fairness/usage_window.h"
 
 namespace allox {
 
@@ -76,20 +79,16 @@ SimSummary summarize(const SimResult& result, const Trace& trace, const Cluster&
     s.makespan = last_finish - first_arrival;
   }
 
-  double sum_x = 0, sum_x2 = 0;
-  std::size_t n = 0;
+  std::vector<double> inverse_rho;  // x_u = 1 / rho_u
   for (std::size_t u = 0; u < s.per_user.size(); ++u) {
     UserSummary& us = s.per_user[u];
     if (us.completed == 0) continue;
     us.avg_jct = jct_sum[u] / us.completed;
     us.rho = jct_sum[u] / isolated_sum[u];
     s.max_rho = std::max(s.max_rho, us.rho);
-    const double x = 1 / us.rho;
-    sum_x += x;
-    sum_x2 += x * x;
-    ++n;
+    inverse_rho.push_back(1 / us.rho);
   }
-  s.jain = n == 0 ? 0 : sum_x * sum_x / (n * sum_x2);
+  s.jain = inverse_rho.empty() ? 0 : jain_index(inverse_rho);
   return s;
 }
 

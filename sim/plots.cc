@@ -11,6 +11,8 @@
 #include <set>
 #include <sstream>
 
+#include "core/output_file.h"
+
 extern char** environ;
 
 namespace allox {
@@ -41,11 +43,7 @@ std::string script(const std::string& stem, const std::string& setup, const std:
 }
 
 Status write_text(const fs::path& path, const std::string& text) {
-  std::ofstream out(path);
-  out << text;
-  out.close();
-  if (!out) return Error{"cannot write " + path.string()};
-  return OkStatus();
+  return write_output_file(path, [&](std::ostream& out) { out << text; });
 }
 
 // Runs gnuplot on `script_name` inside `dir`; its stderr goes to <stem>.log.

@@ -8,21 +8,9 @@
 #include <sstream>
 
 #include "core/csv.h"
+#include "core/output_file.h"
 
 namespace allox {
-namespace {
-
-Status write_file(const std::filesystem::path& path,
-                  const std::function<void(std::ostream&)>& body) {
-  std::ofstream out(path);
-  if (!out) return Error{"cannot write " + path.string()};
-  body(out);
-  out.close();
-  if (!out) return Error{"error writing " + path.string()};
-  return OkStatus();
-}
-
-}  // namespace
 
 void write_summary_json(const SimSummary& s, std::ostream& out) {
   nlohmann::ordered_json j;
@@ -119,14 +107,16 @@ Status write_run_files(const SimSummary& summary, const SimResult& result, const
   std::filesystem::create_directories(dir, ec);
   if (ec) return Error{"cannot create " + dir + ": " + ec.message()};
   const std::filesystem::path base(dir);
-  if (Status s = write_file(base / "summary.json",
-                            [&](std::ostream& o) { write_summary_json(summary, o); });
+  if (Status s = write_output_file(base / "summary.json",
+                                   [&](std::ostream& o) { write_summary_json(summary, o); });
       !s.ok())
     return s;
-  if (Status s = write_file(base / "jobs.csv", [&](std::ostream& o) { write_jobs_csv(result, o); });
+  if (Status s =
+          write_output_file(base / "jobs.csv", [&](std::ostream& o) { write_jobs_csv(result, o); });
       !s.ok())
     return s;
-  return write_file(base / "shares.csv", [&](std::ostream& o) { write_shares_csv(result, o); });
+  return write_output_file(base / "shares.csv",
+                           [&](std::ostream& o) { write_shares_csv(result, o); });
 }
 
 }  // namespace allox

@@ -84,16 +84,6 @@ std::string trim(const std::string& s) {
   return s.substr(b, s.find_last_not_of(" \t") - b + 1);
 }
 
-bool parse_number(const std::string& text, double& out) {
-  try {
-    std::size_t used = 0;
-    out = std::stod(text, &used);
-    return used == text.size() && std::isfinite(out);
-  } catch (const std::exception&) {
-    return false;
-  }
-}
-
 Expected<Trace> finish(Trace trace, const std::string& source) {
   add_missing_users(trace);
   sort_by_arrival(trace);
@@ -194,7 +184,7 @@ Expected<Trace> parse_csv_trace(const std::string& text, const std::string& sour
       const std::string value = trim((*fields)[c]);
       const auto& [kind, device] = columns[c];
       const std::string& column = header[c];
-      double x = 0;
+      std::optional<double> x;
       switch (kind) {
         case Column::kJob:
           if (value.empty()) return fail("job id is empty");
@@ -205,18 +195,20 @@ Expected<Trace> parse_csv_trace(const std::string& text, const std::string& sour
           break;
         case Column::kArrival:
           if (value.empty()) break;
-          if (!parse_number(value, x) || x < 0) {
+          x = parse_decimal(value);
+          if (!x || *x < 0) {
             return fail(column + " must be a number of seconds >= 0, got '" + value + "'");
           }
-          tj.job.arrival = x;
+          tj.job.arrival = *x;
           break;
         case Column::kTime:
         case Column::kEstimate:
           if (value.empty()) break;
-          if (!parse_number(value, x) || x <= 0) {
+          x = parse_decimal(value);
+          if (!x || *x <= 0) {
             return fail(column + " must be a positive number of seconds, got '" + value + "'");
           }
-          (kind == Column::kTime ? tj.true_time : estimate)[device] = x;
+          (kind == Column::kTime ? tj.true_time : estimate)[device] = *x;
           break;
       }
     }

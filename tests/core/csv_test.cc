@@ -57,6 +57,17 @@ TEST(CsvTest, QuotedFieldsRoundTrip) {
   EXPECT_EQ(R"("a,b")", csv_field("a,b"));
 }
 
+// The one number syntax of allox's text inputs: plain decimals only.
+TEST(CsvTest, ParseDecimalTakesPlainFiniteDecimalsOnly) {
+  EXPECT_EQ(3.0, parse_decimal("3"));
+  EXPECT_EQ(-0.5, parse_decimal("-0.5"));
+  EXPECT_EQ(1e20, parse_decimal("1e+20"));
+  EXPECT_EQ(0.25, parse_decimal("+.25"));
+  for (const char* bad : {"", " 3", "3 ", "0x10", "inf", "nan", "1e999", "3s", "1,5", "--1"}) {
+    EXPECT_FALSE(parse_decimal(bad).has_value()) << bad;
+  }
+}
+
 TEST(CsvTest, NumbersAreShortAndReadBackExactly) {
   EXPECT_EQ("0.1", csv_number(0.1));
   EXPECT_EQ("1800", csv_number(1800));
@@ -67,6 +78,7 @@ TEST(CsvTest, NumbersAreShortAndReadBackExactly) {
   for (int trial = 0; trial < 1000; ++trial) {
     const double x = any(rng);
     EXPECT_EQ(x, std::stod(csv_number(x))) << csv_number(x);
+    EXPECT_EQ(x, parse_decimal(csv_number(x))) << "what allox writes it reads back";
   }
   EXPECT_EQ(std::numeric_limits<double>::max(),
             std::stod(csv_number(std::numeric_limits<double>::max())));

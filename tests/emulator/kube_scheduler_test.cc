@@ -302,7 +302,9 @@ TEST_F(KubeSchedulerTest, ARejectedPodWithNoEventWaitsForTheFiveMinuteTimeout) {
   ASSERT_EQ(2u, calls.size());
   const double waited = calls[1].at - calls[0].at;
   EXPECT_GE(waited, 300.0);
-  EXPECT_LE(waited, 300.0 + 30.0 + 20.0);  // flushed every 30 s; slack for a loaded machine
+  // Flushed every 30 s, plus slack: the test clock runs fast, so a loaded machine's wall-clock
+  // delays are magnified (362 s seen under a parallel ctest); still far below a second timeout.
+  EXPECT_LE(waited, 300.0 + 30.0 + 90.0);
   EXPECT_EQ(1u, scheduler->stats().timeouts);
 }
 

@@ -24,6 +24,8 @@ TEST(ConfigTest, ShippedExampleLoads) {
   EXPECT_EQ(2, config->nodes[0].machines.at("gpu"));
   EXPECT_EQ("gpu", config->devices.device_for("nvidia.com/gpu").value());
   EXPECT_FALSE(config->apiserver.has_value());
+  EXPECT_EQ(LogLevel::kInfo, config->log.level);
+  EXPECT_EQ(LogFormat::kText, config->log.format) << "scripts/demo.sh reads its text lines";
 }
 
 TEST(ConfigTest, DefaultsWhenKeysAreAbsent) {
@@ -60,6 +62,7 @@ cpu: {device: cpu, cores_per_machine: 16}
 nodes: [{name: n1, machines: {tpu: 4, cpu: 2}}]
 tenancy: {users: {team-a: alice}, user_annotation_namespaces: [lab, ml]}
 retention: {finished_seconds: 600, history_seconds: 1200}
+log: {level: debug, format: json}
 apiserver: {url: "https://k8s.local/", token: abc, ca_file: /ca.crt}
 )",
                                       "test.yaml");
@@ -84,6 +87,9 @@ apiserver: {url: "https://k8s.local/", token: abc, ca_file: /ca.crt}
   EXPECT_EQ((std::set<std::string>{"lab", "ml"}), config->tenancy.user_annotation_namespaces);
   EXPECT_DOUBLE_EQ(600, config->retention.finished_seconds);
   EXPECT_DOUBLE_EQ(1200, config->retention.history_seconds);
+  EXPECT_EQ(LogLevel::kDebug, config->log.level);
+  EXPECT_EQ(LogFormat::kJson, config->log.format);
+  EXPECT_EQ("alloxd", config->log.program);
   ASSERT_TRUE(config->apiserver.has_value());
   EXPECT_EQ("https://k8s.local", config->apiserver->url);
   EXPECT_EQ("abc", config->apiserver->token);
@@ -103,7 +109,7 @@ TEST(ConfigTest, BadConfigsNameTheKey) {
        R"(t.yaml:1: unknown key "lisen" (expected one of: listen, reports_listen, database, )"
        R"(policy, alpha, starvation_bound, tick, default_job_seconds, fairness_window, )"
        R"(max_body_bytes, http_threads, admin_token, admin_token_file, devices, cpu, nodes, )"
-       R"(tenancy, retention, apiserver, scheduler_name, webhook))"},
+       R"(tenancy, retention, log, apiserver, scheduler_name, webhook))"},
       {"nodes: [{name: a, machines: {gpu: 1}, gpus: 2}]",
        R"(t.yaml:1: nodes[0]: unknown key "gpus" (expected one of: name, machines))"},
       {"apiserver: {url: http://x, tokn: y}",
@@ -157,7 +163,12 @@ TEST(ConfigTest, BadConfigsNameTheKey) {
        "t.yaml:1: expected a mapping with keys listen, reports_listen, database, policy, alpha, "
        "starvation_bound, tick, default_job_seconds, fairness_window, max_body_bytes, "
        "http_threads, admin_token, admin_token_file, devices, cpu, nodes, tenancy, retention, "
-       "apiserver, scheduler_name, webhook, got a list"},
+       "log, apiserver, scheduler_name, webhook, got a list"},
+      {"log: {level: loud}",
+       R"(t.yaml:1: log: level must be one of debug, info, warn, error, got "loud")"},
+      {"log: {format: logfmt}", R"(t.yaml:1: log: format must be one of text, json, got "logfmt")"},
+      {"log: {levl: info}",
+       R"(t.yaml:1: log: unknown key "levl" (expected one of: level, format))"},
       {"tenancy: {user: {a: b}}",
        R"(t.yaml:1: tenancy: unknown key "user" (expected one of: users, )"
        R"(user_annotation_namespaces))"},

@@ -1,4 +1,4 @@
-// The three backends, and the grouped against the naive graph, on medium instances.
+// The backends against each other, and the grouped against the naive graph, on medium instances.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -25,7 +25,8 @@ TEST(BackendsAgree, MediumInstancesWithMixedTypesAndResidualTimes) {
     const Expected<Schedule> lemon = solve(instance.problem(), {.backend = Backend::kLemon});
     ASSERT_TRUE(lemon.ok()) << lemon.message();
     EXPECT_EQ(plan_problems(instance, *lemon), std::vector<std::string>{});
-    for (Backend backend : {Backend::kBoost, Backend::kGlpk, Backend::kTransport}) {
+    for (Backend backend : {Backend::kBoost, Backend::kGlpk, Backend::kTransport,
+                            Backend::kAssignment, Backend::kAuto}) {
       const Expected<Schedule> other = solve(instance.problem(), {.backend = backend});
       ASSERT_TRUE(other.ok()) << backend_name(backend) << ": " << other.message();
       EXPECT_EQ(other->objective_ticks, lemon->objective_ticks) << backend_name(backend);
@@ -44,7 +45,7 @@ TEST(BackendsAgree, GroupedGraphMatchesNaiveGraphWithIdenticalMachines) {
   for (int round = 0; round < 3; ++round) {
     Instance instance = random_instance(rng, shape, 60, 8);
     for (Machine& m : instance.machines) m.busy_until = instance.now;
-    const Expected<Schedule> grouped = solve(instance.problem());
+    const Expected<Schedule> grouped = solve(instance.problem(), {.backend = Backend::kLemon});
     const Expected<Schedule> naive = solve(instance.problem(), {.naive_graph = true});
     ASSERT_TRUE(grouped.ok()) << grouped.message();
     ASSERT_TRUE(naive.ok()) << naive.message();
@@ -68,7 +69,7 @@ TEST(BackendsAgree, LazyLevelsGrowUntilNoTopLevelIsFull) {
     instance.jobs.push_back(job);
   }
   instance.pending = pending_jobs(instance.jobs);
-  const Expected<Schedule> lazy = solve(instance.problem());
+  const Expected<Schedule> lazy = solve(instance.problem(), {.backend = Backend::kLemon});
   const Expected<Schedule> naive = solve(instance.problem(), {.naive_graph = true});
   ASSERT_TRUE(lazy.ok()) << lazy.message();
   ASSERT_TRUE(naive.ok()) << naive.message();
@@ -91,7 +92,7 @@ TEST(BackendsAgree, LemonCarriesPricesAcrossLazyRoundsExactly) {
     instance.jobs.push_back(job);
   }
   instance.pending = pending_jobs(instance.jobs);
-  const Expected<Schedule> lemon = solve(instance.problem());
+  const Expected<Schedule> lemon = solve(instance.problem(), {.backend = Backend::kLemon});
   const Expected<Schedule> boost = solve(instance.problem(), {.backend = Backend::kBoost});
   ASSERT_TRUE(lemon.ok()) << lemon.message();
   ASSERT_TRUE(boost.ok()) << boost.message();
@@ -211,6 +212,54 @@ TEST(BackendsAgree, TransportOnDistinctMachinesMatchesBoost) {
   ASSERT_TRUE(boost.ok()) << boost.message();
   EXPECT_EQ(transport->objective_ticks, boost->objective_ticks);
   EXPECT_EQ(plan_problems(instance, *transport), std::vector<std::string>{});
+}
+
+TEST(BackendsAgree, AssignmentOnLongQueuesWithDistinctMachinesMatchesBoost) {
+  // Many device types with one machine each (the grouped network has hundreds of slots), busy
+  // machines and jobs that cannot run everywhere: positions deep in every machine's queue.
+  std::mt19937 rng(16);
+  InstanceShape shape;
+  shape.devices.clear();
+  for (int d = 0; d < 24; ++d) shape.devices.push_back("d" + std::to_string(d));
+  shape.max_time = 3000;
+  shape.max_residual = 900;
+  shape.fractional = true;
+  const Instance instance = random_instance(rng, shape, 360, 24);
+  const Expected<Schedule> assignment = solve(instance.problem(), {.backend = Backend::kAssignment});
+  const Expected<Schedule> boost = solve(instance.problem(), {.backend = Backend::kBoost});
+  ASSERT_TRUE(assignment.ok()) << assignment.message();
+  ASSERT_TRUE(boost.ok()) << boost.message();
+  EXPECT_EQ(assignment->objective_ticks, boost->objective_ticks);
+  EXPECT_EQ(plan_problems(instance, *assignment), std::vector<std::string>{});
+}
+
+TEST(BackendsAgree, AutoPicksTransportAssignmentOrLemonAndStaysExact) {
+  // Three shapes, one per pick: few large groups (transport), many distinct machines and a
+  // medium queue (assignment), many distinct machines and a long queue (LEMON). Each answer
+  // equals an independent backend's.
+  struct Case {
+    int devices, jobs, machines;
+    Backend expected, reference;
+  };
+  for (const Case& c : {Case{3, 900, 40, Backend::kTransport, Backend::kLemon},
+                        Case{40, 400, 40, Backend::kAssignment, Backend::kLemon},
+                        Case{60, 1100, 60, Backend::kLemon, Backend::kAssignment}}) {
+    std::mt19937 rng(17);
+    InstanceShape shape;
+    shape.devices.clear();
+    for (int d = 0; d < c.devices; ++d) shape.devices.push_back("d" + std::to_string(d));
+    shape.max_time = 3000;
+    shape.max_residual = c.devices == 3 ? 0 : 900;
+    shape.fractional = true;
+    const Instance instance = random_instance(rng, shape, c.jobs, c.machines);
+    const Expected<Schedule> picked = solve(instance.problem(), {.backend = Backend::kAuto});
+    const Expected<Schedule> reference = solve(instance.problem(), {.backend = c.reference});
+    ASSERT_TRUE(picked.ok()) << picked.message();
+    ASSERT_TRUE(reference.ok()) << reference.message();
+    EXPECT_EQ(picked->backend, c.expected) << c.jobs;
+    EXPECT_EQ(picked->objective_ticks, reference->objective_ticks) << c.jobs;
+    EXPECT_EQ(plan_problems(instance, *picked), std::vector<std::string>{}) << c.jobs;
+  }
 }
 
 }  // namespace

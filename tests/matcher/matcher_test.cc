@@ -126,6 +126,9 @@ TEST(Solve, ShortestJobRunsFirstOnAMachine) {
 TEST(Solve, UnknownBackendNameIsAnError) {
   EXPECT_EQ(*parse_backend("glpk"), Backend::kGlpk);
   EXPECT_EQ(*parse_backend("transport"), Backend::kTransport);
+  EXPECT_EQ(*parse_backend("assignment"), Backend::kAssignment);
+  EXPECT_EQ(*parse_backend("auto"), Backend::kAuto);
+  for (Backend backend : all_backends()) EXPECT_EQ(*parse_backend(backend_name(backend)), backend);
   const Expected<Backend> bad = parse_backend("cplex");
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.message(), HasSubstr("cplex"));

@@ -14,7 +14,7 @@ for ext in yaml json; do
   cluster="$root/examples/cluster.$ext"
   jobs="$root/examples/jobs.$ext"
   want=""
-  for backend in lemon boost glpk; do
+  for backend in lemon boost glpk transport assignment auto; do
     out=$("$allox" solve --cluster "$cluster" --jobs "$jobs" --backend "$backend") ||
       { fail "$backend on $ext examples exited $?"; continue; }
     got=$(echo "$out" | objective)
@@ -23,9 +23,12 @@ for ext in yaml json; do
     [[ "$got" == "$want" ]] || fail "$backend objective $got differs from lemon's $want ($ext)"
     [[ $(echo "$out" | grep -c '"job":') -eq $(grep -c '{id: \|"id":' "$jobs") ]] ||
       fail "$backend: assignment count differs from the job count ($ext)"
-    echo "$out" | grep -q "\"backend\": \"$backend\"" || fail "$backend: backend not reported"
+    # auto reports the exact backend it picked.
+    reported=$backend
+    [[ $backend == auto ]] && reported='\(transport\|assignment\)'
+    echo "$out" | grep -q "\"backend\": \"$reported\"" || fail "$backend: backend not reported"
   done
-  echo "ok: $ext examples, objective $want s with lemon, boost and glpk"
+  echo "ok: $ext examples, objective $want s with every backend"
 done
 
 table=$("$allox" solve --cluster "$root/examples/cluster.yaml" --jobs "$root/examples/jobs.yaml" \

@@ -124,6 +124,10 @@ TEST(InformerTest, ListsThenWatchesFromTheListVersionWithBookmarksAndSelector) {
   Informer informer(client, fast_options(), recorder);
   informer.start();
   recorder.wait_log(1);
+  // synced() turns true once on_replace has returned, just after the recorder saw it.
+  for (int i = 0; i < 500 && !informer.synced(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   EXPECT_TRUE(informer.synced());
   watch->push(event("ADDED", pod("c", "11")));
   watch->push(event("MODIFIED", pod("a", "12")));
@@ -257,6 +261,10 @@ TEST(InformerTest, FailingListsBackOffAndRetryUntilTheyWork) {
     script.list_status = 200;
   }
   recorder.wait_log(1);
+  // synced() turns true once on_replace has returned, just after the recorder saw it.
+  for (int i = 0; i < 500 && !informer.synced(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   EXPECT_TRUE(informer.synced());
   client.stop();
   informer.stop();
