@@ -128,9 +128,11 @@ class KubeSchedulerTest : public ::testing::Test {
   SimClock clock{kSpeedup};
   ApiObjects objects{[this] { return clock.now(); }};
   ScriptedExtender extender{objects, clock};
-  std::unique_ptr<KubeScheduler> scheduler;
   std::mutex events_mu;
   std::vector<SchedulerEvent> events;
+  // Declared after what its thread writes to, so it is stopped and destroyed first (ASan saw
+  // the scheduling loop push an event into the already destroyed vector).
+  std::unique_ptr<KubeScheduler> scheduler;
 
   void add_node(const std::string& name, const std::string& gpus, const std::string& cpus = "8") {
     json node = {
