@@ -2,7 +2,7 @@
 # Writes the seed corpus of one fuzz target into a folder: the real kube-scheduler v1.28 traffic
 # and the upstream golden bodies in data/kube-extender/, the shipped alloxd configs, and every
 # input saved under fuzz/regressions/<target>/ (crashes found before, kept so they stay fixed).
-#   fuzz/seeds.sh fuzz_wire|fuzz_pod|fuzz_routes|fuzz_config OUT_DIR
+#   fuzz/seeds.sh fuzz_wire|fuzz_pod|fuzz_routes|fuzz_config|fuzz_admission OUT_DIR
 set -euo pipefail
 target=$1
 out=$2
@@ -48,6 +48,21 @@ case $target in
     printf 'POST /v1/profiles\n%s' \
       '[{"job":"default/g1","device":"gpu","iterations":20,"seconds":13.5,"kind":"profile"}]' \
       >"$out/POST_v1_profiles"
+    ;;
+  fuzz_admission)
+    # AdmissionReview v1 bodies as the API server sends them: a pod of allox's scheduler (with
+    # and without gates), another scheduler's pod, an UPDATE, and another kind.
+    pod='{"metadata":{"name":"bert-gpu","namespace":"lab"},"spec":{"schedulerName":"allox-scheduler","containers":[{"name":"m"}]}}'
+    gated='{"metadata":{"name":"bert-cpu","namespace":"lab"},"spec":{"schedulerName":"allox-scheduler","schedulingGates":[{"name":"other.io/gate"}],"containers":[{"name":"m"}]}}'
+    other='{"metadata":{"name":"web","namespace":"lab"},"spec":{"schedulerName":"default-scheduler","containers":[{"name":"m"}]}}'
+    review() {
+      printf '{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"%s","kind":{"group":"","version":"v1","kind":"%s"},"operation":"%s","object":%s}}' "$@"
+    }
+    review 705ab4f5-6393-11e8-b7cc-42010a800002 Pod CREATE "$pod" >"$out/create-allox-pod.json"
+    review 705ab4f5-6393-11e8-b7cc-42010a800003 Pod CREATE "$gated" >"$out/create-gated-pod.json"
+    review 705ab4f5-6393-11e8-b7cc-42010a800004 Pod CREATE "$other" >"$out/create-other-pod.json"
+    review 705ab4f5-6393-11e8-b7cc-42010a800005 Pod UPDATE "$pod" >"$out/update-pod.json"
+    review 705ab4f5-6393-11e8-b7cc-42010a800006 Service CREATE '{"metadata":{"name":"s"}}' >"$out/create-service.json"
     ;;
   fuzz_config)
     cp "$root/examples/alloxd.yaml" "$out/examples-alloxd.yaml"
