@@ -88,13 +88,7 @@ class ClusterFeed::PodHandler final : public kube::InformerHandler {
       apply(*pod);
     } else if (auto identity = pod_identity(object)) {
       // Being deleted, or no longer ours: gone, if we knew it.
-      std::optional<ObservedPod> known;
-      {
-        std::lock_guard lock(mu_);
-        auto it = pods_.find(key_of(identity->namespace_name, identity->name));
-        if (it != pods_.end()) known = it->second;
-      }
-      if (known) forget(*known);
+      forget_if_known(identity->namespace_name, identity->name);
     }
     if (on_change_) on_change_();
   }
@@ -102,14 +96,19 @@ class ClusterFeed::PodHandler final : public kube::InformerHandler {
   void on_delete(const json& object) override {
     auto identity = pod_identity(object);
     if (!identity) return;
+    forget_if_known(identity->namespace_name, identity->name);
+    if (on_change_) on_change_();
+  }
+
+  // forget() runs outside mu_: it calls into the planner, which must not wait on the feed.
+  void forget_if_known(const std::string& namespace_name, const std::string& name) {
     std::optional<ObservedPod> known;
     {
       std::lock_guard lock(mu_);
-      auto it = pods_.find(key_of(identity->namespace_name, identity->name));
+      auto it = pods_.find(key_of(namespace_name, name));
       if (it != pods_.end()) known = it->second;
     }
     if (known) forget(*known);
-    if (on_change_) on_change_();
   }
 
   bool synced() const { return synced_.load(); }
