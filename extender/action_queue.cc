@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/log.h"
 #include "extender/kube/backoff.h"
 
 namespace allox::extender {
@@ -100,11 +101,19 @@ void ActionQueue::loop() {
       ++counts_.done;
     } else if (++entry.attempts >= options_.max_attempts || stopping_) {
       ++counts_.failed;
+      // Nobody waits on an action: this line is the only trace of one that gave up.
+      log_warn("action failed; giving up",
+               {{"action", key}, {"attempts", entry.attempts}, {"error", status.message()}});
     } else if (!entries_.count(key)) {  // not re-submitted meanwhile: retry later
       ++counts_.retried;
       backoff.reset();
       for (int i = 0; i < entry.attempts - 1; ++i) backoff.next();
-      entry.not_before = std::chrono::steady_clock::now() + backoff.next();
+      const auto delay = backoff.next();
+      log_debug("action failed; retrying", {{"action", key},
+                                            {"attempt", entry.attempts},
+                                            {"retry_in_ms", static_cast<long long>(delay.count())},
+                                            {"error", status.message()}});
+      entry.not_before = std::chrono::steady_clock::now() + delay;
       entries_[key] = std::move(entry);
       order_.push_back(key);
     }

@@ -4,9 +4,9 @@
 // One worker thread runs them in submission order. Each action has a key ("delete lab/bert-cpu");
 // submitting a key that is already waiting replaces it (the latest intent wins, never twice).
 // A failing action is retried with bounded exponential back-off (kube/backoff.h) up to
-// max_attempts, then dropped and counted: the controller is level-triggered and submits it
-// again on its next pass if it is still wanted. `allowed()` is asked before each run (only
-// the Lease holder acts); a refused action is dropped.
+// max_attempts, then dropped, counted and logged as a warning (a retry is a debug line): the
+// controller is level-triggered and submits it again on its next pass if it is still wanted.
+// `allowed()` is asked before each run (only the Lease holder acts); a refused action is dropped.
 //
 // Thread-safe. stop() drops what waits and returns once the action in flight has ended (each
 // is one bounded API call).
