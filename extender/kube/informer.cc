@@ -1,5 +1,7 @@
 #include "extender/kube/informer.h"
 
+#include "core/log.h"
+
 namespace allox::kube {
 namespace {
 
@@ -94,6 +96,11 @@ bool Informer::sleep_for(std::chrono::milliseconds delay) {
   return !cv_.wait_for(lock, delay, [&] { return stopping_; });
 }
 
+bool Informer::stopping() {
+  std::lock_guard lock(mu_);
+  return stopping_;
+}
+
 void Informer::loop() {
   std::string resource_version;
   bool need_list = true;
@@ -104,31 +111,47 @@ void Informer::loop() {
     }
     if (relist_.exchange(false)) need_list = true;
     if (need_list) {
-      if (!list(resource_version)) {
+      if (auto listed = list(resource_version); !listed) {
         ++failures_;
-        if (!sleep_for(backoff_.next())) return;
+        const auto delay = backoff_.next();
+        if (stopping()) return;  // the client was stopped under the call: not a failure
+        log_warn("list failed; retrying", {{"path", options_.path},
+                                           {"retry_in_ms", static_cast<long long>(delay.count())},
+                                           {"error", listed.message()}});
+        if (!sleep_for(delay)) return;
         continue;
       }
       need_list = false;
     }
-    switch (watch(resource_version)) {
+    std::string why;
+    switch (watch(resource_version, why)) {
       case WatchEnd::kTimeout:
         backoff_.reset();
         break;
       case WatchEnd::kGone:
+        log_info("watch expired (410 Gone); relisting",
+                 {{"path", options_.path}, {"resource_version", resource_version}});
+        need_list = true;
+        break;
       case WatchEnd::kRelist:
         need_list = true;
         break;
-      case WatchEnd::kFailed:
+      case WatchEnd::kFailed: {
         ++failures_;
         need_list = true;
-        if (!sleep_for(backoff_.next())) return;
+        const auto delay = backoff_.next();
+        if (stopping()) return;
+        log_warn("watch failed; relisting", {{"path", options_.path},
+                                             {"retry_in_ms", static_cast<long long>(delay.count())},
+                                             {"error", why}});
+        if (!sleep_for(delay)) return;
         break;
+      }
     }
   }
 }
 
-bool Informer::list(std::string& resource_version) {
+Status Informer::list(std::string& resource_version) {
   std::vector<json> objects;
   std::string continue_token;
   std::string version;
@@ -137,14 +160,19 @@ bool Informer::list(std::string& resource_version) {
     if (!options_.selector.empty()) query += "&" + options_.selector;
     if (!continue_token.empty()) query += "&continue=" + escape(continue_token);
     auto reply = client_.call("GET", with_query(options_.path, query));
-    if (!reply || reply->status != 200) return false;
+    if (!reply) return reply.error();
+    if (reply->status != 200) return Error{"HTTP " + std::to_string(reply->status)};
     json list = json::parse(reply->body, nullptr, false);
-    if (!list.is_object() || !list.contains("items") || !list["items"].is_array()) return false;
+    if (!list.is_object() || !list.contains("items") || !list["items"].is_array()) {
+      return Error{"the reply is not a list (no items array)"};
+    }
     std::string page_version = resource_version_of(list);
-    if (page_version.empty()) return false;
+    if (page_version.empty()) return Error{"the list has no metadata.resourceVersion"};
     if (version.empty()) version = page_version;
     for (json& item : list["items"]) {
-      if (!item.is_object() || !item.contains("metadata")) return false;
+      if (!item.is_object() || !item.contains("metadata")) {
+        return Error{"an item has no metadata"};
+      }
       objects.push_back(std::move(item));
     }
     continue_token.clear();
@@ -157,10 +185,10 @@ bool Informer::list(std::string& resource_version) {
   resource_version = version;
   ++lists_;
   backoff_.reset();
-  return true;
+  return OkStatus();
 }
 
-Informer::WatchEnd Informer::watch(std::string& resource_version) {
+Informer::WatchEnd Informer::watch(std::string& resource_version, std::string& why) {
   std::string query =
       "watch=1&allowWatchBookmarks=true&resourceVersion=" + escape(resource_version) +
       "&timeoutSeconds=" + std::to_string(options_.watch_timeout.count());
@@ -173,11 +201,13 @@ Informer::WatchEnd Informer::watch(std::string& resource_version) {
     auto event = parse_watch_event(line);
     if (!event) {
       end = WatchEnd::kFailed;  // garbage: the stream cannot be trusted any more
+      why = event.message();
       return false;
     }
     switch (event->type) {
       case WatchEvent::Type::kError:
         end = event->error_code == 410 ? WatchEnd::kGone : WatchEnd::kFailed;
+        why = "ERROR event, code " + std::to_string(event->error_code);
         return false;
       case WatchEvent::Type::kAdded:
       case WatchEvent::Type::kModified:
@@ -196,9 +226,15 @@ Informer::WatchEnd Informer::watch(std::string& resource_version) {
     }
     return true;
   });
-  if (!reply) return WatchEnd::kFailed;
+  if (!reply) {
+    why = reply.message();
+    return WatchEnd::kFailed;
+  }
   if (reply->status == 410) return WatchEnd::kGone;
-  if (reply->status != 200) return WatchEnd::kFailed;
+  if (reply->status != 200) {
+    why = "HTTP " + std::to_string(reply->status);
+    return WatchEnd::kFailed;
+  }
   return end;
 }
 

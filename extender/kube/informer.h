@@ -10,6 +10,7 @@
 //      at once. Anything else that goes wrong (a transport error, a 5xx, a broken stream, a
 //      line that is not a watch event, an object without metadata) is not trusted: back off
 //      (bounded, exponential) and re-list.
+//   Failures are logged (core/log.h) as warnings naming the path: nobody else sees them.
 //
 // The handler's calls come from the informer's one thread, in order. After a re-list,
 // on_replace carries the whole truth: objects the handler knew that are missing were deleted.
@@ -83,11 +84,13 @@ class Informer {
 
  private:
   void loop();
-  // Lists every page; true when on_replace was called.
-  bool list(std::string& resource_version);
+  // Lists every page; ok when on_replace was called, else what went wrong (for the log).
+  Status list(std::string& resource_version);
   enum class WatchEnd { kTimeout, kGone, kFailed, kRelist };
-  WatchEnd watch(std::string& resource_version);
+  // `why` says what went wrong when the watch ends kFailed.
+  WatchEnd watch(std::string& resource_version, std::string& why);
   bool sleep_for(std::chrono::milliseconds delay);  // false when stopping
+  bool stopping();
 
   KubeClient& client_;
   InformerOptions options_;

@@ -7,7 +7,9 @@
 #include <condition_variable>
 #include <map>
 #include <set>
+#include <sstream>
 
+#include "core/log.h"
 #include "tests/extender/kube/scripted_server.h"
 
 namespace allox::kube {
@@ -244,6 +246,8 @@ TEST(InformerTest, GoneGarbageAndBrokenStreamsAreReListedNotTrusted) {
 }
 
 TEST(InformerTest, FailingListsBackOffAndRetryUntilTheyWork) {
+  std::ostringstream log;  // read only once the informer's thread has ended
+  configure_log({"alloxd", LogLevel::kInfo, LogFormat::kText}, log);
   Script script;
   script.list_status = 503;
   ScriptedServer server([&](const ScriptedRequest& r) { return script.handle(r); });
@@ -268,6 +272,12 @@ TEST(InformerTest, FailingListsBackOffAndRetryUntilTheyWork) {
   EXPECT_TRUE(informer.synced());
   client.stop();
   informer.stop();
+  configure_log(LogOptions{});
+  // Each failed list is one warning naming the collection and the answer; nobody else sees it.
+  EXPECT_NE(std::string::npos,
+            log.str().find("list failed; retrying path=\"/api/v1/pods\" retry_in_ms="))
+      << log.str();
+  EXPECT_NE(std::string::npos, log.str().find("error=\"HTTP 503\"")) << log.str();
 }
 
 TEST(InformerTest, ParseWatchEventNamesWhatIsWrong) {
