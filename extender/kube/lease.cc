@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/log.h"
+
 namespace allox::kube {
 namespace {
 
@@ -35,7 +37,11 @@ std::string LeaderLease::path() const {
 }
 
 void LeaderLease::set_leading(bool leading) {
-  if (leading_.exchange(leading) != leading && on_change_) on_change_(leading);
+  if (leading_.exchange(leading) == leading) return;
+  log_info(
+      leading ? "became the leader" : "stopped leading",
+      {{"lease", options_.namespace_name + "/" + options_.name}, {"identity", options_.identity}});
+  if (on_change_) on_change_(leading);
 }
 
 void LeaderLease::start() {
