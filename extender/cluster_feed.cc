@@ -2,6 +2,7 @@
 
 #include <atomic>
 
+#include "core/log.h"
 #include "extender/cluster_api.h"  // node_inventory
 #include "extender/kube/pods.h"
 
@@ -20,6 +21,16 @@ std::string string_at(const json& object, const char* a, const char* b) {
   if (outer == object.end() || !outer->is_object()) return "";
   auto inner = outer->find(b);
   return inner != outer->end() && inner->is_string() ? inner->get<std::string>() : "";
+}
+
+// The feed runs on the informer's thread: a change it cannot record has no caller to go back
+// to, so it is logged (the next list or event tries again).
+template <class T>
+void log_unless_ok(const Expected<T>& outcome, std::string_view event, const JobVariant& variant) {
+  if (outcome) return;
+  log_warn(event, {{"job", variant.job_id},
+                   {"pod", key_of(variant.pod.namespace_name, variant.pod.name)},
+                   {"error", outcome.message()}});
 }
 
 }  // namespace
@@ -160,14 +171,19 @@ class ClusterFeed::PodHandler final : public kube::InformerHandler {
     const JobVariant& variant = *pod.variant;
     Standing now = standing(pod);
     if (pod.phase == "Succeeded" || pod.phase == "Failed") {
-      if (now == Standing::kRunsAsThisPod) (void)planner_.complete(variant.job_id);
+      if (now == Standing::kRunsAsThisPod) {
+        log_unless_ok(planner_.complete(variant.job_id), "could not record a completion", variant);
+      }
       return;
     }
     if (!pod.node_name.empty()) {
       // Bound (by our /bind, or before a restart): the job runs there.
       if (now == Standing::kUnknown || now == Standing::kWaiting) {
-        if (planner_.register_variant(variant)) {
-          (void)planner_.record_start(variant, pod.node_name, -1);
+        auto registered = planner_.register_variant(variant);
+        log_unless_ok(registered, "could not record a bound pod", variant);
+        if (registered) {
+          log_unless_ok(planner_.record_start(variant, pod.node_name, -1),
+                        "could not record a start", variant);
         }
       }
       return;
@@ -175,7 +191,7 @@ class ClusterFeed::PodHandler final : public kube::InformerHandler {
     // Waiting for a decision: a variant of its job. A late variant of a job that already runs
     // or ran stays out of the book; the controller deletes it.
     if (now == Standing::kUnknown || now == Standing::kWaiting) {
-      (void)planner_.register_variant(variant);
+      log_unless_ok(planner_.register_variant(variant), "could not record a pod", variant);
     }
   }
 
@@ -187,9 +203,11 @@ class ClusterFeed::PodHandler final : public kube::InformerHandler {
     if (!pod.variant) return;
     Standing now = standing(pod);
     if (now == Standing::kRunsAsThisPod) {
-      (void)planner_.complete(pod.variant->job_id);
+      log_unless_ok(planner_.complete(pod.variant->job_id), "could not record a completion",
+                    *pod.variant);
     } else if (now == Standing::kWaiting) {
-      (void)planner_.remove_variant(pod.variant->pod);
+      log_unless_ok(planner_.remove_variant(pod.variant->pod), "could not forget a deleted pod",
+                    *pod.variant);
     }
   }
 

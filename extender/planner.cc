@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 
+#include "core/log.h"
 #include "fairness/share.h"
 
 namespace allox::extender {
@@ -109,7 +110,9 @@ void Planner::forget_history() {
   auto steady = std::chrono::steady_clock::now();
   if (steady < next_history_prune_) return;
   next_history_prune_ = steady + std::chrono::minutes(1);
-  (void)store_->prune_history(at - config_.retention.history_seconds);
+  if (auto pruned = store_->prune_history(at - config_.retention.history_seconds); !pruned) {
+    log_warn("could not prune the store's history", {{"error", pruned.message()}});
+  }
 }
 
 Expected<Decision> Planner::decide_isolating(PlanInput& input) {
@@ -131,7 +134,10 @@ Expected<Decision> Planner::decide_isolating(PlanInput& input) {
   if (culprits.empty()) return decision;  // only the mix fails: every pod hears of it
   {
     std::unique_lock lock(book_mu_);
-    for (const auto& [id, reason] : culprits) book_.park(id, reason);
+    for (const auto& [id, reason] : culprits) {
+      book_.park(id, reason);
+      log_warn("job parked: the policy cannot take it", {{"job", id}, {"reason", reason}});
+    }
     input = book_.snapshot(input.state.now);
   }
   return policy_->decide(input.state);
