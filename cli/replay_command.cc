@@ -18,6 +18,7 @@
 
 #include "cli/commands.h"
 #include "cli/exit.h"
+#include "core/log.h"
 #include "extender/config.h"
 #include "extender/emulator/alloxd_process.h"
 #include "extender/emulator/fake_api_server.h"
@@ -178,8 +179,9 @@ void run(const ReplayArgs& args) {
       const std::string id = extender::job_id_in_namespace(options.pod_namespace, e.job);
       auto answer = done_client.post("/v1/jobs/" + extender::path_segment(id) + "/done",
                                      nlohmann::json::object(), true);
-      if (!answer && !args.quiet)
-        std::fprintf(stderr, "done %s: %s\n", e.job.c_str(), answer.message().c_str());
+      if (!answer && !args.quiet) {
+        log_warn("completion report refused", {{"job", id}, {"error", answer.message()}});
+      }
     }
   };
   std::signal(SIGINT, on_interrupt);
