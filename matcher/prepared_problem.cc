@@ -93,13 +93,19 @@ Expected<PreparedProblem> prepare(const MatchingProblem& problem, bool group_mac
     const PendingJob& job = problem.jobs[j];
     std::size_t runnable = 0;
     std::ptrdiff_t only_type = -1;
+    // job.time and out.types are both sorted by name: one merge walk finds each device's type.
+    auto next_type = out.types.begin();
     for (const auto& [device, seconds] : *job.time) {
       // The message is built only for a bad time: this loop runs for every job of every solve.
       if (!std::isfinite(seconds) || seconds < 0 || seconds > kMaxSeconds) {
         return check_time("job '" + *job.id + "': time on " + device, seconds).error();
       }
-      const std::ptrdiff_t type = type_index(device);
-      if (type < 0) continue;
+      int order = 1;
+      while (next_type != out.types.end() && (order = next_type->compare(device)) < 0) {
+        ++next_type;
+      }
+      if (next_type == out.types.end() || order != 0) continue;
+      const std::ptrdiff_t type = next_type - out.types.begin();
       out.time_ticks[j * type_count + static_cast<std::size_t>(type)] = to_ticks(seconds);
       ++out.runnable_jobs_of_type[static_cast<std::size_t>(type)];
       ++runnable;
