@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "matcher/flow_backend.h"
+#include "matcher/position_solver.h"
 #include "matcher/price_hints.h"
 
 namespace allox::matcher {
@@ -14,11 +15,13 @@ namespace {
 // Queues at least this long get a price hint from a list schedule (LEMON only).
 constexpr std::size_t kHintMinJobs = 250;
 // auto: the transport solver up to this many slots in the first grouped network (its Dijkstra
-// is dense over them); beyond, the assignment solver up to this many jobs (it is O(J·(J + M)) per
-// search step and measured faster than LEMON on distinct machines up to about 1,000 jobs), then
-// LEMON (docs/results.md, issue 13).
+// is dense over them); beyond, the assignment solver when machines are nearly all of distinct
+// device types, at most this many per type on average (measured 2-3x faster than LEMON there,
+// from 1,000 jobs x 30 machines to 8,000 x 400; with 4 or more machines per type LEMON's
+// grouped network is small and the assignment solver's searches long: 2,000 jobs x 100
+// machines of 10 types, 126 ms against 595), else LEMON (docs/results.md, issue 13).
 constexpr std::size_t kTransportMaxSlots = 256;
-constexpr std::size_t kAssignmentMaxJobs = 1'000;
+constexpr std::size_t kAssignmentMachinesPerType = 2;
 
 // First guess of levels per device type: the type's speed-proportional share of the jobs per
 // machine, with a margin, and never fewer than the jobs that can only run there need.
@@ -94,9 +97,8 @@ Expected<LevelSolution> solve_grouped(const PreparedProblem& problem, Backend ba
   std::optional<LevelSolution> previous;  // the last round, whose prices hint the next
   LevelSolution out;
   for (;;) {
-    Expected<SlotNetwork> network =
-        build_level_network(problem, levels,
-                            backend == Backend::kTransport || backend == Backend::kLemon);
+    Expected<SlotNetwork> network = build_level_network(
+        problem, levels, backend == Backend::kTransport || backend == Backend::kLemon);
     if (!network.ok()) return network.error();
     std::optional<PriceHint> hint;
     if (previous) {
@@ -144,7 +146,11 @@ Backend choose_backend(const PreparedProblem& problem) {
   const std::vector<std::size_t> levels = initial_levels(problem);
   const std::size_t slots = std::accumulate(levels.begin(), levels.end(), std::size_t{0});
   if (slots <= kTransportMaxSlots) return Backend::kTransport;
-  return problem.job_count <= kAssignmentMaxJobs ? Backend::kAssignment : Backend::kLemon;
+  const std::size_t machines = std::accumulate(problem.machines_of_type.begin(),
+                                               problem.machines_of_type.end(), std::size_t{0});
+  const bool distinct = machines <= kAssignmentMachinesPerType * problem.types.size();
+  const bool fits = problem.job_count * machines <= kMaxPositionPairs;
+  return distinct && fits ? Backend::kAssignment : Backend::kLemon;
 }
 
 Expected<LevelSolution> solve_levels(const PreparedProblem& problem, Backend backend,

@@ -20,8 +20,9 @@ struct LevelSolution {
 };
 
 // What Backend::kAuto runs: the transport solver when the grouped network starts with few slots
-// (its Dijkstra is dense over them); otherwise the assignment solver (position_solver.h) for
-// queues up to 1,000 jobs and LEMON beyond. All are exact; this only picks the fastest measured.
+// (its Dijkstra is dense over them); otherwise the assignment solver (position_solver.h) when
+// machines are nearly all of distinct device types (at most 2 per type on average) and it fits
+// kMaxPositionPairs, else LEMON. All are exact; this only picks the fastest measured.
 Backend choose_backend(const PreparedProblem& problem);
 
 // Optimal flow of the grouped network (levels grown as needed), or of the naive network.

@@ -30,7 +30,7 @@
 // network over its slots only; the assignment backend needs no levels (position_solver.h).
 // Backend::kAuto picks among the three by the instance's shape. Measured on 2 cores under load
 // (docs/results.md, auto): 10,000 jobs on 1,000 machines of 3 types in ~26 ms CPU, 2,000 jobs
-// on 100 distinct machines in ~0.47 s, re-planning 10,000 jobs after one arrival in ~6 ms.
+// on 100 distinct machines in ~0.23 s, re-planning 10,000 jobs after one arrival in ~6 ms.
 //
 // Time unit. Times are rounded to whole milliseconds (kTicksPerSecond) and costs are int64 ticks:
 // the plan is exactly optimal for the rounded times, and the plan's times are the rounded ones.

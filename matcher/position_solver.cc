@@ -14,29 +14,64 @@ namespace {
 
 using Wide = __int128;
 constexpr std::int64_t kUnreached = std::numeric_limits<std::int64_t>::max();
-constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+constexpr std::uint32_t kNoJob = std::numeric_limits<std::uint32_t>::max();
+// Beyond any reduced distance (those stay within ±2^60, check_range()), and safe to add to one.
+constexpr std::int64_t kNeverEnters = std::int64_t{1} << 62;
 
-// Columns are machine positions. Position `level` of machine `machine` costs job j
-// level · p(j, type) + residual; price is the column's dual (≤ 0; 0 while free).
-struct Columns {
-  std::vector<std::size_t> machine;
-  std::vector<std::size_t> type;
-  std::vector<std::int64_t> level;
-  std::vector<std::int64_t> residual;
-  std::vector<std::int64_t> price;
-  std::vector<std::size_t> owner;  // job, or kNone for a machine's lowest free position
+// One machine's positions, index i for position i + 1 (i + 1 from last). Positions [0, taken)
+// hold jobs; position `taken` is the lowest free one, the machine's only free column.
+struct MachineQueue {
+  std::size_t type = 0;
+  std::int64_t residual = 0;
+  std::vector<std::int64_t> price;   // column duals, ≤ 0; price[taken] == 0
+  std::vector<std::uint32_t> owner;  // the job in each taken position
+  // Per search: settled when stamp == the search's number; then dist and pred are its distance
+  // and the job it was reached from.
+  std::vector<std::uint32_t> stamp;
+  std::vector<std::int64_t> dist;
+  std::vector<std::uint32_t> pred;
+  std::int64_t free_dist = kUnreached;  // the free column's tentative distance
+  std::uint32_t free_pred = kNoJob;
 
-  std::size_t size() const { return machine.size(); }
-  std::size_t add(std::size_t m, std::size_t t, std::int64_t k, std::int64_t r) {
-    machine.push_back(m);
-    type.push_back(t);
-    level.push_back(k);
-    residual.push_back(r);
-    price.push_back(0);
-    owner.push_back(kNone);
-    return machine.size() - 1;
+  std::size_t taken() const { return owner.size(); }
+  std::int64_t cost(std::int64_t time, std::size_t i) const {
+    return static_cast<std::int64_t>(i + 1) * time + residual;
+  }
+  // The taken position where position·time − price is least. Prices that are tight on the
+  // jobs in place and dual feasible are concave in the position (between positions i and i+1,
+  // the jobs there bound price[i+1] − price[i] from above by the one in i and from below by the
+  // one in i+1, which is no longer), so position·time − price is convex: binary search on its
+  // steps. Precondition: taken() > 0.
+  std::size_t best_taken(std::int64_t time) const {
+    std::size_t lo = 0;
+    std::size_t hi = taken() - 1;
+    while (lo < hi) {
+      const std::size_t mid = (lo + hi) / 2;
+      if (price[mid + 1] - price[mid] <= time) {
+        hi = mid;
+      } else {
+        lo = mid + 1;
+      }
+    }
+    return lo;
   }
 };
+
+// A job's next taken column on one machine in order of reduced distance: position·time − price
+// is convex, so from its least position `lo` walks down and `hi` up; `at` is the nearer of
+// the two (the one in the heap).
+struct Candidate {
+  std::int64_t dist = 0;
+  std::uint32_t job = 0;
+  std::uint32_t machine = 0;
+  std::int32_t lo = 0;
+  std::int32_t hi = 0;
+  std::int32_t at = 0;
+};
+
+bool farther(const Candidate& a, const Candidate& b) {
+  return a.dist > b.dist;
+}
 
 class PositionSolver {
  public:
@@ -45,15 +80,23 @@ class PositionSolver {
     for (std::size_t g = 0; g < problem.groups.size(); ++g) {
       for (std::size_t n = 0; n < problem.groups[g].machines.size(); ++n) {
         machine_group_.push_back(g);
-        columns_.add(machine_group_.size() - 1, problem.groups[g].type, 1,
-                     problem.groups[g].residual_ticks);
+        MachineQueue queue;
+        queue.type = problem.groups[g].type;
+        queue.residual = problem.groups[g].residual_ticks;
+        machines_.push_back(std::move(queue));
+        add_free_position(machines_.back());
       }
     }
-    frontier_.resize(columns_.size());
-    std::iota(frontier_.begin(), frontier_.end(), std::size_t{0});
   }
 
   Status check_range() const {
+    const std::size_t pairs = jobs_ * machines_.size();
+    if (pairs > kMaxPositionPairs) {
+      return Error{"assignment backend: " + std::to_string(jobs_) + " jobs x " +
+                   std::to_string(machines_.size()) + " machines are " + std::to_string(pairs) +
+                   " job-machine pairs, above its limit of " + std::to_string(kMaxPositionPairs) +
+                   "; use the auto or lemon backend"};
+    }
     std::int64_t longest = 0;
     for (std::int64_t time : problem_.time_ticks) longest = std::max(longest, time);
     std::int64_t max_residual = 0;
@@ -62,7 +105,7 @@ class PositionSolver {
     }
     // A position is at most J deep; a path alternates at most J jobs and J + M columns.
     const Wide max_arc = Wide{longest} * Wide(jobs_) + Wide{max_residual};
-    const Wide nodes = Wide(2 * jobs_ + frontier_.size() + 2);
+    const Wide nodes = Wide(2 * jobs_ + machines_.size() + 2);
     if (max_arc * nodes > Wide{kMaxPathTicks}) {
       return Error{"times too large for exact integer costs: a job's cost reaches " +
                    std::to_string(static_cast<long double>(max_arc) / kTicksPerSecond) +
@@ -73,9 +116,23 @@ class PositionSolver {
   }
 
   Status solve() {
-    job_column_.assign(jobs_, kNone);
+    job_machine_.assign(jobs_, 0);
+    job_position_.assign(jobs_, 0);
+    job_base_.assign(jobs_, 0);
+    // Every machine's first position at price 0, cheapest first.
+    const std::size_t machine_count = machines_.size();
+    entry_floors_.resize(jobs_ * machine_count);
+    for (std::uint32_t j = 0; j < jobs_; ++j) {
+      Floor* row = &entry_floors_[j * machine_count];
+      for (std::uint32_t m = 0; m < machine_count; ++m) {
+        const std::int64_t time = this->time(j, machines_[m]);
+        row[m] = {time == kCannotRun ? kNeverEnters : machines_[m].cost(time, 0), m};
+      }
+      std::sort(row, row + machine_count,
+                [](const Floor& a, const Floor& b) { return a.value < b.value; });
+    }
     for (std::size_t j : longest_first()) {
-      if (Status s = add_job(j); !s.ok()) return s;
+      if (Status s = search_from(static_cast<std::uint32_t>(j)); !s.ok()) return s;
     }
     return check_optimal();
   }
@@ -83,9 +140,15 @@ class PositionSolver {
   Expected<LevelSolution> answer() const;
 
  private:
-  std::int64_t cost(std::size_t j, std::size_t c) const {
-    const std::int64_t time = problem_.time(j, columns_.type[c]);
-    return time == kCannotRun ? kUnreached : columns_.level[c] * time + columns_.residual[c];
+  static void add_free_position(MachineQueue& queue) {
+    queue.price.push_back(0);
+    queue.stamp.push_back(0);
+    queue.dist.push_back(kUnreached);
+    queue.pred.push_back(kNoJob);
+  }
+
+  std::int64_t time(std::uint32_t job, const MachineQueue& queue) const {
+    return problem_.time(job, queue.type);
   }
 
   // Long jobs first: a shorter job then mostly takes a machine's lowest free position (it runs
@@ -105,86 +168,175 @@ class PositionSolver {
     return order;
   }
 
-  // Relaxes every unsettled column from job j, reached at reduced distance `base` (its column's
-  // distance minus its own reduced cost there), and returns the unsettled column nearest now,
-  // a free one on ties.
-  std::size_t relax_from(std::size_t j, std::int64_t base) {
-    std::size_t best = kNone;
-    const std::size_t count = columns_.size();
-    for (std::size_t c = 0; c < count; ++c) {
-      if (settled_[c]) continue;
-      const std::int64_t a = cost(j, c);
-      if (a != kUnreached) {
-        const std::int64_t d = base + a - columns_.price[c];
-        if (d < dist_[c]) dist_[c] = d, pred_[c] = j;
-      }
-      if (dist_[c] == kUnreached) continue;
-      if (best == kNone || dist_[c] < dist_[best] ||
-          (dist_[c] == dist_[best] && columns_.owner[c] == kNone &&
-           columns_.owner[best] != kNone)) {
-        best = c;
-      }
-    }
-    return best;
+  bool settled(const MachineQueue& queue, std::int32_t i) const {
+    return queue.stamp[static_cast<std::size_t>(i)] == search_;
   }
 
-  // One shortest augmenting path from job j to a free column (Jonker–Volgenant).
-  Status add_job(std::size_t j) {
-    const std::size_t count = columns_.size();
-    dist_.assign(count, kUnreached);
-    pred_.assign(count, kNone);
-    settled_.assign(count, 0);
+  // Queues job's nearest unsettled taken column on machine m between lo (walking down) and hi
+  // (walking up), unless it is no nearer than the best free column already found.
+  void push_candidate(std::uint32_t job, std::uint32_t m, std::int32_t lo, std::int32_t hi) {
+    const MachineQueue& queue = machines_[m];
+    const auto taken = static_cast<std::int32_t>(queue.taken());
+    while (lo >= 0 && settled(queue, lo)) --lo;
+    while (hi < taken && settled(queue, hi)) ++hi;
+    const std::int64_t time = this->time(job, queue);
+    const std::int64_t base = job_base_[job];
+    const auto reach = [&](std::int32_t i) {
+      const auto at = static_cast<std::size_t>(i);
+      return base + queue.cost(time, at) - queue.price[at];
+    };
+    const std::int64_t down = lo >= 0 ? reach(lo) : kUnreached;
+    const std::int64_t up = hi < taken ? reach(hi) : kUnreached;
+    const std::int64_t nearest = std::min(down, up);
+    if (nearest >= bound_) return;
+    heap_.push_back({nearest, job, m, lo, hi, down <= up ? lo : hi});
+    std::push_heap(heap_.begin(), heap_.end(), farther);
+  }
+
+  // Settles `job` at reduced distance `base` (its column's distance minus its reduced cost
+  // there): offers every machine's free column and queues its best taken one.
+  void relax_from(std::uint32_t job, std::int64_t base) {
+    job_base_[job] = base;
+    const std::size_t machine_count = machines_.size();
+    Floor* row = &entry_floors_[job * machine_count];
+    // bound_ is finite once a job is settled (every job can run somewhere), and then the
+    // difference stays inside int64 (check_range()).
+    std::int64_t limit = bound_ == kUnreached ? kNeverEnters : bound_ - base;
+    std::size_t entered = 0;
+    for (; entered < machine_count && row[entered].value < limit; ++entered) {
+      row[entered].value = enter(job, base, row[entered].machine);
+      limit = bound_ - base;
+    }
+    // The entered machines' floors rose: insert each back into the sorted rest, last first.
+    for (std::size_t i = entered; i-- > 0;) {
+      const Floor raised = row[i];
+      std::size_t at = i;
+      for (; at + 1 < machine_count && row[at + 1].value < raised.value; ++at) {
+        row[at] = row[at + 1];
+      }
+      row[at] = raised;
+    }
+  }
+
+  // Offers job's columns on machine m, from reduced distance `base`: the free one directly,
+  // the nearest taken one to the heap. Returns the least cost − price over them.
+  std::int64_t enter(std::uint32_t job, std::int64_t base, std::uint32_t m) {
+    MachineQueue& queue = machines_[m];
+    const std::int64_t time = this->time(job, queue);
+    const std::size_t taken = queue.taken();
+    const std::int64_t free = queue.cost(time, taken);  // price 0
+    if (base + free < queue.free_dist) {
+      queue.free_dist = base + free;
+      queue.free_pred = job;
+      if (base + free < bound_) bound_ = base + free, bound_machine_ = m;
+    }
+    if (taken == 0) return free;
+    const std::size_t best = queue.best_taken(time);
+    push_candidate(job, m, static_cast<std::int32_t>(best), static_cast<std::int32_t>(best) + 1);
+    return std::min(free, queue.cost(time, best) - queue.price[best]);
+  }
+
+  // Puts job in position i of machine m (the free one, which grows the queue, or a taken one
+  // whose holder the caller moves next).
+  void place(std::uint32_t job, std::uint32_t m, std::size_t i) {
+    MachineQueue& queue = machines_[m];
+    if (i == queue.taken()) {
+      queue.owner.push_back(kNoJob);
+      add_free_position(queue);
+    }
+    queue.owner[i] = job;
+    job_machine_[job] = m;
+    job_position_[job] = i;
+  }
+
+  // One shortest augmenting path from job `start`, the only one without a column, to a free
+  // column (Jonker–Volgenant), Dijkstra over the taken columns with each settled job's columns
+  // generated lazily, nearest first; it stops when no taken column is nearer than the nearest
+  // free one (free columns win ties).
+  Status search_from(std::uint32_t start) {
+    ++search_;
+    heap_.clear();
     touched_.clear();
-    std::size_t next = relax_from(j, 0);
-    while (next != kNone && columns_.owner[next] != kNone) {
-      settled_[next] = 1;
-      touched_.push_back(next);
-      const std::size_t holder = columns_.owner[next];
+    bound_ = kUnreached;
+    for (MachineQueue& queue : machines_) queue.free_dist = kUnreached;
+    relax_from(start, 0);
+    while (!heap_.empty() && heap_.front().dist < bound_) {
+      std::pop_heap(heap_.begin(), heap_.end(), farther);
+      const Candidate next = heap_.back();
+      heap_.pop_back();
+      MachineQueue& queue = machines_[next.machine];
+      // The job's following column on this machine, in order.
+      if (next.at == next.lo) {
+        push_candidate(next.job, next.machine, next.lo - 1, next.hi);
+      } else {
+        push_candidate(next.job, next.machine, next.lo, next.hi + 1);
+      }
+      if (settled(queue, next.at)) continue;
+      const auto i = static_cast<std::size_t>(next.at);
+      queue.stamp[i] = search_;
+      queue.dist[i] = next.dist;
+      queue.pred[i] = next.job;
+      touched_.push_back({next.machine, i});
+      const std::uint32_t holder = queue.owner[i];
       // holder's reduced cost in its own column is 0 (prices are tight on taken columns).
-      const std::int64_t base = dist_[next] - (cost(holder, next) - columns_.price[next]);
-      next = relax_from(holder, base);
+      relax_from(holder, next.dist - (queue.cost(time(holder, queue), i) - queue.price[i]));
     }
-    if (next == kNone) return Error{"assignment backend: a job has no column (a bug)"};
-    const std::int64_t reach = dist_[next];
-    for (std::size_t c : touched_) columns_.price[c] += dist_[c] - reach;
-    // Move the jobs along the path, from the free column back to j.
-    const std::size_t free_column = next;
-    for (std::size_t c = free_column;;) {
-      const std::size_t job = pred_[c];
-      const std::size_t previous = job_column_[job];
-      columns_.owner[c] = job;
-      job_column_[job] = c;
-      if (job == j) break;
-      c = previous;
+    if (bound_ == kUnreached) return Error{"assignment backend: a job has no column (a bug)"};
+    const std::int64_t reach = bound_;
+    for (const auto& [m, i] : touched_) {
+      machines_[m].price[i] += machines_[m].dist[i] - reach;
     }
-    // The machine's next position becomes its free column (price 0, like every untouched one).
-    const std::size_t m = columns_.machine[free_column];
-    if (frontier_[m] == free_column) {
-      frontier_[m] = columns_.add(m, columns_.type[free_column], columns_.level[free_column] + 1,
-                                  columns_.residual[free_column]);
+    // Move the jobs along the path, from the free column back to `start`.
+    std::uint32_t m = bound_machine_;
+    std::size_t i = machines_[m].taken();
+    std::uint32_t job = machines_[m].free_pred;
+    for (;;) {
+      const std::uint32_t previous_machine = job_machine_[job];
+      const std::size_t previous_position = job_position_[job];
+      place(job, m, i);
+      if (job == start) break;
+      m = previous_machine;
+      i = previous_position;
+      job = machines_[m].pred[i];
     }
     return OkStatus();
   }
 
-  // LP duality for the assignment problem with every position of every machine: column prices
-  // ≤ 0 and 0 on free columns, each job in a column of least reduced cost. Positions beyond a
-  // machine's free column cost at least as much at the same price 0, so they need no check.
+  // LP duality for the assignment problem with every position of every machine, checked on
+  // every column without the convexity the search relies on: column prices ≤ 0 and 0 on free
+  // columns, each job in a column of least reduced cost. Positions beyond a machine's free
+  // column cost at least as much at the same price 0, so they need no check.
   Status check_optimal() const {
     const auto fail = [](const std::string& what) {
       return Error{"assignment backend: optimality check failed (" + what + "; a bug)"};
     };
-    for (std::size_t c = 0; c < columns_.size(); ++c) {
-      if (columns_.price[c] > 0) return fail("a positive column price");
-      if (columns_.owner[c] == kNone && columns_.price[c] != 0) return fail("a priced free column");
+    std::size_t placed = 0;
+    for (std::size_t m = 0; m < machines_.size(); ++m) {
+      const MachineQueue& queue = machines_[m];
+      if (queue.price.size() != queue.taken() + 1 || queue.price.back() != 0) {
+        return fail("a priced free column");
+      }
+      for (std::size_t i = 0; i < queue.taken(); ++i) {
+        if (queue.price[i] > 0) return fail("a positive column price");
+        const std::uint32_t job = queue.owner[i];
+        if (job >= jobs_ || job_machine_[job] != m || job_position_[job] != i) {
+          return fail("a column without its job");
+        }
+        ++placed;
+      }
     }
-    for (std::size_t j = 0; j < jobs_; ++j) {
-      const std::size_t mine = job_column_[j];
-      if (mine == kNone || columns_.owner[mine] != j) return fail("a job without its column");
-      const std::int64_t reduced = cost(j, mine) - columns_.price[mine];
-      for (std::size_t c = 0; c < columns_.size(); ++c) {
-        const std::int64_t a = cost(j, c);
-        if (a != kUnreached && a - columns_.price[c] < reduced) {
-          return fail("a job has a cheaper column");
+    if (placed != jobs_) return fail("a job without a column");
+    for (std::uint32_t j = 0; j < jobs_; ++j) {
+      const MachineQueue& mine = machines_[job_machine_[j]];
+      const std::size_t at = job_position_[j];
+      const std::int64_t reduced = mine.cost(time(j, mine), at) - mine.price[at];
+      for (const MachineQueue& queue : machines_) {
+        const std::int64_t time = this->time(j, queue);
+        if (time == kCannotRun) continue;
+        for (std::size_t i = 0; i < queue.price.size(); ++i) {
+          if (queue.cost(time, i) - queue.price[i] < reduced) {
+            return fail("a job has a cheaper column");
+          }
         }
       }
     }
@@ -194,23 +346,32 @@ class PositionSolver {
   const PreparedProblem& problem_;
   const std::size_t types_;
   const std::size_t jobs_;
-  Columns columns_;
-  std::vector<std::size_t> machine_group_;  // per machine (numbered here, group by group)
-  std::vector<std::size_t> frontier_;       // per machine: its lowest free position's column
-  std::vector<std::size_t> job_column_;
-  std::vector<std::int64_t> dist_;
-  std::vector<std::size_t> pred_;  // the job through which a column was reached
-  std::vector<char> settled_;
-  std::vector<std::size_t> touched_;  // settled columns of this augmentation
+  std::vector<MachineQueue> machines_;      // numbered group by group
+  std::vector<std::size_t> machine_group_;  // per machine
+  std::vector<std::uint32_t> job_machine_;
+  std::vector<std::size_t> job_position_;
+  std::vector<std::int64_t> job_base_;
+  // Per job, its machines with a floor each, lowest first: no more than the least cost − price
+  // of any of the machine's positions for the job. Prices only fall and queues only grow, so
+  // that least value only rises and a floor once exact stays a floor: a settled job enters
+  // machines in floor order and stops at the first no nearer than the nearest free column.
+  struct Floor {
+    std::int64_t value = 0;
+    std::uint32_t machine = 0;
+  };
+  std::vector<Floor> entry_floors_;  // per search: a settled job's reduced distance
+  std::uint32_t search_ = 0;
+  std::vector<Candidate> heap_;
+  std::vector<std::pair<std::uint32_t, std::size_t>> touched_;  // settled columns of a search
+  std::int64_t bound_ = kUnreached;  // the nearest free column's distance
+  std::uint32_t bound_machine_ = 0;
 };
 
 Expected<LevelSolution> PositionSolver::answer() const {
   // Levels per type: the deepest position any machine of the type took.
   std::vector<std::size_t> levels(types_, 0);
-  for (std::size_t m = 0; m < frontier_.size(); ++m) {
-    const auto used = static_cast<std::size_t>(columns_.level[frontier_[m]] - 1);
-    std::size_t& deepest = levels[columns_.type[frontier_[m]]];
-    deepest = std::max(deepest, used);
+  for (const MachineQueue& queue : machines_) {
+    levels[queue.type] = std::max(levels[queue.type], queue.taken());
   }
   Expected<SlotNetwork> built = build_level_network(problem_, levels, /*implicit_arcs=*/true);
   if (!built.ok()) return built.error();
@@ -229,17 +390,19 @@ Expected<LevelSolution> PositionSolver::answer() const {
   flow.feasible = true;
   flow.job_slot.resize(jobs_);
   flow.outlet_flow.assign(network.outlets.size(), 0);
-  for (std::size_t j = 0; j < jobs_; ++j) {
-    const std::size_t c = job_column_[j];
-    const std::size_t slot =
-        first_slot[columns_.type[c]] + static_cast<std::size_t>(columns_.level[c]) - 1;
+  std::size_t columns = 0;
+  for (const MachineQueue& queue : machines_) columns += queue.price.size();
+  for (std::uint32_t j = 0; j < jobs_; ++j) {
+    const MachineQueue& queue = machines_[job_machine_[j]];
+    const std::size_t i = job_position_[j];
+    const std::size_t slot = first_slot[queue.type] + i;
     flow.job_slot[j] = slot;
-    const std::size_t g = machine_group_[columns_.machine[c]];
+    const std::size_t g = machine_group_[job_machine_[j]];
     ++flow.outlet_flow[network.slot_outlet_begin[slot] + rank_in_type[g]];
-    flow.cost += cost(j, c);
+    flow.cost += queue.cost(time(j, queue), i);
   }
-  flow.model_arcs = jobs_ * columns_.size();
-  out.stats = {1, jobs_ + columns_.size() + 1, network.arc_count(), flow.model_arcs};
+  flow.model_arcs = jobs_ * columns;
+  out.stats = {1, jobs_ + columns + 1, network.arc_count(), flow.model_arcs};
   return out;
 }
 

@@ -225,7 +225,8 @@ TEST(BackendsAgree, AssignmentOnLongQueuesWithDistinctMachinesMatchesBoost) {
   shape.max_residual = 900;
   shape.fractional = true;
   const Instance instance = random_instance(rng, shape, 360, 24);
-  const Expected<Schedule> assignment = solve(instance.problem(), {.backend = Backend::kAssignment});
+  const Expected<Schedule> assignment =
+      solve(instance.problem(), {.backend = Backend::kAssignment});
   const Expected<Schedule> boost = solve(instance.problem(), {.backend = Backend::kBoost});
   ASSERT_TRUE(assignment.ok()) << assignment.message();
   ASSERT_TRUE(boost.ok()) << boost.message();
@@ -234,16 +235,17 @@ TEST(BackendsAgree, AssignmentOnLongQueuesWithDistinctMachinesMatchesBoost) {
 }
 
 TEST(BackendsAgree, AutoPicksTransportAssignmentOrLemonAndStaysExact) {
-  // Three shapes, one per pick: few large groups (transport), many distinct machines and a
-  // medium queue (assignment), many distinct machines and a long queue (LEMON). Each answer
-  // equals an independent backend's.
+  // Three shapes, one per pick: few large groups (transport), machines of nearly all distinct
+  // device types (assignment, medium and long queues), a few device types with deep queues
+  // (LEMON). Each answer equals an independent backend's.
   struct Case {
     int devices, jobs, machines;
     Backend expected, reference;
   };
   for (const Case& c : {Case{3, 900, 40, Backend::kTransport, Backend::kLemon},
                         Case{40, 400, 40, Backend::kAssignment, Backend::kLemon},
-                        Case{60, 1100, 60, Backend::kLemon, Backend::kAssignment}}) {
+                        Case{60, 1100, 60, Backend::kAssignment, Backend::kLemon},
+                        Case{6, 900, 20, Backend::kLemon, Backend::kAssignment}}) {
     std::mt19937 rng(17);
     InstanceShape shape;
     shape.devices.clear();
