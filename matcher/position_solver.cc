@@ -105,7 +105,7 @@ class PositionSolver {
     }
     // A position is at most J deep; a path alternates at most J jobs and J + M columns.
     const Wide max_arc = Wide{longest} * Wide(jobs_) + Wide{max_residual};
-    const Wide nodes = Wide(2 * jobs_ + machines_.size() + 2);
+    const Wide nodes = 2 * Wide(jobs_) + Wide(machines_.size()) + 2;
     if (max_arc * nodes > Wide{kMaxPathTicks}) {
       return Error{"times too large for exact integer costs: a job's cost reaches " +
                    std::to_string(static_cast<long double>(max_arc) / kTicksPerSecond) +

@@ -106,11 +106,11 @@ TEST(AssignmentSearch, RandomDistinctMachinesOfEveryDepth) {
 }
 
 TEST(AssignmentSearch, RefusesMoreJobMachinePairsThanItsBoundsHoldAndAutoSolvesThem) {
-  std::vector<Machine> machines;
-  for (int m = 0; m < 2048; ++m) machines.push_back({"m" + std::to_string(m), "gpu", 0});
+  // 2,048 identical machines and just enough jobs to pass the limit.
   Instance instance;
-  instance.machines = machines;
-  const std::size_t jobs = kMaxPositionPairs / machines.size() + 1;
+  instance.machines.reserve(2048);
+  for (int m = 0; m < 2048; ++m) instance.machines.push_back({"m" + std::to_string(m), "gpu", 0});
+  const std::size_t jobs = kMaxPositionPairs / instance.machines.size() + 1;
   for (std::size_t j = 0; j < jobs; ++j) {
     Job job;
     job.id = "j" + std::to_string(j);
