@@ -97,6 +97,7 @@ bool Informer::sleep_for(std::chrono::milliseconds delay) {
 }
 
 bool Informer::stopping() {
+  if (client_.stopped()) return true;  // shutting down: the client goes first (see informer.h)
   std::lock_guard lock(mu_);
   return stopping_;
 }
@@ -114,7 +115,7 @@ void Informer::loop() {
       if (auto listed = list(resource_version); !listed) {
         ++failures_;
         const auto delay = backoff_.next();
-        if (stopping()) return;  // the client was stopped under the call: not a failure
+        if (stopping()) return;  // the call failed because we are shutting down: not news
         log_warn("list failed; retrying", {{"path", options_.path},
                                            {"retry_in_ms", static_cast<long long>(delay.count())},
                                            {"error", listed.message()}});

@@ -90,7 +90,7 @@ class Informer {
   // `why` says what went wrong when the watch ends kFailed.
   WatchEnd watch(std::string& resource_version, std::string& why);
   bool sleep_for(std::chrono::milliseconds delay);  // false when stopping
-  bool stopping();
+  bool stopping();                                  // stop() was called, or the client was stopped
 
   KubeClient& client_;
   InformerOptions options_;
