@@ -51,13 +51,20 @@ Expected<std::unique_ptr<ExtenderService>> ExtenderService::create(
     }
     s.actions_ = std::make_unique<ActionQueue>(ActionQueueOptions{}, [&s] { return s.leading(); });
     // The planner's copy of the config outlives the feed (the caller's may not).
-    s.feed_ = std::make_unique<ClusterFeed>(*s.client_, *s.planner_, s.planner_->config(), [&s] {
-      if (s.controller_) s.controller_->poke();
-    });
+    s.feed_ = std::make_unique<ClusterFeed>(*s.client_, *s.planner_, s.planner_->config(),
+                                            [&s, on_change = options.on_change] {
+                                              if (s.controller_) s.controller_->poke();
+                                              if (on_change) on_change();
+                                            });
     s.controller_ = std::make_unique<Controller>(
         *s.planner_, *s.feed_, *s.client_, *s.events_, *s.actions_, [&s] { return s.leading(); },
         options.controller);
-    s.planner_->set_plan_listener([&s] { s.controller_->poke(); });
+  }
+  if (s.controller_ || options.on_change) {
+    s.planner_->set_plan_listener([&s, on_change = options.on_change] {
+      if (s.controller_) s.controller_->poke();
+      if (on_change) on_change();
+    });
   }
   s.verbs_ = std::make_unique<ExtenderVerbs>(*s.planner_, s.binder_.get(), s.metrics_,
                                              VerbOptions{options.first_plan_wait});

@@ -42,6 +42,10 @@ struct ServiceOptions {
   // extender httpTimeout (30 s by default) bounds it from above.
   std::chrono::milliseconds first_plan_wait{1000};
   ControllerOptions controller;
+  // Called after each published plan and each change the watch brought in (on the planner's or
+  // an informer's thread; must be quick and must not call back into the service's writers).
+  // Tests wait on it instead of polling.
+  std::function<void()> on_change;
 };
 
 class ExtenderService {

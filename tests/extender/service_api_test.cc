@@ -4,13 +4,12 @@
 // watch, binding rules (uid, gates), deletions and events.
 #include <gtest/gtest.h>
 
-#include <thread>
-
 #include "extender/emulator/fake_api_server.h"
 #include "extender/http_server.h"
 #include "extender/kube/pods.h"
 #include "extender/service.h"
 #include "tests/extender/api_pods.h"
+#include "tests/extender/changes.h"
 #include "tests/extender/test_support.h"
 
 namespace allox::extender {
@@ -19,22 +18,18 @@ namespace {
 using nlohmann::json;
 using testing::make_pod;
 
-template <typename Done>
-bool eventually(Done done) {
-  for (int i = 0; i < 2000; ++i) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return done();
-}
-
+// The service against `api`, its plans and watch changes reported to `changes`.
 std::unique_ptr<ExtenderService> start_against(emulator::FakeApiServer& api,
-                                               const testing::ScratchDir& dir) {
+                                               const testing::ScratchDir& dir,
+                                               testing::Changes& changes) {
   auto config = testing::make_config({}, dir.file("state.db"));
   config.scheduler_name = "allox-scheduler";
   config.apiserver = ApiServerConfig{api.url(), "sa-token", "", std::nullopt};
-  auto service =
-      ExtenderService::create(config, make_policy("fifo", PolicyOptions{}).value(), nullptr);
+  changes.watch(api);
+  ServiceOptions options;
+  options.on_change = changes.notifier();
+  auto service = ExtenderService::create(config, make_policy("fifo", PolicyOptions{}).value(),
+                                         nullptr, options);
   EXPECT_TRUE(service.ok()) << service.message();
   if (!service) return nullptr;
   (*service)->start();
@@ -60,9 +55,10 @@ TEST(ServiceApiTest, QueueFromTheWatchActionsInTheBackgroundCompletionsFromEvent
   emulator::FakeApiServer api(testing::api_options("sa-token"));
   api.add_node("node-1", {{"cpu", "64"}, {"nvidia.com/gpu", "2"}});
   testing::ScratchDir dir;
-  auto service = start_against(api, dir);
+  testing::Changes changes;
+  auto service = start_against(api, dir, changes);
   ASSERT_NE(nullptr, service);
-  ASSERT_TRUE(eventually([&] { return service->ready(); }));
+  ASSERT_TRUE(changes.until([&] { return service->ready(); }));
   EXPECT_EQ(4, service->queue().machines);  // 2 GPUs + 64 cores / 32
 
   // Two variants of one job are created in the API server; alloxd learns of them from the
@@ -72,11 +68,11 @@ TEST(ServiceApiTest, QueueFromTheWatchActionsInTheBackgroundCompletionsFromEvent
   json cpu_pod = testing::pod_in_api(api, make_pod("lab", "bert-cpu", "cpu", annotations));
   json gpu_pod =
       testing::pod_in_api(api, make_pod("lab", "bert-gpu", "nvidia.com/gpu", annotations));
-  ASSERT_TRUE(eventually([&] { return service->job("lab/bert").ok(); }));
+  ASSERT_TRUE(changes.until([&] { return service->job("lab/bert").ok(); }));
 
   // The plan starts it (on either device: both fit now): the controller deletes the other
   // variant and nudges the ungated chosen one, in the background, with events saying why.
-  ASSERT_TRUE(eventually([&] {
+  ASSERT_TRUE(changes.until([&] {
     return testing::pod_exists(api, "lab", "bert-cpu") !=
            testing::pod_exists(api, "lab", "bert-gpu");
   }));
@@ -84,15 +80,15 @@ TEST(ServiceApiTest, QueueFromTheWatchActionsInTheBackgroundCompletionsFromEvent
   const json& chosen = on_gpu ? gpu_pod : cpu_pod;
   const std::string chosen_name = chosen["metadata"]["name"];
   const std::string other_name = on_gpu ? "bert-cpu" : "bert-gpu";
-  ASSERT_TRUE(eventually([&] {
+  ASSERT_TRUE(changes.until([&] {
     auto pod = api.objects().get(emulator::pods_resource(), "lab", chosen_name);
     if (emulator::failed(pod)) return false;
     const json& meta = (*std::get<emulator::ObjectPtr>(pod))["metadata"];
     return meta.contains("annotations") &&
            meta["annotations"].contains(std::string(kube::kNudgeAnnotation));
   })) << "the ungated chosen variant is nudged";
-  ASSERT_TRUE(eventually([&] { return has(event_reasons(api, chosen_name), "Admitted"); }));
-  ASSERT_TRUE(eventually([&] { return has(event_reasons(api, other_name), "Deleted"); }));
+  ASSERT_TRUE(changes.until([&] { return has(event_reasons(api, chosen_name), "Admitted"); }));
+  ASSERT_TRUE(changes.until([&] { return has(event_reasons(api, other_name), "Deleted"); }));
 
   // /filter confirms at once (the pod is known from the watch) and bind goes to the API server.
   auto args = parse_extender_args(testing::filter_body(chosen, {"node-1"}));
@@ -109,12 +105,12 @@ TEST(ServiceApiTest, QueueFromTheWatchActionsInTheBackgroundCompletionsFromEvent
   ASSERT_FALSE(emulator::failed(bound));
   EXPECT_EQ("node-1", (*std::get<emulator::ObjectPtr>(bound))["spec"]["nodeName"]);
 
-  // Its pod succeeds: the watch says so, no polling.
+  // Its pod succeeds: the watch says so, and the service hears it from the watch.
   ASSERT_FALSE(emulator::failed(api.objects().patch(
       emulator::pods_resource(), "lab", chosen_name, emulator::PatchType::kMerge,
       R"({"status":{"phase":"Succeeded"}})", /*status_only=*/true)));
   ASSERT_TRUE(
-      eventually([&] { return service->job("lab/bert")->record.phase == JobPhase::kDone; }));
+      changes.until([&] { return service->job("lab/bert")->record.phase == JobPhase::kDone; }));
 
   // Another scheduler's pod passes through untouched: every node, nothing recorded.
   json other = make_pod("lab", "web", "cpu");
@@ -127,6 +123,9 @@ TEST(ServiceApiTest, QueueFromTheWatchActionsInTheBackgroundCompletionsFromEvent
   service->stop();
 }
 
+// Nothing can make the service ready here (every connection is refused), so there is no moment
+// to wait for: it refuses filters as not ready from the start, and stop() ends the informer's
+// back-off at once.
 TEST(ServiceApiTest, NotReadyWhileTheApiServerIsUnreachableAndStopIsPrompt) {
   testing::ScratchDir dir;
   auto config = testing::make_config({{"ignored", {{"gpu", 1}}}}, dir.file("state.db"));
@@ -139,7 +138,6 @@ TEST(ServiceApiTest, NotReadyWhileTheApiServerIsUnreachableAndStopIsPrompt) {
       ExtenderService::create(config, make_policy("fifo", PolicyOptions{}).value(), nullptr);
   ASSERT_TRUE(service.ok());
   (*service)->start();
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
   EXPECT_FALSE((*service)->ready());
   auto args = parse_extender_args(testing::filter_body(make_pod("a", "b", "cpu"), {"ignored"}));
   FilterResult r = (*service)->filter(*args);
@@ -149,19 +147,23 @@ TEST(ServiceApiTest, NotReadyWhileTheApiServerIsUnreachableAndStopIsPrompt) {
   EXPECT_LT(std::chrono::steady_clock::now() - begin, std::chrono::seconds(5));
 }
 
-// /readyz stays false until the first list is in: an API server that answers nothing holds
-// alloxd not ready; once it answers, alloxd becomes ready.
+// /readyz stays false until the first list of pods is in, even once the nodes are listed and the
+// planner has published a plan (the moment a readiness that forgot the pods would turn true);
+// once the API server answers, alloxd becomes ready.
 TEST(ServiceApiTest, NotReadyUntilTheFirstListIsIn) {
   emulator::FakeApiServer api(testing::api_options("sa-token"));
   api.add_node("node-1", {{"nvidia.com/gpu", "1"}});
   api.fail_requests({"GET", "/api/v1/pods", 503, -1});
   testing::ScratchDir dir;
-  auto service = start_against(api, dir);
+  testing::Changes changes;
+  auto service = start_against(api, dir, changes);
   ASSERT_NE(nullptr, service);
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  ASSERT_TRUE(changes.until([&] { return service->plan()->solved_at > 0; }))
+      << "no plan from the listed nodes";
+  EXPECT_EQ(1, service->queue().machines);
   EXPECT_FALSE(service->ready()) << "ready before the pods were listed";
   api.clear_faults();
-  EXPECT_TRUE(eventually([&] { return service->ready(); }));
+  EXPECT_TRUE(changes.until([&] { return service->ready(); }));
   service->stop();
 }
 
