@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@ namespace {
 using Wide = __int128;
 constexpr std::int64_t kUnreached = std::numeric_limits<std::int64_t>::max();
 constexpr std::uint32_t kNoJob = std::numeric_limits<std::uint32_t>::max();
+constexpr std::uint32_t kNoMachine = std::numeric_limits<std::uint32_t>::max();
 // Beyond any reduced distance (those stay within ±2^60, check_range()), and safe to add to one.
 constexpr std::int64_t kNeverEnters = std::int64_t{1} << 62;
 
@@ -69,9 +71,17 @@ struct Candidate {
   std::int32_t at = 0;
 };
 
-bool farther(const Candidate& a, const Candidate& b) {
-  return a.dist > b.dist;
-}
+// The heap's order (a function object, so that the heap operations inline it).
+struct Farther {
+  bool operator()(const Candidate& a, const Candidate& b) const { return a.dist > b.dist; }
+};
+
+// One machine in a job's floor heap: no more than the least cost − price of any of the machine's
+// positions for the job (see PositionSolver::entry_floors_).
+struct Floor {
+  std::int64_t value = 0;
+  std::uint32_t machine = 0;
+};
 
 class PositionSolver {
  public:
@@ -128,8 +138,8 @@ class PositionSolver {
         const std::int64_t time = this->time(j, machines_[m]);
         row[m] = {time == kCannotRun ? kNeverEnters : machines_[m].cost(time, 0), m};
       }
-      std::sort(row, row + machine_count,
-                [](const Floor& a, const Floor& b) { return a.value < b.value; });
+      std::make_heap(row, row + machine_count,
+                     [](const Floor& a, const Floor& b) { return a.value > b.value; });
     }
     for (std::size_t j : longest_first()) {
       if (Status s = search_from(static_cast<std::uint32_t>(j)); !s.ok()) return s;
@@ -175,6 +185,15 @@ class PositionSolver {
   // Queues job's nearest unsettled taken column on machine m between lo (walking down) and hi
   // (walking up), unless it is no nearer than the best free column already found.
   void push_candidate(std::uint32_t job, std::uint32_t m, std::int32_t lo, std::int32_t hi) {
+    if (const std::optional<Candidate> c = candidate(job, m, lo, hi)) {
+      heap_.push_back(*c);
+      std::push_heap(heap_.begin(), heap_.end(), Farther{});
+    }
+  }
+
+  // The same candidate, or none when it is no nearer than the best free column already found.
+  std::optional<Candidate> candidate(std::uint32_t job, std::uint32_t m, std::int32_t lo,
+                                     std::int32_t hi) const {
     const MachineQueue& queue = machines_[m];
     const auto taken = static_cast<std::int32_t>(queue.taken());
     while (lo >= 0 && settled(queue, lo)) --lo;
@@ -188,9 +207,23 @@ class PositionSolver {
     const std::int64_t down = lo >= 0 ? reach(lo) : kUnreached;
     const std::int64_t up = hi < taken ? reach(hi) : kUnreached;
     const std::int64_t nearest = std::min(down, up);
-    if (nearest >= bound_) return;
-    heap_.push_back({nearest, job, m, lo, hi, down <= up ? lo : hi});
-    std::push_heap(heap_.begin(), heap_.end(), farther);
+    if (nearest >= bound_) return std::nullopt;
+    return Candidate{nearest, job, m, lo, hi, down <= up ? lo : hi};
+  }
+
+  // Replaces the heap's nearest entry by `c` (one sift down instead of a pop and a push).
+  void replace_nearest(const Candidate& c) {
+    const std::size_t size = heap_.size();
+    std::size_t hole = 0;
+    for (;;) {
+      std::size_t child = 2 * hole + 1;
+      if (child >= size) break;
+      if (child + 1 < size && heap_[child + 1].dist < heap_[child].dist) ++child;
+      if (heap_[child].dist >= c.dist) break;
+      heap_[hole] = heap_[child];
+      hole = child;
+    }
+    heap_[hole] = c;
   }
 
   // Settles `job` at reduced distance `base` (its column's distance minus its reduced cost
@@ -202,19 +235,55 @@ class PositionSolver {
     // bound_ is finite once a job is settled (every job can run somewhere), and then the
     // difference stays inside int64 (check_range()).
     std::int64_t limit = bound_ == kUnreached ? kNeverEnters : bound_ - base;
-    std::size_t entered = 0;
-    for (; entered < machine_count && row[entered].value < limit; ++entered) {
-      row[entered].value = enter(job, base, row[entered].machine);
+    // The row is a min-heap: the floors below the limit form a subtree at the root. Collect it
+    // level by level (ascending indices), enter those still below the shrinking limit, then
+    // sift the raised ones down, deepest first.
+    below_.clear();
+    if (row[0].value < limit) below_.push_back(0);
+    for (std::size_t k = 0; k < below_.size(); ++k) {
+      for (std::size_t child = 2 * below_[k] + 1; child <= 2 * below_[k] + 2; ++child) {
+        if (child < machine_count && row[child].value < limit) below_.push_back(child);
+      }
+    }
+    for (std::size_t n : below_) {
+      if (row[n].value >= limit) continue;
+      const std::uint32_t m = row[n].machine;
+      row[n].value = m == own_machine_ ? enter_own(job, base, m) : enter(job, base, m);
       limit = bound_ - base;
     }
-    // The entered machines' floors rose: insert each back into the sorted rest, last first.
-    for (std::size_t i = entered; i-- > 0;) {
-      const Floor raised = row[i];
-      std::size_t at = i;
-      for (; at + 1 < machine_count && row[at + 1].value < raised.value; ++at) {
-        row[at] = row[at + 1];
-      }
-      row[at] = raised;
+    for (std::size_t k = below_.size(); k-- > 0;) sift_down(row, machine_count, below_[k]);
+  }
+
+  static void sift_down(Floor* heap, std::size_t size, std::size_t hole) {
+    const Floor raised = heap[hole];
+    for (;;) {
+      std::size_t child = 2 * hole + 1;
+      if (child >= size) break;
+      if (child + 1 < size && heap[child + 1].value < heap[child].value) ++child;
+      if (heap[child].value >= raised.value) break;
+      heap[hole] = heap[child];
+      hole = child;
+    }
+    heap[hole] = raised;
+  }
+
+  // enter() for the machine of the settled job's own column `own_position_`, its cheapest
+  // (it is tight there): no search, its neighbours are next.
+  std::int64_t enter_own(std::uint32_t job, std::int64_t base, std::uint32_t m) {
+    MachineQueue& queue = machines_[m];
+    const std::int64_t time = this->time(job, queue);
+    offer_free(job, base, m, queue.cost(time, queue.taken()));
+    const auto at = static_cast<std::int32_t>(own_position_);
+    push_candidate(job, m, at - 1, at + 1);
+    return queue.cost(time, own_position_) - queue.price[own_position_];
+  }
+
+  void offer_free(std::uint32_t job, std::int64_t base, std::uint32_t m, std::int64_t free) {
+    MachineQueue& queue = machines_[m];
+    if (base + free < queue.free_dist) {
+      queue.free_dist = base + free;
+      queue.free_pred = job;
+      if (base + free < bound_) bound_ = base + free, bound_machine_ = m;
     }
   }
 
@@ -225,11 +294,7 @@ class PositionSolver {
     const std::int64_t time = this->time(job, queue);
     const std::size_t taken = queue.taken();
     const std::int64_t free = queue.cost(time, taken);  // price 0
-    if (base + free < queue.free_dist) {
-      queue.free_dist = base + free;
-      queue.free_pred = job;
-      if (base + free < bound_) bound_ = base + free, bound_machine_ = m;
-    }
+    offer_free(job, base, m, free);
     if (taken == 0) return free;
     const std::size_t best = queue.best_taken(time);
     push_candidate(job, m, static_cast<std::int32_t>(best), static_cast<std::int32_t>(best) + 1);
@@ -259,17 +324,20 @@ class PositionSolver {
     touched_.clear();
     bound_ = kUnreached;
     for (MachineQueue& queue : machines_) queue.free_dist = kUnreached;
+    own_machine_ = kNoMachine;
     relax_from(start, 0);
     while (!heap_.empty() && heap_.front().dist < bound_) {
-      std::pop_heap(heap_.begin(), heap_.end(), farther);
-      const Candidate next = heap_.back();
-      heap_.pop_back();
+      const Candidate next = heap_.front();
       MachineQueue& queue = machines_[next.machine];
-      // The job's following column on this machine, in order.
-      if (next.at == next.lo) {
-        push_candidate(next.job, next.machine, next.lo - 1, next.hi);
+      // The job's following column on this machine, in order, takes its place.
+      const std::optional<Candidate> following =
+          next.at == next.lo ? candidate(next.job, next.machine, next.lo - 1, next.hi)
+                             : candidate(next.job, next.machine, next.lo, next.hi + 1);
+      if (following) {
+        replace_nearest(*following);
       } else {
-        push_candidate(next.job, next.machine, next.lo, next.hi + 1);
+        std::pop_heap(heap_.begin(), heap_.end(), Farther{});
+        heap_.pop_back();
       }
       if (settled(queue, next.at)) continue;
       const auto i = static_cast<std::size_t>(next.at);
@@ -279,6 +347,8 @@ class PositionSolver {
       touched_.push_back({next.machine, i});
       const std::uint32_t holder = queue.owner[i];
       // holder's reduced cost in its own column is 0 (prices are tight on taken columns).
+      own_machine_ = next.machine;
+      own_position_ = i;
       relax_from(holder, next.dist - (queue.cost(time(holder, queue), i) - queue.price[i]));
     }
     if (bound_ == kUnreached) return Error{"assignment backend: a job has no column (a bug)"};
@@ -351,19 +421,18 @@ class PositionSolver {
   std::vector<std::uint32_t> job_machine_;
   std::vector<std::size_t> job_position_;
   std::vector<std::int64_t> job_base_;
-  // Per job, its machines with a floor each, lowest first: no more than the least cost − price
-  // of any of the machine's positions for the job. Prices only fall and queues only grow, so
-  // that least value only rises and a floor once exact stays a floor: a settled job enters
-  // machines in floor order and stops at the first no nearer than the nearest free column.
-  struct Floor {
-    std::int64_t value = 0;
-    std::uint32_t machine = 0;
-  };
-  std::vector<Floor> entry_floors_;  // per search: a settled job's reduced distance
+  // Per job, a min-heap of its machines by floor. Prices only fall and queues only grow, so the
+  // least cost − price of a job on a machine only rises and a floor once exact stays a floor:
+  // a settled job enters only the machines whose floor is below the nearest free column.
+  std::vector<Floor> entry_floors_;
+  std::vector<std::size_t> below_;  // relax_from(): the heap entries below its limit  // per
+                                    // search: a settled job's reduced distance
   std::uint32_t search_ = 0;
   std::vector<Candidate> heap_;
   std::vector<std::pair<std::uint32_t, std::size_t>> touched_;  // settled columns of a search
   std::int64_t bound_ = kUnreached;  // the nearest free column's distance
+  std::uint32_t own_machine_ = 0;    // the column through which relax_from()'s job was reached
+  std::size_t own_position_ = 0;
   std::uint32_t bound_machine_ = 0;
 };
 
