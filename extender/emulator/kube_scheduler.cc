@@ -190,6 +190,9 @@ struct KubeScheduler::Impl {
   std::mt19937_64 rng;
 
   std::map<std::string, PodInfo> pods;  // namespace/name
+  // Keys of pods with status.nominatedNodeName: nominated_on() runs for every node of every
+  // attempt, so it must not walk all pods (at 5,000 nodes and 100,000 pods that was 5e8 steps).
+  std::set<std::string> nominated_pods;
   std::map<std::string, NodeInfo> nodes;
   std::size_t next_start_node = 0;
 
@@ -249,11 +252,17 @@ struct KubeScheduler::Impl {
         release(existing->second);
         pods.erase(existing);
       }
+      nominated_pods.erase(key);
       queue.remove(key);
       if (was_holding) moved(ClusterEvent::kAssignedPodDelete, now);
       return;
     }
     PodInfo pod = read_pod(change.after);
+    if (pod.nominated.empty()) {
+      nominated_pods.erase(key);
+    } else {
+      nominated_pods.insert(key);
+    }
     if (!pod.node.empty()) {
       queue.remove(key);
       if (existing != pods.end()) release(existing->second);
@@ -370,7 +379,10 @@ struct KubeScheduler::Impl {
   // Requests of pods nominated to `node` that outrank (or tie) `pod` and are not bound yet.
   Resources nominated_on(const std::string& node, const std::string& self, int priority) const {
     Resources out;
-    for (const auto& [key, other] : pods) {
+    for (const std::string& key : nominated_pods) {
+      auto found = pods.find(key);
+      if (found == pods.end()) continue;
+      const PodInfo& other = found->second;
       if (key == self || other.nominated != node || !other.node.empty() || other.terminal ||
           other.priority < priority) {
         continue;
@@ -450,6 +462,7 @@ struct KubeScheduler::Impl {
         std::lock_guard lock(stats_mu);
         ++stats.filter_calls;
         stats.filter_seconds.push_back(seconds);
+        stats.filter_nodes.push_back(feasible.size());
       }
       std::string fault;
       if (!answer) {

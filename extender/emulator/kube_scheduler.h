@@ -60,9 +60,10 @@ const char* scheduler_event_name(SchedulerEvent::Kind kind);
 struct SchedulerStats {
   std::uint64_t attempts = 0, bound = 0, unschedulable = 0, bind_failures = 0, errors = 0;
   std::uint64_t filter_calls = 0, prioritize_calls = 0, bind_calls = 0, preempt_calls = 0;
-  std::uint64_t timeouts = 0;          // pods moved by the unschedulable timeout
-  std::vector<double> filter_seconds;  // wall-clock latency of each /filter call
-  std::vector<double> bind_seconds;    // wall-clock latency of each /bind call
+  std::uint64_t timeouts = 0;             // pods moved by the unschedulable timeout
+  std::vector<double> filter_seconds;     // wall-clock latency of each /filter call
+  std::vector<std::size_t> filter_nodes;  // nodes sent in each /filter call (same order)
+  std::vector<double> bind_seconds;       // wall-clock latency of each /bind call
 };
 
 struct KubeSchedulerOptions {
