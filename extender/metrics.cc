@@ -101,6 +101,7 @@ void Metrics::record_solve(double seconds, std::size_t queued, std::size_t runni
   std::lock_guard lock(mu_);
   queued_ = queued;
   running_ = running;
+  last_solve_seconds_ = seconds;
   user_shares_ = std::move(user_shares);
   // A user whose queue emptied reads 0 rather than vanishing from the series.
   for (auto& [user, count] : user_queued_) count = 0;
@@ -146,6 +147,9 @@ std::string Metrics::render() const {
   out += "allox_queue_length " + std::to_string(queued_) + "\n";
   out += "# HELP allox_running_jobs Jobs running.\n# TYPE allox_running_jobs gauge\n";
   out += "allox_running_jobs " + std::to_string(running_) + "\n";
+  out += "# HELP allox_last_solve_seconds The latest scheduling round's latency.\n";
+  out += "# TYPE allox_last_solve_seconds gauge\n";
+  out += "allox_last_solve_seconds " + number(last_solve_seconds_) + "\n";
   out += "# HELP allox_user_share Each user's current share L (AlloX).\n";
   out += "# TYPE allox_user_share gauge\n";
   for (const auto& [user, share] : user_shares_) {

@@ -5,6 +5,8 @@
 //   allox_solve_duration_seconds             scheduling-round latency histogram
 //   allox_bind_failures_total                binds answered with an Error
 //   allox_queue_length, allox_running_jobs   gauges, sampled at each solve
+//   allox_last_solve_seconds                 the latest round's latency (its queue: the gauge
+//                                            above), for benchmarks that poll at scale
 //   allox_user_share{user}                   each user's current share L, sampled at each solve
 //   allox_user_queued_jobs{user}             each user's queued jobs, sampled at each solve
 //   allox_completion_to_bind_seconds         a machine freed by a completion while jobs waited,
@@ -86,6 +88,7 @@ class Metrics {
 
   mutable std::mutex mu_;
   std::size_t queued_ = 0, running_ = 0;
+  double last_solve_seconds_ = 0;
   std::map<std::string, double> user_shares_;
   std::map<std::string, int> user_queued_;
 };
