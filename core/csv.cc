@@ -1,10 +1,9 @@
 #include "core/csv.h"
 
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
-#include <iomanip>
-#include <sstream>
 
 namespace allox {
 
@@ -62,15 +61,20 @@ std::optional<double> parse_decimal(const std::string& text) {
 
 std::string csv_number(double value) {
   // Six digits print most values as people write them; more only when needed to read back.
+  // to_chars(general, p) writes what printf("%.*g") and an ostream at setprecision(p) write,
+  // without a locale or a stream per digit count (this runs for every number of every report).
+  char text[40];
   for (int digits = 6; digits < 17; ++digits) {
-    std::ostringstream shorter;
-    shorter << std::setprecision(digits) << value;
-    // strtod, not stod: a rounded neighbour of DBL_MAX overflows, which is just "not yet".
-    if (std::strtod(shorter.str().c_str(), nullptr) == value) return shorter.str();
+    const auto written =
+        std::to_chars(text, text + sizeof text, value, std::chars_format::general, digits);
+    double back = 0;
+    // An out-of-range neighbour of DBL_MAX leaves `back` unset: just "not yet".
+    const auto read = std::from_chars(text, written.ptr, back);
+    if (read.ec == std::errc() && back == value) return std::string(text, written.ptr);
   }
-  std::ostringstream out;
-  out << std::setprecision(17) << value;
-  return out.str();
+  const auto written =
+      std::to_chars(text, text + sizeof text, value, std::chars_format::general, 17);
+  return std::string(text, written.ptr);
 }
 
 }  // namespace allox

@@ -4,8 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <iomanip>
 #include <limits>
 #include <random>
+#include <sstream>
+#include <string>
+#include <vector>
 
 namespace allox {
 namespace {
@@ -82,6 +87,48 @@ TEST(CsvTest, NumbersAreShortAndReadBackExactly) {
   }
   EXPECT_EQ(std::numeric_limits<double>::max(),
             std::stod(csv_number(std::numeric_limits<double>::max())));
+}
+
+// csv_number once printed through an ostream at growing precision; reports and goldens keep
+// those exact bytes. The reference below is that implementation.
+TEST(CsvTest, NumbersPrintAsTheStreamPrintedThem) {
+  auto stream_number = [](double value) {
+    for (int digits = 6; digits < 17; ++digits) {
+      std::ostringstream shorter;
+      shorter << std::setprecision(digits) << value;
+      if (std::strtod(shorter.str().c_str(), nullptr) == value) return shorter.str();
+    }
+    std::ostringstream out;
+    out << std::setprecision(17) << value;
+    return out.str();
+  };
+  std::vector<double> values = {0,
+                                -0.0,
+                                1,
+                                0.1,
+                                1.0 / 3,
+                                2.0 / 3,
+                                1e-7,
+                                123456.5,
+                                1234567,
+                                1e15,
+                                1e16,
+                                1e17,
+                                5e-324,
+                                std::numeric_limits<double>::min(),
+                                std::numeric_limits<double>::max(),
+                                std::numeric_limits<double>::lowest(),
+                                std::numeric_limits<double>::infinity(),
+                                -std::numeric_limits<double>::infinity()};
+  std::mt19937_64 rng(13);
+  std::uniform_real_distribution<double> exponent(-300, 300), mantissa(-10, 10);
+  std::uniform_int_distribution<int> whole(0, 1000000);
+  for (int trial = 0; trial < 5000; ++trial) {
+    values.push_back(mantissa(rng) * std::pow(10.0, exponent(rng)));
+    values.push_back(whole(rng) / 100.0);  // money-like and time-like values
+  }
+  for (double x : values) EXPECT_EQ(stream_number(x), csv_number(x)) << x;
+  EXPECT_EQ(stream_number(std::nan("")), csv_number(std::nan("")));
 }
 
 }  // namespace
