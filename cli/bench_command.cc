@@ -1,5 +1,7 @@
 // allox bench matcher: times the matcher at the sizes of issue 3 and prints a table.
 #include <algorithm>
+#include <cstdio>
+#include <filesystem>
 #include <iomanip>
 #include <iostream>
 #include <memory>
@@ -7,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/cluster_bench.h"
 #include "bench/matcher_bench.h"
 #include "cli/commands.h"
 #include "cli/exit.h"
@@ -87,11 +90,149 @@ double median_of(std::vector<double> values) {
   return values[values.size() / 2];
 }
 
+// alloxd beside this allox binary (build/cli/), else on PATH.
+std::string alloxd_beside_allox() {
+  std::error_code ec;
+  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec && std::filesystem::exists(self.parent_path() / "alloxd"))
+    return (self.parent_path() / "alloxd").string();
+  return "alloxd";
+}
+
+void print_cluster_header(const bench::ClusterBenchOptions& o, int repeat) {
+  std::printf(
+      "bench cluster: %zu nodes x (%d GPUs + %d CPU bundles), %zu jobs queued at once as gated "
+      "GPU + CPU pods (Gavel speeds), the real alloxd (%s) behind a fake API server and the "
+      "kube-scheduler v1.28 emulator, %gx simulated time; %d run(s). Wall-clock figures on a "
+      "shared machine: under load.\n\n",
+      o.nodes, o.gpus_per_node, o.cpu_bundles_per_node, o.pending, o.alloxd_binary.c_str(),
+      o.speedup, repeat);
+  std::printf("%4s %13s %6s %8s %8s %9s %9s %8s %9s %9s %8s %10s %8s %8s %7s\n", "run",
+              "bound once", "twice", "unbound", "pods/s", "c2b p50", "c2b p99", "filters",
+              "nodes/f", "filt p50", "filt p99", "plan ms", "queued", "RSS MB", "wall s");
+}
+
+void print_cluster_row(int run, const bench::ClusterBenchResult& r) {
+  std::printf(
+      "%4d %6zu/%-6zu %6zu %8zu %8.0f %7.0fms %7.0fms %8zu %9.0f %7.2fms %7.2fms %10.0f %8zu "
+      "%8.0f %7.1f%s\n",
+      run, r.bound_once, r.jobs, r.bound_twice, r.unbound, r.pods_per_second,
+      r.completion_to_bind_p50_ms, r.completion_to_bind_p99_ms, r.filter_calls, r.filter_nodes_mean,
+      r.filter_p50_ms, r.filter_p99_ms, r.plan_ms, r.plan_queued, r.alloxd_peak_rss_mb, r.wall_s,
+      r.timed_out ? "  (stopped at --max-wall)" : "");
+  std::fflush(stdout);
+}
+
+void add_cluster_command(CLI::App& parent) {
+  auto* cmd = parent.add_subcommand(
+      "cluster",
+      "alloxd end to end at cluster scale: a fake API server with N nodes, the real alloxd, the "
+      "kube-scheduler emulator and fake kubelets; a backlog of gated jobs; bind rate, "
+      "completion-to-bind, /filter latency, plan time and alloxd's RSS against issue 13's "
+      "targets.");
+  auto o = std::make_shared<bench::ClusterBenchOptions>();
+  auto repeat = std::make_shared<int>(1);
+  cmd->add_option("--nodes", o->nodes, "nodes in the fake cluster")->capture_default_str();
+  cmd->add_option("--pending", o->pending, "jobs queued at once (a GPU pod and a CPU pod each)")
+      ->capture_default_str();
+  cmd->add_option("--gpus-per-node", o->gpus_per_node)->capture_default_str();
+  cmd->add_option("--cpu-bundles-per-node", o->cpu_bundles_per_node)->capture_default_str();
+  cmd->add_option("--speedup", o->speedup, "simulated seconds per wall-clock second")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--median-duration", o->median_duration,
+                  "median job time on its fastest GPU (simulated s)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--cpu-slowdown", o->cpu_slowdown, "a CPU bundle's time over a K80's")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--users", o->users)->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--max-wall", o->max_wall_s, "stop a run after this many wall seconds")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--seed", o->seed)->capture_default_str();
+  cmd->add_option("--repeat", *repeat, "runs (medians reported when more than one)")
+      ->check(CLI::Range(1, 20))
+      ->capture_default_str();
+  cmd->add_option("--alloxd", o->alloxd_binary, "alloxd binary (default: beside allox)");
+  cmd->add_option("--scheduler-config", o->scheduler_config)->capture_default_str();
+  cmd->add_option("--throughputs", o->throughputs, "Gavel's simulation_throughputs.json")
+      ->capture_default_str();
+  cmd->add_option("--state", o->state_dir, "folder for alloxd's config, store and log")
+      ->capture_default_str();
+  cmd->callback([o, repeat] {
+    if (o->alloxd_binary.empty()) o->alloxd_binary = alloxd_beside_allox();
+    print_cluster_header(*o, *repeat);
+    std::vector<bench::ClusterBenchResult> runs;
+    for (int r = 1; r <= *repeat; ++r) {
+      auto result = bench::run_cluster_bench(*o);
+      if (!result.ok()) {
+        std::cerr << "allox bench cluster: " << result.message() << "\n";
+        fail();
+      }
+      print_cluster_row(r, *result);
+      runs.push_back(*result);
+    }
+    auto median = [&](auto field) {
+      std::vector<double> values;
+      for (const auto& run : runs) values.push_back(static_cast<double>(field(run)));
+      return median_of(values);
+    };
+    using R = bench::ClusterBenchResult;
+    struct Line {
+      const char* row;
+      double value, target;
+      bool at_least;
+      const char* unit;
+    };
+    const Line lines[] = {
+        {"pods bound per second (backlog)", median([](const R& r) { return r.pods_per_second; }),
+         500, true, "pods/s"},
+        {"/filter p99 (every call)", median([](const R& r) { return r.filter_p99_ms; }), 2, false,
+         "ms"},
+        {"plan time at the largest queue", median([](const R& r) { return r.plan_ms; }), 1000,
+         false, "ms"},
+        {"alloxd peak RSS", median([](const R& r) { return r.alloxd_peak_rss_mb; }), 1024, false,
+         "MB"},
+    };
+    std::printf("\nissue 13 targets, median of %zu run(s); ratio = measured / target\n\n",
+                runs.size());
+    std::printf("%-34s %12s %12s %7s\n", "row", "measured", "target", "ratio");
+    for (const Line& line : lines) {
+      const bool met = line.at_least ? line.value >= line.target : line.value < line.target;
+      std::printf("%-34s %9.2f %-6s %2s %7.0f %-6s %5.2f  %s\n", line.row, line.value, line.unit,
+                  line.at_least ? ">=" : " <", line.target, line.unit, line.value / line.target,
+                  met ? "met" : "NOT met");
+    }
+    std::printf("completion-to-bind p50 / p99: %.0f / %.0f ms wall (%zu machines reused)\n",
+                median([](const R& r) { return r.completion_to_bind_p50_ms; }),
+                median([](const R& r) { return r.completion_to_bind_p99_ms; }),
+                runs.back().completion_to_bind_samples);
+    std::printf(
+        "/filter with >= 90%% of the nodes: p50 %.2f ms, p99 %.2f ms (%zu calls, last run)\n",
+        runs.back().full_filter_p50_ms, runs.back().full_filter_p99_ms,
+        runs.back().full_filter_calls);
+    std::printf("/bind: p50 %.2f ms, p99 %.2f ms (last run)\n", runs.back().bind_p50_ms,
+                runs.back().bind_p99_ms);
+    std::printf("plan measured at %zu queued jobs; alloxd CPU %.1f s (last run)\n",
+                runs.back().plan_queued, runs.back().alloxd_cpu_s);
+    bool exact = true;
+    for (const auto& run : runs) {
+      exact = exact && run.bound_twice == 0 && (run.timed_out || run.unbound == 0) &&
+              run.bound_once + run.unbound == run.jobs;
+    }
+    std::printf("every job bound exactly once: %s\n", exact ? "yes" : "NO");
+    if (!exact) fail();
+  });
+}
+
 }  // namespace
 
 void add_bench_command(CLI::App& app) {
   auto* bench = app.add_subcommand("bench", "Benchmarks that print a table of measured figures");
   bench->require_subcommand(1);
+  add_cluster_command(*bench);
   auto* cmd = bench->add_subcommand(
       "matcher",
       "Matcher solve time and peak memory at the issue-3 sizes, against the naive graph (all J "

@@ -1,0 +1,320 @@
+#include "bench/cluster_bench.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "extender/emulator/alloxd_process.h"
+#include "extender/emulator/fake_api_server.h"
+#include "extender/emulator/replay.h"
+#include "extender/emulator/scheduler_config.h"
+#include "profiler/throughput_table.h"
+#include "sim/synthetic.h"
+
+namespace allox::bench {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// GET url+path as text (alloxd's /metrics is not JSON); "" on any fault.
+std::string http_get_text(const std::string& url, const std::string& path) {
+  namespace beast = boost::beast;
+  namespace http = beast::http;
+  using tcp = boost::asio::ip::tcp;
+  try {
+    const std::string rest = url.substr(url.find("//") + 2);
+    const auto colon = rest.rfind(':');
+    boost::asio::io_context io;
+    tcp::resolver resolver(io);
+    beast::tcp_stream stream(io);
+    stream.expires_after(std::chrono::seconds(5));
+    stream.connect(resolver.resolve(rest.substr(0, colon), rest.substr(colon + 1)));
+    http::request<http::empty_body> request{http::verb::get, path, 11};
+    request.set(http::field::host, rest.substr(0, colon));
+    http::write(stream, request);
+    beast::flat_buffer buffer;
+    http::response<http::string_body> response;
+    http::read(stream, buffer, response);
+    return response.result_int() == 200 ? response.body() : "";
+  } catch (const std::exception&) {
+    return "";
+  }
+}
+
+// The value of an unlabelled sample in Prometheus text ("name 12.5"); nullopt when absent.
+std::optional<double> sample(const std::string& text, const std::string& name) {
+  const std::string prefix = "\n" + name + " ";
+  auto at = text.find(prefix);
+  if (at == std::string::npos) return std::nullopt;
+  try {
+    return std::stod(text.substr(at + prefix.size(), 32));
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+// A /proc/<pid>/status field in kB ("VmHWM"), 0 when unreadable.
+double status_kb(int pid, const std::string& field) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind(field + ":", 0) == 0) return std::stod(line.substr(field.size() + 1));
+  }
+  return 0;
+}
+
+// utime + stime of a process in seconds, 0 when unreadable.
+double cpu_seconds(int pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  auto close = text.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream fields(text.substr(close + 2));
+  std::string skip;
+  for (int i = 0; i < 11; ++i) fields >> skip;  // state .. cmajflt (fields 3-13)
+  double utime = 0, stime = 0;
+  fields >> utime >> stime;
+  return (utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+// Gavel job types as GPU and CPU pods (the header says how).
+Expected<std::vector<emulator::ReplayJob>> workload(const ClusterBenchOptions& options) {
+  auto table = ThroughputTable::load_gavel(options.throughputs);
+  if (!table) return table.error();
+  SyntheticOptions synthetic;
+  synthetic.jobs = options.pending;
+  synthetic.users = options.users;
+  synthetic.median_duration = options.median_duration;
+  synthetic.seed = options.seed;
+  auto trace = generate_synthetic_trace(*table, synthetic);
+  if (!trace) return trace.error();
+  auto as_pods = [&](const std::map<DeviceType, double>& gavel) {
+    std::map<DeviceType, double> out;
+    auto v100 = gavel.find("v100");
+    if (v100 != gavel.end()) {
+      out["gpu"] = v100->second;
+    } else {
+      out["gpu"] = std::min_element(gavel.begin(), gavel.end(), [](auto& a, auto& b) {
+                     return a.second < b.second;
+                   })->second;
+    }
+    if (auto k80 = gavel.find("k80"); k80 != gavel.end()) {
+      out["cpu"] = k80->second * options.cpu_slowdown;
+    }
+    return out;
+  };
+  std::vector<emulator::ReplayJob> jobs;
+  jobs.reserve(trace->jobs.size());
+  for (const TraceJob& t : trace->jobs) {
+    // Every job is queued at once: the backlog is the scenario.
+    jobs.push_back({t.job.id, t.job.user, 0, as_pods(t.job.time), as_pods(t.true_time)});
+  }
+  return jobs;
+}
+
+Status write_alloxd_config(const std::string& path) {
+  std::ofstream out(path);
+  out << "# written by allox bench cluster\n"
+         "listen: 127.0.0.1:0\n"
+         "database: alloxd.db\n"
+         "policy: allox\n"
+         "alpha: 0.5\n"
+         "tick: 2\n"
+         "default_job_seconds: 3600\n"
+         "admin_token: bench-cluster\n"
+         "scheduler_name: allox-scheduler\n"
+         "devices:\n"
+         "  - {resource: nvidia.com/gpu, device: gpu}\n"
+         "cpu: {device: cpu, cores_per_machine: 32}\n"
+         "tenancy: {user_annotation_namespaces: [bench]}\n"
+         "retention: {finished_seconds: 86400}\n"
+         "log: {level: info, format: text}\n";  // AlloxdProcess reads the address from it
+  if (!out) return Error{"cannot write " + path};
+  return OkStatus();
+}
+
+}  // namespace
+
+Expected<ClusterBenchResult> run_cluster_bench(const ClusterBenchOptions& options) {
+  if (options.nodes == 0 || options.pending == 0) {
+    return Error{"bench cluster: --nodes and --pending must be positive"};
+  }
+  if (options.alloxd_binary.empty()) return Error{"bench cluster: no alloxd binary"};
+  auto jobs = workload(options);
+  if (!jobs) return jobs.error();
+  auto scheduler = emulator::load_scheduler_configuration(options.scheduler_config);
+  if (!scheduler) return scheduler.error();
+  if (scheduler->extenders.empty()) return Error{options.scheduler_config + ": no extender"};
+
+  ClusterBenchResult result;
+  result.nodes = options.nodes;
+  result.jobs = jobs->size();
+  for (const auto& job : *jobs) result.pods += job.true_time.size();
+
+  emulator::ReplayOptions replay;
+  replay.scheduler = *scheduler;
+  replay.scheduler_name = scheduler->scheduler_names.front();
+  replay.pod_namespace = "bench";
+  replay.resource_of["gpu"] = "nvidia.com/gpu";
+  replay.cpu_cores = 32;
+  replay.gated = true;
+
+  emulator::SimClock clock(options.speedup);
+  emulator::FakeApiServerOptions api_options;
+  api_options.token = "bench-" + std::to_string(::getpid());
+  api_options.clock = [&clock] { return clock.now(); };
+  auto api = emulator::FakeApiServer::start(api_options);
+  if (!api) return Error{"fake API server: " + api.message()};
+  const auto allocatable = emulator::node_allocatable(
+      {{"gpu", options.gpus_per_node}, {"cpu", options.cpu_bundles_per_node}}, replay);
+  for (std::size_t n = 0; n < options.nodes; ++n) {
+    (*api)->add_node("node-" + std::to_string(n), allocatable);
+  }
+
+  std::error_code ec;
+  std::filesystem::create_directories(options.state_dir, ec);
+  const std::string base_config = options.state_dir + "/base.yaml";
+  if (Status written = write_alloxd_config(base_config); !written) return written.error();
+  emulator::AlloxdLaunch launch;
+  launch.binary = options.alloxd_binary;
+  launch.config = base_config;
+  launch.apiserver_url = (*api)->url();
+  launch.apiserver_token = api_options.token;
+  launch.database = std::filesystem::absolute(options.state_dir + "/alloxd.db").string();
+  for (const char* suffix : {"", "-wal", "-shm"})
+    std::filesystem::remove(launch.database + suffix, ec);
+  launch.log = options.state_dir + "/alloxd.log";
+  launch.time_scale = options.speedup;
+  launch.ready_timeout = std::chrono::seconds(120);
+  auto alloxd = emulator::AlloxdProcess::start(launch);
+  if (!alloxd) return alloxd.error();
+  for (auto& e : replay.scheduler.extenders) e.url_prefix = (*alloxd)->url();
+
+  // Plan time: poll alloxd's gauges; keep the solve seen at the largest queue.
+  std::atomic<bool> stop{false};
+  std::mutex mu;
+  std::condition_variable cv;
+  bool finished = false;
+  std::thread poller([&] {
+    std::unique_lock lock(mu);
+    while (!finished) {
+      lock.unlock();
+      const std::string text = http_get_text((*alloxd)->url(), "/metrics");
+      auto queued = sample(text, "allox_queue_length");
+      auto solve = sample(text, "allox_last_solve_seconds");
+      lock.lock();
+      if (queued && solve && *queued >= static_cast<double>(result.plan_queued)) {
+        if (*queued > static_cast<double>(result.plan_queued)) result.plan_ms = 0;
+        result.plan_queued = static_cast<std::size_t>(*queued);
+        result.plan_ms = std::max(result.plan_ms, *solve * 1000);
+      }
+      cv.wait_for(lock, std::chrono::milliseconds(200), [&] { return finished; });
+    }
+  });
+
+  const auto wall_start = Clock::now();
+  std::vector<double> bind_at;  // wall seconds of every bind
+  double first_done = -1;
+  std::size_t jobs_bound = 0;
+  std::map<std::string, int> binds_of;
+  replay.record_events = true;
+  replay.stop = &stop;
+  replay.on_event = [&](const emulator::ReplayEvent& e) {
+    const double at = seconds_since(wall_start);
+    if (e.kind == emulator::ReplayEvent::Kind::kBound) {
+      bind_at.push_back(at);
+      if (++binds_of[e.job] == 1) ++jobs_bound;
+      if (jobs_bound == result.jobs) stop = true;
+    } else if (e.kind == emulator::ReplayEvent::Kind::kDone && first_done < 0) {
+      first_done = at;
+    }
+    if (at > options.max_wall_s) {
+      result.timed_out = true;
+      stop = true;
+    }
+  };
+  std::thread watchdog([&] {
+    std::unique_lock lock(mu);
+    if (!cv.wait_for(lock, std::chrono::duration<double>(options.max_wall_s),
+                     [&] { return finished; })) {
+      result.timed_out = true;
+      stop = true;
+    }
+  });
+  auto summary = emulator::replay_jobs((*api)->objects(), clock, *jobs, replay);
+  result.wall_s = seconds_since(wall_start);
+  result.alloxd_cpu_s = cpu_seconds((*alloxd)->pid());
+  result.alloxd_peak_rss_mb = status_kb((*alloxd)->pid(), "VmHWM") / 1024;
+  {
+    std::lock_guard lock(mu);
+    finished = true;
+  }
+  cv.notify_all();
+  poller.join();
+  watchdog.join();
+  (*alloxd)->stop();
+  (*api)->stop();
+  if (!summary) return summary.error();
+
+  for (const auto& job : summary->jobs) {
+    if (job.runs == 0) ++result.unbound;
+    if (job.runs == 1) ++result.bound_once;
+    if (job.runs > 1) ++result.bound_twice;
+  }
+  std::vector<double> backlog;
+  for (double at : bind_at)
+    if (first_done < 0 || at <= first_done) backlog.push_back(at);
+  result.backlog_binds = backlog.size();
+  if (backlog.size() > 1) {
+    result.pods_per_second =
+        static_cast<double>(backlog.size() - 1) / std::max(1e-9, backlog.back() - backlog.front());
+  }
+  std::vector<double> c2b_ms;
+  for (double s : summary->completion_to_bind) c2b_ms.push_back(s / options.speedup * 1000);
+  result.completion_to_bind_samples = c2b_ms.size();
+  result.completion_to_bind_p50_ms = emulator::quantile(c2b_ms, 0.5);
+  result.completion_to_bind_p99_ms = emulator::quantile(c2b_ms, 0.99);
+
+  const auto& stats = summary->scheduler;
+  std::vector<double> all_ms, full_ms;
+  double nodes_sum = 0;
+  for (std::size_t i = 0; i < stats.filter_seconds.size(); ++i) {
+    const std::size_t sent = i < stats.filter_nodes.size() ? stats.filter_nodes[i] : 0;
+    all_ms.push_back(stats.filter_seconds[i] * 1000);
+    if (sent * 10 >= options.nodes * 9) full_ms.push_back(stats.filter_seconds[i] * 1000);
+    nodes_sum += static_cast<double>(sent);
+    result.filter_nodes_max = std::max(result.filter_nodes_max, sent);
+  }
+  result.filter_calls = all_ms.size();
+  result.filter_nodes_mean = all_ms.empty() ? 0 : nodes_sum / static_cast<double>(all_ms.size());
+  result.filter_p50_ms = emulator::quantile(all_ms, 0.5);
+  result.filter_p99_ms = emulator::quantile(all_ms, 0.99);
+  std::vector<double> bind_ms;
+  for (double seconds : stats.bind_seconds) bind_ms.push_back(seconds * 1000);
+  result.bind_p50_ms = emulator::quantile(bind_ms, 0.5);
+  result.bind_p99_ms = emulator::quantile(bind_ms, 0.99);
+  result.full_filter_calls = full_ms.size();
+  result.full_filter_p50_ms = emulator::quantile(full_ms, 0.5);
+  result.full_filter_p99_ms = emulator::quantile(full_ms, 0.99);
+  return result;
+}
+
+}  // namespace allox::bench

@@ -1,0 +1,76 @@
+// allox bench cluster: alloxd at cluster scale, end to end. A fake Kubernetes API server holds
+// `nodes` nodes of `gpus_per_node` GPUs (nvidia.com/gpu) and `cpu_bundles_per_node` CPU bundles;
+// the real alloxd binary runs against it (list + watch, gates, events, binding); a
+// kube-scheduler v1.28 emulator (manifests/scheduler-config.yaml, urlPrefix pointed at alloxd)
+// schedules through alloxd's verbs with NodeNames, and fake kubelets run bound pods.
+//
+// The workload: `pending` jobs arrive at once, each as a gated GPU pod and a gated CPU pod
+// (extender/emulator/replay.h). Job speeds come from Gavel's measured throughput table
+// (sim/synthetic.h): a job's GPU time is its steps over the V100 rate; Gavel has no CPU column,
+// so a 32-core CPU bundle is modelled as `cpu_slowdown` times slower than a K80 (a job that does
+// not fit a K80 gets no CPU pod). Durations follow sim/synthetic.h's Pareto (median
+// `median_duration` simulated seconds on the fastest GPU).
+//
+// The run ends when every job has been bound, or after `max_wall_s`. Measured (wall clock on a
+// shared machine: read the numbers as "under load"):
+//   - pods bound per second: binds from the first to the last bind before the first completion
+//     (the backlog, before machine churn limits the rate);
+//   - completion-to-bind: a machine freed while jobs waited, until the next bind onto it
+//     (simulated seconds / speedup = wall);
+//   - /filter latency as the scheduler sees it (HTTP round trip), with the NodeNames it sent;
+//   - plan time: alloxd's allox_last_solve_seconds at the largest queue it planned;
+//   - alloxd's peak RSS (VmHWM) and CPU time, from /proc.
+// Invariants reported, never assumed: jobs bound exactly once, jobs bound twice, jobs unbound.
+//
+// Not thread-safe; one run at a time (it starts a child process and binds loopback ports).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/result.h"
+
+namespace allox::bench {
+
+struct ClusterBenchOptions {
+  std::size_t nodes = 5000;
+  std::size_t pending = 50000;  // jobs queued at once; each is a GPU pod and (mostly) a CPU pod
+  int gpus_per_node = 8;
+  int cpu_bundles_per_node = 2;
+  double speedup = 100;           // simulated seconds per wall-clock second
+  double median_duration = 1800;  // simulated seconds on the fastest GPU
+  double cpu_slowdown = 2;        // a CPU bundle's time / a K80's time
+  std::size_t users = 8;
+  double max_wall_s = 300;
+  std::uint64_t seed = 1;
+  std::string alloxd_binary;  // required
+  std::string scheduler_config = "manifests/scheduler-config.yaml";
+  std::string throughputs = "data/gavel/simulation_throughputs.json";
+  std::string state_dir = "run/bench-cluster";  // alloxd's config, store and log
+};
+
+struct ClusterBenchResult {
+  std::size_t nodes = 0, jobs = 0, pods = 0;
+  std::size_t bound_once = 0, bound_twice = 0, unbound = 0;
+  std::size_t backlog_binds = 0;  // binds before the first completion
+  double pods_per_second = 0;     // backlog_binds over their span
+  std::size_t completion_to_bind_samples = 0;
+  double completion_to_bind_p50_ms = 0, completion_to_bind_p99_ms = 0;  // wall
+  std::size_t filter_calls = 0, filter_nodes_max = 0;
+  double filter_nodes_mean = 0;
+  double filter_p50_ms = 0, filter_p99_ms = 0;
+  // The same, over the calls that carried at least 90% of the nodes.
+  std::size_t full_filter_calls = 0;
+  double full_filter_p50_ms = 0, full_filter_p99_ms = 0;
+  double bind_p50_ms = 0, bind_p99_ms = 0;  // /bind as the scheduler sees it
+  double plan_ms = 0;                       // the solve at the largest queue seen
+  std::size_t plan_queued = 0;              // that queue's length
+  double alloxd_peak_rss_mb = 0;
+  double alloxd_cpu_s = 0;
+  double wall_s = 0;
+  bool timed_out = false;
+};
+
+Expected<ClusterBenchResult> run_cluster_bench(const ClusterBenchOptions& options);
+
+}  // namespace allox::bench

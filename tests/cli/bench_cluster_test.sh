@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# allox bench cluster at toy size (50 nodes, 500 queued jobs): the real alloxd, the fake API
+# server and the kube-scheduler emulator end to end. Asserts what the run prints, not timing:
+# every job bound exactly once, and every figure of the table present and sane.
+set -u
+allox=$1
+root=$2
+state=$(mktemp -d)
+trap 'rm -rf "$state"' EXIT
+cd "$root" || exit 1
+out=$("$allox" bench cluster --nodes 50 --pending 500 --speedup 200 --max-wall 120 \
+        --state "$state" 2>&1)
+status=$?
+echo "$out"
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+[[ $status -eq 0 ]] || fail "exit status $status"
+grep -q '^every job bound exactly once: yes$' <<<"$out" || fail "not every job bound exactly once"
+grep -q 'stopped at --max-wall' <<<"$out" && fail "the run hit --max-wall"
+# The run's row: run, bound/jobs, twice, unbound, pods/s, c2b p50, c2b p99, filters, nodes per
+# filter, filter p50, p99, plan ms, queued, RSS MB, wall s.
+row=$(grep -E '^ +1 +[0-9]+/' <<<"$out")
+[[ -n $row ]] || fail "no row for run 1"
+read -r run bound jobs twice unbound pps c2b50 c2b99 filters nodes f50 f99 plan queued rss wall \
+  <<<"$(sed 's#/# #; s/ms//g' <<<"$row")"
+check() {  # description, python boolean expression
+  python3 -c "import sys; sys.exit(0 if ($2) else 1)" || fail "$1 (row: $row)"
+}
+check "500 jobs, all bound once" "$jobs == 500 and $bound == 500 and $twice == 0 and $unbound == 0"
+check "a positive bind rate" "$pps > 0"
+check "completion-to-bind p50 <= p99" "0 <= $c2b50 <= $c2b99"
+check "at least one /filter per job" "$filters >= 500"
+check "the filters named nodes, at most 50" "0 < $nodes <= 50"
+check "filter p50 <= p99, both positive" "0 < $f50 <= $f99"
+check "a plan measured at a queue of the backlog's size" "$plan > 0 and 0 < $queued <= 500"
+check "alloxd's peak RSS measured, under 1 GB" "0 < $rss < 1024"
+for row_name in 'pods bound per second' '/filter p99' 'plan time' 'alloxd peak RSS'; do
+  grep -q "^$row_name" <<<"$out" || fail "no target row '$row_name'"
+done
+exit $((failures > 0))
