@@ -26,13 +26,15 @@ void ActionQueue::stop() {
     stopping_ = true;
     counts_.dropped += entries_.size();
     entries_.clear();
-    order_.clear();
+    admit_order_.clear();
+    background_order_.clear();
   }
   cv_.notify_all();
   if (worker_.joinable()) worker_.join();
 }
 
-bool ActionQueue::submit(const std::string& key, std::function<Status()> action) {
+bool ActionQueue::submit(const std::string& key, std::function<Status()> action,
+                         ActionPriority priority) {
   {
     std::lock_guard lock(mu_);
     if (stopping_) return false;
@@ -45,8 +47,9 @@ bool ActionQueue::submit(const std::string& key, std::function<Status()> action)
       ++counts_.dropped;
       return false;
     }
-    entries_[key] = Entry{std::move(action), 0, {}};
-    order_.push_back(key);
+    entries_[key] = Entry{std::move(action), 0, {}, priority};
+    ++submissions_;
+    order_of(priority).push_back(key);
   }
   cv_.notify_all();
   return true;
@@ -73,20 +76,28 @@ void ActionQueue::loop() {
   kube::Backoff backoff(options_.backoff_initial, options_.backoff_max);
   std::unique_lock lock(mu_);
   while (true) {
-    cv_.wait(lock, [&] { return stopping_ || !order_.empty(); });
+    cv_.wait(lock, [&] { return stopping_ || !entries_.empty(); });
     if (stopping_) return;
-    // The first action whose back-off has passed, else wait for the earliest one.
+    // The first action whose back-off has passed, admissions first; else wait for the
+    // earliest one.
     auto now = std::chrono::steady_clock::now();
-    auto ready = std::find_if(order_.begin(), order_.end(),
-                              [&](const std::string& k) { return entries_[k].not_before <= now; });
-    if (ready == order_.end()) {
+    auto is_ready = [&](const std::string& k) { return entries_[k].not_before <= now; };
+    std::deque<std::string>* order = &admit_order_;
+    auto ready = std::find_if(order->begin(), order->end(), is_ready);
+    if (ready == order->end()) {
+      order = &background_order_;
+      ready = std::find_if(order->begin(), order->end(), is_ready);
+    }
+    if (ready == order->end()) {
       auto earliest = now + options_.backoff_max;
-      for (const std::string& k : order_) earliest = std::min(earliest, entries_[k].not_before);
-      cv_.wait_until(lock, earliest, [&] { return stopping_; });
+      for (const auto& [k, entry] : entries_) earliest = std::min(earliest, entry.not_before);
+      // A new submission wakes it: an admission must not wait out another action's back-off.
+      const std::uint64_t seen = submissions_;
+      cv_.wait_until(lock, earliest, [&] { return stopping_ || submissions_ != seen; });
       continue;
     }
     std::string key = *ready;
-    order_.erase(ready);
+    order->erase(ready);
     Entry entry = std::move(entries_[key]);
     entries_.erase(key);
     running_ = key;
@@ -114,8 +125,9 @@ void ActionQueue::loop() {
                                             {"retry_in_ms", static_cast<long long>(delay.count())},
                                             {"error", status.message()}});
       entry.not_before = std::chrono::steady_clock::now() + delay;
+      const ActionPriority priority = entry.priority;
       entries_[key] = std::move(entry);
-      order_.push_back(key);
+      order_of(priority).push_back(key);
     }
     cv_.notify_all();
   }

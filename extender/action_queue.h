@@ -1,7 +1,10 @@
 // Background actions on the cluster (remove a gate, delete a variant, nudge, write an event),
 // kept off every request path: kube-scheduler's verbs never wait for them.
 //
-// One worker thread runs them in submission order. Each action has a key ("delete lab/bert-cpu");
+// One worker thread runs them, admissions first: a gate removal or a nudge starts a job and is
+// what a freed machine waits for, so it never queues behind another job's thousands of
+// deletions or events (one tenant's 3,000 variants must not delay another's start). Within a
+// priority, submission order. Each action has a key ("delete lab/bert-cpu");
 // submitting a key that is already waiting replaces it (the latest intent wins, never twice).
 // A failing action is retried with bounded exponential back-off (kube/backoff.h) up to
 // max_attempts, then dropped, counted and logged as a warning (a retry is a debug line): the
@@ -33,6 +36,11 @@ struct ActionQueueOptions {
   std::size_t capacity = 100000;  // beyond this, submissions are dropped (and counted)
 };
 
+enum class ActionPriority {
+  kAdmit,       // starts a job: remove a gate, nudge
+  kBackground,  // tidies up: delete a variant, write an event
+};
+
 class ActionQueue {
  public:
   explicit ActionQueue(ActionQueueOptions options = {}, std::function<bool()> allowed = nullptr);
@@ -41,8 +49,10 @@ class ActionQueue {
   void start();
   void stop();
 
-  // False when the queue is full or stopped.
-  bool submit(const std::string& key, std::function<Status()> action);
+  // False when the queue is full or stopped. A key re-submitted while it waits keeps its place
+  // (and the priority it was first given).
+  bool submit(const std::string& key, std::function<Status()> action,
+              ActionPriority priority = ActionPriority::kBackground);
   // True while `key` waits or runs.
   bool pending(const std::string& key) const;
 
@@ -59,16 +69,21 @@ class ActionQueue {
     std::function<Status()> action;
     int attempts = 0;
     std::chrono::steady_clock::time_point not_before{};
+    ActionPriority priority = ActionPriority::kBackground;
   };
   void loop();
+  std::deque<std::string>& order_of(ActionPriority priority) {
+    return priority == ActionPriority::kAdmit ? admit_order_ : background_order_;
+  }
 
   ActionQueueOptions options_;
   std::function<bool()> allowed_;
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
-  std::deque<std::string> order_;
+  std::deque<std::string> admit_order_, background_order_;
   std::map<std::string, Entry> entries_;
   std::string running_;
+  std::uint64_t submissions_ = 0;
   bool stopping_ = false;
   Counts counts_;
   std::thread worker_;

@@ -79,11 +79,11 @@ void Controller::loop() {
   }
 }
 
-void Controller::act(const std::string& key, std::function<Status()> action,
-                     Clock::time_point now) {
+void Controller::act(const std::string& key, std::function<Status()> action, Clock::time_point now,
+                     ActionPriority priority) {
   auto it = submitted_.find(key);
   if (it != submitted_.end() && now - it->second < options_.settle) return;
-  if (actions_.submit(key, std::move(action))) submitted_[key] = now;
+  if (actions_.submit(key, std::move(action), priority)) submitted_[key] = now;
 }
 
 void Controller::say(const kube::ObjectRef& pod, const std::string& type, const std::string& reason,
@@ -192,14 +192,15 @@ void Controller::reconcile() {
         act(
             "ungate " + key,
             [this, ref, gates] { return kube::remove_gate(client_, ref, gates, kube::kQueueGate); },
-            now);
+            now, ActionPriority::kAdmit);
         nudged_[key] = now;  // released: a nudge is due only if it still waits after renudge
       } else {
         auto last = nudged_.find(key);
         if (last == nudged_.end() || now - last->second >= options_.renudge) {
           std::string value = std::to_string(static_cast<long long>(wall * 1000));
-          if (actions_.submit("nudge " + key,
-                              [this, ref, value] { return kube::nudge(client_, ref, value); })) {
+          if (actions_.submit(
+                  "nudge " + key, [this, ref, value] { return kube::nudge(client_, ref, value); },
+                  ActionPriority::kAdmit)) {
             nudged_[key] = now;
           }
         }

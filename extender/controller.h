@@ -62,7 +62,8 @@ class Controller {
   using Clock = std::chrono::steady_clock;
   void loop();
   // Submits an action unless the same key was submitted within `settle`.
-  void act(const std::string& key, std::function<Status()> action, Clock::time_point now);
+  void act(const std::string& key, std::function<Status()> action, Clock::time_point now,
+           ActionPriority priority = ActionPriority::kBackground);
   // Submits an event when its words changed, at most every requeue_event.
   void say(const kube::ObjectRef& pod, const std::string& type, const std::string& reason,
            const std::string& message, Clock::time_point now);

@@ -161,19 +161,26 @@ struct FakeApiServer::Impl {
     return reply(request, error.code, error.status());
   }
 
-  // An injected failure for this request, if any rule matches.
-  std::optional<int> injected_failure(const std::string& method, const std::string& path) {
+  // The first fault rule matching this request, if any (counted as used).
+  std::optional<FaultRule> injected_fault(const std::string& method, const std::string& path) {
     std::lock_guard lock(mu);
     for (auto it = faults.begin(); it != faults.end(); ++it) {
       if ((!it->method.empty() && it->method != method) ||
           (!it->path_contains.empty() && path.find(it->path_contains) == std::string::npos)) {
         continue;
       }
-      int status = it->status;
+      FaultRule rule = *it;
       if (it->count > 0 && --it->count == 0) faults.erase(it);
-      return status;
+      return rule;
     }
     return std::nullopt;
+  }
+
+  // Sleeps for `delay`, or until the server stops.
+  void wait_for(std::chrono::milliseconds delay) const {
+    const auto until = std::chrono::steady_clock::now() + delay;
+    while (!stopping.load() && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::min(delay, std::chrono::milliseconds(10)));
   }
 
   // Calls the admission webhook for a pod create (AdmissionReview v1).
@@ -348,11 +355,7 @@ struct FakeApiServer::Impl {
       std::lock_guard lock(mu);
       delay = stall;
     }
-    if (delay.count() > 0) {
-      const auto until = std::chrono::steady_clock::now() + delay;
-      while (!stopping.load() && std::chrono::steady_clock::now() < until)
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+    if (delay.count() > 0) wait_for(delay);
     if (!options.token.empty()) {
       auto auth = request.find(http::field::authorization);
       if (auth == request.end() || auth->value() != "Bearer " + options.token) {
@@ -363,10 +366,13 @@ struct FakeApiServer::Impl {
         return send(reply_error(request, ApiError{401, "Unauthorized", "Unauthorized", "", ""}));
       }
     }
-    if (auto failure = injected_failure(method, target.path)) {
-      return send(reply_error(
-          request, ApiError{*failure, *failure >= 500 ? "InternalError" : "BadRequest",
-                            "injected failure (fake API server fault injection)", "", ""}));
+    if (auto fault = injected_fault(method, target.path)) {
+      if (fault->delay.count() > 0) wait_for(fault->delay);
+      if (fault->status != 0) {
+        return send(reply_error(
+            request, ApiError{fault->status, fault->status >= 500 ? "InternalError" : "BadRequest",
+                              "injected failure (fake API server fault injection)", "", ""}));
+      }
     }
     if (target.segments.size() == 1 &&
         (target.segments[0] == "healthz" || target.segments[0] == "readyz" ||

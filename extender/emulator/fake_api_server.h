@@ -19,8 +19,9 @@
 //
 // Every request must carry `Authorization: Bearer <token>` when a token is set (401 Status
 // otherwise). Fault injection for clients' error paths: fail_requests() answers matching
-// requests with a status, stall() delays every answer, break_watches() drops open watch
-// connections mid-stream, send_watch_garbage() writes a line that is not JSON.
+// requests with a status (or slows them: a rule's delay), stall() delays every answer,
+// break_watches() drops open watch connections mid-stream, send_watch_garbage() writes a line that
+// is not JSON.
 //
 // Mutating admission: with a webhook set, every pod create is sent as an AdmissionReview v1 to
 // the webhook URL (https verified against ca_file, or plain http for tests); an answer's
@@ -81,10 +82,11 @@ class FakeApiServer {
                 const std::map<std::string, std::string>& labels = {});
 
   struct FaultRule {
-    std::string method;         // "" matches any
-    std::string path_contains;  // "" matches any
-    int status = 500;
-    int count = 1;  // how many requests it answers; -1: until cleared
+    std::string method;                  // "" matches any
+    std::string path_contains;           // "" matches any
+    int status = 500;                    // 0: answered normally (after `delay`)
+    int count = 1;                       // how many requests it answers; -1: until cleared
+    std::chrono::milliseconds delay{0};  // waited before answering: a slow API server
   };
   void fail_requests(const FaultRule& rule);
   void clear_faults();

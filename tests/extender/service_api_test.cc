@@ -167,5 +167,77 @@ TEST(ServiceApiTest, NotReadyUntilTheFirstListIsIn) {
   service->stop();
 }
 
+// Issue 11, "one job's variants block every bind": 3,000 variants of one job, and an API server
+// that takes 50 ms per DELETE (2.5 minutes of deletions). The deletions run in the background
+// behind every admission: another job's gate comes off, and both jobs bind, while they go on.
+TEST(ServiceApiTest, AJobWithThousandsOfVariantsHoldsUpNoOtherJob) {
+  emulator::FakeApiServer api(testing::api_options("sa-token"));
+  api.add_node("node-1", {{"cpu", "64"}, {"nvidia.com/gpu", "2"}});
+  api.fail_requests({"DELETE", "/pods/", 0, -1, std::chrono::milliseconds(50)});
+  testing::ScratchDir dir;
+  auto service = start_against(api, dir);
+  ASSERT_NE(nullptr, service);
+  ASSERT_TRUE(eventually([&] { return service->ready(); }));
+
+  constexpr int kVariants = 3000;
+  const std::map<std::string, std::string> big = {{"allox.io/job", "big"},
+                                                  {"allox.io/time.cpu", "1000"}};
+  for (int i = 0; i < kVariants; ++i) {
+    testing::pod_in_api(api, make_pod("lab", "big-" + std::to_string(i), "cpu", big));
+  }
+  auto big_pods = [&] {
+    int n = 0;
+    for (const auto& pod : api.objects().objects(emulator::pods_resource())) {
+      n += (*pod)["metadata"]["name"].get<std::string>().rfind("big-", 0) == 0;
+    }
+    return n;
+  };
+  // The job starts as one variant; the deletions of the others have begun.
+  ASSERT_TRUE(eventually([&] { return big_pods() < kVariants; }));
+
+  json small = make_pod("lab", "small", "nvidia.com/gpu",
+                        {{"allox.io/job", "small"}, {"allox.io/time.gpu", "10"}});
+  small["spec"]["schedulingGates"] = json::array({{{"name", "allox.io/queue"}}});
+  small = testing::pod_in_api(api, small);
+  auto gated = [&] {
+    auto pod = api.objects().get(emulator::pods_resource(), "lab", "small");
+    if (emulator::failed(pod)) return true;
+    const json& spec = (*std::get<emulator::ObjectPtr>(pod))["spec"];
+    return spec.contains("schedulingGates") && !spec["schedulingGates"].empty();
+  };
+  const auto released_from = std::chrono::steady_clock::now();
+  ASSERT_TRUE(eventually([&] { return !gated(); }));
+  const auto release = std::chrono::steady_clock::now() - released_from;
+  EXPECT_LT(release, std::chrono::seconds(10)) << "the gate waited behind the deletions";
+
+  auto bind_timed = [&](const json& pod) {
+    const BindingArgs bind{pod["metadata"]["name"], "lab", pod["metadata"]["uid"], "node-1"};
+    const auto begin = std::chrono::steady_clock::now();
+    BindingResult result = service->bind(bind);
+    EXPECT_EQ("", result.error) << pod["metadata"]["name"];
+    return std::chrono::steady_clock::now() - begin;
+  };
+  EXPECT_LT(bind_timed(small), std::chrono::seconds(2));
+  // The variant the job runs as is the one alloxd nudged.
+  json chosen;
+  ASSERT_TRUE(eventually([&] {
+    for (const auto& pod : api.objects().objects(emulator::pods_resource())) {
+      const json& meta = (*pod)["metadata"];
+      if (meta["name"].get<std::string>().rfind("big-", 0) == 0 && meta.contains("annotations") &&
+          meta["annotations"].contains(std::string(kube::kNudgeAnnotation))) {
+        chosen = *pod;
+        return true;
+      }
+    }
+    return false;
+  }));
+  EXPECT_LT(bind_timed(chosen), std::chrono::seconds(2));
+  EXPECT_EQ(JobPhase::kRunning, service->job("lab/big")->record.phase);
+  EXPECT_EQ(JobPhase::kRunning, service->job("lab/small")->record.phase);
+  EXPECT_GT(big_pods(), kVariants / 2) << "the deletions were meant to still be running";
+  api.clear_faults();
+  service->stop();
+}
+
 }  // namespace
 }  // namespace allox::extender
