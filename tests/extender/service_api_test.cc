@@ -175,9 +175,10 @@ TEST(ServiceApiTest, AJobWithThousandsOfVariantsHoldsUpNoOtherJob) {
   api.add_node("node-1", {{"cpu", "64"}, {"nvidia.com/gpu", "2"}});
   api.fail_requests({"DELETE", "/pods/", 0, -1, std::chrono::milliseconds(50)});
   testing::ScratchDir dir;
-  auto service = start_against(api, dir);
+  testing::Changes changes;
+  auto service = start_against(api, dir, changes);
   ASSERT_NE(nullptr, service);
-  ASSERT_TRUE(eventually([&] { return service->ready(); }));
+  ASSERT_TRUE(changes.until([&] { return service->ready(); }));
 
   constexpr int kVariants = 3000;
   const std::map<std::string, std::string> big = {{"allox.io/job", "big"},
@@ -193,7 +194,7 @@ TEST(ServiceApiTest, AJobWithThousandsOfVariantsHoldsUpNoOtherJob) {
     return n;
   };
   // The job starts as one variant; the deletions of the others have begun.
-  ASSERT_TRUE(eventually([&] { return big_pods() < kVariants; }));
+  ASSERT_TRUE(changes.until([&] { return big_pods() < kVariants; }));
 
   json small = make_pod("lab", "small", "nvidia.com/gpu",
                         {{"allox.io/job", "small"}, {"allox.io/time.gpu", "10"}});
@@ -206,7 +207,7 @@ TEST(ServiceApiTest, AJobWithThousandsOfVariantsHoldsUpNoOtherJob) {
     return spec.contains("schedulingGates") && !spec["schedulingGates"].empty();
   };
   const auto released_from = std::chrono::steady_clock::now();
-  ASSERT_TRUE(eventually([&] { return !gated(); }));
+  ASSERT_TRUE(changes.until([&] { return !gated(); }));
   const auto release = std::chrono::steady_clock::now() - released_from;
   EXPECT_LT(release, std::chrono::seconds(10)) << "the gate waited behind the deletions";
 
@@ -220,7 +221,7 @@ TEST(ServiceApiTest, AJobWithThousandsOfVariantsHoldsUpNoOtherJob) {
   EXPECT_LT(bind_timed(small), std::chrono::seconds(2));
   // The variant the job runs as is the one alloxd nudged.
   json chosen;
-  ASSERT_TRUE(eventually([&] {
+  ASSERT_TRUE(changes.until([&] {
     for (const auto& pod : api.objects().objects(emulator::pods_resource())) {
       const json& meta = (*pod)["metadata"];
       if (meta["name"].get<std::string>().rfind("big-", 0) == 0 && meta.contains("annotations") &&
