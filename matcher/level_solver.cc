@@ -16,12 +16,14 @@ namespace {
 constexpr std::size_t kHintMinJobs = 250;
 // auto: the transport solver up to this many slots in the first grouped network (its Dijkstra
 // is dense over them); beyond, the assignment solver when machines are nearly all of distinct
-// device types, at most this many per type on average (measured 2-3x faster than LEMON there,
-// from 1,000 jobs x 30 machines to 8,000 x 400; with 4 or more machines per type LEMON's
-// grouped network is small and the assignment solver's searches long: 2,000 jobs x 100
-// machines of 10 types, 126 ms against 595), else LEMON (docs/results.md, issue 13).
+// device types: at most a quarter of them in types of kCrowdedType machines or more (measured
+// 2-3x faster than LEMON on distinct machines from 1,000 jobs x 30 machines to 8,000 x 400, and
+// on 100 distinct + 10 identical; where many machines share a type, even at distinct residual
+// times, LEMON's grouped network is small and the assignment solver's searches long: 2,000 jobs
+// x 100 machines of 10 types, 126 ms against 595; 100 distinct + 50 identical, 431 against
+// 580), else LEMON (docs/results.md, issue 13).
 constexpr std::size_t kTransportMaxSlots = 256;
-constexpr std::size_t kAssignmentMachinesPerType = 2;
+constexpr std::size_t kCrowdedType = 3;
 
 // First guess of levels per device type: the type's speed-proportional share of the jobs per
 // machine, with a margin, and never fewer than the jobs that can only run there need.
@@ -146,9 +148,13 @@ Backend choose_backend(const PreparedProblem& problem) {
   const std::vector<std::size_t> levels = initial_levels(problem);
   const std::size_t slots = std::accumulate(levels.begin(), levels.end(), std::size_t{0});
   if (slots <= kTransportMaxSlots) return Backend::kTransport;
-  const std::size_t machines = std::accumulate(problem.machines_of_type.begin(),
-                                               problem.machines_of_type.end(), std::size_t{0});
-  const bool distinct = machines <= kAssignmentMachinesPerType * problem.types.size();
+  std::size_t machines = 0;
+  std::size_t crowded = 0;  // machines of types with kCrowdedType machines or more
+  for (std::size_t count : problem.machines_of_type) {
+    machines += count;
+    if (count >= kCrowdedType) crowded += count;
+  }
+  const bool distinct = 4 * crowded <= machines;
   const bool fits = problem.job_count * machines <= kMaxPositionPairs;
   return distinct && fits ? Backend::kAssignment : Backend::kLemon;
 }

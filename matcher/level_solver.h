@@ -21,8 +21,9 @@ struct LevelSolution {
 
 // What Backend::kAuto runs: the transport solver when the grouped network starts with few slots
 // (its Dijkstra is dense over them); otherwise the assignment solver (position_solver.h) when
-// machines are nearly all of distinct device types (at most 2 per type on average) and it fits
-// kMaxPositionPairs, else LEMON. All are exact; this only picks the fastest measured.
+// machines are nearly all of distinct device types (at most a quarter of them in types of 3 or
+// more machines) and it fits kMaxPositionPairs, else LEMON. All are exact; this only picks the
+// fastest measured.
 Backend choose_backend(const PreparedProblem& problem);
 
 // Optimal flow of the grouped network (levels grown as needed), or of the naive network.
