@@ -63,6 +63,21 @@ Status remove_gate(KubeClient& client, const ObjectRef& pod, const std::vector<s
   if (!patch) return OkStatus();  // already gone
   auto reply = client.call("PATCH", pod_path(pod), patch->dump(), "application/json-patch+json");
   if (!reply) return reply.error();
+  if (reply->status == 422) {
+    // The gates changed since they were seen: most often an earlier ungate of the same pod
+    // already won while the watch lagged (at 100,000 pods every such retry failed five times
+    // and held up the one action worker). Look at the pod as it is now, once.
+    auto now = client.call("GET", pod_path(pod));
+    if (!now) return now.error();
+    if (now->status == 404) return OkStatus();
+    if (now->status == 200) {
+      auto fresh =
+          remove_gate_patch(scheduling_gates(json::parse(now->body, nullptr, false)), gate);
+      if (!fresh) return OkStatus();  // removed by the earlier call
+      reply = client.call("PATCH", pod_path(pod), fresh->dump(), "application/json-patch+json");
+      if (!reply) return reply.error();
+    }
+  }
   if (reply->status == 200 || reply->status == 404) return OkStatus();
   return Error{"removing gate " + std::string(gate) + " from " + describe(pod) +
                ": API server answered " + std::to_string(reply->status) + ": " +

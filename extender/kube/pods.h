@@ -1,8 +1,9 @@
 // What allox does to pods through the API server, each one call, each idempotent:
 //
 //   remove_gate   JSON Patch: `test` that spec.schedulingGates[i] is the gate, then `remove` it
-//                 (a stale index fails with 422 instead of removing another gate; 404 and an
-//                 already removed gate count as done)
+//                 (a stale index fails with 422 instead of removing another gate; then the pod
+//                 is read once and patched at its current index; 404 and an already removed
+//                 gate count as done)
 //   nudge         merge patch of the annotation allox.io/nudge: any pod update moves a pod that
 //                 kube-scheduler parked as unschedulable back to its active queue at once
 //   delete_pod    DELETE in the pod's own namespace with a uid precondition (never a

@@ -70,5 +70,34 @@ TEST(PodsTest, CallsGoToThePodsOwnNamespaceWithTheRightContentTypes) {
   EXPECT_EQ(5u, server.requests().size());
 }
 
+// A 422 (the gates changed since they were seen) is settled by reading the pod once: a gate an
+// earlier ungate already removed is done; a gate that moved is removed at its new index.
+TEST(PodsTest, RemoveGateAfterA422ReadsThePodOnce) {
+  std::string gates_now = "[]";
+  ScriptedServer server([&](const ScriptedRequest& request) {
+    if (request.method == "GET") {
+      return ScriptedReply{200, R"({"spec":{"schedulingGates":)" + gates_now + "}}", nullptr};
+    }
+    auto patch = json::parse(request.body);
+    const bool stale = patch[0]["path"] == "/spec/schedulingGates/0/name" && gates_now != "[]";
+    return ScriptedReply{stale || gates_now == "[]" ? 422 : 200, "{}", nullptr};
+  });
+  KubeClient client({server.url(), "", ""});
+  ObjectRef pod{"team-a", "train-gpu", "u-1"};
+  // Already removed by an earlier call: PATCH 422, GET shows no gate, done.
+  ASSERT_TRUE(remove_gate(client, pod, {"allox.io/queue"}, kQueueGate).ok());
+  auto r = server.requests();
+  ASSERT_EQ(2u, r.size());
+  EXPECT_EQ("PATCH", r[0].method);
+  EXPECT_EQ("GET", r[1].method);
+  // Another gate was added in front: PATCH 422, GET, PATCH at index 1.
+  gates_now = R"([{"name":"example.com/other"},{"name":"allox.io/queue"}])";
+  ASSERT_TRUE(remove_gate(client, pod, {"allox.io/queue"}, kQueueGate).ok());
+  r = server.requests();
+  ASSERT_EQ(5u, r.size());
+  EXPECT_EQ("GET", r[3].method);
+  EXPECT_EQ("/spec/schedulingGates/1/name", json::parse(r[4].body)[0]["path"]);
+}
+
 }  // namespace
 }  // namespace allox::kube
