@@ -33,6 +33,7 @@
 #include "extender/http_server.h"
 #include "extender/routes.h"
 #include "extender/service.h"
+#include "extender/webhook_server.h"
 #include "fairness/policy.h"
 
 namespace {
@@ -180,23 +181,7 @@ int run(const Flags& flags) {
   // server calls it, so it serves POST /admission/gate and /healthz, nothing else.
   std::unique_ptr<HttpServer> webhook_server;
   if (config->webhook) {
-    ExtenderService& hooked = **service;
-    HttpHandler handler;
-    handler.serve = [&hooked](const HttpRequest& request) -> HttpReply {
-      if (request.path == kGateWebhookPath || request.path == "/healthz") {
-        return route(hooked, request);
-      }
-      return {404, "application/json",
-              R"({"error":"the webhook listener serves only POST /admission/gate"})"};
-    };
-    HttpServerOptions webhook_options;
-    webhook_options.host = config->webhook->listen.host;
-    webhook_options.port = config->webhook->listen.port;
-    webhook_options.max_body_bytes = config->max_body_bytes;
-    webhook_options.threads = 1;
-    webhook_options.tls_cert_file = config->webhook->tls_cert_file;
-    webhook_options.tls_key_file = config->webhook->tls_key_file;
-    auto started = HttpServer::start(std::move(handler), webhook_options);
+    auto started = start_webhook_server(**service, *config->webhook, config->max_body_bytes);
     if (!started) {
       log_error("webhook: " + started.message());
       return 1;

@@ -67,6 +67,11 @@ ActionQueue::Counts ActionQueue::counts() const {
   return counts;
 }
 
+bool ActionQueue::idle() const {
+  std::lock_guard lock(mu_);
+  return entries_.empty() && running_.empty();
+}
+
 bool ActionQueue::wait_idle(std::chrono::milliseconds timeout) const {
   std::unique_lock lock(mu_);
   return cv_.wait_for(lock, timeout, [&] { return entries_.empty() && running_.empty(); });

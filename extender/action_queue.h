@@ -61,6 +61,8 @@ class ActionQueue {
     std::size_t waiting = 0;
   };
   Counts counts() const;
+  // True when nothing waits or runs.
+  bool idle() const;
   // Waits until nothing waits or runs (tests), at most `timeout`. True when idle.
   bool wait_idle(std::chrono::milliseconds timeout) const;
 

@@ -71,19 +71,29 @@ void Controller::loop() {
   while (true) {
     {
       std::unique_lock lock(mu_);
+      passing_ = false;
       cv_.wait_for(lock, options_.resync, [&] { return dirty_ || stopping_; });
       if (stopping_) return;
       dirty_ = false;
+      passing_ = true;
     }
     reconcile();
   }
 }
 
-void Controller::act(const std::string& key, std::function<Status()> action, Clock::time_point now,
+bool Controller::busy() const {
+  std::lock_guard lock(mu_);
+  return dirty_ || passing_;
+}
+
+void Controller::act(const std::string& key, const std::string& seen,
+                     std::function<Status()> action, Clock::time_point now,
                      ActionPriority priority) {
   auto it = submitted_.find(key);
-  if (it != submitted_.end() && now - it->second < options_.settle) return;
-  if (actions_.submit(key, std::move(action), priority)) submitted_[key] = now;
+  if (it != submitted_.end() && it->second.seen == seen && now - it->second.at < options_.settle) {
+    return;
+  }
+  if (actions_.submit(key, std::move(action), priority)) submitted_[key] = {now, seen};
 }
 
 void Controller::say(const kube::ObjectRef& pod, const std::string& type, const std::string& reason,
@@ -174,11 +184,15 @@ void Controller::reconcile() {
       kube::ObjectRef ref = pod.ref;
       const std::string version = pod.resource_version;
       act(
-          "delete " + key,
+          "delete " + key, version,
           [this, ref, version, why_delete]() -> Status {
-            (void)events_.record(ref, "Normal", "Deleted", why_delete);
             // Only the pod as it was seen: one bound (or changed) since is looked at again.
-            return kube::delete_pod(client_, ref, version);
+            auto outcome = kube::delete_pod(client_, ref, version);
+            if (!outcome) return outcome.error();
+            if (*outcome == kube::DeleteOutcome::kDeleted) {
+              (void)events_.record(ref, "Normal", "Deleted", why_delete);
+            }
+            return OkStatus();
           },
           now);
       continue;
@@ -190,13 +204,16 @@ void Controller::reconcile() {
           std::find(pod.gates.begin(), pod.gates.end(), kube::kQueueGate) != pod.gates.end()) {
         std::vector<std::string> gates = pod.gates;
         act(
-            "ungate " + key,
+            "ungate " + key, pod.resource_version,
             [this, ref, gates] { return kube::remove_gate(client_, ref, gates, kube::kQueueGate); },
             now, ActionPriority::kAdmit);
         nudged_[key] = now;  // released: a nudge is due only if it still waits after renudge
       } else {
+        // Nudged the moment its plan flips to "starts now" (it may have been released before,
+        // then parked when a later plan let it wait), and again every renudge while it waits.
         auto last = nudged_.find(key);
-        if (last == nudged_.end() || now - last->second >= options_.renudge) {
+        if (!starting_.count(key) || last == nudged_.end() ||
+            now - last->second >= options_.renudge) {
           std::string value = std::to_string(static_cast<long long>(wall * 1000));
           if (actions_.submit(
                   "nudge " + key, [this, ref, value] { return kube::nudge(client_, ref, value); },
@@ -222,6 +239,9 @@ void Controller::reconcile() {
     }
   }
 
+  starting_.clear();
+  for (const auto& [id, key] : chosen) starting_.insert(key);
+
   // Forget what concerns pods that are gone.
   for (auto it = nudged_.begin(); it != nudged_.end();) {
     it = pods.count(it->first) ? std::next(it) : nudged_.erase(it);
@@ -236,7 +256,7 @@ void Controller::reconcile() {
     it = said_.erase(it);
   }
   for (auto it = submitted_.begin(); it != submitted_.end();) {
-    it = now - it->second > options_.settle * 4 ? submitted_.erase(it) : std::next(it);
+    it = now - it->second.at > options_.settle * 4 ? submitted_.erase(it) : std::next(it);
   }
 }
 

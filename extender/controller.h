@@ -7,12 +7,15 @@
 // only while this replica holds the Lease (`leading`):
 //   - a job the plan starts now on device D at node N is admitted to its D variant
 //     (Planner::admit: the job's other variants leave the book, so no later plan picks them);
-//     that variant's allox.io/queue gate is removed, or, when it has none (webhook off), it is
-//     nudged with an annotation patch so a parked pod is retried at once (again every
-//     `renudge` while it waits); event `Admitted: starts on N (D)`.
+//     that variant's allox.io/queue gate is removed, or, when it has none (webhook off or
+//     released earlier), it is nudged with an annotation patch the moment the plan flips it to
+//     "starts now", so a parked pod is retried at once (again every `renudge` while it waits);
+//     event `Admitted: starts on N (D)`.
 //   - every other pod of a job that is admitted elsewhere, runs, or has finished (a sibling, or
-//     a variant that arrived late) is deleted, in its own namespace, after an event
-//     `Deleted: job J runs as variant ns/name` (or `... has finished`).
+//     a variant that arrived late) is deleted, in its own namespace and only as it was seen
+//     (a resourceVersion precondition); once the delete succeeded, an event `Deleted: job J runs
+//     as variant ns/name` (or `... has finished`). A refused delete is tried again as soon as the
+//     changed pod is seen.
 //   - a waiting job's pods get `Queued: position p of n for D, est. start 14:05 (in 9 min)`
 //     (times are UTC), written when the words change and at most every `requeue_event`.
 //
@@ -24,6 +27,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -57,13 +61,16 @@ class Controller {
   void poke();
   // One pass now, on the caller's thread (tests).
   void reconcile();
+  // True while a pass is due or running.
+  bool busy() const;
 
  private:
   using Clock = std::chrono::steady_clock;
   void loop();
-  // Submits an action unless the same key was submitted within `settle`.
-  void act(const std::string& key, std::function<Status()> action, Clock::time_point now,
-           ActionPriority priority = ActionPriority::kBackground);
+  // Submits an action unless the same key was submitted for the same `seen` (the pod's
+  // resourceVersion) within `settle`: a pod that changed since is always looked at again.
+  void act(const std::string& key, const std::string& seen, std::function<Status()> action,
+           Clock::time_point now, ActionPriority priority = ActionPriority::kBackground);
   // Submits an event when its words changed, at most every requeue_event.
   void say(const kube::ObjectRef& pod, const std::string& type, const std::string& reason,
            const std::string& message, Clock::time_point now);
@@ -77,14 +84,19 @@ class Controller {
   ControllerOptions options_;
 
   std::mutex pass_mu_;  // one pass at a time; guards the maps below
-  std::map<std::string, Clock::time_point> submitted_;
+  struct Submitted {
+    Clock::time_point at;
+    std::string seen;
+  };
+  std::map<std::string, Submitted> submitted_;
   // pod -> reason -> (words, when) of the last event submitted
   std::map<std::string, std::map<std::string, std::pair<std::string, Clock::time_point>>> said_;
   std::map<std::string, Clock::time_point> nudged_;
+  std::set<std::string> starting_;  // pods the previous pass released or nudged
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable cv_;
-  bool dirty_ = true, stopping_ = false;
+  bool dirty_ = true, stopping_ = false, passing_ = false;
   std::thread thread_;
 };
 

@@ -88,6 +88,11 @@ void Planner::solve_now() {
   plans_.wait_for(version, std::chrono::steady_clock::now() + std::chrono::seconds(30));
 }
 
+bool Planner::busy() const {
+  std::lock_guard lock(wake_mu_);
+  return wake_pending_ || !sleeping_;
+}
+
 void Planner::loop() {
   auto tick = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
       std::chrono::duration<double>(config_.tick));
@@ -95,7 +100,9 @@ void Planner::loop() {
     forget_history();
     solve_once();
     std::unique_lock lock(wake_mu_);
+    sleeping_ = true;
     wake_cv_.wait_for(lock, tick, [&] { return wake_pending_ || stopping_; });
+    sleeping_ = false;
     if (stopping_) return;
     wake_pending_ = false;
   }

@@ -136,6 +136,8 @@ class Planner {
 
   // Wakes the planner thread and waits until it has published a plan of the current book.
   void solve_now();
+  // True while a change waits for a plan, or a plan is being made or handed to its listener.
+  bool busy() const;
 
  private:
   Planner(ExtenderConfig config, std::unique_ptr<SchedulingPolicy> policy,
@@ -162,9 +164,10 @@ class Planner {
   CompletionToBind completion_to_bind_;  // under book_mu_
   ShareHistory share_history_;
 
-  std::mutex wake_mu_;
+  mutable std::mutex wake_mu_;
   std::condition_variable wake_cv_;
   bool wake_pending_ = false;
+  bool sleeping_ = false;  // the thread waits for a wake (guarded by wake_mu_)
   bool stopping_ = false;
   std::thread thread_;
   std::atomic<bool> ready_{false};

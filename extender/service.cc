@@ -96,6 +96,18 @@ bool ExtenderService::ready() const {
   return planner_->ready() && (feed_ == nullptr || feed_->synced());
 }
 
+bool ExtenderService::busy() const {
+  return planner_->busy() || (controller_ && controller_->busy()) ||
+         (actions_ && !actions_->idle());
+}
+
+std::map<std::string, std::string> ExtenderService::observed_pods() const {
+  std::map<std::string, std::string> out;
+  if (feed_ == nullptr) return out;
+  for (const auto& [key, pod] : feed_->pods()) out[key] = pod.resource_version;
+  return out;
+}
+
 bool ExtenderService::leading() const {
   return lease_ == nullptr || lease_->leading();
 }

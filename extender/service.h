@@ -16,7 +16,9 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
+#include <string>
 
 #include "extender/action_queue.h"
 #include "extender/cluster_api.h"
@@ -105,6 +107,14 @@ class ExtenderService {
   const ActionQueue* actions() const { return actions_.get(); }
   // Wakes the planner thread and waits until it has published a plan of the current book.
   void solve_now() { planner_->solve_now(); }
+
+  // For discrete-event drivers (the stepped replay, end-to-end tests): true while alloxd is
+  // reacting to something it has seen (a change waiting for a plan, a plan being made or acted
+  // on, a controller pass, an action waiting or running). What it has not seen yet is for the
+  // caller to tell from observed_pods(): each pod of allox's it has observed, by
+  // "namespace/name", with the resourceVersion it last saw (empty without an API server).
+  bool busy() const;
+  std::map<std::string, std::string> observed_pods() const;
 
  private:
   ExtenderService() = default;

@@ -185,7 +185,11 @@ struct FakeApiServer::Impl {
 
   // Calls the admission webhook for a pod create (AdmissionReview v1).
   ApiResult<json> admit(const json& pod) {
-    const AdmissionWebhook& hook = *options.webhook;
+    AdmissionWebhook hook;
+    {
+      std::lock_guard lock(mu);
+      hook = *options.webhook;
+    }
     const json meta = pod.value("metadata", json::object());
     const std::string ns = meta.value("namespace", "");
     if (!hook.namespaces.empty() && hook.namespaces.count(ns) == 0) return pod;
@@ -664,6 +668,15 @@ std::uint64_t FakeApiServer::requests() const {
 int FakeApiServer::open_watches() const {
   std::lock_guard lock(impl_->mu);
   return impl_->watches;
+}
+
+void FakeApiServer::register_webhook(AdmissionWebhook webhook) {
+  Impl& impl = *impl_;
+  {
+    std::lock_guard lock(impl.mu);
+    impl.options.webhook = std::move(webhook);
+  }
+  impl.objects.set_admission([&impl](const json& pod) { return impl.admit(pod); });
 }
 
 int FakeApiServer::webhook_calls() const {

@@ -99,6 +99,9 @@ class FakeApiServer {
   int unauthorized_requests() const;
   std::uint64_t requests() const;
   int open_watches() const;
+  // Registers (or replaces) the mutating webhook, as a MutatingWebhookConfiguration applied to
+  // a running cluster: pod creates from then on go through it.
+  void register_webhook(AdmissionWebhook webhook);
   // Calls made to the admission webhook, and how many failed.
   int webhook_calls() const;
   int webhook_failures() const;

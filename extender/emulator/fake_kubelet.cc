@@ -2,6 +2,7 @@
 
 #include <condition_variable>
 #include <deque>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <set>
@@ -15,13 +16,16 @@ struct FakeKubelet::Impl {
   ApiObjects& objects;
   const SimClock& clock;
   RunSeconds run_seconds;
-  std::mutex mu;
+  mutable std::mutex mu;
   std::condition_variable cv;
   std::deque<std::pair<std::string, std::string>> started;  // bound pods to start (ns, name)
   std::set<std::string> seen;                               // ns/name of pods already started
   std::multimap<double, std::pair<std::string, std::string>> finishing;
   bool stopping = false;
-  int subscription = 0;
+  bool busy = false;
+  bool woken = false;  // the clock jumped: look at `finishing` again  // between taking work off
+                       // the queues and writing its status
+  int subscription = 0, clock_listener = 0;
   std::thread thread;
 
   Impl(ApiObjects& o, const SimClock& c, RunSeconds r)
@@ -80,6 +84,7 @@ struct FakeKubelet::Impl {
   void loop() {
     std::unique_lock lock(mu);
     while (!stopping) {
+      busy = true;
       while (!started.empty()) {
         auto [ns, name] = started.front();
         started.pop_front();
@@ -95,9 +100,11 @@ struct FakeKubelet::Impl {
         finish_pod(ns, name);
         lock.lock();
       }
+      busy = false;
       auto wake = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
       if (!finishing.empty()) wake = std::min(wake, clock.wall_at(finishing.begin()->first));
-      cv.wait_until(lock, wake, [&] { return stopping || !started.empty(); });
+      cv.wait_until(lock, wake, [&] { return stopping || !started.empty() || woken; });
+      woken = false;
     }
   }
 };
@@ -114,7 +121,24 @@ void FakeKubelet::start() {
   if (impl.thread.joinable()) return;
   impl.subscription = impl.objects.subscribe(
       [&impl](const Change& change) { impl.on_change(change); }, /*replay_existing=*/true);
+  impl.clock_listener = impl.clock.add_listener([&impl] {
+    std::lock_guard lock(impl.mu);
+    impl.woken = true;
+    impl.cv.notify_one();
+  });
   impl.thread = std::thread([&impl] { impl.loop(); });
+}
+
+bool FakeKubelet::idle() const {
+  std::lock_guard lock(impl_->mu);
+  return !impl_->busy && impl_->started.empty() &&
+         (impl_->finishing.empty() || impl_->finishing.begin()->first > impl_->clock.now());
+}
+
+double FakeKubelet::next_finish() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->finishing.empty() ? std::numeric_limits<double>::infinity()
+                                  : impl_->finishing.begin()->first;
 }
 
 void FakeKubelet::stop() {
@@ -125,6 +149,10 @@ void FakeKubelet::stop() {
     impl.cv.notify_all();
   }
   if (impl.thread.joinable()) impl.thread.join();
+  if (impl.clock_listener != 0) {
+    impl.clock.remove_listener(impl.clock_listener);
+    impl.clock_listener = 0;
+  }
   if (impl.subscription != 0) {
     impl.objects.unsubscribe(impl.subscription);
     impl.subscription = 0;

@@ -3,7 +3,8 @@
 // after `run_seconds(pod)` simulated seconds, Succeeded (exit code 0), through the status
 // subresource as a kubelet writes it. A pod deleted while running just goes away.
 // run_seconds returning nullopt: the pod runs until deleted.
-// Thread-safe: start() runs one timer thread; stop() (or the destructor) ends it.
+// Thread-safe: start() runs one timer thread; stop() (or the destructor) ends it. A stepped
+// clock's jumps wake it.
 #pragma once
 
 #include <functional>
@@ -25,6 +26,12 @@ class FakeKubelet {
 
   void start();
   void stop();
+
+  // True when no bound pod waits to be started and no status write is under way (for a
+  // discrete-event driver: sim_clock.h).
+  bool idle() const;
+  // The simulated instant of the next completion, or +inf.
+  double next_finish() const;
 
  private:
   struct Impl;

@@ -196,11 +196,14 @@ struct KubeScheduler::Impl {
   std::map<std::string, NodeInfo> nodes;
   std::size_t next_start_node = 0;
 
-  std::mutex changes_mu;
+  mutable std::mutex changes_mu;
   std::condition_variable changes_cv;
   std::deque<Change> changes;
   bool stopping = false;
-  int subscription = 0;
+  // Guarded by changes_mu: the thread waits with nothing to try before next_due (simulated).
+  bool waiting = false, woken = false;
+  double next_due = 0;
+  int subscription = 0, clock_listener = 0;
   std::thread thread;
 
   mutable std::mutex stats_mu;
@@ -874,7 +877,10 @@ struct KubeScheduler::Impl {
       auto wake = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
       if (due < std::numeric_limits<double>::infinity()) wake = std::min(wake, clock.wall_at(due));
       std::unique_lock lock(changes_mu);
-      changes_cv.wait_until(lock, wake, [&] { return stopping || !changes.empty(); });
+      waiting = true;
+      next_due = due;
+      changes_cv.wait_until(lock, wake, [&] { return stopping || !changes.empty() || woken; });
+      waiting = woken = false;
       if (stopping) return;
     }
   }
@@ -899,7 +905,22 @@ void KubeScheduler::start() {
         impl.changes_cv.notify_one();
       },
       /*replay_existing=*/true);
+  impl.clock_listener = impl.clock.add_listener([&impl] {
+    std::lock_guard lock(impl.changes_mu);
+    impl.woken = true;
+    impl.changes_cv.notify_one();
+  });
   impl.thread = std::thread([&impl] { impl.loop(); });
+}
+
+bool KubeScheduler::idle() const {
+  std::lock_guard lock(impl_->changes_mu);
+  return impl_->waiting && impl_->changes.empty() && impl_->next_due > impl_->clock.now();
+}
+
+double KubeScheduler::next_due() const {
+  std::lock_guard lock(impl_->changes_mu);
+  return impl_->waiting ? impl_->next_due : impl_->clock.now();
 }
 
 void KubeScheduler::stop() {
@@ -910,6 +931,10 @@ void KubeScheduler::stop() {
     impl.changes_cv.notify_all();
   }
   if (impl.thread.joinable()) impl.thread.join();
+  if (impl.clock_listener != 0) {
+    impl.clock.remove_listener(impl.clock_listener);
+    impl.clock_listener = 0;
+  }
   if (impl.subscription != 0) {
     impl.objects.unsubscribe(impl.subscription);
     impl.subscription = 0;

@@ -24,7 +24,8 @@
 // The pods of every profile (scheduler name) are scheduled and every extender applies to all.
 //
 // Thread-safe: start() runs the scheduling thread; stop() ends it; stats() and the observer
-// are safe from any thread (the observer is called on the scheduling thread).
+// are safe from any thread (the observer is called on the scheduling thread). A stepped clock's
+// jumps wake it.
 #pragma once
 
 #include <atomic>
@@ -89,6 +90,11 @@ class KubeScheduler {
     std::size_t active = 0, backoff = 0, unschedulable = 0, gated = 0;
   };
   QueueSizes queue_sizes() const;
+  // True when the scheduling thread waits with no change to look at and no pod to try before
+  // next_due() (for a discrete-event driver: sim_clock.h). next_due(): the simulated instant
+  // of its next timer (a back-off ending, the unschedulable-pods flush), +inf for none.
+  bool idle() const;
+  double next_due() const;
 
  private:
   struct Impl;

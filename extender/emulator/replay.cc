@@ -4,6 +4,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <deque>
+#include <limits>
 #include <mutex>
 #include <sstream>
 #include <variant>
@@ -111,7 +112,7 @@ json pod_for(const ReplayJob& job, const DeviceType& device, const ReplayOptions
 
 class Replay {
  public:
-  Replay(ApiObjects& objects, const SimClock& clock, const std::vector<ReplayJob>& jobs,
+  Replay(ApiObjects& objects, SimClock& clock, const std::vector<ReplayJob>& jobs,
          const ReplayOptions& options)
       : objects_(objects), clock_(clock), jobs_(jobs), options_(options) {
     summary_.jobs.resize(jobs.size());
@@ -149,13 +150,14 @@ class Replay {
     KubeScheduler scheduler(objects_, clock_, scheduler_options);
     subscription_ = objects_.subscribe([this](const Change& change) {
       if (change.resource != &pods_resource()) return;
+      const double at = clock_.now();  // as the store publishes it
       std::lock_guard lock(mu_);
-      inbox_.push_back(change);
+      inbox_.push_back(Timed{change, at});
       cv_.notify_one();
     });
     kubelet.start();
     scheduler.start();
-    Status status = loop();
+    Status status = loop(kubelet, scheduler);
     scheduler.stop();
     kubelet.stop();
     objects_.unsubscribe(subscription_);
@@ -177,7 +179,11 @@ class Replay {
   }
 
  private:
-  using Item = std::variant<Change, SchedulerEvent>;
+  struct Timed {
+    Change change;
+    double at = 0;  // simulated Unix seconds
+  };
+  using Item = std::variant<Timed, SchedulerEvent>;
 
   double elapsed() const { return clock_.now() - start_; }
 
@@ -200,7 +206,7 @@ class Replay {
     return std::make_pair(it->second, annotations.value("allox.io/device", ""));
   }
 
-  void on_change(const Change& change) {
+  void on_change(const Change& change, double at) {
     const json& now_pod = change.after ? *change.after : *change.before;
     auto owner = job_of(now_pod);
     if (!owner) return;
@@ -244,7 +250,7 @@ class Replay {
       }
       auto& freed = freed_[{node, device}];
       if (!freed.empty()) {
-        summary_.completion_to_bind.push_back(clock_.now() - freed.front());
+        summary_.completion_to_bind.push_back(at - freed.front());
         freed.pop_front();
       }
       event.kind = ReplayEvent::Kind::kBound;
@@ -257,7 +263,7 @@ class Replay {
         replayed.finish = elapsed();
         ++done_;
       }
-      if (arrived_ > bound_jobs_) freed_[{node, device}].push_back(clock_.now());
+      if (arrived_ > bound_jobs_) freed_[{node, device}].push_back(at);
       event.kind = ReplayEvent::Kind::kDone;
       event.node = node;
       emit(event);
@@ -296,7 +302,31 @@ class Replay {
     emit(event);
   }
 
-  Status loop() {
+  // Stepped clocks: everything is quiet, nothing changed the store meanwhile; the clock jumps
+  // to the next event. False when something is still in flight.
+  bool step(const FakeKubelet& kubelet, const KubeScheduler& scheduler, std::size_t next) {
+    const std::uint64_t version = objects_.resource_version();
+    {
+      std::lock_guard lock(mu_);
+      if (!inbox_.empty()) return false;
+    }
+    if (!kubelet.idle() || !scheduler.idle()) return false;
+    if (options_.quiet && !options_.quiet()) return false;
+    if (objects_.resource_version() != version) return false;
+    double due = std::min(kubelet.next_finish(), scheduler.next_due());
+    if (next < order_.size()) due = std::min(due, start_ + jobs_[order_[next]].arrival);
+    if (options_.max_simulated_s > 0) due = std::min(due, start_ + options_.max_simulated_s + 1);
+    if (due == std::numeric_limits<double>::infinity()) return false;
+    if (options_.on_quiet) options_.on_quiet(elapsed());
+    const double skipped = clock_.advance_to(due);
+    if (skipped > 0) {
+      ++summary_.jumps;
+      summary_.skipped_s += skipped;
+    }
+    return true;
+  }
+
+  Status loop(const FakeKubelet& kubelet, const KubeScheduler& scheduler) {
     std::size_t next = 0;
     while (done_ < jobs_.size()) {
       if (options_.stop != nullptr && options_.stop->load()) {
@@ -330,15 +360,19 @@ class Replay {
       std::deque<Item> batch;
       {
         std::unique_lock lock(mu_);
-        auto wake = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+        // A stepped clock moves only when this thread sees everything quiet: look often.
+        auto wake =
+            std::chrono::steady_clock::now() +
+            (clock_.stepped() ? std::chrono::milliseconds(1) : std::chrono::milliseconds(200));
         if (next < order_.size())
           wake = std::min(wake, clock_.wall_at(start_ + jobs_[order_[next]].arrival));
         cv_.wait_until(lock, wake, [&] { return !inbox_.empty(); });
         batch.swap(inbox_);
       }
+      if (batch.empty() && clock_.stepped()) (void)step(kubelet, scheduler, next);
       for (const Item& item : batch) {
-        if (const auto* change = std::get_if<Change>(&item)) {
-          on_change(*change);
+        if (const auto* timed = std::get_if<Timed>(&item)) {
+          on_change(timed->change, timed->at);
         } else {
           on_scheduler(std::get<SchedulerEvent>(item));
         }
@@ -348,7 +382,7 @@ class Replay {
   }
 
   ApiObjects& objects_;
-  const SimClock& clock_;
+  SimClock& clock_;
   const std::vector<ReplayJob>& jobs_;
   const ReplayOptions& options_;
   ReplaySummary summary_;
@@ -365,7 +399,7 @@ class Replay {
 
 }  // namespace
 
-Expected<ReplaySummary> replay_jobs(ApiObjects& objects, const SimClock& clock,
+Expected<ReplaySummary> replay_jobs(ApiObjects& objects, SimClock& clock,
                                     const std::vector<ReplayJob>& jobs,
                                     const ReplayOptions& options) {
   for (const ReplayJob& job : jobs) {

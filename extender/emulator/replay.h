@@ -11,6 +11,12 @@
 // left pending; and the completion-to-bind latency (a machine freed while jobs waited, until
 // the next bind onto that node and device).
 //
+// With a stepped SimClock the replay is a discrete-event driver: the clock runs at wall speed
+// while anything reacts and jumps to the next event once everything is quiet, so the
+// completion-to-bind figures are real reaction times (1:1) and a 3-hour workload takes seconds.
+// Each latency is measured between the store writes themselves (the kubelet's Succeeded, the
+// binding), read from the clock as the store publishes them.
+//
 // Not thread-safe: one replay per call. on_event runs on the replay's thread.
 #pragma once
 
@@ -67,6 +73,14 @@ struct ReplayOptions {
   bool record_events = true;
   std::atomic<bool>* stop = nullptr;
   std::function<void(const ReplayEvent&)> on_event;
+  // Stepped clocks only (sim_clock.h). `quiet`: true when the system under test (alloxd) has
+  // nothing in flight; the replay jumps the clock to its next event (an arrival, a kubelet
+  // completion, a scheduler timer) only when `quiet`, its scheduler, its kubelets and its own
+  // inbox all are, and the store did not change while it looked. Unset: alloxd is not asked.
+  std::function<bool()> quiet;
+  // Called at each such quiet point, just before the jump, on the replay's thread (tests
+  // compare what alloxd shows with the store there). `simulated`: seconds since the start.
+  std::function<void(double simulated)> on_quiet;
 };
 
 struct ReplayedJob {
@@ -83,6 +97,8 @@ struct ReplaySummary {
   std::vector<std::string> ran_twice;      // job ids bound more than once
   std::vector<std::string> left_pending;   // pods still unbound at the end (namespace/name)
   double simulated_s = 0, wall_s = 0;
+  int jumps = 0;         // stepped clocks: how often the clock jumped
+  double skipped_s = 0;  // stepped clocks: simulated seconds skipped by the jumps
   bool interrupted = false;
 };
 
@@ -92,7 +108,7 @@ struct ReplaySummary {
 std::map<std::string, std::string> node_allocatable(const std::map<DeviceType, int>& machines,
                                                     const ReplayOptions& options);
 
-Expected<ReplaySummary> replay_jobs(ApiObjects& objects, const SimClock& clock,
+Expected<ReplaySummary> replay_jobs(ApiObjects& objects, SimClock& clock,
                                     const std::vector<ReplayJob>& jobs,
                                     const ReplayOptions& options);
 

@@ -93,17 +93,18 @@ Status nudge(KubeClient& client, const ObjectRef& pod, const std::string& value)
                std::to_string(reply->status)};
 }
 
-Status delete_pod(KubeClient& client, const ObjectRef& pod, const std::string& resource_version) {
+Expected<DeleteOutcome> delete_pod(KubeClient& client, const ObjectRef& pod,
+                                   const std::string& resource_version) {
   json options = {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}};
   if (!pod.uid.empty()) options["preconditions"]["uid"] = pod.uid;
   if (!resource_version.empty()) options["preconditions"]["resourceVersion"] = resource_version;
   auto reply = client.call("DELETE", pod_path(pod), options.dump());
   if (!reply) return reply.error();
-  // 409: the uid precondition failed, the name now belongs to a new pod: not ours to delete.
-  if (reply->status == 200 || reply->status == 202 || reply->status == 404 ||
-      reply->status == 409) {
-    return OkStatus();
-  }
+  if (reply->status == 200 || reply->status == 202) return DeleteOutcome::kDeleted;
+  if (reply->status == 404) return DeleteOutcome::kGone;
+  // 409: a precondition failed: the pod changed since it was seen (its resourceVersion), or
+  // the name now belongs to a new pod (its uid). Not ours to delete as it is now.
+  if (reply->status == 409) return DeleteOutcome::kRefused;
   return Error{"deleting " + describe(pod) + ": API server answered " +
                std::to_string(reply->status)};
 }

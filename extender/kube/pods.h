@@ -8,8 +8,9 @@
 //                 kube-scheduler parked as unschedulable back to its active queue at once
 //   delete_pod    DELETE in the pod's own namespace with a uid precondition (never a
 //                 re-created pod of the same name) and, when given, a resourceVersion one (never
-//                 a pod that changed since it was looked at, e.g. got bound); 404 counts as
-//                 done, and so does 409 (the next look decides again)
+//                 a pod that changed since it was looked at, e.g. got bound). It says what
+//                 happened: deleted, already gone (404), or refused by a precondition (409: the
+//                 next look at the changed pod decides again); only a deletion deserves an event
 //   gate_patch    the JSON Patch the admission webhook answers to add the gate
 //
 // Thread-safe: free functions over a thread-safe client.
@@ -41,7 +42,8 @@ nlohmann::json add_gate_patch(const nlohmann::json& pod, std::string_view gate);
 Status remove_gate(KubeClient& client, const ObjectRef& pod, const std::vector<std::string>& gates,
                    std::string_view gate);
 Status nudge(KubeClient& client, const ObjectRef& pod, const std::string& value);
-Status delete_pod(KubeClient& client, const ObjectRef& pod,
-                  const std::string& resource_version = "");
+enum class DeleteOutcome { kDeleted, kGone, kRefused };
+Expected<DeleteOutcome> delete_pod(KubeClient& client, const ObjectRef& pod,
+                                   const std::string& resource_version = "");
 
 }  // namespace allox::kube

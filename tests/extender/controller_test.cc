@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+
 #include "extender/kube/pods.h"
 #include "tests/extender/kube/scripted_server.h"
 #include "tests/extender/test_support.h"
@@ -34,7 +36,9 @@ struct Fixture {
   ExtenderConfig config;
   Metrics metrics;
   std::unique_ptr<Planner> planner;
-  ScriptedServer server{[](const ScriptedRequest& r) {
+  std::atomic<int> delete_status{200};  // what the API server answers a DELETE
+  ScriptedServer server{[this](const ScriptedRequest& r) {
+    if (r.method == "DELETE") return ScriptedReply{delete_status.load(), "{}", nullptr};
     return ScriptedReply{r.method == "POST" ? 201 : 200, "{}", nullptr};
   }};
   kube::KubeClient client{{server.url(), "", ""}};
@@ -109,13 +113,14 @@ TEST(ControllerTest, StartingJobLosesItsGateOnExactlyTheChosenVariantAndItsSibli
   auto b = f.event_reasons("b-gpu");
   ASSERT_EQ(1u, b.size());
   EXPECT_EQ(0u, b[0].rfind("Queued: position 1 of 1 for gpu, est. start ", 0)) << b[0];
-  auto job = f.planner->read([](const JobBook& book) { return book.job("lab/a")->variants.size(); });
+  auto job =
+      f.planner->read([](const JobBook& book) { return book.job("lab/a")->variants.size(); });
   EXPECT_EQ(1u, job);
 
   // A status update of the doomed sibling does not bring it back into the book.
   f.feed->pod_handler().on_upsert(variant("a-cpu", "a", "cpu", true));
-  EXPECT_EQ(1u,
-            f.planner->read([](const JobBook& book) { return book.job("lab/a")->variants.size(); }));
+  EXPECT_EQ(
+      1u, f.planner->read([](const JobBook& book) { return book.job("lab/a")->variants.size(); }));
 }
 
 TEST(ControllerTest, LateVariantOfARunningJobIsDeletedWithTheReason) {
@@ -143,6 +148,42 @@ TEST(ControllerTest, LateVariantOfARunningJobIsDeletedWithTheReason) {
             f.planner->read([](const JobBook& book) { return book.job("lab/a")->record.phase; }));
 }
 
+TEST(ControllerTest,
+     DeletedEventOnlyOnceTheDeleteSucceededAndARefusedDeleteIsRetriedWhenThePodChanges) {
+  Fixture f;
+  f.feed->node_handler().on_replace({node("g1", "1", "0")});
+  json running = variant("a-gpu", "a", "nvidia.com/gpu", false);
+  f.feed->pod_handler().on_replace({running});
+  f.planner->solve_now();
+  running["spec"]["nodeName"] = "g1";
+  f.feed->pod_handler().on_upsert(running);
+  json late = variant("a-cpu", "a", "cpu", true);
+  late["metadata"]["resourceVersion"] = "7";
+  f.feed->pod_handler().on_upsert(late);
+
+  // The pod changed since alloxd saw it (409, resourceVersion precondition): nothing deleted,
+  // so no Deleted event.
+  f.delete_status = 409;
+  f.settle();
+  auto deletes = f.requests("DELETE");
+  ASSERT_EQ(1u, deletes.size());
+  EXPECT_EQ("7", json::parse(deletes[0].body)["preconditions"]["resourceVersion"]);
+  EXPECT_TRUE(f.event_reasons("a-cpu").empty());
+  f.settle();  // nothing new seen: not asked again
+  EXPECT_EQ(1u, f.requests("DELETE").size());
+
+  // The watch shows the changed pod: it is deleted as it is now, and only then the event.
+  f.delete_status = 200;
+  late["metadata"]["resourceVersion"] = "8";
+  f.feed->pod_handler().on_upsert(late);
+  f.settle();
+  deletes = f.requests("DELETE");
+  ASSERT_EQ(2u, deletes.size());
+  EXPECT_EQ("8", json::parse(deletes[1].body)["preconditions"]["resourceVersion"]);
+  EXPECT_EQ((std::vector<std::string>{"Deleted: job lab/a runs as variant lab/a-gpu"}),
+            f.event_reasons("a-cpu"));
+}
+
 TEST(ControllerTest, UngatedPodIsNudgedWhenItsPlanSaysStartNow) {
   Fixture f;
   f.feed->node_handler().on_replace({node("g1", "1", "0")});
@@ -165,8 +206,8 @@ TEST(ControllerTest, OnlyTheLeaderActs) {
   f.settle();
   EXPECT_TRUE(f.server.requests().empty());
   // It still knows the queue: a second replica serves reads.
-  EXPECT_EQ(2u,
-            f.planner->read([](const JobBook& book) { return book.job("lab/a")->variants.size(); }));
+  EXPECT_EQ(
+      2u, f.planner->read([](const JobBook& book) { return book.job("lab/a")->variants.size(); }));
 }
 
 TEST(ClusterFeedTest, OtherSchedulersPodsAndDeletionsAreHandled) {

@@ -9,10 +9,6 @@
 #include <cpprest/http_client.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
-#include <openssl/evp.h>
-#include <openssl/pem.h>
-#include <openssl/rsa.h>
-#include <openssl/x509.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -261,33 +257,9 @@ TEST(HttpLimitsTest, StopDrainsRepliesInFlightAndRefusesNewConnections) {
   EXPECT_NE(std::string::npos, reply.find("Connection: close")) << reply;
 }
 
-// A self-signed certificate and key for 127.0.0.1, written as PEM files.
-void write_self_signed(const std::string& cert_path, const std::string& key_path) {
-  EVP_PKEY* key = EVP_RSA_gen(2048);
-  ASSERT_NE(nullptr, key);
-  X509* cert = X509_new();
-  ASN1_INTEGER_set(X509_get_serialNumber(cert), 1);
-  X509_gmtime_adj(X509_getm_notBefore(cert), 0);
-  X509_gmtime_adj(X509_getm_notAfter(cert), 3600);
-  X509_set_pubkey(cert, key);
-  X509_NAME* name = X509_get_subject_name(cert);
-  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
-                             reinterpret_cast<const unsigned char*>("127.0.0.1"), -1, -1, 0);
-  X509_set_issuer_name(cert, name);
-  ASSERT_GT(X509_sign(cert, key, EVP_sha256()), 0);
-  FILE* out = std::fopen(cert_path.c_str(), "w");
-  PEM_write_X509(out, cert);
-  std::fclose(out);
-  out = std::fopen(key_path.c_str(), "w");
-  PEM_write_PrivateKey(out, key, nullptr, nullptr, 0, nullptr, nullptr);
-  std::fclose(out);
-  X509_free(cert);
-  EVP_PKEY_free(key);
-}
-
 TEST(HttpLimitsTest, TlsModeServesHttpsOnly) {
   testing::ScratchDir dir;
-  write_self_signed(dir.file("tls.crt"), dir.file("tls.key"));
+  testing::write_self_signed(dir.file("tls.crt"), dir.file("tls.key"));
   HttpServerOptions options;
   options.tls_cert_file = dir.file("tls.crt");
   options.tls_key_file = dir.file("tls.key");

@@ -1,6 +1,13 @@
 #include "tests/extender/test_support.h"
 
+// cpprest's U() macro would break gtest's templates.
+#define _TURN_OFF_PLATFORM_STRING
 #include <cpprest/http_client.h>
+#include <gtest/gtest.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -81,6 +88,40 @@ Response http_request(const std::string& base_url, const std::string& method,
   } catch (const std::exception&) {
     return {};
   }
+}
+
+void write_self_signed(const std::string& cert_path, const std::string& key_path) {
+  EVP_PKEY* key = EVP_RSA_gen(2048);
+  ASSERT_NE(nullptr, key);
+  X509* cert = X509_new();
+  ASN1_INTEGER_set(X509_get_serialNumber(cert), 1);
+  X509_gmtime_adj(X509_getm_notBefore(cert), 0);
+  X509_gmtime_adj(X509_getm_notAfter(cert), 3600);
+  X509_set_pubkey(cert, key);
+  X509_NAME* name = X509_get_subject_name(cert);
+  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
+                             reinterpret_cast<const unsigned char*>("127.0.0.1"), -1, -1, 0);
+  X509_set_issuer_name(cert, name);
+  // Clients check the address they dialled against subjectAltName (RFC 2818).
+  X509V3_CTX context;
+  X509V3_set_ctx_nodb(&context);
+  X509V3_set_ctx(&context, cert, cert, nullptr, nullptr, 0);
+  X509_EXTENSION* san =
+      X509V3_EXT_conf_nid(nullptr, &context, NID_subject_alt_name, "IP:127.0.0.1,DNS:localhost");
+  ASSERT_NE(nullptr, san);
+  X509_add_ext(cert, san, -1);
+  X509_EXTENSION_free(san);
+  ASSERT_GT(X509_sign(cert, key, EVP_sha256()), 0);
+  FILE* out = std::fopen(cert_path.c_str(), "w");
+  ASSERT_NE(nullptr, out) << cert_path;
+  PEM_write_X509(out, cert);
+  std::fclose(out);
+  out = std::fopen(key_path.c_str(), "w");
+  ASSERT_NE(nullptr, out) << key_path;
+  PEM_write_PrivateKey(out, key, nullptr, nullptr, 0, nullptr, nullptr);
+  std::fclose(out);
+  X509_free(cert);
+  EVP_PKEY_free(key);
 }
 
 }  // namespace allox::extender::testing

@@ -25,6 +25,11 @@ std::string filter_body(const nlohmann::json& pod, const std::vector<std::string
 
 std::string read_text_file(const std::string& path);
 
+// A self-signed certificate (CN and subjectAltName 127.0.0.1, and DNS localhost, valid for an
+// hour) and its RSA key, written as PEM files; made here so no test ships a key or needs
+// the network. Fails the calling test on an OpenSSL error.
+void write_self_signed(const std::string& cert_path, const std::string& key_path);
+
 // A fresh directory under the system temp dir, removed with its contents on destruction.
 class ScratchDir {
  public:

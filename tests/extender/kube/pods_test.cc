@@ -48,7 +48,9 @@ TEST(PodsTest, CallsGoToThePodsOwnNamespaceWithTheRightContentTypes) {
   ObjectRef pod{"team-a", "train-cpu", "u-7"};
   ASSERT_TRUE(remove_gate(client, pod, {"allox.io/queue"}, kQueueGate).ok());
   ASSERT_TRUE(nudge(client, pod, "42").ok());
-  ASSERT_TRUE(delete_pod(client, pod).ok());
+  auto deleted = delete_pod(client, pod);
+  ASSERT_TRUE(deleted.ok()) << deleted.message();
+  EXPECT_EQ(DeleteOutcome::kDeleted, *deleted);
   auto r = server.requests();
   ASSERT_EQ(3u, r.size());
   for (const auto& request : r)
@@ -58,16 +60,20 @@ TEST(PodsTest, CallsGoToThePodsOwnNamespaceWithTheRightContentTypes) {
   EXPECT_EQ("42", json::parse(r[1].body)["metadata"]["annotations"]["allox.io/nudge"]);
   EXPECT_EQ("DELETE", r[2].method);
   EXPECT_EQ("u-7", json::parse(r[2].body)["preconditions"]["uid"]);
-  // Already done counts as done; a refusal is an error naming the pod.
+  // Already gone, and refused by a precondition, are outcomes; any other answer is an error
+  // naming the pod.
   status = 404;
-  EXPECT_TRUE(delete_pod(client, pod).ok());
+  EXPECT_EQ(DeleteOutcome::kGone, delete_pod(client, pod).value());
+  status = 409;
+  EXPECT_EQ(DeleteOutcome::kRefused, delete_pod(client, pod, "41").value());
+  EXPECT_EQ("41", json::parse(server.requests().back().body)["preconditions"]["resourceVersion"]);
   status = 403;
   auto refused = delete_pod(client, pod);
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(std::string::npos, refused.message().find("team-a/train-cpu"));
   // No gate to remove: nothing is sent.
   EXPECT_TRUE(remove_gate(client, pod, {}, kQueueGate).ok());
-  EXPECT_EQ(5u, server.requests().size());
+  EXPECT_EQ(6u, server.requests().size());
 }
 
 // A 422 (the gates changed since they were seen) is settled by reading the pod once: a gate an
