@@ -155,7 +155,7 @@ void Controller::reconcile() {
       }
     }
     if (!chosen.count(id)) continue;
-    if (f->second.variants.size() > 1) (void)planner_.admit(id, chosen[id]);
+    (void)planner_.admit(id, chosen[id], start);
   }
   if (!chosen.empty()) facts = facts_of();
 

@@ -10,8 +10,8 @@
 //
 // Runs: a job id names one run at a time. When a pod of a finished or removed run is re-created
 // (its name with a new UID), it starts a new run of that id; pods of the old run are refused,
-// and so is a variant the run never saw (another name), which would run the job twice. Finished runs leave memory after the retention window (forget_finished); their
-// history stays in the store.
+// and so is a variant the run never saw (another name), which would run the job twice. Finished
+// runs leave memory after the retention window (forget_finished); their history stays in the store.
 // snapshot() turns the book into the scheduling policy's input (fairness/policy.h): one Machine
 // per slot (busy ones until their estimated finish) and the queued jobs with estimated times on
 // the devices they have a variant pod for.
@@ -128,6 +128,8 @@ class JobBook {
   std::size_t running_count() const { return running_; }
   // Bumped by every change that can alter a plan.
   std::uint64_t version() const { return version_; }
+  // The planning input changed outside the book (an admission): plans must be made again.
+  void touch() { ++version_; }
 
  private:
   void recount_capacity();

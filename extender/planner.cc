@@ -153,12 +153,14 @@ Expected<Decision> Planner::decide_isolating(PlanInput& input) {
 void Planner::solve_once() {
   PlanInput input;
   std::vector<MachineSlot> slots;
+  std::vector<std::pair<std::string, PlannedStart>> held;
   bool has_inventory;
   {
     std::shared_lock lock(book_mu_);
     has_inventory = book_.has_inventory();
     input = book_.snapshot(now());
     slots = book_.slots();
+    held = hold_admitted(input, input.state.now);
   }
   // No plan before the inventory is loaded and restored bind intents were looked at once.
   if (!has_inventory || !intents_seen_.load()) return;
@@ -166,6 +168,10 @@ void Planner::solve_once() {
   Expected<Decision> decision = decide_isolating(input);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
   Plan made = make_plan(input, decision, slots, seconds);
+  for (const auto& [job_id, start] : held) {
+    made.starts[job_id] = start;
+    made.waiting.erase(job_id);
+  }
   {
     std::shared_lock lock(book_mu_);
     for (const auto& [id, job] : book_.jobs()) {
@@ -197,7 +203,7 @@ void Planner::set_inventory(const std::vector<NodeInventory>& nodes) {
 Expected<std::uint64_t> Planner::register_variant(const JobVariant& variant) {
   auto not_admitted = [&] {
     auto it = admitted_.find(variant.job_id);
-    return it != admitted_.end() && it->second != pod_key(variant.pod);
+    return it != admitted_.end() && it->second.pod_key != pod_key(variant.pod);
   };
   {
     std::shared_lock lock(book_mu_);
@@ -319,10 +325,36 @@ std::optional<std::string> Planner::admitted_as(const std::string& job_id) const
   std::shared_lock lock(book_mu_);
   auto it = admitted_.find(job_id);
   if (it == admitted_.end()) return std::nullopt;
-  return it->second;
+  return it->second.pod_key;
 }
 
-Status Planner::admit(const std::string& job_id, const std::string& pod_key) {
+std::vector<std::pair<std::string, PlannedStart>> Planner::hold_admitted(PlanInput& input,
+                                                                         double now) const {
+  std::vector<std::pair<std::string, PlannedStart>> held;
+  ClusterState& state = input.state;
+  for (const auto& [job_id, admission] : admitted_) {
+    if (now - admission.at > options_.admission_hold) continue;  // lapsed: planned afresh
+    auto queued = std::find_if(state.queue.begin(), state.queue.end(),
+                               [&](const QueuedJob& q) { return q.job->id == job_id; });
+    if (queued == state.queue.end()) continue;  // started, parked, or gone
+    const auto slot = static_cast<std::size_t>(admission.start.slot);
+    if (admission.start.slot < 0 || slot >= state.machines.size() || !state.idle[slot] ||
+        state.machines[slot].device != admission.start.device) {
+      continue;  // the slot is no longer free for it: planned afresh
+    }
+    auto time = queued->job->time.find(admission.start.device);
+    if (time == queued->job->time.end()) continue;
+    state.idle[slot] = false;
+    state.machines[slot].busy_until = now + time->second;
+    state.running.push_back({queued->job, slot, now, now + time->second, 0});
+    held.emplace_back(job_id, admission.start);
+    state.queue.erase(queued);
+  }
+  return held;
+}
+
+Status Planner::admit(const std::string& job_id, const std::string& pod_key,
+                      const PlannedStart& start) {
   {
     std::unique_lock lock(book_mu_);
     const BookJob* job = book_.job(job_id);
@@ -330,6 +362,12 @@ Status Planner::admit(const std::string& job_id, const std::string& pod_key) {
     if (job->record.phase != JobPhase::kQueued) return OkStatus();
     if (!job->variants.count(pod_key)) {
       return Error{"pod " + pod_key + " is not a variant of job " + job_id};
+    }
+    auto known = admitted_.find(job_id);
+    if (known != admitted_.end() && known->second.pod_key == pod_key &&
+        known->second.start.node == start.node && known->second.start.slot == start.slot &&
+        now() - known->second.at <= options_.admission_hold) {
+      return OkStatus();  // as before: nothing to plan again
     }
     std::vector<PodIdentity> others;
     for (const auto& [key, variant] : job->variants) {
@@ -339,7 +377,8 @@ Status Planner::admit(const std::string& job_id, const std::string& pod_key) {
       if (auto s = store_->forget_variant(pod, job->record.row); !s) return s;
       book_.remove_variant(pod.namespace_name, pod.name);
     }
-    admitted_[job_id] = pod_key;
+    admitted_[job_id] = {pod_key, start, now()};
+    book_.touch();
   }
   wake();
   return OkStatus();

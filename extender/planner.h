@@ -58,6 +58,8 @@ struct PlannerOptions {
   std::function<double()> clock;
   // A fixed node inventory (no API server); set before the stored jobs are restored.
   std::optional<std::vector<NodeInventory>> inventory;
+  // How long (clock seconds) an admitted job keeps its slot while its pod is not yet bound.
+  double admission_hold = 60;
 };
 
 class Planner {
@@ -108,9 +110,14 @@ class Planner {
   // The pod is no longer a variant of its job (it was deleted); a waiting job left without
   // variants leaves the queue. The pod a job runs as is never removed.
   Status remove_variant(const PodIdentity& pod);
-  // The plan starts `job_id` as the variant `pod_key` ("namespace/name"): its other variants
-  // leave the book and the store, so no later plan picks them (the controller deletes them).
-  Status admit(const std::string& job_id, const std::string& pod_key);
+  // The plan starts `job_id` as the variant `pod_key` ("namespace/name") at `start`, and the
+  // controller releases that pod: its other variants leave the book and the store, so no later
+  // plan picks them (the controller deletes them), and an admission is a commitment: later
+  // plans keep starting the job on that slot (held for it, as if it ran) until it binds or for
+  // `admission_hold` seconds. A released pod is never turned away by a plan that changed its
+  // mind in between (it would be parked by kube-scheduler, waiting for a nudge or 5 minutes).
+  // Admitting again as before changes nothing and does not wake the planner.
+  Status admit(const std::string& job_id, const std::string& pod_key, const PlannedStart& start);
   // The variant ("namespace/name") `job_id` was admitted as, if it was.
   std::optional<std::string> admitted_as(const std::string& job_id) const;
   // Runs on the planner thread after each plan is published. Set before start().
@@ -160,7 +167,16 @@ class Planner {
   JobBook book_;
   // job -> the variant it was admitted as (guarded by book_mu_); a sibling seen again later
   // (a status update before its deletion) does not re-enter the book.
-  std::unordered_map<std::string, std::string> admitted_;
+  struct Admission {
+    std::string pod_key;
+    PlannedStart start;
+    double at = 0;  // now() when admitted
+  };
+  std::unordered_map<std::string, Admission> admitted_;
+  // Holds the admitted jobs' slots in `input` (run on the planner thread, under book_mu_);
+  // returns the starts they keep.
+  std::vector<std::pair<std::string, PlannedStart>> hold_admitted(PlanInput& input,
+                                                                  double now) const;
   CompletionToBind completion_to_bind_;  // under book_mu_
   ShareHistory share_history_;
 

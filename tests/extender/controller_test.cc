@@ -184,6 +184,31 @@ TEST(ControllerTest,
             f.event_reasons("a-cpu"));
 }
 
+TEST(ControllerTest, AnAdmittedJobKeepsItsSlotInLaterPlans) {
+  Fixture f;
+  f.feed->node_handler().on_replace({node("g1", "1", "0")});
+  f.feed->pod_handler().on_replace({variant("a-gpu", "a", "nvidia.com/gpu", true),
+                                    variant("b-gpu", "b", "nvidia.com/gpu", true)});
+  f.planner->solve_now();
+  auto plan = f.planner->latest_plan();
+  ASSERT_EQ(1u, plan->starts.count("lab/a"));  // fifo: a came first
+  const PlannedStart slot = plan->starts.at("lab/a");
+  // b was released for that slot (by a plan that has since changed its mind): every later plan
+  // keeps starting b there, so the released pod is never turned away and parked.
+  ASSERT_TRUE(f.planner->admit("lab/b", "lab/b-gpu", slot).ok());
+  f.planner->solve_now();
+  plan = f.planner->latest_plan();
+  ASSERT_EQ(1u, plan->starts.count("lab/b"));
+  EXPECT_EQ("g1", plan->starts.at("lab/b").node);
+  EXPECT_EQ(0u, plan->starts.count("lab/a"));
+  EXPECT_EQ(1u, plan->waiting.count("lab/a"));
+  // Admitting again as before is no change: the book is not planned again for it.
+  const auto version = plan->version;
+  ASSERT_TRUE(f.planner->admit("lab/b", "lab/b-gpu", slot).ok());
+  f.planner->solve_now();
+  EXPECT_EQ(version, f.planner->latest_plan()->version);
+}
+
 TEST(ControllerTest, UngatedPodIsNudgedWhenItsPlanSaysStartNow) {
   Fixture f;
   f.feed->node_handler().on_replace({node("g1", "1", "0")});
