@@ -7,16 +7,21 @@
 #   ALLOX_DEMO_SPEEDUP  simulated seconds per second (default 100: about a minute)
 #   ALLOX_DEMO_LISTEN   alloxd's address (default 127.0.0.1:8888; port 0 picks a free one)
 #   ALLOX_DEMO_STATE    folder for the store and the log (default run/)
-#   ALLOX_DEMO_ARGS     more `allox replay` flags (--gates, --verbose, --no-report-done)
+#   ALLOX_DEMO_GATES    1 (default): pods are created with the allox.io/queue scheduling gate and
+#                       alloxd releases them (as the webhook does in a cluster); 0: ungated pods,
+#                       released by nudges
+#   ALLOX_DEMO_ARGS     more `allox replay` flags (--verbose, --no-report-done)
 set -euo pipefail
 build_dir=${1:-build}
 speedup=${ALLOX_DEMO_SPEEDUP:-100}
 listen=${ALLOX_DEMO_LISTEN:-127.0.0.1:8888}
 state_dir=${ALLOX_DEMO_STATE:-run}
 linger=()
+gates=()
+[[ ${ALLOX_DEMO_GATES:-1} == 1 ]] && gates=(--gates)
 # Interactive: keep alloxd and the fake cluster up after the replay, for the status page.
 [[ -t 0 ]] && linger=(--linger)
 # shellcheck disable=SC2086
 exec "$build_dir/cli/allox" replay --config examples/alloxd.yaml \
   --scheduler-config manifests/scheduler-config.yaml --alloxd "$build_dir/cli/alloxd" \
-  --listen "$listen" --state "$state_dir" --speedup "$speedup" "${linger[@]}" ${ALLOX_DEMO_ARGS:-}
+  --listen "$listen" --state "$state_dir" --speedup "$speedup" "${gates[@]}" "${linger[@]}" ${ALLOX_DEMO_ARGS:-}

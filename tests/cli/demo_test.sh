@@ -19,6 +19,9 @@ expect() {
 [[ $status -eq 0 ]] || { echo "FAIL: demo exited $status"; failures=$((failures + 1)); }
 expect '^Replay complete: 40 of 40 jobs done'
 expect '\(0 bind failures\)'
+# Released through gates: every job's chosen variant ungated, the other deleted.
+expect '^Released by alloxd: 40 gates removed, 40 unused variants deleted'
+expect '^Jobs that ran more than once: 0; pods left pending: 0'
 for user in queue0 queue1 queue2 queue3; do
   expect "^$user +[0-9.]+ +[0-9.]+ +0 +0 +10 "
 done
