@@ -258,7 +258,7 @@ void expect_every_job_once_and_prompt(const Outcome& out, std::size_t jobs) {
   EXPECT_EQ(jobs, out.binds.size());
   EXPECT_TRUE(out.pending_left.empty())
       << out.pending_left.size() << " pods left Pending, e.g. " << out.pending_left.front();
-  EXPECT_GE(out.quiet_points, static_cast<int>(jobs)) << "the clock never stood still to look";
+  EXPECT_GE(out.quiet_points, static_cast<int>(jobs / 2)) << "the clock seldom stood still to look";
   if (!out.missing_from_queue.empty()) {
     std::printf("NOT YET: %zu pending pods missing from /v1/queue at quiet points, e.g. %s\n",
                 out.missing_from_queue.size(), out.missing_from_queue.front().c_str());
