@@ -399,23 +399,25 @@ Status Store::record_start(const JobRecord& job) {
 }
 
 Status Store::record_finish(std::int64_t job_row, double finish) {
-  std::lock_guard lock(mu_);
-  return transaction([&]() -> Status {
-    Statement update(db_, "UPDATE jobs SET phase = 'done', finish = ? WHERE row = ?");
-    update.bind(1, finish).bind(2, job_row);
-    if (auto s = run_on_one_row(db_, update, "record finish", job_row); !s) return s;
-    Statement usage(db_, "UPDATE usage SET end = ? WHERE job_row = ?");
-    usage.bind(1, finish).bind(2, job_row);
-    return usage.run("close usage");
-  });
+  return end_run(job_row, "done", finish);
 }
 
 Status Store::record_removal(std::int64_t job_row, double at) {
+  return end_run(job_row, "removed", at);
+}
+
+Status Store::end_run(std::int64_t job_row, const char* phase, double at) {
   std::lock_guard lock(mu_);
+  const std::string what = std::string("record ") + phase;
   return transaction([&]() -> Status {
-    Statement update(db_, "UPDATE jobs SET phase = 'removed', finish = ? WHERE row = ?");
-    update.bind(1, at).bind(2, job_row);
-    if (auto s = run_on_one_row(db_, update, "record removal", job_row); !s) return s;
+    Statement update(db_, "UPDATE jobs SET phase = ?, finish = ? WHERE row = ?");
+    update.bind(1, std::string(phase)).bind(2, at).bind(3, job_row);
+    if (auto s = run_on_one_row(db_, update, what, job_row); !s) return s;
+    // A finished run has a usage row and no intent, a removed (queued) one the other way round;
+    // either statement touches no row where there is nothing to end.
+    Statement usage(db_, "UPDATE usage SET end = ? WHERE job_row = ?");
+    usage.bind(1, at).bind(2, job_row);
+    if (auto s = usage.run("close usage"); !s) return s;
     Statement intent(db_, "DELETE FROM bind_intents WHERE job_row = ?");
     intent.bind(1, job_row);
     return intent.run("clear bind intent");

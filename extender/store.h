@@ -145,6 +145,9 @@ class Store {
   // never fails half-way on a lock); rolls back when body or COMMIT fails.
   enum class Mode { kRead, kWrite };
   Status transaction(const std::function<Status()>& body, Mode mode = Mode::kWrite);
+  // The run leaves for good (phase "done" or "removed") at `at`: its usage closed and any bind
+  // intent cleared, in one transaction.
+  Status end_run(std::int64_t job_row, const char* phase, double at);
 
   std::mutex mu_;
   sqlite3* db_;
