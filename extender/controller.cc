@@ -1,8 +1,8 @@
 #include "extender/controller.h"
 
 #include <cmath>
-#include <ctime>
 
+#include "core/time_text.h"
 #include "extender/kube/pods.h"
 
 namespace allox::extender {
@@ -20,15 +20,6 @@ struct JobFacts {
 };
 
 }  // namespace
-
-std::string clock_time(double unix_seconds) {
-  std::time_t t = static_cast<std::time_t>(std::floor(unix_seconds));
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%02d:%02d", tm.tm_hour, tm.tm_min);
-  return buffer;
-}
 
 Controller::Controller(Planner& planner, ClusterFeed& feed, kube::KubeClient& client,
                        kube::EventRecorder& events, ActionQueue& actions,
@@ -232,7 +223,7 @@ void Controller::reconcile() {
                             pod.variant->device;
       if (wait->second.estimated_start) {
         double in = std::max(0.0, *wait->second.estimated_start - wall);
-        message += ", est. start " + clock_time(*wait->second.estimated_start) + " (in " +
+        message += ", est. start " + clock_label(*wait->second.estimated_start) + " (in " +
                    std::to_string(static_cast<long long>(std::ceil(in / 60))) + " min)";
       }
       say(pod.ref, "Normal", "Queued", message, now);

@@ -100,7 +100,4 @@ class Controller {
   std::thread thread_;
 };
 
-// "14:05" (UTC) for Unix seconds.
-std::string clock_time(double unix_seconds);
-
 }  // namespace allox::extender

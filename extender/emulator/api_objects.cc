@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
-#include <ctime>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -40,15 +39,6 @@ const ResourceType* find_resource(const std::string& api_version, const std::str
     if (type->api_version == api_version && type->plural == plural) return type;
   }
   return nullptr;
-}
-
-std::string rfc3339(double unix_seconds) {
-  std::time_t t = static_cast<std::time_t>(unix_seconds);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buffer[32];
-  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buffer;
 }
 
 std::string WatchEvent::line() const {

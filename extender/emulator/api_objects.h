@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "core/time_text.h"  // rfc3339, as metav1.Time renders
 #include "extender/emulator/api_error.h"
 #include "extender/emulator/patches.h"
 #include "extender/emulator/selectors.h"
@@ -160,8 +161,5 @@ class ApiObjects {
   struct State;
   std::shared_ptr<State> state_;
 };
-
-// RFC 3339 in UTC, whole seconds, as metav1.Time renders ("2026-11-22T19:15:17Z").
-std::string rfc3339(double unix_seconds);
 
 }  // namespace allox::emulator

@@ -2,18 +2,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "extender/kube/lease.h"  // micro_time
+#include "core/time_text.h"
 
 namespace allox::kube {
 namespace {
 
 using nlohmann::json;
-
-// Event timestamps are RFC 3339 seconds (metav1.Time).
-std::string rfc3339(std::chrono::system_clock::time_point at) {
-  std::string micro = micro_time(at);
-  return micro.substr(0, 19) + "Z";
-}
 
 }  // namespace
 

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/log.h"
+#include "core/time_text.h"
 
 namespace allox::kube {
 namespace {
@@ -10,19 +11,6 @@ namespace {
 using nlohmann::json;
 
 }  // namespace
-
-std::string micro_time(std::chrono::system_clock::time_point at) {
-  using namespace std::chrono;
-  auto micros = duration_cast<microseconds>(at.time_since_epoch()).count();
-  std::time_t seconds = static_cast<std::time_t>(micros / 1000000);
-  std::tm tm{};
-  gmtime_r(&seconds, &tm);
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%04d-%02d-%02dT%02d:%02d:%02d.%06lldZ", tm.tm_year + 1900,
-                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                static_cast<long long>(micros % 1000000));
-  return buffer;
-}
 
 LeaderLease::LeaderLease(KubeClient& client, LeaseOptions options,
                          std::function<void(bool)> on_change)
@@ -84,8 +72,8 @@ bool LeaderLease::step(Clock::time_point now) {
                   {"spec",
                    {{"holderIdentity", options_.identity},
                     {"leaseDurationSeconds", options_.duration.count()},
-                    {"acquireTime", micro_time(wall)},
-                    {"renewTime", micro_time(wall)},
+                    {"acquireTime", rfc3339_micro(wall)},
+                    {"renewTime", rfc3339_micro(wall)},
                     {"leaseTransitions", 0}}}};
     auto created = client_.call("POST", path(), lease.dump());
     if (!created || created->status != 201) return fail();
@@ -127,11 +115,11 @@ bool LeaderLease::step(Clock::time_point now) {
             ? spec["leaseTransitions"].get<int>()
             : 0;
     spec["leaseTransitions"] = transitions + 1;
-    spec["acquireTime"] = micro_time(wall);
+    spec["acquireTime"] = rfc3339_micro(wall);
   }
   spec["holderIdentity"] = options_.identity;
   spec["leaseDurationSeconds"] = options_.duration.count();
-  spec["renewTime"] = micro_time(wall);
+  spec["renewTime"] = rfc3339_micro(wall);
   lease["spec"] = spec;
   auto put = client_.call("PUT", item, lease.dump());
   if (!put) return fail();

@@ -71,7 +71,4 @@ class LeaderLease {
   std::thread thread_;
 };
 
-// Kubernetes MicroTime ("2026-11-22T20:50:00.123456Z") for a wall-clock time.
-std::string micro_time(std::chrono::system_clock::time_point at);
-
 }  // namespace allox::kube

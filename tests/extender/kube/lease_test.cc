@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/time_text.h"
 #include "tests/extender/kube/scripted_server.h"
 
 namespace allox::kube {
@@ -122,7 +123,7 @@ TEST(LeaderLeaseTest, LeaderStepsDownWhenItCannotRenewForALeaseDuration) {
 
 TEST(LeaderLeaseTest, MicroTimeIsRfc3339WithMicroseconds) {
   std::chrono::system_clock::time_point at{std::chrono::microseconds(1795381800123456)};
-  EXPECT_EQ("2026-11-22T21:10:00.123456Z", micro_time(at));
+  EXPECT_EQ("2026-11-22T21:10:00.123456Z", rfc3339_micro(at));
 }
 
 }  // namespace
