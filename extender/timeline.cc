@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <ctime>
 #include <set>
 
 #include "core/markup.h"
+#include "core/time_text.h"
 
 namespace allox::extender {
 
@@ -44,15 +44,6 @@ std::string num(double v) {
   return buffer;
 }
 
-std::string clock_label(double unix_seconds) {
-  std::time_t t = static_cast<std::time_t>(unix_seconds);
-  std::tm tm{};
-  localtime_r(&t, &tm);
-  char buffer[16];
-  std::strftime(buffer, sizeof buffer, "%H:%M", &tm);
-  return buffer;
-}
-
 constexpr int kLabel = 160, kWidth = 720, kRow = 16;
 
 double x_of(const Timeline& t, double at) {
@@ -68,7 +59,7 @@ std::string axis(const Timeline& t, int y) {
     out += "<line x1=\"" + num(x) + "\" y1=\"0\" x2=\"" + num(x) + "\" y2=\"" + std::to_string(y) +
            "\" stroke=\"#ddd\"/>";
     out += "<text x=\"" + num(x) + "\" y=\"" + std::to_string(y + 14) +
-           "\" text-anchor=\"middle\">" + clock_label(at) + "</text>";
+           "\" text-anchor=\"middle\">" + clock_label(at, TimeZone::kLocal) + "</text>";
   }
   const double now = x_of(t, t.now);
   out += "<line x1=\"" + num(now) + "\" y1=\"0\" x2=\"" + num(now) + "\" y2=\"" +
@@ -77,18 +68,21 @@ std::string axis(const Timeline& t, int y) {
   return out;
 }
 
+// The <svg> element of a chart `height` pixels high with its time axis below.
+std::string open_chart(const char* label, const Timeline& t, int height) {
+  return "<svg role=\"img\" aria-label=\"" + std::string(label) + "\" width=\"" +
+         std::to_string(kLabel + kWidth + 10) + "\" height=\"" + std::to_string(height + 20) +
+         "\" xmlns=\"http://www.w3.org/2000/svg\" font-family=\"sans-serif\" font-size=\"11\">" +
+         axis(t, height);
+}
+
 }  // namespace
 
 std::string render_machine_timeline(const Timeline& t) {
   std::map<std::string, int> row;
   for (const std::string& m : t.machines) row.emplace(m, static_cast<int>(row.size()));
   const int height = kRow * static_cast<int>(t.machines.size()) + 4;
-  std::string svg = "<svg role=\"img\" aria-label=\"machine timeline\" width=\"" +
-                    std::to_string(kLabel + kWidth + 10) + "\" height=\"" +
-                    std::to_string(height + 20) +
-                    "\" xmlns=\"http://www.w3.org/2000/svg\" font-family=\"sans-serif\" "
-                    "font-size=\"11\">";
-  svg += axis(t, height);
+  std::string svg = open_chart("machine timeline", t, height);
   for (const auto& [machine, r] : row) {
     svg += "<text x=\"0\" y=\"" + std::to_string(r * kRow + 12) + "\">" + markup_escape(machine) +
            "</text>";
@@ -125,12 +119,7 @@ std::string render_share_history(const Timeline& t) {
     }
   }
   if (top <= 0) top = 1;
-  std::string svg = "<svg role=\"img\" aria-label=\"share over time\" width=\"" +
-                    std::to_string(kLabel + kWidth + 10) + "\" height=\"" +
-                    std::to_string(height + 20) +
-                    "\" xmlns=\"http://www.w3.org/2000/svg\" font-family=\"sans-serif\" "
-                    "font-size=\"11\">";
-  svg += axis(t, height);
+  std::string svg = open_chart("share over time", t, height);
   int legend = 0;
   for (const std::string& user : users) {
     std::string points;
