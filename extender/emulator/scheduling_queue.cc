@@ -148,14 +148,21 @@ std::optional<std::string> SchedulingQueue::pop(double now) {
   return key;
 }
 
-void SchedulingQueue::unschedulable(const std::string& key, const std::set<std::string>& plugins,
-                                    double now) {
+SchedulingQueue::Entry* SchedulingQueue::attempt_failed(const std::string& key, double now) {
   auto it = entries_.find(key);
-  if (it == entries_.end()) return;
+  if (it == entries_.end()) return nullptr;
   Entry& e = it->second;
   detach(key, e);
   e.attempts++;
   e.backoff_until = now + backoff_for(e);
+  return &e;
+}
+
+void SchedulingQueue::unschedulable(const std::string& key, const std::set<std::string>& plugins,
+                                    double now) {
+  Entry* found = attempt_failed(key, now);
+  if (found == nullptr) return;
+  Entry& e = *found;
   e.plugins = plugins;
   if (move_request_cycle_ >= e.popped_cycle) {
     // Something moved while this pod was being tried: it may help, so only back off.
@@ -169,14 +176,10 @@ void SchedulingQueue::unschedulable(const std::string& key, const std::set<std::
 }
 
 void SchedulingQueue::failed(const std::string& key, double now) {
-  auto it = entries_.find(key);
-  if (it == entries_.end()) return;
-  Entry& e = it->second;
-  detach(key, e);
-  e.attempts++;
-  e.backoff_until = now + backoff_for(e);
-  e.where = Entry::Where::kBackoff;
-  backoff_.insert({e.backoff_until, key});
+  Entry* e = attempt_failed(key, now);
+  if (e == nullptr) return;
+  e->where = Entry::Where::kBackoff;
+  backoff_.insert({e->backoff_until, key});
 }
 
 bool SchedulingQueue::event_helps(const Entry& e, ClusterEvent event) const {

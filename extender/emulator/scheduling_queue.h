@@ -101,6 +101,8 @@ class SchedulingQueue {
   void to_active(const std::string& key, Entry& e, double now);
   void to_active_or_backoff(const std::string& key, Entry& e, double now);
   void detach(const std::string& key, Entry& e);
+  // A popped pod's attempt failed: detached, attempts counted, its back-off set. Null if unknown.
+  Entry* attempt_failed(const std::string& key, double now);
   void to_gated(const std::string& key, Entry& e);
   void flush(double now);
   double backoff_for(const Entry& e) const;
