@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
@@ -144,12 +145,26 @@ int run(const Flags& flags) {
   std::unique_ptr<ClusterApi> api;
   ServiceOptions service_options;
   if (flags.time_scale != 1) service_options.clock = scaled_clock(flags.time_scale);
+  // One line when alloxd first turns ready (/readyz 200), for operators and scripts to wait on.
+  // Readiness only changes inside the events on_change follows, so none is missed.
+  std::atomic<ExtenderService*> watched{nullptr};
+  std::atomic<bool> said_ready{false};
+  service_options.on_change = [&watched, &said_ready] {
+    ExtenderService* s = watched.load();
+    if (s == nullptr || said_ready.load() || !s->ready() || said_ready.exchange(true)) return;
+    const QueueView queue = s->queue();
+    log_info("ready", {{"nodes", queue.nodes},
+                       {"machines", queue.machines},
+                       {"queued", queue.queued.size()},
+                       {"running", queue.running.size()}});
+  };
   auto service =
       ExtenderService::create(*config, std::move(*policy), std::move(api), service_options);
   if (!service) {
     log_error(service.message());
     return 1;
   }
+  watched.store(service->get());
   (*service)->start();
   HttpServerOptions server_options;
   server_options.host = config->listen_host;

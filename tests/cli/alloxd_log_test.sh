@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # alloxd logs through core/log.h as its config asks: with `log: {format: json}` every stderr line
-# is one JSON object (start-up, SIGTERM, stop); a bad log level is refused at start-up naming the
+# is one JSON object (listening, ready, SIGTERM, stop); a bad log level is refused at start-up naming the
 # field, in klog's text form, with exit status 2. Lines are read as they come (a FIFO), not polled.
 set -u
 alloxd=$1
@@ -21,12 +21,23 @@ mkfifo "$work/log"
 pid=$!
 exec 3<"$work/log"
 ts='"ts":"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z"'
-if read -r -t 30 -u 3 line; then
-  [[ $line =~ ^\{$ts,\"level\":\"info\",\"logger\":\"alloxd\",\"msg\":\"listening\ on\ http://127\.0\.0\.1:[0-9]+\",\"policy\":\"allox\",\"nodes\":1,\"machines\":2,\"queued\":0,\"running\":0,\"database\":\":memory:\"\}$ ]] ||
+# Two start-up lines, in either order: "ready" once the first plan is out (the planner thread),
+# and "listening on" once the HTTP server is up (the main thread).
+listening=0 ready=0
+for _ in 1 2; do
+  if ! read -r -t 30 -u 3 line; then
+    fail "start-up lines: none within 30 s"
+    break
+  fi
+  if [[ $line =~ ^\{$ts,\"level\":\"info\",\"logger\":\"alloxd\",\"msg\":\"listening\ on\ http://127\.0\.0\.1:[0-9]+\",\"policy\":\"allox\",\"nodes\":1,\"machines\":2,\"queued\":0,\"running\":0,\"database\":\":memory:\"\}$ ]]; then
+    listening=$((listening + 1))
+  elif [[ $line =~ ^\{$ts,\"level\":\"info\",\"logger\":\"alloxd\",\"msg\":\"ready\",\"nodes\":1,\"machines\":2,\"queued\":0,\"running\":0\}$ ]]; then
+    ready=$((ready + 1))
+  else
     fail "start-up line: $line"
-else
-  fail "no start-up line within 30 s"
-fi
+  fi
+done
+[[ $listening -eq 1 && $ready -eq 1 ]] || fail "start-up: $listening listening and $ready ready lines, want one each"
 kill -TERM "$pid"
 rest=()
 while read -r -t 30 -u 3 line; do rest+=("$line"); done

@@ -70,6 +70,10 @@ class Alloxd {
           url_ = text.substr(at + 13, text.find(' ', at + 13) - at - 13);
           announced_.notify_all();
         }
+        if (text.find("] ready ") != std::string::npos) {
+          ready_ = true;
+          announced_.notify_all();
+        }
       }
       std::fclose(in);
       std::lock_guard lock(mu_);
@@ -82,23 +86,19 @@ class Alloxd {
     if (log_reader_.joinable()) log_reader_.join();
   }
 
-  // Waits for the address line (an event), then for /readyz: the inventory from the API
-  // server, bind intents reconciled, a first plan.
+  // Waits for the address line and the line alloxd logs once it is ready (the inventory from
+  // the API server, bind intents reconciled, a first plan): events, not a poll of /readyz, which
+  // must then answer 200.
   bool wait_ready() {
     {
       std::unique_lock lock(mu_);
       if (!announced_.wait_for(lock, std::chrono::seconds(30),
-                               [&] { return !url_.empty() || ended_; }) ||
-          url_.empty()) {
+                               [&] { return (!url_.empty() && ready_) || ended_; }) ||
+          url_.empty() || !ready_) {
         return false;
       }
     }
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (testing::http_request(url_, "GET", "/readyz").status == 200) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    return false;
+    return testing::http_request(url_, "GET", "/readyz").status == 200;
   }
   void kill() {
     if (pid_ <= 0) return;
@@ -123,6 +123,7 @@ class Alloxd {
   std::condition_variable announced_;
   std::string url_, log_;
   bool ended_ = false;
+  bool ready_ = false;
 };
 
 // What alloxd acknowledged, over all its lives.
