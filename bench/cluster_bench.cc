@@ -4,10 +4,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <boost/asio/connect.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
@@ -21,6 +17,7 @@
 #include "extender/emulator/fake_api_server.h"
 #include "extender/emulator/replay.h"
 #include "extender/emulator/scheduler_config.h"
+#include "extender/extender_client.h"
 #include "profiler/throughput_table.h"
 #include "sim/synthetic.h"
 
@@ -32,31 +29,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-// GET url+path as text (alloxd's /metrics is not JSON); "" on any fault.
-std::string http_get_text(const std::string& url, const std::string& path) {
-  namespace beast = boost::beast;
-  namespace http = beast::http;
-  using tcp = boost::asio::ip::tcp;
-  try {
-    const std::string rest = url.substr(url.find("//") + 2);
-    const auto colon = rest.rfind(':');
-    boost::asio::io_context io;
-    tcp::resolver resolver(io);
-    beast::tcp_stream stream(io);
-    stream.expires_after(std::chrono::seconds(5));
-    stream.connect(resolver.resolve(rest.substr(0, colon), rest.substr(colon + 1)));
-    http::request<http::empty_body> request{http::verb::get, path, 11};
-    request.set(http::field::host, rest.substr(0, colon));
-    http::write(stream, request);
-    beast::flat_buffer buffer;
-    http::response<http::string_body> response;
-    http::read(stream, buffer, response);
-    return response.result_int() == 200 ? response.body() : "";
-  } catch (const std::exception&) {
-    return "";
-  }
 }
 
 // The value of an unlabelled sample in Prometheus text ("name 12.5"); nullopt when absent.
@@ -214,10 +186,12 @@ Expected<ClusterBenchResult> run_cluster_bench(const ClusterBenchOptions& option
   std::condition_variable cv;
   bool finished = false;
   std::thread poller([&] {
+    extender::ExtenderClient metrics((*alloxd)->url(), "", std::chrono::seconds(5));
     std::unique_lock lock(mu);
     while (!finished) {
       lock.unlock();
-      const std::string text = http_get_text((*alloxd)->url(), "/metrics");
+      auto text_or = metrics.get_text("/metrics");
+      const std::string text = text_or ? *text_or : "";
       auto queued = sample(text, "allox_queue_length");
       auto solve = sample(text, "allox_last_solve_seconds");
       lock.lock();

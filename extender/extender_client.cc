@@ -26,20 +26,28 @@ ExtenderClient::~ExtenderClient() = default;
 
 namespace {
 
-Expected<nlohmann::json> exchange(web::http::client::http_client& client,
-                                  web::http::http_request request, const std::string& what) {
+// The body of a 200 answer, as text.
+Expected<std::string> exchange_text(web::http::client::http_client& client,
+                                    web::http::http_request request, const std::string& what) {
   try {
     web::http::http_response response = client.request(request).get();
-    const std::string text = response.extract_utf8string(true).get();
+    std::string text = response.extract_utf8string(true).get();
     if (response.status_code() != web::http::status_codes::OK) {
       return Error{what + ": HTTP " + std::to_string(response.status_code()) + ": " + text};
     }
-    nlohmann::json parsed = nlohmann::json::parse(text, nullptr, false);
-    if (parsed.is_discarded()) return Error{what + ": the answer is not JSON: " + text};
-    return parsed;
+    return text;
   } catch (const std::exception& e) {
     return Error{what + ": " + e.what()};
   }
+}
+
+Expected<nlohmann::json> exchange(web::http::client::http_client& client,
+                                  web::http::http_request request, const std::string& what) {
+  auto text = exchange_text(client, std::move(request), what);
+  if (!text) return text.error();
+  nlohmann::json parsed = nlohmann::json::parse(*text, nullptr, false);
+  if (parsed.is_discarded()) return Error{what + ": the answer is not JSON: " + *text};
+  return parsed;
 }
 
 }  // namespace
@@ -48,6 +56,12 @@ Expected<nlohmann::json> ExtenderClient::get(const std::string& path) {
   web::http::http_request request(web::http::methods::GET);
   request.set_request_uri(path);
   return exchange(impl_->client, request, "GET " + path);
+}
+
+Expected<std::string> ExtenderClient::get_text(const std::string& path) {
+  web::http::http_request request(web::http::methods::GET);
+  request.set_request_uri(path);
+  return exchange_text(impl_->client, request, "GET " + path);
 }
 
 Expected<nlohmann::json> ExtenderClient::post(const std::string& path, const nlohmann::json& body,

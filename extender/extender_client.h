@@ -1,6 +1,8 @@
-// A small synchronous HTTP client for alloxd's endpoints, used by the kube-scheduler emulator
-// and the CLI: JSON in, JSON out. Any answer other than 200, a body that is not JSON, or a
-// transport fault (refused, timed out) is an Error naming the method and path.
+// A small synchronous HTTP client for alloxd's endpoints, used by the kube-scheduler emulator,
+// the CLI, AlloxdProcess and `allox bench cluster`: JSON in, JSON out, or plain text for the
+// endpoints that are not JSON (/metrics, /readyz). Any answer other than 200, a body that is not
+// JSON (where JSON is asked for), or a transport fault (refused, timed out) is an Error naming
+// the method and path.
 // Not thread-safe: one client per thread.
 #pragma once
 
@@ -23,6 +25,8 @@ class ExtenderClient {
   ExtenderClient& operator=(const ExtenderClient&) = delete;
 
   Expected<nlohmann::json> get(const std::string& path);
+  // GET path, the body as text: Prometheus /metrics, /readyz.
+  Expected<std::string> get_text(const std::string& path);
   Expected<nlohmann::json> post(const std::string& path, const nlohmann::json& body,
                                 bool admin = false);
 

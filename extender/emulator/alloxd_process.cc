@@ -6,15 +6,13 @@
 #include <sys/wait.h>
 #include <yaml-cpp/yaml.h>
 
-#include <boost/asio/connect.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
 #include <vector>
+
+#include "extender/extender_client.h"
 
 extern char** environ;
 
@@ -53,31 +51,6 @@ Expected<std::string> write_config(const AlloxdLaunch& launch) {
   return path;
 }
 
-// GET url/readyz answers 200 (its body is plain text, not JSON).
-bool answers_ready(const std::string& url) {
-  namespace beast = boost::beast;
-  namespace http = beast::http;
-  using tcp = boost::asio::ip::tcp;
-  try {
-    const std::string rest = url.substr(url.find("//") + 2);
-    const auto colon = rest.rfind(':');
-    boost::asio::io_context io;
-    tcp::resolver resolver(io);
-    beast::tcp_stream stream(io);
-    stream.expires_after(std::chrono::seconds(2));
-    stream.connect(resolver.resolve(rest.substr(0, colon), rest.substr(colon + 1)));
-    http::request<http::empty_body> request{http::verb::get, "/readyz", 11};
-    request.set(http::field::host, rest.substr(0, colon));
-    http::write(stream, request);
-    beast::flat_buffer buffer;
-    http::response<http::string_body> response;
-    http::read(stream, buffer, response);
-    return response.result_int() == 200;
-  } catch (const std::exception&) {
-    return false;
-  }
-}
-
 }  // namespace
 
 Expected<std::unique_ptr<AlloxdProcess>> AlloxdProcess::start(const AlloxdLaunch& launch) {
@@ -111,6 +84,7 @@ Expected<std::unique_ptr<AlloxdProcess>> AlloxdProcess::start(const AlloxdLaunch
     return Error{"cannot start " + launch.binary + ": " + std::strerror(rc)};
   }
   const auto deadline = std::chrono::steady_clock::now() + launch.ready_timeout;
+  std::unique_ptr<extender::ExtenderClient> client;
   while (std::chrono::steady_clock::now() < deadline) {
     if (!process->running()) {
       return Error{"alloxd exited during start-up: " + read_file(launch.log)};
@@ -123,7 +97,13 @@ Expected<std::unique_ptr<AlloxdProcess>> AlloxdProcess::start(const AlloxdLaunch
         process->url_ = log.substr(at + 13, end - at - 13);
       }
     }
-    if (!process->url_.empty() && answers_ready(process->url_)) return process;
+    if (!process->url_.empty()) {
+      if (!client) {
+        client =
+            std::make_unique<extender::ExtenderClient>(process->url_, "", std::chrono::seconds(2));
+      }
+      if (client->get_text("/readyz")) return process;
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return Error{"alloxd was not ready within " +
