@@ -5,8 +5,11 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
+
+#include "extender/emulator/attachment.h"
 
 namespace allox::emulator {
 
@@ -22,10 +25,9 @@ struct FakeKubelet::Impl {
   std::set<std::string> seen;                               // ns/name of pods already started
   std::multimap<double, std::pair<std::string, std::string>> finishing;
   bool stopping = false;
-  bool busy = false;
-  bool woken = false;  // the clock jumped: look at `finishing` again  // between taking work off
-                       // the queues and writing its status
-  int subscription = 0, clock_listener = 0;
+  bool busy = false;   // between taking work off the queues and writing its status
+  bool woken = false;  // the clock jumped: look at `finishing` again
+  std::optional<Attachment> attachment;  // taken by start(), released by stop()
   std::thread thread;
 
   Impl(ApiObjects& o, const SimClock& c, RunSeconds r)
@@ -119,13 +121,13 @@ FakeKubelet::~FakeKubelet() {
 void FakeKubelet::start() {
   Impl& impl = *impl_;
   if (impl.thread.joinable()) return;
-  impl.subscription = impl.objects.subscribe(
-      [&impl](const Change& change) { impl.on_change(change); }, /*replay_existing=*/true);
-  impl.clock_listener = impl.clock.add_listener([&impl] {
-    std::lock_guard lock(impl.mu);
-    impl.woken = true;
-    impl.cv.notify_one();
-  });
+  impl.attachment.emplace(
+      impl.objects, [&impl](const Change& change) { impl.on_change(change); }, impl.clock,
+      [&impl] {
+        std::lock_guard lock(impl.mu);
+        impl.woken = true;
+        impl.cv.notify_one();
+      });
   impl.thread = std::thread([&impl] { impl.loop(); });
 }
 
@@ -149,14 +151,7 @@ void FakeKubelet::stop() {
     impl.cv.notify_all();
   }
   if (impl.thread.joinable()) impl.thread.join();
-  if (impl.clock_listener != 0) {
-    impl.clock.remove_listener(impl.clock_listener);
-    impl.clock_listener = 0;
-  }
-  if (impl.subscription != 0) {
-    impl.objects.unsubscribe(impl.subscription);
-    impl.subscription = 0;
-  }
+  impl.attachment.reset();
 }
 
 }  // namespace allox::emulator

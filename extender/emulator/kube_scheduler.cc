@@ -5,10 +5,12 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <set>
 #include <thread>
 
+#include "extender/emulator/attachment.h"
 #include "extender/extender_client.h"
 #include "extender/pod.h"
 
@@ -203,7 +205,7 @@ struct KubeScheduler::Impl {
   // Guarded by changes_mu: the thread waits with nothing to try before next_due (simulated).
   bool waiting = false, woken = false;
   double next_due = 0;
-  int subscription = 0, clock_listener = 0;
+  std::optional<Attachment> attachment;  // taken by start(), released by stop()
   std::thread thread;
 
   mutable std::mutex stats_mu;
@@ -897,19 +899,20 @@ KubeScheduler::~KubeScheduler() {
 void KubeScheduler::start() {
   Impl& impl = *impl_;
   if (impl.thread.joinable()) return;
-  impl.subscription = impl.objects.subscribe(
+  impl.attachment.emplace(
+      impl.objects,
       [&impl](const Change& change) {
         if (change.resource != &pods_resource() && change.resource != &nodes_resource()) return;
         std::lock_guard lock(impl.changes_mu);
         impl.changes.push_back(change);
         impl.changes_cv.notify_one();
       },
-      /*replay_existing=*/true);
-  impl.clock_listener = impl.clock.add_listener([&impl] {
-    std::lock_guard lock(impl.changes_mu);
-    impl.woken = true;
-    impl.changes_cv.notify_one();
-  });
+      impl.clock,
+      [&impl] {
+        std::lock_guard lock(impl.changes_mu);
+        impl.woken = true;
+        impl.changes_cv.notify_one();
+      });
   impl.thread = std::thread([&impl] { impl.loop(); });
 }
 
@@ -931,14 +934,7 @@ void KubeScheduler::stop() {
     impl.changes_cv.notify_all();
   }
   if (impl.thread.joinable()) impl.thread.join();
-  if (impl.clock_listener != 0) {
-    impl.clock.remove_listener(impl.clock_listener);
-    impl.clock_listener = 0;
-  }
-  if (impl.subscription != 0) {
-    impl.objects.unsubscribe(impl.subscription);
-    impl.subscription = 0;
-  }
+  impl.attachment.reset();
 }
 
 SchedulerStats KubeScheduler::stats() const {
