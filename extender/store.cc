@@ -3,6 +3,7 @@
 #include <sqlite3.h>
 
 #include <nlohmann/json.hpp>
+#include <optional>
 
 namespace allox::extender {
 namespace {
@@ -126,6 +127,18 @@ class Statement {
   Statement& bind(int i, double v) { return check(sqlite3_bind_double(stmt_, i, v)); }
   Statement& bind(int i, std::int64_t v) { return check(sqlite3_bind_int64(stmt_, i, v)); }
   Statement& bind_null(int i) { return check(sqlite3_bind_null(stmt_, i)); }
+  template <class T>
+  Statement& bind(int i, const std::optional<T>& v) {
+    return v ? bind(i, *v) : bind_null(i);
+  }
+  // Binds the arguments to ?1, ?2, ... in order: one call per statement, so a column added to
+  // the SQL and not to the call shows up as a count mismatch in one place.
+  template <class... Args>
+  Statement& bind_all(const Args&... args) {
+    int i = 0;
+    (bind(++i, args), ...);
+    return *this;
+  }
 
   // Advances to the next row: true with a row, false at the end or on an error (see status()).
   bool next() {
@@ -153,8 +166,22 @@ class Statement {
   double real(int col) const { return sqlite3_column_double(stmt_, col); }
   std::int64_t integer(int col) const { return sqlite3_column_int64(stmt_, col); }
   bool is_null(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
+  // Reads the current row's columns 0, 1, ... into the arguments in order (bind_all's mirror).
+  template <class... Args>
+  void columns(Args&... out) const {
+    int col = 0;
+    (column(col++, out), ...);
+  }
 
  private:
+  void column(int col, std::string& out) const { out = text(col); }
+  void column(int col, double& out) const { out = real(col); }
+  void column(int col, std::int64_t& out) const { out = integer(col); }
+  void column(int col, int& out) const { out = static_cast<int>(integer(col)); }
+  void column(int col, std::optional<std::int64_t>& out) const {
+    out = is_null(col) ? std::nullopt : std::optional<std::int64_t>(integer(col));
+  }
+
   Statement& check(int rc) {
     if (rc != SQLITE_OK && rc_ == SQLITE_OK) {
       rc_ = rc;
@@ -179,6 +206,13 @@ Status run_on_one_row(sqlite3* db, Statement& statement, const std::string& what
   return OkStatus();
 }
 
+// Every path that ends a bind (the pod started, the run ended, the intent was dropped) clears it.
+Status clear_bind_intent(sqlite3* db, std::int64_t job_row, const std::string& what) {
+  Statement intent(db, "DELETE FROM bind_intents WHERE job_row = ?");
+  intent.bind(1, job_row);
+  return intent.run(what);
+}
+
 JobPhase phase_from(const std::string& name) {
   if (name == "running") return JobPhase::kRunning;
   if (name == "done") return JobPhase::kDone;
@@ -190,19 +224,9 @@ Status insert_variant(sqlite3* db, std::int64_t job_row, const JobVariant& varia
   Statement s(db,
               "INSERT OR REPLACE INTO variants (pod_namespace, pod_name, pod_uid, job_row, "
               "job_id, user, device, iterations, time_hints) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
-  s.bind(1, variant.pod.namespace_name)
-      .bind(2, variant.pod.name)
-      .bind(3, variant.pod.uid)
-      .bind(4, job_row)
-      .bind(5, variant.job_id)
-      .bind(6, variant.user)
-      .bind(7, variant.device);
-  if (variant.iterations) {
-    s.bind(8, *variant.iterations);
-  } else {
-    s.bind_null(8);
-  }
-  s.bind(9, nlohmann::json(variant.time_hints).dump());
+  s.bind_all(variant.pod.namespace_name, variant.pod.name, variant.pod.uid, job_row, variant.job_id,
+             variant.user, variant.device, variant.iterations,
+             nlohmann::json(variant.time_hints).dump());
   return s.run("record variant");
 }
 
@@ -305,7 +329,7 @@ Expected<std::int64_t> Store::record_arrival(const JobRecord& job, const JobVari
   std::int64_t row = 0;
   Status status = transaction([&]() -> Status {
     Statement s(db_, "INSERT INTO jobs (id, user, arrival) VALUES (?, ?, ?)");
-    s.bind(1, job.id).bind(2, job.user).bind(3, job.arrival);
+    s.bind_all(job.id, job.user, job.arrival);
     if (auto r = s.run("record arrival of " + job.id); !r) return r;
     row = sqlite3_last_insert_rowid(db_);
     return insert_variant(db_, row, first);
@@ -325,25 +349,15 @@ Status Store::record_bind_intent(const BindIntent& intent) {
     Statement s(db_,
                 "INSERT OR REPLACE INTO bind_intents (job_row, job_id, pod_namespace, pod_name, "
                 "pod_uid, node, device, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
-    s.bind(1, intent.job_row)
-        .bind(2, intent.job_id)
-        .bind(3, intent.pod.namespace_name)
-        .bind(4, intent.pod.name)
-        .bind(5, intent.pod.uid)
-        .bind(6, intent.node)
-        .bind(7, intent.device)
-        .bind(8, intent.at);
+    s.bind_all(intent.job_row, intent.job_id, intent.pod.namespace_name, intent.pod.name,
+               intent.pod.uid, intent.node, intent.device, intent.at);
     return s.run("record bind intent");
   });
 }
 
 Status Store::drop_bind_intent(std::int64_t job_row) {
   std::lock_guard lock(mu_);
-  return transaction([&]() -> Status {
-    Statement s(db_, "DELETE FROM bind_intents WHERE job_row = ?");
-    s.bind(1, job_row);
-    return s.run("drop bind intent");
-  });
+  return transaction([&] { return clear_bind_intent(db_, job_row, "drop bind intent"); });
 }
 
 Status Store::forget_variant(const PodIdentity& pod, std::int64_t job_row) {
@@ -351,7 +365,7 @@ Status Store::forget_variant(const PodIdentity& pod, std::int64_t job_row) {
   return transaction([&]() -> Status {
     Statement variant(
         db_, "DELETE FROM variants WHERE pod_namespace = ? AND pod_name = ? AND job_row = ?");
-    variant.bind(1, pod.namespace_name).bind(2, pod.name).bind(3, job_row);
+    variant.bind_all(pod.namespace_name, pod.name, job_row);
     if (auto s = variant.run("forget variant"); !s) return s;
     // A queued run left without variants goes with its samples (no orphan rows).
     for (const char* sql :
@@ -373,28 +387,15 @@ Status Store::record_start(const JobRecord& job) {
     Statement update(db_,
                      "UPDATE jobs SET phase = 'running', pod_namespace = ?, pod_name = ?, "
                      "pod_uid = ?, node = ?, device = ?, machine = ?, start = ? WHERE row = ?");
-    update.bind(1, job.pod_namespace)
-        .bind(2, job.pod_name)
-        .bind(3, job.pod_uid)
-        .bind(4, job.node)
-        .bind(5, job.device)
-        .bind(6, static_cast<std::int64_t>(job.machine))
-        .bind(7, job.start)
-        .bind(8, job.row);
+    update.bind_all(job.pod_namespace, job.pod_name, job.pod_uid, job.node, job.device,
+                    static_cast<std::int64_t>(job.machine), job.start, job.row);
     if (auto s = run_on_one_row(db_, update, "record start of " + job.id, job.row); !s) return s;
     Statement usage(db_,
                     "INSERT OR REPLACE INTO usage (job_row, job_id, user, device, node, start, "
                     "end) VALUES (?, ?, ?, ?, ?, ?, NULL)");
-    usage.bind(1, job.row)
-        .bind(2, job.id)
-        .bind(3, job.user)
-        .bind(4, job.device)
-        .bind(5, job.node)
-        .bind(6, job.start);
+    usage.bind_all(job.row, job.id, job.user, job.device, job.node, job.start);
     if (auto s = usage.run("record usage"); !s) return s;
-    Statement intent(db_, "DELETE FROM bind_intents WHERE job_row = ?");
-    intent.bind(1, job.row);
-    return intent.run("clear bind intent");
+    return clear_bind_intent(db_, job.row, "clear bind intent");
   });
 }
 
@@ -411,16 +412,14 @@ Status Store::end_run(std::int64_t job_row, const char* phase, double at) {
   const std::string what = std::string("record ") + phase;
   return transaction([&]() -> Status {
     Statement update(db_, "UPDATE jobs SET phase = ?, finish = ? WHERE row = ?");
-    update.bind(1, std::string(phase)).bind(2, at).bind(3, job_row);
+    update.bind_all(std::string(phase), at, job_row);
     if (auto s = run_on_one_row(db_, update, what, job_row); !s) return s;
     // A finished run has a usage row and no intent, a removed (queued) one the other way round;
     // either statement touches no row where there is nothing to end.
     Statement usage(db_, "UPDATE usage SET end = ? WHERE job_row = ?");
-    usage.bind(1, at).bind(2, job_row);
+    usage.bind_all(at, job_row);
     if (auto s = usage.run("close usage"); !s) return s;
-    Statement intent(db_, "DELETE FROM bind_intents WHERE job_row = ?");
-    intent.bind(1, job_row);
-    return intent.run("clear bind intent");
+    return clear_bind_intent(db_, job_row, "clear bind intent");
   });
 }
 
@@ -430,13 +429,9 @@ Status Store::record_profile(const ProfileSample& sample) {
     Statement s(db_,
                 "INSERT INTO profiles (job_row, job_id, device, kind, iterations, seconds, at) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?)");
-    s.bind(1, sample.job_row)
-        .bind(2, sample.job_id)
-        .bind(3, sample.device)
-        .bind(4, std::string(sample.kind == ProfileSample::Kind::kProfile ? "profile" : "progress"))
-        .bind(5, sample.iterations)
-        .bind(6, sample.seconds)
-        .bind(7, sample.at);
+    s.bind_all(sample.job_row, sample.job_id, sample.device,
+               std::string(sample.kind == ProfileSample::Kind::kProfile ? "profile" : "progress"),
+               sample.iterations, sample.seconds, sample.at);
     return s.run("record profile");
   });
 }
@@ -455,19 +450,11 @@ Expected<StoredState> Store::load(double finished_since) {
         jobs.bind(1, finished_since);
         while (jobs.next()) {
           JobRecord job;
-          job.row = jobs.integer(0);
-          job.id = jobs.text(1);
-          job.user = jobs.text(2);
-          job.arrival = jobs.real(3);
-          job.phase = phase_from(jobs.text(4));
-          job.pod_namespace = jobs.text(5);
-          job.pod_name = jobs.text(6);
-          job.pod_uid = jobs.text(7);
-          job.node = jobs.text(8);
-          job.device = jobs.text(9);
-          job.machine = static_cast<int>(jobs.integer(10));
-          job.start = jobs.real(11);
-          job.finish = jobs.real(12);
+          std::string phase;
+          jobs.columns(job.row, job.id, job.user, job.arrival, phase, job.pod_namespace,
+                       job.pod_name, job.pod_uid, job.node, job.device, job.machine, job.start,
+                       job.finish);
+          job.phase = phase_from(phase);
           state.jobs.push_back(std::move(job));
         }
         if (auto s = jobs.status("read jobs"); !s) return s;
@@ -482,13 +469,10 @@ Expected<StoredState> Store::load(double finished_since) {
         while (variants.next()) {
           StoredVariant stored;
           JobVariant& v = stored.variant;
-          v.pod = {variants.text(1), variants.text(0), variants.text(2)};
-          stored.job_row = variants.integer(3);
-          v.job_id = variants.text(4);
-          v.user = variants.text(5);
-          v.device = variants.text(6);
-          if (!variants.is_null(7)) v.iterations = variants.integer(7);
-          auto hints = nlohmann::json::parse(variants.text(8), nullptr, false);
+          std::string hints_text;
+          variants.columns(v.pod.namespace_name, v.pod.name, v.pod.uid, stored.job_row, v.job_id,
+                           v.user, v.device, v.iterations, hints_text);
+          auto hints = nlohmann::json::parse(hints_text, nullptr, false);
           if (hints.is_object()) {
             for (const auto& [device, seconds] : hints.items()) {
               if (seconds.is_number()) v.time_hints[device] = seconds.get<double>();
@@ -507,14 +491,10 @@ Expected<StoredState> Store::load(double finished_since) {
         profiles.bind(1, finished_since);
         while (profiles.next()) {
           ProfileSample p;
-          p.job_row = profiles.integer(0);
-          p.job_id = profiles.text(1);
-          p.device = profiles.text(2);
-          p.kind = profiles.text(3) == "progress" ? ProfileSample::Kind::kProgress
-                                                  : ProfileSample::Kind::kProfile;
-          p.iterations = profiles.integer(4);
-          p.seconds = profiles.real(5);
-          p.at = profiles.real(6);
+          std::string kind;
+          profiles.columns(p.job_row, p.job_id, p.device, kind, p.iterations, p.seconds, p.at);
+          p.kind =
+              kind == "progress" ? ProfileSample::Kind::kProgress : ProfileSample::Kind::kProfile;
           state.profiles.push_back(std::move(p));
         }
         if (auto s = profiles.status("read profiles"); !s) return s;
@@ -524,12 +504,8 @@ Expected<StoredState> Store::load(double finished_since) {
                           "at FROM bind_intents ORDER BY job_row");
         while (intents.next()) {
           BindIntent intent;
-          intent.job_row = intents.integer(0);
-          intent.job_id = intents.text(1);
-          intent.pod = {intents.text(3), intents.text(2), intents.text(4)};
-          intent.node = intents.text(5);
-          intent.device = intents.text(6);
-          intent.at = intents.real(7);
+          intents.columns(intent.job_row, intent.job_id, intent.pod.namespace_name, intent.pod.name,
+                          intent.pod.uid, intent.node, intent.device, intent.at);
           state.intents.push_back(std::move(intent));
         }
         return intents.status("read bind intents");
