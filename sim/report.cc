@@ -6,41 +6,52 @@
 #include <iomanip>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <utility>
 
 #include "core/csv.h"
 #include "core/output_file.h"
 
 namespace allox {
 
+namespace {
+
+using Fields = nlohmann::ordered_json;
+
+// The one list of a run's figures, in order: summary.json's keys and comparison.csv's columns.
+Fields summary_fields(const SimSummary& s) {
+  return {{"policy", s.policy},
+          {"alpha", s.alpha ? Fields(*s.alpha) : Fields(nullptr)},  // null: the policy has no α
+          {"jobs", s.jobs},
+          {"completed", s.completed},
+          {"avg_jct", s.avg_jct},
+          {"p50_jct", s.p50_jct},
+          {"p95_jct", s.p95_jct},
+          {"p99_jct", s.p99_jct},
+          {"makespan", s.makespan},
+          {"jain", s.jain},
+          {"max_rho", s.max_rho},
+          {"sim_wall_s", s.sim_wall_s}};
+}
+
+Fields user_fields(const UserSummary& u) {
+  return {{"user", u.user},       {"jobs", u.jobs}, {"completed", u.completed},
+          {"avg_jct", u.avg_jct}, {"rho", u.rho},   {"last_finish", u.last_finish}};
+}
+
+// One field as CSV: text quoted where needed, null empty, numbers exact.
+std::string csv_cell(const Fields& value) {
+  if (value.is_null()) return "";
+  if (value.is_string()) return csv_field(value.get<std::string>());
+  if (value.is_number_float()) return csv_number(value.get<double>());
+  return value.dump();  // integers
+}
+
+}  // namespace
+
 void write_summary_json(const SimSummary& s, std::ostream& out) {
-  nlohmann::ordered_json j;
-  j["policy"] = s.policy;
-  if (s.alpha) {
-    j["alpha"] = *s.alpha;
-  } else {
-    j["alpha"] = nullptr;  // the policy has no α
-  }
-  j["jobs"] = s.jobs;
-  j["completed"] = s.completed;
-  j["avg_jct"] = s.avg_jct;
-  j["p50_jct"] = s.p50_jct;
-  j["p95_jct"] = s.p95_jct;
-  j["p99_jct"] = s.p99_jct;
-  j["makespan"] = s.makespan;
-  j["jain"] = s.jain;
-  j["max_rho"] = s.max_rho;
-  j["sim_wall_s"] = s.sim_wall_s;
-  nlohmann::ordered_json users = nlohmann::ordered_json::array();
-  for (const UserSummary& u : s.per_user) {
-    nlohmann::ordered_json ju;
-    ju["user"] = u.user;
-    ju["jobs"] = u.jobs;
-    ju["completed"] = u.completed;
-    ju["avg_jct"] = u.avg_jct;
-    ju["rho"] = u.rho;
-    ju["last_finish"] = u.last_finish;
-    users.push_back(ju);
-  }
+  Fields j = summary_fields(s);
+  Fields users = Fields::array();
+  for (const UserSummary& u : s.per_user) users.push_back(user_fields(u));
   j["per_user"] = users;
   out << j.dump(2) << "\n";
 }
@@ -88,17 +99,21 @@ void write_comparison_table(const std::vector<SimSummary>& summaries, std::ostre
 
 void write_comparison_csv(const std::vector<SimSummary>& summaries, std::ostream& out,
                           const std::vector<double>& x, const std::string& x_name) {
-  if (!x.empty()) out << x_name << ',';
-  out << "policy,alpha,jobs,completed,avg_jct,p50_jct,p95_jct,p99_jct,makespan,jain,max_rho,"
-         "sim_wall_s\n";
+  const auto header = [&](const Fields& fields) {
+    if (!x.empty()) out << x_name << ',';
+    const char* comma = "";
+    for (const auto& [key, value] : fields.items()) out << std::exchange(comma, ",") << key;
+    out << '\n';
+  };
+  header(summary_fields(SimSummary{}));
   for (std::size_t i = 0; i < summaries.size(); ++i) {
-    const SimSummary& s = summaries[i];
     if (!x.empty()) out << csv_number(x.at(i)) << ',';
-    out << csv_field(s.policy) << ',' << (s.alpha ? csv_number(*s.alpha) : "") << ',' << s.jobs
-        << ',' << s.completed << ',' << csv_number(s.avg_jct) << ',' << csv_number(s.p50_jct) << ','
-        << csv_number(s.p95_jct) << ',' << csv_number(s.p99_jct) << ',' << csv_number(s.makespan)
-        << ',' << csv_number(s.jain) << ',' << csv_number(s.max_rho) << ','
-        << csv_number(s.sim_wall_s) << '\n';
+    const Fields fields = summary_fields(summaries[i]);
+    const char* comma = "";
+    for (const auto& [key, value] : fields.items()) {
+      out << std::exchange(comma, ",") << csv_cell(value);
+    }
+    out << '\n';
   }
 }
 

@@ -1,8 +1,9 @@
 // Renders simulation results for people and for other tools.
 //
 // - summary.json: policy, alpha (null for policies without α), jobs, completed, avg_jct, p50_jct,
-// p95_jct, p99_jct, makespan,
-//   jain, max_rho, sim_wall_s and per_user [{user, jobs, completed, avg_jct, rho, last_finish}].
+//   p95_jct, p99_jct, makespan, jain, max_rho, sim_wall_s and per_user [{user, jobs, completed,
+//   avg_jct, rho, last_finish}]. The comparison CSV has the same columns in the same order (one
+//   list in report.cc), per_user aside.
 // - jobs.csv: job,user,arrival,start,finish,device,machine,estimated_time,true_time, one row per
 //   trace job; start and finish are empty for a job that never ran. Times print with enough
 //   digits to recompute every figure of summary.json (ρ also needs the trace's true times).

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "core/csv.h"
 #include "tests/sim/sim_test_util.h"
 #include "tests/sim/test_policies.h"
 
@@ -96,6 +97,36 @@ TEST(Report, ComparisonCsvHasOneRowPerRun) {
   EXPECT_EQ(header.rfind("gpus,policy,alpha,", 0), 0u);
   EXPECT_EQ(row1.rfind("10,greedy,0.5,3,3,", 0), 0u) << row1;
   EXPECT_EQ(row2.rfind("20,greedy,", 0), 0u) << row2;
+}
+
+// The comparison CSV and summary.json are one list of figures: the same names in the same order,
+// and each cell reads back as the JSON's value.
+TEST(Report, ComparisonCsvColumnsAreTheSummaryJsonFields) {
+  Fixture f;
+  std::ostringstream json_text, csv_text;
+  write_summary_json(f.summary, json_text);
+  write_comparison_csv({f.summary}, csv_text);
+  const auto j = nlohmann::ordered_json::parse(json_text.str());
+  std::istringstream in(csv_text.str());
+  std::string header, row;
+  std::getline(in, header);
+  std::getline(in, row);
+  const std::vector<std::string> names = split_csv_record(header).value();
+  const std::vector<std::string> cells = split_csv_record(row).value();
+  std::vector<std::string> keys;
+  for (const auto& [key, value] : j.items()) {
+    if (key != "per_user") keys.push_back(key);
+  }
+  EXPECT_EQ(names, keys);
+  ASSERT_EQ(cells.size(), keys.size()) << row;
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    const auto& want = j[keys[i]];
+    if (want.is_string()) {
+      EXPECT_EQ(cells[i], want.get<std::string>()) << keys[i];
+    } else {
+      EXPECT_DOUBLE_EQ(std::stod(cells[i]), want.get<double>()) << keys[i];
+    }
+  }
 }
 
 }  // namespace
