@@ -22,8 +22,10 @@
 //   (fairness/share.h), the head job (shortest on its fastest type) takes whichever idle device
 //   type runs it fastest, and a user whose head job fits no idle machine sits out this round.
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 #include <vector>
@@ -97,49 +99,65 @@ double dominant_share(const ClusterState& state, const std::map<DeviceType, std:
   return s / weight_of(state, user);
 }
 
+// DRF's progressive filling (drf, drffifo): the user with the least dominant share runs its next
+// queued job on `device_for(job)`; when no machine of that type is idle the round stops
+// (head-of-line blocking). device_for answers nullopt for a job that can never run on this
+// cluster: it is passed over.
+Decision fill_by_dominant_share(
+    const ClusterState& state, const std::map<std::string, std::vector<std::size_t>>& queues,
+    const std::function<std::optional<DeviceType>(const QueuedJob&)>& device_for) {
+  const std::map<DeviceType, std::size_t> counts = device_counts(state);
+  std::map<std::string, std::map<DeviceType, std::size_t>> used;
+  for (const RunningJob& r : state.running) ++used[r.job->user][state.machines[r.machine].device];
+  std::map<std::string, std::size_t> next;
+  std::map<std::string, double> share;
+  for (const auto& [user, jobs] : queues) {
+    next[user] = 0;
+    share[user] = dominant_share(state, counts, used[user], user);
+  }
+  const std::map<std::string, double> oldest = oldest_waiting(state);
+  IdleMachines idle(state);
+  Decision decision;
+  while (idle.any()) {
+    std::string user = least_share_user(queues, next, share, oldest);
+    if (user.empty()) break;
+    const QueuedJob& head = state.queue[queues.at(user)[next[user]]];
+    const std::optional<DeviceType> device = device_for(head);
+    if (!device) {
+      ++next[user];
+      continue;
+    }
+    std::optional<std::size_t> machine = idle.take(*device);
+    if (!machine) break;  // head-of-line blocking
+    decision.start.push_back({head.job->id, *machine});
+    ++used[user][*device];
+    ++next[user];
+    share[user] = dominant_share(state, counts, used[user], user);
+  }
+  return decision;
+}
+
 class DrfPolicy : public SchedulingPolicy {
  public:
   std::string name() const override { return "drf"; }
 
+  // Shortest first, each job on its fastest type present (per_user_queues keeps only jobs that
+  // have one).
   Expected<Decision> decide(const ClusterState& state) override {
-    std::map<DeviceType, std::size_t> counts = device_counts(state);
-    std::map<std::string, std::map<DeviceType, std::size_t>> used;
-    for (const RunningJob& r : state.running) ++used[r.job->user][state.machines[r.machine].device];
-    auto dominant = [&](const std::string& user) {
-      return dominant_share(state, counts, used[user], user);
-    };
-    const std::map<std::string, double> oldest = oldest_waiting(state);
-
-    auto queues = per_user_queues(state);
-    std::map<std::string, std::size_t> next;
-    std::map<std::string, double> share;
-    for (const auto& [user, jobs] : queues) {
-      next[user] = 0;
-      share[user] = dominant(user);
-    }
-    IdleMachines idle(state);
-    Decision decision;
-    while (idle.any()) {
-      std::string user = least_share_user(queues, next, share, oldest);
-      if (user.empty()) break;
-      const QueuedJob& head = state.queue[queues[user][next[user]]];
-      DeviceType device;
-      double fastest = std::numeric_limits<double>::infinity();
-      for (const auto& [d, n] : counts) {
-        auto t = queued_time_on(head, d);
-        if (t && *t < fastest) {
-          fastest = *t;
-          device = d;
-        }
-      }
-      std::optional<std::size_t> machine = idle.take(device);
-      if (!machine) break;  // head-of-line blocking
-      decision.start.push_back({head.job->id, *machine});
-      ++used[user][device];
-      ++next[user];
-      share[user] = dominant(user);
-    }
-    return decision;
+    const std::map<DeviceType, std::size_t> counts = device_counts(state);
+    return fill_by_dominant_share(state, per_user_queues(state),
+                                  [&](const QueuedJob& job) -> std::optional<DeviceType> {
+                                    std::optional<DeviceType> device;
+                                    double fastest = std::numeric_limits<double>::infinity();
+                                    for (const auto& [d, n] : counts) {
+                                      auto t = queued_time_on(job, d);
+                                      if (t && *t < fastest) {
+                                        fastest = *t;
+                                        device = d;
+                                      }
+                                    }
+                                    return device;
+                                  });
   }
 };
 
@@ -293,10 +311,8 @@ class DrfFifoPolicy : public SchedulingPolicy {
   std::string name() const override { return "drffifo"; }
   bool uses_estimates() const override { return false; }
 
+  // FIFO within each user, each job on its variant; a variant the cluster lacks never runs.
   Expected<Decision> decide(const ClusterState& state) override {
-    std::map<DeviceType, std::size_t> counts = device_counts(state);
-    std::map<std::string, std::map<DeviceType, std::size_t>> used;
-    for (const RunningJob& r : state.running) ++used[r.job->user][state.machines[r.machine].device];
     std::map<std::string, std::vector<std::size_t>> queues;
     for (std::size_t i = 0; i < state.queue.size(); ++i) {
       if (variant(*state.queue[i].job)) queues[state.queue[i].job->user].push_back(i);
@@ -307,32 +323,13 @@ class DrfFifoPolicy : public SchedulingPolicy {
                std::tie(state.queue[b].queued_since, state.queue[b].job->id);
       });
     }
-    std::map<std::string, std::size_t> next;
-    std::map<std::string, double> share;
-    for (const auto& [user, jobs] : queues) {
-      next[user] = 0;
-      share[user] = dominant_share(state, counts, used[user], user);
-    }
-    const std::map<std::string, double> oldest = oldest_waiting(state);
-    IdleMachines idle(state);
-    Decision decision;
-    while (idle.any()) {
-      std::string user = least_share_user(queues, next, share, oldest);
-      if (user.empty()) break;
-      const QueuedJob& head = state.queue[queues[user][next[user]]];
-      const DeviceType device = *variant(*head.job);
-      if (!counts.contains(device)) {  // a variant this cluster lacks: the job can never run
-        ++next[user];
-        continue;
-      }
-      std::optional<std::size_t> machine = idle.take(device);
-      if (!machine) break;  // head-of-line blocking
-      decision.start.push_back({head.job->id, *machine});
-      ++used[user][device];
-      ++next[user];
-      share[user] = dominant_share(state, counts, used[user], user);
-    }
-    return decision;
+    const std::map<DeviceType, std::size_t> counts = device_counts(state);
+    return fill_by_dominant_share(state, queues,
+                                  [&](const QueuedJob& job) -> std::optional<DeviceType> {
+                                    std::optional<DeviceType> device = variant(*job.job);
+                                    if (device && !counts.contains(*device)) return std::nullopt;
+                                    return device;
+                                  });
   }
 
  private:
