@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <compare>
 #include <cstdio>
-#include <map>
-#include <tuple>
+#include <numeric>
+#include <string_view>
+#include <unordered_map>
 
 namespace allox::matcher {
 namespace {
@@ -51,18 +53,47 @@ Expected<PreparedProblem> prepare(const MatchingProblem& problem, bool group_mac
                  " queued jobs cannot be placed (first: '" + *problem.jobs[0].id + "')"};
   }
 
-  for (const Machine& machine : problem.machines) out.types.push_back(machine.device);
-  std::sort(out.types.begin(), out.types.end());
-  out.types.erase(std::unique(out.types.begin(), out.types.end()), out.types.end());
+  // Device types without sorting every machine's name (alloxd plans 50,000 machines of 2 types
+  // many times a round): consecutive machines mostly share a type, and the few distinct names
+  // are hashed, then sorted once.
+  std::vector<std::size_t> machine_type(problem.machines.size());
+  {
+    std::unordered_map<std::string_view, std::size_t> seen;
+    std::vector<std::string_view> names;
+    for (std::size_t m = 0; m < problem.machines.size(); ++m) {
+      const std::string& device = problem.machines[m].device;
+      if (m > 0 && device == problem.machines[m - 1].device) {
+        machine_type[m] = machine_type[m - 1];
+        continue;
+      }
+      auto [it, added] = seen.try_emplace(device, names.size());
+      if (added) names.push_back(device);
+      machine_type[m] = it->second;
+    }
+    std::vector<std::size_t> order(names.size());
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    std::sort(order.begin(), order.end(),
+              [&](std::size_t a, std::size_t b) { return names[a] < names[b]; });
+    std::vector<std::size_t> rank(names.size());
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      rank[order[i]] = i;
+      out.types.emplace_back(names[order[i]]);
+    }
+    for (std::size_t& type : machine_type) type = rank[type];
+  }
   const std::size_t type_count = out.types.size();
-  auto type_index = [&](const DeviceType& device) -> std::ptrdiff_t {
-    auto it = std::lower_bound(out.types.begin(), out.types.end(), device);
-    if (it == out.types.end() || *it != device) return -1;
-    return it - out.types.begin();
-  };
 
-  // Groups keyed by (type, residual, idle); the map keeps them in a deterministic order.
-  std::map<std::tuple<std::size_t, std::int64_t, bool, std::size_t>, MachineGroup> groups;
+  // Groups are machines with equal (type, residual, idle), in that order, machines ascending
+  // inside (without grouping, each machine alone): one sort of plain keys, no string work.
+  struct Key {
+    std::size_t type;
+    std::int64_t residual_ticks;
+    bool idle;
+    std::size_t machine;
+    auto operator<=>(const Key&) const = default;
+  };
+  std::vector<Key> keys;
+  keys.reserve(problem.machines.size());
   out.machines_of_type.assign(type_count, 0);
   for (std::size_t m = 0; m < problem.machines.size(); ++m) {
     const Machine& machine = problem.machines[m];
@@ -70,21 +101,22 @@ Expected<PreparedProblem> prepare(const MatchingProblem& problem, bool group_mac
       return Error{"machine '" + machine.name + "': busy_until must be a finite time"};
     }
     const double residual = std::max(0.0, machine.busy_until - problem.now);
-    if (Status s = check_time("machine '" + machine.name + "': residual busy time", residual);
-        !s.ok()) {
-      return s.error();
+    // The message is built only for a bad time: this loop runs for every machine of every solve.
+    if (!(residual <= kMaxSeconds)) {
+      return check_time("machine '" + machine.name + "': residual busy time", residual).error();
     }
-    const std::size_t type = static_cast<std::size_t>(type_index(machine.device));
-    const std::int64_t residual_ticks = to_ticks(residual);
-    const bool idle = is_idle(problem, m);
-    MachineGroup& group = groups[{type, residual_ticks, idle, group_machines ? 0 : m}];
-    group.type = type;
-    group.residual_ticks = residual_ticks;
-    group.idle = idle;
-    group.machines.push_back(m);
-    ++out.machines_of_type[type];
+    keys.push_back({machine_type[m], to_ticks(residual), is_idle(problem, m), m});
+    ++out.machines_of_type[machine_type[m]];
   }
-  for (auto& entry : groups) out.groups.push_back(std::move(entry.second));
+  std::sort(keys.begin(), keys.end());
+  for (std::size_t k = 0; k < keys.size(); ++k) {
+    const Key& key = keys[k];
+    if (!group_machines || k == 0 || key.type != keys[k - 1].type ||
+        key.residual_ticks != keys[k - 1].residual_ticks || key.idle != keys[k - 1].idle) {
+      out.groups.push_back({key.type, key.residual_ticks, key.idle, {}});
+    }
+    out.groups.back().machines.push_back(key.machine);
+  }
 
   out.time_ticks.assign(out.job_count * type_count, kCannotRun);
   out.runnable_jobs_of_type.assign(type_count, 0);

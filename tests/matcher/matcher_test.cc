@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 
+#include "matcher/prepared_problem.h"
 #include "tests/matcher/test_instances.h"
 
 namespace allox::matcher {
@@ -132,6 +133,68 @@ TEST(Solve, UnknownBackendNameIsAnError) {
   const Expected<Backend> bad = parse_backend("cplex");
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.message(), HasSubstr("cplex"));
+}
+
+TEST(Prepare, GroupsByTypeResidualAndIdleFlagWithTypesSortedAndMachinesAscending) {
+  // Types interleaved and out of name order; residuals equal across types; one machine flagged
+  // busy although free by now. Groups must come out in (type, residual, idle) order.
+  const std::vector<Machine> machines = {
+      {"m0", "v100", 5}, {"m1", "cpu", 0},  {"m2", "v100", 0}, {"m3", "cpu", 5},
+      {"m4", "k80", 0},  {"m5", "v100", 5}, {"m6", "cpu", 0},  {"m7", "v100", 0},
+  };
+  std::vector<Job> jobs(1);
+  jobs[0].id = "j";
+  jobs[0].time = {{"cpu", 1}, {"k80", 1}, {"v100", 1}};
+  const std::vector<PendingJob> pending = pending_jobs(jobs);
+  MatchingProblem problem;
+  problem.machines = machines;
+  problem.jobs = pending;
+  problem.idle = {true, true, true, true, true, true, true, false};
+  const Expected<PreparedProblem> grouped = prepare(problem, true);
+  ASSERT_TRUE(grouped.ok()) << grouped.message();
+  EXPECT_EQ(grouped->types, (std::vector<DeviceType>{"cpu", "k80", "v100"}));
+  EXPECT_EQ(grouped->machines_of_type, (std::vector<std::size_t>{3, 1, 4}));
+  struct Seen {
+    std::size_t type;
+    std::int64_t residual;
+    bool idle;
+    std::vector<std::size_t> machines;
+    bool operator==(const Seen&) const = default;
+  };
+  std::vector<Seen> seen;
+  for (const MachineGroup& g : grouped->groups) {
+    seen.push_back({g.type, g.residual_ticks, g.idle, g.machines});
+  }
+  const std::vector<Seen> want = {
+      {0, 0, true, {1, 6}}, {0, 5000, false, {3}}, {1, 0, true, {4}},
+      {2, 0, false, {7}},   {2, 0, true, {2}},     {2, 5000, false, {0, 5}},
+  };
+  EXPECT_EQ(seen, want);
+  // Without grouping every machine is its own group, in the same order.
+  const Expected<PreparedProblem> naive = prepare(problem, false);
+  ASSERT_TRUE(naive.ok()) << naive.message();
+  std::vector<std::size_t> order;
+  for (const MachineGroup& g : naive->groups) {
+    ASSERT_EQ(g.machines.size(), 1u);
+    order.push_back(g.machines[0]);
+  }
+  EXPECT_EQ(order, (std::vector<std::size_t>{1, 6, 3, 4, 7, 2, 0, 5}));
+}
+
+TEST(Prepare, ABadMachineTimeIsAnErrorNamingTheMachine) {
+  std::vector<Job> jobs(1);
+  jobs[0].id = "j";
+  jobs[0].time = {{"gpu", 1}};
+  const std::vector<PendingJob> pending = pending_jobs(jobs);
+  for (double bad : {1e13, std::numeric_limits<double>::infinity()}) {
+    const std::vector<Machine> machines = {{"ok", "gpu", 0}, {"far", "gpu", bad}};
+    MatchingProblem problem;
+    problem.machines = machines;
+    problem.jobs = pending;
+    const Expected<PreparedProblem> prepared = prepare(problem, true);
+    ASSERT_FALSE(prepared.ok()) << bad;
+    EXPECT_THAT(prepared.message(), HasSubstr("machine 'far'")) << bad;
+  }
 }
 
 }  // namespace
