@@ -11,6 +11,7 @@ namespace allox::kube {
 namespace {
 
 using testing::LineChannel;
+using testing::ScriptedApi;
 using testing::ScriptedReply;
 using testing::ScriptedRequest;
 using testing::ScriptedServer;
@@ -50,13 +51,12 @@ TEST(KubeClientTest, UnreachableServerIsAnError) {
 
 TEST(KubeClientTest, StreamHandsOverEachLineAsItArrives) {
   auto channel = std::make_shared<LineChannel>();
-  ScriptedServer server([&](const ScriptedRequest&) { return ScriptedReply{200, "", channel}; });
-  KubeClient client({server.url(), "", ""});
+  ScriptedApi api([&](const ScriptedRequest&) { return ScriptedReply{200, "", channel}; });
   std::mutex mu;
   std::condition_variable cv;
   std::vector<std::string> seen;
   auto done = std::async(std::launch::async, [&] {
-    return client.stream("/w", std::chrono::seconds(10), [&](std::string_view line) {
+    return api.client.stream("/w", std::chrono::seconds(10), [&](std::string_view line) {
       std::lock_guard lock(mu);
       seen.emplace_back(line);
       cv.notify_all();
@@ -79,11 +79,11 @@ TEST(KubeClientTest, StreamHandsOverEachLineAsItArrives) {
 
 TEST(KubeClientTest, BrokenStreamIsAnErrorNotACleanEnd) {
   auto channel = std::make_shared<LineChannel>();
-  ScriptedServer server([&](const ScriptedRequest&) { return ScriptedReply{200, "", channel}; });
-  KubeClient client({server.url(), "", ""});
+  ScriptedApi api([&](const ScriptedRequest&) { return ScriptedReply{200, "", channel}; });
   channel->push("{}");
   channel->break_connection();
-  auto reply = client.stream("/w", std::chrono::seconds(10), [](std::string_view) { return true; });
+  auto reply =
+      api.client.stream("/w", std::chrono::seconds(10), [](std::string_view) { return true; });
   EXPECT_FALSE(reply.ok());
 }
 
@@ -101,12 +101,11 @@ TEST(KubeClientTest, OverlongLineEndsTheStreamWithAnError) {
 }
 
 TEST(KubeClientTest, NonOkStreamAnswerComesBackWithItsBody) {
-  ScriptedServer server([](const ScriptedRequest&) {
+  ScriptedApi api([](const ScriptedRequest&) {
     return ScriptedReply{410, R"({"kind":"Status","code":410,"reason":"Expired"})", nullptr};
   });
-  KubeClient client({server.url(), "", ""});
   bool called = false;
-  auto reply = client.stream("/w", std::chrono::seconds(10), [&](std::string_view) {
+  auto reply = api.client.stream("/w", std::chrono::seconds(10), [&](std::string_view) {
     called = true;
     return true;
   });
@@ -117,12 +116,11 @@ TEST(KubeClientTest, NonOkStreamAnswerComesBackWithItsBody) {
 
 TEST(KubeClientTest, StopEndsAStreamInFlightAndLaterCallsFailAtOnce) {
   auto channel = std::make_shared<LineChannel>();
-  ScriptedServer server([&](const ScriptedRequest&) { return ScriptedReply{200, "", channel}; });
-  KubeClient client({server.url(), "", ""});
+  ScriptedApi api([&](const ScriptedRequest&) { return ScriptedReply{200, "", channel}; });
   std::promise<void> first_line;
   auto done = std::async(std::launch::async, [&] {
     bool once = false;
-    return client.stream("/w", std::chrono::seconds(60), [&](std::string_view) {
+    return api.client.stream("/w", std::chrono::seconds(60), [&](std::string_view) {
       if (!once) first_line.set_value();
       once = true;
       return true;
@@ -131,11 +129,11 @@ TEST(KubeClientTest, StopEndsAStreamInFlightAndLaterCallsFailAtOnce) {
   channel->push("{}");
   first_line.get_future().wait();
   auto begin = std::chrono::steady_clock::now();
-  client.stop();
+  api.client.stop();
   ASSERT_EQ(std::future_status::ready, done.wait_for(std::chrono::seconds(5)));
   EXPECT_FALSE(done.get().ok());
   EXPECT_LT(std::chrono::steady_clock::now() - begin, std::chrono::seconds(5));
-  EXPECT_FALSE(client.call("GET", "/x").ok());
+  EXPECT_FALSE(api.client.call("GET", "/x").ok());
   channel->close();
 }
 

@@ -12,16 +12,17 @@ namespace allox::kube {
 namespace {
 
 using nlohmann::json;
+using testing::ScriptedApi;
 using testing::ScriptedReply;
 using testing::ScriptedRequest;
-using testing::ScriptedServer;
 using namespace std::chrono_literals;
 
-struct Fixture {
-  ScriptedServer server{[](const ScriptedRequest& r) {
-    return ScriptedReply{r.method == "POST" ? 201 : 200, r.body, nullptr};
-  }};
-  KubeClient client{{server.url(), "", ""}};
+// An API server that takes every Event as sent.
+struct Fixture : ScriptedApi {
+  Fixture()
+      : ScriptedApi([](const ScriptedRequest& r) {
+          return ScriptedReply{r.method == "POST" ? 201 : 200, r.body, nullptr};
+        }) {}
   EventRecorder::Clock::time_point now{};
   EventOptions options;
   ObjectRef pod{"lab", "bert-gpu", "uid-1"};

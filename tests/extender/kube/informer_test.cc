@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <map>
 #include <set>
@@ -17,6 +18,7 @@ namespace {
 
 using nlohmann::json;
 using testing::LineChannel;
+using testing::ScriptedApi;
 using testing::ScriptedReply;
 using testing::ScriptedRequest;
 using testing::ScriptedServer;
@@ -107,12 +109,27 @@ InformerOptions fast_options() {
   return options;
 }
 
+bool is_watch(const ScriptedRequest& r) {
+  return r.target.find("watch=1") != std::string::npos;
+}
+
 std::vector<std::string> watch_targets(const ScriptedServer& server) {
   std::vector<std::string> targets;
   for (const auto& r : server.requests()) {
-    if (r.target.find("watch=1") != std::string::npos) targets.push_back(r.target);
+    if (is_watch(r)) targets.push_back(r.target);
   }
   return targets;
+}
+
+// Waits until the server has seen `n` watch requests (watch = true) or `n` lists. The informer
+// sends each only once what came before is done and counted: a watch follows a list whose
+// on_replace has returned (synced(), lists()), a retried list follows a counted failure.
+bool wait_requests(const ScriptedServer& server, bool watch, std::size_t n) {
+  return server.wait_for([&](const std::vector<ScriptedRequest>& requests) {
+    return static_cast<std::size_t>(std::count_if(requests.begin(), requests.end(), [&](auto& r) {
+             return is_watch(r) == watch;
+           })) >= n;
+  });
 }
 
 TEST(InformerTest, ListsThenWatchesFromTheListVersionWithBookmarksAndSelector) {
@@ -120,16 +137,12 @@ TEST(InformerTest, ListsThenWatchesFromTheListVersionWithBookmarksAndSelector) {
   script.items = {pod("a", "5"), pod("b", "7")};
   auto watch = std::make_shared<LineChannel>();
   script.watches.push_back({200, "", watch});
-  ScriptedServer server([&](const ScriptedRequest& r) { return script.handle(r); });
-  KubeClient client({server.url(), "", ""});
+  ScriptedApi api([&](const ScriptedRequest& r) { return script.handle(r); });
   Recorder recorder;
-  Informer informer(client, fast_options(), recorder);
+  Informer informer(api.client, fast_options(), recorder);
   informer.start();
   recorder.wait_log(1);
-  // synced() turns true once on_replace has returned, just after the recorder saw it.
-  for (int i = 0; i < 500 && !informer.synced(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  ASSERT_TRUE(wait_requests(api.server, /*watch=*/true, 1));
   EXPECT_TRUE(informer.synced());
   watch->push(event("ADDED", pod("c", "11")));
   watch->push(event("MODIFIED", pod("a", "12")));
@@ -137,12 +150,12 @@ TEST(InformerTest, ListsThenWatchesFromTheListVersionWithBookmarksAndSelector) {
   auto log = recorder.wait_log(4);
   EXPECT_EQ((std::vector<std::string>{"replace 2", "upsert c", "upsert a", "delete b"}), log);
   EXPECT_EQ((std::set<std::string>{"a", "c"}), recorder.names());
-  auto targets = watch_targets(server);
+  auto targets = watch_targets(api.server);
   ASSERT_EQ(1u, targets.size());
   EXPECT_NE(std::string::npos, targets[0].find("resourceVersion=10")) << targets[0];
   EXPECT_NE(std::string::npos, targets[0].find("allowWatchBookmarks=true"));
   EXPECT_NE(std::string::npos, targets[0].find("fieldSelector=spec.schedulerName%3Dallox"));
-  client.stop();
+  api.client.stop();
   informer.stop();
 }
 
@@ -150,23 +163,20 @@ TEST(InformerTest, CleanEndRewatchesFromTheLastVersionSeenIncludingBookmarks) {
   Script script;
   auto first = std::make_shared<LineChannel>();
   script.watches.push_back({200, "", first});
-  ScriptedServer server([&](const ScriptedRequest& r) { return script.handle(r); });
-  KubeClient client({server.url(), "", ""});
+  ScriptedApi api([&](const ScriptedRequest& r) { return script.handle(r); });
   Recorder recorder;
-  Informer informer(client, fast_options(), recorder);
+  Informer informer(api.client, fast_options(), recorder);
   informer.start();
   first->push(event("ADDED", pod("a", "20")));
   first->push(event("BOOKMARK", {{"kind", "Pod"}, {"metadata", {{"resourceVersion", "25"}}}}));
   first->close();
   recorder.wait_log(2);
-  for (int i = 0; i < 200 && watch_targets(server).size() < 2; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  auto targets = watch_targets(server);
+  ASSERT_TRUE(wait_requests(api.server, /*watch=*/true, 2));
+  auto targets = watch_targets(api.server);
   ASSERT_EQ(2u, targets.size());
   EXPECT_NE(std::string::npos, targets[1].find("resourceVersion=25")) << targets[1];
   EXPECT_EQ(1u, informer.lists());  // a clean end is not a reason to re-list
-  client.stop();
+  api.client.stop();
   informer.stop();
 }
 
@@ -221,10 +231,9 @@ TEST(InformerTest, GoneGarbageAndBrokenStreamsAreReListedNotTrusted) {
     Script script;
     script.items = {pod("old", "1")};
     script.watches.push_back(bad.reply());
-    ScriptedServer server([&](const ScriptedRequest& r) { return script.handle(r); });
-    KubeClient client({server.url(), "", ""});
+    ScriptedApi api([&](const ScriptedRequest& r) { return script.handle(r); });
     Recorder recorder;
-    Informer informer(client, fast_options(), recorder);
+    Informer informer(api.client, fast_options(), recorder);
     informer.start();
     recorder.wait_log(1);
     {
@@ -235,12 +244,10 @@ TEST(InformerTest, GoneGarbageAndBrokenStreamsAreReListedNotTrusted) {
     ASSERT_GE(log.size(), 2u) << bad.name;
     EXPECT_EQ("replace 1", log[1]) << bad.name;
     EXPECT_EQ(std::set<std::string>{"new"}, recorder.names()) << bad.name;
-    // lists() counts a list once on_replace has returned.
-    for (int i = 0; i < 500 && informer.lists() < 2; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+    // The re-list is counted before the watch that follows it is opened.
+    ASSERT_TRUE(wait_requests(api.server, /*watch=*/true, 2)) << bad.name;
     EXPECT_EQ(2u, informer.lists()) << bad.name;
-    client.stop();
+    api.client.stop();
     informer.stop();
   }
 }
@@ -250,14 +257,12 @@ TEST(InformerTest, FailingListsBackOffAndRetryUntilTheyWork) {
   configure_log({"alloxd", LogLevel::kInfo, LogFormat::kText}, log);
   Script script;
   script.list_status = 503;
-  ScriptedServer server([&](const ScriptedRequest& r) { return script.handle(r); });
-  KubeClient client({server.url(), "", ""});
+  ScriptedApi api([&](const ScriptedRequest& r) { return script.handle(r); });
   Recorder recorder;
-  Informer informer(client, fast_options(), recorder);
+  Informer informer(api.client, fast_options(), recorder);
   informer.start();
-  for (int i = 0; i < 500 && informer.failures() < 3; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  // Three failures are counted by the time the fourth list is sent.
+  ASSERT_TRUE(wait_requests(api.server, /*watch=*/false, 4));
   EXPECT_GE(informer.failures(), 3u);
   EXPECT_FALSE(informer.synced());
   {
@@ -265,12 +270,9 @@ TEST(InformerTest, FailingListsBackOffAndRetryUntilTheyWork) {
     script.list_status = 200;
   }
   recorder.wait_log(1);
-  // synced() turns true once on_replace has returned, just after the recorder saw it.
-  for (int i = 0; i < 500 && !informer.synced(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  ASSERT_TRUE(wait_requests(api.server, /*watch=*/true, 1));
   EXPECT_TRUE(informer.synced());
-  client.stop();
+  api.client.stop();
   informer.stop();
   configure_log(LogOptions{});
   // Each failed list is one warning naming the collection and the answer; nobody else sees it.

@@ -11,9 +11,9 @@ namespace allox::kube {
 namespace {
 
 using nlohmann::json;
+using testing::ScriptedApi;
 using testing::ScriptedReply;
 using testing::ScriptedRequest;
-using testing::ScriptedServer;
 using namespace std::chrono_literals;
 
 // GET / POST / PUT of one Lease, with optimistic concurrency on metadata.resourceVersion.
@@ -66,11 +66,10 @@ LeaseOptions options_for(const std::string& identity) {
 
 TEST(LeaderLeaseTest, OneLeadsTheOtherTakesOverOnlyAfterRenewalsStop) {
   LeaseStore store;
-  ScriptedServer server([&](const ScriptedRequest& r) { return store.handle(r); });
-  KubeClient client({server.url(), "", ""});
+  ScriptedApi api([&](const ScriptedRequest& r) { return store.handle(r); });
   std::vector<std::string> changes;
-  LeaderLease a(client, options_for("a"), [&](bool l) { changes.push_back(l ? "a+" : "a-"); });
-  LeaderLease b(client, options_for("b"), [&](bool l) { changes.push_back(l ? "b+" : "b-"); });
+  LeaderLease a(api.client, options_for("a"), [&](bool l) { changes.push_back(l ? "a+" : "a-"); });
+  LeaderLease b(api.client, options_for("b"), [&](bool l) { changes.push_back(l ? "b+" : "b-"); });
   LeaderLease::Clock::time_point t0{};
 
   EXPECT_TRUE(a.step(t0));  // creates the Lease
@@ -95,10 +94,9 @@ TEST(LeaderLeaseTest, OneLeadsTheOtherTakesOverOnlyAfterRenewalsStop) {
 
 TEST(LeaderLeaseTest, ReleaseLetsTheOtherReplicaTakeOverAtOnce) {
   LeaseStore store;
-  ScriptedServer server([&](const ScriptedRequest& r) { return store.handle(r); });
-  KubeClient client({server.url(), "", ""});
-  LeaderLease a(client, options_for("a"), nullptr);
-  LeaderLease b(client, options_for("b"), nullptr);
+  ScriptedApi api([&](const ScriptedRequest& r) { return store.handle(r); });
+  LeaderLease a(api.client, options_for("a"), nullptr);
+  LeaderLease b(api.client, options_for("b"), nullptr);
   LeaderLease::Clock::time_point t0{};
   ASSERT_TRUE(a.step(t0));
   ASSERT_FALSE(b.step(t0));
@@ -110,9 +108,8 @@ TEST(LeaderLeaseTest, ReleaseLetsTheOtherReplicaTakeOverAtOnce) {
 
 TEST(LeaderLeaseTest, LeaderStepsDownWhenItCannotRenewForALeaseDuration) {
   LeaseStore store;
-  ScriptedServer server([&](const ScriptedRequest& r) { return store.handle(r); });
-  KubeClient client({server.url(), "", ""});
-  LeaderLease a(client, options_for("a"), nullptr);
+  ScriptedApi api([&](const ScriptedRequest& r) { return store.handle(r); });
+  LeaderLease a(api.client, options_for("a"), nullptr);
   LeaderLease::Clock::time_point t0{};
   ASSERT_TRUE(a.step(t0));
   store.down = true;

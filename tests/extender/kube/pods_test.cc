@@ -9,9 +9,9 @@ namespace allox::kube {
 namespace {
 
 using nlohmann::json;
+using testing::ScriptedApi;
 using testing::ScriptedReply;
 using testing::ScriptedRequest;
-using testing::ScriptedServer;
 
 TEST(PodsTest, RemoveGatePatchTestsTheIndexItRemoves) {
   auto patch = remove_gate_patch({"example.com/other", "allox.io/queue"}, kQueueGate);
@@ -41,17 +41,14 @@ TEST(PodsTest, AddGatePatchCreatesOrAppendsAndIsEmptyWhenPresent) {
 
 TEST(PodsTest, CallsGoToThePodsOwnNamespaceWithTheRightContentTypes) {
   int status = 200;
-  ScriptedServer server([&](const ScriptedRequest&) {
-    return ScriptedReply{status, "{}", nullptr};
-  });
-  KubeClient client({server.url(), "", ""});
+  ScriptedApi api([&](const ScriptedRequest&) { return ScriptedReply{status, "{}", nullptr}; });
   ObjectRef pod{"team-a", "train-cpu", "u-7"};
-  ASSERT_TRUE(remove_gate(client, pod, {"allox.io/queue"}, kQueueGate).ok());
-  ASSERT_TRUE(nudge(client, pod, "42").ok());
-  auto deleted = delete_pod(client, pod);
+  ASSERT_TRUE(remove_gate(api.client, pod, {"allox.io/queue"}, kQueueGate).ok());
+  ASSERT_TRUE(nudge(api.client, pod, "42").ok());
+  auto deleted = delete_pod(api.client, pod);
   ASSERT_TRUE(deleted.ok()) << deleted.message();
   EXPECT_EQ(DeleteOutcome::kDeleted, *deleted);
-  auto r = server.requests();
+  auto r = api.server.requests();
   ASSERT_EQ(3u, r.size());
   for (const auto& request : r)
     EXPECT_EQ("/api/v1/namespaces/team-a/pods/train-cpu", request.target);
@@ -63,24 +60,25 @@ TEST(PodsTest, CallsGoToThePodsOwnNamespaceWithTheRightContentTypes) {
   // Already gone, and refused by a precondition, are outcomes; any other answer is an error
   // naming the pod.
   status = 404;
-  EXPECT_EQ(DeleteOutcome::kGone, delete_pod(client, pod).value());
+  EXPECT_EQ(DeleteOutcome::kGone, delete_pod(api.client, pod).value());
   status = 409;
-  EXPECT_EQ(DeleteOutcome::kRefused, delete_pod(client, pod, "41").value());
-  EXPECT_EQ("41", json::parse(server.requests().back().body)["preconditions"]["resourceVersion"]);
+  EXPECT_EQ(DeleteOutcome::kRefused, delete_pod(api.client, pod, "41").value());
+  EXPECT_EQ("41",
+            json::parse(api.server.requests().back().body)["preconditions"]["resourceVersion"]);
   status = 403;
-  auto refused = delete_pod(client, pod);
+  auto refused = delete_pod(api.client, pod);
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(std::string::npos, refused.message().find("team-a/train-cpu"));
   // No gate to remove: nothing is sent.
-  EXPECT_TRUE(remove_gate(client, pod, {}, kQueueGate).ok());
-  EXPECT_EQ(6u, server.requests().size());
+  EXPECT_TRUE(remove_gate(api.client, pod, {}, kQueueGate).ok());
+  EXPECT_EQ(6u, api.server.requests().size());
 }
 
 // A 422 (the gates changed since they were seen) is settled by reading the pod once: a gate an
 // earlier ungate already removed is done; a gate that moved is removed at its new index.
 TEST(PodsTest, RemoveGateAfterA422ReadsThePodOnce) {
   std::string gates_now = "[]";
-  ScriptedServer server([&](const ScriptedRequest& request) {
+  ScriptedApi api([&](const ScriptedRequest& request) {
     if (request.method == "GET") {
       return ScriptedReply{200, R"({"spec":{"schedulingGates":)" + gates_now + "}}", nullptr};
     }
@@ -88,18 +86,17 @@ TEST(PodsTest, RemoveGateAfterA422ReadsThePodOnce) {
     const bool stale = patch[0]["path"] == "/spec/schedulingGates/0/name" && gates_now != "[]";
     return ScriptedReply{stale || gates_now == "[]" ? 422 : 200, "{}", nullptr};
   });
-  KubeClient client({server.url(), "", ""});
   ObjectRef pod{"team-a", "train-gpu", "u-1"};
   // Already removed by an earlier call: PATCH 422, GET shows no gate, done.
-  ASSERT_TRUE(remove_gate(client, pod, {"allox.io/queue"}, kQueueGate).ok());
-  auto r = server.requests();
+  ASSERT_TRUE(remove_gate(api.client, pod, {"allox.io/queue"}, kQueueGate).ok());
+  auto r = api.server.requests();
   ASSERT_EQ(2u, r.size());
   EXPECT_EQ("PATCH", r[0].method);
   EXPECT_EQ("GET", r[1].method);
   // Another gate was added in front: PATCH 422, GET, PATCH at index 1.
   gates_now = R"([{"name":"example.com/other"},{"name":"allox.io/queue"}])";
-  ASSERT_TRUE(remove_gate(client, pod, {"allox.io/queue"}, kQueueGate).ok());
-  r = server.requests();
+  ASSERT_TRUE(remove_gate(api.client, pod, {"allox.io/queue"}, kQueueGate).ok());
+  r = api.server.requests();
   ASSERT_EQ(5u, r.size());
   EXPECT_EQ("GET", r[3].method);
   EXPECT_EQ("/spec/schedulingGates/1/name", json::parse(r[4].body)[0]["path"]);

@@ -92,6 +92,13 @@ int ScriptedServer::count(const std::string& method, const std::string& prefix) 
   return n;
 }
 
+bool ScriptedServer::wait_for(
+    const std::function<bool(const std::vector<ScriptedRequest>&)>& enough,
+    std::chrono::milliseconds timeout) const {
+  std::unique_lock lock(mu_);
+  return arrived_.wait_for(lock, timeout, [&] { return enough(requests_); });
+}
+
 void ScriptedServer::serve(tcp::socket plain) {
   auto socket = std::make_shared<tcp::socket>(std::move(plain));
   {
@@ -132,6 +139,7 @@ void ScriptedServer::serve(tcp::socket plain) {
     std::lock_guard lock(mu_);
     requests_.push_back(request);
   }
+  arrived_.notify_all();
   ScriptedReply reply = handler_(request);
   if (!reply.stream) {
     std::ostringstream out;

@@ -2,12 +2,16 @@
 // answers at once or streams a chunked body line by line (a watch), so tests can play the API
 // server's protocol exactly, including its failures (garbage lines, broken streams, 410s).
 // One connection per request (Connection: close). Thread-safe.
+//
+// ScriptedApi is the set-up the kube tests (client, events, informer, lease, pods) share: a
+// scripted server and a KubeClient of it.
 #pragma once
 
 // clang-format off
 #include <utility>  // before Boost 1.74 asio, which uses std::exchange without including it
 #include <boost/asio.hpp>
 // clang-format on
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -16,6 +20,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "extender/kube/client.h"
 
 namespace allox::kube::testing {
 
@@ -58,6 +64,10 @@ class ScriptedServer {
   std::vector<ScriptedRequest> requests() const;
   // Requests whose target starts with `prefix` and method is `method`.
   int count(const std::string& method, const std::string& prefix) const;
+  // Waits until `enough(requests())` holds, looking again as each request arrives (an event, not
+  // a poll); false when `timeout` passed first.
+  bool wait_for(const std::function<bool(const std::vector<ScriptedRequest>&)>& enough,
+                std::chrono::milliseconds timeout = std::chrono::seconds(20)) const;
 
  private:
   void serve(boost::asio::ip::tcp::socket socket);
@@ -68,11 +78,19 @@ class ScriptedServer {
   std::string url_;
   std::thread accept_thread_;
   mutable std::mutex mu_;
+  mutable std::condition_variable arrived_;  // a request was added to requests_
   bool stopping_ = false;
   std::vector<ScriptedRequest> requests_;
   std::vector<std::thread> connections_;
   std::vector<std::shared_ptr<boost::asio::ip::tcp::socket>> sockets_;
   std::vector<std::shared_ptr<LineChannel>> channels_;
+};
+
+// A scripted API server and a client of it (no token, plain HTTP).
+struct ScriptedApi {
+  explicit ScriptedApi(ScriptedServer::Handler handler) : server(std::move(handler)) {}
+  ScriptedServer server;
+  KubeClient client{{server.url(), "", ""}};
 };
 
 }  // namespace allox::kube::testing
