@@ -61,12 +61,26 @@ Expected<ObservedPod> observe_pod(const json& pod, const DeviceMapping& devices,
   return observed;
 }
 
+// Counts a handler call in flight: the feed is busy from the moment it records what it saw
+// until the planner has the change and the controller was told (ClusterFeed::busy).
+class Handling {
+ public:
+  explicit Handling(std::atomic<int>& count) : count_(count) { ++count_; }
+  ~Handling() { --count_; }
+  Handling(const Handling&) = delete;
+  Handling& operator=(const Handling&) = delete;
+
+ private:
+  std::atomic<int>& count_;
+};
+
 class ClusterFeed::PodHandler final : public kube::InformerHandler {
  public:
   PodHandler(Planner& planner, const ExtenderConfig& config, std::function<void()> on_change)
       : planner_(planner), config_(config), on_change_(std::move(on_change)) {}
 
   void on_replace(const std::vector<json>& objects) override {
+    Handling handling(handling_);
     std::map<std::string, ObservedPod> seen;
     std::vector<PodPlacement> placements;
     for (const json& object : objects) {
@@ -95,6 +109,7 @@ class ClusterFeed::PodHandler final : public kube::InformerHandler {
   }
 
   void on_upsert(const json& object) override {
+    Handling handling(handling_);
     if (auto pod = ours(object); pod && !pod->deleting) {
       apply(*pod);
     } else if (auto identity = pod_identity(object)) {
@@ -105,6 +120,7 @@ class ClusterFeed::PodHandler final : public kube::InformerHandler {
   }
 
   void on_delete(const json& object) override {
+    Handling handling(handling_);
     auto identity = pod_identity(object);
     if (!identity) return;
     forget_if_known(identity->namespace_name, identity->name);
@@ -123,6 +139,7 @@ class ClusterFeed::PodHandler final : public kube::InformerHandler {
   }
 
   bool synced() const { return synced_.load(); }
+  bool busy() const { return handling_.load() > 0; }
   std::map<std::string, ObservedPod> pods() const {
     std::lock_guard lock(mu_);
     return pods_;
@@ -217,6 +234,7 @@ class ClusterFeed::PodHandler final : public kube::InformerHandler {
   mutable std::mutex mu_;
   std::map<std::string, ObservedPod> pods_;
   std::atomic<bool> synced_{false};
+  std::atomic<int> handling_{0};
 };
 
 class ClusterFeed::NodeHandler final : public kube::InformerHandler {
@@ -225,6 +243,7 @@ class ClusterFeed::NodeHandler final : public kube::InformerHandler {
       : planner_(planner), config_(config), on_listed_(std::move(on_listed)) {}
 
   void on_replace(const std::vector<json>& objects) override {
+    Handling handling(handling_);
     {
       std::lock_guard lock(mu_);
       nodes_.clear();
@@ -239,6 +258,7 @@ class ClusterFeed::NodeHandler final : public kube::InformerHandler {
     if (on_listed_) on_listed_();
   }
   void on_upsert(const json& node) override {
+    Handling handling(handling_);
     std::lock_guard lock(mu_);
     auto inventory = node_inventory(node, config_.devices);
     if (!inventory) return;
@@ -248,10 +268,12 @@ class ClusterFeed::NodeHandler final : public kube::InformerHandler {
     publish();
   }
   void on_delete(const json& node) override {
+    Handling handling(handling_);
     std::lock_guard lock(mu_);
     if (nodes_.erase(string_at(node, "metadata", "name")) > 0) publish();
   }
   bool synced() const { return synced_.load(); }
+  bool busy() const { return handling_.load() > 0; }
 
  private:
   void publish() {
@@ -267,6 +289,7 @@ class ClusterFeed::NodeHandler final : public kube::InformerHandler {
   std::mutex mu_;
   std::map<std::string, NodeInventory> nodes_;
   std::atomic<bool> synced_{false};
+  std::atomic<int> handling_{0};
 };
 
 ClusterFeed::ClusterFeed(kube::KubeClient& client, Planner& planner, const ExtenderConfig& config,
@@ -316,6 +339,10 @@ void ClusterFeed::stop() {
 
 bool ClusterFeed::synced() const {
   return pod_handler_->synced() && node_handler_->synced();
+}
+
+bool ClusterFeed::busy() const {
+  return pod_handler_->busy() || node_handler_->busy();
 }
 
 void ClusterFeed::relist() {

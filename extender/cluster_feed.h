@@ -59,6 +59,10 @@ class ClusterFeed {
   void stop();
   // True once both the pods and the nodes have been listed.
   bool synced() const;
+  // True while a watch event or list is being handled: from the moment pods() shows what it
+  // saw until the planner has the change and on_change has run (discrete-event drivers must
+  // not mistake that moment for quiet).
+  bool busy() const;
   // Re-lists both (a replica taking over).
   void relist();
 

@@ -97,7 +97,7 @@ bool ExtenderService::ready() const {
 }
 
 bool ExtenderService::busy() const {
-  return planner_->busy() || (controller_ && controller_->busy()) ||
+  return (feed_ && feed_->busy()) || planner_->busy() || (controller_ && controller_->busy()) ||
          (actions_ && !actions_->idle());
 }
 

@@ -109,8 +109,9 @@ class ExtenderService {
   void solve_now() { planner_->solve_now(); }
 
   // For discrete-event drivers (the stepped replay, end-to-end tests): true while alloxd is
-  // reacting to something it has seen (a change waiting for a plan, a plan being made or acted
-  // on, a controller pass, an action waiting or running). What it has not seen yet is for the
+  // reacting to something it has seen (a watch event being handled, a change waiting for a plan,
+  // a plan being made or acted on, a controller pass, an action waiting or running). What it has
+  // not seen yet is for the
   // caller to tell from observed_pods(): each pod of allox's it has observed, by
   // "namespace/name", with the resourceVersion it last saw (empty without an API server).
   bool busy() const;

@@ -256,5 +256,54 @@ TEST(ClusterFeedTest, OtherSchedulersPodsAndDeletionsAreHandled) {
   EXPECT_FALSE(f.planner->read([](const JobBook& book) { return book.has_node("g1"); }));
 }
 
+// A discrete-event driver calls alloxd quiet only when it has seen every pod and is not busy.
+// The feed shows a pod (pods()) before the planner has heard of it, so the feed itself must
+// count as busy until the planner has the change and the controller was told (on_change):
+// otherwise the driver jumps the clock past a completion nobody has acted on yet.
+TEST(ClusterFeedTest, BusyFromShowingAPodUntilThePlannerAndTheControllerHaveIt) {
+  Fixture f;
+  struct Seen {
+    bool busy = false;
+    std::string version;
+    JobPhase phase = JobPhase::kQueued;
+  };
+  std::vector<Seen> seen;
+  ClusterFeed* feed = nullptr;
+  ClusterFeed watched(f.client, *f.planner, f.config, [&] {
+    const BookJob* job = nullptr;
+    Seen s;
+    s.busy = feed->busy();
+    s.version = feed->pods().at("lab/a-gpu").resource_version;
+    s.phase = f.planner->read([&](const JobBook& book) {
+      job = book.job("lab/a");
+      return job == nullptr ? JobPhase::kRemoved : job->record.phase;
+    });
+    seen.push_back(s);
+  });
+  feed = &watched;
+  EXPECT_FALSE(watched.busy());
+  watched.node_handler().on_replace({node("g1", "1", "0")});
+  EXPECT_FALSE(watched.busy());
+  json pod = variant("a-gpu", "a", "nvidia.com/gpu", false);
+  pod["metadata"]["resourceVersion"] = "5";
+  watched.pod_handler().on_replace({pod});
+  pod["spec"]["nodeName"] = "g1";
+  pod["metadata"]["resourceVersion"] = "6";
+  watched.pod_handler().on_upsert(pod);
+  pod["status"]["phase"] = "Succeeded";
+  pod["metadata"]["resourceVersion"] = "7";
+  watched.pod_handler().on_upsert(pod);
+  EXPECT_FALSE(watched.busy());
+
+  ASSERT_EQ(3u, seen.size());
+  const std::vector<std::pair<std::string, JobPhase>> want = {
+      {"5", JobPhase::kQueued}, {"6", JobPhase::kRunning}, {"7", JobPhase::kDone}};
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    EXPECT_TRUE(seen[i].busy) << "change " << i;
+    EXPECT_EQ(want[i].first, seen[i].version) << "change " << i;
+    EXPECT_EQ(want[i].second, seen[i].phase) << "change " << i;
+  }
+}
+
 }  // namespace
 }  // namespace allox::extender

@@ -17,10 +17,10 @@
 //   - every job is bound exactly once, and finishes;
 //   - no pod is left Pending at the end (every unused variant was deleted);
 //   - with gates, no pod waits for the 5-minute timeout;
-//   - completion-to-bind p50 < 1 s (simulated, which here is real reaction time).
-// Measured and printed, not yet asserted (see expect_every_job_once_and_prompt): p99 < 1 s, and
-// every pending pod the API server holds being a variant of a queued job in GET /v1/queue at
-// every quiet point.
+//   - every pending pod the API server holds is a variant of a queued job in GET /v1/queue at
+//     every quiet point;
+//   - completion-to-bind p50 < 1 s (simulated, which here is real reaction time), and with
+//     gates p99 < 1 s too (see expect_every_job_once_and_prompt for the nudge path's p99).
 // Once with the gate webhook registered (pods gated at creation, released by removing the gate)
 // and once without it (ungated pods, released by the nudge annotation patch).
 #include <gtest/gtest.h>
@@ -239,15 +239,11 @@ Outcome run_experiment(bool webhook) {
   return out;
 }
 
-// What holds today. Two targets of issue 10 are measured and printed but NOT asserted, because
-// they do not hold yet (docs/results.md, issue 10 section, says what is known of why):
-//   - completion-to-bind p99 < 1 s: p50 is tens of milliseconds on both paths, but with gates a
-//     few freed machines stay idle until a later event (p99 ~400 s simulated), and with nudges
-//     a pod kube-scheduler retried before alloxd saw the completion waits out its back-off
-//     (p99 ~10 s, kube-scheduler's podMaxBackoffSeconds);
-//   - every pending pod in /v1/queue at every quiet point: missed in 1 of 3 runs with gates.
-// p50 < 1 s is asserted.
-void expect_every_job_once_and_prompt(const Outcome& out, std::size_t jobs) {
+// What each path must show. `p99_met`: completion-to-bind p99 < 1 s is asserted; otherwise it
+// is measured and printed only (the nudge path: a pod kube-scheduler retried before alloxd saw
+// the completion waits out its back-off, up to podMaxBackoffSeconds = 10 s; docs/results.md,
+// issue 10 section).
+void expect_every_job_once_and_prompt(const Outcome& out, std::size_t jobs, bool p99_met) {
   ASSERT_EQ(jobs, out.summary.jobs.size());
   for (const emulator::ReplayedJob& job : out.summary.jobs) {
     auto binds = out.binds.find(job.id);
@@ -259,10 +255,9 @@ void expect_every_job_once_and_prompt(const Outcome& out, std::size_t jobs) {
   EXPECT_TRUE(out.pending_left.empty())
       << out.pending_left.size() << " pods left Pending, e.g. " << out.pending_left.front();
   EXPECT_GE(out.quiet_points, static_cast<int>(jobs / 2)) << "the clock seldom stood still to look";
-  if (!out.missing_from_queue.empty()) {
-    std::printf("NOT YET: %zu pending pods missing from /v1/queue at quiet points, e.g. %s\n",
-                out.missing_from_queue.size(), out.missing_from_queue.front().c_str());
-  }
+  EXPECT_TRUE(out.missing_from_queue.empty())
+      << out.missing_from_queue.size() << " pending pods missing from /v1/queue, e.g. "
+      << out.missing_from_queue.front();
   const auto& latency = out.summary.completion_to_bind;
   ASSERT_GE(latency.size(), jobs / 2) << "too few machines were reused to judge";
   const double p50 = emulator::quantile(latency, 0.5), p99 = emulator::quantile(latency, 0.99);
@@ -274,23 +269,28 @@ void expect_every_job_once_and_prompt(const Outcome& out, std::size_t jobs) {
       out.summary.wall_s, static_cast<unsigned long long>(out.summary.scheduler.timeouts),
       static_cast<unsigned long long>(out.summary.scheduler.unschedulable));
   EXPECT_LT(p50, 1.0) << "p99 " << p99;
-  if (p99 >= 1.0) std::printf("NOT YET: completion-to-bind p99 %.3f s >= 1 s\n", p99);
+  if (p99_met) {
+    EXPECT_LT(p99, 1.0) << "completion-to-bind p99 over " << latency.size() << " machines";
+  } else if (p99 >= 1.0) {
+    std::printf("NOT YET: completion-to-bind p99 %.3f s >= 1 s\n", p99);
+  }
 }
 
 TEST(EndToEndTest, FortyJobsThroughGatesRunOnceEachAndNoReleasedPodIsParked) {
   Outcome out = run_experiment(/*webhook=*/true);
-  expect_every_job_once_and_prompt(out, 40);
+  expect_every_job_once_and_prompt(out, 40, /*p99_met=*/true);
   // Every pod went through the webhook (two per job) and none failed.
   EXPECT_EQ(80, out.webhook_calls);
   EXPECT_EQ(0, out.webhook_failures);
-  // No released pod waits for the 5-minute timeout. (A few may still be parked briefly: a
-  // plan flip before the admission hold; not yet asserted, see docs/results.md.)
+  // A gated pod reaches kube-scheduler only once its job starts, and an admission holds its
+  // slot until it binds: no pod is ever parked, so none waits for the 5-minute timeout.
+  EXPECT_EQ(0u, out.summary.scheduler.unschedulable);
   EXPECT_EQ(0u, out.summary.scheduler.timeouts);
 }
 
 TEST(EndToEndTest, FortyJobsWithoutTheWebhookAreReleasedByNudges) {
   Outcome out = run_experiment(/*webhook=*/false);
-  expect_every_job_once_and_prompt(out, 40);
+  expect_every_job_once_and_prompt(out, 40, /*p99_met=*/false);
   EXPECT_EQ(0, out.webhook_calls);
   // Ungated pods are tried at once and parked while they wait (waiting ones come back with
   // each cluster event or the 5-minute timeout); the ones that ran were woken by nudges.
