@@ -5,13 +5,8 @@
 // recorded as intents first and reconciled at start-up), and no row may be an orphan.
 //
 // ALLOX_KILLS sets the number of kills (3 here; scripts/kill9.sh runs 100).
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <signal.h>
-#include <spawn.h>
 #include <sqlite3.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -26,10 +21,9 @@
 #include <set>
 #include <thread>
 
+#include "extender/emulator/alloxd_process.h"
 #include "tests/extender/api_pods.h"
 #include "tests/extender/test_support.h"
-
-extern char** environ;
 
 namespace allox::extender {
 namespace {
@@ -38,93 +32,6 @@ using nlohmann::json;
 using testing::make_pod;
 
 constexpr const char* kAdmin = "Bearer durable-token";
-
-// alloxd on a free port; its address is read from the line it logs once it listens.
-class Alloxd {
- public:
-  explicit Alloxd(const std::string& config) {
-    std::string binary = ALLOX_BINARY_DIR "/cli/alloxd";
-    std::vector<std::string> args = {binary, "--config", config, "--listen", "127.0.0.1:0"};
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    int fds[2];
-    if (pipe(fds) != 0) return;
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
-    posix_spawn_file_actions_addclose(&actions, fds[0]);
-    if (posix_spawn(&pid_, binary.c_str(), &actions, nullptr, argv.data(), environ) != 0) pid_ = -1;
-    posix_spawn_file_actions_destroy(&actions);
-    close(fds[1]);
-    // Reads stderr to its end (the kill closes it): the address line, then whatever follows.
-    log_reader_ = std::thread([this, fd = fds[0]] {
-      FILE* in = fdopen(fd, "r");
-      char line[4096];
-      while (std::fgets(line, sizeof line, in) != nullptr) {
-        std::string text = line;
-        std::lock_guard lock(mu_);
-        log_ += text;
-        auto at = text.find("listening on ");
-        if (url_.empty() && at != std::string::npos) {
-          url_ = text.substr(at + 13, text.find(' ', at + 13) - at - 13);
-          announced_.notify_all();
-        }
-        if (text.find("] ready ") != std::string::npos) {
-          ready_ = true;
-          announced_.notify_all();
-        }
-      }
-      std::fclose(in);
-      std::lock_guard lock(mu_);
-      ended_ = true;
-      announced_.notify_all();
-    });
-  }
-  ~Alloxd() {
-    kill();
-    if (log_reader_.joinable()) log_reader_.join();
-  }
-
-  // Waits for the address line and the line alloxd logs once it is ready (the inventory from
-  // the API server, bind intents reconciled, a first plan): events, not a poll of /readyz, which
-  // must then answer 200.
-  bool wait_ready() {
-    {
-      std::unique_lock lock(mu_);
-      if (!announced_.wait_for(lock, std::chrono::seconds(30),
-                               [&] { return (!url_.empty() && ready_) || ended_; }) ||
-          url_.empty() || !ready_) {
-        return false;
-      }
-    }
-    return testing::http_request(url_, "GET", "/readyz").status == 200;
-  }
-  void kill() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGKILL);
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    pid_ = -1;
-  }
-  std::string url() {
-    std::lock_guard lock(mu_);
-    return url_;
-  }
-  std::string log() {
-    std::lock_guard lock(mu_);
-    return log_;
-  }
-
- private:
-  pid_t pid_ = -1;
-  std::thread log_reader_;
-  std::mutex mu_;
-  std::condition_variable announced_;
-  std::string url_, log_;
-  bool ended_ = false;
-  bool ready_ = false;
-};
 
 // What alloxd acknowledged, over all its lives.
 struct Acknowledged {
@@ -331,10 +238,17 @@ TEST(DurabilityTest, RepeatedSigkillMidStreamLosesNothingAcknowledged) {
   std::mt19937 random(11);
   int lost = 0;
   for (int life = 0; life <= kills; ++life) {
-    Alloxd server(config);
-    ASSERT_TRUE(server.wait_ready()) << "life " << life << ": alloxd did not come back\n"
-                                     << server.log();
-    const std::string url = server.url();
+    // start() returns once alloxd logged its 'ready' line (the inventory from the API server,
+    // bind intents reconciled, a first plan): an event, after which /readyz must answer 200.
+    emulator::AlloxdLaunch launch;
+    launch.binary = ALLOX_BINARY_DIR "/cli/alloxd";
+    launch.config = config;
+    launch.database = database;
+    auto server = emulator::AlloxdProcess::start(launch);
+    ASSERT_TRUE(server.ok()) << "life " << life << ": alloxd did not come back\n"
+                             << server.message();
+    const std::string url = (*server)->url();
+    ASSERT_EQ(200, testing::http_request(url, "GET", "/readyz").status) << "life " << life;
     lost += check_acknowledged(url, acked, api, life);
     if (life == kills) break;
 
@@ -347,7 +261,7 @@ TEST(DurabilityTest, RepeatedSigkillMidStreamLosesNothingAcknowledged) {
       acked.changed.wait_for(lock, std::chrono::seconds(60),
                              [&] { return acked.changes >= target; });
     }
-    server.kill();
+    (*server)->kill();
     client.join();
   }
   EXPECT_EQ(0, lost);

@@ -3,8 +3,6 @@
 // never answers it still exits within 5 s. The 100-run version is
 // tests/extender/load/sigterm_load.sh.
 #include <gtest/gtest.h>
-#include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 
 #include <atomic>
@@ -13,10 +11,10 @@
 #include <mutex>
 #include <thread>
 
+#include "extender/emulator/alloxd_process.h"
 #include "extender/http_server.h"
+#include "tests/extender/changes.h"
 #include "tests/extender/test_support.h"
-
-extern char** environ;
 
 namespace allox::extender {
 namespace {
@@ -25,63 +23,31 @@ using Clock = std::chrono::steady_clock;
 using nlohmann::json;
 using testing::make_pod;
 
-// The alloxd binary on a free port, for one test.
-class AlloxdProcess {
- public:
-  AlloxdProcess(const std::string& config, int port)
-      : url_("http://127.0.0.1:" + std::to_string(port)) {
-    std::string binary = ALLOX_BINARY_DIR "/cli/alloxd";
-    std::vector<std::string> args = {binary, "--config", config, "--listen",
-                                     "127.0.0.1:" + std::to_string(port)};
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    if (posix_spawn(&pid_, binary.c_str(), nullptr, nullptr, argv.data(), environ) != 0) pid_ = -1;
-  }
-  ~AlloxdProcess() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-  }
-  AlloxdProcess(const AlloxdProcess&) = delete;
-  AlloxdProcess& operator=(const AlloxdProcess&) = delete;
+// The alloxd binary on a free port, for one test; start() returns once it logged 'ready'.
+std::unique_ptr<emulator::AlloxdProcess> start_alloxd(const testing::ScratchDir& dir,
+                                                      const std::string& config) {
+  emulator::AlloxdLaunch launch;
+  launch.binary = ALLOX_BINARY_DIR "/cli/alloxd";
+  launch.config = config;
+  launch.database = dir.file("state.db");
+  auto alloxd = emulator::AlloxdProcess::start(launch);
+  EXPECT_TRUE(alloxd.ok()) << alloxd.message();
+  return alloxd ? std::move(*alloxd) : nullptr;
+}
 
-  bool wait_ready() const {
-    for (int i = 0; i < 400; ++i) {
-      if (testing::http_request(url_, "GET", "/readyz").status == 200) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(25));
-    }
-    return false;
-  }
-  // Sends SIGTERM and waits up to `limit` for the exit; the wait status, or nullopt when it was
-  // still running at the limit.
-  std::optional<int> terminate(std::chrono::milliseconds limit, Clock::duration* took) {
-    auto begin = Clock::now();
-    ::kill(pid_, SIGTERM);
-    while (Clock::now() - begin < limit) {
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        *took = Clock::now() - begin;
-        return status;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    *took = Clock::now() - begin;
-    return std::nullopt;
-  }
-  const std::string& url() const { return url_; }
-
- private:
-  std::string url_;
-  pid_t pid_ = -1;
-};
+// SIGTERM and the wait for the exit (an event: the process's pidfd), timed.
+std::optional<int> terminate(emulator::AlloxdProcess& alloxd, std::chrono::milliseconds limit,
+                             Clock::duration* took) {
+  const auto begin = Clock::now();
+  auto status = alloxd.terminate(limit);
+  *took = Clock::now() - begin;
+  return status;
+}
 
 std::string write_config(const testing::ScratchDir& dir, const std::string& extra) {
   std::string path = dir.file("alloxd.yaml");
   std::ofstream out(path);
-  out << "database: " << dir.file("state.db") << "\npolicy: fifo\ntick: 0.2\n"
+  out << "policy: fifo\ntick: 0.2\n"
       << "admin_token: t\n"
       << extra;
   return path;
@@ -94,43 +60,39 @@ TEST(ShutdownTest, SigtermUnderLoadExitsCleanly) {
         write_config(dir,
                      "nodes:\n  - {name: n1, machines: {gpu: 8, cpu: 2}}\n  - {name: n2, machines: "
                      "{gpu: 8}}\n");
-    auto port = pick_free_port("127.0.0.1");
-    ASSERT_TRUE(port.ok());
-    AlloxdProcess alloxd(config, *port);
-    ASSERT_TRUE(alloxd.wait_ready());
+    auto alloxd = start_alloxd(dir, config);
+    ASSERT_TRUE(alloxd);
     std::atomic<bool> stop{false};
     std::atomic<int> answered{0};
+    testing::Changes answers;  // one event per answered filter
     std::vector<std::thread> clients;
     for (int c = 0; c < 4; ++c) {
       clients.emplace_back([&, c] {
         for (int i = 0; !stop; ++i) {
           std::string name = "p" + std::to_string(c) + "-" + std::to_string(i);
           auto filter = testing::http_request(
-              alloxd.url(), "POST", "/filter",
+              alloxd->url(), "POST", "/filter",
               testing::filter_body(make_pod("lab", name, i % 2 ? "cpu" : "nvidia.com/gpu"),
                                    {"n1", "n2"}));
           if (filter.status != 200) continue;
           ++answered;
+          answers.notify();
           auto admitted = json::parse(filter.body, nullptr, false);
           if (admitted.is_object() && admitted["NodeNames"].is_array() &&
               !admitted["NodeNames"].empty()) {
             testing::http_request(
-                alloxd.url(), "POST", "/bind",
+                alloxd->url(), "POST", "/bind",
                 json{{"PodName", name}, {"PodNamespace", "lab"}, {"Node", admitted["NodeNames"][0]}}
                     .dump());
           }
-          testing::http_request(alloxd.url(), "GET", "/v1/queue");
+          testing::http_request(alloxd->url(), "GET", "/v1/queue");
         }
       });
     }
-    auto give_up = Clock::now() + std::chrono::seconds(20);
-    while (answered < 20 + 10 * run && Clock::now() < give_up) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    EXPECT_GE(answered.load(), 20 + 10 * run)
+    EXPECT_TRUE(answers.until([&] { return answered >= 20 + 10 * run; }))
         << "run " << run << ": too few answers before SIGTERM";
     Clock::duration took{};
-    auto status = alloxd.terminate(std::chrono::seconds(10), &took);
+    auto status = terminate(*alloxd, std::chrono::seconds(10), &took);
     stop = true;
     for (std::thread& t : clients) t.join();
     ASSERT_TRUE(status.has_value()) << "run " << run << ": alloxd still running 10 s after SIGTERM";
@@ -203,21 +165,19 @@ TEST(ShutdownTest, SigtermDuringABindStuckOnTheApiServerExitsWithin5s) {
   ASSERT_FALSE(api.url().empty());
   testing::ScratchDir dir;
   std::string config = write_config(dir, "apiserver: {url: " + api.url() + ", token: x}\n");
-  auto port = pick_free_port("127.0.0.1");
-  ASSERT_TRUE(port.ok());
-  AlloxdProcess alloxd(config, *port);
-  ASSERT_TRUE(alloxd.wait_ready());
+  auto alloxd = start_alloxd(dir, config);
+  ASSERT_TRUE(alloxd);
   auto filter =
-      testing::http_request(alloxd.url(), "POST", "/filter",
+      testing::http_request(alloxd->url(), "POST", "/filter",
                             testing::filter_body(make_pod("lab", "p", "nvidia.com/gpu"), {"g"}));
   ASSERT_EQ(200, filter.status) << filter.body;
   std::thread bind([&] {
-    testing::http_request(alloxd.url(), "POST", "/bind",
+    testing::http_request(alloxd->url(), "POST", "/bind",
                           R"({"PodName":"p","PodNamespace":"lab","Node":"g"})");
   });
   ASSERT_TRUE(api.wait_for_binding(std::chrono::seconds(10)));
   Clock::duration took{};
-  auto status = alloxd.terminate(std::chrono::seconds(15), &took);
+  auto status = terminate(*alloxd, std::chrono::seconds(15), &took);
   bind.join();
   ASSERT_TRUE(status.has_value()) << "alloxd still running 15 s after SIGTERM";
   EXPECT_FALSE(WIFSIGNALED(*status)) << "killed by signal " << WTERMSIG(*status);
