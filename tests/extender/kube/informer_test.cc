@@ -7,8 +7,10 @@
 #include <algorithm>
 #include <condition_variable>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
+#include <utility>
 
 #include "core/log.h"
 #include "tests/extender/kube/scripted_server.h"
@@ -72,11 +74,13 @@ class Recorder final : public InformerHandler {
   std::vector<std::string> log_;
 };
 
-// An API server whose pod list is `items` at resourceVersion `list_rv`, and whose watches are
-// served from the channels in `watches`, in order.
+// An API server whose pod list is `items` at resourceVersion `list_rv` (then `next_items`, from
+// the second list on, when set), and whose watches are served from the channels in `watches`, in
+// order.
 struct Script {
   std::mutex mu;
   std::vector<json> items;
+  std::optional<std::vector<json>> next_items;
   std::string list_rv = "10";
   std::deque<ScriptedReply> watches;
   int list_status = 200;
@@ -85,11 +89,13 @@ struct Script {
     std::lock_guard lock(mu);
     if (r.target.find("watch=1") == std::string::npos) {
       if (list_status != 200) return {list_status, "{}", nullptr};
-      return {
+      ScriptedReply reply{
           200,
           json{{"kind", "PodList"}, {"metadata", {{"resourceVersion", list_rv}}}, {"items", items}}
               .dump(),
           nullptr};
+      if (next_items) items = *std::exchange(next_items, std::nullopt);
+      return reply;
     }
     if (watches.empty()) {  // nothing scripted: hold the watch open until the test ends
       return {200, "", std::make_shared<LineChannel>()};
@@ -230,16 +236,14 @@ TEST(InformerTest, GoneGarbageAndBrokenStreamsAreReListedNotTrusted) {
   for (const BadWatch& bad : cases) {
     Script script;
     script.items = {pod("old", "1")};
+    // What the API server holds by the re-list, however soon it comes (a 410 answer re-lists
+    // at once).
+    script.next_items = std::vector<json>{pod("new", "40")};
     script.watches.push_back(bad.reply());
     ScriptedApi api([&](const ScriptedRequest& r) { return script.handle(r); });
     Recorder recorder;
     Informer informer(api.client, fast_options(), recorder);
     informer.start();
-    recorder.wait_log(1);
-    {
-      std::lock_guard lock(script.mu);
-      script.items = {pod("new", "40")};  // what the API server holds by the re-list
-    }
     auto log = recorder.wait_log(2);
     ASSERT_GE(log.size(), 2u) << bad.name;
     EXPECT_EQ("replace 1", log[1]) << bad.name;
