@@ -878,9 +878,13 @@ struct KubeScheduler::Impl {
       const double due = queue.next_due(now);
       auto wake = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
       if (due < std::numeric_limits<double>::infinity()) wake = std::min(wake, clock.wall_at(due));
+      {
+        std::lock_guard lock(changes_mu);
+        waiting = true;
+        next_due = due;
+      }
+      if (options.on_idle) options.on_idle();  // without the lock: it may call idle()
       std::unique_lock lock(changes_mu);
-      waiting = true;
-      next_due = due;
       changes_cv.wait_until(lock, wake, [&] { return stopping || !changes.empty() || woken; });
       waiting = woken = false;
       if (stopping) return;

@@ -73,6 +73,9 @@ struct KubeSchedulerOptions {
   bool record_events = true;  // FailedScheduling / Scheduled events in the store
   std::uint64_t seed = 1;     // tie-breaking among equally scored nodes
   std::function<void(const SchedulerEvent&)> observer;
+  // Called on the scheduling thread each time it has done all it can and is about to wait (what
+  // idle() reports), so a test or a driver can wait on that moment instead of polling idle().
+  std::function<void()> on_idle;
 };
 
 class KubeScheduler {
