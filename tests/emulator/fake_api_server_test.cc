@@ -288,7 +288,9 @@ TEST_F(FakeApiServerTest, InjectedFailuresBrokenStreamsAndGarbage) {
 
   WatchReader garbage(api.url(), "/api/v1/pods?watch=1&resourceVersion=1", kToken);
   ASSERT_EQ(200, garbage.status());
-  while (api.open_watches() < 1) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  // The server opens the watch on its store before it sends the 200 header that status()
+  // waited for: the stream is there for the garbage.
+  ASSERT_EQ(1, api.open_watches());
   api.send_watch_garbage("{\"type\":\"ADDED\",\"object\":");
   auto line = garbage.next_line();
   ASSERT_TRUE(line);
@@ -296,7 +298,7 @@ TEST_F(FakeApiServerTest, InjectedFailuresBrokenStreamsAndGarbage) {
 
   WatchReader broken(api.url(), "/api/v1/nodes?watch=1", kToken);
   ASSERT_EQ(200, broken.status());
-  while (api.open_watches() < 2) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_EQ(2, api.open_watches());
   api.break_watches();
   EXPECT_FALSE(broken.next_line());
   EXPECT_TRUE(broken.ended());

@@ -10,10 +10,10 @@
 #include <gtest/gtest.h>
 
 #include <mutex>
-#include <thread>
 
 #include "extender/emulator/fake_api_server.h"
 #include "extender/http_server.h"
+#include "tests/extender/changes.h"
 
 namespace allox::emulator {
 namespace {
@@ -33,7 +33,9 @@ class ScriptedExtender {
   };
   using Decide = std::function<std::optional<json>(const std::string& verb, const json& body)>;
 
-  ScriptedExtender(ApiObjects& objects, const SimClock& clock) : objects_(objects), clock_(clock) {
+  // `on_call` runs after each call is recorded (an event for tests to wait on).
+  ScriptedExtender(ApiObjects& objects, const SimClock& clock, std::function<void()> on_call)
+      : objects_(objects), clock_(clock), on_call_(std::move(on_call)) {
     auto port = extender::pick_free_port("127.0.0.1");
     url_ = "http://127.0.0.1:" + std::to_string(*port);
     listener_ = std::make_unique<web::http::experimental::listener::http_listener>(url_);
@@ -46,6 +48,7 @@ class ScriptedExtender {
         calls_.push_back({verb, body, clock_.now()});
         decide = decide_;
       }
+      on_call_();
       std::optional<json> answer = decide ? decide(verb, body) : std::nullopt;
       request.reply(200, (answer ? *answer : standard(verb, body)).dump(), "application/json");
     });
@@ -95,6 +98,7 @@ class ScriptedExtender {
  private:
   ApiObjects& objects_;
   const SimClock& clock_;
+  std::function<void()> on_call_;
   std::string url_;
   std::unique_ptr<web::http::experimental::listener::http_listener> listener_;
   mutable std::mutex mu_;
@@ -123,11 +127,23 @@ json cpu_pod(const std::string& name) {
              json::array({{{"name", "main"}, {"resources", {{"requests", {{"cpu", "32"}}}}}}})}}}};
 }
 
-class KubeSchedulerTest : public ::testing::Test {
+// The cluster a test schedules on, with a free-running clock (kSpeedup times the wall clock) or a
+// stepped one that only a test moves (for timings that must not depend on the machine's load).
+class SchedulerFixture : public ::testing::Test {
  protected:
-  SimClock clock{kSpeedup};
+  explicit SchedulerFixture(bool stepped)
+      : owned_clock(stepped ? std::make_unique<SimClock>(SimClock::Stepped{})
+                            : std::make_unique<SimClock>(kSpeedup)) {
+    changes.watch(objects);
+  }
+
+  std::unique_ptr<SimClock> owned_clock;
+  SimClock& clock = *owned_clock;
   ApiObjects objects{[this] { return clock.now(); }};
-  ScriptedExtender extender{objects, clock};
+  // Every event a test may wait on: a stored object changed, the extender was called, the
+  // scheduler reported something or went idle (after updating stats and queue sizes).
+  extender::testing::Changes changes;
+  ScriptedExtender extender{objects, clock, changes.notifier()};
   std::mutex events_mu;
   std::vector<SchedulerEvent> events;
   // Declared after what its thread writes to, so it is stopped and destroyed first (ASan saw
@@ -157,9 +173,13 @@ class KubeSchedulerTest : public ::testing::Test {
     KubeSchedulerOptions options;
     options.config = std::move(config);
     options.observer = [this](const SchedulerEvent& e) {
-      std::lock_guard lock(events_mu);
-      events.push_back(e);
+      {
+        std::lock_guard lock(events_mu);
+        events.push_back(e);
+      }
+      changes.notify();
     };
+    options.on_idle = changes.notifier();
     scheduler = std::make_unique<KubeScheduler>(objects, clock, options);
     scheduler->start();
   }
@@ -181,15 +201,31 @@ class KubeSchedulerTest : public ::testing::Test {
     json pod = get(name);
     return pod.is_null() ? "" : pod["spec"].value("nodeName", "");
   }
-  // Polls (the emulator runs on its own thread) until pred holds or `wall` passes.
+  // Waits until pred holds, re-checked after each event (the emulator runs on its own thread);
+  // false if it still does not hold after `wall`.
   bool eventually(const std::function<bool()>& pred,
                   std::chrono::milliseconds wall = std::chrono::seconds(10)) {
-    const auto deadline = std::chrono::steady_clock::now() + wall;
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (pred()) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    return changes.until(pred, wall);
+  }
+  // Stepped clock: lets simulated time pass as replay's driver does. Each time the scheduler has
+  // done all it can (idle), the clock jumps to its next timer (a back-off ending, the 30 s
+  // flush), until `done` holds; false once the next timer lies beyond `limit` simulated seconds.
+  bool step_until(const std::function<bool()>& done, double limit) {
+    const double give_up = clock.now() + limit;
+    while (true) {
+      if (!eventually([&] { return done() || scheduler->idle(); })) return false;
+      if (done()) return true;
+      const double due = scheduler->next_due();
+      if (due > give_up) return false;
+      clock.advance_to(due);
     }
-    return pred();
+  }
+  // Stepped clock: `seconds` of simulated time pass with no event the test makes.
+  void let_pass(double seconds) {
+    const double until = clock.now() + seconds;
+    step_until([&] { return scheduler->next_due() > until; }, seconds);
+    clock.advance_to(until);
+    ASSERT_TRUE(eventually([&] { return scheduler->idle(); }));
   }
   void succeed(const std::string& name) {
     ASSERT_FALSE(failed(objects.patch(pods_resource(), "lab", name, PatchType::kMerge,
@@ -201,6 +237,16 @@ class KubeSchedulerTest : public ::testing::Test {
       return e.kind == kind && e.message.find(message_part) != std::string::npos;
     }));
   }
+};
+
+class KubeSchedulerTest : public SchedulerFixture {
+ protected:
+  KubeSchedulerTest() : SchedulerFixture(/*stepped=*/false) {}
+};
+
+class SteppedSchedulerTest : public SchedulerFixture {
+ protected:
+  SteppedSchedulerTest() : SchedulerFixture(/*stepped=*/true) {}
 };
 
 json reject_all(const json& body, const std::string& reason) {
@@ -255,7 +301,7 @@ TEST_F(KubeSchedulerTest, PrioritizeIsSkippedWhenOneNodeIsLeft) {
   EXPECT_EQ(2u, prioritized.front().body["NodeNames"].size());
 }
 
-TEST_F(KubeSchedulerTest, ARejectedPodIsParkedUntilItsOwnUpdate) {
+TEST_F(SteppedSchedulerTest, ARejectedPodIsParkedUntilItsOwnUpdate) {
   add_node("node-a", "2");
   std::atomic<bool> admit{false};
   extender.set([&](const std::string& verb, const json& body) -> std::optional<json> {
@@ -264,23 +310,26 @@ TEST_F(KubeSchedulerTest, ARejectedPodIsParkedUntilItsOwnUpdate) {
   });
   start();
   create(gpu_pod("g"));
-  ASSERT_TRUE(eventually([&] { return extender.calls("filter").size() == 1; }));
-  ASSERT_TRUE(eventually([&] { return count(SchedulerEvent::Kind::kUnschedulable) == 1; }));
+  ASSERT_TRUE(eventually(
+      [&] { return count(SchedulerEvent::Kind::kUnschedulable) == 1 && scheduler->idle(); }));
+  EXPECT_EQ(1u, extender.calls("filter").size());
   admit = true;
-  // Parked: no retry for 100 simulated seconds (kube-scheduler does not poll extenders).
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // Parked: no retry in 100 simulated seconds, through three 30 s flushes (kube-scheduler does
+  // not poll extenders).
+  let_pass(100);
   EXPECT_EQ(1u, extender.calls("filter").size());
   EXPECT_EQ("", node_of("g"));
-  // A status-only change is not an update of the pod.
+  // A status-only change is not an update of the pod: once the scheduler has looked at it,
+  // still no retry.
   ASSERT_FALSE(failed(objects.patch(pods_resource(), "lab", "g", PatchType::kMerge,
                                     R"({"status":{"message":"x"}})", true)));
-  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  ASSERT_TRUE(eventually([&] { return scheduler->idle(); }));
   EXPECT_EQ(1u, extender.calls("filter").size());
   const double nudged_at = clock.now();
   ASSERT_FALSE(
       failed(objects.patch(pods_resource(), "lab", "g", PatchType::kMerge,
                            R"({"metadata":{"annotations":{"allox.io/nudge":"1"}}})", false)));
-  ASSERT_TRUE(eventually([&] { return node_of("g") == "node-a"; }));
+  ASSERT_TRUE(step_until([&] { return node_of("g") == "node-a"; }, 600));
   // Released by the update itself after its 1 s back-off, not by the 5-minute timeout.
   EXPECT_LT(extender.calls("filter").back().at - nudged_at, 30.0);
   auto events_v1 = objects.objects(events_v1_resource());
@@ -290,7 +339,7 @@ TEST_F(KubeSchedulerTest, ARejectedPodIsParkedUntilItsOwnUpdate) {
   }));
 }
 
-TEST_F(KubeSchedulerTest, ARejectedPodWithNoEventWaitsForTheFiveMinuteTimeout) {
+TEST_F(SteppedSchedulerTest, ARejectedPodWithNoEventWaitsForTheFiveMinuteTimeout) {
   add_node("node-a", "2");
   std::atomic<int> filters{0};
   extender.set([&](const std::string& verb, const json& body) -> std::optional<json> {
@@ -299,18 +348,18 @@ TEST_F(KubeSchedulerTest, ARejectedPodWithNoEventWaitsForTheFiveMinuteTimeout) {
   });
   start();
   create(gpu_pod("g"));
-  ASSERT_TRUE(eventually([&] { return node_of("g") == "node-a"; }));
+  ASSERT_TRUE(step_until([&] { return node_of("g") == "node-a"; }, 1000));
   auto calls = extender.calls("filter");
   ASSERT_EQ(2u, calls.size());
   const double waited = calls[1].at - calls[0].at;
   EXPECT_GE(waited, 300.0);
-  // Flushed every 30 s, plus slack: the test clock runs fast, so a loaded machine's wall-clock
-  // delays are magnified (362 s seen under a parallel ctest); still far below a second timeout.
-  EXPECT_LE(waited, 300.0 + 30.0 + 90.0);
+  // Taken out by the first 30 s flush past the timeout (plus the milliseconds the stepped clock
+  // runs at wall speed while the scheduler works).
+  EXPECT_LE(waited, 300.0 + 30.0 + 1.0);
   EXPECT_EQ(1u, scheduler->stats().timeouts);
 }
 
-TEST_F(KubeSchedulerTest, AFinishedPodReleasesParkedPodsThatTheExtenderRejected) {
+TEST_F(SteppedSchedulerTest, AFinishedPodReleasesParkedPodsThatTheExtenderRejected) {
   add_node("node-a", "2");
   std::atomic<bool> admit{false};
   extender.set([&](const std::string& verb, const json& body) -> std::optional<json> {
@@ -322,11 +371,12 @@ TEST_F(KubeSchedulerTest, AFinishedPodReleasesParkedPodsThatTheExtenderRejected)
   create(gpu_pod("r"));
   ASSERT_TRUE(eventually([&] { return node_of("r") == "node-a"; }));
   create(gpu_pod("w"));
-  ASSERT_TRUE(eventually([&] { return count(SchedulerEvent::Kind::kUnschedulable) == 1; }));
+  ASSERT_TRUE(eventually(
+      [&] { return count(SchedulerEvent::Kind::kUnschedulable) == 1 && scheduler->idle(); }));
   admit = true;
   const double finished_at = clock.now();
   succeed("r");
-  ASSERT_TRUE(eventually([&] { return node_of("w") == "node-a"; }));
+  ASSERT_TRUE(step_until([&] { return node_of("w") == "node-a"; }, 600));
   EXPECT_LT(extender.calls("filter").back().at - finished_at, 30.0);
   EXPECT_EQ(1, count(SchedulerEvent::Kind::kMoved, "AssignedPodDelete"));
 }
@@ -335,7 +385,10 @@ TEST_F(KubeSchedulerTest, GatedPodsWaitForTheGateToBeRemoved) {
   add_node("node-a", "2");
   start();
   create(gpu_pod("g", 0, /*gated=*/true));
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // Once the scheduler has taken the pod in and has nothing left to do, the pod is gated and
+  // the extender was never asked.
+  ASSERT_TRUE(
+      eventually([&] { return scheduler->idle() && get("g")["status"].contains("conditions"); }));
   EXPECT_EQ(0u, extender.calls("filter").size());
   EXPECT_EQ("SchedulingGated", get("g")["status"]["conditions"][0]["reason"]);
   EXPECT_EQ(1u, scheduler->queue_sizes().gated);
@@ -374,8 +427,9 @@ TEST_F(KubeSchedulerTest, ExtendersApplyToEveryProfile) {
   create(gpu_pod("other", 0, false, "someone-elses-scheduler"));
   ASSERT_TRUE(eventually([&] { return node_of("d") == "node-a"; }));
   EXPECT_EQ("d", extender.calls("filter").front().body["Pod"]["metadata"]["name"]);
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  EXPECT_EQ("", node_of("other"));  // not ours to schedule
+  // Once the scheduler has looked at every change (both pods), the other pod is not ours.
+  ASSERT_TRUE(eventually([&] { return scheduler->idle(); }));
+  EXPECT_EQ("", node_of("other"));
 }
 
 TEST_F(KubeSchedulerTest, PreemptionNominatesANodeAndTheRetryFiltersOnlyThatNode) {

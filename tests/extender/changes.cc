@@ -3,12 +3,16 @@
 namespace allox::extender::testing {
 
 Changes::~Changes() {
-  if (api_ != nullptr) api_->objects().unsubscribe(subscription_);
+  if (objects_ != nullptr) objects_->unsubscribe(subscription_);
 }
 
 void Changes::watch(emulator::FakeApiServer& api) {
-  api_ = &api;
-  subscription_ = api.objects().subscribe([this](const emulator::Change&) { notify(); });
+  watch(api.objects());
+}
+
+void Changes::watch(emulator::ApiObjects& objects) {
+  objects_ = &objects;
+  subscription_ = objects.subscribe([this](const emulator::Change&) { notify(); });
 }
 
 std::function<void()> Changes::notifier() {

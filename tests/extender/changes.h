@@ -28,6 +28,8 @@ class Changes {
 
   // Subscribes to the API server's object store; `api` must outlive this object.
   void watch(emulator::FakeApiServer& api);
+  // The same for a bare store (the emulator's tests); `objects` must outlive this object.
+  void watch(emulator::ApiObjects& objects);
   // A callback that counts as an event (ServiceOptions::on_change); valid while this lives.
   std::function<void()> notifier();
   void notify();
@@ -41,7 +43,7 @@ class Changes {
   std::mutex mu_;
   std::condition_variable cv_;
   std::uint64_t events_ = 0;
-  emulator::FakeApiServer* api_ = nullptr;
+  emulator::ApiObjects* objects_ = nullptr;
   int subscription_ = 0;
 };
 

@@ -4,12 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <thread>
 
 #include "extender/http_server.h"
 #include "extender/routes.h"
 #include "extender/service.h"
 #include "tests/extender/api_pods.h"
+#include "tests/extender/changes.h"
 #include "tests/extender/test_support.h"
 
 namespace allox::extender {
@@ -26,19 +26,26 @@ struct FakeClock {
   }
 };
 
+// With an API server (config.apiserver), `changes` must be given and outlive the service: it
+// hears the service's events, and start_service waits on them until the service is ready (the
+// nodes and pods listed, bind intents settled).
 std::unique_ptr<ExtenderService> start_service(const ExtenderConfig& config,
                                                std::unique_ptr<SchedulingPolicy> policy,
-                                               std::unique_ptr<ClusterApi> api, FakeClock* clock) {
+                                               std::unique_ptr<ClusterApi> api, FakeClock* clock,
+                                               testing::Changes* changes = nullptr) {
   ServiceOptions options;
   options.first_plan_wait = std::chrono::seconds(20);  // loaded CI machines solve slowly
   if (clock != nullptr) options.clock = clock->fn();
+  if (changes != nullptr) options.on_change = changes->notifier();
   auto service = ExtenderService::create(config, std::move(policy), std::move(api), options);
   EXPECT_TRUE(service.ok()) << service.message();
   if (!service) return nullptr;
   (*service)->start();
-  // With an API server, ready once the nodes and pods are listed (and bind intents settled).
-  for (int i = 0; i < 1000 && config.apiserver && !(*service)->ready(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  if (config.apiserver) {
+    EXPECT_NE(nullptr, changes) << "an API server needs the changes to wait on";
+    if (changes != nullptr) {
+      EXPECT_TRUE(changes->until([&] { return (*service)->ready(); }));
+    }
   }
   (*service)->solve_now();
   return std::move(*service);
@@ -66,7 +73,9 @@ TEST(TenancyTest, AJobAnnotationNamingAnotherNamespaceStaysInThePodsOwn) {
   testing::ScratchDir dir;
   auto config = testing::make_config({}, dir.file("state.db"));
   config.apiserver = ApiServerConfig{api.url(), "t", "", std::nullopt};
-  auto service = start_service(config, policy_named("fifo"), nullptr, nullptr);
+  testing::Changes changes;
+  changes.watch(api);
+  auto service = start_service(config, policy_named("fifo"), nullptr, nullptr, &changes);
   ASSERT_TRUE(service->ready());
   std::map<std::string, std::string> train = {
       {"allox.io/job", "train"}, {"allox.io/time.gpu", "10"}, {"allox.io/time.cpu", "100"}};
@@ -108,12 +117,8 @@ TEST(TenancyTest, AJobAnnotationNamingAnotherNamespaceStaysInThePodsOwn) {
   ASSERT_EQ("", service->bind({"train", "team-a", team_a_gpu["metadata"]["uid"], "node-1"}).error)
       << "team-a's own pod was refused";
   // The unused variant goes, in the background, and only in team-a.
-  bool deleted = false;
-  for (int i = 0; i < 1000 && !deleted; ++i) {
-    deleted = !testing::pod_exists(api, "team-a", "train-cpu");
-    if (!deleted) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  EXPECT_TRUE(deleted) << "the unused variant stays";
+  EXPECT_TRUE(changes.until([&] { return !testing::pod_exists(api, "team-a", "train-cpu"); }))
+      << "the unused variant stays";
   EXPECT_TRUE(testing::pod_exists(api, "team-b", "intruder"));
 }
 
@@ -332,7 +337,9 @@ TEST(IsolationTest, BindIntentsAreReconciledFromSpecNodeNameAtStartUp) {
        {"kind", "Binding"},
        {"metadata", {{"name", "landed"}, {"namespace", "lab"}, {"uid", landed_uid}}},
        {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", "node-1"}}}})));
-  auto service = start_service(config, policy_named("fifo"), nullptr, nullptr);
+  testing::Changes changes;
+  changes.watch(api);
+  auto service = start_service(config, policy_named("fifo"), nullptr, nullptr, &changes);
   ASSERT_TRUE(service->ready());
   auto landed = service->job("lab/landed");
   EXPECT_EQ(JobPhase::kRunning, landed->record.phase);
