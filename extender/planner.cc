@@ -196,6 +196,7 @@ void Planner::set_inventory(const std::vector<NodeInventory>& nodes) {
   {
     std::unique_lock lock(book_mu_);
     book_.set_inventory(nodes);
+    freed_version_.store(book_.version(), std::memory_order_release);
   }
   wake();
 }
@@ -301,6 +302,7 @@ Status Planner::complete(const std::string& job_id) {
     });
     completion_to_bind_.freed(node, device, finish, waiting);
     admitted_.erase(job_id);
+    freed_version_.store(book_.version(), std::memory_order_release);
   }
   wake();
   return OkStatus();

@@ -141,6 +141,10 @@ class Planner {
   // Every user's share as sampled at each solve since `from` (the status page's chart).
   std::vector<ShareSample> shares_since(double from) const { return share_history_.since(from); }
 
+  // The book version of the latest change that freed capacity (a completion, a new inventory):
+  // a plan older than that may still keep a job waiting that can start now (verbs.h).
+  std::uint64_t freed_version() const { return freed_version_.load(std::memory_order_acquire); }
+
   // Wakes the planner thread and waits until it has published a plan of the current book.
   void solve_now();
   // True while a change waits for a plan, or a plan is being made or handed to its listener.
@@ -187,6 +191,7 @@ class Planner {
   bool stopping_ = false;
   std::thread thread_;
   std::atomic<bool> ready_{false};
+  std::atomic<std::uint64_t> freed_version_{0};  // written under book_mu_
   std::function<void()> plan_listener_;
   std::atomic<bool> intents_seen_{true};  // false while restored bind intents await a first look
   std::chrono::steady_clock::time_point next_history_prune_{};

@@ -66,8 +66,10 @@ Expected<std::unique_ptr<ExtenderService>> ExtenderService::create(
       if (on_change) on_change();
     });
   }
-  s.verbs_ = std::make_unique<ExtenderVerbs>(*s.planner_, s.binder_.get(), s.metrics_,
-                                             VerbOptions{options.first_plan_wait});
+  VerbOptions verbs;
+  verbs.first_plan_wait = options.first_plan_wait;
+  verbs.watch_wait = cluster ? options.watch_wait : std::chrono::milliseconds(0);  // no watch
+  s.verbs_ = std::make_unique<ExtenderVerbs>(*s.planner_, s.binder_.get(), s.metrics_, verbs);
   return service;
 }
 

@@ -43,6 +43,10 @@ struct ServiceOptions {
   // How long a filter for a job the plan has not seen waits for the next round; kube-scheduler's
   // extender httpTimeout (30 s by default) bounds it from above.
   std::chrono::milliseconds first_plan_wait{1000};
+  // How long a filter waits for the watch when kube-scheduler has seen a freed machine before
+  // alloxd did (VerbOptions::watch_wait); 0: never. Only with an API server: without one there is
+  // no watch to wait for.
+  std::chrono::milliseconds watch_wait{500};
   ControllerOptions controller;
   // Called after each published plan and each change the watch brought in (on the planner's or
   // an informer's thread; must be quick and must not call back into the service's writers).

@@ -11,6 +11,42 @@ std::string whole_seconds(double seconds) {
   return std::to_string(static_cast<long long>(std::llround(std::max(0.0, seconds)))) + "s";
 }
 
+// Whether a "queued" answer for `variant` from `plan` may only mean that alloxd is behind the
+// cluster, and what would settle it.
+struct Behind {
+  std::uint64_t version = 0;      // a plan of this book version settles it; 0: not behind
+  std::vector<std::string> busy;  // offered nodes of the variant's device the book shows full
+};
+
+Behind behind(const JobBook& book, const Plan& plan, const JobVariant& variant,
+              const std::vector<std::string>& offered, std::uint64_t freed_version) {
+  Behind out;
+  const BookJob* job = book.job(variant.job_id);
+  if (job == nullptr || job->record.phase != JobPhase::kQueued || job->intent ||
+      !job->parked.empty() ||
+      !job->variants.count(variant.pod.namespace_name + "/" + variant.pod.name)) {
+    return out;  // the answer does not depend on the plan's age
+  }
+  if (auto start = plan.starts.find(variant.job_id); start != plan.starts.end()) {
+    if (start->second.device != variant.device) return out;  // another variant of it starts
+    for (const std::string& node : offered) {
+      if (book.capacity(node, variant.device).free > 0) return out;  // it starts here now
+    }
+  }
+  for (const std::string& node : offered) {
+    NodeCapacity capacity = book.capacity(node, variant.device);
+    if (capacity.total > 0 && capacity.free == 0) out.busy.push_back(node);
+  }
+  // kube-scheduler's own resource filter passed these nodes: it has seen a machine freed there
+  // that the watch has not brought in yet. Any later book, planned, is worth a look.
+  if (!out.busy.empty()) {
+    out.version = book.version() + 1;
+  } else if (plan.version < freed_version) {
+    out.version = freed_version;  // a machine was freed after this plan was made
+  }
+  return out;
+}
+
 }  // namespace
 
 ExtenderVerbs::ExtenderVerbs(Planner& planner, ClusterApi* api, Metrics& metrics,
@@ -59,6 +95,7 @@ FilterResult ExtenderVerbs::filter(const ExtenderArgs& args) {
     plan = planner_.wait_for_plan(*needed,
                                   std::chrono::steady_clock::now() + options_.first_plan_wait);
   }
+  plan = wait_for_watch(*variant, args, std::move(plan));
   const double now = planner_.now();
 
   planner_.read([&](const JobBook& book) {
@@ -151,6 +188,44 @@ FilterResult ExtenderVerbs::filter(const ExtenderArgs& args) {
     }
   });
   return result;
+}
+
+std::shared_ptr<const Plan> ExtenderVerbs::wait_for_watch(const JobVariant& variant,
+                                                          const ExtenderArgs& args,
+                                                          std::shared_ptr<const Plan> plan) {
+  if (options_.watch_wait.count() <= 0) return plan;
+  using Clock = std::chrono::steady_clock;
+  std::vector<std::string> offered;
+  for (const auto& node : args.candidates()) offered.emplace_back(node);
+  auto slot_key = [&](const std::string& node) { return node + "/" + variant.device; };
+  // Offered nodes a recent wait found busy to the end are left out (vain_wait_cooldown).
+  {
+    std::lock_guard lock(vain_mu_);
+    const auto now = Clock::now();
+    std::erase_if(vain_until_, [&](const auto& entry) { return entry.second <= now; });
+    std::erase_if(offered,
+                  [&](const std::string& node) { return vain_until_.count(slot_key(node)); });
+  }
+  const auto deadline = Clock::now() + options_.watch_wait;
+  bool waited = false;
+  while (true) {
+    Behind lag = planner_.read([&](const JobBook& book) {
+      // freed_version() is an atomic written under the book's lock: read with the book it fits.
+      return behind(book, *plan, variant, offered, planner_.freed_version());
+    });
+    if (lag.version == 0) return plan;
+    if (Clock::now() >= deadline) {
+      if (!waited) return plan;
+      std::lock_guard lock(vain_mu_);
+      for (const std::string& node : lag.busy) {
+        vain_until_[slot_key(node)] = Clock::now() + options_.vain_wait_cooldown;
+      }
+      return plan;
+    }
+    if (!waited && options_.on_watch_wait) options_.on_watch_wait();
+    waited = true;
+    plan = planner_.wait_for_plan(lag.version, deadline);
+  }
 }
 
 std::vector<HostPriority> ExtenderVerbs::prioritize(const ExtenderArgs& args) {

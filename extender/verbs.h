@@ -3,10 +3,15 @@
 // latest plan and the book, and answer kube-scheduler in its terms.
 //
 //   - filter: a pod seen for the first time is registered (persisted) as a variant of its job;
-//     only a pod whose job the plan has not seen yet waits (at most `first_plan_wait`) for the
-//     next round. A job that starts now gets its planned node, for the planned device's variant
-//     (any offered node with a free machine of that device if the planned one is not offered
-//     or is full); every other node goes to FailedNodes with a reason a person can act on
+//     a pod whose job the plan has not seen yet waits (at most `first_plan_wait`) for the next
+//     round. A pod whose job waits also waits (at most `watch_wait`) when alloxd is behind the
+//     cluster: kube-scheduler offers a node whose machine of the pod's device the book still
+//     shows busy (kube-scheduler saw a completion before alloxd's watch did), or the plan is
+//     older than the latest freed machine; the answer then comes from the plan that includes it.
+//     Refusing instead parks the pod in kube-scheduler's back-off (up to 10 s) just before the
+//     plan would start it. A job that starts now gets its planned node, for the planned device's
+//     variant (any offered node with a free machine of that device if the planned one is not
+//     offered or is full); every other node goes to FailedNodes with a reason a person can act on
 //     ("queued: position 3 of 12, est. start in 540s"), or FailedAndUnresolvableNodes when the
 //     node can never run this variant (no such device there, the job already runs elsewhere,
 //     was removed, or is parked because the policy cannot take it).
@@ -22,7 +27,11 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
 #include <mutex>
+#include <string>
 
 #include "extender/cluster_api.h"
 #include "extender/metrics.h"
@@ -35,6 +44,15 @@ struct VerbOptions {
   // How long a filter for a job the plan has not seen waits for the next round; kube-scheduler's
   // extender httpTimeout (30 s by default) bounds it from above.
   std::chrono::milliseconds first_plan_wait{1000};
+  // How long a filter waits for the watch to catch up (above); 0: never. It holds up
+  // kube-scheduler's scheduling cycle, so it stays well below a second.
+  std::chrono::milliseconds watch_wait{500};
+  // An offered node the book still showed busy when a whole watch_wait ended is not waited for
+  // again for this long: a node alloxd counts differently from kube-scheduler must not slow
+  // every filter down.
+  std::chrono::milliseconds vain_wait_cooldown{30000};
+  // Runs on the request's thread just before a filter starts waiting for the watch (tests).
+  std::function<void()> on_watch_wait;
 };
 
 class ExtenderVerbs {
@@ -50,11 +68,18 @@ class ExtenderVerbs {
  private:
   // Whether the pod is for allox's scheduler (config.scheduler_name; every pod when unset).
   bool ours(const nlohmann::json& pod) const;
+  // `plan`, or a newer one once the watch caught up with what kube-scheduler's offer shows
+  // (at most watch_wait); see the class comment.
+  std::shared_ptr<const Plan> wait_for_watch(const JobVariant& variant, const ExtenderArgs& args,
+                                             std::shared_ptr<const Plan> plan);
   Planner& planner_;
   ClusterApi* api_;
   Metrics& metrics_;
   VerbOptions options_;
   std::mutex bind_mu_;  // one bind at a time: check, call the API server, record
+  std::mutex vain_mu_;
+  // "node/device" -> until when a wait for it is not worth it (see vain_wait_cooldown)
+  std::map<std::string, std::chrono::steady_clock::time_point> vain_until_;
 };
 
 }  // namespace allox::extender

@@ -25,6 +25,7 @@
 // and once without it (ungated pods, released by the nudge annotation patch).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <map>
 #include <mutex>
@@ -240,9 +241,11 @@ Outcome run_experiment(bool webhook) {
 }
 
 // What each path must show. `p99_met`: completion-to-bind p99 < 1 s is asserted; otherwise it
-// is measured and printed only (the nudge path: a pod kube-scheduler retried before alloxd saw
-// the completion waits out its back-off, up to podMaxBackoffSeconds = 10 s; docs/results.md,
-// issue 10 section).
+// is measured and printed only. The nudge path cannot promise it: when a machine frees up while
+// the pod alloxd starts is still backing off from an earlier try (every parked pod is retried
+// on each completion, so two completions close together do it), kube-scheduler moves the
+// nudged pod to backoffQ, not activeQ, and it waits out up to podMaxBackoffSeconds = 10 s
+// (docs/results.md, issue 10 section). Gates have no back-off: a gated pod is never tried.
 void expect_every_job_once_and_prompt(const Outcome& out, std::size_t jobs, bool p99_met) {
   ASSERT_EQ(jobs, out.summary.jobs.size());
   for (const emulator::ReplayedJob& job : out.summary.jobs) {
@@ -261,12 +264,14 @@ void expect_every_job_once_and_prompt(const Outcome& out, std::size_t jobs, bool
   const auto& latency = out.summary.completion_to_bind;
   ASSERT_GE(latency.size(), jobs / 2) << "too few machines were reused to judge";
   const double p50 = emulator::quantile(latency, 0.5), p99 = emulator::quantile(latency, 0.99);
+  const auto slow = std::count_if(latency.begin(), latency.end(), [](double s) { return s >= 1; });
   std::printf(
-      "completion to bind over %zu reused machines: p50 %.3f s, p99 %.3f s (simulated = "
-      "real while reacting); %d quiet points, %d jumps over %.0f simulated s in %.1f s "
-      "wall; %llu timeouts, %llu parked\n",
-      latency.size(), p50, p99, out.quiet_points, out.summary.jumps, out.summary.simulated_s,
-      out.summary.wall_s, static_cast<unsigned long long>(out.summary.scheduler.timeouts),
+      "completion to bind over %zu reused machines: p50 %.3f s, p90 %.3f s, p99 %.3f s, %d of "
+      "them >= 1 s (simulated = real while reacting); %d quiet points, %d jumps over %.0f "
+      "simulated s in %.1f s wall; %llu timeouts, %llu parked\n",
+      latency.size(), p50, emulator::quantile(latency, 0.9), p99, static_cast<int>(slow),
+      out.quiet_points, out.summary.jumps, out.summary.simulated_s, out.summary.wall_s,
+      static_cast<unsigned long long>(out.summary.scheduler.timeouts),
       static_cast<unsigned long long>(out.summary.scheduler.unschedulable));
   EXPECT_LT(p50, 1.0) << "p99 " << p99;
   if (p99_met) {
