@@ -84,9 +84,9 @@ Expected<FairnessReport> make_report(const ReportInput& input) {
       double jct = *j.finish - j.arrival;
       jct_sum[j.user] += jct;
       all_jct += jct;
-      double slice =
-          std::min(1.0, u.weight / total_weight * static_cast<double>(input.machines.at(j.device)));
-      double isolated = j.run_time.value_or(*j.finish - *j.start) / slice;
+      double isolated =
+          isolated_seconds(j.run_time.value_or(*j.finish - *j.start), u.weight / total_weight,
+                           static_cast<double>(input.machines.at(j.device)));
       if (isolated > 0) {
         double rho = jct / isolated;
         if (!u.worst_rho || rho > *u.worst_rho) {

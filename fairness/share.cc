@@ -1,5 +1,7 @@
 #include "fairness/share.h"
 
+#include <algorithm>
+
 #include "fairness/cluster_view.h"
 
 namespace allox {
@@ -22,6 +24,10 @@ std::map<std::string, double> current_shares(const ClusterState& state) {
   }
   for (auto& [user, share] : shares) share /= weight_of(state, user);
   return shares;
+}
+
+double isolated_seconds(double seconds, double weight_share, double machines) {
+  return seconds / std::min(1.0, weight_share * machines);
 }
 
 }  // namespace allox

@@ -27,4 +27,10 @@ double running_job_share(const Job& job, const DeviceType& running_on,
 // jobs only).
 std::map<std::string, double> current_shares(const ClusterState& state);
 
+// Finish-time fairness' denominator, for the simulator's summary and the fairness report: a job
+// of `seconds` alone on its user's slice of the cluster, `weight_share` (w_u / sum of weights)
+// of the `machines` machines of its device type, at most one of them:
+// seconds / min(1, weight_share x machines).
+double isolated_seconds(double seconds, double weight_share, double machines);
+
 }  // namespace allox

@@ -6,6 +6,7 @@
 #include <map>
 #include <vector>
 
+#include "fairness/share.h"
 #include "fairness/usage_window.h"
 
 namespace allox {
@@ -63,7 +64,7 @@ SimSummary summarize(const SimResult& result, const Trace& trace, const Cluster&
     for (const auto& [device, time] : tj.true_time) {
       auto n = machines.find(device);
       if (n == machines.end()) continue;
-      isolated = std::min(isolated, time / std::min(1.0, slice * n->second));
+      isolated = std::min(isolated, isolated_seconds(time, slice, n->second));
     }
     isolated_sum[u] += isolated;
   }
