@@ -4,6 +4,7 @@
 // renders with `kubectl kustomize` (scripts/install-deps.sh installs kubectl; without it the
 // test fails rather than skips).
 #include <gtest/gtest.h>
+#include <stdlib.h>
 #include <yaml-cpp/yaml.h>
 
 #include <array>
@@ -31,11 +32,34 @@ const std::set<std::string> kExtenderFields = {
     "weight",      "bindVerb",         "enableHTTPS",      "tlsConfig",
     "httpTimeout", "nodeCacheCapable", "managedResources", "ignorable"};
 
+// A fresh directory for this call's stand-in secrets, removed afterwards. (A fixed path was
+// shared by the Manifests tests ctest runs side by side, and by every checkout on the machine:
+// one test truncating a stand-in while another read it made the loader see an empty token.)
+class StandInDir {
+ public:
+  StandInDir() {
+    std::string pattern = (fs::temp_directory_path() / "allox-manifests-XXXXXX").string();
+    if (::mkdtemp(pattern.data()) != nullptr) path_ = pattern;
+  }
+  ~StandInDir() {
+    std::error_code ignored;
+    if (!path_.empty()) fs::remove_all(path_, ignored);
+  }
+  StandInDir(const StandInDir&) = delete;
+  StandInDir& operator=(const StandInDir&) = delete;
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
 // The shipped alloxd config, with the secret files it names (admin token, service-account
 // token and CA, mounted in the pod) replaced by stand-ins, so the loader checks everything else.
+// The loader reads the files while parsing, so they may go once it returns.
 Expected<extender::ExtenderConfig> shipped_alloxd_config() {
-  const fs::path secrets = fs::temp_directory_path() / "allox-manifests-test";
-  fs::create_directories(secrets);
+  StandInDir dir;
+  if (dir.path().empty()) return Error{"cannot create a directory for the stand-in secrets"};
+  const fs::path& secrets = dir.path();
   std::ifstream in(kManifests / "alloxd.yaml");
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   for (const char* file :
@@ -119,7 +143,8 @@ TEST(Manifests, GateWebhookReachesAlloxdsWebhookListener) {
   EXPECT_EQ("Ignore", hook["failurePolicy"].as<std::string>());
   EXPECT_EQ("None", hook["sideEffects"].as<std::string>());
   EXPECT_EQ("v1", hook["admissionReviewVersions"][0].as<std::string>());
-  EXPECT_EQ("enabled", hook["namespaceSelector"]["matchLabels"]["allox.io/queue"].as<std::string>());
+  EXPECT_EQ("enabled",
+            hook["namespaceSelector"]["matchLabels"]["allox.io/queue"].as<std::string>());
   EXPECT_EQ("CREATE", hook["rules"][0]["operations"][0].as<std::string>());
   EXPECT_EQ("pods", hook["rules"][0]["resources"][0].as<std::string>());
   const YAML::Node target = hook["clientConfig"]["service"];
@@ -136,7 +161,8 @@ TEST(Manifests, GateWebhookReachesAlloxdsWebhookListener) {
   const YAML::Node alloxd = deployment["spec"]["template"]["spec"]["containers"][1];
   int container_port = 0;
   for (const auto& port : alloxd["ports"]) {
-    if (port["name"].as<std::string>() == port_name) container_port = port["containerPort"].as<int>();
+    if (port["name"].as<std::string>() == port_name)
+      container_port = port["containerPort"].as<int>();
   }
   auto config = shipped_alloxd_config();
   ASSERT_TRUE(config.ok()) << config.message();
