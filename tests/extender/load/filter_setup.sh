@@ -5,6 +5,8 @@
 #   start_loaded_alloxd <build-dir> <policy> <work-dir>
 # Sets alloxd_pid, alloxd_url; writes <work-dir>/body.json and <work-dir>/filter.lua (wrk script
 # that POSTs it and prints p50/p99/max). Needs curl, python3.
+source "$(dirname "${BASH_SOURCE[0]}")/alloxd_ready.sh"
+
 start_loaded_alloxd() {
   local build=$1 policy=$2 work=$3
   local port
@@ -21,7 +23,7 @@ start_loaded_alloxd() {
   } > "$work/alloxd.yaml"
   "$build/cli/alloxd" --config "$work/alloxd.yaml" 2> "$work/alloxd.log" &
   alloxd_pid=$!
-  for _ in $(seq 100); do curl -sf "$alloxd_url/readyz" > /dev/null && break; sleep 0.1; done
+  wait_alloxd_ready "$work/alloxd.log" "$alloxd_pid"
 
   local nodes
   nodes=$(for i in $(seq 1 100); do printf '"node-%d",' "$i"; done)

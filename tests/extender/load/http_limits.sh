@@ -8,6 +8,7 @@ set -euo pipefail
 build=${1:-build}
 stalled=${2:-10000}
 here=$(cd "$(dirname "$0")" && pwd)
+source "$here/alloxd_ready.sh"
 work=$(mktemp -d)
 pid=
 trap '[[ -n $pid ]] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT
@@ -29,7 +30,7 @@ nodes:
 YAML
 "$build/cli/alloxd" --config "$work/alloxd.yaml" 2> "$work/alloxd.log" &
 pid=$!
-for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/readyz" > /dev/null && break; sleep 0.1; done
+wait_alloxd_ready "$work/alloxd.log" "$pid"
 echo "alloxd pid $pid, verbs port $port, reports port $reports, ulimit -n $(ulimit -n)" >&2
 status=0
 timeout 300 python3 "$here/http_limits.py" "$pid" "$port" "$reports" "$stalled" || status=$?
