@@ -318,6 +318,17 @@ class Replay {
     if (options_.max_simulated_s > 0) due = std::min(due, start_ + options_.max_simulated_s + 1);
     if (due == std::numeric_limits<double>::infinity()) return false;
     if (options_.on_quiet) options_.on_quiet(elapsed());
+    if (options_.starts_planned_on) {
+      for (auto& [machine, freed] : freed_) {
+        // Binds take the oldest completion first; the newest beyond the planned starts go.
+        const auto planned = static_cast<std::size_t>(
+            std::max(0, options_.starts_planned_on(machine.first, machine.second)));
+        while (freed.size() > planned) {
+          freed.pop_back();
+          ++summary_.left_idle;
+        }
+      }
+    }
     const double skipped = clock_.advance_to(due);
     if (skipped > 0) {
       ++summary_.jumps;

@@ -81,6 +81,13 @@ struct ReplayOptions {
   // Called at each such quiet point, just before the jump, on the replay's thread (tests
   // compare what alloxd shows with the store there). `simulated`: seconds since the start.
   std::function<void(double simulated)> on_quiet;
+  // Stepped clocks only, asked at each quiet point after on_quiet: how many jobs the system under
+  // test has decided to start on (node, device) and not bound yet. A machine freed while jobs
+  // waited that is still idle at a quiet point beyond that count was left idle by the policy's
+  // choice (AlloX may keep a slow machine free for a job better off waiting for a fast one): no
+  // reaction is under way, so it leaves completion_to_bind and counts in left_idle. Unset: every
+  // freed machine counts until it is reused.
+  std::function<int(const std::string& node, const DeviceType& device)> starts_planned_on;
 };
 
 struct ReplayedJob {
@@ -94,8 +101,9 @@ struct ReplaySummary {
   std::vector<ReplayedJob> jobs;  // in input order
   SchedulerStats scheduler;
   std::vector<double> completion_to_bind;  // simulated seconds, one per reused machine
-  std::vector<std::string> ran_twice;      // job ids bound more than once
-  std::vector<std::string> left_pending;   // pods still unbound at the end (namespace/name)
+  int left_idle = 0;  // freed machines the policy chose to leave idle (starts_planned_on)
+  std::vector<std::string> ran_twice;     // job ids bound more than once
+  std::vector<std::string> left_pending;  // pods still unbound at the end (namespace/name)
   double simulated_s = 0, wall_s = 0;
   int jumps = 0;         // stepped clocks: how often the clock jumped
   double skipped_s = 0;  // stepped clocks: simulated seconds skipped by the jumps

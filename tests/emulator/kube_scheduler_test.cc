@@ -12,6 +12,7 @@
 #include <mutex>
 
 #include "extender/emulator/fake_api_server.h"
+#include "extender/emulator/replay.h"
 #include "extender/http_server.h"
 #include "tests/extender/changes.h"
 
@@ -486,6 +487,61 @@ TEST(SchedulerConfigTest, ReadsTheShippedConfiguration) {
       "kind: KubeSchedulerConfiguration\nextenders:\n- filterVerb: f\n", "x.yaml");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ("x.yaml: extenders[0].urlPrefix: required", bad.message());
+}
+
+// replay_jobs on a stepped clock: a freed machine the system under test leaves idle on purpose
+// (ReplayOptions::starts_planned_on says it starts nothing there) is not a completion-to-bind
+// sample, it counts in left_idle; without that hook the idle time counts as latency.
+TEST(ReplayTest, AMachineThePolicyLeavesIdleIsNotACompletionToBindSample) {
+  for (const bool hook : {false, true}) {
+    SCOPED_TRACE(hook ? "with starts_planned_on" : "without");
+    SimClock clock{SimClock::Stepped{}};
+    ApiObjects objects{[&] { return clock.now(); }};
+    ScriptedExtender extender{objects, clock, [] {}};
+    const double start = clock.now();
+    auto holding_b = [&] { return clock.now() - start < 100; };
+    // One GPU; the extender keeps job b waiting for the first 100 simulated seconds.
+    extender.set([&](const std::string& verb, const json& body) -> std::optional<json> {
+      const std::string pod = body["Pod"]["metadata"].value("name", "");
+      if (verb == "filter" && pod == "b-gpu" && holding_b()) return reject_all(body, "queued");
+      return std::nullopt;
+    });
+    ASSERT_FALSE(failed(objects.create(
+        nodes_resource(), "",
+        {{"metadata", {{"name", "g1"}}},
+         {"status",
+          {{"allocatable",
+            {{"cpu", "8"}, {"memory", "64Gi"}, {"nvidia.com/gpu", "1"}, {"pods", "110"}}}}}})));
+    ReplayOptions options;
+    options.scheduler.scheduler_names = {"allox-scheduler"};
+    options.scheduler.percentage_of_nodes_to_score = 100;
+    ExtenderStanza stanza;
+    stanza.url_prefix = extender.url();
+    stanza.filter_verb = "filter";
+    stanza.node_cache_capable = true;
+    options.scheduler.extenders = {stanza};
+    options.resource_of = {{"gpu", "nvidia.com/gpu"}};
+    options.record_events = false;
+    if (hook) {
+      options.starts_planned_on = [&](const std::string&, const DeviceType&) {
+        return holding_b() ? 0 : 1;
+      };
+    }
+    const std::vector<ReplayJob> jobs = {{"a", "u", 0, {{"gpu", 10}}, {{"gpu", 10}}},
+                                         {"b", "u", 0, {{"gpu", 10}}, {{"gpu", 10}}}};
+    auto summary = replay_jobs(objects, clock, jobs, options);
+    ASSERT_TRUE(summary.ok()) << summary.message();
+    ASSERT_EQ(2u, summary->jobs.size());
+    EXPECT_GT(summary->jobs[1].start, 100);  // b ran, after its hold
+    if (hook) {
+      EXPECT_TRUE(summary->completion_to_bind.empty());
+      EXPECT_EQ(1, summary->left_idle);
+    } else {
+      ASSERT_EQ(1u, summary->completion_to_bind.size());
+      EXPECT_GT(summary->completion_to_bind[0], 80);  // a's GPU idle until b's hold ended
+      EXPECT_EQ(0, summary->left_idle);
+    }
+  }
 }
 
 }  // namespace
