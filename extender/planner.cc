@@ -256,10 +256,12 @@ Expected<Planner::Started> Planner::record_start(const JobVariant& variant, cons
   Started started;
   {
     std::unique_lock lock(book_mu_);
-    // Idempotent: the watch may report the binding (ClusterFeed) before /bind records it.
+    // Idempotent: the watch may report the binding (ClusterFeed) before /bind records it, and
+    // a short job may even have finished by then: this very run is not a second start.
     if (const BookJob* job = book_.job(variant.job_id);
-        job != nullptr && job->record.phase == JobPhase::kRunning && job->record.node == node &&
-        job->record.pod_namespace == variant.pod.namespace_name &&
+        job != nullptr &&
+        (job->record.phase == JobPhase::kRunning || job->record.phase == JobPhase::kDone) &&
+        job->record.node == node && job->record.pod_namespace == variant.pod.namespace_name &&
         job->record.pod_name == variant.pod.name) {
       started.record = job->record;
       return started;

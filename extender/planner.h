@@ -93,8 +93,8 @@ class Planner {
   Status drop_bind_intent(std::int64_t job_row);
   // Records that `variant` was bound to `node` (on `preferred_slot` when it is free there).
   // unused_variants holds only pods in variant's namespace: a job never spans tenants. Idempotent:
-  // a start already recorded for this pod on this node (the watch saw the binding first) is
-  // returned.
+  // a start already recorded for this pod on this node (the watch saw the binding first, and
+  // perhaps the pod's end too) is returned.
   Expected<Started> record_start(const JobVariant& variant, const std::string& node,
                                  int preferred_slot);
   // The job finished (its pod succeeded, failed or vanished, or an operator said so).

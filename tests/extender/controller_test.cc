@@ -256,6 +256,34 @@ TEST(ClusterFeedTest, OtherSchedulersPodsAndDeletionsAreHandled) {
   EXPECT_FALSE(f.planner->read([](const JobBook& book) { return book.has_node("g1"); }));
 }
 
+// /bind asks the API server to bind, then records the start. A short job can be bound, run and
+// finish on the watch in between: recording this same run again is not a refusal (kube-scheduler
+// would count a bind failure for a pod that ran), and it is not a second start either.
+TEST(ClusterFeedTest, BindRecordedAfterTheWatchSawThePodBoundAndFinished) {
+  Fixture f;
+  f.feed->node_handler().on_replace({node("g1", "1", "0")});
+  json pod = variant("a-gpu", "a", "nvidia.com/gpu", false);
+  f.feed->pod_handler().on_replace({pod});
+  const JobVariant chosen = f.planner->read(
+      [](const JobBook& book) { return book.job("lab/a")->variants.at("lab/a-gpu"); });
+  pod["spec"]["nodeName"] = "g1";
+  f.feed->pod_handler().on_upsert(pod);
+  pod["status"]["phase"] = "Succeeded";
+  f.feed->pod_handler().on_upsert(pod);
+  ASSERT_EQ(JobPhase::kDone,
+            f.planner->read([](const JobBook& book) { return book.job("lab/a")->record.phase; }));
+
+  auto started = f.planner->record_start(chosen, "g1", -1);
+  ASSERT_TRUE(started.ok()) << started.message();
+  EXPECT_EQ(JobPhase::kDone, started->record.phase);
+  EXPECT_TRUE(started->unused_variants.empty());
+  // Still done, and the GPU it used is free again: nothing was started twice.
+  EXPECT_EQ(1,
+            f.planner->read([](const JobBook& book) { return book.capacity("g1", "gpu").free; }));
+  // The same pod on another node is a different claim and is still refused.
+  EXPECT_FALSE(f.planner->record_start(chosen, "g2", -1).ok());
+}
+
 // A discrete-event driver calls alloxd quiet only when it has seen every pod and is not busy.
 // The feed shows a pod (pods()) before the planner has heard of it, so the feed itself must
 // count as busy until the planner has the change and the controller was told (on_change):
