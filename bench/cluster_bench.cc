@@ -102,14 +102,15 @@ Expected<std::vector<emulator::ReplayJob>> workload(const ClusterBenchOptions& o
   return jobs;
 }
 
-Status write_alloxd_config(const std::string& path) {
+Status write_alloxd_config(const std::string& path, bool batch_rounds) {
   std::ofstream out(path);
   out << "# written by allox bench cluster\n"
          "listen: 127.0.0.1:0\n"
          "database: alloxd.db\n"
          "policy: allox\n"
          "alpha: 0.5\n"
-         "tick: 2\n"
+      << "batch_rounds: " << (batch_rounds ? "true" : "false") << "\n"
+      << "tick: 2\n"
          "default_job_seconds: 3600\n"
          "admin_token: bench-cluster\n"
          "scheduler_name: allox-scheduler\n"
@@ -164,7 +165,8 @@ Expected<ClusterBenchResult> run_cluster_bench(const ClusterBenchOptions& option
   std::error_code ec;
   std::filesystem::create_directories(options.state_dir, ec);
   const std::string base_config = options.state_dir + "/base.yaml";
-  if (Status written = write_alloxd_config(base_config); !written) return written.error();
+  if (Status written = write_alloxd_config(base_config, options.batch_rounds); !written)
+    return written.error();
   emulator::AlloxdLaunch launch;
   launch.binary = options.alloxd_binary;
   launch.config = base_config;

@@ -43,6 +43,9 @@ struct ClusterBenchOptions {
   std::size_t users = 8;
   double max_wall_s = 300;
   std::uint64_t seed = 1;
+  // alloxd's batch_rounds (extender/config.h): every job a round's plan puts first on an idle
+  // machine starts at once, instead of the paper's one start per matcher solve.
+  bool batch_rounds = false;
   std::string alloxd_binary;  // required
   std::string scheduler_config = "manifests/scheduler-config.yaml";
   std::string throughputs = "data/gavel/simulation_throughputs.json";

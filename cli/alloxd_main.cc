@@ -136,6 +136,7 @@ int run(const Flags& flags) {
   PolicyOptions options;
   options.alpha = config->alpha;
   options.starvation_bound = config->starvation_bound;
+  options.batch_rounds = config->batch_rounds;
   auto policy = make_policy(config->policy, options);
   if (!policy) {
     log_error("policy: " + policy.message());

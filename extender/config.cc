@@ -254,6 +254,7 @@ void read_root(FieldReader& reader, const YAML::Node& root, ExtenderConfig& conf
                          "policy",
                          "alpha",
                          "starvation_bound",
+                         "batch_rounds",
                          "tick",
                          "default_job_seconds",
                          "fairness_window",
@@ -290,6 +291,14 @@ void read_root(FieldReader& reader, const YAML::Node& root, ExtenderConfig& conf
   }
   config.starvation_bound = reader.positive(root, "starvation_bound", "", "seconds", false)
                                 .value_or(config.starvation_bound);
+  if (auto batch = reader.text(root, "batch_rounds", "", false)) {
+    if (*batch == "true" || *batch == "false") {
+      config.batch_rounds = *batch == "true";
+    } else {
+      reader.fail(root["batch_rounds"], "",
+                  "batch_rounds must be true or false, got " + describe(root["batch_rounds"]));
+    }
+  }
   config.tick = reader.positive(root, "tick", "", "seconds", false).value_or(config.tick);
   config.default_job_seconds = reader.positive(root, "default_job_seconds", "", "seconds", false)
                                    .value_or(config.default_job_seconds);

@@ -6,6 +6,8 @@
 //   policy: allox                   # any fairness/policy.h name
 //   alpha: 0.5                      # AlloX fairness knob, (0, 1]
 //   starvation_bound: 3600          # seconds
+//   batch_rounds: false             # allox: start every job a round's plan puts first on an
+//                                   # idle machine, not one per matcher solve (the paper's)
 //   tick: 5                         # seconds between scheduling rounds at the latest
 //   default_job_seconds: 3600       # estimate for a variant with no hint and no profile
 //   fairness_window: 3600           # seconds behind /v1/fairness's windowed share, at most
@@ -112,6 +114,9 @@ struct ExtenderConfig {
   std::string policy = "allox";
   double alpha = 0.5;
   double starvation_bound = 3600;
+  // allox: PolicyOptions::batch_rounds. Off is the paper's one start per matcher solve, which
+  // costs one solve per start: thousands per round when thousands of machines are idle.
+  bool batch_rounds = false;
   double tick = 5;
   double default_job_seconds = 3600;
   double fairness_window = 3600;  // seconds: the windowed share of GET /v1/fairness

@@ -38,6 +38,7 @@ TEST(ConfigTest, DefaultsWhenKeysAreAbsent) {
     EXPECT_EQ("127.0.0.1", config->listen_host);
     EXPECT_EQ(8888, config->listen_port);
     EXPECT_DOUBLE_EQ(0.5, config->alpha);
+    EXPECT_FALSE(config->batch_rounds);  // the paper's one start per solve
     EXPECT_EQ(std::size_t{1} << 20, config->max_body_bytes);
     EXPECT_TRUE(config->admin_token.empty());
     EXPECT_FALSE(config->reports_listen.has_value());
@@ -51,6 +52,7 @@ database: /tmp/x.db
 policy: fifo
 alpha: 0.25
 starvation_bound: 60
+batch_rounds: true
 tick: 0.5
 default_job_seconds: 100
 fairness_window: 600
@@ -73,6 +75,7 @@ apiserver: {url: "https://k8s.local/", token: abc, ca_file: /ca.crt}
   EXPECT_EQ("fifo", config->policy);
   EXPECT_DOUBLE_EQ(0.25, config->alpha);
   EXPECT_DOUBLE_EQ(60, config->starvation_bound);
+  EXPECT_TRUE(config->batch_rounds);
   EXPECT_DOUBLE_EQ(0.5, config->tick);
   EXPECT_DOUBLE_EQ(100, config->default_job_seconds);
   EXPECT_DOUBLE_EQ(600, config->fairness_window);
@@ -107,7 +110,8 @@ TEST(ConfigTest, BadConfigsNameTheKey) {
   const Case cases[] = {
       {"lisen: 1.2.3.4:5",
        R"(t.yaml:1: unknown key "lisen" (expected one of: listen, reports_listen, database, )"
-       R"(policy, alpha, starvation_bound, tick, default_job_seconds, fairness_window, )"
+       R"(policy, alpha, starvation_bound, batch_rounds, tick, default_job_seconds, )"
+       R"(fairness_window, )"
        R"(max_body_bytes, http_threads, admin_token, admin_token_file, devices, cpu, nodes, )"
        R"(tenancy, retention, log, apiserver, scheduler_name, webhook))"},
       {"nodes: [{name: a, machines: {gpu: 1}, gpus: 2}]",
@@ -124,6 +128,7 @@ TEST(ConfigTest, BadConfigsNameTheKey) {
       {"alpha: 0", "t.yaml:1: alpha must be a number in (0, 1], got 0"},
       {"alpha: 1.5", "t.yaml:1: alpha must be a number in (0, 1], got 1.5"},
       {"alpha: lots", R"(t.yaml:1: alpha must be a number in (0, 1], got "lots")"},
+      {"batch_rounds: yes", R"(t.yaml:1: batch_rounds must be true or false, got "yes")"},
       {"tick: -1", "t.yaml:1: tick must be a positive number of seconds, got -1"},
       {"starvation_bound: [1]",
        "t.yaml:1: starvation_bound must be a positive number of seconds, got a list"},
@@ -161,7 +166,8 @@ TEST(ConfigTest, BadConfigsNameTheKey) {
        "file"},
       {"[1, 2]",
        "t.yaml:1: expected a mapping with keys listen, reports_listen, database, policy, alpha, "
-       "starvation_bound, tick, default_job_seconds, fairness_window, max_body_bytes, "
+       "starvation_bound, batch_rounds, tick, default_job_seconds, fairness_window, "
+       "max_body_bytes, "
        "http_threads, admin_token, admin_token_file, devices, cpu, nodes, tenancy, retention, "
        "log, apiserver, scheduler_name, webhook, got a list"},
       {"log: {level: loud}",
