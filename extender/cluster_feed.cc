@@ -189,17 +189,18 @@ class ClusterFeed::PodHandler final : public kube::InformerHandler {
     Standing now = standing(pod);
     if (pod.phase == "Succeeded" || pod.phase == "Failed") {
       if (now == Standing::kRunsAsThisPod) {
-        log_unless_ok(planner_.complete(variant.job_id), "could not record a completion", variant);
+        log_unless_ok(planner_.complete(variant.job_id, Durability::kWritten),
+                      "could not record a completion", variant);
       }
       return;
     }
     if (!pod.node_name.empty()) {
       // Bound (by our /bind, or before a restart): the job runs there.
       if (now == Standing::kUnknown || now == Standing::kWaiting) {
-        auto registered = planner_.register_variant(variant);
+        auto registered = planner_.register_variant(variant, Durability::kWritten);
         log_unless_ok(registered, "could not record a bound pod", variant);
         if (registered) {
-          log_unless_ok(planner_.record_start(variant, pod.node_name, -1),
+          log_unless_ok(planner_.record_start(variant, pod.node_name, -1, Durability::kWritten),
                         "could not record a start", variant);
         }
       }
@@ -208,7 +209,8 @@ class ClusterFeed::PodHandler final : public kube::InformerHandler {
     // Waiting for a decision: a variant of its job. A late variant of a job that already runs
     // or ran stays out of the book; the controller deletes it.
     if (now == Standing::kUnknown || now == Standing::kWaiting) {
-      log_unless_ok(planner_.register_variant(variant), "could not record a pod", variant);
+      log_unless_ok(planner_.register_variant(variant, Durability::kWritten),
+                    "could not record a pod", variant);
     }
   }
 
@@ -220,8 +222,8 @@ class ClusterFeed::PodHandler final : public kube::InformerHandler {
     if (!pod.variant) return;
     Standing now = standing(pod);
     if (now == Standing::kRunsAsThisPod) {
-      log_unless_ok(planner_.complete(pod.variant->job_id), "could not record a completion",
-                    *pod.variant);
+      log_unless_ok(planner_.complete(pod.variant->job_id, Durability::kWritten),
+                    "could not record a completion", *pod.variant);
     } else if (now == Standing::kWaiting) {
       log_unless_ok(planner_.remove_variant(pod.variant->pod), "could not forget a deleted pod",
                     *pod.variant);

@@ -201,7 +201,8 @@ void Planner::set_inventory(const std::vector<NodeInventory>& nodes) {
   wake();
 }
 
-Expected<std::uint64_t> Planner::register_variant(const JobVariant& variant) {
+Expected<std::uint64_t> Planner::register_variant(const JobVariant& variant,
+                                                  Durability durability) {
   auto not_admitted = [&] {
     auto it = admitted_.find(variant.job_id);
     return it != admitted_.end() && it->second.pod_key != pod_key(variant.pod);
@@ -224,14 +225,16 @@ Expected<std::uint64_t> Planner::register_variant(const JobVariant& variant) {
       record.user = variant.user;
       record.arrival = now();
       // The run's row and its first variant in one transaction: no job without its pod.
-      auto row = store_->record_arrival(record, variant);
+      auto row = store_->record_arrival(record, variant, durability);
       if (!row) return row.error();
       record.row = *row;
       book_.add_run(record, variant);
       break;
     }
     case JobBook::Change::kVariant:
-      if (auto s = store_->record_variant(book_.job(variant.job_id)->record.row, variant); !s) {
+      if (auto s =
+              store_->record_variant(book_.job(variant.job_id)->record.row, variant, durability);
+          !s) {
         return s.error();
       }
       book_.add_variant(variant);
@@ -252,7 +255,7 @@ Status Planner::drop_bind_intent(std::int64_t job_row) {
 }
 
 Expected<Planner::Started> Planner::record_start(const JobVariant& variant, const std::string& node,
-                                                 int preferred_slot) {
+                                                 int preferred_slot, Durability durability) {
   Started started;
   {
     std::unique_lock lock(book_mu_);
@@ -269,7 +272,7 @@ Expected<Planner::Started> Planner::record_start(const JobVariant& variant, cons
     const double started_at = now();
     auto record = book_.start(variant.job_id, variant, node, preferred_slot, started_at);
     if (!record) return record.error();
-    if (auto s = store_->record_start(*record); !s) return s.error();
+    if (auto s = store_->record_start(*record, durability); !s) return s.error();
     if (auto waited = completion_to_bind_.bound(node, variant.device, started_at)) {
       metrics_.record_completion_to_bind(*waited);
     }
@@ -286,7 +289,7 @@ Expected<Planner::Started> Planner::record_start(const JobVariant& variant, cons
   return started;
 }
 
-Status Planner::complete(const std::string& job_id) {
+Status Planner::complete(const std::string& job_id, Durability durability) {
   {
     std::unique_lock lock(book_mu_);
     const BookJob* job = book_.job(job_id);
@@ -297,7 +300,7 @@ Status Planner::complete(const std::string& job_id) {
     double finish = now();
     const std::string node = job->record.node;
     const DeviceType device = job->record.device;
-    if (auto s = store_->record_finish(job->record.row, finish); !s) return s;
+    if (auto s = store_->record_finish(job->record.row, finish, durability); !s) return s;
     if (auto r = book_.finish(job_id, finish); !r) return r.error();
     const bool waiting = std::any_of(book_.jobs().begin(), book_.jobs().end(), [](const auto& j) {
       return j.second.record.phase == JobPhase::kQueued;
@@ -317,7 +320,7 @@ Status Planner::remove_variant(const PodIdentity& pod) {
     if (job == nullptr) return OkStatus();
     if (job->record.phase != JobPhase::kQueued) return OkStatus();  // a run keeps its pods
     const std::string job_id = job->record.id;
-    if (auto s = store_->forget_variant(pod, job->record.row); !s) return s;
+    if (auto s = store_->forget_variant(pod, job->record.row, Durability::kWritten); !s) return s;
     book_.remove_variant(pod.namespace_name, pod.name);
     if (book_.job(job_id) == nullptr) admitted_.erase(job_id);
   }
@@ -378,7 +381,9 @@ Status Planner::admit(const std::string& job_id, const std::string& pod_key,
       if (key != pod_key) others.push_back(variant.pod);
     }
     for (const PodIdentity& pod : others) {
-      if (auto s = store_->forget_variant(pod, job->record.row); !s) return s;
+      if (auto s = store_->forget_variant(pod, job->record.row, Durability::kWritten); !s) {
+        return s;
+      }
       book_.remove_variant(pod.namespace_name, pod.name);
     }
     admitted_[job_id] = {pod_key, start, now()};

@@ -79,11 +79,14 @@ class Planner {
   double now() const { return options_.clock(); }
   const ExtenderConfig& config() const { return config_; }
 
-  // Changes. Each is durable before it returns and wakes the planner thread.
+  // Changes. Each is durable before it returns and wakes the planner thread. `durability`
+  // (store.h): kWritten for what the API server also holds (the watch's pods, a start whose
+  // bind intent is on disk), which then costs no fsync of its own.
   void set_inventory(const std::vector<NodeInventory>& nodes);
   // Registers a pod as a variant of its job (persisted when new or changed). Returns the book
   // version a plan must reach to include it (0 when nothing changed).
-  Expected<std::uint64_t> register_variant(const JobVariant& variant);
+  Expected<std::uint64_t> register_variant(const JobVariant& variant,
+                                           Durability durability = Durability::kSynced);
   struct Started {
     JobRecord record;
     std::vector<PodIdentity> unused_variants;  // the job's other variants, which never run
@@ -96,9 +99,9 @@ class Planner {
   // a start already recorded for this pod on this node (the watch saw the binding first, and
   // perhaps the pod's end too) is returned.
   Expected<Started> record_start(const JobVariant& variant, const std::string& node,
-                                 int preferred_slot);
+                                 int preferred_slot, Durability durability = Durability::kSynced);
   // The job finished (its pod succeeded, failed or vanished, or an operator said so).
-  Status complete(const std::string& job_id);
+  Status complete(const std::string& job_id, Durability durability = Durability::kSynced);
   // An admin removes a queued job for good; its pods are refused from then on.
   Status remove(const std::string& job_id);
   // Settles bind intents from pods as the API server shows them: a pod with spec.nodeName was
@@ -108,7 +111,8 @@ class Planner {
   void reconcile_binds(const std::vector<PodPlacement>& pods, bool complete);
   Status add_profile(const ProfileReport& report);
   // The pod is no longer a variant of its job (it was deleted); a waiting job left without
-  // variants leaves the queue. The pod a job runs as is never removed.
+  // variants leaves the queue. The pod a job runs as is never removed. Written, not synced: the
+  // API server is where the deletion lives (a re-list after a power cut shows it again).
   Status remove_variant(const PodIdentity& pod);
   // The plan starts `job_id` as the variant `pod_key` ("namespace/name") at `start`, and the
   // controller releases that pod: its other variants leave the book and the store, so no later
@@ -116,7 +120,8 @@ class Planner {
   // plans keep starting the job on that slot (held for it, as if it ran) until it binds or for
   // `admission_hold` seconds. A released pod is never turned away by a plan that changed its
   // mind in between (it would be parked by kube-scheduler, waiting for a nudge or 5 minutes).
-  // Admitting again as before changes nothing and does not wake the planner.
+  // Admitting again as before changes nothing and does not wake the planner. The siblings'
+  // removal is written, not synced: the admission itself lives in memory only.
   Status admit(const std::string& job_id, const std::string& pod_key, const PlannedStart& start);
   // The variant ("namespace/name") `job_id` was admitted as, if it was.
   std::optional<std::string> admitted_as(const std::string& job_id) const;

@@ -314,7 +314,15 @@ Status Store::exec(const char* sql) {
   return OkStatus();
 }
 
-Status Store::transaction(const std::function<Status()>& body, Mode mode) {
+Status Store::transaction(const std::function<Status()>& body, Mode mode, Durability durability) {
+  // WAL + NORMAL commits without an fsync (durable across a crash of alloxd, not of the OS); the
+  // next FULL commit fsyncs the WAL, and with it every earlier commit. Changed only between
+  // transactions, where SQLite allows it.
+  const bool full = mode == Mode::kRead || durability == Durability::kSynced;
+  if (mode == Mode::kWrite && full != synchronous_full_) {
+    if (auto s = exec(full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL"); !s) return s;
+    synchronous_full_ = full;
+  }
   if (auto s = exec(mode == Mode::kWrite ? "BEGIN IMMEDIATE" : "BEGIN"); !s) return s;
   Status status = body();
   if (status) status = exec("COMMIT");
@@ -324,23 +332,28 @@ Status Store::transaction(const std::function<Status()>& body, Mode mode) {
   return status;
 }
 
-Expected<std::int64_t> Store::record_arrival(const JobRecord& job, const JobVariant& first) {
+Expected<std::int64_t> Store::record_arrival(const JobRecord& job, const JobVariant& first,
+                                             Durability durability) {
   std::lock_guard lock(mu_);
   std::int64_t row = 0;
-  Status status = transaction([&]() -> Status {
-    Statement s(db_, "INSERT INTO jobs (id, user, arrival) VALUES (?, ?, ?)");
-    s.bind_all(job.id, job.user, job.arrival);
-    if (auto r = s.run("record arrival of " + job.id); !r) return r;
-    row = sqlite3_last_insert_rowid(db_);
-    return insert_variant(db_, row, first);
-  });
+  Status status = transaction(
+      [&]() -> Status {
+        Statement s(db_, "INSERT INTO jobs (id, user, arrival) VALUES (?, ?, ?)");
+        s.bind_all(job.id, job.user, job.arrival);
+        if (auto r = s.run("record arrival of " + job.id); !r) return r;
+        row = sqlite3_last_insert_rowid(db_);
+        return insert_variant(db_, row, first);
+      },
+      Mode::kWrite, durability);
   if (!status) return status.error();
   return row;
 }
 
-Status Store::record_variant(std::int64_t job_row, const JobVariant& variant) {
+Status Store::record_variant(std::int64_t job_row, const JobVariant& variant,
+                             Durability durability) {
   std::lock_guard lock(mu_);
-  return transaction([&] { return insert_variant(db_, job_row, variant); });
+  return transaction([&] { return insert_variant(db_, job_row, variant); }, Mode::kWrite,
+                     durability);
 }
 
 Status Store::record_bind_intent(const BindIntent& intent) {
@@ -360,67 +373,75 @@ Status Store::drop_bind_intent(std::int64_t job_row) {
   return transaction([&] { return clear_bind_intent(db_, job_row, "drop bind intent"); });
 }
 
-Status Store::forget_variant(const PodIdentity& pod, std::int64_t job_row) {
+Status Store::forget_variant(const PodIdentity& pod, std::int64_t job_row, Durability durability) {
   std::lock_guard lock(mu_);
-  return transaction([&]() -> Status {
-    Statement variant(
-        db_, "DELETE FROM variants WHERE pod_namespace = ? AND pod_name = ? AND job_row = ?");
-    variant.bind_all(pod.namespace_name, pod.name, job_row);
-    if (auto s = variant.run("forget variant"); !s) return s;
-    // A queued run left without variants goes with its samples (no orphan rows).
-    for (const char* sql :
-         {"DELETE FROM profiles WHERE job_row = ?1 AND EXISTS (SELECT 1 FROM jobs WHERE row = ?1 "
-          "AND phase = 'queued') AND NOT EXISTS (SELECT 1 FROM variants WHERE job_row = ?1)",
-          "DELETE FROM jobs WHERE row = ?1 AND phase = 'queued' AND NOT EXISTS "
-          "(SELECT 1 FROM variants WHERE job_row = ?1)"}) {
-      Statement statement(db_, sql);
-      statement.bind(1, job_row);
-      if (auto s = statement.run("forget run"); !s) return s;
-    }
-    return OkStatus();
-  });
+  return transaction(
+      [&]() -> Status {
+        Statement variant(
+            db_, "DELETE FROM variants WHERE pod_namespace = ? AND pod_name = ? AND job_row = ?");
+        variant.bind_all(pod.namespace_name, pod.name, job_row);
+        if (auto s = variant.run("forget variant"); !s) return s;
+        // A queued run left without variants goes with its samples (no orphan rows).
+        for (const char* sql :
+             {"DELETE FROM profiles WHERE job_row = ?1 AND EXISTS (SELECT 1 FROM jobs WHERE row = "
+              "?1 "
+              "AND phase = 'queued') AND NOT EXISTS (SELECT 1 FROM variants WHERE job_row = ?1)",
+              "DELETE FROM jobs WHERE row = ?1 AND phase = 'queued' AND NOT EXISTS "
+              "(SELECT 1 FROM variants WHERE job_row = ?1)"}) {
+          Statement statement(db_, sql);
+          statement.bind(1, job_row);
+          if (auto s = statement.run("forget run"); !s) return s;
+        }
+        return OkStatus();
+      },
+      Mode::kWrite, durability);
 }
 
-Status Store::record_start(const JobRecord& job) {
+Status Store::record_start(const JobRecord& job, Durability durability) {
   std::lock_guard lock(mu_);
-  return transaction([&]() -> Status {
-    Statement update(db_,
-                     "UPDATE jobs SET phase = 'running', pod_namespace = ?, pod_name = ?, "
-                     "pod_uid = ?, node = ?, device = ?, machine = ?, start = ? WHERE row = ?");
-    update.bind_all(job.pod_namespace, job.pod_name, job.pod_uid, job.node, job.device,
-                    static_cast<std::int64_t>(job.machine), job.start, job.row);
-    if (auto s = run_on_one_row(db_, update, "record start of " + job.id, job.row); !s) return s;
-    Statement usage(db_,
-                    "INSERT OR REPLACE INTO usage (job_row, job_id, user, device, node, start, "
-                    "end) VALUES (?, ?, ?, ?, ?, ?, NULL)");
-    usage.bind_all(job.row, job.id, job.user, job.device, job.node, job.start);
-    if (auto s = usage.run("record usage"); !s) return s;
-    return clear_bind_intent(db_, job.row, "clear bind intent");
-  });
+  return transaction(
+      [&]() -> Status {
+        Statement update(db_,
+                         "UPDATE jobs SET phase = 'running', pod_namespace = ?, pod_name = ?, "
+                         "pod_uid = ?, node = ?, device = ?, machine = ?, start = ? WHERE row = ?");
+        update.bind_all(job.pod_namespace, job.pod_name, job.pod_uid, job.node, job.device,
+                        static_cast<std::int64_t>(job.machine), job.start, job.row);
+        if (auto s = run_on_one_row(db_, update, "record start of " + job.id, job.row); !s)
+          return s;
+        Statement usage(db_,
+                        "INSERT OR REPLACE INTO usage (job_row, job_id, user, device, node, start, "
+                        "end) VALUES (?, ?, ?, ?, ?, ?, NULL)");
+        usage.bind_all(job.row, job.id, job.user, job.device, job.node, job.start);
+        if (auto s = usage.run("record usage"); !s) return s;
+        return clear_bind_intent(db_, job.row, "clear bind intent");
+      },
+      Mode::kWrite, durability);
 }
 
-Status Store::record_finish(std::int64_t job_row, double finish) {
-  return end_run(job_row, "done", finish);
+Status Store::record_finish(std::int64_t job_row, double finish, Durability durability) {
+  return end_run(job_row, "done", finish, durability);
 }
 
 Status Store::record_removal(std::int64_t job_row, double at) {
-  return end_run(job_row, "removed", at);
+  return end_run(job_row, "removed", at, Durability::kSynced);
 }
 
-Status Store::end_run(std::int64_t job_row, const char* phase, double at) {
+Status Store::end_run(std::int64_t job_row, const char* phase, double at, Durability durability) {
   std::lock_guard lock(mu_);
   const std::string what = std::string("record ") + phase;
-  return transaction([&]() -> Status {
-    Statement update(db_, "UPDATE jobs SET phase = ?, finish = ? WHERE row = ?");
-    update.bind_all(std::string(phase), at, job_row);
-    if (auto s = run_on_one_row(db_, update, what, job_row); !s) return s;
-    // A finished run has a usage row and no intent, a removed (queued) one the other way round;
-    // either statement touches no row where there is nothing to end.
-    Statement usage(db_, "UPDATE usage SET end = ? WHERE job_row = ?");
-    usage.bind_all(at, job_row);
-    if (auto s = usage.run("close usage"); !s) return s;
-    return clear_bind_intent(db_, job_row, "clear bind intent");
-  });
+  return transaction(
+      [&]() -> Status {
+        Statement update(db_, "UPDATE jobs SET phase = ?, finish = ? WHERE row = ?");
+        update.bind_all(std::string(phase), at, job_row);
+        if (auto s = run_on_one_row(db_, update, what, job_row); !s) return s;
+        // A finished run has a usage row and no intent, a removed (queued) one the other way round;
+        // either statement touches no row where there is nothing to end.
+        Statement usage(db_, "UPDATE usage SET end = ? WHERE job_row = ?");
+        usage.bind_all(at, job_row);
+        if (auto s = usage.run("close usage"); !s) return s;
+        return clear_bind_intent(db_, job_row, "clear bind intent");
+      },
+      Mode::kWrite, durability);
 }
 
 Status Store::record_profile(const ProfileSample& sample) {

@@ -2,9 +2,15 @@
 // variants of each, bind intents, profiling and progress samples, and usage history.
 //
 // The database runs in WAL mode with synchronous=FULL: a write method returns only after its
-// transaction is on disk, so once alloxd acknowledges a request that wrote (a bind, a profile, a
-// completion, a newly seen pod) a kill -9 or power cut cannot lose it. Each method is exactly one
-// transaction, so a crash leaves either all of a change or none of it: a new job's row and its
+// transaction is on disk, so once alloxd acknowledges a request that wrote (a bind intent, a
+// profile, a completion it was told of) a kill -9 or power cut cannot lose it. Writes of what the
+// API server also holds (a pod seen by the watch, a start after its bind intent, a completion
+// seen by the watch) may ask for Durability::kWritten instead: in the OS when the method returns
+// (a kill -9 of alloxd loses nothing), on disk with the next synced write, which fsyncs the WAL
+// they precede. A power cut may roll back such a tail; the API server still has it (the pods are
+// listed again, a bind intent is settled from spec.nodeName). This is what lets a burst of
+// 50,000 arriving pods cost 50,000 small writes instead of 50,000 fsyncs. Each method is exactly
+// one transaction, so a crash leaves either all of a change or none of it: a new job's row and its
 // first variant row are written together, a start together with its usage row. Every SQLite
 // result is checked: BUSY or IOERR while reading is an error, never "no more rows", and a
 // failed COMMIT is rolled back.
@@ -92,6 +98,12 @@ struct UsageRecord {
   std::optional<double> end;
 };
 
+// How far a write has gone when its method returns (see the top of this file).
+enum class Durability {
+  kSynced,   // on disk (fsync): survives kill -9 and a power cut
+  kWritten,  // in the OS (WAL, synchronous=NORMAL): survives kill -9; on disk with the next kSynced
+};
+
 struct StoredState {
   std::vector<JobRecord> jobs;  // by row: a later run of an id comes after the earlier one
   std::vector<StoredVariant> variants;
@@ -111,22 +123,26 @@ class Store {
   Store& operator=(const Store&) = delete;
 
   // A new run of a job, with the pod that introduced it. Returns the run's row.
-  Expected<std::int64_t> record_arrival(const JobRecord& job, const JobVariant& first);
+  Expected<std::int64_t> record_arrival(const JobRecord& job, const JobVariant& first,
+                                        Durability durability = Durability::kSynced);
   // Another (or a changed) variant pod of the run `job_row`.
-  Status record_variant(std::int64_t job_row, const JobVariant& variant);
+  Status record_variant(std::int64_t job_row, const JobVariant& variant,
+                        Durability durability = Durability::kSynced);
   Status record_bind_intent(const BindIntent& intent);
   // The API server refused the bind, or reconciliation found it never happened.
   Status drop_bind_intent(std::int64_t job_row);
   // The run (job.row) was bound: phase running, a usage row opened, its intent cleared.
-  Status record_start(const JobRecord& job);
+  Status record_start(const JobRecord& job, Durability durability = Durability::kSynced);
   // The run finished at `finish`: phase done and its usage row closed.
-  Status record_finish(std::int64_t job_row, double finish);
+  Status record_finish(std::int64_t job_row, double finish,
+                       Durability durability = Durability::kSynced);
   // An admin removed the queued run at `at`.
   Status record_removal(std::int64_t job_row, double at);
   Status record_profile(const ProfileSample& sample);
   // The pod is no longer a variant of the run `job_row` (deleted, or the run was admitted as
   // another variant); a queued run left without variants is forgotten with its samples.
-  Status forget_variant(const PodIdentity& pod, std::int64_t job_row);
+  Status forget_variant(const PodIdentity& pod, std::int64_t job_row,
+                        Durability durability = Durability::kSynced);
 
   // Queued, running and removed runs, and done runs that finished at or after
   // `finished_since`, with their variants, samples and bind intents.
@@ -144,13 +160,15 @@ class Store {
   // Runs `body` inside BEGIN ... COMMIT (IMMEDIATE: takes the write lock up front, so a write
   // never fails half-way on a lock); rolls back when body or COMMIT fails.
   enum class Mode { kRead, kWrite };
-  Status transaction(const std::function<Status()>& body, Mode mode = Mode::kWrite);
+  Status transaction(const std::function<Status()>& body, Mode mode = Mode::kWrite,
+                     Durability durability = Durability::kSynced);
   // The run leaves for good (phase "done" or "removed") at `at`: its usage closed and any bind
   // intent cleared, in one transaction.
-  Status end_run(std::int64_t job_row, const char* phase, double at);
+  Status end_run(std::int64_t job_row, const char* phase, double at, Durability durability);
 
   std::mutex mu_;
   sqlite3* db_;
+  bool synchronous_full_ = true;  // the connection's PRAGMA synchronous (FULL or NORMAL)
 };
 
 }  // namespace allox::extender

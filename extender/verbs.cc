@@ -322,7 +322,11 @@ BindingResult ExtenderVerbs::bind(const BindingArgs& args) {
       return refuse(s.message());
     }
   }
-  auto started = planner_.record_start(checked.variant, args.node, checked.preferred_slot);
+  // With an API server the intent is on disk and the binding is in the API server: the start
+  // needs no fsync of its own (start-up settles a lost one from the intent).
+  auto started =
+      planner_.record_start(checked.variant, args.node, checked.preferred_slot,
+                            api_ != nullptr ? Durability::kWritten : Durability::kSynced);
   if (!started) return refuse(started.message());
   // The job's other variants are deleted by the controller, in the background: never here.
   return BindingResult{};

@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <csignal>
+#include <cstdlib>
+
 #include "tests/extender/test_support.h"
 
 namespace allox::extender {
@@ -165,6 +168,54 @@ TEST(StoreTest, BindIntentsAreLoadedUntilTheStartClearsThem) {
       (*store)->record_bind_intent({job.row, job.id, {"a", "ns", "u1"}, "n2", "gpu", 4}).ok());
   ASSERT_TRUE((*store)->drop_bind_intent(job.row).ok());
   EXPECT_TRUE((*store)->load()->intents.empty());
+}
+
+TEST(StoreTest, WrittenChangesSurviveAKill9OfTheProcess) {
+  // kWritten skips the fsync, not the write: a burst of arrivals, a start and a completion
+  // written that way, then SIGKILL (no close, no checkpoint), and every one is there.
+  testing::ScratchDir dir;
+  const std::string path = dir.file("state.db");
+  constexpr int kJobs = 300;
+  EXPECT_EXIT(
+      {
+        auto store = Store::open(path);
+        if (!store.ok()) std::_Exit(1);
+        for (int i = 0; i < kJobs; ++i) {
+          const std::string id = "ns/j" + std::to_string(i);
+          auto row = (*store)->record_arrival(arrival(id, "u", i),
+                                              pod_of(id, "p" + std::to_string(i), "uid"),
+                                              Durability::kWritten);
+          if (!row.ok()) std::_Exit(2);
+          if (i == 0) {
+            JobRecord started = arrival(id, "u", i);
+            started.row = *row;
+            started.pod_namespace = "ns";
+            started.pod_name = "p0";
+            started.node = "n1";
+            started.device = "gpu";
+            started.start = 1000;
+            if (!(*store)->record_start(started, Durability::kWritten).ok()) std::_Exit(3);
+            if (!(*store)->record_finish(*row, 2000, Durability::kWritten).ok()) std::_Exit(4);
+          }
+        }
+        std::raise(SIGKILL);
+      },
+      ::testing::KilledBySignal(SIGKILL), "");
+  auto store = Store::open(path);
+  ASSERT_TRUE(store.ok()) << store.message();
+  auto state = (*store)->load();
+  ASSERT_TRUE(state.ok()) << state.message();
+  ASSERT_EQ(static_cast<std::size_t>(kJobs), state->jobs.size());
+  EXPECT_EQ(static_cast<std::size_t>(kJobs), state->variants.size());
+  EXPECT_EQ(JobPhase::kDone, state->jobs[0].phase);
+  EXPECT_DOUBLE_EQ(2000, state->jobs[0].finish);
+  EXPECT_EQ(JobPhase::kQueued, state->jobs[kJobs - 1].phase);
+  // A synced write after written ones works as before (the connection is back to FULL).
+  ASSERT_TRUE((*store)
+                  ->record_bind_intent(
+                      {state->jobs[1].row, state->jobs[1].id, {"p1", "ns", "uid"}, "n1", "gpu", 3})
+                  .ok());
+  EXPECT_EQ(1u, (*store)->load()->intents.size());
 }
 
 TEST(StoreTest, FinishedRunsGiveWayToANewRunAndAgeOutOfHistory) {
