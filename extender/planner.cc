@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <string_view>
+#include <unordered_map>
 
 #include "core/log.h"
 #include "fairness/share.h"
@@ -339,24 +341,36 @@ std::vector<std::pair<std::string, PlannedStart>> Planner::hold_admitted(PlanInp
                                                                          double now) const {
   std::vector<std::pair<std::string, PlannedStart>> held;
   ClusterState& state = input.state;
+  if (admitted_.empty()) return held;
+  // Thousands of admissions can wait for their binds while tens of thousands of jobs queue: one
+  // index of the queue and one compaction, not a search and an erase per admission.
+  std::unordered_map<std::string_view, std::size_t> position;
+  position.reserve(state.queue.size());
+  for (std::size_t i = 0; i < state.queue.size(); ++i) position.emplace(state.queue[i].job->id, i);
+  std::vector<bool> keep(state.queue.size(), true);
   for (const auto& [job_id, admission] : admitted_) {
     if (now - admission.at > options_.admission_hold) continue;  // lapsed: planned afresh
-    auto queued = std::find_if(state.queue.begin(), state.queue.end(),
-                               [&](const QueuedJob& q) { return q.job->id == job_id; });
-    if (queued == state.queue.end()) continue;  // started, parked, or gone
+    auto found = position.find(job_id);
+    if (found == position.end()) continue;  // started, parked, or gone
+    const QueuedJob& queued = state.queue[found->second];
     const auto slot = static_cast<std::size_t>(admission.start.slot);
     if (admission.start.slot < 0 || slot >= state.machines.size() || !state.idle[slot] ||
         state.machines[slot].device != admission.start.device) {
       continue;  // the slot is no longer free for it: planned afresh
     }
-    auto time = queued->job->time.find(admission.start.device);
-    if (time == queued->job->time.end()) continue;
+    auto time = queued.job->time.find(admission.start.device);
+    if (time == queued.job->time.end()) continue;
     state.idle[slot] = false;
     state.machines[slot].busy_until = now + time->second;
-    state.running.push_back({queued->job, slot, now, now + time->second, 0});
+    state.running.push_back({queued.job, slot, now, now + time->second, 0});
     held.emplace_back(job_id, admission.start);
-    state.queue.erase(queued);
+    keep[found->second] = false;
   }
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < state.queue.size(); ++i) {
+    if (keep[i]) state.queue[kept++] = std::move(state.queue[i]);
+  }
+  state.queue.resize(kept);
   return held;
 }
 
