@@ -179,6 +179,15 @@ bool pod_updated(const json& before, const json& after) {
   return strip(before) != strip(after);
 }
 
+// The back-off comes from the operator's KubeSchedulerConfiguration; the other timings are
+// kube-scheduler's built-in constants (tests may shorten them).
+QueueTimings timings_of(const KubeSchedulerOptions& options) {
+  QueueTimings timings = options.timings;
+  timings.initial_backoff = static_cast<double>(options.config.pod_initial_backoff_seconds);
+  timings.max_backoff = static_cast<double>(options.config.pod_max_backoff_seconds);
+  return timings;
+}
+
 }  // namespace
 
 struct KubeScheduler::Impl {
@@ -213,7 +222,11 @@ struct KubeScheduler::Impl {
   KubeScheduler::QueueSizes sizes;
 
   Impl(ApiObjects& o, const SimClock& c, KubeSchedulerOptions opts)
-      : objects(o), clock(c), options(std::move(opts)), queue(options.timings), rng(options.seed) {
+      : objects(o),
+        clock(c),
+        options(std::move(opts)),
+        queue(timings_of(options)),
+        rng(options.seed) {
     for (const std::string& name : options.config.scheduler_names) profiles.insert(name);
     for (const ExtenderStanza& e : options.config.extenders) {
       clients.push_back(

@@ -69,7 +69,7 @@ struct SchedulerStats {
 
 struct KubeSchedulerOptions {
   SchedulerConfiguration config;
-  QueueTimings timings;
+  QueueTimings timings;       // initial_backoff and max_backoff are taken from config
   bool record_events = true;  // FailedScheduling / Scheduled events in the store
   std::uint64_t seed = 1;     // tie-breaking among equally scored nodes
   std::function<void(const SchedulerEvent&)> observer;

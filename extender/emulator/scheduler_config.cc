@@ -62,6 +62,21 @@ Expected<SchedulerConfiguration> parse_scheduler_configuration(const std::string
     if (root["percentageOfNodesToScore"]) {
       config.percentage_of_nodes_to_score = root["percentageOfNodesToScore"].as<int>();
     }
+    if (root["podInitialBackoffSeconds"]) {
+      config.pod_initial_backoff_seconds = root["podInitialBackoffSeconds"].as<long>();
+    }
+    if (root["podMaxBackoffSeconds"]) {
+      config.pod_max_backoff_seconds = root["podMaxBackoffSeconds"].as<long>();
+    }
+    // kube-scheduler's own validation (ValidateKubeSchedulerConfiguration).
+    if (config.pod_initial_backoff_seconds <= 0) {
+      return Error{source + ": podInitialBackoffSeconds: must be greater than 0"};
+    }
+    if (config.pod_max_backoff_seconds < config.pod_initial_backoff_seconds) {
+      return Error{source +
+                   ": podMaxBackoffSeconds: must be greater than or equal to "
+                   "podInitialBackoffSeconds"};
+    }
     int index = 0;
     for (const YAML::Node& e : root["extenders"]) {
       const std::string where = source + ": extenders[" + std::to_string(index++) + "]";

@@ -4,6 +4,8 @@
 //                                 every profile, as in kube-scheduler
 //   percentageOfNodesToScore      0/absent: kube-scheduler's adaptive default (50 - nodes/125,
 //                                 at least 5%, at least 100 nodes); 100: every node
+//   podInitialBackoffSeconds      a failed pod's first back-off (default 1), doubling per
+//   podMaxBackoffSeconds          attempt up to the max (default 10); initial > 0, max >= initial
 //   extenders[]                   urlPrefix, filterVerb, prioritizeVerb, bindVerb, preemptVerb,
 //                                 weight, nodeCacheCapable, ignorable, httpTimeout,
 //                                 managedResources[{name, ignoredByScheduler}]
@@ -36,6 +38,8 @@ struct ExtenderStanza {
 struct SchedulerConfiguration {
   std::vector<std::string> scheduler_names = {"default-scheduler"};
   int percentage_of_nodes_to_score = 0;
+  long pod_initial_backoff_seconds = 1;
+  long pod_max_backoff_seconds = 10;
   std::vector<ExtenderStanza> extenders;
 };
 

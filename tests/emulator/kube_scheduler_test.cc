@@ -489,6 +489,29 @@ TEST(SchedulerConfigTest, ReadsTheShippedConfiguration) {
   EXPECT_EQ("x.yaml: extenders[0].urlPrefix: required", bad.message());
 }
 
+// The back-off is the operator's (the shipped file shortens it to 1 s for the nudge path), and
+// values kube-scheduler would refuse are refused naming the field.
+TEST(SchedulerConfigTest, BackoffSecondsAreReadAndValidated) {
+  auto shipped = load_scheduler_configuration(ALLOX_SOURCE_DIR "/manifests/scheduler-config.yaml");
+  ASSERT_TRUE(shipped.ok()) << shipped.message();
+  EXPECT_EQ(1, shipped->pod_initial_backoff_seconds);
+  EXPECT_EQ(1, shipped->pod_max_backoff_seconds);
+  const std::string head = "kind: KubeSchedulerConfiguration\n";
+  auto defaults = parse_scheduler_configuration(head, "d.yaml");
+  ASSERT_TRUE(defaults.ok()) << defaults.message();
+  EXPECT_EQ(1, defaults->pod_initial_backoff_seconds);
+  EXPECT_EQ(10, defaults->pod_max_backoff_seconds);
+  auto zero = parse_scheduler_configuration(head + "podInitialBackoffSeconds: 0\n", "z.yaml");
+  ASSERT_FALSE(zero.ok());
+  EXPECT_EQ("z.yaml: podInitialBackoffSeconds: must be greater than 0", zero.message());
+  auto below = parse_scheduler_configuration(
+      head + "podInitialBackoffSeconds: 5\npodMaxBackoffSeconds: 2\n", "b.yaml");
+  ASSERT_FALSE(below.ok());
+  EXPECT_NE(std::string::npos, below.message().find("b.yaml: podMaxBackoffSeconds:"))
+      << below.message();
+  EXPECT_FALSE(parse_scheduler_configuration(head + "podMaxBackoffSeconds: soon\n", "s.yaml").ok());
+}
+
 // replay_jobs on a stepped clock: a freed machine the system under test leaves idle on purpose
 // (ReplayOptions::starts_planned_on says it starts nothing there) is not a completion-to-bind
 // sample, it counts in left_idle; without that hook the idle time counts as latency.

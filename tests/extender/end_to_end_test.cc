@@ -256,13 +256,14 @@ Outcome run_experiment(bool webhook) {
   return out;
 }
 
-// What each path must show. `p99_met`: completion-to-bind p99 < 1 s is asserted; otherwise it
-// is measured and printed only. The nudge path cannot promise it: when a machine frees up while
-// the pod alloxd starts is still backing off from an earlier try (every parked pod is retried
-// on each completion, so two completions close together do it), kube-scheduler moves the
-// nudged pod to backoffQ, not activeQ, and it waits out up to podMaxBackoffSeconds = 10 s
-// (docs/results.md, issue 10 section). Gates have no back-off: a gated pod is never tried.
-void expect_every_job_once_and_prompt(const Outcome& out, std::size_t jobs, bool p99_met) {
+// What each path must show: completion-to-bind p99 below `p99_bound` seconds. Gates promise
+// the target, 1 s: a gated pod is never tried before alloxd releases it, so it never backs
+// off. Nudges can only promise kube-scheduler's back-off: every parked pod is retried on each
+// completion, so when two completions come close together the pod alloxd starts at the second
+// is still backing off from its try at the first, and a nudge moves it to backoffQ, not activeQ.
+// The shipped config sets podMaxBackoffSeconds to 1, and backoffQ is flushed once a second:
+// at most 2 s (docs/results.md, issue 10 section; 9 of 9 measured runs stayed under 1 s).
+void expect_every_job_once_and_prompt(const Outcome& out, std::size_t jobs, double p99_bound) {
   ASSERT_EQ(jobs, out.summary.jobs.size());
   for (const emulator::ReplayedJob& job : out.summary.jobs) {
     auto binds = out.binds.find(job.id);
@@ -291,16 +292,12 @@ void expect_every_job_once_and_prompt(const Outcome& out, std::size_t jobs, bool
       out.summary.wall_s, static_cast<unsigned long long>(out.summary.scheduler.timeouts),
       static_cast<unsigned long long>(out.summary.scheduler.unschedulable));
   EXPECT_LT(p50, 1.0) << "p99 " << p99;
-  if (p99_met) {
-    EXPECT_LT(p99, 1.0) << "completion-to-bind p99 over " << latency.size() << " machines";
-  } else if (p99 >= 1.0) {
-    std::printf("NOT YET: completion-to-bind p99 %.3f s >= 1 s\n", p99);
-  }
+  EXPECT_LT(p99, p99_bound) << "completion-to-bind p99 over " << latency.size() << " machines";
 }
 
 TEST(EndToEndTest, FortyJobsThroughGatesRunOnceEachAndNoReleasedPodIsParked) {
   Outcome out = run_experiment(/*webhook=*/true);
-  expect_every_job_once_and_prompt(out, 40, /*p99_met=*/true);
+  expect_every_job_once_and_prompt(out, 40, /*p99_bound=*/1.0);
   // Every pod went through the webhook (two per job) and none failed.
   EXPECT_EQ(80, out.webhook_calls);
   EXPECT_EQ(0, out.webhook_failures);
@@ -312,7 +309,7 @@ TEST(EndToEndTest, FortyJobsThroughGatesRunOnceEachAndNoReleasedPodIsParked) {
 
 TEST(EndToEndTest, FortyJobsWithoutTheWebhookAreReleasedByNudges) {
   Outcome out = run_experiment(/*webhook=*/false);
-  expect_every_job_once_and_prompt(out, 40, /*p99_met=*/false);
+  expect_every_job_once_and_prompt(out, 40, /*p99_bound=*/2.0);
   EXPECT_EQ(0, out.webhook_calls);
   // Ungated pods are tried at once and parked while they wait (waiting ones come back with
   // each cluster event or the 5-minute timeout); the ones that ran were woken by nudges.
