@@ -99,7 +99,7 @@ void Planner::loop() {
   auto tick = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
       std::chrono::duration<double>(config_.tick));
   while (true) {
-    forget_history();
+    prune_store_history();
     solve_once();
     std::unique_lock lock(wake_mu_);
     sleeping_ = true;
@@ -110,12 +110,8 @@ void Planner::loop() {
   }
 }
 
-void Planner::forget_history() {
+void Planner::prune_store_history() {
   const double at = now();
-  {
-    std::unique_lock lock(book_mu_);
-    book_.forget_finished(at - config_.retention.finished_seconds);
-  }
   auto steady = std::chrono::steady_clock::now();
   if (steady < next_history_prune_) return;
   next_history_prune_ = steady + std::chrono::minutes(1);
@@ -158,9 +154,13 @@ void Planner::solve_once() {
   std::vector<std::pair<std::string, PlannedStart>> held;
   bool has_inventory;
   {
-    std::shared_lock lock(book_mu_);
+    // Forgotten at the snapshot's own time, under the same lock: a round that plans what the
+    // book holds at `at` has also let go of runs finished before at - retention.
+    std::unique_lock lock(book_mu_);
+    const double at = now();
+    book_.forget_finished(at - config_.retention.finished_seconds);
     has_inventory = book_.has_inventory();
-    input = book_.snapshot(now());
+    input = book_.snapshot(at);
     slots = book_.slots();
     held = hold_admitted(input, input.state.now);
   }

@@ -161,7 +161,7 @@ class Planner {
   void loop();
   void solve_once();
   void wake();
-  void forget_history();
+  void prune_store_history();
   // Runs the policy; when it fails, parks the queued jobs it cannot take alone and runs again.
   Expected<Decision> decide_isolating(PlanInput& input);
 
