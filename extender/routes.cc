@@ -97,7 +97,7 @@ HttpReply post_profiles(ExtenderService& service, const std::string& body) {
 HttpReply extender_verb(ExtenderService& service, const HttpRequest& request) {
   const std::string& path = request.path;
   if (path == "/filter" || path == "/prioritize") {
-    auto args = parse_extender_args(request.body);
+    auto args = parse_extender_args(request.body, PodFields::kRead);
     if (!args) return error_reply(400, args.message());
     if (path == "/filter") return {200, "application/json", render(service.filter(*args))};
     return {200, "application/json", render(service.prioritize(*args))};

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <optional>
 #include <set>
 
 namespace allox::extender {
@@ -66,7 +68,7 @@ FilterResult ExtenderVerbs::filter(const ExtenderArgs& args) {
   FilterResult result;
   result.node_names.emplace();  // nodeCacheCapable: always a list, never null
   if (args.node_objects) result.node_objects.emplace();
-  const std::vector<std::string> candidates = args.candidates();
+  const NodeNameList& candidates = args.candidates();
   if (!ours(args.pod)) {  // another scheduler's pod: every node kept, nothing recorded
     *result.node_names = candidates;
     if (args.node_objects) *result.node_objects = *args.node_objects;
@@ -75,10 +77,10 @@ FilterResult ExtenderVerbs::filter(const ExtenderArgs& args) {
   const DeviceMapping& devices = planner_.config().devices;
   auto variant = read_job_variant(args.pod, devices, planner_.config().tenancy);
   if (!variant) {
-    for (const std::string& node : candidates) {
-      result.failed_and_unresolvable_nodes[node] =
-          "allox cannot read this pod: " + variant.message();
-    }
+    auto unreadable = result.failed_and_unresolvable_nodes.reason("allox cannot read this pod: " +
+                                                                  variant.message());
+    for (std::string_view node : candidates)
+      result.failed_and_unresolvable_nodes.add(node, unreadable);
     return result;
   }
   if (!planner_.ready()) {
@@ -150,40 +152,58 @@ FilterResult ExtenderVerbs::filter(const ExtenderArgs& args) {
 
     // Nodes that may take the job now: the planned one, or, when kube-scheduler did not offer
     // it or it is full, any offered node with a free machine of the planned device.
-    std::set<std::string> admitted;
+    std::string name;  // the node being looked at, for the book's std::string keys
+    std::set<std::string, std::less<>> admitted;
     if (start != nullptr && never.empty()) {
-      bool offered =
-          std::find(candidates.begin(), candidates.end(), start->node) != candidates.end();
-      if (offered && book.capacity(start->node, start->device).free > 0) {
+      if (candidates.contains(start->node) && book.capacity(start->node, start->device).free > 0) {
         admitted.insert(start->node);
       } else {
-        for (const std::string& node : candidates) {
-          if (book.capacity(node, start->device).free > 0) admitted.insert(node);
+        for (std::string_view node : candidates) {
+          name.assign(node);
+          if (book.capacity(name, start->device).free > 0) admitted.insert(name);
         }
       }
     }
 
+    // Each answer has a handful of reasons, stored once and shared by the nodes they apply to.
+    using Reason = NodeReasons::Reason;
+    NodeReasons& failed = result.failed_nodes;
+    NodeReasons& unresolvable = result.failed_and_unresolvable_nodes;
+    std::optional<Reason> no_capacity, never_here, waiting, placed;
+    std::map<int, Reason> insufficient;  // by the node's total machines
+    auto once = [](std::optional<Reason>& reason, NodeReasons& in, auto text) {
+      if (!reason) reason = in.reason(text());
+      return *reason;
+    };
     for (std::size_t i = 0; i < candidates.size(); ++i) {
-      const std::string& node = candidates[i];
-      if (!book.has_node(node)) {
-        result.failed_nodes[node] = "node " + node + " is not in allox's inventory";
-        continue;
-      }
-      NodeCapacity capacity = book.capacity(node, variant->device);
-      if (capacity.total == 0) {
-        result.failed_and_unresolvable_nodes[node] = "node has no " + resource + " capacity";
+      const std::string_view node = candidates[i];
+      name.assign(node);
+      NodeCapacity capacity = book.capacity(name, variant->device);
+      if (capacity.total == 0 && !book.has_node(name)) {
+        failed.add(node, failed.reason("node " + name + " is not in allox's inventory"));
+      } else if (capacity.total == 0) {
+        unresolvable.add(node, once(no_capacity, unresolvable,
+                                    [&] { return "node has no " + resource + " capacity"; }));
       } else if (!never.empty()) {
-        result.failed_and_unresolvable_nodes[node] = never;
-      } else if (admitted.count(node)) {
+        unresolvable.add(node, once(never_here, unresolvable, [&] { return never; }));
+      } else if (admitted.count(name)) {
         result.node_names->push_back(node);
         if (args.node_objects) result.node_objects->push_back((*args.node_objects)[i]);
       } else if (start == nullptr) {
-        result.failed_nodes[node] = wait_reason;
+        failed.add(node, once(waiting, failed, [&] { return wait_reason; }));
       } else if (capacity.free == 0) {
-        result.failed_nodes[node] =
-            "insufficient free " + resource + " (0 of " + std::to_string(capacity.total) + " free)";
+        auto it = insufficient.find(capacity.total);
+        if (it == insufficient.end()) {
+          it = insufficient
+                   .emplace(capacity.total,
+                            failed.reason("insufficient free " + resource + " (0 of " +
+                                          std::to_string(capacity.total) + " free)"))
+                   .first;
+        }
+        failed.add(node, it->second);
       } else {
-        result.failed_nodes[node] = "allox placed job " + id + " on " + start->node;
+        failed.add(node, once(placed, failed,
+                              [&] { return "allox placed job " + id + " on " + start->node; }));
       }
     }
   });
@@ -230,7 +250,9 @@ std::shared_ptr<const Plan> ExtenderVerbs::wait_for_watch(const JobVariant& vari
 
 std::vector<HostPriority> ExtenderVerbs::prioritize(const ExtenderArgs& args) {
   std::vector<HostPriority> priorities;
-  for (const std::string& node : args.candidates()) priorities.push_back({node, 0});
+  const NodeNameList& candidates = args.candidates();
+  priorities.reserve(candidates.size());
+  for (std::string_view node : candidates) priorities.push_back({std::string(node), 0});
   if (!ours(args.pod)) return priorities;
   auto variant = read_job_variant(args.pod, planner_.config().devices, planner_.config().tenancy);
   if (!variant) return priorities;

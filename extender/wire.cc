@@ -1,7 +1,9 @@
 #include "extender/wire.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <stdexcept>
 
 namespace allox::extender {
 namespace {
@@ -84,27 +86,28 @@ Expected<std::string> string_field(const json& object, std::string_view key) {
   return as_string(*value, std::string(key));
 }
 
-Expected<std::vector<std::string>> string_list(const json& value, const std::string& field) {
+// A Go []string: null reads as unset.
+Expected<std::optional<NodeNameList>> name_list(const json& value, const std::string& field) {
+  if (value.is_null()) return std::optional<NodeNameList>();
   if (!value.is_array()) return wrong_type(field, "a list", value);
-  std::vector<std::string> out;
-  out.reserve(value.size());
+  NodeNameList out;
   for (std::size_t i = 0; i < value.size(); ++i) {
-    auto s = as_string(value[i], field + "[" + std::to_string(i) + "]");
-    if (!s) return s.error();
-    out.push_back(std::move(*s));
+    if (!value[i].is_string()) {
+      return wrong_type(field + "[" + std::to_string(i) + "]", "a string", value[i]);
+    }
+    out.push_back(value[i].get_ref<const std::string&>());
   }
-  return out;
+  return std::optional<NodeNameList>(std::move(out));
 }
 
-Expected<std::map<std::string, std::string>> string_map(const json& value,
-                                                        const std::string& field) {
-  std::map<std::string, std::string> out;
+// A Go map[string]string of node reasons: null reads as empty.
+Expected<NodeReasons> node_reasons(const json& value, const std::string& field) {
+  NodeReasons out;
   if (value.is_null()) return out;
   if (!value.is_object()) return wrong_type(field, "an object", value);
   for (const auto& [key, reason] : value.items()) {
-    auto s = as_string(reason, field + "." + key);
-    if (!s) return s.error();
-    out.emplace(key, std::move(*s));
+    if (!reason.is_string()) return wrong_type(field + "." + key, "a string", reason);
+    out.add(key, reason.get_ref<const std::string&>());
   }
   return out;
 }
@@ -136,15 +139,6 @@ Expected<std::optional<std::vector<json>>> node_objects_field(const json& object
     }
   }
   return std::optional<std::vector<json>>(std::move(objects));
-}
-
-// `NodeNames`: unset when null.
-Expected<std::optional<std::vector<std::string>>> node_names_field(const json& object) {
-  const json* names = find_key(object, "NodeNames");
-  if (names == nullptr || names->is_null()) return std::optional<std::vector<std::string>>();
-  auto list = string_list(*names, "NodeNames");
-  if (!list) return list.error();
-  return std::optional<std::vector<std::string>>(std::move(*list));
 }
 
 Expected<json> pod_field(const json& object) {
@@ -207,6 +201,340 @@ Expected<std::map<std::string, MetaVictims>> victims_map(const json& value,
   return out;
 }
 
+bool iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) !=
+        std::tolower(static_cast<unsigned char>(b[i]))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// What of a JSON value ValueBuilder keeps: everything, or (PodFields::kRead) the pod's fields
+// extender/pod.h reads, matched case-insensitively as find_key does.
+enum class Scope : unsigned char { kAll, kPod, kMetadata, kSpec, kContainers, kContainer };
+
+// The scope of the value under `key` in an object of scope `scope`; nullopt: dropped.
+std::optional<Scope> child_scope(Scope scope, std::string_view key) {
+  switch (scope) {
+    case Scope::kAll:
+    case Scope::kContainers:  // an object where the pod reader expects a list: kept, ignored
+      return Scope::kAll;
+    case Scope::kPod:
+      if (iequals(key, "metadata")) return Scope::kMetadata;
+      if (iequals(key, "spec")) return Scope::kSpec;
+      return std::nullopt;
+    case Scope::kMetadata:
+      for (std::string_view kept : {"name", "namespace", "uid", "labels", "annotations"}) {
+        if (iequals(key, kept)) return Scope::kAll;
+      }
+      return std::nullopt;
+    case Scope::kSpec:
+      if (iequals(key, "schedulerName")) return Scope::kAll;
+      if (iequals(key, "containers")) return Scope::kContainers;
+      return std::nullopt;
+    case Scope::kContainer:
+      if (iequals(key, "resources")) return Scope::kAll;
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+// Builds one JSON value from SAX events, dropping the subtrees its root scope leaves out.
+class ValueBuilder {
+ public:
+  void reset(Scope root) {
+    root_ = nullptr;
+    stack_.clear();
+    skipping_ = 0;
+    drop_next_ = false;
+    next_scope_ = root;
+  }
+  json take() { return std::move(root_); }
+
+  void scalar(json value) {
+    if (skipping_ > 0) return;
+    if (drop_next_) {
+      drop_next_ = false;
+      return;
+    }
+    *place() = std::move(value);
+  }
+  void start(json::value_t type) {
+    if (skipping_ > 0 || drop_next_) {
+      drop_next_ = false;
+      ++skipping_;
+      return;
+    }
+    Scope scope = next_scope_;
+    json* value = place();
+    *value = json(type);
+    stack_.push_back({value, scope});
+    if (type == json::value_t::array) {
+      next_scope_ = scope == Scope::kContainers ? Scope::kContainer : Scope::kAll;
+    }
+  }
+  void end() {
+    if (skipping_ > 0) {
+      --skipping_;
+      return;
+    }
+    stack_.pop_back();
+    if (!stack_.empty() && stack_.back().value->is_array()) {
+      next_scope_ = stack_.back().scope == Scope::kContainers ? Scope::kContainer : Scope::kAll;
+    }
+  }
+  void key(const std::string& key) {
+    if (skipping_ > 0) return;
+    auto scope = child_scope(stack_.back().scope, key);
+    drop_next_ = !scope;
+    next_scope_ = scope.value_or(Scope::kAll);
+    key_ = key;
+  }
+
+ private:
+  struct Open {
+    json* value;
+    Scope scope;
+  };
+  // Where the next value goes: the root, the end of the open array, or the open object's key.
+  json* place() {
+    if (stack_.empty()) return &root_;
+    json& open = *stack_.back().value;
+    if (open.is_array()) return &open.emplace_back(nullptr);
+    return &open[key_];
+  }
+
+  json root_;
+  std::vector<Open> stack_;
+  std::string key_;
+  int skipping_ = 0;  // depth inside a dropped subtree
+  bool drop_next_ = false;
+  Scope next_scope_ = Scope::kAll;
+};
+
+const char* sax_type_name(json::value_t type) {
+  return json(type).type_name();
+}
+
+// ExtenderArgs in one pass: `NodeNames` go straight into their list, `Pod` and `Nodes` are built
+// as JSON values (the pod pruned for kRead), every other field is skipped. Type errors are noted
+// and the body is read to its end, so a syntax error anywhere wins as it does for a DOM parse;
+// the checks of the built values then run in the order parse_extender_args always had.
+class ExtenderArgsReader {
+ public:
+  using string_t = std::string;
+  using number_integer_t = std::int64_t;
+  using number_unsigned_t = std::uint64_t;
+  using number_float_t = double;
+  using binary_t = json::binary_t;
+
+  explicit ExtenderArgsReader(PodFields pod_fields) : pod_fields_(pod_fields) {}
+
+  bool null() {
+    return value(json::value_t::null, [] { return json(); });
+  }
+  bool boolean(bool b) {
+    return value(json::value_t::boolean, [b] { return json(b); });
+  }
+  bool number_integer(std::int64_t n) {
+    return value(json::value_t::number_integer, [n] { return json(n); });
+  }
+  bool number_unsigned(std::uint64_t n) {
+    return value(json::value_t::number_unsigned, [n] { return json(n); });
+  }
+  bool number_float(double n, const std::string&) {
+    return value(json::value_t::number_float, [n] { return json(n); });
+  }
+  bool string(std::string& s) {
+    if (depth_ == 2 && target_ == Target::kNames && names_open_) {
+      node_names_->push_back(s);
+      ++names_index_;
+      return true;
+    }
+    return value(json::value_t::string, [&s] { return json(s); });
+  }
+  bool binary(binary_t&) { return true; }  // JSON text has no binary values
+
+  bool start_object(std::size_t) { return open(json::value_t::object); }
+  bool start_array(std::size_t) { return open(json::value_t::array); }
+  bool end_object() { return close(); }
+  bool end_array() { return close(); }
+
+  bool key(std::string& key) {
+    if (depth_ == 1) {
+      choose_target(key);
+    } else if (building()) {
+      builder_.key(key);
+    }
+    return true;
+  }
+
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) {
+    std::string what = e.what();
+    auto pos = what.find("] ");
+    if (pos != std::string::npos) what = what.substr(pos + 2);
+    constexpr std::size_t kMaxMessage = 200;  // the message quotes the token, which may be huge
+    if (what.size() > kMaxMessage) what = what.substr(0, kMaxMessage) + "...";
+    syntax_error_ = "malformed JSON: " + what;
+    return false;
+  }
+
+  Expected<ExtenderArgs> finish(bool parsed) {
+    if (too_deep_) {
+      return Error{"malformed JSON: nested deeper than " + std::to_string(kMaxNesting) + " levels"};
+    }
+    if (!syntax_error_.empty()) return Error{syntax_error_};
+    if (!parsed) return Error{"malformed JSON"};
+    if (top_type_ != json::value_t::object) {
+      return Error{std::string("ExtenderArgs: expected an object, got ") +
+                   sax_type_name(top_type_)};
+    }
+    if (pod_.is_null()) return Error{"Pod: missing"};
+    if (!pod_.is_object()) return wrong_type("Pod", "an object", pod_);
+    args_.pod = std::move(pod_);
+    if (!nodes_.is_null()) {
+      if (!nodes_.is_object()) return wrong_type("Nodes", "a NodeList object", nodes_);
+      args_.node_objects.emplace();
+      if (const json* items = find_key(nodes_, "items"); items != nullptr && !items->is_null()) {
+        if (!items->is_array()) return wrong_type("Nodes.items", "a list", *items);
+        args_.node_objects->reserve(items->size());
+        for (std::size_t i = 0; i < items->size(); ++i) {
+          auto name = node_name((*items)[i], "Nodes.items[" + std::to_string(i) + "]");
+          if (!name) return name.error();
+          args_.node_object_names.push_back(*name);
+          args_.node_objects->push_back(std::move((*items)[i]));
+        }
+      }
+    }
+    if (!names_error_.empty()) return Error{names_error_};
+    args_.node_names = std::move(node_names_);
+    return std::move(args_);
+  }
+
+ private:
+  enum class Target { kSkip, kPod, kNodes, kNames };
+  struct Field {
+    bool seen = false;
+    bool exact = false;
+  };
+
+  bool building() const { return target_ == Target::kPod || target_ == Target::kNodes; }
+
+  // A top-level key: where its value goes. An exact-case key wins over a folded one; among
+  // keys of one kind the last wins (as in a parsed object).
+  void choose_target(const std::string& key) {
+    target_ = Target::kSkip;
+    struct Known {
+      std::string_view name;
+      Target target;
+      Field* field;
+    };
+    for (Known known :
+         {Known{"Pod", Target::kPod, &pod_field_}, Known{"Nodes", Target::kNodes, &nodes_field_},
+          Known{"NodeNames", Target::kNames, &names_field_}}) {
+      bool exact = key == known.name;
+      if (!exact && (!iequals(key, known.name) || known.field->exact)) continue;
+      *known.field = {true, exact};
+      target_ = known.target;
+      if (target_ == Target::kNames) {
+        node_names_.reset();
+        names_error_.clear();
+        names_open_ = false;
+      } else {
+        builder_.reset(target_ == Target::kPod && pod_fields_ == PodFields::kRead ? Scope::kPod
+                                                                                  : Scope::kAll);
+      }
+      return;
+    }
+  }
+
+  template <class Make>
+  bool value(json::value_t type, Make make) {
+    if (depth_ == 0) {
+      top_type_ = type;
+    } else if (building()) {
+      builder_.scalar(make());
+      if (depth_ == 1) done_building();
+    } else if (target_ == Target::kNames) {
+      if (depth_ == 1 && type != json::value_t::null) {
+        names_error_ = std::string("NodeNames: expected a list, got ") + sax_type_name(type);
+      } else if (depth_ == 2 && names_open_) {
+        element_error(type);
+      }
+    }
+    return true;
+  }
+
+  void element_error(json::value_t type) {
+    if (names_error_.empty()) {
+      names_error_ = "NodeNames[" + std::to_string(names_index_) + "]: expected a string, got " +
+                     sax_type_name(type);
+    }
+    ++names_index_;
+  }
+
+  bool open(json::value_t type) {
+    if (depth_ == 0) {
+      top_type_ = type;
+    } else if (building()) {
+      builder_.start(type);
+    } else if (target_ == Target::kNames) {
+      if (depth_ == 1) {
+        if (type == json::value_t::array) {
+          node_names_.emplace();
+          names_open_ = true;
+          names_index_ = 0;
+        } else {
+          names_error_ = std::string("NodeNames: expected a list, got ") + sax_type_name(type);
+        }
+      } else if (depth_ == 2 && names_open_) {
+        element_error(type);
+      }
+    }
+    if (++depth_ > kMaxNesting) {
+      too_deep_ = true;
+      return false;
+    }
+    return true;
+  }
+
+  bool close() {
+    --depth_;
+    if (building()) {
+      builder_.end();
+      if (depth_ == 1) done_building();
+    } else if (target_ == Target::kNames && depth_ == 1) {
+      names_open_ = false;
+    }
+    return true;
+  }
+
+  // The value of a top-level Pod or Nodes key is complete.
+  void done_building() {
+    (target_ == Target::kPod ? pod_ : nodes_) = builder_.take();
+    target_ = Target::kSkip;
+  }
+
+  PodFields pod_fields_;
+  int depth_ = 0;
+  json::value_t top_type_ = json::value_t::discarded;
+  Target target_ = Target::kSkip;
+  Field pod_field_, nodes_field_, names_field_;
+  ValueBuilder builder_;
+  json pod_;
+  json nodes_;
+  std::optional<NodeNameList> node_names_;
+  bool names_open_ = false;
+  std::size_t names_index_ = 0;
+  std::string names_error_;
+  std::string syntax_error_;
+  bool too_deep_ = false;
+  ExtenderArgs args_;
+};
+
 Expected<json> top_object(std::string_view body, const char* what) {
   auto value = parse_body(body);
   if (!value) return value.error();
@@ -264,7 +592,7 @@ void append_object(std::string& out, const json& value) {
   out += value.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-void append_strings(std::string& out, const std::optional<std::vector<std::string>>& list) {
+void append_strings(std::string& out, const std::optional<NodeNameList>& list) {
   if (!list) {
     out += "null";
     return;
@@ -291,20 +619,24 @@ void append_node_list(std::string& out, const std::optional<std::vector<json>>& 
   out += "]}";
 }
 
-// A Go map[string]string: null when empty, keys in byte order (std::map's, and Go's).
-void append_string_map(std::string& out, const std::map<std::string, std::string>& map) {
-  if (map.empty()) {
+// A Go map[string]string: null when empty, keys in byte order (Go's), each once.
+void append_node_reasons(std::string& out, const NodeReasons& reasons) {
+  if (reasons.empty()) {
     out += "null";
     return;
   }
+  // A reason is escaped once and copied for each node it applies to.
+  std::vector<std::string> escaped(reasons.reason_count());
   out.push_back('{');
   bool first = true;
-  for (const auto& [key, value] : map) {
+  for (const NodeReasons::Entry& entry : reasons.sorted()) {
     if (!first) out.push_back(',');
     first = false;
-    append_string(out, key);
+    append_string(out, entry.node);
     out.push_back(':');
-    append_string(out, value);
+    std::string& reason = escaped[entry.reason_id];
+    if (reason.empty()) append_string(reason, entry.reason);
+    out += reason;
   }
   out.push_back('}');
 }
@@ -362,21 +694,10 @@ const json* find_key(const json& object, std::string_view key) {
   return nullptr;
 }
 
-Expected<ExtenderArgs> parse_extender_args(std::string_view body) {
-  auto object = top_object(body, "ExtenderArgs");
-  if (!object) return object.error();
-  ExtenderArgs args;
-  auto pod = pod_field(*object);
-  if (!pod) return pod.error();
-  args.pod = std::move(*pod);
-
-  auto objects = node_objects_field(*object);
-  if (!objects) return objects.error();
-  args.node_objects = std::move(*objects);
-  auto names = node_names_field(*object);
-  if (!names) return names.error();
-  args.node_names = std::move(*names);
-  return args;
+Expected<ExtenderArgs> parse_extender_args(std::string_view body, PodFields pod_fields) {
+  ExtenderArgsReader reader(pod_fields);
+  bool parsed = json::sax_parse(body, &reader, json::input_format_t::json, /*strict=*/true);
+  return reader.finish(parsed);
 }
 
 Expected<FilterResult> parse_filter_result(std::string_view body) {
@@ -386,18 +707,20 @@ Expected<FilterResult> parse_filter_result(std::string_view body) {
   auto objects = node_objects_field(*object);
   if (!objects) return objects.error();
   result.node_objects = std::move(*objects);
-  auto names = node_names_field(*object);
-  if (!names) return names.error();
-  result.node_names = std::move(*names);
+  if (const json* names = find_key(*object, "NodeNames")) {
+    auto list = name_list(*names, "NodeNames");
+    if (!list) return list.error();
+    result.node_names = std::move(*list);
+  }
   if (const json* failed = find_key(*object, "FailedNodes")) {
-    auto map = string_map(*failed, "FailedNodes");
-    if (!map) return map.error();
-    result.failed_nodes = std::move(*map);
+    auto reasons = node_reasons(*failed, "FailedNodes");
+    if (!reasons) return reasons.error();
+    result.failed_nodes = std::move(*reasons);
   }
   if (const json* failed = find_key(*object, "FailedAndUnresolvableNodes")) {
-    auto map = string_map(*failed, "FailedAndUnresolvableNodes");
-    if (!map) return map.error();
-    result.failed_and_unresolvable_nodes = std::move(*map);
+    auto reasons = node_reasons(*failed, "FailedAndUnresolvableNodes");
+    if (!reasons) return reasons.error();
+    result.failed_and_unresolvable_nodes = std::move(*reasons);
   }
   auto error = string_field(*object, "Error");
   if (!error) return error.error();
@@ -490,17 +813,98 @@ Expected<PreemptionResult> parse_preemption_result(std::string_view body) {
   return result;
 }
 
-std::vector<std::string> ExtenderArgs::candidates() const {
-  std::vector<std::string> names;
-  if (node_objects) {
-    for (const json& node : *node_objects) {
-      // parse_extender_args checked every object's metadata.name.
-      names.push_back((*find_key(*find_key(node, "metadata"), "name")).get<std::string>());
-    }
-  } else if (node_names) {
-    names = *node_names;
+bool NodeReasons::operator==(const NodeReasons& other) const {
+  auto mine = sorted();
+  auto theirs = other.sorted();
+  return std::equal(
+      mine.begin(), mine.end(), theirs.begin(), theirs.end(),
+      [](const Entry& a, const Entry& b) { return a.node == b.node && a.reason == b.reason; });
+}
+
+const NodeNameList& ExtenderArgs::candidates() const {
+  static const NodeNameList kNone;
+  if (node_objects) return node_object_names;
+  return node_names ? *node_names : kNone;
+}
+
+NodeNameList::NodeNameList(std::initializer_list<std::string_view> names) {
+  for (std::string_view name : names) push_back(name);
+}
+
+void NodeNameList::push_back(std::string_view name) {
+  text_.append(name);
+  ends_.push_back(text_.size());
+}
+
+void NodeNameList::reserve(std::size_t names, std::size_t bytes) {
+  ends_.reserve(names);
+  text_.reserve(bytes);
+}
+
+bool NodeNameList::contains(std::string_view name) const {
+  for (std::string_view n : *this) {
+    if (n == name) return true;
   }
-  return names;
+  return false;
+}
+
+std::vector<std::string> NodeNameList::strings() const {
+  return std::vector<std::string>(begin(), end());
+}
+
+NodeReasons::NodeReasons(
+    std::initializer_list<std::pair<std::string_view, std::string_view>> entries) {
+  for (const auto& [node, why] : entries) add(node, why);
+}
+
+NodeReasons::Reason NodeReasons::reason(std::string text) {
+  reasons_.push_back(std::move(text));
+  return static_cast<Reason>(reasons_.size() - 1);
+}
+
+void NodeReasons::add(std::string_view node, Reason why) {
+  names_.append(node);
+  entries_.push_back({names_.size(), why});
+}
+
+void NodeReasons::add(std::string_view node, std::string_view why) {
+  if (reasons_.empty() || reasons_.back() != why) reason(std::string(why));
+  add(node, static_cast<Reason>(reasons_.size() - 1));
+}
+
+bool NodeReasons::contains(std::string_view node) const {
+  for (std::size_t i = 0; i < entries_.size(); ++i) {
+    if (name(i) == node) return true;
+  }
+  return false;
+}
+
+std::string_view NodeReasons::at(std::string_view node) const {
+  for (std::size_t i = entries_.size(); i-- > 0;) {
+    if (name(i) == node) return reasons_[entries_[i].reason];
+  }
+  throw std::out_of_range("NodeReasons::at: no node " + std::string(node));
+}
+
+std::vector<NodeReasons::Entry> NodeReasons::sorted() const {
+  std::vector<Entry> out;
+  out.reserve(entries_.size());
+  bool in_order = true;
+  for (std::size_t i = 0; i < entries_.size(); ++i) {
+    out.push_back((*this)[i]);
+    in_order = in_order && (i == 0 || out[i - 1].node < out[i].node);
+  }
+  if (in_order) return out;  // kube-scheduler often sends names in order: nothing to sort
+  // Stable, so among repeats of a node the last added comes last and is the one kept.
+  std::stable_sort(out.begin(), out.end(),
+                   [](const Entry& a, const Entry& b) { return a.node < b.node; });
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (i + 1 < out.size() && out[i + 1].node == out[i].node) continue;
+    out[kept++] = out[i];
+  }
+  out.resize(kept);
+  return out;
 }
 
 std::string render(const ExtenderArgs& args) {
@@ -527,9 +931,9 @@ std::string render(const FilterResult& result) {
   append_key(out, "NodeNames");
   append_strings(out, result.node_names);
   append_key(out, "FailedNodes");
-  append_string_map(out, result.failed_nodes);
+  append_node_reasons(out, result.failed_nodes);
   append_key(out, "FailedAndUnresolvableNodes");
-  append_string_map(out, result.failed_and_unresolvable_nodes);
+  append_node_reasons(out, result.failed_and_unresolvable_nodes);
   append_key(out, "Error");
   append_string(out, result.error);
   out.push_back('}');
@@ -580,25 +984,6 @@ std::string render(const PreemptionResult& result) {
   append_victims(out, result.victims);
   out.push_back('}');
   return out;
-}
-
-json to_json(const ExtenderArgs& args) {
-  return json::parse(render(args));
-}
-json to_json(const FilterResult& result) {
-  return json::parse(render(result));
-}
-json to_json(const std::vector<HostPriority>& priorities) {
-  return json::parse(render(priorities));
-}
-json to_json(const BindingArgs& args) {
-  return json::parse(render(args));
-}
-json to_json(const BindingResult& result) {
-  return json::parse(render(result));
-}
-json to_json(const PreemptionResult& result) {
-  return json::parse(render(result));
 }
 
 }  // namespace allox::extender

@@ -35,9 +35,21 @@ void round_trip(const char* what, Parse parse, const Value& value) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view body(reinterpret_cast<const char*>(data), size);
 
-  if (auto args = parse_extender_args(body)) {
-    (void)args->candidates();
-    round_trip("ExtenderArgs round trip", parse_extender_args, *args);
+  auto args = parse_extender_args(body);
+  if (args) {
+    round_trip(
+        "ExtenderArgs round trip", [](std::string_view text) { return parse_extender_args(text); },
+        *args);
+  }
+  // The request path reads only the pod's scheduling fields: it must accept and refuse the same
+  // bodies, with the same message, and see the same candidate nodes.
+  auto read = parse_extender_args(body, PodFields::kRead);
+  if (args.ok() != read.ok()) fail("PodFields::kRead disagrees", args.message(), read.message());
+  if (!args && args.message() != read.message()) {
+    fail("PodFields::kRead error differs", args.message(), read.message());
+  }
+  if (args && args->candidates() != read->candidates()) {
+    fail("PodFields::kRead candidates differ", render(*args), render(*read));
   }
   if (auto result = parse_filter_result(body)) {
     round_trip("FilterResult round trip", parse_filter_result, *result);

@@ -51,7 +51,7 @@ struct Cluster {
     };
     verbs = std::make_unique<ExtenderVerbs>(*planner, nullptr, metrics, options);
     FilterResult a = filter(pod("a-gpu", "a", "nvidia.com/gpu"), {"g1"});
-    EXPECT_EQ(std::vector<std::string>{"g1"}, *a.node_names);
+    EXPECT_EQ(std::vector<std::string>{"g1"}, a.node_names->strings());
     EXPECT_EQ("", verbs->bind({"a-gpu", "lab", "uid-a-gpu", "g1"}).error);
   }
   ~Cluster() { planner->stop(); }
@@ -70,7 +70,7 @@ TEST(FilterWaitTest, OfferedABusyMachineItWaitsForTheCompletionAndAdmits) {
   cluster.on_wait = [&] { EXPECT_TRUE(cluster.planner->complete("lab/a").ok()); };
   FilterResult b = cluster.filter(pod("b-gpu", "b", "nvidia.com/gpu"), {"g1"});
   EXPECT_EQ(1, cluster.waits);
-  EXPECT_EQ(std::vector<std::string>{"g1"}, *b.node_names);
+  EXPECT_EQ(std::vector<std::string>{"g1"}, b.node_names->strings());
   EXPECT_TRUE(b.failed_nodes.empty());
   EXPECT_EQ("", cluster.verbs->bind({"b-gpu", "lab", "uid-b-gpu", "g1"}).error);
 }
@@ -95,7 +95,7 @@ TEST(FilterWaitTest, NoWaitWhenTheAnswerDoesNotDependOnTheWatch) {
   // b's CPU variant starts on the free CPU bundle; its GPU variant, offered the busy GPU, is
   // not used whatever the watch brings: no wait.
   FilterResult cpu = cluster.filter(pod("b-cpu", "b", "cpu"), {"c1"});
-  EXPECT_EQ(std::vector<std::string>{"c1"}, *cpu.node_names);
+  EXPECT_EQ(std::vector<std::string>{"c1"}, cpu.node_names->strings());
   FilterResult gpu = cluster.filter(pod("b-gpu", "b", "nvidia.com/gpu"), {"g1"});
   EXPECT_TRUE(gpu.node_names->empty());
   // a runs: a late variant of it is refused for good, also without waiting.

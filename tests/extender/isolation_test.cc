@@ -64,7 +64,8 @@ ExtenderArgs args_for(const json& pod, const std::vector<std::string>& nodes) {
 }
 
 std::string admitted_node(const FilterResult& r) {
-  return r.node_names && !r.node_names->empty() ? r.node_names->front() : std::string();
+  return r.node_names && !r.node_names->empty() ? std::string(r.node_names->front())
+                                                : std::string();
 }
 
 TEST(TenancyTest, AJobAnnotationNamingAnotherNamespaceStaysInThePodsOwn) {
@@ -172,12 +173,12 @@ std::vector<std::string> answers(bool with_poison, std::vector<std::string>* poi
   service->solve_now();
   std::vector<std::string> out;
   for (const json& pod : normal) {
-    out.push_back(to_json(service->filter(args_for(pod, nodes))).dump());
-    out.push_back(to_json(service->prioritize(args_for(pod, nodes))).dump());
+    out.push_back(render(service->filter(args_for(pod, nodes))));
+    out.push_back(render(service->prioritize(args_for(pod, nodes))));
   }
   if (with_poison) {
     for (const json& pod : poison) {
-      poisoned_answers->push_back(to_json(service->filter(args_for(pod, nodes))).dump());
+      poisoned_answers->push_back(render(service->filter(args_for(pod, nodes))));
     }
     auto parked = service->plan()->parked;
     EXPECT_EQ(1u, parked.size());

@@ -93,7 +93,7 @@ TEST(ServiceApiTest, QueueFromTheWatchActionsInTheBackgroundCompletionsFromEvent
   // /filter confirms at once (the pod is known from the watch) and bind goes to the API server.
   auto args = parse_extender_args(testing::filter_body(chosen, {"node-1"}));
   ASSERT_TRUE(args.ok());
-  EXPECT_EQ(std::vector<std::string>{"node-1"}, *service->filter(*args).node_names);
+  EXPECT_EQ(std::vector<std::string>{"node-1"}, service->filter(*args).node_names->strings());
   const BindingArgs bind{chosen_name, "lab", chosen["metadata"]["uid"], "node-1"};
   api.fail_requests({"POST", "/binding", 500, 1});
   BindingResult failed = service->bind(bind);
@@ -117,7 +117,7 @@ TEST(ServiceApiTest, QueueFromTheWatchActionsInTheBackgroundCompletionsFromEvent
   other["spec"]["schedulerName"] = "default-scheduler";
   auto other_args = parse_extender_args(testing::filter_body(other, {"node-1", "node-2"}));
   EXPECT_EQ((std::vector<std::string>{"node-1", "node-2"}),
-            *service->filter(*other_args).node_names);
+            service->filter(*other_args).node_names->strings());
   EXPECT_FALSE(service->job("lab/web").ok());
   EXPECT_EQ(0, api.unauthorized_requests());
   service->stop();

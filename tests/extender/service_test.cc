@@ -85,13 +85,16 @@ TEST_F(KubeSchedulerVerbsTest, FilterKeepsOnlyNodesWithAFreeGpuAndSaysWhyForEver
   ASSERT_TRUE(result.node_names.has_value());
   // Every offered node is answered exactly once.
   std::map<std::string, int> answered;
-  for (const std::string& node : *result.node_names) ++answered[node];
-  for (const auto& [node, why] : result.failed_nodes) ++answered[node];
-  for (const auto& [node, why] : result.failed_and_unresolvable_nodes) ++answered[node];
+  for (std::string_view node : *result.node_names) ++answered[std::string(node)];
+  for (const auto& entry : result.failed_nodes) ++answered[std::string(entry.node)];
+  for (const auto& entry : result.failed_and_unresolvable_nodes) {
+    ++answered[std::string(entry.node)];
+  }
   for (const std::string& node : offered_) EXPECT_EQ(1, answered[node]) << node;
   EXPECT_EQ(offered_.size(), answered.size());
   // The job starts now: kept exactly where a GPU is free (one node here), on no node without one.
-  for (const std::string& node : *result.node_names) EXPECT_GT(free_gpus(node), 0) << node;
+  for (std::string_view node : *result.node_names)
+    EXPECT_GT(free_gpus(std::string(node)), 0) << node;
   EXPECT_EQ(1u, result.node_names->size());
   // A full GPU node may free up (resolvable) and its reason names what is missing; a node with
   // no GPU at all never can (unresolvable).
@@ -130,7 +133,7 @@ TEST_F(KubeSchedulerVerbsTest, BindWhereFilterKeptStartsTheJobAndABindToAFullNod
   ASSERT_EQ(1u, kept.node_names->size());
   EXPECT_NE("", service_->bind(binding("ml-team-a", "resnet-train-0", "gpu-node-2")).error)
       << "gpu-node-2 has no free GPU";
-  const std::string node = kept.node_names->front();
+  const std::string node(kept.node_names->front());
   ASSERT_EQ("", service_->bind(binding("ml-team-a", "resnet-train-0", node)).error);
   auto job = service_->job("ml-team-a/resnet-train-0");
   ASSERT_TRUE(job.ok()) << job.message();
@@ -178,7 +181,7 @@ TEST(ServiceTest, ExactlyOneDeviceVariantIsAdmittedAndBound) {
   FilterResult gpu = service->filter(args_for(gpu_pod, {"g", "c"}));
   FilterResult cpu = service->filter(args_for(cpu_pod, {"g", "c"}));
   std::size_t admitted = gpu.node_names->size() + cpu.node_names->size();
-  ASSERT_EQ(1u, admitted) << to_json(gpu).dump() << to_json(cpu).dump();
+  ASSERT_EQ(1u, admitted) << render(gpu) << render(cpu);
   bool gpu_chosen = gpu.node_names->size() == 1;
   const std::string chosen_pod = gpu_chosen ? "resnet-gpu" : "resnet-cpu";
   const std::string other_pod = gpu_chosen ? "resnet-cpu" : "resnet-gpu";
@@ -186,7 +189,7 @@ TEST(ServiceTest, ExactlyOneDeviceVariantIsAdmittedAndBound) {
   const std::string other_node = gpu_chosen ? "c" : "g";
   const FilterResult& other = gpu_chosen ? cpu : gpu;
   EXPECT_NE(std::string::npos, other.failed_nodes.at(other_node).find("another variant"))
-      << to_json(other).dump();
+      << render(other);
 
   ASSERT_EQ("", service->bind(binding("lab", chosen_pod, chosen_node)).error);
   FilterResult after = service->filter(args_for(gpu_chosen ? cpu_pod : gpu_pod, {"g", "c"}));
@@ -205,7 +208,7 @@ TEST(ServiceTest, QueuedJobsGetAQueueReasonOnEveryNode) {
   json first = make_pod("lab", "first", "nvidia.com/gpu", {{"allox.io/time.gpu", "100"}});
   json second = make_pod("lab", "second", "nvidia.com/gpu", {{"allox.io/time.gpu", "100"}});
   ASSERT_EQ(std::vector<std::string>{"g1"},
-            *service->filter(args_for(first, {"g1", "g2"})).node_names);
+            service->filter(args_for(first, {"g1", "g2"})).node_names->strings());
   ASSERT_EQ("", service->bind(binding("lab", "first", "g1")).error);
   service->solve_now();
   FilterResult queued = service->filter(args_for(second, {"g1", "g2", "ghost"}));
@@ -219,7 +222,7 @@ TEST(ServiceTest, QueuedJobsGetAQueueReasonOnEveryNode) {
   ASSERT_TRUE(service->complete("lab/first").ok());
   service->solve_now();
   EXPECT_EQ(std::vector<std::string>{"g1"},
-            *service->filter(args_for(second, {"g1", "g2"})).node_names);
+            service->filter(args_for(second, {"g1", "g2"})).node_names->strings());
   EXPECT_FALSE(service->complete("lab/first").ok());  // already done
 }
 

@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <optional>
+#include <stdexcept>
 
 #include "tests/extender/golden.h"
 #include "tests/extender/test_support.h"
@@ -23,29 +26,29 @@ Expected<json> round_trip(GoldenKind kind, const std::string& body) {
     case GoldenKind::kExtenderArgs: {
       auto v = parse_extender_args(body);
       if (!v) return v.error();
-      return to_json(*v);
+      return json::parse(render(*v));
     }
     case GoldenKind::kFilterResult: {
       auto v = parse_filter_result(body);
       if (!v) return v.error();
-      return to_json(*v);
+      return json::parse(render(*v));
     }
     case GoldenKind::kHostPriorities: {
       auto v = parse_host_priorities(body);
       if (!v) return v.error();
-      json list = to_json(*v);
+      json list = json::parse(render(*v));
       // upstream's golden test serialises a single HostPriority, not a list
       return json::parse(body).is_object() ? list[0] : list;
     }
     case GoldenKind::kBindingArgs: {
       auto v = parse_binding_args(body);
       if (!v) return v.error();
-      return to_json(*v);
+      return json::parse(render(*v));
     }
     case GoldenKind::kBindingResult: {
       auto v = parse_binding_result(body);
       if (!v) return v.error();
-      return to_json(*v);
+      return json::parse(render(*v));
     }
     case GoldenKind::kPreemptionArgs: {
       // allox never sends these; rebuild the message from what it read (the pod it kept and the
@@ -74,12 +77,12 @@ Expected<json> round_trip(GoldenKind kind, const std::string& body) {
       return json{{"Pod", v->pod},
                   {"NodeNameToVictims", full},
                   {"NodeNameToMetaVictims",
-                   to_json(PreemptionResult{v->victims})["NodeNameToMetaVictims"]}};
+                   json::parse(render(PreemptionResult{v->victims}))["NodeNameToMetaVictims"]}};
     }
     case GoldenKind::kPreemptionResult: {
       auto v = parse_preemption_result(body);
       if (!v) return v.error();
-      return to_json(*v);
+      return json::parse(render(*v));
     }
   }
   return Error{"unknown kind"};
@@ -107,7 +110,7 @@ TEST(WireGoldenTest, FilterArgsReadTheCandidateNodesAndThePod) {
   auto args = parse_extender_args(body);
   ASSERT_TRUE(args.ok()) << args.message();
   EXPECT_EQ((std::vector<std::string>{"gpu-node-1", "gpu-node-2", "cpu-node-1"}),
-            args->candidates());
+            args->candidates().strings());
   EXPECT_FALSE(args->node_objects.has_value());
   EXPECT_EQ("resnet-train-0", args->pod["metadata"]["name"]);
 }
@@ -117,7 +120,7 @@ TEST(WireGoldenTest, FullNodesShapeNamesCandidatesFromTheObjects) {
       R"({"Pod":{"metadata":{"name":"p"}},"Nodes":{"items":[{"metadata":{"name":"a"}},)"
       R"({"metadata":{"name":"b"}}]},"NodeNames":null})");
   ASSERT_TRUE(args.ok()) << args.message();
-  EXPECT_EQ((std::vector<std::string>{"a", "b"}), args->candidates());
+  EXPECT_EQ((std::vector<std::string>{"a", "b"}), args->candidates().strings());
   ASSERT_TRUE(args->node_objects.has_value());
   EXPECT_EQ(2u, args->node_objects->size());
 }
@@ -136,7 +139,7 @@ TEST(WireTest, KeysMatchCaseInsensitivelyWithExactCaseFirst) {
 
   auto args = parse_extender_args(R"({"pod":{"metadata":{"name":"p"}},"nodenames":["x"]})");
   ASSERT_TRUE(args.ok()) << args.message();
-  EXPECT_EQ(std::vector<std::string>{"x"}, args->candidates());
+  EXPECT_EQ(std::vector<std::string>{"x"}, args->candidates().strings());
 }
 
 TEST(WireTest, MalformedBodiesNameTheProblem) {
@@ -183,14 +186,14 @@ TEST(WireTest, DeepNestingIsRejectedWithoutRecursingIntoIt) {
 TEST(WireTest, EmptyFilterResultRendersNullMapsAndAnEmptyList) {
   FilterResult result;
   result.node_names.emplace();
-  json out = to_json(result);
+  json out = json::parse(render(result));
   EXPECT_TRUE(out["NodeNames"].is_array());
   EXPECT_TRUE(out["NodeNames"].empty());
   EXPECT_TRUE(out["Nodes"].is_null());
   EXPECT_TRUE(out["FailedNodes"].is_null());
   EXPECT_TRUE(out["FailedAndUnresolvableNodes"].is_null());
   EXPECT_EQ("", out["Error"]);
-  EXPECT_TRUE(to_json(PreemptionResult{})["NodeNameToMetaVictims"].is_null());
+  EXPECT_TRUE(json::parse(render(PreemptionResult{}))["NodeNameToMetaVictims"].is_null());
 }
 
 TEST(WireTest, FullVictimsAreReducedToUids) {
@@ -224,12 +227,12 @@ TEST(WireTest, RenderingIsGoTextByteForByte) {
   EXPECT_EQ(R"({"NodeNameToMetaVictims":null})", render(PreemptionResult{}));
 
   FilterResult result;
-  result.node_names = std::vector<std::string>{"a", "b\"q"};
-  result.failed_nodes = {{"d", ""}, {"c", "queued: \"x\" \\ \n\t\x01 é"}};
+  result.node_names = NodeNameList{"a", "b\"q"};
+  result.failed_nodes = {{"d", ""}, {"c", "queued: \"x\" \\ \n\t\x01 é"}, {"d", "last wins"}};
   result.failed_and_unresolvable_nodes = {{"e", "node has no gpu capacity"}};
   result.error = "boom";
   EXPECT_EQ(
-      R"({"Nodes":null,"NodeNames":["a","b\"q"],"FailedNodes":{"c":"queued: \"x\" \\ \n\t\u0001 é","d":""},)"
+      R"({"Nodes":null,"NodeNames":["a","b\"q"],"FailedNodes":{"c":"queued: \"x\" \\ \n\t\u0001 é","d":"last wins"},)"
       R"("FailedAndUnresolvableNodes":{"e":"node has no gpu capacity"},"Error":"boom"})",
       render(result));
   EXPECT_EQ(
@@ -239,6 +242,182 @@ TEST(WireTest, RenderingIsGoTextByteForByte) {
   EXPECT_EQ(0u, render(result).rfind(
                     R"({"Nodes":{"metadata":{},"items":[{"metadata":{"name":"a"}}]},)", 0))
       << render(result);
+}
+
+}  // namespace
+}  // namespace allox::extender
+
+namespace allox::extender {
+namespace {
+
+using ordered = nlohmann::ordered_json;
+
+// Where `got` does not keep `want`'s key order: every key of a `want` object must appear in the
+// `got` object at that place, in the same relative order (keys upstream's older structs lack
+// may sit between them), recursively. Embedded Kubernetes objects (`Pod`, the NodeList's
+// `items`) are not wire types and are skipped. "" when the order is kept.
+std::string key_order_difference(const ordered& want, const ordered& got, const std::string& at) {
+  if (want.is_object() && got.is_object()) {
+    std::vector<std::string> wanted, kept;
+    for (const auto& [key, value] : want.items()) wanted.push_back(key);
+    for (const auto& [key, value] : got.items()) {
+      if (want.contains(key)) kept.push_back(key);
+    }
+    if (wanted != kept) {
+      return at + ": keys " + ordered(kept).dump() + ", upstream's order " + ordered(wanted).dump();
+    }
+    for (const auto& [key, value] : want.items()) {
+      if (key == "Pod" || key == "items") continue;
+      std::string diff = key_order_difference(value, got[key], at + "." + key);
+      if (!diff.empty()) return diff;
+    }
+  } else if (want.is_array() && got.is_array()) {
+    for (std::size_t i = 0; i < std::min(want.size(), got.size()); ++i) {
+      std::string diff = key_order_difference(want[i], got[i], at + "[" + std::to_string(i) + "]");
+      if (!diff.empty()) return diff;
+    }
+  }
+  return "";
+}
+
+// allox's rendering of what it read from `body`, for every message kind it renders.
+std::optional<std::string> rendered_as_allox(testing::GoldenKind kind, const std::string& body) {
+  using testing::GoldenKind;
+  switch (kind) {
+    case GoldenKind::kExtenderArgs:
+      return render(*parse_extender_args(body));
+    case GoldenKind::kFilterResult:
+      return render(*parse_filter_result(body));
+    case GoldenKind::kHostPriorities:
+      return render(*parse_host_priorities(body));
+    case GoldenKind::kBindingArgs:
+      return render(*parse_binding_args(body));
+    case GoldenKind::kBindingResult:
+      return render(*parse_binding_result(body));
+    case GoldenKind::kPreemptionResult:
+      return render(*parse_preemption_result(body));
+    case GoldenKind::kPreemptionArgs:
+      return std::nullopt;  // allox never sends these
+  }
+  return std::nullopt;
+}
+
+// The order of the keys allox writes is upstream's: the oracle is text Go wrote (upstream's golden
+// types test, and the bodies a real kube-scheduler v1.28.7 sent), never text allox wrote.
+TEST(WireTest, RenderedKeysFollowUpstreamsOrder) {
+  struct Source {
+    std::string name;
+    testing::GoldenKind kind;
+    std::string body;
+  };
+  std::vector<Source> sources;
+  for (const auto& m : golden_messages()) {
+    if (m.source.rfind("upstream_golden_types_test.jsonl", 0) == 0) {
+      sources.push_back({m.source, m.kind, m.body});
+    }
+  }
+  ASSERT_EQ(7u, sources.size()) << "one line per upstream type";
+  const std::string real = ALLOX_SOURCE_DIR "/data/kube-extender/real-v1.28";
+  for (const char* folder : {"nodecache-true", "nodecache-false"}) {
+    for (const auto& entry : std::filesystem::directory_iterator(real + "/" + folder)) {
+      const std::string name = entry.path().filename().string();
+      std::optional<testing::GoldenKind> kind;
+      if (name.ends_with("-filter.json") || name.ends_with("-prioritize.json")) {
+        kind = testing::GoldenKind::kExtenderArgs;
+      } else if (name.ends_with("-bind.json")) {
+        kind = testing::GoldenKind::kBindingArgs;
+      }
+      if (kind) {
+        sources.push_back({std::string(folder) + "/" + name, *kind,
+                           testing::read_text_file(entry.path().string())});
+      }
+    }
+  }
+  ASSERT_GE(sources.size(), 7u + 20u) << "the real kube-scheduler's bodies were not found";
+  for (const Source& source : sources) {
+    SCOPED_TRACE(source.name);
+    auto rendered = rendered_as_allox(source.kind, source.body);
+    if (!rendered) continue;
+    ordered want = ordered::parse(source.body);
+    ordered got = ordered::parse(*rendered);
+    if (source.kind == testing::GoldenKind::kHostPriorities && want.is_object()) {
+      ASSERT_TRUE(got.is_array() && got.size() == 1) << *rendered;
+      got = ordered(got[0]);
+    }
+    EXPECT_EQ("", key_order_difference(want, got, "$")) << *rendered;
+  }
+}
+
+// The request path reads the pod's scheduling fields only; everything else allox reads from the
+// body is the same as a whole read, and bodies are refused with the same message.
+TEST(WireTest, ReadingOnlyThePodsFieldsKeepsWhatThePodReaderNeeds) {
+  const std::string body = testing::read_text_file(
+      ALLOX_SOURCE_DIR "/data/kube-extender/real-v1.28/nodecache-true/001-filter.json");
+  auto whole = parse_extender_args(body);
+  auto read = parse_extender_args(body, PodFields::kRead);
+  ASSERT_TRUE(whole.ok()) << whole.message();
+  ASSERT_TRUE(read.ok()) << read.message();
+  EXPECT_EQ(whole->candidates(), read->candidates());
+  EXPECT_TRUE(whole->pod["metadata"].contains("managedFields"));
+  EXPECT_FALSE(read->pod["metadata"].contains("managedFields"));
+  EXPECT_FALSE(read->pod.contains("status"));
+  for (const char* path :
+       {"/metadata/name", "/metadata/namespace", "/metadata/uid", "/metadata/labels",
+        "/metadata/annotations", "/spec/schedulerName", "/spec/containers/0/resources"}) {
+    const json::json_pointer pointer(path);
+    ASSERT_TRUE(whole->pod.contains(pointer)) << path << " is in the recorded pod";
+    EXPECT_EQ(whole->pod[pointer], read->pod[pointer]) << path;
+  }
+  EXPECT_FALSE(read->pod.contains(json::json_pointer("/spec/containers/0/image")));
+
+  for (const char* bad : {R"({"Pod":{"metadata":{"managedFields":[1,2}}})",
+                          R"({"Pod":{"spec":{"containers":[{"resources":{}}]}},"NodeNames":[1]})",
+                          R"({"pod":{},"NODENAMES":{}})"}) {
+    auto a = parse_extender_args(bad);
+    auto b = parse_extender_args(bad, PodFields::kRead);
+    ASSERT_FALSE(a.ok()) << bad;
+    EXPECT_EQ(a.message(), b.message()) << bad;
+  }
+}
+
+TEST(WireTest, SyntaxErrorsWinOverTypeErrorsAndRepeatedKeysKeepTheLast) {
+  // A type error early and a syntax error later: the body is malformed JSON, as a DOM parse says.
+  auto broken = parse_extender_args(R"({"Pod":{},"NodeNames":[1],"x":})");
+  ASSERT_FALSE(broken.ok());
+  EXPECT_EQ(0u, broken.message().rfind("malformed JSON", 0)) << broken.message();
+
+  auto repeated = parse_extender_args(
+      R"({"Pod":{"metadata":{"name":"a"}},"NodeNames":[7],"NodeNames":["n1","n2"],)"
+      R"("Pod":{"metadata":{"name":"b"}},"nodenames":["folded"]})");
+  ASSERT_TRUE(repeated.ok()) << repeated.message();
+  EXPECT_EQ("b", repeated->pod["metadata"]["name"]);
+  EXPECT_EQ((std::vector<std::string>{"n1", "n2"}), repeated->candidates().strings())
+      << "the exact-case key wins over a folded one, wherever it comes";
+
+  auto nested = parse_extender_args(R"({"Pod":{},"NodeNames":["a",["b"],"c"]})");
+  ASSERT_FALSE(nested.ok());
+  EXPECT_EQ("NodeNames[1]: expected a string, got array", nested.message());
+}
+
+TEST(WireTest, NodeReasonsRenderAsGoMapsWithOneReasonSharedByManyNodes) {
+  FilterResult result;
+  result.node_names.emplace();
+  auto queued = result.failed_nodes.reason("queued: position 2 of 9");
+  for (std::string_view node : {"n3", "n1", "n2"}) result.failed_nodes.add(node, queued);
+  result.failed_nodes.add("n0", "node n0 is not in allox's inventory");
+  EXPECT_EQ(4u, result.failed_nodes.size());
+  EXPECT_EQ("queued: position 2 of 9", result.failed_nodes.at("n2"));
+  EXPECT_FALSE(result.failed_nodes.contains("n9"));
+  EXPECT_THROW((void)result.failed_nodes.at("n9"), std::out_of_range);
+  const std::string text = render(result);
+  EXPECT_NE(std::string::npos,
+            text.find(R"("FailedNodes":{"n0":"node n0 is not in allox's inventory",)"
+                      R"("n1":"queued: position 2 of 9","n2":"queued: position 2 of 9",)"
+                      R"("n3":"queued: position 2 of 9"})"))
+      << text;
+  auto back = parse_filter_result(text);
+  ASSERT_TRUE(back.ok()) << back.message();
+  EXPECT_EQ(text, render(*back));
 }
 
 }  // namespace
