@@ -27,6 +27,33 @@
 
 namespace allox::extender {
 
+// A forward iterator over a container read by index (operator[] returning Value by value): the
+// two buffer-backed containers below hand out views, not references, so neither has a
+// std::vector to borrow an iterator from.
+template <typename Container, typename Value>
+class IndexIterator {
+ public:
+  using value_type = Value;
+  using difference_type = std::ptrdiff_t;
+  IndexIterator() = default;
+  IndexIterator(const Container* container, std::size_t i) : container_(container), i_(i) {}
+  Value operator*() const { return (*container_)[i_]; }
+  IndexIterator& operator++() {
+    ++i_;
+    return *this;
+  }
+  IndexIterator operator++(int) {
+    IndexIterator before = *this;
+    ++i_;
+    return before;
+  }
+  bool operator==(const IndexIterator& other) const { return i_ == other.i_; }
+
+ private:
+  const Container* container_ = nullptr;
+  std::size_t i_ = 0;
+};
+
 // Node names in order, kept in one buffer: a list of 5,000 names is two allocations, not 5,000.
 // `NodeNames` in both directions; the value type of a Go []string.
 class NodeNameList {
@@ -47,28 +74,7 @@ class NodeNameList {
   std::vector<std::string> strings() const;  // a copy, for tests and printing
   bool operator==(const NodeNameList& other) const = default;
 
-  class const_iterator {
-   public:
-    using value_type = std::string_view;
-    using difference_type = std::ptrdiff_t;
-    const_iterator() = default;
-    const_iterator(const NodeNameList* list, std::size_t i) : list_(list), i_(i) {}
-    std::string_view operator*() const { return (*list_)[i_]; }
-    const_iterator& operator++() {
-      ++i_;
-      return *this;
-    }
-    const_iterator operator++(int) {
-      const_iterator before = *this;
-      ++i_;
-      return before;
-    }
-    bool operator==(const const_iterator& other) const { return i_ == other.i_; }
-
-   private:
-    const NodeNameList* list_ = nullptr;
-    std::size_t i_ = 0;
-  };
+  using const_iterator = IndexIterator<NodeNameList, std::string_view>;
   const_iterator begin() const { return {this, 0}; }
   const_iterator end() const { return {this, size()}; }
 
@@ -115,28 +121,7 @@ class NodeReasons {
   bool operator==(const NodeReasons& other) const;
 
   // Every add() in order, repeats included.
-  class const_iterator {
-   public:
-    using value_type = Entry;
-    using difference_type = std::ptrdiff_t;
-    const_iterator() = default;
-    const_iterator(const NodeReasons* map, std::size_t i) : map_(map), i_(i) {}
-    Entry operator*() const { return (*map_)[i_]; }
-    const_iterator& operator++() {
-      ++i_;
-      return *this;
-    }
-    const_iterator operator++(int) {
-      const_iterator before = *this;
-      ++i_;
-      return before;
-    }
-    bool operator==(const const_iterator& other) const { return i_ == other.i_; }
-
-   private:
-    const NodeReasons* map_ = nullptr;
-    std::size_t i_ = 0;
-  };
+  using const_iterator = IndexIterator<NodeReasons, Entry>;
   const_iterator begin() const { return {this, 0}; }
   const_iterator end() const { return {this, size()}; }
 
