@@ -86,32 +86,6 @@ Expected<std::string> string_field(const json& object, std::string_view key) {
   return as_string(*value, std::string(key));
 }
 
-// A Go []string: null reads as unset.
-Expected<std::optional<NodeNameList>> name_list(const json& value, const std::string& field) {
-  if (value.is_null()) return std::optional<NodeNameList>();
-  if (!value.is_array()) return wrong_type(field, "a list", value);
-  NodeNameList out;
-  for (std::size_t i = 0; i < value.size(); ++i) {
-    if (!value[i].is_string()) {
-      return wrong_type(field + "[" + std::to_string(i) + "]", "a string", value[i]);
-    }
-    out.push_back(value[i].get_ref<const std::string&>());
-  }
-  return std::optional<NodeNameList>(std::move(out));
-}
-
-// A Go map[string]string of node reasons: null reads as empty.
-Expected<NodeReasons> node_reasons(const json& value, const std::string& field) {
-  NodeReasons out;
-  if (value.is_null()) return out;
-  if (!value.is_object()) return wrong_type(field, "an object", value);
-  for (const auto& [key, reason] : value.items()) {
-    if (!reason.is_string()) return wrong_type(field + "." + key, "a string", reason);
-    out.add(key, reason.get_ref<const std::string&>());
-  }
-  return out;
-}
-
 // The node's name from a v1.Node object (metadata.name).
 Expected<std::string> node_name(const json& node, const std::string& field) {
   if (!node.is_object()) return wrong_type(field, "a node object", node);
@@ -122,23 +96,6 @@ Expected<std::string> node_name(const json& node, const std::string& field) {
   const json* name = find_key(*metadata, "name");
   if (name == nullptr) return Error{field + ".metadata.name: missing"};
   return as_string(*name, field + ".metadata.name");
-}
-
-// `Nodes` (a v1.NodeList): its items, each checked to carry metadata.name. Unset when null.
-Expected<std::optional<std::vector<json>>> node_objects_field(const json& object) {
-  const json* nodes = find_key(object, "Nodes");
-  if (nodes == nullptr || nodes->is_null()) return std::optional<std::vector<json>>();
-  if (!nodes->is_object()) return wrong_type("Nodes", "a NodeList object", *nodes);
-  std::vector<json> objects;
-  if (const json* items = find_key(*nodes, "items"); items != nullptr && !items->is_null()) {
-    if (!items->is_array()) return wrong_type("Nodes.items", "a list", *items);
-    for (std::size_t i = 0; i < items->size(); ++i) {
-      auto name = node_name((*items)[i], "Nodes.items[" + std::to_string(i) + "]");
-      if (!name) return name.error();
-      objects.push_back((*items)[i]);
-    }
-  }
-  return std::optional<std::vector<json>>(std::move(objects));
 }
 
 Expected<json> pod_field(const json& object) {
@@ -535,6 +492,246 @@ class ExtenderArgsReader {
   ExtenderArgs args_;
 };
 
+// ExtenderFilterResult in one pass, the way ExtenderArgsReader reads a request: `NodeNames` go
+// straight into their list, `FailedNodes` and `FailedAndUnresolvableNodes` into NodeReasons (a
+// run of nodes with the same reason stores it once), `Error` into its string, and only `Nodes`
+// (full v1.Node objects) is built as JSON. A 5,000-node answer is then a few allocations, not a
+// DOM of 5,000 strings. The first type error of each field is noted and the body is read to its
+// end (a syntax error anywhere wins); errors are reported in the fields' order.
+class FilterResultReader {
+ public:
+  using string_t = std::string;
+  using number_integer_t = std::int64_t;
+  using number_unsigned_t = std::uint64_t;
+  using number_float_t = double;
+  using binary_t = json::binary_t;
+
+  bool null() {
+    return value(json::value_t::null, [] { return json(); });
+  }
+  bool boolean(bool b) {
+    return value(json::value_t::boolean, [b] { return json(b); });
+  }
+  bool number_integer(std::int64_t n) {
+    return value(json::value_t::number_integer, [n] { return json(n); });
+  }
+  bool number_unsigned(std::uint64_t n) {
+    return value(json::value_t::number_unsigned, [n] { return json(n); });
+  }
+  bool number_float(double n, const std::string&) {
+    return value(json::value_t::number_float, [n] { return json(n); });
+  }
+  bool string(std::string& s) {
+    if (depth_ == 2 && open_) {
+      if (target_ == Target::kNames) {
+        if (result_.node_names) result_.node_names->push_back(s);
+        ++index_;
+        return true;
+      }
+      if (target_ == Target::kFailed || target_ == Target::kUnresolvable) {
+        reasons().add(key_, s);
+        return true;
+      }
+    }
+    if (depth_ == 1 && target_ == Target::kError) {
+      result_.error = std::move(s);
+      return true;
+    }
+    return value(json::value_t::string, [&s] { return json(s); });
+  }
+  bool binary(binary_t&) { return true; }  // JSON text has no binary values
+
+  bool start_object(std::size_t) { return open(json::value_t::object); }
+  bool start_array(std::size_t) { return open(json::value_t::array); }
+  bool end_object() { return close(); }
+  bool end_array() { return close(); }
+
+  bool key(std::string& key) {
+    if (depth_ == 1) {
+      choose_target(key);
+    } else if (target_ == Target::kNodes) {
+      builder_.key(key);
+    } else if (depth_ == 2) {
+      key_ = std::move(key);
+    }
+    return true;
+  }
+
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) {
+    std::string what = e.what();
+    auto pos = what.find("] ");
+    if (pos != std::string::npos) what = what.substr(pos + 2);
+    constexpr std::size_t kMaxMessage = 200;  // the message quotes the token, which may be huge
+    if (what.size() > kMaxMessage) what = what.substr(0, kMaxMessage) + "...";
+    syntax_error_ = "malformed JSON: " + what;
+    return false;
+  }
+
+  Expected<FilterResult> finish(bool parsed) {
+    if (too_deep_) {
+      return Error{"malformed JSON: nested deeper than " + std::to_string(kMaxNesting) + " levels"};
+    }
+    if (!syntax_error_.empty()) return Error{syntax_error_};
+    if (!parsed) return Error{"malformed JSON"};
+    if (top_type_ != json::value_t::object) {
+      return Error{std::string("ExtenderFilterResult: expected an object, got ") +
+                   sax_type_name(top_type_)};
+    }
+    if (!nodes_.is_null()) {
+      if (!nodes_.is_object()) return wrong_type("Nodes", "a NodeList object", nodes_);
+      result_.node_objects.emplace();
+      if (const json* items = find_key(nodes_, "items"); items != nullptr && !items->is_null()) {
+        if (!items->is_array()) return wrong_type("Nodes.items", "a list", *items);
+        for (std::size_t i = 0; i < items->size(); ++i) {
+          auto name = node_name((*items)[i], "Nodes.items[" + std::to_string(i) + "]");
+          if (!name) return name.error();
+          result_.node_objects->push_back(std::move((*items)[i]));
+        }
+      }
+    }
+    for (const std::string& error : errors_) {
+      if (!error.empty()) return Error{error};
+    }
+    return std::move(result_);
+  }
+
+ private:
+  // The fields in the order their errors are reported.
+  enum class Target { kNodes, kNames, kFailed, kUnresolvable, kError, kSkip };
+  static constexpr std::string_view kFields[] = {"Nodes", "NodeNames", "FailedNodes",
+                                                 "FailedAndUnresolvableNodes", "Error"};
+
+  NodeReasons& reasons() {
+    return target_ == Target::kFailed ? result_.failed_nodes
+                                      : result_.failed_and_unresolvable_nodes;
+  }
+  std::string& error_of(Target target) { return errors_[static_cast<std::size_t>(target)]; }
+  std::string_view name_of(Target target) { return kFields[static_cast<std::size_t>(target)]; }
+
+  // A top-level key: where its value goes. An exact-case key wins over a folded one; among keys
+  // of one kind the last wins (as in a parsed object), so a repeated field starts over.
+  void choose_target(const std::string& key) {
+    target_ = Target::kSkip;
+    for (std::size_t i = 0; i < std::size(kFields); ++i) {
+      bool exact = key == kFields[i];
+      if (!exact && (!iequals(key, kFields[i]) || exact_[i])) continue;
+      exact_[i] = exact;
+      target_ = static_cast<Target>(i);
+      errors_[i].clear();
+      open_ = false;
+      index_ = 0;
+      switch (target_) {
+        case Target::kNodes:
+          builder_.reset(Scope::kAll);
+          break;
+        case Target::kNames:
+          result_.node_names.reset();
+          break;
+        case Target::kFailed:
+        case Target::kUnresolvable:
+          reasons() = NodeReasons();
+          break;
+        case Target::kError:
+          result_.error.clear();
+          break;
+        case Target::kSkip:
+          break;
+      }
+      return;
+    }
+  }
+
+  template <class Make>
+  bool value(json::value_t type, Make make) {
+    if (depth_ == 0) {
+      top_type_ = type;
+    } else if (target_ == Target::kNodes) {
+      builder_.scalar(make());
+      if (depth_ == 1) done_building();
+    } else if (depth_ == 1) {
+      if (type != json::value_t::null) top_level_error(type);
+    } else if (depth_ == 2 && open_) {
+      element_error(type);
+    }
+    return true;
+  }
+
+  // The field's own value has the wrong type (null is always allowed: Go's nil).
+  void top_level_error(json::value_t type) {
+    if (target_ == Target::kSkip) return;
+    const char* expected = target_ == Target::kNames   ? "a list"
+                           : target_ == Target::kError ? "a string"
+                                                       : "an object";
+    error_of(target_) =
+        std::string(name_of(target_)) + ": expected " + expected + ", got " + sax_type_name(type);
+  }
+
+  // An element of an open list or map has the wrong type; the first one is reported.
+  void element_error(json::value_t type) {
+    std::string& error = error_of(target_);
+    if (error.empty()) {
+      std::string at = target_ == Target::kNames
+                           ? std::string(name_of(target_)) + "[" + std::to_string(index_) + "]"
+                           : std::string(name_of(target_)) + "." + key_;
+      error = at + ": expected a string, got " + sax_type_name(type);
+    }
+    ++index_;
+  }
+
+  bool open(json::value_t type) {
+    if (depth_ == 0) {
+      top_type_ = type;
+    } else if (target_ == Target::kNodes) {
+      builder_.start(type);
+    } else if (depth_ == 1 && target_ != Target::kSkip) {
+      const auto wanted = target_ == Target::kNames ? json::value_t::array : json::value_t::object;
+      if (type == wanted && target_ != Target::kError) {
+        open_ = true;
+        if (target_ == Target::kNames) result_.node_names.emplace();
+      } else {
+        top_level_error(type);
+      }
+    } else if (depth_ == 2 && open_) {
+      element_error(type);
+    }
+    if (++depth_ > kMaxNesting) {
+      too_deep_ = true;
+      return false;
+    }
+    return true;
+  }
+
+  bool close() {
+    --depth_;
+    if (target_ == Target::kNodes) {
+      builder_.end();
+      if (depth_ == 1) done_building();
+    } else if (depth_ == 1) {
+      open_ = false;
+    }
+    return true;
+  }
+
+  void done_building() {
+    nodes_ = builder_.take();
+    target_ = Target::kSkip;
+  }
+
+  int depth_ = 0;
+  json::value_t top_type_ = json::value_t::discarded;
+  Target target_ = Target::kSkip;
+  bool exact_[std::size(kFields)] = {};
+  std::string errors_[std::size(kFields)];
+  bool open_ = false;      // inside the list or map of a NodeNames / FailedNodes field
+  std::size_t index_ = 0;  // the next element of that list
+  std::string key_;        // the node the next reason belongs to
+  ValueBuilder builder_;
+  json nodes_;
+  FilterResult result_;
+  std::string syntax_error_;
+  bool too_deep_ = false;
+};
+
 Expected<json> top_object(std::string_view body, const char* what) {
   auto value = parse_body(body);
   if (!value) return value.error();
@@ -701,31 +898,9 @@ Expected<ExtenderArgs> parse_extender_args(std::string_view body, PodFields pod_
 }
 
 Expected<FilterResult> parse_filter_result(std::string_view body) {
-  auto object = top_object(body, "ExtenderFilterResult");
-  if (!object) return object.error();
-  FilterResult result;
-  auto objects = node_objects_field(*object);
-  if (!objects) return objects.error();
-  result.node_objects = std::move(*objects);
-  if (const json* names = find_key(*object, "NodeNames")) {
-    auto list = name_list(*names, "NodeNames");
-    if (!list) return list.error();
-    result.node_names = std::move(*list);
-  }
-  if (const json* failed = find_key(*object, "FailedNodes")) {
-    auto reasons = node_reasons(*failed, "FailedNodes");
-    if (!reasons) return reasons.error();
-    result.failed_nodes = std::move(*reasons);
-  }
-  if (const json* failed = find_key(*object, "FailedAndUnresolvableNodes")) {
-    auto reasons = node_reasons(*failed, "FailedAndUnresolvableNodes");
-    if (!reasons) return reasons.error();
-    result.failed_and_unresolvable_nodes = std::move(*reasons);
-  }
-  auto error = string_field(*object, "Error");
-  if (!error) return error.error();
-  result.error = std::move(*error);
-  return result;
+  FilterResultReader reader;
+  bool parsed = json::sax_parse(body, &reader, json::input_format_t::json, /*strict=*/true);
+  return reader.finish(parsed);
 }
 
 Expected<std::vector<HostPriority>> parse_host_priorities(std::string_view body) {

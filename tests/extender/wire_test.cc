@@ -422,3 +422,113 @@ TEST(WireTest, NodeReasonsRenderAsGoMapsWithOneReasonSharedByManyNodes) {
 
 }  // namespace
 }  // namespace allox::extender
+
+namespace allox::extender {
+namespace {
+
+// parse_filter_result reads an ExtenderFilterResult in one pass (the emulated kube-scheduler
+// reads 5,000-node answers with it): every filter answer recorded on the wire, from the real
+// stand-in extender and from alloxd, reads back field by field. The stand-in (not Go) sends an
+// empty map as {}; a reader cannot tell it from Go's nil map (`null`, what render() writes) and
+// kube-scheduler does not either, so the two compare equal.
+TEST(WireTest, RecordedFilterAnswersRoundTripFieldByField) {
+  const std::string real = ALLOX_SOURCE_DIR "/data/kube-extender/real-v1.28";
+  int answers = 0;
+  for (const char* folder :
+       {"nodecache-true", "nodecache-false", "alloxd-nodecache-true", "alloxd-nodecache-false"}) {
+    for (const auto& entry : std::filesystem::directory_iterator(real + "/" + folder)) {
+      const std::string name = entry.path().filename().string();
+      if (!name.ends_with("-filter.reply.json")) continue;
+      SCOPED_TRACE(std::string(folder) + "/" + name);
+      const std::string body = testing::read_text_file(entry.path().string());
+      auto read = parse_filter_result(body);
+      ASSERT_TRUE(read.ok()) << read.message();
+      json want = json::parse(body);
+      for (const char* map : {"FailedNodes", "FailedAndUnresolvableNodes"}) {
+        if (want[map].is_object() && want[map].empty()) want[map] = nullptr;
+      }
+      EXPECT_EQ("", field_difference(want, json::parse(render(*read))));
+      ++answers;
+    }
+  }
+  EXPECT_GE(answers, 20) << "the recorded filter answers were not found";
+}
+
+TEST(WireTest, FilterAnswersReadNamesReasonsAndErrorWithFoldedKeys) {
+  auto read = parse_filter_result(
+      R"({"nodenames":["a","b"],"failednodes":{"c":"full","d":"full","e":"queued"},)"
+      R"("FAILEDANDUNRESOLVABLENODES":{"f":"no gpu"},"error":"","Extra":{"x":[1]}})");
+  ASSERT_TRUE(read.ok()) << read.message();
+  EXPECT_EQ((std::vector<std::string>{"a", "b"}), read->node_names->strings());
+  EXPECT_EQ(3u, read->failed_nodes.size());
+  EXPECT_EQ(2u, read->failed_nodes.reason_count()) << "a run of one reason is stored once";
+  EXPECT_EQ("queued", read->failed_nodes.at("e"));
+  EXPECT_EQ("no gpu", read->failed_and_unresolvable_nodes.at("f"));
+  EXPECT_FALSE(read->node_objects.has_value());
+
+  auto nulls = parse_filter_result(
+      R"({"Nodes":null,"NodeNames":null,"FailedNodes":null,"FailedAndUnresolvableNodes":null,"Error":null})");
+  ASSERT_TRUE(nulls.ok()) << nulls.message();
+  EXPECT_FALSE(nulls->node_names.has_value());
+  EXPECT_TRUE(nulls->failed_nodes.empty());
+  EXPECT_EQ("", nulls->error);
+
+  auto repeated = parse_filter_result(
+      R"({"NodeNames":["x"],"nodenames":["folded"],"Error":"first","Error":"last",)"
+      R"("FailedNodes":{"old":"r"},"FailedNodes":{"new":"r"}})");
+  ASSERT_TRUE(repeated.ok()) << repeated.message();
+  EXPECT_EQ(std::vector<std::string>{"x"}, repeated->node_names->strings())
+      << "the exact-case key wins over a folded one";
+  EXPECT_EQ("last", repeated->error);
+  EXPECT_FALSE(repeated->failed_nodes.contains("old")) << "a repeated key replaces the value";
+  EXPECT_TRUE(repeated->failed_nodes.contains("new"));
+
+  auto full = parse_filter_result(
+      R"({"Nodes":{"metadata":{},"items":[{"metadata":{"name":"a","labels":{"k":"v"}}}]}})");
+  ASSERT_TRUE(full.ok()) << full.message();
+  ASSERT_EQ(1u, full->node_objects->size());
+  EXPECT_EQ("v", (*full->node_objects)[0]["metadata"]["labels"]["k"]);
+}
+
+TEST(WireTest, MalformedFilterAnswersNameTheField) {
+  struct Case {
+    const char* body;
+    const char* error;
+  };
+  const Case cases[] = {
+      {"", "malformed JSON"},
+      {R"({"NodeNames":["a"])", "malformed JSON"},
+      {R"({"NodeNames":[1],"x":})", "malformed JSON"},  // a syntax error wins
+      {"[]", "ExtenderFilterResult: expected an object, got array"},
+      {"7", "ExtenderFilterResult: expected an object, got number"},
+      {R"({"NodeNames":"a"})", "NodeNames: expected a list, got string"},
+      {R"({"NodeNames":{"a":1}})", "NodeNames: expected a list, got object"},
+      {R"({"NodeNames":["a",3]})", "NodeNames[1]: expected a string, got number"},
+      {R"({"NodeNames":["a",["b"],7]})", "NodeNames[1]: expected a string, got array"},
+      {R"({"FailedNodes":["a"]})", "FailedNodes: expected an object, got array"},
+      {R"({"FailedNodes":{"n1":"ok","n2":false}})",
+       "FailedNodes.n2: expected a string, got boolean"},
+      {R"({"FailedAndUnresolvableNodes":{"n1":{"why":"x"}}})",
+       "FailedAndUnresolvableNodes.n1: expected a string, got object"},
+      {R"({"Error":5})", "Error: expected a string, got number"},
+      {R"({"Error":["x"]})", "Error: expected a string, got array"},
+      {R"({"Nodes":[]})", "Nodes: expected a NodeList object, got array"},
+      {R"({"Nodes":{"items":{}}})", "Nodes.items: expected a list, got object"},
+      {R"({"Nodes":{"items":[{}]}})", "Nodes.items[0].metadata: missing"},
+      {R"({"Nodes":{"items":[{"metadata":{"name":1}}]}})",
+       "Nodes.items[0].metadata.name: expected a string, got number"},
+      // Errors come in the fields' order, whatever the keys' order in the body.
+      {R"({"Error":1,"NodeNames":"a"})", "NodeNames: expected a list, got string"},
+  };
+  for (const Case& c : cases) {
+    auto read = parse_filter_result(c.body);
+    ASSERT_FALSE(read.ok()) << c.body;
+    EXPECT_EQ(0u, read.message().rfind(c.error, 0)) << c.body << " -> " << read.message();
+  }
+  auto deep = parse_filter_result(R"({"FailedNodes":)" + std::string(100000, '['));
+  ASSERT_FALSE(deep.ok());
+  EXPECT_NE(std::string::npos, deep.message().find("nested deeper than")) << deep.message();
+}
+
+}  // namespace
+}  // namespace allox::extender
