@@ -73,6 +73,13 @@ Expected<nlohmann::json> ExtenderClient::post(const std::string& path, const nlo
   return exchange(impl_->client, request, "POST " + path);
 }
 
+Expected<std::string> ExtenderClient::post_text(const std::string& path, std::string body) {
+  web::http::http_request request(web::http::methods::POST);
+  request.set_request_uri(path);
+  request.set_body(std::move(body), "application/json");
+  return exchange_text(impl_->client, request, "POST " + path);
+}
+
 std::string path_segment(const std::string& id) {
   return web::uri::encode_data_string(id);
 }

@@ -29,6 +29,10 @@ class ExtenderClient {
   Expected<std::string> get_text(const std::string& path);
   Expected<nlohmann::json> post(const std::string& path, const nlohmann::json& body,
                                 bool admin = false);
+  // POST path with a JSON body already written, the answer's body as text: for callers that
+  // render and read their messages themselves (the emulated kube-scheduler's /filter, whose
+  // 5,000-node bodies are not worth a DOM either way).
+  Expected<std::string> post_text(const std::string& path, std::string body);
 
  private:
   struct Impl;

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "extender/emulator/attachment.h"
+#include "extender/emulator/extender_client.h"
 #include "extender/extender_client.h"
 #include "extender/pod.h"
 
@@ -96,14 +97,6 @@ std::set<std::string> named_resources(const json& pod) {
       }
     }
   }
-  return out;
-}
-
-// The object as a Go client serialises it inside an extender body: no kind/apiVersion.
-json wire_object(const json& object) {
-  json out = object;
-  out.erase("kind");
-  out.erase("apiVersion");
   return out;
 }
 
@@ -459,6 +452,15 @@ struct KubeScheduler::Impl {
     return body;
   }
 
+  std::string extender_args_body(const ExtenderStanza& e, const PodInfo& pod,
+                                 const std::vector<std::string>& names) const {
+    if (e.node_cache_capable) return emulator::extender_args_body(*pod.object, names, nullptr);
+    std::vector<const json*> objects;
+    objects.reserve(names.size());
+    for (const std::string& name : names) objects.push_back(nodes.at(name).object.get());
+    return emulator::extender_args_body(*pod.object, names, &objects);
+  }
+
   struct Diagnosis {
     std::map<std::string, std::vector<std::string>> reasons;  // node -> reasons
     std::set<std::string> unresolvable;                       // nodes preemption cannot help
@@ -473,7 +475,7 @@ struct KubeScheduler::Impl {
       if (feasible.empty()) break;
       if (e.filter_verb.empty() || !interested(e, pod)) continue;
       const auto begin = std::chrono::steady_clock::now();
-      auto answer = clients[i]->post("/" + e.filter_verb, extender_args(e, pod, feasible));
+      auto answer = post_filter(*clients[i], e.filter_verb, extender_args_body(e, pod, feasible));
       const double seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
       {
@@ -482,49 +484,30 @@ struct KubeScheduler::Impl {
         stats.filter_seconds.push_back(seconds);
         stats.filter_nodes.push_back(feasible.size());
       }
-      std::string fault;
-      if (!answer) {
-        fault = answer.message();
-      } else if (const json* err = find_key_ci(*answer, "Error");
-                 err != nullptr && err->is_string() && !err->get<std::string>().empty()) {
-        fault = err->get<std::string>();
-      }
+      std::string fault = answer ? answer->error : answer.message();
       if (!fault.empty()) {
         if (e.ignorable) continue;
         error = "extender " + e.url_prefix + " /" + e.filter_verb + ": " + fault;
         return false;
       }
-      std::vector<std::string> kept;
-      if (const json* names = find_key_ci(*answer, "NodeNames");
-          names != nullptr && names->is_array()) {
-        for (const json& n : *names)
-          if (n.is_string()) kept.push_back(n.get<std::string>());
-      } else if (const json* list = find_key_ci(*answer, "Nodes"); list != nullptr) {
-        if (const json* items = find_key_ci(*list, "items");
-            items != nullptr && items->is_array()) {
-          for (const json& n : *items) kept.push_back(text(field(n, "metadata"), "name"));
-        }
+      extender::NodeNameList kept;
+      if (answer->node_names) {
+        kept = std::move(*answer->node_names);
+      } else if (answer->node_objects) {
+        for (const json& n : *answer->node_objects)
+          kept.push_back(text(field(n, "metadata"), "name"));
       }
-      if (const json* failed = find_key_ci(*answer, "FailedAndUnresolvableNodes");
-          failed != nullptr && failed->is_object()) {
-        for (const auto& [node, why] : failed->items()) {
-          d.reasons[node].push_back(why.is_string() ? why.get<std::string>() : why.dump());
-          d.unresolvable.insert(node);
-        }
+      for (const auto& failed : answer->failed_and_unresolvable_nodes) {
+        d.reasons[std::string(failed.node)].emplace_back(failed.reason);
+        d.unresolvable.emplace(failed.node);
       }
-      if (const json* failed = find_key_ci(*answer, "FailedNodes");
-          failed != nullptr && failed->is_object()) {
-        for (const auto& [node, why] : failed->items()) {
-          if (d.unresolvable.count(node)) continue;
-          d.reasons[node].push_back(why.is_string() ? why.get<std::string>() : why.dump());
-        }
+      for (const auto& failed : answer->failed_nodes) {
+        auto node = std::string(failed.node);
+        if (d.unresolvable.count(node)) continue;
+        d.reasons[node].emplace_back(failed.reason);
       }
       // Only nodes that were sent can stay (an extender cannot add nodes).
-      std::set<std::string> sent(feasible.begin(), feasible.end());
-      std::vector<std::string> next;
-      for (const std::string& n : kept)
-        if (sent.count(n)) next.push_back(n);
-      feasible = std::move(next);
+      feasible = kept_of_sent(kept, feasible);
     }
     return true;
   }
