@@ -61,18 +61,36 @@ class AlloxPolicy : public SchedulingPolicy {
       }
     }
 
+    // Starved jobs, oldest first, each on the idle machine that runs it fastest, ties to the
+    // lower machine index. Machines of one device type run a job equally fast, so the only
+    // candidates are each device type's lowest idle machine: O(starved · D + M). (A scan of every
+    // machine per starved job was 47,000 × 50,000 map lookups, ~40 s per decision, in alloxd at
+    // 5,000 nodes once its backlog had waited past the bound.)
     const std::vector<std::size_t> starved = starved_jobs(state, options_.starvation_bound);
-    for (std::size_t i : starved) {
-      if (!r.waiting.contains(i)) continue;
-      std::optional<std::size_t> best;
+    if (!starved.empty()) {
+      std::map<DeviceType, std::deque<std::size_t>> idle_of_device;  // machine indices ascending
       for (std::size_t m = 0; m < r.machines.size(); ++m) {
-        if (!r.idle[m] || !r.times[i]->contains(r.machines[m].device)) continue;
-        if (!best ||
-            r.times[i]->at(r.machines[m].device) < r.times[i]->at(r.machines[*best].device)) {
-          best = m;
-        }
+        if (r.idle[m]) idle_of_device[r.machines[m].device].push_back(m);
       }
-      if (best) r.start(i, *best, decision);
+      for (std::size_t i : starved) {
+        if (!r.waiting.contains(i)) continue;
+        std::deque<std::size_t>* best = nullptr;
+        double best_time = 0;
+        for (const auto& [device, t] : *r.times[i]) {
+          auto it = idle_of_device.find(device);
+          if (it == idle_of_device.end() || it->second.empty()) continue;
+          std::deque<std::size_t>& idle = it->second;
+          if (best == nullptr || t < best_time ||
+              (t == best_time && idle.front() < best->front())) {
+            best = &idle;
+            best_time = t;
+          }
+        }
+        if (best == nullptr) continue;
+        const std::size_t machine = best->front();
+        best->pop_front();
+        r.start(i, machine, decision);
+      }
     }
 
     bool planned_all = false;

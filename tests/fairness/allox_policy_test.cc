@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <deque>
 #include <limits>
+#include <optional>
+#include <random>
+#include <tuple>
 
 #include "decide.h"
 
@@ -88,6 +91,71 @@ TEST(AlloxPolicyTest, StarvedJobStartsFirstWhateverItsUsersShare) {
   EXPECT_EQ((Starts{"z1@gpu-0"}), starts(decide_once("allox", b, options), b.state()));
   options.starvation_bound = 1000;
   EXPECT_EQ((Starts{"b1@gpu-0"}), starts(decide_once("allox", b, options), b.state()));
+}
+
+// The guard's placements by definition: starved jobs oldest first (ties by id), each on the idle
+// machine that runs it fastest, ties to the lower machine index.
+Starts starved_by_definition(const ClusterState& state, double bound) {
+  std::vector<const QueuedJob*> starved;
+  for (const QueuedJob& q : state.queue) {
+    if (state.now - q.queued_since > bound) starved.push_back(&q);
+  }
+  std::stable_sort(starved.begin(), starved.end(), [](const QueuedJob* a, const QueuedJob* b) {
+    return std::tie(a->queued_since, a->job->id) < std::tie(b->queued_since, b->job->id);
+  });
+  std::vector<bool> idle = state.idle;
+  Starts out;
+  for (const QueuedJob* q : starved) {
+    std::optional<std::size_t> best;
+    for (std::size_t m = 0; m < state.machines.size(); ++m) {
+      const DeviceType& device = state.machines[m].device;
+      if (!idle[m] || !q->job->time.contains(device)) continue;
+      if (!best || q->job->time.at(device) < q->job->time.at(state.machines[*best].device)) {
+        best = m;
+      }
+    }
+    if (!best) continue;
+    idle[*best] = false;
+    out.push_back(q->job->id + "@" + state.machines[*best].name);
+  }
+  return out;
+}
+
+TEST(AlloxPolicyTest, StarvedJobsTakeTheFastestIdleMachineOldestFirst) {
+  // Random small clusters with ties everywhere (times of 1-3 s, equal waits, device types
+  // interleaved by index): the guard's starts open the decision, exactly as defined above.
+  std::mt19937 rng(13);
+  const std::vector<DeviceType> devices = {"cpu", "gpu", "tpu"};
+  for (int instance = 0; instance < 200; ++instance) {
+    StateBuilder b(1000);
+    const int machines = 1 + static_cast<int>(rng() % 9);
+    for (int m = 0; m < machines; ++m) b.machine("m" + std::to_string(m), devices[rng() % 3]);
+    for (int m = 0; m < machines; ++m) {
+      if (rng() % 3 == 0) {
+        b.running("r" + std::to_string(m), "busy", "m" + std::to_string(m), 990,
+                  {{b.state().machines[m].device, 100}});
+      }
+    }
+    const int jobs = 1 + static_cast<int>(rng() % 10);
+    for (int j = 0; j < jobs; ++j) {
+      std::map<DeviceType, double> time;
+      for (const DeviceType& device : devices) {
+        if (rng() % 4 != 0) time[device] = 1 + static_cast<double>(rng() % 3);
+      }
+      if (time.empty()) time["gpu"] = 2;
+      // Waited 700, 800 or 900 s (starved) or 100 s (not); ids out of order.
+      const double since = rng() % 4 == 0 ? 900 : 100 + 100 * static_cast<double>(rng() % 3);
+      b.queued("j" + std::to_string(jobs - 1 - j), "u" + std::to_string(j % 3), since, time);
+    }
+    PolicyOptions options = with_alpha(0.5);
+    options.starvation_bound = 600;
+    const Starts expected = starved_by_definition(b.state(), options.starvation_bound);
+    const Starts got = starts(decide_once("allox", b, options), b.state());
+    ASSERT_GE(got.size(), expected.size()) << "instance " << instance;
+    EXPECT_EQ(expected,
+              Starts(got.begin(), got.begin() + static_cast<std::ptrdiff_t>(expected.size())))
+        << "instance " << instance;
+  }
 }
 
 TEST(AlloxPolicyTest, EstimatedStartsOnRequest) {
