@@ -10,8 +10,13 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <deque>
+#include <map>
+#include <memory>
 #include <random>
+#include <string_view>
 
+#include "fairness/policy.h"
 #include "matcher/online.h"
 
 namespace allox::matcher::bench {
@@ -45,8 +50,124 @@ double elapsed_ms(std::chrono::steady_clock::time_point since) {
       .count();
 }
 
+// The job book's snapshot of `instance` as alloxd's planner sees it: every busy machine runs a
+// job whose estimate ends at busy_until, except every 50th, whose estimate ran out (free by now
+// in the plan, but it cannot start a job); queued jobs round robin over kPolicyUsers users.
+struct PolicyInstance {
+  std::vector<Job> queued;
+  std::deque<Job> running;
+  ClusterState state;
+};
+
+constexpr std::size_t kPolicyUsers = 8;
+constexpr double kStarvationBound = 3600;  // alloxd's default (extender/config.h)
+
+PolicyInstance policy_instance(const BenchInstance& instance, double starved) {
+  PolicyInstance out;
+  ClusterState& state = out.state;
+  state.now = instance.now;
+  state.machines = instance.machines;
+  out.queued = instance.jobs;
+  for (std::size_t j = 0; j < out.queued.size(); ++j) {
+    out.queued[j].user = "user" + std::to_string(j % kPolicyUsers);
+  }
+  for (std::size_t m = 0; m < state.machines.size(); ++m) {
+    Machine& machine = state.machines[m];
+    const bool busy = machine.busy_until > state.now;
+    if (busy && m % 50 == 0) machine.busy_until = state.now;  // its estimate ran out
+    state.idle.push_back(!busy);
+    if (!busy) continue;
+    Job& job = out.running.emplace_back();
+    job.id = "running-" + std::to_string(m);
+    job.user = "user" + std::to_string(m % kPolicyUsers);
+    job.time[machine.device] = machine.busy_until - state.now;
+    state.running.push_back({&job, m, state.now, machine.busy_until, 0});
+  }
+  const auto starved_jobs =
+      static_cast<std::size_t>(starved * static_cast<double>(out.queued.size()));
+  for (std::size_t j = 0; j < out.queued.size(); ++j) {
+    const double since = j < starved_jobs ? state.now - 2 * kStarvationBound : state.now;
+    state.queue.push_back({&out.queued[j], since, 0, {}});
+  }
+  return out;
+}
+
+// Applies a decision's starts to the snapshot, as the job book would once they bind.
+void apply_starts(ClusterState& state, const Decision& decision) {
+  std::map<std::string_view, std::size_t> started;
+  for (const Placement& p : decision.start) started.emplace(p.job_id, p.machine);
+  std::vector<QueuedJob> left;
+  for (QueuedJob& queued : state.queue) {
+    auto it = started.find(queued.job->id);
+    if (it == started.end()) {
+      left.push_back(std::move(queued));
+      continue;
+    }
+    Machine& machine = state.machines[it->second];
+    machine.busy_until = state.now + queued.job->time.at(machine.device);
+    state.idle[it->second] = false;
+    state.running.push_back({queued.job, it->second, state.now, machine.busy_until, 0});
+  }
+  state.queue = std::move(left);
+}
+
+// The busy machine that frees first finishes its job: the clock moves there.
+void finish_first(ClusterState& state) {
+  auto first = std::min_element(state.running.begin(), state.running.end(),
+                                [](const RunningJob& a, const RunningJob& b) {
+                                  return a.estimated_finish < b.estimated_finish;
+                                });
+  if (first == state.running.end()) return;
+  state.now = std::max(state.now, first->estimated_finish);
+  state.idle[first->machine] = true;
+  state.running.erase(first);
+}
+
+ChildReport measure_policy(const BenchCase& bench_case, const BenchOptions& options) {
+  ChildReport report;
+  const BenchInstance instance = make_instance(bench_case, options.seed);
+  PolicyOptions policy_options;
+  policy_options.alpha = 0.5;
+  policy_options.batch_rounds = true;
+  policy_options.starvation_bound = kStarvationBound;
+  policy_options.matcher_backend = backend_name(options.backend);
+  std::vector<double> times;
+  std::vector<double> cpu_times;
+  for (int r = 0; r < options.repetitions; ++r) {
+    PolicyInstance snapshot = policy_instance(instance, bench_case.starved);
+    Expected<std::unique_ptr<SchedulingPolicy>> policy = make_policy("allox", policy_options);
+    if (!policy.ok()) {
+      std::snprintf(report.error, sizeof report.error, "%s", policy.message().c_str());
+      return report;
+    }
+    if (bench_case.warm) {
+      Expected<Decision> before = (*policy)->decide(snapshot.state);
+      if (!before.ok()) {
+        std::snprintf(report.error, sizeof report.error, "%s", before.message().c_str());
+        return report;
+      }
+      apply_starts(snapshot.state, *before);
+      finish_first(snapshot.state);
+    }
+    const auto start = std::chrono::steady_clock::now();
+    const double cpu_start = cpu_now_ms();
+    Expected<Decision> decision = (*policy)->decide(snapshot.state);
+    cpu_times.push_back(cpu_now_ms() - cpu_start);
+    times.push_back(elapsed_ms(start));
+    if (!decision.ok()) {
+      std::snprintf(report.error, sizeof report.error, "%s", decision.message().c_str());
+      return report;
+    }
+  }
+  report.solve_ms = median(times);
+  report.cpu_ms = median(cpu_times);
+  report.ok = true;
+  return report;
+}
+
 ChildReport measure_in_process(const BenchCase& bench_case, const BenchOptions& options,
                                bool naive) {
+  if (bench_case.policy) return measure_policy(bench_case, options);
   ChildReport report;
   BenchInstance instance = make_instance(bench_case, options.seed);
   // The assignment solver has no naive graph; LEMON solves it as the reference.
@@ -138,18 +259,20 @@ BenchInstance make_instance(const BenchCase& bench_case, unsigned seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<double> unit(0, 1);
   BenchInstance instance;
-  const std::size_t types = bench_case.gpu_nodes  ? 4
-                            : bench_case.distinct ? bench_case.machines
-                                                  : bench_case.types;
+  const std::size_t types = bench_case.distinct ? bench_case.machines : bench_case.types;
   std::vector<std::string> devices;
   for (std::size_t t = 0; t < types; ++t) devices.push_back("d" + std::to_string(t));
-  if (bench_case.gpu_nodes) devices = {"cpu", "k80", "p100", "v100"};
+  if (bench_case.gpu_nodes) {
+    devices = types == 2 ? std::vector<std::string>{"cpu", "gpu"}
+                         : std::vector<std::string>{"cpu", "k80", "p100", "v100"};
+    devices.resize(types);
+  }
   for (std::size_t m = 0; m < bench_case.machines; ++m) {
     Machine machine;
     machine.name = "m" + std::to_string(m);
     if (bench_case.gpu_nodes) {
       const std::size_t node = m / 10;
-      machine.device = m % 10 < 8 ? devices[1 + node % 3] : devices[0];
+      machine.device = m % 10 < 8 ? devices[1 + node % (types - 1)] : devices[0];
     } else {
       machine.device = devices[m * types / bench_case.machines];
     }
@@ -195,6 +318,18 @@ std::vector<BenchCase> standard_cases() {
       {"5,000 nodes x (8 GPUs + 2 CPUs)", 50'000, 50'000, 4, false, 0, false, false, false, true,
        1'000, "plan at 50,000 queued on 5,000 nodes"},
       {"5,000 nodes, 1 arrival, warm", 50'000, 50'000, 4, false, 0, true, true, false, true},
+      // alloxd's input at 5,000 nodes: one GPU type and CPU bundles, most machines busy, each
+      // until its own time (a group per machine).
+      {"5,000 nodes, 95% busy, distinct", 50'000, 50'000, 2, false, 0.95, false, false, false, true,
+       1'000, "plan at 50,000 queued, 5,000 busy nodes"},
+      {"alloxd 5,000: backlog", 50'000, 50'000, 2, false, 0.1, false, false, false, true, 0, "",
+       true},
+      {"alloxd 5,000: backlog, half starved", 50'000, 50'000, 2, false, 0.1, false, false, false,
+       true, 1'000, "alloxd decide at 50,000 queued", true, 0.5},
+      {"alloxd 5,000: 95% busy, warm", 50'000, 50'000, 2, false, 0.95, false, true, false, true, 0,
+       "", true},
+      {"alloxd 5,000: 95% busy, starved, warm", 50'000, 50'000, 2, false, 0.95, false, true, false,
+       true, 0, "", true, 1},
   };
 }
 

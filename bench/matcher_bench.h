@@ -29,10 +29,19 @@ struct BenchCase {
   bool naive = true;      // also time the naive J·M·J graph, if it has at most max_naive_arcs
   // Kubernetes nodes of 8 GPUs (one GPU type per node, 3 types) and 2 CPU bundles each, instead
   // of `types`: machines = 10 per node; CPU bundles are 3-10x slower than GPUs.
+  // With gpu_nodes, `types` counts the CPU bundle and the GPU types (2: alloxd's "cpu" and "gpu").
   bool gpu_nodes = false;
   // Issue 13's target for this case's median CPU time (0: none), and the row it is measured for.
   double target_ms = 0;
   std::string target_row{};
+  // Time alloxd's planner instead of one solve: the allox policy (8 users round robin, alpha
+  // 0.5, batch rounds, alloxd's starvation bound of 3,600 s, as `allox bench cluster`
+  // configures alloxd) deciding over the instance as a job-book snapshot (each busy machine
+  // runs a job). With `warm`, the policy decided once before, then the busy machine that frees
+  // first finishes; the timed decide() is that re-plan, alloxd's steady state under a backlog.
+  bool policy = false;
+  // policy: the fraction of the queue (its first jobs) that has waited past the bound.
+  double starved = 0;
 };
 
 // A benchmark instance; owns what its MatchingProblem views.
