@@ -210,6 +210,20 @@ struct KubeScheduler::Impl {
   std::optional<Attachment> attachment;  // taken by start(), released by stop()
   std::thread thread;
 
+  // The binding cycle (guarded by changes_mu): the scheduling thread queues an assumed pod's
+  // bind and goes on with the next pod; binder threads run the binds, each with its own
+  // extender connections, and hand the outcomes back to the scheduling thread.
+  struct BindJob {
+    std::string key;
+    PodInfo pod;  // as assumed
+    std::string host;
+    std::string error;  // set by the binder; empty: bound
+  };
+  std::deque<BindJob> bind_jobs, bind_outcomes;
+  std::size_t binds_in_flight = 0;  // queued, running, or finished and not yet handled
+  std::condition_variable binders_cv;
+  std::vector<std::thread> binders;
+
   mutable std::mutex stats_mu;
   SchedulerStats stats;
   KubeScheduler::QueueSizes sizes;
@@ -289,7 +303,12 @@ struct KubeScheduler::Impl {
     const bool ours = profiles.count(pod.scheduler) > 0;
     const bool updated =
         existing != pods.end() && change.before && pod_updated(*change.before, *change.after);
-    if (existing != pods.end() && existing->second.assumed) pod.assumed = true;
+    if (existing != pods.end() && existing->second.assumed) {
+      // Our bind is in flight: the pod keeps its assumed node (and the resources it holds there)
+      // until the store shows it bound or the bind fails.
+      pod.assumed = true;
+      pod.node = existing->second.node;
+    }
     pods[key] = pod;
     if (!ours || pod.terminal || pod.deleting) {
       queue.remove(key);
@@ -334,16 +353,24 @@ struct KubeScheduler::Impl {
     }
   }
 
+  // The store's changes, then the binds that ended (a bind's own change usually comes first).
   void drain() {
     std::deque<Change> batch;
+    std::deque<BindJob> ended;
     {
       std::lock_guard lock(changes_mu);
       batch.swap(changes);
+      ended.swap(bind_outcomes);
     }
     const double now = clock.now();
     for (const Change& change : batch) {
       if (change.resource == &pods_resource()) on_pod(change, now);
       if (change.resource == &nodes_resource()) on_node(change, now);
+    }
+    for (const BindJob& job : ended) finish_bind(job);
+    if (!ended.empty()) {
+      std::lock_guard lock(changes_mu);
+      binds_in_flight -= ended.size();
     }
   }
 
@@ -707,12 +734,22 @@ struct KubeScheduler::Impl {
     return best;
   }
 
-  bool bind(PodInfo& pod, const std::string& key, const std::string& node, std::string& error) {
+  std::vector<std::unique_ptr<extender::ExtenderClient>> make_clients() const {
+    std::vector<std::unique_ptr<extender::ExtenderClient>> out;
+    for (const ExtenderStanza& e : options.config.extenders) {
+      out.push_back(std::make_unique<extender::ExtenderClient>(e.url_prefix, "", e.http_timeout));
+    }
+    return out;
+  }
+
+  // Runs on a binder thread: reads only the job's copy of the pod and the configuration.
+  bool bind(std::vector<std::unique_ptr<extender::ExtenderClient>>& own, const PodInfo& pod,
+            const std::string& node, std::string& error) {
     for (std::size_t i = 0; i < options.config.extenders.size(); ++i) {
       const ExtenderStanza& e = options.config.extenders[i];
       if (e.bind_verb.empty() || !interested(e, pod)) continue;
       const auto begin = std::chrono::steady_clock::now();
-      auto answer = clients[i]->post(
+      auto answer = own[i]->post(
           "/" + e.bind_verb,
           {{"PodName", pod.name}, {"PodNamespace", pod.ns}, {"PodUID", pod.uid}, {"Node", node}});
       {
@@ -732,7 +769,6 @@ struct KubeScheduler::Impl {
       }
       return true;
     }
-    (void)key;
     json binding = {{"apiVersion", "v1"},
                     {"kind", "Binding"},
                     {"metadata", {{"name", pod.name}, {"namespace", pod.ns}, {"uid", pod.uid}}},
@@ -808,36 +844,80 @@ struct KubeScheduler::Impl {
       return;
     }
     const std::string host = feasible.size() == 1 ? feasible.front() : select_host(pod, feasible);
-    // Assume: the node's resources are taken before the bind completes.
+    // Assume: the node's resources are taken before the bind completes, and the next pod is
+    // scheduled while this one binds (kube-scheduler binds in a goroutine).
     pod.node = host;
     pod.assumed = true;
     occupy(pod);
-    std::string bind_error;
-    const PodInfo copy = pod;
-    if (!bind(pod, key, host, bind_error)) {
-      auto again = pods.find(key);
-      if (again != pods.end()) {
-        release(again->second);
-        again->second.node.clear();
-        again->second.assumed = false;
-      }
+    std::size_t in_flight = 0;
+    {
+      std::lock_guard lock(changes_mu);
+      bind_jobs.push_back({key, pod, host, ""});
+      in_flight = ++binds_in_flight;
+      binders_cv.notify_one();
+    }
+    std::lock_guard lock(stats_mu);
+    stats.max_binds_in_flight = std::max(stats.max_binds_in_flight, in_flight);
+  }
+
+  // A binder thread: one bind at a time, on its own connections.
+  void binder() {
+    auto own = make_clients();
+    std::unique_lock lock(changes_mu);
+    while (true) {
+      binders_cv.wait(lock, [&] { return stopping || !bind_jobs.empty(); });
+      if (stopping) return;
+      BindJob job = std::move(bind_jobs.front());
+      bind_jobs.pop_front();
+      lock.unlock();
+      std::string error;
+      if (!bind(own, job.pod, job.host, error) && error.empty()) error = "bind failed";
+      job.error = std::move(error);
+      lock.lock();
+      bind_outcomes.push_back(std::move(job));
+      changes_cv.notify_one();
+    }
+  }
+
+  // On the scheduling thread, as kube-scheduler's binding cycle ends: a bound pod leaves the
+  // queue; a failed bind forgets the assumed pod (its resources return to the node, which is an
+  // AssignedPodDelete for the other pods) and backs the pod off, to be scheduled again.
+  void finish_bind(const BindJob& job) {
+    const std::string& key = job.key;
+    // The pod as the cache holds it now, if it is still the one bound (a pod deleted and
+    // re-created under the same name meanwhile is another pod, with its own queue entry).
+    auto again = pods.find(key);
+    const bool same = again != pods.end() && again->second.uid == job.pod.uid;
+    if (job.error.empty()) {
+      if (same) queue.remove(key);
       {
         std::lock_guard lock(stats_mu);
-        ++stats.bind_failures;
+        ++stats.bound;
       }
-      queue.failed(key, clock.now());
-      record_event(copy, "Warning", "FailedScheduling", "Binding rejected: " + bind_error);
-      emit(SchedulerEvent::Kind::kBindFailed, key, host, bind_error);
-      moved(ClusterEvent::kAssignedPodDelete, clock.now());
+      record_event(job.pod, "Normal", "Scheduled",
+                   "Successfully assigned " + key + " to " + job.host);
+      emit(SchedulerEvent::Kind::kBound, key, job.host, "");
       return;
     }
-    queue.remove(key);
+    if (same && again->second.assumed) {
+      release(again->second);
+      again->second.node.clear();
+      again->second.assumed = false;
+    }
     {
       std::lock_guard lock(stats_mu);
-      ++stats.bound;
+      ++stats.bind_failures;
     }
-    record_event(copy, "Normal", "Scheduled", "Successfully assigned " + key + " to " + host);
-    emit(SchedulerEvent::Kind::kBound, key, host, "");
+    record_event(job.pod, "Warning", "FailedScheduling", "Binding rejected: " + job.error);
+    emit(SchedulerEvent::Kind::kBindFailed, key, job.host, job.error);
+    // kube-scheduler moves every pod but the forgotten one (which is in flight, not parked).
+    moved(ClusterEvent::kAssignedPodDelete, clock.now());
+    if (!same) return;
+    if (again->second.node.empty() && !again->second.terminal && !again->second.deleting) {
+      queue.failed(key, clock.now());  // back-off, then scheduled again
+    } else {
+      queue.remove(key);  // bound after all (the store says so), finished or going
+    }
   }
 
   void fail(const std::string& key, const std::string& error) {
@@ -881,7 +961,9 @@ struct KubeScheduler::Impl {
       }
       if (options.on_idle) options.on_idle();  // without the lock: it may call idle()
       std::unique_lock lock(changes_mu);
-      changes_cv.wait_until(lock, wake, [&] { return stopping || !changes.empty() || woken; });
+      changes_cv.wait_until(lock, wake, [&] {
+        return stopping || !changes.empty() || !bind_outcomes.empty() || woken;
+      });
       waiting = woken = false;
       if (stopping) return;
     }
@@ -914,11 +996,15 @@ void KubeScheduler::start() {
         impl.changes_cv.notify_one();
       });
   impl.thread = std::thread([&impl] { impl.loop(); });
+  for (int i = 0; i < std::max(1, impl.options.parallel_binds); ++i) {
+    impl.binders.emplace_back([&impl] { impl.binder(); });
+  }
 }
 
 bool KubeScheduler::idle() const {
   std::lock_guard lock(impl_->changes_mu);
-  return impl_->waiting && impl_->changes.empty() && impl_->next_due > impl_->clock.now();
+  return impl_->waiting && impl_->changes.empty() && impl_->binds_in_flight == 0 &&
+         impl_->next_due > impl_->clock.now();
 }
 
 double KubeScheduler::next_due() const {
@@ -932,8 +1018,11 @@ void KubeScheduler::stop() {
     std::lock_guard lock(impl.changes_mu);
     impl.stopping = true;
     impl.changes_cv.notify_all();
+    impl.binders_cv.notify_all();
   }
   if (impl.thread.joinable()) impl.thread.join();
+  for (std::thread& binder : impl.binders) binder.join();
+  impl.binders.clear();
   impl.attachment.reset();
 }
 

@@ -16,16 +16,21 @@
 //      victims are deleted and the pod's status.nominatedNodeName set;
 //   5. one node left: no scoring and no /prioritize. Several: LeastAllocated plus each
 //      extender's /prioritize score × weight × 10, best total wins (ties: seeded random);
-//   6. bind through the first interested extender with a bindVerb (its /bind is expected to
-//      POST the Binding to the API server, as alloxd does), else the default binder (the
-//      binding subresource). A failed bind backs the pod off and is a cluster event.
+//   6. assume the pod on the node (its resources are taken in the scheduler's cache) and bind
+//      it asynchronously, as kube-scheduler's binding cycle runs in a goroutine: the next pod
+//      is scheduled while this one binds, and up to `parallel_binds` binds are in flight at
+//      once. A bind goes through the first interested extender with a bindVerb (its /bind is
+//      expected to POST the Binding to the API server, as alloxd does), else the default
+//      binder (the binding subresource). A failed bind forgets the assumed pod (its node's
+//      resources return, an AssignedPodDelete for the other pods) and backs the pod off.
 // Pods wait in a SchedulingQueue (scheduling_queue.h): gated pods are never tried, a parked
 // pod is retried only on an event that may help it or after 5 simulated minutes.
 // The pods of every profile (scheduler name) are scheduled and every extender applies to all.
 //
-// Thread-safe: start() runs the scheduling thread; stop() ends it; stats() and the observer
-// are safe from any thread (the observer is called on the scheduling thread). A stepped clock's
-// jumps wake it.
+// Thread-safe: start() runs the scheduling thread and `parallel_binds` binder threads; stop()
+// ends them (binds not yet sent are dropped); stats() and the observer are safe from any thread
+// (the observer is called on the scheduling thread, a bind's outcome included). A stepped
+// clock's jumps wake it.
 #pragma once
 
 #include <atomic>
@@ -65,6 +70,7 @@ struct SchedulerStats {
   std::vector<double> filter_seconds;     // wall-clock latency of each /filter call
   std::vector<std::size_t> filter_nodes;  // nodes sent in each /filter call (same order)
   std::vector<double> bind_seconds;       // wall-clock latency of each /bind call
+  std::size_t max_binds_in_flight = 0;    // assumed pods whose bind had not ended, at most
 };
 
 struct KubeSchedulerOptions {
@@ -72,6 +78,10 @@ struct KubeSchedulerOptions {
   QueueTimings timings;       // initial_backoff and max_backoff are taken from config
   bool record_events = true;  // FailedScheduling / Scheduled events in the store
   std::uint64_t seed = 1;     // tie-breaking among equally scored nodes
+  // Binder threads, each with its own connection to each extender. kube-scheduler starts a
+  // goroutine per bind and Go's HTTP client opens connections as needed: the real limit is
+  // the extender's, so this is only the emulator's own bound on binds sent at once.
+  int parallel_binds = 16;
   std::function<void(const SchedulerEvent&)> observer;
   // Called on the scheduling thread each time it has done all it can and is about to wait (what
   // idle() reports), so a test or a driver can wait on that moment instead of polling idle().
@@ -93,9 +103,10 @@ class KubeScheduler {
     std::size_t active = 0, backoff = 0, unschedulable = 0, gated = 0;
   };
   QueueSizes queue_sizes() const;
-  // True when the scheduling thread waits with no change to look at and no pod to try before
-  // next_due() (for a discrete-event driver: sim_clock.h). next_due(): the simulated instant
-  // of its next timer (a back-off ending, the unschedulable-pods flush), +inf for none.
+  // True when the scheduling thread waits with no change to look at, no bind in flight and no
+  // pod to try before next_due() (for a discrete-event driver: sim_clock.h). next_due(): the
+  // simulated instant of its next timer (a back-off ending, the unschedulable-pods flush), +inf for
+  // none.
   bool idle() const;
   double next_due() const;
 

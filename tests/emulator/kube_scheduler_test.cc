@@ -9,6 +9,8 @@
 #include <cpprest/http_listener.h>
 #include <gtest/gtest.h>
 
+#include <condition_variable>
+#include <map>
 #include <mutex>
 
 #include "extender/emulator/fake_api_server.h"
@@ -474,6 +476,65 @@ TEST_F(KubeSchedulerTest, WithoutNodeCacheTheExtenderGetsFullNodes) {
   EXPECT_EQ("node-a", body["Nodes"]["items"][0]["metadata"]["name"]);
   EXPECT_EQ("1", body["Nodes"]["items"][0]["status"]["allocatable"]["nvidia.com/gpu"]);
   EXPECT_FALSE(body["Pod"].contains("kind"));
+}
+
+// kube-scheduler binds in a goroutine: the next pod is scheduled while the last one binds, so
+// several binds reach the extender at once. The extender here holds each bind until three are
+// inside it together (a sequential binder would never get there) and refuses p0's first bind:
+// p0's assumed GPU must come back (node-a has exactly one GPU per pod) and p0 be scheduled
+// again, and every pod is bound exactly once.
+TEST_F(KubeSchedulerTest, BindsRunConcurrentlyAndAFailedBindForgetsThePodAndRequeuesIt) {
+  add_node("node-a", "4", "16");
+  std::mutex mu;
+  std::condition_variable cv;
+  int arrived = 0, inside = 0, most_inside = 0;
+  bool refused = false;
+  extender.set([&](const std::string& verb, const json& body) -> std::optional<json> {
+    if (verb != "bind") return std::nullopt;
+    std::unique_lock lock(mu);
+    ++arrived;
+    most_inside = std::max(most_inside, ++inside);
+    cv.notify_all();
+    // Bounded only so that a sequential binder fails the test instead of hanging it.
+    cv.wait_for(lock, std::chrono::seconds(5), [&] { return arrived >= 3; });
+    --inside;
+    if (body["PodName"] == "p0" && !refused) {
+      refused = true;
+      return json{{"Error", "pod lab/p0: the node's view is stale"}};
+    }
+    return std::nullopt;  // bind through the API server
+  });
+  start();
+  for (const char* name : {"p0", "p1", "p2", "p3"}) create(gpu_pod(name));
+  ASSERT_TRUE(eventually([&] {
+    for (const char* name : {"p0", "p1", "p2", "p3"})
+      if (node_of(name) != "node-a") return false;
+    return true;
+  }));
+  ASSERT_TRUE(eventually([&] { return count(SchedulerEvent::Kind::kBound) == 4; }));
+  scheduler->stop();  // nothing calls the extender (and the locals above) any more
+  {
+    std::lock_guard lock(mu);
+    EXPECT_GE(most_inside, 3);
+    EXPECT_TRUE(refused);
+  }
+  EXPECT_GE(scheduler->stats().max_binds_in_flight, 3u);
+  EXPECT_EQ(1, count(SchedulerEvent::Kind::kBindFailed, "stale"));
+  EXPECT_EQ(1u, scheduler->stats().bind_failures);
+  std::map<std::string, int> binds;
+  for (const auto& call : extender.calls("bind")) binds[call.body["PodName"]]++;
+  EXPECT_EQ((std::map<std::string, int>{{"p0", 2}, {"p1", 1}, {"p2", 1}, {"p3", 1}}), binds);
+  // The refusal is recorded on the pod, and each pod has one Scheduled event.
+  int scheduled = 0, rejected = 0;
+  for (const ObjectPtr& event : objects.objects(events_v1_resource())) {
+    if ((*event)["reason"] == "Scheduled") ++scheduled;
+    if ((*event)["reason"] == "FailedScheduling" &&
+        (*event)["note"].get<std::string>().find("Binding rejected") != std::string::npos) {
+      ++rejected;
+    }
+  }
+  EXPECT_EQ(4, scheduled);
+  EXPECT_EQ(1, rejected);
 }
 
 TEST(SchedulerConfigTest, ReadsTheShippedConfiguration) {
