@@ -28,6 +28,7 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -128,7 +129,21 @@ class Store {
   // Another (or a changed) variant pod of the run `job_row`.
   Status record_variant(std::int64_t job_row, const JobVariant& variant,
                         Durability durability = Durability::kSynced);
+  // Synced before it returns. Concurrent calls share one transaction and one fsync (group
+  // commit): an intent arriving while another group commits waits for that commit, then joins
+  // the next group with every intent that arrived meanwhile. A failed group is retried intent
+  // by intent, so each caller gets its own intent's outcome.
   Status record_bind_intent(const BindIntent& intent);
+  // Groups of intents committed so far (each one transaction, one fsync).
+  std::uint64_t intent_commits() const;
+  // Tests: `joined` runs as an intent joins the forming group, with the group's size, under the
+  // group lock (it must not call the store); `before_commit` runs before a group is written,
+  // with its size, on the committing caller's thread, with no store lock held.
+  struct IntentHooks {
+    std::function<void(std::size_t waiting)> joined;
+    std::function<void(std::size_t group_size)> before_commit;
+  };
+  void set_intent_hooks(IntentHooks hooks);
   // The API server refused the bind, or reconciliation found it never happened.
   Status drop_bind_intent(std::int64_t job_row);
   // The run (job.row) was bound: phase running, a usage row opened, its intent cleared.
@@ -166,9 +181,21 @@ class Store {
   // intent cleared, in one transaction.
   Status end_run(std::int64_t job_row, const char* phase, double at, Durability durability);
 
+  // One synced transaction for a group of intents; an outcome per intent.
+  std::vector<Status> commit_intents(const std::vector<BindIntent>& intents);
+
   std::mutex mu_;
   sqlite3* db_;
   bool synchronous_full_ = true;  // the connection's PRAGMA synchronous (FULL or NORMAL)
+
+  // Group commit of bind intents (record_bind_intent). Taken before mu_, never while holding it.
+  struct IntentGroup;
+  mutable std::mutex group_mu_;
+  std::condition_variable group_cv_;
+  std::shared_ptr<IntentGroup> forming_;  // the group new intents join; null when none forms
+  bool committing_ = false;               // a group is being written
+  std::uint64_t intent_commits_ = 0;
+  IntentHooks hooks_;
 };
 
 }  // namespace allox::extender
