@@ -426,7 +426,9 @@ class Session : public Shared::Connection, public std::enable_shared_from_this<S
 struct HttpServer::Impl {
   std::shared_ptr<Shared> shared = std::make_shared<Shared>();
   std::optional<asio::ssl::context> tls;
-  asio::thread_pool blocking{2};
+  // Binds wait on an fsync and the API server, not on the CPU, and concurrent binds share one
+  // fsync (store.h): enough threads for kube-scheduler's binds in flight to group.
+  asio::thread_pool blocking{16};
   // Declared after everything its handlers use: destroyed first, with any sessions it holds.
   asio::io_context io;
   // Keeps io.run() going while a blocking handler has yet to post its reply back.

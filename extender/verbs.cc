@@ -266,7 +266,10 @@ std::vector<HostPriority> ExtenderVerbs::prioritize(const ExtenderArgs& args) {
 }
 
 BindingResult ExtenderVerbs::bind(const BindingArgs& args) {
-  std::lock_guard bind_lock(bind_mu_);
+  // Binds run concurrently (kube-scheduler binds in goroutines), so the check and the
+  // reservation below are one step under bind_mu_; the intent (grouped with concurrent ones into
+  // one fsync), the API server's binding and the start run outside it.
+  std::unique_lock bind_lock(bind_mu_);
   auto refuse = [&](std::string why) {
     metrics_.record_bind_failure();
     return BindingResult{std::move(why)};
@@ -295,6 +298,10 @@ BindingResult ExtenderVerbs::bind(const BindingArgs& args) {
       c.refusal = "job " + job->record.id + " has a bind to " + job->intent->node + " in doubt";
       return c;
     }
+    if (auto other = binding_.find(job->record.id); other != binding_.end()) {
+      c.refusal = "job " + job->record.id + " is being bound to " + other->second.node;
+      return c;
+    }
     if (job->record.phase != JobPhase::kQueued) {
       c.refusal = "job " + job->record.id + " is " + phase_name(job->record.phase) +
                   (job->record.phase == JobPhase::kRunning
@@ -313,10 +320,21 @@ BindingResult ExtenderVerbs::bind(const BindingArgs& args) {
       return c;
     }
     NodeCapacity capacity = book.capacity(args.node, c.variant.device);
-    if (capacity.free == 0) {
+    // Machines that binds in flight hold there and the book does not show started yet.
+    int held = 0;
+    for (const auto& [id, where] : binding_) {
+      const BookJob* other = book.job(id);
+      if (where.node == args.node && where.device == c.variant.device && other != nullptr &&
+          other->record.phase == JobPhase::kQueued) {
+        ++held;
+      }
+    }
+    if (capacity.free - held <= 0) {
       c.refusal = "node " + args.node + " has no free " +
-                  planner_.config().devices.resource_for(c.variant.device) + " (0 of " +
-                  std::to_string(capacity.total) + " free)";
+                  planner_.config().devices.resource_for(c.variant.device) + " (" +
+                  std::to_string(std::max(0, capacity.free - held)) + " of " +
+                  std::to_string(capacity.total) + " free" +
+                  (held > 0 ? ", " + std::to_string(held) + " being bound" : std::string()) + ")";
       return c;
     }
     std::shared_ptr<const Plan> plan = planner_.latest_plan();
@@ -327,12 +345,25 @@ BindingResult ExtenderVerbs::bind(const BindingArgs& args) {
     return c;
   });
   if (checked.not_ours) {
+    bind_lock.unlock();
     if (api_ != nullptr) {
       if (auto s = api_->bind(args); !s) return BindingResult{s.message()};
     }
     return BindingResult{};
   }
   if (!checked.refusal.empty()) return refuse(std::move(checked.refusal));
+  const std::string& job_id = checked.variant.job_id;
+  binding_[job_id] = {args.node, checked.variant.device};
+  bind_lock.unlock();
+  // Whatever happens next, the reservation goes once the book shows the start or the bind failed.
+  struct Release {
+    ExtenderVerbs& verbs;
+    const std::string& job_id;
+    ~Release() {
+      std::lock_guard lock(verbs.bind_mu_);
+      verbs.binding_.erase(job_id);
+    }
+  } release{*this, job_id};
   if (api_ != nullptr) {
     // The intent is durable before the API server hears of the bind: a crash between the two
     // leaves an intent that start-up settles from the pod's spec.nodeName.

@@ -16,10 +16,12 @@
 //     node can never run this variant (no such device there, the job already runs elsewhere,
 //     was removed, or is parked because the policy cannot take it).
 //   - prioritize: the planned node scores kMaxExtenderPriority, every other node 0.
-//   - bind: one at a time; refuses a second variant of a job, a node without a free machine;
-//     records a bind intent, posts the Binding through ClusterApi (when there is one), records
-//     the start durably, then deletes the job's other variants in the pod's namespace, and
-//     answers.
+//   - bind: concurrent binds are checked one at a time and then run side by side; refuses a
+//     second variant of a job (or a second bind of it in flight), a node without a free machine
+//     (counting the machines binds in flight hold there); records a bind intent (synced, one
+//     fsync shared with the concurrent binds' intents), posts the Binding through ClusterApi
+//     (when there is one), records the start, and answers. The job's other variants are
+//     deleted by the controller, never here.
 //   - preempt: allox jobs are non-preemptive once started: nodes whose victims include one are
 //     dropped.
 //
@@ -76,7 +78,14 @@ class ExtenderVerbs {
   ClusterApi* api_;
   Metrics& metrics_;
   VerbOptions options_;
-  std::mutex bind_mu_;  // one bind at a time: check, call the API server, record
+  // Binds in flight: past their check, not yet started in the book (or failed). A job is
+  // bound once at a time, and a node's free machines are not promised twice.
+  struct Binding {
+    std::string node;
+    DeviceType device;
+  };
+  std::mutex bind_mu_;                      // one check at a time; guards binding_
+  std::map<std::string, Binding> binding_;  // job id -> where it is being bound
   std::mutex vain_mu_;
   // "node/device" -> until when a wait for it is not worth it (see vain_wait_cooldown)
   std::map<std::string, std::chrono::steady_clock::time_point> vain_until_;
