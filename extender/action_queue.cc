@@ -16,8 +16,10 @@ ActionQueue::~ActionQueue() {
 
 void ActionQueue::start() {
   std::lock_guard lock(mu_);
-  if (worker_.joinable() || stopping_) return;
-  worker_ = std::thread([this] { loop(); });
+  if (!workers_.empty() || stopping_) return;
+  for (int i = 0; i < std::max(1, options_.workers); ++i) {
+    workers_.emplace_back([this] { loop(); });
+  }
 }
 
 void ActionQueue::stop() {
@@ -30,7 +32,8 @@ void ActionQueue::stop() {
     background_order_.clear();
   }
   cv_.notify_all();
-  if (worker_.joinable()) worker_.join();
+  for (std::thread& worker : workers_) worker.join();
+  workers_.clear();
 }
 
 bool ActionQueue::submit(const std::string& key, std::function<Status()> action,
@@ -57,7 +60,7 @@ bool ActionQueue::submit(const std::string& key, std::function<Status()> action,
 
 bool ActionQueue::pending(const std::string& key) const {
   std::lock_guard lock(mu_);
-  return entries_.count(key) > 0 || running_ == key;
+  return entries_.count(key) > 0 || running_.count(key) > 0;
 }
 
 ActionQueue::Counts ActionQueue::counts() const {
@@ -83,10 +86,12 @@ void ActionQueue::loop() {
   while (true) {
     cv_.wait(lock, [&] { return stopping_ || !entries_.empty(); });
     if (stopping_) return;
-    // The first action whose back-off has passed, admissions first; else wait for the
-    // earliest one.
+    // The first action whose back-off has passed and whose key no other worker runs,
+    // admissions first; else wait for the earliest one, or for another worker to finish.
     auto now = std::chrono::steady_clock::now();
-    auto is_ready = [&](const std::string& k) { return entries_[k].not_before <= now; };
+    auto is_ready = [&](const std::string& k) {
+      return entries_[k].not_before <= now && running_.count(k) == 0;
+    };
     std::deque<std::string>* order = &admit_order_;
     auto ready = std::find_if(order->begin(), order->end(), is_ready);
     if (ready == order->end()) {
@@ -96,21 +101,24 @@ void ActionQueue::loop() {
     if (ready == order->end()) {
       auto earliest = now + options_.backoff_max;
       for (const auto& [k, entry] : entries_) earliest = std::min(earliest, entry.not_before);
-      // A new submission wakes it: an admission must not wait out another action's back-off.
-      const std::uint64_t seen = submissions_;
-      cv_.wait_until(lock, earliest, [&] { return stopping_ || submissions_ != seen; });
+      // A new submission wakes it (an admission must not wait out another action's back-off),
+      // and so does the end of an action (its key, re-submitted meanwhile, may run now).
+      const std::uint64_t seen = submissions_, ended = finished_;
+      cv_.wait_until(lock, earliest,
+                     [&] { return stopping_ || submissions_ != seen || finished_ != ended; });
       continue;
     }
     std::string key = *ready;
     order->erase(ready);
     Entry entry = std::move(entries_[key]);
     entries_.erase(key);
-    running_ = key;
+    running_.insert(key);
     lock.unlock();
     bool allowed = !allowed_ || allowed_();
     Status status = allowed ? entry.action() : OkStatus();
     lock.lock();
-    running_.clear();
+    running_.erase(key);
+    ++finished_;
     if (!allowed) {
       ++counts_.refused;
     } else if (status) {

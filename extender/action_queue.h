@@ -1,17 +1,20 @@
 // Background actions on the cluster (remove a gate, delete a variant, nudge, write an event),
 // kept off every request path: kube-scheduler's verbs never wait for them.
 //
-// One worker thread runs them, admissions first: a gate removal or a nudge starts a job and is
+// `workers` threads run them, admissions first: a gate removal or a nudge starts a job and is
 // what a freed machine waits for, so it never queues behind another job's thousands of
-// deletions or events (one tenant's 3,000 variants must not delay another's start). Within a
-// priority, submission order. Each action has a key ("delete lab/bert-cpu");
-// submitting a key that is already waiting replaces it (the latest intent wins, never twice).
+// deletions or events (one tenant's 3,000 variants must not delay another's start). Each action
+// is one API round trip, mostly waiting on the network: several run at once, so a plan that
+// starts a thousand jobs costs a thousand round trips over `workers`, not one after another.
+// Within a priority, actions start in submission order (and may end in any order). Each action
+// has a key ("delete lab/bert-cpu"); submitting a key that is already waiting replaces it (the
+// latest intent wins, never twice), and a key never runs on two workers at once.
 // A failing action is retried with bounded exponential back-off (kube/backoff.h) up to
 // max_attempts, then dropped, counted and logged as a warning (a retry is a debug line): the
 // controller is level-triggered and submits it again on its next pass if it is still wanted.
 // `allowed()` is asked before each run (only the Lease holder acts); a refused action is dropped.
 //
-// Thread-safe. stop() drops what waits and returns once the action in flight has ended (each
+// Thread-safe. stop() drops what waits and returns once the actions in flight have ended (each
 // is one bounded API call).
 #pragma once
 
@@ -22,8 +25,10 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "core/result.h"
 
@@ -34,6 +39,7 @@ struct ActionQueueOptions {
   std::chrono::milliseconds backoff_initial{100};
   std::chrono::milliseconds backoff_max{5000};
   std::size_t capacity = 100000;  // beyond this, submissions are dropped (and counted)
+  int workers = 4;
 };
 
 enum class ActionPriority {
@@ -84,11 +90,11 @@ class ActionQueue {
   mutable std::condition_variable cv_;
   std::deque<std::string> admit_order_, background_order_;
   std::map<std::string, Entry> entries_;
-  std::string running_;
-  std::uint64_t submissions_ = 0;
+  std::set<std::string> running_;  // keys a worker runs now
+  std::uint64_t submissions_ = 0, finished_ = 0;
   bool stopping_ = false;
   Counts counts_;
-  std::thread worker_;
+  std::vector<std::thread> workers_;
 };
 
 }  // namespace allox::extender

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <atomic>
 #include <future>
 #include <nlohmann/json.hpp>
@@ -84,7 +85,7 @@ struct Gate {
 };
 
 TEST_F(ActionQueueTest, AdmissionsRunBeforeWaitingDeletionsAndEvents) {
-  ActionQueue queue;
+  ActionQueue queue({.workers = 1});  // one worker, held below, so that everything queues
   queue.start();
   Gate gate;
   ASSERT_TRUE(queue.submit("first", gate.action()));
@@ -149,6 +150,7 @@ TEST_F(ActionQueueTest, TheLatestIntentPerKeyRunsOnceAndFailuresAreBounded) {
   options.max_attempts = 3;
   options.backoff_initial = milliseconds(1);
   options.backoff_max = milliseconds(2);
+  options.workers = 1;  // held below by the gate, so that both submissions of "a" wait
   ActionQueue queue(options);
   Gate gate;
   queue.start();
@@ -180,6 +182,41 @@ TEST_F(ActionQueueTest, TheLatestIntentPerKeyRunsOnceAndFailuresAreBounded) {
   EXPECT_EQ(1u, counts.failed);
   EXPECT_EQ(2u, counts.retried);
   EXPECT_FALSE(queue.pending("delete lab/a"));
+}
+
+TEST_F(ActionQueueTest, WorkersRunDifferentKeysAtOnceButAKeyNeverTwice) {
+  // Four round trips that each wait on the network run side by side; a key re-submitted while
+  // it runs waits for that run to end, then runs once more (its latest intent).
+  ActionQueue queue({.workers = 4});
+  queue.start();
+  std::array<Gate, 4> gates;
+  for (std::size_t i = 0; i < gates.size(); ++i) {
+    ASSERT_TRUE(queue.submit("ungate lab/p" + std::to_string(i), gates[i].action(),
+                             ActionPriority::kAdmit));
+  }
+  for (Gate& gate : gates) {  // all four entered while none has been released
+    EXPECT_EQ(std::future_status::ready,
+              gate.entered.get_future().wait_for(std::chrono::seconds(10)));
+  }
+  std::atomic<int> reruns{0};
+  ASSERT_TRUE(queue.submit("ungate lab/p0", [&] {
+    ++reruns;
+    return OkStatus();
+  }));
+  EXPECT_TRUE(queue.pending("ungate lab/p0"));
+  std::promise<void> later_ran;
+  ASSERT_TRUE(queue.submit("event lab/p9", [&] {
+    later_ran.set_value();
+    return OkStatus();
+  }));
+  // One worker is freed; it passes over p0 (still running) to the action submitted after it.
+  gates[1].release.set_value();
+  ASSERT_EQ(std::future_status::ready, later_ran.get_future().wait_for(std::chrono::seconds(10)));
+  EXPECT_EQ(0, reruns.load());
+  for (std::size_t i : {0, 2, 3}) gates[i].release.set_value();
+  ASSERT_TRUE(queue.wait_idle(std::chrono::seconds(10)));
+  EXPECT_EQ(1, reruns.load());
+  EXPECT_EQ(6u, queue.counts().done);
 }
 
 }  // namespace
