@@ -267,6 +267,7 @@ TEST(StoreTest, ConcurrentBindIntentsShareOneCommitAndKeepTheirOwnOutcome) {
                               [&](std::size_t size) {
                                 std::unique_lock lock(mu);
                                 groups.push_back(size);
+                                cv.notify_all();  // the test starts the others now
                                 if (groups.size() == 1) {
                                   // Bounded only so that a broken grouping fails instead of
                                   // hanging.
