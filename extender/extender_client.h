@@ -1,8 +1,11 @@
 // A small synchronous HTTP client for alloxd's endpoints, used by the kube-scheduler emulator,
-// the CLI, AlloxdProcess and `allox bench cluster`: JSON in, JSON out, or plain text for the
-// endpoints that are not JSON (/metrics, /readyz). Any answer other than 200, a body that is not
-// JSON (where JSON is asked for), or a transport fault (refused, timed out) is an Error naming
-// the method and path.
+// the CLI and `allox bench cluster`: JSON in, JSON out, or plain text for the endpoints that
+// are not JSON (/metrics, /readyz), or a body written and read as text by the caller (the
+// emulator's /filter). Any answer other than 200, a body that is not JSON (where JSON is asked
+// for), or a transport fault (refused, timed out) is an Error naming the method and path.
+// One kept-alive HTTP/1.1 connection (Boost.Beast), opened on the first call and again when the
+// server closed it; no thread of its own, so a call costs its round trip and nothing else.
+// Plain http:// only (alloxd's loopback listener).
 // Not thread-safe: one client per thread.
 #pragma once
 
