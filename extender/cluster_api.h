@@ -2,6 +2,8 @@
 // (make_kube_binder), a test double, or none at all (binds are then only recorded):
 //
 //   bind   POST a v1.Binding to /api/v1/namespaces/{ns}/pods/{name}/binding
+//   pod    GET /api/v1/namespaces/{ns}/pods/{name}: whose pod a /bind names when neither the
+//          book nor the watch knows it (verbs.h), never to decide anything else
 //
 // and how a v1.Node reads as machine slots. Everything else alloxd does on the cluster (the
 // watch, gates, deletions, events, the Lease) lives in extender/kube/ and the controller.
@@ -10,6 +12,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +35,9 @@ class ClusterApi {
  public:
   virtual ~ClusterApi() = default;
   virtual Status bind(const BindingArgs& binding) = 0;
+  // The pod as the API server holds it now; std::nullopt when it does not exist (404).
+  virtual Expected<std::optional<nlohmann::json>> pod(const std::string& namespace_name,
+                                                      const std::string& name) = 0;
 };
 
 // Binds through `client`, which must outlive the binder.

@@ -144,6 +144,12 @@ class ClusterFeed::PodHandler final : public kube::InformerHandler {
     std::lock_guard lock(mu_);
     return pods_;
   }
+  std::optional<std::string> watched_job(const std::string& key) const {
+    std::lock_guard lock(mu_);
+    auto it = pods_.find(key);
+    if (it == pods_.end()) return std::nullopt;
+    return it->second.variant ? it->second.variant->job_id : std::string();
+  }
 
  private:
   std::optional<ObservedPod> ours(const json& object) const {
@@ -354,6 +360,11 @@ void ClusterFeed::relist() {
 
 std::map<std::string, ObservedPod> ClusterFeed::pods() const {
   return pod_handler_->pods();
+}
+
+std::optional<std::string> ClusterFeed::watched_job(const std::string& namespace_name,
+                                                    const std::string& name) const {
+  return pod_handler_->watched_job(key_of(namespace_name, name));
 }
 
 kube::InformerHandler& ClusterFeed::pod_handler() {

@@ -68,6 +68,10 @@ class ClusterFeed {
 
   // The observed pods, by "namespace/name".
   std::map<std::string, ObservedPod> pods() const;
+  // The job of one observed pod ("" when its annotations cannot be read), without copying the
+  // rest; std::nullopt when the watch does not hold it (VerbOptions::watched_job).
+  std::optional<std::string> watched_job(const std::string& namespace_name,
+                                         const std::string& name) const;
 
   // The handlers, exposed for tests that feed objects without a server.
   kube::InformerHandler& pod_handler();

@@ -36,6 +36,22 @@ class KubeBinder final : public ClusterApi {
     return OkStatus();
   }
 
+  Expected<std::optional<json>> pod(const std::string& namespace_name,
+                                    const std::string& name) override {
+    const std::string what = "reading pod " + namespace_name + "/" + name;
+    auto reply = client_.call("GET", "/api/v1/namespaces/" + kube::escape(namespace_name) +
+                                         "/pods/" + kube::escape(name));
+    if (!reply) return Error{what + ": " + reply.message()};
+    if (reply->status == 404) return std::optional<json>{};
+    if (reply->status != 200) {
+      return Error{what + ": API server answered " + std::to_string(reply->status) + ": " +
+                   reply->body.substr(0, 300)};
+    }
+    json pod = json::parse(reply->body, nullptr, false);
+    if (!pod.is_object()) return Error{what + ": the reply is not a JSON object"};
+    return std::optional<json>{std::move(pod)};
+  }
+
  private:
   kube::KubeClient& client_;
 };

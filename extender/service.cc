@@ -69,6 +69,11 @@ Expected<std::unique_ptr<ExtenderService>> ExtenderService::create(
   VerbOptions verbs;
   verbs.first_plan_wait = options.first_plan_wait;
   verbs.watch_wait = cluster ? options.watch_wait : std::chrono::milliseconds(0);  // no watch
+  if (s.feed_) {
+    verbs.watched_job = [&s](const std::string& namespace_name, const std::string& name) {
+      return s.feed_->watched_job(namespace_name, name);
+    };
+  }
   s.verbs_ = std::make_unique<ExtenderVerbs>(*s.planner_, s.binder_.get(), s.metrics_, verbs);
   return service;
 }

@@ -279,7 +279,7 @@ BindingResult ExtenderVerbs::bind(const BindingArgs& args) {
     std::int64_t job_row = 0;
     int preferred_slot = -1;
     std::string refusal;
-    bool not_ours = false;
+    bool unknown = false;  // the book does not know the pod: bind_unknown decides
   };
   const std::string namespace_name = args.pod_namespace.empty() ? "default" : args.pod_namespace;
   Checked checked = planner_.read([&](const JobBook& book) {
@@ -287,10 +287,7 @@ BindingResult ExtenderVerbs::bind(const BindingArgs& args) {
     const BookJob* job = book.job_of_pod(namespace_name, args.pod_name);
     std::string pod = args.pod_namespace + "/" + args.pod_name;
     if (job == nullptr) {
-      // With a scheduler name, allox knows its pods from the watch (or their filter): an
-      // unknown pod is another scheduler's, bound as asked and not recorded.
-      c.not_ours = !planner_.config().scheduler_name.empty();
-      c.refusal = "pod " + pod + " is unknown to allox: filter it first";
+      c.unknown = true;
       return c;
     }
     c.job_row = job->record.row;
@@ -344,12 +341,9 @@ BindingResult ExtenderVerbs::bind(const BindingArgs& args) {
     }
     return c;
   });
-  if (checked.not_ours) {
-    bind_lock.unlock();
-    if (api_ != nullptr) {
-      if (auto s = api_->bind(args); !s) return BindingResult{s.message()};
-    }
-    return BindingResult{};
+  if (checked.unknown) {
+    bind_lock.unlock();  // it only refuses or passes through: no reservation to make
+    return bind_unknown(args, namespace_name);
   }
   if (!checked.refusal.empty()) return refuse(std::move(checked.refusal));
   const std::string& job_id = checked.variant.job_id;
@@ -383,6 +377,56 @@ BindingResult ExtenderVerbs::bind(const BindingArgs& args) {
   if (!started) return refuse(started.message());
   // The job's other variants are deleted by the controller, in the background: never here.
   return BindingResult{};
+}
+
+BindingResult ExtenderVerbs::bind_unknown(const BindingArgs& args,
+                                          const std::string& namespace_name) {
+  const std::string pod = namespace_name + "/" + args.pod_name;
+  auto refuse = [&](std::string why) {
+    metrics_.record_bind_failure();
+    return BindingResult{std::move(why)};
+  };
+  if (planner_.config().scheduler_name.empty()) {  // every pod is allox's (config.h)
+    return refuse("pod " + pod + " is unknown to allox: filter it first");
+  }
+  // Whose pod is it? Observed state says: the watch holds only allox's pods, and the API server
+  // knows the ones the watch has not brought in yet. Guessing "another scheduler's" would bind
+  // an allox pod past the one-run-per-job check (a sibling dropped by its job's admission).
+  std::optional<std::string> job_id;  // set: allox's pod, of this job ("" when unreadable)
+  if (options_.watched_job) job_id = options_.watched_job(namespace_name, args.pod_name);
+  if (!job_id) {
+    if (api_ == nullptr) return BindingResult{};  // no API server: nothing to ask or bind
+    auto found = api_->pod(namespace_name, args.pod_name);
+    if (!found) return refuse("pod " + pod + " is unknown to allox, and " + found.message());
+    if (!found->has_value()) return refuse("pod " + pod + " does not exist");
+    if (!ours(**found)) {  // another scheduler's: bound as asked, nothing recorded
+      if (auto s = api_->bind(args); !s) return BindingResult{s.message()};
+      return BindingResult{};
+    }
+    auto variant = read_job_variant(**found, planner_.config().devices, planner_.config().tenancy);
+    job_id = variant ? variant->job_id : std::string();
+  }
+  if (job_id->empty()) {
+    return refuse("allox cannot read pod " + pod +
+                  "'s allox.io annotations; fix them and it is scheduled");
+  }
+  const std::optional<std::string> admitted = planner_.admitted_as(*job_id);
+  return refuse(planner_.read([&](const JobBook& book) -> std::string {
+    const BookJob* job = book.job(*job_id);
+    const std::string& id = *job_id;
+    if (job == nullptr || job->record.phase == JobPhase::kQueued) {
+      if (admitted && *admitted != pod) {
+        return "job " + id + " was admitted as variant " + *admitted + "; pod " + pod +
+               " is not used";
+      }
+      return "pod " + pod + " of job " + id + " is not yet known to allox: filter it first";
+    }
+    if (job->record.phase == JobPhase::kRunning) {
+      return "job " + id + " already runs as pod " + job->record.pod_namespace + "/" +
+             job->record.pod_name + "; pod " + pod + " is not used";
+    }
+    return "job " + id + " is " + phase_name(job->record.phase) + "; pod " + pod + " is not used";
+  }));
 }
 
 PreemptionResult ExtenderVerbs::preempt(const PreemptionArgs& args) {

@@ -22,6 +22,11 @@
 //     fsync shared with the concurrent binds' intents), posts the Binding through ClusterApi
 //     (when there is one), records the start, and answers. The job's other variants are
 //     deleted by the controller, never here.
+//     A pod the book does not know is never bound blind: the watch, or one GET of the pod when
+//     the watch has not seen it, says whose it is. allox's (a sibling its job's admission
+//     dropped, a late variant, a pod no filter has registered yet) is refused with the reason,
+//     so kube-scheduler tries again and the job still runs once; only a pod that is provably
+//     another scheduler's passes through, bound as asked and not recorded.
 //   - preempt: allox jobs are non-preemptive once started: nodes whose victims include one are
 //     dropped.
 //
@@ -33,6 +38,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "extender/cluster_api.h"
@@ -55,6 +61,12 @@ struct VerbOptions {
   std::chrono::milliseconds vain_wait_cooldown{30000};
   // Runs on the request's thread just before a filter starts waiting for the watch (tests).
   std::function<void()> on_watch_wait;
+  // The watch's view of a pod a /bind names that the book does not know (the watch holds only
+  // allox's pods, cluster_feed.h): its job id ("" when its annotations cannot be read), or
+  // std::nullopt when the watch has not seen it. Unset: there is no watch.
+  std::function<std::optional<std::string>(const std::string& namespace_name,
+                                           const std::string& name)>
+      watched_job;
 };
 
 class ExtenderVerbs {
@@ -70,6 +82,8 @@ class ExtenderVerbs {
  private:
   // Whether the pod is for allox's scheduler (config.scheduler_name; every pod when unset).
   bool ours(const nlohmann::json& pod) const;
+  // A bind of a pod the book does not know (see the class comment), outside bind_mu_.
+  BindingResult bind_unknown(const BindingArgs& args, const std::string& namespace_name);
   // `plan`, or a newer one once the watch caught up with what kube-scheduler's offer shows
   // (at most watch_wait); see the class comment.
   std::shared_ptr<const Plan> wait_for_watch(const JobVariant& variant, const ExtenderArgs& args,
