@@ -4,6 +4,7 @@
 #include <random>
 
 #include "matcher/matcher.h"
+#include "matcher/online.h"
 #include "tests/matcher/test_instances.h"
 
 namespace allox::matcher {
@@ -32,6 +33,49 @@ TEST(BackendsAgree, MediumInstancesWithMixedTypesAndResidualTimes) {
       EXPECT_EQ(other->objective_ticks, lemon->objective_ticks) << backend_name(backend);
       EXPECT_EQ(plan_problems(instance, *other), std::vector<std::string>{})
           << backend_name(backend);
+    }
+  }
+}
+
+TEST(BackendsAgree, ManyDistinctResidualsPerTypeAndOverdueMachines) {
+  // Two device types of 40 machines, each busy until its own time (80 groups of one machine),
+  // a few free by now but flagged busy (an estimate that ran out): every backend finds the same
+  // optimum, and no job is told to start now on a flagged machine.
+  std::mt19937 rng(2026);
+  InstanceShape shape;
+  shape.devices = {"cpu", "gpu"};
+  shape.max_time = 900;
+  shape.fractional = true;
+  for (int round = 0; round < 3; ++round) {
+    Instance instance = random_instance(rng, shape, 240, 80);
+    std::vector<bool> idle(instance.machines.size(), true);
+    for (std::size_t m = 0; m < instance.machines.size(); ++m) {
+      Machine& machine = instance.machines[m];
+      machine.device = m % 2 == 0 ? "cpu" : "gpu";
+      if (m % 10 == 0) continue;  // idle
+      machine.busy_until =
+          m % 10 == 1 ? instance.now
+                      : instance.now + std::uniform_int_distribution<int>(1, 600'000)(rng) / 1000.0;
+      idle[m] = false;
+    }
+    MatchingProblem problem = instance.problem();
+    problem.idle = idle;
+    const Expected<Schedule> lemon = solve(problem, {.backend = Backend::kLemon});
+    ASSERT_TRUE(lemon.ok()) << lemon.message();
+    EXPECT_EQ(plan_problems(instance, *lemon), std::vector<std::string>{});
+    for (Backend backend :
+         {Backend::kBoost, Backend::kTransport, Backend::kAssignment, Backend::kAuto}) {
+      const Expected<Schedule> other = solve(problem, {.backend = backend});
+      ASSERT_TRUE(other.ok()) << backend_name(backend) << ": " << other.message();
+      EXPECT_EQ(other->objective_ticks, lemon->objective_ticks) << backend_name(backend);
+      EXPECT_EQ(plan_problems(instance, *other), std::vector<std::string>{})
+          << backend_name(backend);
+      const Expected<OnlineDecision> online = decide_online(problem, {.backend = backend});
+      ASSERT_TRUE(online.ok()) << online.message();
+      EXPECT_FALSE(online->start_now.empty()) << backend_name(backend);
+      for (const StartNow& s : online->start_now) {
+        EXPECT_TRUE(idle[s.machine]) << backend_name(backend) << ": machine " << s.machine;
+      }
     }
   }
 }

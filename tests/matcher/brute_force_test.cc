@@ -77,6 +77,36 @@ TEST(BruteForce, EveryBackendFindsTheOptimumOnSmallRandomInstances) {
   EXPECT_GE(greedy_loses, rounds / 3) << greedy_loses << " of " << rounds;
 }
 
+TEST(BruteForce, EveryBackendIsOptimalWhenEveryMachineHasItsOwnResidual) {
+  // alloxd's shape in small: one or two device types, every machine busy until its own time,
+  // so each machine is a group of its own and a level offers many residuals (its outlets).
+  std::mt19937 rng(1313);
+  InstanceShape shape;
+  shape.devices = {"cpu", "gpu"};
+  shape.max_residual = 9;
+  shape.fractional = true;
+  for (int round = 0; round < 120; ++round) {
+    shape.devices.resize(round % 3 == 0 ? 1 : 2);
+    const int jobs = std::uniform_int_distribution<int>(1, 7)(rng);
+    Instance instance = random_instance(rng, shape, jobs, 3);
+    for (std::size_t m = 0; m < instance.machines.size(); ++m) {
+      instance.machines[m].busy_until = instance.now + 0.25 + static_cast<double>(m) * 1.5 +
+                                        std::uniform_int_distribution<int>(0, 900)(rng) / 1000.0;
+    }
+    const std::int64_t best = brute_force_objective(instance);
+    for (Backend backend : all_backends()) {
+      const Expected<Schedule> plan = solve(instance.problem(), {.backend = backend});
+      ASSERT_TRUE(plan.ok()) << backend_name(backend) << ": " << plan.message() << "\n"
+                             << instance.describe();
+      EXPECT_EQ(plan->objective_ticks, best) << backend_name(backend) << "\n"
+                                             << instance.describe();
+      EXPECT_EQ(plan_problems(instance, *plan), std::vector<std::string>{})
+          << backend_name(backend) << "\n"
+          << instance.describe();
+    }
+  }
+}
+
 TEST(BruteForce, NaiveGraphFindsTheSameOptimum) {
   std::mt19937 rng(7);
   const InstanceShape shape;
