@@ -18,12 +18,13 @@
 // groups of a type at level k are parallel arcs with one job-side cost, so the transport
 // backend treats them as one convex cost per level (cheapest residual first) and its work stays
 // per (type, level), not per group. The idle flag only decides who may start now
-// (online.h); a machine free by now but flagged busy is planned at residual 0 like an idle one. Every schedule is such a flow, and every flow decodes into a schedule that costs no more
-// (within a group: shortest job first, round robin over its machines), so the min-cost flow is an
-// optimal schedule. Levels are added lazily: type t starts with its speed-proportional share of
-// the jobs per machine plus a margin; if some group of t fills its top level, t gets more levels
-// and the flow is solved again. When no group's top level is full the plan is optimal for the
-// unbounded problem (the top level's node potentials extend to every higher level).
+// (online.h); a machine free by now but flagged busy is planned at residual 0 like an idle one.
+// Every schedule is such a flow, and every flow decodes into a schedule that costs no more (within
+// a group: shortest job first, round robin over its machines), so the min-cost flow is an optimal
+// schedule. Levels are added lazily: type t starts with its speed-proportional share of the jobs
+// per machine plus a margin; if some group of t fills its top level, t gets more levels and the
+// flow is solved again. When no group's top level is full the plan is optimal for the unbounded
+// problem (the top level's node potentials extend to every higher level).
 //
 // Size: J + Σ_t L_t + 1 nodes and J·Σ_t L_t + Σ_g L_t arcs for L_t levels of type t, against
 // J·M·J arcs for the naive graph (SolveOptions::naive_graph); job arcs are computed from the
