@@ -276,6 +276,32 @@ const char* sax_type_name(json::value_t type) {
   return json(type).type_name();
 }
 
+// A SAX reader's syntax error as its answer says it: nlohmann's "[json.exception...] " prefix
+// dropped, and capped, because the message quotes the offending token, which may be huge.
+std::string sax_syntax_error(const nlohmann::detail::exception& e) {
+  std::string what = e.what();
+  auto pos = what.find("] ");
+  if (pos != std::string::npos) what = what.substr(pos + 2);
+  constexpr std::size_t kMaxMessage = 200;
+  if (what.size() > kMaxMessage) what = what.substr(0, kMaxMessage) + "...";
+  return "malformed JSON: " + what;
+}
+
+// What every SAX reader checks before its own fields, in this order: nesting, syntax, a body
+// that did not parse, and a top level that is not an object (`document` names the type).
+std::optional<Error> sax_frame_error(bool too_deep, const std::string& syntax_error, bool parsed,
+                                     json::value_t top_type, std::string_view document) {
+  if (too_deep) {
+    return Error{"malformed JSON: nested deeper than " + std::to_string(kMaxNesting) + " levels"};
+  }
+  if (!syntax_error.empty()) return Error{syntax_error};
+  if (!parsed) return Error{"malformed JSON"};
+  if (top_type != json::value_t::object) {
+    return Error{std::string(document) + ": expected an object, got " + sax_type_name(top_type)};
+  }
+  return std::nullopt;
+}
+
 // ExtenderArgs in one pass: `NodeNames` go straight into their list, `Pod` and `Nodes` are built
 // as JSON values (the pod pruned for kRead), every other field is skipped. Type errors are noted
 // and the body is read to its end, so a syntax error anywhere wins as it does for a DOM parse;
@@ -330,24 +356,13 @@ class ExtenderArgsReader {
   }
 
   bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) {
-    std::string what = e.what();
-    auto pos = what.find("] ");
-    if (pos != std::string::npos) what = what.substr(pos + 2);
-    constexpr std::size_t kMaxMessage = 200;  // the message quotes the token, which may be huge
-    if (what.size() > kMaxMessage) what = what.substr(0, kMaxMessage) + "...";
-    syntax_error_ = "malformed JSON: " + what;
+    syntax_error_ = sax_syntax_error(e);
     return false;
   }
 
   Expected<ExtenderArgs> finish(bool parsed) {
-    if (too_deep_) {
-      return Error{"malformed JSON: nested deeper than " + std::to_string(kMaxNesting) + " levels"};
-    }
-    if (!syntax_error_.empty()) return Error{syntax_error_};
-    if (!parsed) return Error{"malformed JSON"};
-    if (top_type_ != json::value_t::object) {
-      return Error{std::string("ExtenderArgs: expected an object, got ") +
-                   sax_type_name(top_type_)};
+    if (auto error = sax_frame_error(too_deep_, syntax_error_, parsed, top_type_, "ExtenderArgs")) {
+      return *std::move(error);
     }
     if (pod_.is_null()) return Error{"Pod: missing"};
     if (!pod_.is_object()) return wrong_type("Pod", "an object", pod_);
@@ -558,24 +573,14 @@ class FilterResultReader {
   }
 
   bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) {
-    std::string what = e.what();
-    auto pos = what.find("] ");
-    if (pos != std::string::npos) what = what.substr(pos + 2);
-    constexpr std::size_t kMaxMessage = 200;  // the message quotes the token, which may be huge
-    if (what.size() > kMaxMessage) what = what.substr(0, kMaxMessage) + "...";
-    syntax_error_ = "malformed JSON: " + what;
+    syntax_error_ = sax_syntax_error(e);
     return false;
   }
 
   Expected<FilterResult> finish(bool parsed) {
-    if (too_deep_) {
-      return Error{"malformed JSON: nested deeper than " + std::to_string(kMaxNesting) + " levels"};
-    }
-    if (!syntax_error_.empty()) return Error{syntax_error_};
-    if (!parsed) return Error{"malformed JSON"};
-    if (top_type_ != json::value_t::object) {
-      return Error{std::string("ExtenderFilterResult: expected an object, got ") +
-                   sax_type_name(top_type_)};
+    if (auto error =
+            sax_frame_error(too_deep_, syntax_error_, parsed, top_type_, "ExtenderFilterResult")) {
+      return *std::move(error);
     }
     if (!nodes_.is_null()) {
       if (!nodes_.is_object()) return wrong_type("Nodes", "a NodeList object", nodes_);
