@@ -14,11 +14,6 @@ namespace {
 
 using nlohmann::json;
 
-json node(const std::string& name, const std::string& gpus) {
-  return {{"metadata", {{"name", name}, {"resourceVersion", "1"}}},
-          {"status", {{"allocatable", {{"nvidia.com/gpu", gpus}}}}}};
-}
-
 json variant(const std::string& name, const std::string& job, const std::string& resource) {
   return testing::make_pod("lab", name, resource, {{"allox.io/job", job}});
 }
@@ -39,7 +34,7 @@ struct Fixture {
     EXPECT_TRUE(made.ok()) << made.message();
     planner = std::move(*made);
     feed = std::make_unique<ClusterFeed>(client, *planner, config, nullptr);
-    feed->node_handler().on_replace({node("g1", "1")});
+    feed->node_handler().on_replace({testing::make_node("g1", "1")});
   }
   std::vector<std::string> variants(const std::string& job) const {
     return planner->read([&](const JobBook& book) {

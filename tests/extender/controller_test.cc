@@ -18,11 +18,6 @@ using kube::testing::ScriptedRequest;
 using kube::testing::ScriptedServer;
 using nlohmann::json;
 
-json node(const std::string& name, const std::string& gpus, const std::string& cpus) {
-  return {{"metadata", {{"name", name}, {"resourceVersion", "1"}}},
-          {"status", {{"allocatable", {{"nvidia.com/gpu", gpus}, {"cpu", cpus}}}}}};
-}
-
 // A variant pod of `job` for allox's scheduler, gated or not.
 json variant(const std::string& name, const std::string& job, const std::string& resource,
              bool gated, const std::string& ns = "lab") {
@@ -91,7 +86,7 @@ struct Fixture {
 
 TEST(ControllerTest, StartingJobLosesItsGateOnExactlyTheChosenVariantAndItsSiblingsAreDeleted) {
   Fixture f;
-  f.feed->node_handler().on_replace({node("g1", "1", "0")});
+  f.feed->node_handler().on_replace({testing::make_node("g1", "1", "0")});
   f.feed->pod_handler().on_replace({variant("a-gpu", "a", "nvidia.com/gpu", true),
                                     variant("a-cpu", "a", "cpu", true),
                                     variant("b-gpu", "b", "nvidia.com/gpu", true)});
@@ -125,7 +120,7 @@ TEST(ControllerTest, StartingJobLosesItsGateOnExactlyTheChosenVariantAndItsSibli
 
 TEST(ControllerTest, LateVariantOfARunningJobIsDeletedWithTheReason) {
   Fixture f;
-  f.feed->node_handler().on_replace({node("g1", "1", "0")});
+  f.feed->node_handler().on_replace({testing::make_node("g1", "1", "0")});
   json running = variant("a-gpu", "a", "nvidia.com/gpu", false);
   f.feed->pod_handler().on_replace({running});
   f.planner->solve_now();
@@ -151,7 +146,7 @@ TEST(ControllerTest, LateVariantOfARunningJobIsDeletedWithTheReason) {
 TEST(ControllerTest,
      DeletedEventOnlyOnceTheDeleteSucceededAndARefusedDeleteIsRetriedWhenThePodChanges) {
   Fixture f;
-  f.feed->node_handler().on_replace({node("g1", "1", "0")});
+  f.feed->node_handler().on_replace({testing::make_node("g1", "1", "0")});
   json running = variant("a-gpu", "a", "nvidia.com/gpu", false);
   f.feed->pod_handler().on_replace({running});
   f.planner->solve_now();
@@ -186,7 +181,7 @@ TEST(ControllerTest,
 
 TEST(ControllerTest, AnAdmittedJobKeepsItsSlotInLaterPlans) {
   Fixture f;
-  f.feed->node_handler().on_replace({node("g1", "1", "0")});
+  f.feed->node_handler().on_replace({testing::make_node("g1", "1", "0")});
   f.feed->pod_handler().on_replace({variant("a-gpu", "a", "nvidia.com/gpu", true),
                                     variant("b-gpu", "b", "nvidia.com/gpu", true)});
   f.planner->solve_now();
@@ -211,7 +206,7 @@ TEST(ControllerTest, AnAdmittedJobKeepsItsSlotInLaterPlans) {
 
 TEST(ControllerTest, UngatedPodIsNudgedWhenItsPlanSaysStartNow) {
   Fixture f;
-  f.feed->node_handler().on_replace({node("g1", "1", "0")});
+  f.feed->node_handler().on_replace({testing::make_node("g1", "1", "0")});
   f.feed->pod_handler().on_replace({variant("a-gpu", "a", "nvidia.com/gpu", false)});
   f.settle();
   auto patches = f.requests("PATCH");
@@ -225,7 +220,7 @@ TEST(ControllerTest, UngatedPodIsNudgedWhenItsPlanSaysStartNow) {
 TEST(ControllerTest, OnlyTheLeaderActs) {
   Fixture f;
   f.leading = false;
-  f.feed->node_handler().on_replace({node("g1", "1", "0")});
+  f.feed->node_handler().on_replace({testing::make_node("g1", "1", "0")});
   f.feed->pod_handler().on_replace(
       {variant("a-gpu", "a", "nvidia.com/gpu", true), variant("a-cpu", "a", "cpu", true)});
   f.settle();
@@ -237,7 +232,7 @@ TEST(ControllerTest, OnlyTheLeaderActs) {
 
 TEST(ClusterFeedTest, OtherSchedulersPodsAndDeletionsAreHandled) {
   Fixture f;
-  f.feed->node_handler().on_replace({node("g1", "2", "64")});
+  f.feed->node_handler().on_replace({testing::make_node("g1", "2", "64")});
   json other = variant("x", "x", "nvidia.com/gpu", false);
   other["spec"]["schedulerName"] = "default-scheduler";
   f.feed->pod_handler().on_replace({other, variant("a-gpu", "a", "nvidia.com/gpu", true)});
@@ -261,7 +256,7 @@ TEST(ClusterFeedTest, OtherSchedulersPodsAndDeletionsAreHandled) {
 // would count a bind failure for a pod that ran), and it is not a second start either.
 TEST(ClusterFeedTest, BindRecordedAfterTheWatchSawThePodBoundAndFinished) {
   Fixture f;
-  f.feed->node_handler().on_replace({node("g1", "1", "0")});
+  f.feed->node_handler().on_replace({testing::make_node("g1", "1", "0")});
   json pod = variant("a-gpu", "a", "nvidia.com/gpu", false);
   f.feed->pod_handler().on_replace({pod});
   const JobVariant chosen = f.planner->read(
@@ -310,7 +305,7 @@ TEST(ClusterFeedTest, BusyFromShowingAPodUntilThePlannerAndTheControllerHaveIt) 
   });
   feed = &watched;
   EXPECT_FALSE(watched.busy());
-  watched.node_handler().on_replace({node("g1", "1", "0")});
+  watched.node_handler().on_replace({testing::make_node("g1", "1", "0")});
   EXPECT_FALSE(watched.busy());
   json pod = variant("a-gpu", "a", "nvidia.com/gpu", false);
   pod["metadata"]["resourceVersion"] = "5";

@@ -28,6 +28,14 @@ ExtenderConfig make_config(const std::vector<NodeInventory>& nodes, const std::s
   return config;
 }
 
+nlohmann::json make_node(const std::string& name, const std::string& gpus,
+                         const std::string& cpus) {
+  nlohmann::json allocatable = {{"nvidia.com/gpu", gpus}};
+  if (!cpus.empty()) allocatable["cpu"] = cpus;
+  return {{"metadata", {{"name", name}, {"resourceVersion", "1"}}},
+          {"status", {{"allocatable", allocatable}}}};
+}
+
 nlohmann::json make_pod(const std::string& namespace_name, const std::string& name,
                         const std::string& resource,
                         const std::map<std::string, std::string>& annotations) {

@@ -20,6 +20,11 @@ nlohmann::json make_pod(const std::string& namespace_name, const std::string& na
                         const std::string& resource,
                         const std::map<std::string, std::string>& annotations = {});
 
+// A v1.Node as the watch lists it: `gpus` of nvidia.com/gpu and, unless empty, `cpus` of cpu
+// allocatable.
+nlohmann::json make_node(const std::string& name, const std::string& gpus,
+                         const std::string& cpus = "");
+
 // ExtenderArgs with the NodeNames shape.
 std::string filter_body(const nlohmann::json& pod, const std::vector<std::string>& nodes);
 

@@ -18,11 +18,6 @@ using kube::testing::ScriptedRequest;
 using kube::testing::ScriptedServer;
 using nlohmann::json;
 
-json node(const std::string& name, const std::string& gpus, const std::string& cpus) {
-  return {{"metadata", {{"name", name}, {"resourceVersion", "1"}}},
-          {"status", {{"allocatable", {{"nvidia.com/gpu", gpus}, {"cpu", cpus}}}}}};
-}
-
 json variant(const std::string& name, const std::string& job, const std::string& resource) {
   return testing::make_pod(
       "lab", name, resource,
@@ -126,7 +121,8 @@ struct Fixture {
 // variants ran.
 TEST(VerbsTest, BindOfAVariantItsJobsAdmissionDroppedIsRefusedNeverBoundBlind) {
   Fixture f;
-  f.feed->node_handler().on_replace({node("g1", "1", "0"), node("c1", "0", "32")});
+  f.feed->node_handler().on_replace(
+      {testing::make_node("g1", "1", "0"), testing::make_node("c1", "0", "32")});
   f.feed->pod_handler().on_replace(
       {variant("a-gpu", "a", "nvidia.com/gpu"), variant("a-cpu", "a", "cpu")});
   f.planner->solve_now();
@@ -160,7 +156,7 @@ TEST(VerbsTest, BindOfAVariantItsJobsAdmissionDroppedIsRefusedNeverBoundBlind) {
 // as asked and recorded nowhere; a pod nobody can vouch for is not bound.
 TEST(VerbsTest, BindOfAPodTheWatchHasNotSeenAsksTheApiServerWhoseItIs) {
   Fixture f;
-  f.feed->node_handler().on_replace({node("g1", "2", "0")});
+  f.feed->node_handler().on_replace({testing::make_node("g1", "2", "0")});
   f.feed->pod_handler().on_replace({});
   f.api.hold(variant("b-gpu", "b", "nvidia.com/gpu"));
   json web = testing::make_pod("lab", "web", "nvidia.com/gpu");
@@ -191,7 +187,7 @@ TEST(VerbsTest, BindOfAPodTheWatchHasNotSeenAsksTheApiServerWhoseItIs) {
 // it: it is allox's, so it is refused with the reason rather than bound.
 TEST(VerbsTest, BindOfAnUnreadablePodOfAlloxIsRefused) {
   Fixture f;
-  f.feed->node_handler().on_replace({node("g1", "1", "0")});
+  f.feed->node_handler().on_replace({testing::make_node("g1", "1", "0")});
   json bad = variant("c-gpu", "c", "nvidia.com/gpu");
   bad["metadata"]["annotations"]["allox.io/time.gpu"] = "soon";
   f.feed->pod_handler().on_replace({bad});
