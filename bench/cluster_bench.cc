@@ -102,7 +102,7 @@ Expected<std::vector<emulator::ReplayJob>> workload(const ClusterBenchOptions& o
   return jobs;
 }
 
-Status write_alloxd_config(const std::string& path, bool batch_rounds) {
+Status write_alloxd_config(const std::string& path, bool batch_rounds, double starvation_bound) {
   std::ofstream out(path);
   out << "# written by allox bench cluster\n"
          "listen: 127.0.0.1:0\n"
@@ -110,6 +110,7 @@ Status write_alloxd_config(const std::string& path, bool batch_rounds) {
          "policy: allox\n"
          "alpha: 0.5\n"
       << "batch_rounds: " << (batch_rounds ? "true" : "false") << "\n"
+      << "starvation_bound: " << std::to_string(starvation_bound) << "\n"
       << "tick: 2\n"
          "default_job_seconds: 3600\n"
          "admin_token: bench-cluster\n"
@@ -125,6 +126,11 @@ Status write_alloxd_config(const std::string& path, bool batch_rounds) {
 }
 
 }  // namespace
+
+double effective_starvation_bound(const ClusterBenchOptions& options) {
+  return options.starvation_bound > 0 ? options.starvation_bound
+                                      : options.max_wall_s * options.speedup;
+}
 
 Expected<ClusterBenchResult> run_cluster_bench(const ClusterBenchOptions& options) {
   if (options.nodes == 0 || options.pending == 0) {
@@ -165,7 +171,9 @@ Expected<ClusterBenchResult> run_cluster_bench(const ClusterBenchOptions& option
   std::error_code ec;
   std::filesystem::create_directories(options.state_dir, ec);
   const std::string base_config = options.state_dir + "/base.yaml";
-  if (Status written = write_alloxd_config(base_config, options.batch_rounds); !written)
+  if (Status written = write_alloxd_config(base_config, options.batch_rounds,
+                                           effective_starvation_bound(options));
+      !written)
     return written.error();
   emulator::AlloxdLaunch launch;
   launch.binary = options.alloxd_binary;

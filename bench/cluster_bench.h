@@ -46,6 +46,11 @@ struct ClusterBenchOptions {
   // alloxd's batch_rounds (extender/config.h): every job a round's plan puts first on an idle
   // machine starts at once, instead of the paper's one start per matcher solve.
   bool batch_rounds = false;
+  // alloxd's starvation_bound (simulated seconds; 0: the run's horizon, max_wall_s × speedup).
+  // alloxd runs `speedup` times faster than the wall, so its default of 3,600 s would have the
+  // whole backlog "starved" after 36 wall seconds at 100×, and the policy would run its
+  // oldest-first guard instead of the AlloX rounds this bench means to measure.
+  double starvation_bound = 0;
   std::string alloxd_binary;  // required
   std::string scheduler_config = "manifests/scheduler-config.yaml";
   std::string throughputs = "data/gavel/simulation_throughputs.json";
@@ -73,6 +78,9 @@ struct ClusterBenchResult {
   double wall_s = 0;
   bool timed_out = false;
 };
+
+// The starvation_bound a run gives alloxd: options.starvation_bound, or the run's horizon.
+double effective_starvation_bound(const ClusterBenchOptions& options);
 
 Expected<ClusterBenchResult> run_cluster_bench(const ClusterBenchOptions& options);
 

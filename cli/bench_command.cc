@@ -103,10 +103,11 @@ void print_cluster_header(const bench::ClusterBenchOptions& o, int repeat) {
   std::printf(
       "bench cluster: %zu nodes x (%d GPUs + %d CPU bundles), %zu jobs queued at once as gated "
       "GPU + CPU pods (Gavel speeds), the real alloxd (%s) behind a fake API server and the "
-      "kube-scheduler v1.28 emulator, %gx simulated time, allox rounds: %s; %d run(s). "
-      "Wall-clock figures on a shared machine: under load.\n\n",
+      "kube-scheduler v1.28 emulator, %gx simulated time, allox rounds: %s, starvation bound "
+      "%g s; %d run(s). Wall-clock figures on a shared machine: under load.\n\n",
       o.nodes, o.gpus_per_node, o.cpu_bundles_per_node, o.pending, o.alloxd_binary.c_str(),
-      o.speedup, o.batch_rounds ? "batch" : "one start per solve (paper)", repeat);
+      o.speedup, o.batch_rounds ? "batch" : "one start per solve (paper)",
+      bench::effective_starvation_bound(o), repeat);
   std::printf("%4s %13s %6s %8s %8s %9s %9s %8s %9s %9s %8s %10s %8s %8s %7s\n", "run",
               "bound once", "twice", "unbound", "pods/s", "c2b p50", "c2b p99", "filters",
               "nodes/f", "filt p50", "filt p99", "plan ms", "queued", "RSS MB", "wall s");
@@ -155,6 +156,10 @@ void add_cluster_command(CLI::App& parent) {
   cmd->add_flag("--batch-rounds", o->batch_rounds,
                 "alloxd starts every job a round's plan puts first on an idle machine (not one "
                 "per matcher solve, the paper's rounds)");
+  cmd->add_option("--starvation-bound", o->starvation_bound,
+                  "alloxd's starvation_bound in simulated seconds (default: the run's horizon, "
+                  "--max-wall x --speedup, so the backlog runs AlloX rounds, not the guard)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--repeat", *repeat, "runs (medians reported when more than one)")
       ->check(CLI::Range(1, 20))
       ->capture_default_str();

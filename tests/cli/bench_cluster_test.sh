@@ -34,6 +34,11 @@ check "the filters named nodes, at most 50" "0 < $nodes <= 50"
 check "filter p50 <= p99, both positive" "0 < $f50 <= $f99"
 check "a plan measured at a queue of the backlog's size" "$plan > 0 and 0 < $queued <= 500"
 check "alloxd's peak RSS measured, under 1 GB" "0 < $rss < 1024"
+# alloxd plans AlloX rounds over the whole run: its starvation bound is the run's horizon
+# (--max-wall x --speedup simulated seconds), not alloxd's default of 3,600 s.
+grep -qE '^starvation_bound: 24000(\.0+)?$' "$state/base.yaml" ||
+  fail "alloxd's starvation_bound is not the horizon 120 x 200: $(grep starvation "$state/base.yaml")"
+grep -q 'starvation bound 24000 s' <<<"$out" || fail "the header does not name the starvation bound"
 for row_name in 'pods bound per second' '/filter p99' 'plan time' 'alloxd peak RSS'; do
   grep -q "^$row_name" <<<"$out" || fail "no target row '$row_name'"
 done
