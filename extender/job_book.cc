@@ -43,15 +43,21 @@ void JobBook::set_inventory(const std::vector<NodeInventory>& nodes) {
   ++version_;
 }
 
-NodeCapacity JobBook::capacity(const std::string& node, const DeviceType& device) const {
+NodeCapacity JobBook::capacity(std::string_view node, std::string_view device) const {
+  return find_capacity(node, device).value_or(NodeCapacity{});
+}
+
+std::optional<NodeCapacity> JobBook::find_capacity(std::string_view node,
+                                                   std::string_view device) const {
   auto it = capacity_.find(node);
-  if (it == capacity_.end()) return {};
+  if (it == capacity_.end()) return std::nullopt;
   auto c = it->second.find(device);
   return c == it->second.end() ? NodeCapacity{} : c->second;
 }
 
 void JobBook::recount_capacity() {
   capacity_.clear();
+  for (const auto& [name, node] : nodes_) capacity_[name];  // nodes without machines count too
   for (const MachineSlot& slot : slots_) {
     NodeCapacity& c = capacity_[slot.node][slot.device];
     ++c.total;

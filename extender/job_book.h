@@ -24,6 +24,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -67,6 +68,15 @@ struct NodeCapacity {
   int free = 0;
 };
 
+// Hashes any string-like key as its characters, so a map keyed by std::string is looked up with
+// a std::string_view (with std::equal_to<>) and no copy.
+struct NameHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view name) const noexcept {
+    return std::hash<std::string_view>{}(name);
+  }
+};
+
 class JobBook {
  public:
   JobBook(DeviceMapping devices, double default_job_seconds);
@@ -75,8 +85,15 @@ class JobBook {
   // still offered; a running job whose node disappeared keeps running without a slot.
   void set_inventory(const std::vector<NodeInventory>& nodes);
   bool has_inventory() const { return has_inventory_; }
-  bool has_node(const std::string& node) const { return nodes_.count(node) > 0; }
-  NodeCapacity capacity(const std::string& node, const DeviceType& device) const;
+  // The capacity index: every inventory node's machines of each device, kept up to date by
+  // start() and finish(). Looked up by name without a copy, one hash lookup per call: the
+  // verbs ask it for each of thousands of offered nodes per /filter.
+  bool has_node(std::string_view node) const { return capacity_.count(node) > 0; }
+  // A node's machines of `device`, total and free; {0, 0} when it has none of that device or is
+  // not in the inventory (has_node tells them apart).
+  NodeCapacity capacity(std::string_view node, std::string_view device) const;
+  // capacity() and has_node() in one lookup: std::nullopt when the node is not in the inventory.
+  std::optional<NodeCapacity> find_capacity(std::string_view node, std::string_view device) const;
   const std::vector<MachineSlot>& slots() const { return slots_; }
   const DeviceMapping& devices() const { return devices_; }
   std::size_t node_count() const { return nodes_.size(); }
@@ -140,7 +157,10 @@ class JobBook {
   bool has_inventory_ = false;
   std::map<std::string, NodeInventory> nodes_;
   std::vector<MachineSlot> slots_;
-  std::unordered_map<std::string, std::map<DeviceType, NodeCapacity>> capacity_;  // node, device
+  // node -> device -> machines; one entry per inventory node, with no devices when it has none
+  std::unordered_map<std::string, std::map<DeviceType, NodeCapacity, std::less<>>, NameHash,
+                     std::equal_to<>>
+      capacity_;
   std::unordered_map<std::string, BookJob> jobs_;
   std::unordered_map<std::string, std::string> pod_to_job_;  // "namespace/name" -> job id
   std::size_t queued_ = 0, running_ = 0;
