@@ -16,12 +16,13 @@ std::string whole_seconds(double seconds) {
 // Whether a "queued" answer for `variant` from `plan` may only mean that alloxd is behind the
 // cluster, and what would settle it.
 struct Behind {
-  std::uint64_t version = 0;      // a plan of this book version settles it; 0: not behind
-  std::vector<std::string> busy;  // offered nodes of the variant's device the book shows full
+  std::uint64_t version = 0;           // a plan of this book version settles it; 0: not behind
+  std::vector<std::string_view> busy;  // offered nodes of the variant's device the book shows full
 };
 
+// One capacity lookup per offered node. `offered` views names that outlive the call.
 Behind behind(const JobBook& book, const Plan& plan, const JobVariant& variant,
-              const std::vector<std::string>& offered, std::uint64_t freed_version) {
+              const std::vector<std::string_view>& offered, std::uint64_t freed_version) {
   Behind out;
   const BookJob* job = book.job(variant.job_id);
   if (job == nullptr || job->record.phase != JobPhase::kQueued || job->intent ||
@@ -29,14 +30,14 @@ Behind behind(const JobBook& book, const Plan& plan, const JobVariant& variant,
       !job->variants.count(variant.pod.namespace_name + "/" + variant.pod.name)) {
     return out;  // the answer does not depend on the plan's age
   }
-  if (auto start = plan.starts.find(variant.job_id); start != plan.starts.end()) {
-    if (start->second.device != variant.device) return out;  // another variant of it starts
-    for (const std::string& node : offered) {
-      if (book.capacity(node, variant.device).free > 0) return out;  // it starts here now
-    }
+  auto start = plan.starts.find(variant.job_id);
+  if (start != plan.starts.end() && start->second.device != variant.device) {
+    return out;  // another variant of it starts
   }
-  for (const std::string& node : offered) {
+  const bool starts = start != plan.starts.end();
+  for (std::string_view node : offered) {
     NodeCapacity capacity = book.capacity(node, variant.device);
+    if (starts && capacity.free > 0) return Behind{};  // it starts here now
     if (capacity.total > 0 && capacity.free == 0) out.busy.push_back(node);
   }
   // kube-scheduler's own resource filter passed these nodes: it has seen a machine freed there
@@ -151,19 +152,15 @@ FilterResult ExtenderVerbs::filter(const ExtenderArgs& args) {
     }
 
     // Nodes that may take the job now: the planned one, or, when kube-scheduler did not offer
-    // it or it is full, any offered node with a free machine of the planned device.
-    std::string name;  // the node being looked at, for the book's std::string keys
-    std::set<std::string, std::less<>> admitted;
-    if (start != nullptr && never.empty()) {
-      if (candidates.contains(start->node) && book.capacity(start->node, start->device).free > 0) {
-        admitted.insert(start->node);
-      } else {
-        for (std::string_view node : candidates) {
-          name.assign(node);
-          if (book.capacity(name, start->device).free > 0) admitted.insert(name);
-        }
-      }
-    }
+    // it or it is full, any offered node with a free machine of the planned device (which is the
+    // variant's: a start on another device left `start` null). Decided in the loop below, from
+    // the one capacity lookup each node gets.
+    const bool any_free_node =
+        start != nullptr && never.empty() &&
+        !(candidates.contains(start->node) && book.capacity(start->node, start->device).free > 0);
+    auto admitted = [&](std::string_view node, const NodeCapacity& capacity) {
+      return start != nullptr && (any_free_node ? capacity.free > 0 : node == start->node);
+    };
 
     // Each answer has a handful of reasons, stored once and shared by the nodes they apply to.
     using Reason = NodeReasons::Reason;
@@ -177,16 +174,17 @@ FilterResult ExtenderVerbs::filter(const ExtenderArgs& args) {
     };
     for (std::size_t i = 0; i < candidates.size(); ++i) {
       const std::string_view node = candidates[i];
-      name.assign(node);
-      NodeCapacity capacity = book.capacity(name, variant->device);
-      if (capacity.total == 0 && !book.has_node(name)) {
-        failed.add(node, failed.reason("node " + name + " is not in allox's inventory"));
+      const std::optional<NodeCapacity> found = book.find_capacity(node, variant->device);
+      const NodeCapacity capacity = found.value_or(NodeCapacity{});
+      if (!found) {
+        failed.add(node,
+                   failed.reason("node " + std::string(node) + " is not in allox's inventory"));
       } else if (capacity.total == 0) {
         unresolvable.add(node, once(no_capacity, unresolvable,
                                     [&] { return "node has no " + resource + " capacity"; }));
       } else if (!never.empty()) {
         unresolvable.add(node, once(never_here, unresolvable, [&] { return never; }));
-      } else if (admitted.count(name)) {
+      } else if (admitted(node, capacity)) {
         result.node_names->push_back(node);
         if (args.node_objects) result.node_objects->push_back((*args.node_objects)[i]);
       } else if (start == nullptr) {
@@ -215,16 +213,22 @@ std::shared_ptr<const Plan> ExtenderVerbs::wait_for_watch(const JobVariant& vari
                                                           std::shared_ptr<const Plan> plan) {
   if (options_.watch_wait.count() <= 0) return plan;
   using Clock = std::chrono::steady_clock;
-  std::vector<std::string> offered;
-  for (const auto& node : args.candidates()) offered.emplace_back(node);
-  auto slot_key = [&](const std::string& node) { return node + "/" + variant.device; };
+  // Views into the request's names: one allocation, not one per node.
+  const NodeNameList& candidates = args.candidates();
+  std::vector<std::string_view> offered;
+  offered.reserve(candidates.size());
+  for (std::string_view node : candidates) offered.push_back(node);
   // Offered nodes a recent wait found busy to the end are left out (vain_wait_cooldown).
   {
     std::lock_guard lock(vain_mu_);
     const auto now = Clock::now();
-    std::erase_if(vain_until_, [&](const auto& entry) { return entry.second <= now; });
-    std::erase_if(offered,
-                  [&](const std::string& node) { return vain_until_.count(slot_key(node)); });
+    for (auto device = vain_until_.begin(); device != vain_until_.end();) {
+      std::erase_if(device->second, [&](const auto& entry) { return entry.second <= now; });
+      device = device->second.empty() ? vain_until_.erase(device) : std::next(device);
+    }
+    if (auto vain = vain_until_.find(variant.device); vain != vain_until_.end()) {
+      std::erase_if(offered, [&](std::string_view node) { return vain->second.count(node) > 0; });
+    }
   }
   const auto deadline = Clock::now() + options_.watch_wait;
   bool waited = false;
@@ -237,8 +241,9 @@ std::shared_ptr<const Plan> ExtenderVerbs::wait_for_watch(const JobVariant& vari
     if (Clock::now() >= deadline) {
       if (!waited) return plan;
       std::lock_guard lock(vain_mu_);
-      for (const std::string& node : lag.busy) {
-        vain_until_[slot_key(node)] = Clock::now() + options_.vain_wait_cooldown;
+      auto& vain = vain_until_[variant.device];
+      for (std::string_view node : lag.busy) {
+        vain.insert_or_assign(std::string(node), Clock::now() + options_.vain_wait_cooldown);
       }
       return plan;
     }

@@ -101,8 +101,11 @@ class ExtenderVerbs {
   std::mutex bind_mu_;                      // one check at a time; guards binding_
   std::map<std::string, Binding> binding_;  // job id -> where it is being bound
   std::mutex vain_mu_;
-  // "node/device" -> until when a wait for it is not worth it (see vain_wait_cooldown)
-  std::map<std::string, std::chrono::steady_clock::time_point> vain_until_;
+  // device -> node -> until when a wait for it is not worth it (see vain_wait_cooldown); keyed
+  // so that a /filter's offered names are looked up as they are, without building a key each
+  std::map<DeviceType, std::map<std::string, std::chrono::steady_clock::time_point, std::less<>>,
+           std::less<>>
+      vain_until_;
 };
 
 }  // namespace allox::extender
