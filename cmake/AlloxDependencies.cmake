@@ -38,6 +38,12 @@ allox_require(BOOST_BEAST_INCLUDE_DIR "Boost.Beast" libboost-dev)
 add_library(allox::boost_beast INTERFACE IMPORTED)
 target_include_directories(allox::boost_beast SYSTEM INTERFACE ${BOOST_BEAST_INCLUDE_DIR})
 
+# RapidJSON (header-only): the SAX reader under extender/wire.cc's one-pass readers.
+find_path(RAPIDJSON_INCLUDE_DIR rapidjson/reader.h)
+allox_require(RAPIDJSON_INCLUDE_DIR "RapidJSON" rapidjson-dev)
+add_library(allox::rapidjson INTERFACE IMPORTED)
+target_include_directories(allox::rapidjson SYSTEM INTERFACE ${RAPIDJSON_INCLUDE_DIR})
+
 find_package(yaml-cpp QUIET)
 allox_require(yaml-cpp_FOUND "yaml-cpp" libyaml-cpp-dev)
 

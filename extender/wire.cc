@@ -5,6 +5,8 @@
 #include <charconv>
 #include <stdexcept>
 
+#include "extender/wire_sax.h"
+
 namespace allox::extender {
 namespace {
 
@@ -276,17 +278,6 @@ const char* sax_type_name(json::value_t type) {
   return json(type).type_name();
 }
 
-// A SAX reader's syntax error as its answer says it: nlohmann's "[json.exception...] " prefix
-// dropped, and capped, because the message quotes the offending token, which may be huge.
-std::string sax_syntax_error(const nlohmann::detail::exception& e) {
-  std::string what = e.what();
-  auto pos = what.find("] ");
-  if (pos != std::string::npos) what = what.substr(pos + 2);
-  constexpr std::size_t kMaxMessage = 200;
-  if (what.size() > kMaxMessage) what = what.substr(0, kMaxMessage) + "...";
-  return "malformed JSON: " + what;
-}
-
 // What every SAX reader checks before its own fields, in this order: nesting, syntax, a body
 // that did not parse, and a top level that is not an object (`document` names the type).
 std::optional<Error> sax_frame_error(bool too_deep, const std::string& syntax_error, bool parsed,
@@ -355,10 +346,8 @@ class ExtenderArgsReader {
     return true;
   }
 
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) {
-    syntax_error_ = sax_syntax_error(e);
-    return false;
-  }
+  // wire_sax::parse's verdict on the body: a syntax error wins over anything noted.
+  void syntax_error(std::string message) { syntax_error_ = std::move(message); }
 
   Expected<ExtenderArgs> finish(bool parsed) {
     if (auto error = sax_frame_error(too_deep_, syntax_error_, parsed, top_type_, "ExtenderArgs")) {
@@ -567,15 +556,13 @@ class FilterResultReader {
     } else if (target_ == Target::kNodes) {
       builder_.key(key);
     } else if (depth_ == 2) {
-      key_ = std::move(key);
+      key_ = key;  // keeps key_'s buffer: no allocation per node
     }
     return true;
   }
 
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) {
-    syntax_error_ = sax_syntax_error(e);
-    return false;
-  }
+  // wire_sax::parse's verdict on the body: a syntax error wins over anything noted.
+  void syntax_error(std::string message) { syntax_error_ = std::move(message); }
 
   Expected<FilterResult> finish(bool parsed) {
     if (auto error =
@@ -898,14 +885,16 @@ const json* find_key(const json& object, std::string_view key) {
 
 Expected<ExtenderArgs> parse_extender_args(std::string_view body, PodFields pod_fields) {
   ExtenderArgsReader reader(pod_fields);
-  bool parsed = json::sax_parse(body, &reader, json::input_format_t::json, /*strict=*/true);
-  return reader.finish(parsed);
+  wire_sax::Outcome outcome = wire_sax::parse(body, reader);
+  reader.syntax_error(std::move(outcome.error));
+  return reader.finish(outcome.parsed);
 }
 
 Expected<FilterResult> parse_filter_result(std::string_view body) {
   FilterResultReader reader;
-  bool parsed = json::sax_parse(body, &reader, json::input_format_t::json, /*strict=*/true);
-  return reader.finish(parsed);
+  wire_sax::Outcome outcome = wire_sax::parse(body, reader);
+  reader.syntax_error(std::move(outcome.error));
+  return reader.finish(outcome.parsed);
 }
 
 Expected<std::vector<HostPriority>> parse_host_priorities(std::string_view body) {

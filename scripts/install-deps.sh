@@ -11,7 +11,7 @@ set -euo pipefail
 packages=(
   cmake g++ make pkg-config ccache
   liblemon-dev libglpk-dev libboost-graph-dev libboost-dev libcpprest-dev libyaml-cpp-dev
-  nlohmann-json3-dev libcli11-dev libsqlite3-dev libspdlog-dev
+  nlohmann-json3-dev rapidjson-dev libcli11-dev libsqlite3-dev libspdlog-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   gnuplot-nox wrk curl
   chromium # status_page_browser_test renders the status page headless

@@ -530,5 +530,122 @@ TEST(WireTest, MalformedFilterAnswersNameTheField) {
   EXPECT_NE(std::string::npos, deep.message().find("nested deeper than")) << deep.message();
 }
 
+// The one-pass readers (RapidJSON underneath, extender/wire_sax.h) accept exactly the JSON that
+// nlohmann's strict DOM parse accepts, and read every value as it does: numbers at their edges,
+// escapes, UTF-8 (no overlong forms, surrogates or code points past U+10FFFF), NUL bytes,
+// trailing text. Each value sits in a whole-kept Pod and is compared with the DOM's reading.
+TEST(WireTest, TheOnePassReadersAcceptWhatTheDomParserAcceptsAndReadTheSameValues) {
+  const std::string values[] = {"0",
+                                "-0",
+                                "7",
+                                "-7",
+                                "0.1",
+                                "-0.0",
+                                "1.5e300",
+                                "1E+2",
+                                "4.9e-324",
+                                "1e-999",
+                                "1e999",
+                                "-1e999",
+                                "2147483648",
+                                "-2147483649",
+                                "9223372036854775807",
+                                "-9223372036854775808",
+                                "18446744073709551615",
+                                "18446744073709551616",
+                                "-9223372036854775809",
+                                "01",
+                                "1.",
+                                ".5",
+                                "-",
+                                "+1",
+                                "NaN",
+                                "Infinity",
+                                "true",
+                                "tru",
+                                "null",
+                                "nul",
+                                "[]",
+                                "[1,]",
+                                "[1 2]",
+                                "{}",
+                                R"({"a":1,})",
+                                R"({"a"})",
+                                R"({1:2})",
+                                R"("plain")",
+                                R"("a\u0000b")",
+                                R"("\u00e9\n\t\/")",
+                                R"("\uD83D\uDE00")",
+                                R"("\uDC00")",
+                                R"("\uD800")",
+                                R"("\uD800x")",
+                                R"("\uD800\u0041")",
+                                R"("\x")",
+                                R"("\u12G4")",
+                                "\"\xC3\xA9\"",
+                                "\"\xE2\x82\xAC\"",
+                                "\"\xF0\x9F\x98\x80\"",
+                                "\"\xC0\xAF\"",
+                                "\"\xE0\x80\xAF\"",
+                                "\"\xED\xA0\x80\"",
+                                "\"\xF4\x90\x80\x80\"",
+                                "\"\xFF\"",
+                                "\"\xC3\"",
+                                "\"\x80\"",
+                                "\"a\tb\"",
+                                "\"a\x01\"",
+                                "\"unterminated",
+                                std::string("\"a\0b\"", 5),
+                                std::string("1\0", 2)};
+  for (const std::string& value : values) {
+    for (const std::string& body :
+         {R"({"Pod":{"x":)" + value + "}}", R"({"Pod":{"x":)" + value + "}}  \n",
+          R"({"Pod":{"x":)" + value + "}} x"}) {
+      auto dom = parse_json_body(body);
+      auto read = parse_extender_args(body);
+      auto said = [](const auto& parsed) { return parsed ? "accepted" : parsed.message(); };
+      ASSERT_EQ(dom.ok(), read.ok())
+          << json(body).dump() << ": DOM " << said(dom) << ", one pass " << said(read);
+      if (!dom) {
+        EXPECT_EQ(0u, read.message().rfind("malformed JSON", 0)) << read.message();
+        continue;
+      }
+      EXPECT_EQ((*dom)["Pod"]["x"], read->pod["x"]) << json(body).dump();
+      // The answer's reader too: the same value as a node's reason.
+      auto answer = parse_filter_result(R"({"FailedNodes":{"n":)" + value + "}}");
+      EXPECT_EQ((*dom)["Pod"]["x"].is_string(), answer.ok()) << json(body).dump();
+      if (answer && (*dom)["Pod"]["x"].is_string()) {
+        EXPECT_EQ((*dom)["Pod"]["x"].get<std::string>(), answer->failed_nodes.at("n"));
+      }
+    }
+  }
+  // A number beyond double's range is named, as the DOM parse names it.
+  auto overflow = parse_filter_result(R"({"Nodes":{"items":[],"x":-1e999}})");
+  ASSERT_FALSE(overflow.ok());
+  EXPECT_NE(std::string::npos, overflow.message().find("number overflow parsing '-1e999'"))
+      << overflow.message();
+  // A byte order mark before the body is skipped, as the DOM parse does.
+  auto marked = parse_filter_result("\xEF\xBB\xBF{\"NodeNames\":[\"a\"]}");
+  ASSERT_TRUE(marked.ok()) << marked.message();
+  EXPECT_EQ(std::vector<std::string>{"a"}, marked->node_names->strings());
+}
+
+// Node names and reasons outside ASCII, and keys longer than a short string, read back as sent.
+TEST(WireTest, FilterAnswersReadLongAndNonAsciiNamesAsSent) {
+  FilterResult sent;
+  sent.node_names.emplace();
+  const std::string long_name = "ip-10-0-12-34.eu-west-1.compute.internal";
+  sent.node_names->push_back(long_name);
+  const auto reason = sent.failed_nodes.reason("queued: position 1 of 2 \xE2\x80\x94 wait");
+  for (int i = 0; i < 50; ++i) {
+    sent.failed_nodes.add(long_name + "-" + std::to_string(i) + "-\xC3\xA9", reason);
+  }
+  auto read = parse_filter_result(render(sent));
+  ASSERT_TRUE(read.ok()) << read.message();
+  EXPECT_EQ(sent.node_names, read->node_names);
+  EXPECT_EQ(sent.failed_nodes, read->failed_nodes);
+  EXPECT_EQ(1u, read->failed_nodes.reason_count()) << "one reason, shared by the 50 nodes";
+}
+
 }  // namespace
 }  // namespace allox::extender
