@@ -11,7 +11,9 @@
 #include <thread>
 
 #include "extender/emulator/attachment.h"
+#include "extender/emulator/diagnosis.h"
 #include "extender/emulator/extender_client.h"
+#include "extender/emulator/node_snapshot.h"
 #include "extender/extender_client.h"
 #include "extender/pod.h"
 
@@ -116,22 +118,14 @@ const json* find_key_ci(const json& object, const std::string& key) {
 struct PodInfo {
   ObjectPtr object;
   std::string ns, name, uid, node, nominated, scheduler;
-  Resources requests;
+  ResourceAmounts requests;  // NodeSnapshot's ids, milli-units
   std::set<std::string> resource_names;
   int priority = 0;
   bool terminal = false, gated = false, deleting = false;
   bool assumed = false;  // bound by us, not yet seen bound in the store
 };
 
-struct NodeInfo {
-  ObjectPtr object;
-  Resources allocatable;
-  bool unschedulable = false;
-  Resources used;
-  std::set<std::string> pods;
-};
-
-PodInfo read_pod(const ObjectPtr& object) {
+PodInfo read_pod(const ObjectPtr& object, NodeSnapshot& snapshot) {
   PodInfo pod;
   pod.object = object;
   const json& meta = field(*object, "metadata");
@@ -151,7 +145,7 @@ PodInfo read_pod(const ObjectPtr& object) {
   pod.gated = spec.contains("schedulingGates") && spec["schedulingGates"].is_array() &&
               !spec["schedulingGates"].empty();
   pod.deleting = meta.contains("deletionTimestamp");
-  pod.requests = pod_requests(*object);
+  pod.requests = snapshot.amounts(pod_requests(*object));
   pod.resource_names = named_resources(*object);
   return pod;
 }
@@ -172,6 +166,13 @@ bool pod_updated(const json& before, const json& after) {
   return strip(before) != strip(after);
 }
 
+std::set<std::string> ignored_by_extenders(const SchedulerConfiguration& config) {
+  std::set<std::string> out;
+  for (const ExtenderStanza& e : config.extenders)
+    out.insert(e.ignored_by_scheduler.begin(), e.ignored_by_scheduler.end());
+  return out;
+}
+
 // The back-off comes from the operator's KubeSchedulerConfiguration; the other timings are
 // kube-scheduler's built-in constants (tests may shorten them).
 QueueTimings timings_of(const KubeSchedulerOptions& options) {
@@ -190,14 +191,13 @@ struct KubeScheduler::Impl {
   SchedulingQueue queue;
   std::vector<std::unique_ptr<extender::ExtenderClient>> clients;
   std::set<std::string> profiles;
-  std::set<std::string> ignored_resources;
   std::mt19937_64 rng;
 
   std::map<std::string, PodInfo> pods;  // namespace/name
   // Keys of pods with status.nominatedNodeName: nominated_on() runs for every node of every
   // attempt, so it must not walk all pods (at 5,000 nodes and 100,000 pods that was 5e8 steps).
   std::set<std::string> nominated_pods;
-  std::map<std::string, NodeInfo> nodes;
+  NodeSnapshot nodes;
   std::size_t next_start_node = 0;
 
   mutable std::mutex changes_mu;
@@ -233,12 +233,12 @@ struct KubeScheduler::Impl {
         clock(c),
         options(std::move(opts)),
         queue(timings_of(options)),
-        rng(options.seed) {
+        rng(options.seed),
+        nodes(ignored_by_extenders(options.config)) {
     for (const std::string& name : options.config.scheduler_names) profiles.insert(name);
     for (const ExtenderStanza& e : options.config.extenders) {
       clients.push_back(
           std::make_unique<extender::ExtenderClient>(e.url_prefix, "", e.http_timeout));
-      ignored_resources.insert(e.ignored_by_scheduler.begin(), e.ignored_by_scheduler.end());
     }
   }
 
@@ -250,19 +250,13 @@ struct KubeScheduler::Impl {
   // ---- cache --------------------------------------------------------------------------
 
   void release(const PodInfo& pod) {
-    auto node = nodes.find(pod.node);
-    if (node == nodes.end()) return;
-    const std::string key = pod.ns + "/" + pod.name;
-    if (node->second.pods.erase(key) == 0) return;
-    for (const auto& [r, v] : pod.requests) node->second.used[r] -= v;
+    if (pod.node.empty()) return;
+    nodes.remove_pod(pod.node, pod.ns + "/" + pod.name, pod.requests);
   }
 
   void occupy(const PodInfo& pod) {
-    auto node = nodes.find(pod.node);
-    if (node == nodes.end()) return;
-    const std::string key = pod.ns + "/" + pod.name;
-    if (!node->second.pods.insert(key).second) return;
-    for (const auto& [r, v] : pod.requests) node->second.used[r] += v;
+    if (pod.node.empty()) return;
+    nodes.add_pod(pod.node, pod.ns + "/" + pod.name, pod.priority, pod.requests);
   }
 
   void on_pod(const Change& change, double now) {
@@ -282,7 +276,7 @@ struct KubeScheduler::Impl {
       if (was_holding) moved(ClusterEvent::kAssignedPodDelete, now);
       return;
     }
-    PodInfo pod = read_pod(change.after);
+    PodInfo pod = read_pod(change.after, nodes);
     if (pod.nominated.empty()) {
       nominated_pods.erase(key);
     } else {
@@ -329,19 +323,17 @@ struct KubeScheduler::Impl {
     const json& any = change.after ? *change.after : *change.before;
     const std::string name = text(field(any, "metadata"), "name");
     if (change.type == "DELETED") {
-      nodes.erase(name);
+      nodes.remove(name);
       return;
     }
-    NodeInfo& node = nodes[name];
-    Resources allocatable = parse_resources(field(field(*change.after, "status"), "allocatable"));
-    bool unschedulable = field(*change.after, "spec").value("unschedulable", false);
-    const bool changed = change.type == "ADDED" || allocatable != node.allocatable ||
-                         unschedulable != node.unschedulable ||
-                         field(field(*change.before, "metadata"), "labels") !=
+    const bool labels_changed =
+        change.before && field(field(*change.before, "metadata"), "labels") !=
                              field(field(*change.after, "metadata"), "labels");
-    node.object = change.after;
-    node.allocatable = std::move(allocatable);
-    node.unschedulable = unschedulable;
+    const bool changed =
+        nodes.upsert(name, change.after,
+                     parse_resources(field(field(*change.after, "status"), "allocatable")),
+                     field(*change.after, "spec").value("unschedulable", false)) ||
+        change.type == "ADDED" || labels_changed;
     if (changed) {
       moved(change.type == "ADDED" ? ClusterEvent::kNodeAdd : ClusterEvent::kNodeUpdate, now);
     }
@@ -414,47 +406,21 @@ struct KubeScheduler::Impl {
 
   // ---- filters -----------------------------------------------------------------------
 
-  // Requests of pods nominated to `node` that outrank (or tie) `pod` and are not bound yet.
-  Resources nominated_on(const std::string& node, const std::string& self, int priority) const {
-    Resources out;
+  // The pods nominated to a node that count against `pod` there (kube-scheduler's
+  // RunFilterPluginsWithNominatedPods): not bound, not finished, not the pod itself, and at
+  // least as important. Handed to the snapshot for the coming filter pass; few pods are ever
+  // nominated, so this is not a walk of all pods.
+  void count_nominated_for(const PodInfo& pod, const std::string& self) {
+    std::vector<NodeSnapshot::Nominated> counted;
     for (const std::string& key : nominated_pods) {
       auto found = pods.find(key);
       if (found == pods.end()) continue;
       const PodInfo& other = found->second;
-      if (key == self || other.nominated != node || !other.node.empty() || other.terminal ||
-          other.priority < priority) {
+      if (key == self || !other.node.empty() || other.terminal || other.priority < pod.priority)
         continue;
-      }
-      for (const auto& [r, v] : other.requests) out[r] += v;
+      counted.push_back({other.nominated, &other.requests});
     }
-    return out;
-  }
-
-  // In-tree filters on one node; the reasons it fails (empty: fits), and the plugins that said so.
-  std::vector<std::string> in_tree(const PodInfo& pod, const std::string& key, const NodeInfo& node,
-                                   const Resources& extra_used,
-                                   std::set<std::string>& plugins) const {
-    std::vector<std::string> reasons;
-    if (node.unschedulable) {
-      reasons.push_back("node(s) were unschedulable");
-      plugins.insert("NodeUnschedulable");
-      return reasons;
-    }
-    for (const auto& [resource, amount] : pod.requests) {
-      if (amount <= 0 || ignored_resources.count(resource) > 0) continue;
-      auto alloc = node.allocatable.find(resource);
-      if (resource == "pods" && alloc == node.allocatable.end()) continue;
-      const double have = alloc == node.allocatable.end() ? 0 : alloc->second;
-      double used = 0;
-      if (auto u = node.used.find(resource); u != node.used.end()) used += u->second;
-      if (auto e = extra_used.find(resource); e != extra_used.end()) used += e->second;
-      if (used + amount > have + 1e-9) {
-        reasons.push_back(resource == "pods" ? "Too many pods" : "Insufficient " + resource);
-      }
-    }
-    if (!reasons.empty()) plugins.insert("NodeResourcesFit");
-    (void)key;
-    return reasons;
+    nodes.set_nominated(counted);
   }
 
   bool interested(const ExtenderStanza& e, const PodInfo& pod) const {
@@ -472,7 +438,7 @@ struct KubeScheduler::Impl {
       body["NodeNames"] = names;
     } else {
       json items = json::array();
-      for (const std::string& name : names) items.push_back(wire_object(*nodes.at(name).object));
+      for (const std::string& name : names) items.push_back(wire_object(*nodes.find(name)->object));
       body["Nodes"] = {{"metadata", json::object()}, {"items", std::move(items)}};
       body["NodeNames"] = nullptr;
     }
@@ -484,15 +450,9 @@ struct KubeScheduler::Impl {
     if (e.node_cache_capable) return emulator::extender_args_body(*pod.object, names, nullptr);
     std::vector<const json*> objects;
     objects.reserve(names.size());
-    for (const std::string& name : names) objects.push_back(nodes.at(name).object.get());
+    for (const std::string& name : names) objects.push_back(nodes.find(name)->object.get());
     return emulator::extender_args_body(*pod.object, names, &objects);
   }
-
-  struct Diagnosis {
-    std::map<std::string, std::vector<std::string>> reasons;  // node -> reasons
-    std::set<std::string> unresolvable;                       // nodes preemption cannot help
-    std::set<std::string> plugins;
-  };
 
   // Extenders' /filter over `feasible`; false on an extender fault (error set).
   bool extenders_filter(const PodInfo& pod, std::vector<std::string>& feasible, Diagnosis& d,
@@ -524,15 +484,7 @@ struct KubeScheduler::Impl {
         for (const json& n : *answer->node_objects)
           kept.push_back(text(field(n, "metadata"), "name"));
       }
-      for (const auto& failed : answer->failed_and_unresolvable_nodes) {
-        d.reasons[std::string(failed.node)].emplace_back(failed.reason);
-        d.unresolvable.emplace(failed.node);
-      }
-      for (const auto& failed : answer->failed_nodes) {
-        auto node = std::string(failed.node);
-        if (d.unresolvable.count(node)) continue;
-        d.reasons[node].emplace_back(failed.reason);
-      }
+      d.add_extender_failures(answer->failed_nodes, answer->failed_and_unresolvable_nodes);
       // Only nodes that were sent can stay (an extender cannot add nodes).
       feasible = kept_of_sent(kept, feasible);
     }
@@ -550,86 +502,100 @@ struct KubeScheduler::Impl {
     return std::max<std::size_t>(n, 100);
   }
 
-  // Nodes passing the in-tree filters; fills d. `only`: evaluate just this node.
+  // Nodes passing the in-tree filters; the others' reasons counted in d. `only`: evaluate just
+  // this node (the nominated one), without moving the rotation.
   std::vector<std::string> find_fit(const PodInfo& pod, const std::string& key,
                                     const std::string& only, Diagnosis& d) {
+    count_nominated_for(pod, key);
     std::vector<std::string> feasible;
-    auto check = [&](const std::string& name, const NodeInfo& node) {
-      auto reasons = in_tree(pod, key, node, nominated_on(name, key, pod.priority), d.plugins);
-      if (reasons.empty()) {
-        feasible.push_back(name);
-      } else {
-        d.reasons[name] = reasons;
-      }
-    };
     if (!only.empty()) {
-      auto it = nodes.find(only);
-      if (it != nodes.end()) check(it->first, it->second);
+      const std::size_t i = nodes.index_of(only);
+      if (i == nodes.size()) return feasible;
+      NodeSnapshot::Failures failures;
+      if (nodes.fits(i, pod.requests, &failures)) feasible.push_back(only);
+      failures.flush(nodes, d);
       return feasible;
     }
-    std::vector<const std::string*> order;
-    order.reserve(nodes.size());
-    for (const auto& [name, node] : nodes) order.push_back(&name);
-    const std::size_t want = nodes_to_find(order.size());
-    std::size_t processed = 0;
-    for (std::size_t i = 0; i < order.size() && feasible.size() < want; ++i, ++processed) {
-      const std::string& name = *order[(next_start_node + i) % order.size()];
-      check(name, nodes.at(name));
-    }
-    if (!order.empty()) next_start_node = (next_start_node + processed) % order.size();
+    const std::size_t want = nodes_to_find(nodes.size());
+    feasible.reserve(std::min(want, nodes.size()));
+    const std::size_t processed = nodes.find_fit(pod.requests, next_start_node, want, feasible, d);
+    if (nodes.size() > 0) next_start_node = (next_start_node + processed) % nodes.size();
     return feasible;
-  }
-
-  // "0/3 nodes are available: 1 Insufficient cpu, 2 Insufficient nvidia.com/gpu."
-  std::string fit_error(const Diagnosis& d) const {
-    std::map<std::string, int> counts;
-    for (const auto& [node, reasons] : d.reasons)
-      for (const std::string& r : reasons) counts[r]++;
-    std::string out = "0/" + std::to_string(nodes.size()) + " nodes are available: ";
-    bool first = true;
-    for (const auto& [reason, count] : counts) {
-      out += (first ? "" : ", ") + std::to_string(count) + " " + reason;
-      first = false;
-    }
-    return out + ".";
   }
 
   // ---- preemption (DefaultPreemption + extenders' /preempt) ----------------------------
 
+  // DefaultPreemption's PostFilter after a failed cycle. True with a node and its victims when
+  // preemption found a place; else `message` is its status message, empty when it has none,
+  // and `clear_nomination` says whether kube-scheduler clears the pod's nominatedNodeName
+  // (it does when no node has candidates, not when the pod is not eligible).
   bool preempt(const PodInfo& pod, const std::string& key, const Diagnosis& d,
-               std::string& node_out, std::vector<std::string>& victims_out) {
-    if (field(*pod.object, "spec").value("preemptionPolicy", "") == "Never") return false;
-    std::map<std::string, std::vector<std::string>> candidates;  // node -> victim keys
-    for (const auto& [name, node] : nodes) {
-      if (d.unresolvable.count(name) || node.unschedulable) continue;
-      std::vector<std::string> lower;
-      for (const std::string& p : node.pods) {
-        const PodInfo& other = pods.at(p);
-        if (other.priority < pod.priority) lower.push_back(p);
-      }
-      if (lower.empty()) continue;
-      std::sort(lower.begin(), lower.end(), [&](const std::string& a, const std::string& b) {
-        return pods.at(a).priority > pods.at(b).priority;  // reprieve the important first
-      });
-      NodeInfo trial = node;
-      for (const std::string& p : lower)
-        for (const auto& [r, v] : pods.at(p).requests) trial.used[r] -= v;
-      std::set<std::string> ignored;
-      if (!in_tree(pod, key, trial, nominated_on(name, key, pod.priority), ignored).empty())
-        continue;
-      std::vector<std::string> victims;
-      for (const std::string& p : lower) {
-        NodeInfo with = trial;
-        for (const auto& [r, v] : pods.at(p).requests) with.used[r] += v;
-        if (in_tree(pod, key, with, nominated_on(name, key, pod.priority), ignored).empty()) {
-          trial = with;  // reprieved
-        } else {
-          victims.push_back(p);
+               std::string& node_out, std::vector<std::string>& victims_out, std::string& message,
+               bool& clear_nomination) {
+    clear_nomination = false;
+    if (field(*pod.object, "spec").value("preemptionPolicy", "") == "Never") {
+      message = "preemption: not eligible due to preemptionPolicy=Never.";
+      return false;
+    }
+    if (const NodeSnapshot::Node* nominated = nodes.find(pod.nominated);
+        nominated != nullptr && !d.unresolvable(nominated->name) && !nominated->unschedulable) {
+      for (const auto& [other, priority] : nominated->pods) {
+        auto found = pods.find(other);
+        if (priority < pod.priority && found != pods.end() && found->second.deleting) {
+          message = "preemption: not eligible due to a terminating pod on the nominated node.";
+          return false;
         }
       }
-      candidates[name] = victims;
     }
-    if (candidates.empty()) return false;
+    (void)key;
+    // The dry run on every node where preemption might help; each other node's status is
+    // counted for the FitError kube-scheduler reports when no node has candidates.
+    Diagnosis statuses;
+    NodeSnapshot::Failures failures;
+    std::map<std::string, std::vector<std::string>> candidates;  // node -> victim keys
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      const NodeSnapshot::Node& node = nodes[i];
+      if (node.unschedulable || d.unresolvable(node.name)) {
+        statuses.add("Preemption is not helpful for scheduling");
+        continue;
+      }
+      if (node.priorities.empty() || node.priorities.begin()->first >= pod.priority) {
+        statuses.add("No preemption victims found for incoming pod");
+        continue;
+      }
+      std::vector<std::string> lower;
+      for (const auto& [p, priority] : node.pods)
+        if (priority < pod.priority) lower.push_back(p);
+      std::stable_sort(lower.begin(), lower.end(), [&](const std::string& a, const std::string& b) {
+        return pods.at(a).priority > pods.at(b).priority;  // reprieve the important first
+      });
+      std::vector<const ResourceAmounts*> freed;
+      for (const std::string& p : lower) freed.push_back(&pods.at(p).requests);
+      // The filters' reasons, when even every lower-priority pod gone is not enough.
+      if (!nodes.fits_without(i, pod.requests, freed, &failures)) continue;
+      std::vector<std::string> victims;
+      std::vector<const ResourceAmounts*> gone = freed;
+      for (std::size_t v = 0; v < lower.size(); ++v) {
+        // Reprieve lower[v] when the pod still fits with it back.
+        auto back = std::find(gone.begin(), gone.end(), freed[v]);
+        gone.erase(back);
+        if (!nodes.fits_without(i, pod.requests, gone)) {
+          gone.push_back(freed[v]);
+          victims.push_back(lower[v]);
+        }
+      }
+      if (victims.empty()) {
+        statuses.add("expected at least one victim pod on node \"" + node.name + "\"");
+        continue;
+      }
+      candidates[node.name] = victims;
+    }
+    failures.flush(nodes, statuses);
+    if (candidates.empty()) {
+      message = "preemption: " + statuses.message(nodes.size());
+      clear_nomination = true;
+      return false;
+    }
     for (std::size_t i = 0; i < options.config.extenders.size(); ++i) {
       const ExtenderStanza& e = options.config.extenders[i];
       if (e.preempt_verb.empty() || !interested(e, pod)) continue;
@@ -653,6 +619,7 @@ struct KubeScheduler::Impl {
       auto answer = clients[i]->post("/" + e.preempt_verb, body);
       if (!answer) {
         if (e.ignorable) continue;
+        message = "preemption: " + answer.message();
         return false;
       }
       const json* kept = find_key_ci(
@@ -663,7 +630,11 @@ struct KubeScheduler::Impl {
           if (candidates.count(name)) next[name] = candidates[name];
       }
       candidates = std::move(next);
-      if (candidates.empty()) return false;
+      if (candidates.empty()) break;
+    }
+    if (candidates.empty()) {
+      message = "preemption: no candidate node for preemption";
+      return false;
     }
     // Fewest, least important victims; then the node name.
     auto cost = [&](const std::vector<std::string>& victims) {
@@ -686,16 +657,19 @@ struct KubeScheduler::Impl {
 
   std::string select_host(const PodInfo& pod, const std::vector<std::string>& feasible) {
     std::map<std::string, double> score;
+    const ResourceId scored[] = {nodes.resource("cpu"), nodes.resource("memory")};
     for (const std::string& name : feasible) {
-      const NodeInfo& node = nodes.at(name);
+      const NodeSnapshot::Node& node = *nodes.find(name);
       double total = 0;
       int counted = 0;
-      for (const char* r : {"cpu", "memory"}) {
-        auto alloc = node.allocatable.find(r);
-        if (alloc == node.allocatable.end() || alloc->second <= 0) continue;
-        double used = node.used.count(r) ? node.used.at(r) : 0;
-        double req = pod.requests.count(r) ? pod.requests.at(r) : 0;
-        total += std::max(0.0, alloc->second - used - req) * 100 / alloc->second;
+      for (const ResourceId r : scored) {
+        const auto alloc = static_cast<double>(node.allocatable_of(r));
+        if (!node.declares(r) || alloc <= 0) continue;
+        double req = 0;
+        for (const ResourceAmount& a : pod.requests)
+          if (a.resource == r) req = static_cast<double>(a.milli);
+        total +=
+            std::max(0.0, alloc - static_cast<double>(node.requested_of(r)) - req) * 100 / alloc;
         ++counted;
       }
       score[name] = counted > 0 ? total / counted : 0;
@@ -796,16 +770,18 @@ struct KubeScheduler::Impl {
     std::string error;
     std::vector<std::string> feasible;
     bool evaluated = false;
-    if (!pod.nominated.empty() && nodes.count(pod.nominated)) {
-      Diagnosis nominated;
-      feasible = find_fit(pod, key, pod.nominated, nominated);
-      if (!feasible.empty()) {
-        if (!extenders_filter(pod, feasible, nominated, error)) return fail(key, error);
-        if (!feasible.empty()) {
-          d = nominated;
-          evaluated = true;
-        }
+    if (!pod.nominated.empty() && nodes.find(pod.nominated) != nullptr) {
+      // kube-scheduler's evaluateNominatedNode fills the cycle's diagnosis: the full pass below
+      // evaluates this node again and its in-tree status replaces this one (so those counts are
+      // dropped, the plugins kept), but what the extenders said about it stays and is added to.
+      Diagnosis in_tree;
+      feasible = find_fit(pod, key, pod.nominated, in_tree);
+      d.plugins = in_tree.plugins;
+      // A fault here is only logged by kube-scheduler, which goes on with every node.
+      if (!feasible.empty() && extenders_filter(pod, feasible, d, error)) {
+        evaluated = !feasible.empty();
       }
+      error.clear();
     }
     if (!evaluated) {
       feasible = find_fit(pod, key, "", d);
@@ -813,16 +789,20 @@ struct KubeScheduler::Impl {
     }
     const double now = clock.now();
     if (feasible.empty()) {
-      std::string message = fit_error(d);
-      std::string nominated_node;
+      std::string nominated_node, post_filter;
       std::vector<std::string> victims;
+      bool clear_nomination = false;
+      const bool preempted =
+          preempt(pod, key, d, nominated_node, victims, post_filter, clear_nomination);
+      // FitError.Error(): the filters' histogram, then the preemption's message.
+      const std::string message = d.message(nodes.size(), post_filter);
       json status = {{"conditions", json::array({{{"type", "PodScheduled"},
                                                   {"status", "False"},
                                                   {"reason", "Unschedulable"},
                                                   {"message", message},
                                                   {"lastProbeTime", nullptr},
                                                   {"lastTransitionTime", rfc3339(now)}}})}};
-      if (preempt(pod, key, d, nominated_node, victims)) {
+      if (preempted) {
         std::string names;
         for (const std::string& v : victims) {
           names += (names.empty() ? "" : ", ") + v;
@@ -831,6 +811,8 @@ struct KubeScheduler::Impl {
         }
         status["nominatedNodeName"] = nominated_node;
         emit(SchedulerEvent::Kind::kPreempted, key, nominated_node, names);
+      } else if (clear_nomination && !pod.nominated.empty()) {
+        status["nominatedNodeName"] = nullptr;  // a strategic merge patch's null removes it
       }
       {
         std::lock_guard lock(stats_mu);

@@ -7,13 +7,17 @@
 //   1. the pod's nominated node (after a preemption) is evaluated alone first;
 //   2. in-tree filters: NodeUnschedulable and NodeResourcesFit (requests, including cpu and
 //      memory, against allocatable minus the assigned non-terminal pods and pods nominated
-//      there). A pod no node fits by resources never reaches an extender;
+//      there), on node_snapshot.h's integers, from a rotating start while percentageOfNodesToScore
+//      allows. A pod no node fits by resources never reaches an extender;
 //   3. extenders' /filter, in order, for extenders interested in the pod (managedResources;
 //      empty means every pod), with NodeNames (nodeCacheCapable) or full Nodes;
-//   4. no node left: the pod is unschedulable (PodScheduled=False condition, a FailedScheduling
-//      event, "0/3 nodes are available: 1 queued: ..., 2 Insufficient nvidia.com/gpu."), and
-//      DefaultPreemption looks for lower-priority victims (extenders' /preempt can veto nodes);
-//      victims are deleted and the pod's status.nominatedNodeName set;
+//   4. no node left: DefaultPreemption looks for lower-priority victims (extenders' /preempt
+//      can veto nodes); victims are deleted and the pod's status.nominatedNodeName set (cleared
+//      when no node had candidates). The pod is unschedulable: PodScheduled=False condition and
+//      a FailedScheduling event with kube-scheduler's FitError text (diagnosis.h), e.g.
+//      "0/3 nodes are available: 1 Insufficient cpu, 1 queued: ..., 2 Insufficient
+//      nvidia.com/gpu. preemption: 0/3 nodes are available: 3 No preemption victims found for
+//      incoming pod..";
 //   5. one node left: no scoring and no /prioritize. Several: LeastAllocated plus each
 //      extender's /prioritize score × weight × 10, best total wins (ties: seeded random);
 //   6. assume the pod on the node (its resources are taken in the scheduler's cache) and bind

@@ -280,6 +280,32 @@ TEST_F(KubeSchedulerTest, APodNoNodeFitsByResourcesNeverReachesTheExtender) {
   EXPECT_EQ(filters + 1, extender.calls("filter").size());
 }
 
+TEST_F(KubeSchedulerTest, AnUnschedulablePodCarriesTheRealFitErrorAndPreemptionMessage) {
+  // As a real v1.28.7 prints it (scheduler-log-excerpts.txt): the filters' histogram sorted as
+  // "count reason" strings, then DefaultPreemption's own FitError over every node.
+  add_node("node-a", "1");
+  add_node("node-b", "0");
+  json cordoned = {{"metadata", {{"name", "node-c"}}},
+                   {"spec", {{"unschedulable", true}}},
+                   {"status", {{"allocatable", {{"cpu", "8"}, {"nvidia.com/gpu", "1"}}}}}};
+  ASSERT_FALSE(failed(objects.create(nodes_resource(), "", cordoned)));
+  extender.set([](const std::string& verb, const json& body) -> std::optional<json> {
+    if (verb == "filter") return reject_all(body, "queued: position 1 of 1");
+    return std::nullopt;
+  });
+  start();
+  create(gpu_pod("g"));
+  ASSERT_TRUE(eventually([&] { return count(SchedulerEvent::Kind::kUnschedulable) > 0; }));
+  const std::string message =
+      "0/3 nodes are available: 1 Insufficient nvidia.com/gpu, 1 node(s) were unschedulable, 1 "
+      "queued: position 1 of 1. preemption: 0/3 nodes are available: 1 Preemption is not "
+      "helpful for scheduling, 2 No preemption victims found for incoming pod..";
+  EXPECT_EQ(1, count(SchedulerEvent::Kind::kUnschedulable, message));
+  ASSERT_TRUE(eventually(
+      [&] { return get("g")["status"]["conditions"][0].value("message", "") == message; }));
+  EXPECT_EQ(0u, extender.calls("preempt").size());  // no node had a candidate
+}
+
 TEST_F(KubeSchedulerTest, PrioritizeIsSkippedWhenOneNodeIsLeft) {
   add_node("gpu-node", "2");
   add_node("cpu-node", "0", "64");
