@@ -454,6 +454,14 @@ struct KubeScheduler::Impl {
     return emulator::extender_args_body(*pod.object, names, &objects);
   }
 
+  Expected<extender::FilterResult> filter(std::size_t i, std::string body) {
+    const ExtenderStanza& e = options.config.extenders[i];
+    if (!options.filter_answer) return post_filter(*clients[i], e.filter_verb, std::move(body));
+    auto text = options.filter_answer(i, body);
+    if (!text) return text.error();
+    return extender::parse_filter_result(*text);
+  }
+
   // Extenders' /filter over `feasible`; false on an extender fault (error set).
   bool extenders_filter(const PodInfo& pod, std::vector<std::string>& feasible, Diagnosis& d,
                         std::string& error) {
@@ -462,7 +470,7 @@ struct KubeScheduler::Impl {
       if (feasible.empty()) break;
       if (e.filter_verb.empty() || !interested(e, pod)) continue;
       const auto begin = std::chrono::steady_clock::now();
-      auto answer = post_filter(*clients[i], e.filter_verb, extender_args_body(e, pod, feasible));
+      auto answer = filter(i, extender_args_body(e, pod, feasible));
       const double seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
       {

@@ -43,6 +43,7 @@
 #include <string>
 #include <vector>
 
+#include "core/result.h"
 #include "extender/emulator/api_objects.h"
 #include "extender/emulator/scheduler_config.h"
 #include "extender/emulator/scheduling_queue.h"
@@ -90,6 +91,11 @@ struct KubeSchedulerOptions {
   // Called on the scheduling thread each time it has done all it can and is about to wait (what
   // idle() reports), so a test or a driver can wait on that moment instead of polling idle().
   std::function<void()> on_idle;
+  // When set, replaces the HTTP round trip of every /filter call: given the extender's index in
+  // config.extenders and the rendered ExtenderArgs body, it returns the answer's body, which is
+  // then read exactly as an HTTP answer is. For benchmarks that time the emulator's own cycle
+  // without a server (bench/scheduling_cycle_benchmark.cc); nothing else uses it.
+  std::function<Expected<std::string>(std::size_t extender, const std::string& body)> filter_answer;
 };
 
 class KubeScheduler {
