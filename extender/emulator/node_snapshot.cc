@@ -54,8 +54,11 @@ bool NodeSnapshot::upsert(const std::string& name, ObjectPtr object,
       [](const std::unique_ptr<Node>& n, const std::string& v) { return n->name < v; });
   bool added = false;
   if (it == nodes_.end() || (*it)->name != name) {
+    const auto row = static_cast<std::ptrdiff_t>(it - nodes_.begin());
     it = nodes_.insert(it, std::make_unique<Node>());
     (*it)->name = name;
+    free_.insert(free_.begin() + row * static_cast<std::ptrdiff_t>(stride_), stride_, 0);
+    flags_.insert(flags_.begin() + row, 0);
     added = true;
   }
   Node& node = **it;
@@ -76,12 +79,40 @@ bool NodeSnapshot::upsert(const std::string& name, ObjectPtr object,
   node.object = std::move(object);
   node.unschedulable = unschedulable;
   node.declares_pods = node.declares(pods_);
+  if (resources_.size() > stride_) {
+    relayout();
+  } else {
+    write_row(static_cast<std::size_t>(it - nodes_.begin()));
+  }
   return changed;
+}
+
+void NodeSnapshot::write_row(std::size_t i) {
+  const Node& node = *nodes_[i];
+  std::int64_t* row = free_.data() + i * stride_;
+  for (std::size_t r = 0; r < stride_; ++r) {
+    row[r] = node.allocatable_of(static_cast<ResourceId>(r)) -
+             node.requested_of(static_cast<ResourceId>(r));
+  }
+  flags_[i] = static_cast<std::uint8_t>((node.unschedulable ? kUnschedulable : 0) |
+                                        (node.declares_pods ? kDeclaresPods : 0));
+}
+
+void NodeSnapshot::relayout() {
+  stride_ = resources_.size();
+  free_.assign(nodes_.size() * stride_, 0);
+  flags_.assign(nodes_.size(), 0);
+  for (std::size_t i = 0; i < nodes_.size(); ++i) write_row(i);
 }
 
 void NodeSnapshot::remove(const std::string& name) {
   const std::size_t i = index_of(name);
-  if (i < nodes_.size()) nodes_.erase(nodes_.begin() + static_cast<std::ptrdiff_t>(i));
+  if (i == nodes_.size()) return;
+  const auto row = static_cast<std::ptrdiff_t>(i);
+  nodes_.erase(nodes_.begin() + row);
+  free_.erase(free_.begin() + row * static_cast<std::ptrdiff_t>(stride_),
+              free_.begin() + (row + 1) * static_cast<std::ptrdiff_t>(stride_));
+  flags_.erase(flags_.begin() + row);
 }
 
 void NodeSnapshot::add_pod(const std::string& node_name, const std::string& key, int priority,
@@ -93,6 +124,7 @@ void NodeSnapshot::add_pod(const std::string& node_name, const std::string& key,
     if (a.resource >= node->requested.size()) node->requested.resize(a.resource + 1, 0);
     node->requested[a.resource] += a.milli;
   }
+  write_row(index_of(node_name));
 }
 
 void NodeSnapshot::remove_pod(const std::string& node_name, const std::string& key,
@@ -108,6 +140,7 @@ void NodeSnapshot::remove_pod(const std::string& node_name, const std::string& k
     if (a.resource >= node->requested.size()) node->requested.resize(a.resource + 1, 0);
     node->requested[a.resource] -= a.milli;
   }
+  write_row(index_of(node_name));
 }
 
 void NodeSnapshot::set_nominated(const std::vector<Nominated>& nominated) {
@@ -189,12 +222,44 @@ std::size_t NodeSnapshot::find_fit(const ResourceAmounts& pod, std::size_t start
   const std::size_t all = nodes_.size();
   if (all == 0) return 0;
   start %= all;
+  // The pod's checked requests, resolved once: amount > 0 and not ignored.
+  struct Check {
+    ResourceId resource;
+    std::int64_t milli;
+    bool pods;
+  };
+  std::vector<Check> checks;
+  for (const ResourceAmount& a : pod) {
+    if (a.milli > 0 && !resources_[a.resource].ignored)
+      checks.push_back({a.resource, a.milli, a.resource == pods_});
+  }
   Failures failures;
+  failures.insufficient.assign(resources_.size(), 0);
   std::size_t processed = 0, found = 0;
   for (std::size_t k = 0; k < all && found < want; ++k, ++processed) {
     std::size_t i = start + k;
     if (i >= all) i -= all;
-    if (fits(i, pod, &failures)) {
+    const std::uint8_t flags = flags_[i];
+    bool fit = true;
+    if ((flags & kUnschedulable) != 0) {
+      ++failures.unschedulable;
+      fit = false;
+    } else if (any_nominated_ && nodes_[i]->nominated_cycle == nominated_cycle_) {
+      fit = fits(i, pod, &failures);  // pods nominated here count: the general path
+    } else {
+      const std::int64_t* row = free_.data() + i * stride_;
+      for (const Check& c : checks) {
+        if (c.pods && (flags & kDeclaresPods) == 0) continue;
+        if (c.resource < stride_ && c.milli <= row[c.resource]) continue;
+        fit = false;
+        if (c.pods) {
+          ++failures.too_many_pods;
+        } else {
+          ++failures.insufficient[c.resource];
+        }
+      }
+    }
+    if (fit) {
       feasible.push_back(nodes_[i]->name);
       ++found;
     }

@@ -133,6 +133,15 @@ class NodeSnapshot {
   std::unordered_map<std::string, ResourceId> resource_ids_;
   ResourceId pods_ = 0;
   std::vector<std::unique_ptr<Node>> nodes_;  // in name order
+  // What find_fit reads, flat in node order so a pass over 5,000 nodes walks one array: row i
+  // holds node i's allocatable - requested for resource ids below stride_ (a cache of the
+  // Node's own vectors, rewritten with them), and its flags.
+  static constexpr std::uint8_t kUnschedulable = 1, kDeclaresPods = 2;
+  void write_row(std::size_t i);
+  void relayout();
+  std::size_t stride_ = 0;
+  std::vector<std::int64_t> free_;
+  std::vector<std::uint8_t> flags_;
   std::uint64_t nominated_cycle_ = 0;
   bool any_nominated_ = false;
 };

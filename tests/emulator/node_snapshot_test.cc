@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+
 namespace allox::emulator {
 namespace {
 
@@ -94,6 +96,54 @@ TEST_F(NodeSnapshotTest, NominatedPodsTakeTheirRequestsUntilReplaced) {
   EXPECT_FALSE(fits("a", one));
   EXPECT_TRUE(nodes.fits_without(nodes.index_of("a"), one, {&two}));
   EXPECT_EQ(-1, nodes.find("a")->priorities.begin()->first);
+}
+
+TEST_F(NodeSnapshotTest, FindFitAgreesWithTheFilterOfEachNodeOnRandomClusters) {
+  // find_fit reads a flat copy of every node's free amounts; fits() reads the node itself.
+  std::mt19937 rng(7);
+  for (int round = 0; round < 50; ++round) {
+    NodeSnapshot snapshot({"example.com/ignored"});
+    const int count = 1 + static_cast<int>(rng() % 40);
+    std::vector<std::string> names;
+    for (int n = 0; n < count; ++n) {
+      names.push_back("n" + std::to_string(rng() % 1000));
+      Quantities allocatable = {{"cpu", static_cast<double>(rng() % 9)}};
+      if (rng() % 2) allocatable["nvidia.com/gpu"] = static_cast<double>(rng() % 3);
+      if (rng() % 2) allocatable["pods"] = static_cast<double>(rng() % 3);
+      snapshot.upsert(names.back(), nullptr, allocatable, rng() % 7 == 0);
+    }
+    for (int p = 0; p < count * 2; ++p) {
+      Quantities requests = {{"cpu", 0.5 * static_cast<double>(rng() % 4)}, {"pods", 1}};
+      if (rng() % 2) requests["nvidia.com/gpu"] = 1;
+      snapshot.add_pod(names[rng() % names.size()], "ns/p" + std::to_string(p), 0,
+                       snapshot.amounts(requests));
+    }
+    if (rng() % 3 == 0) snapshot.remove(names[rng() % names.size()]);
+    Quantities asked = {{"cpu", static_cast<double>(rng() % 3)}, {"pods", 1}};
+    if (rng() % 2) asked["nvidia.com/gpu"] = 1;
+    if (rng() % 2) asked["example.com/ignored"] = 5;
+    if (rng() % 5 == 0) asked["example.com/new"] = 1;
+    const ResourceAmounts pod = snapshot.amounts(asked);
+    const ResourceAmounts nominee = snapshot.amounts({{"cpu", 1}});
+    if (rng() % 3 == 0) snapshot.set_nominated({{names[rng() % names.size()], &nominee}});
+    const std::size_t start = rng() % 50, want = 1 + rng() % 40;
+
+    std::vector<std::string> feasible;
+    Diagnosis d;
+    const std::size_t processed = snapshot.find_fit(pod, start, want, feasible, d);
+    std::vector<std::string> expected;
+    NodeSnapshot::Failures failures;
+    std::size_t walked = 0;
+    for (std::size_t k = 0; k < snapshot.size() && expected.size() < want; ++k, ++walked) {
+      const std::size_t i = (start + k) % snapshot.size();
+      if (snapshot.fits(i, pod, &failures)) expected.push_back(snapshot[i].name);
+    }
+    Diagnosis e;
+    failures.flush(snapshot, e);
+    ASSERT_EQ(expected, feasible) << "round " << round;
+    ASSERT_EQ(walked, processed) << "round " << round;
+    ASSERT_EQ(e.message(snapshot.size()), d.message(snapshot.size())) << "round " << round;
+  }
 }
 
 TEST_F(NodeSnapshotTest, UpsertReportsWhatTheFiltersRead) {
