@@ -19,12 +19,19 @@ JobBook::JobBook(DeviceMapping devices, double default_job_seconds)
 void JobBook::set_inventory(const std::vector<NodeInventory>& nodes) {
   nodes_.clear();
   slots_.clear();
+  machines_.clear();
+  std::set<DeviceType> offered;
   for (const NodeInventory& node : nodes) {
     nodes_[node.name] = node;
     for (const auto& [device, count] : node.machines) {
-      for (int i = 0; i < count; ++i) slots_.push_back({node.name, device, i, ""});
+      for (int i = 0; i < count; ++i) {
+        slots_.push_back({node.name, device, i, ""});
+        machines_.push_back({node.name + "/" + device + "-" + std::to_string(i), device, 0});
+        offered.insert(device);
+      }
     }
   }
+  layout_ = std::make_shared<const std::vector<MachineSlot>>(slots_);
   for (auto& [id, job] : jobs_) {
     job.slot = -1;
     if (job.record.phase != JobPhase::kRunning) continue;
@@ -40,6 +47,11 @@ void JobBook::set_inventory(const std::vector<NodeInventory>& nodes) {
   }
   recount_capacity();
   has_inventory_ = true;
+  if (offered != offered_) {
+    // A job's planned times cover the offered devices only.
+    offered_ = std::move(offered);
+    for (auto& [id, job] : jobs_) refresh(job);
+  }
   ++version_;
 }
 
@@ -111,7 +123,7 @@ void JobBook::add_run(const JobRecord& record, const JobVariant& first) {
     for (const auto& [key, variant] : it->second.variants) pod_to_job_.erase(key);
     if (it->second.record.phase == JobPhase::kQueued) --queued_;
     if (it->second.record.phase == JobPhase::kRunning) --running_;
-    jobs_.erase(it);
+    erase_job(it);
   }
   BookJob& job = jobs_[record.id];
   job.record = record;
@@ -129,6 +141,7 @@ void JobBook::add_variant(const JobVariant& variant) {
   if (variant.iterations) job.iterations = variant.iterations;
   job.parked.clear();  // a changed pod may now be one the policy can take
   pod_to_job_[key] = variant.job_id;
+  refresh(job);
   ++version_;
 }
 
@@ -142,8 +155,10 @@ bool JobBook::remove_variant(const std::string& namespace_name, const std::strin
   BookJob& job = it->second;
   bool removed = job.variants.erase(key) > 0;
   if (job.variants.empty() && job.record.phase == JobPhase::kQueued) {
-    jobs_.erase(it);
+    erase_job(it);
     --queued_;
+  } else {
+    refresh(job);
   }
   ++version_;
   return removed;
@@ -155,7 +170,7 @@ void JobBook::restore(const StoredState& state) {
     if (it != jobs_.end()) {
       if (it->second.record.phase == JobPhase::kQueued) --queued_;
       if (it->second.record.phase == JobPhase::kRunning) --running_;
-      jobs_.erase(it);
+      erase_job(it);
     }
     BookJob& job = jobs_[record.id];
     job.record = record;
@@ -187,6 +202,7 @@ void JobBook::restore(const StoredState& state) {
     for (const auto& [name, node] : nodes_) nodes.push_back(node);
     set_inventory(nodes);
   }
+  for (auto& [id, job] : jobs_) refresh(job);
   ++version_;
 }
 
@@ -194,6 +210,7 @@ void JobBook::park(const std::string& job_id, const std::string& reason) {
   auto it = jobs_.find(job_id);
   if (it == jobs_.end() || it->second.record.phase != JobPhase::kQueued) return;
   it->second.parked = reason;
+  refresh(it->second);
   ++version_;
 }
 
@@ -212,25 +229,23 @@ Expected<JobRecord> JobBook::remove(const std::string& job_id, double now) {
   job.record.phase = JobPhase::kRemoved;
   job.record.finish = now;
   job.parked.clear();
+  refresh(job);
   --queued_;
   ++version_;
   return job.record;
 }
 
 std::size_t JobBook::forget_finished(double before) {
+  // The finished runs in finish order: only those that go are looked at.
   std::size_t forgotten = 0;
-  for (auto it = jobs_.begin(); it != jobs_.end();) {
-    const BookJob& job = it->second;
-    if (job.record.phase == JobPhase::kDone && job.record.finish < before) {
-      for (const auto& [key, variant] : job.variants) {
-        auto pod = pod_to_job_.find(key);
-        if (pod != pod_to_job_.end() && pod->second == it->first) pod_to_job_.erase(pod);
-      }
-      it = jobs_.erase(it);
-      ++forgotten;
-    } else {
-      ++it;
+  while (!finished_.empty() && (*finished_.begin())->record.finish < before) {
+    const BookJob& job = **finished_.begin();
+    for (const auto& [key, variant] : job.variants) {
+      auto pod = pod_to_job_.find(key);
+      if (pod != pod_to_job_.end() && pod->second == job.record.id) pod_to_job_.erase(pod);
     }
+    erase_job(jobs_.find(job.record.id));
+    ++forgotten;
   }
   if (forgotten > 0) ++version_;
   return forgotten;
@@ -303,6 +318,7 @@ Expected<JobRecord> JobBook::start(const std::string& job_id, const JobVariant& 
   job.record.start = now;
   job.intent.reset();
   job.parked.clear();
+  refresh(job);
   --queued_;
   ++running_;
   ++version_;
@@ -324,6 +340,7 @@ Expected<JobRecord> JobBook::finish(const std::string& job_id, double now) {
   job.slot = -1;
   job.record.phase = JobPhase::kDone;
   job.record.finish = now;
+  refresh(job);
   --running_;
   ++version_;
   return job.record;
@@ -333,6 +350,7 @@ void JobBook::add_sample(const ProfileSample& sample) {
   auto it = jobs_.find(sample.job_id);
   if (it == jobs_.end()) return;
   it->second.samples.push_back(sample);
+  refresh(it->second);
   ++version_;
 }
 
@@ -356,7 +374,10 @@ TimeEstimate JobBook::estimate(const BookJob& job, const DeviceType& device) con
   return estimate;
 }
 
-double JobBook::remaining(const BookJob& job, double now) const {
+namespace {
+
+// The job's latest progress report on the device it runs on (the last of equal times).
+std::optional<ProfileSample> latest_progress(const BookJob& job) {
   std::optional<ProfileSample> progress;
   for (const ProfileSample& s : job.samples) {
     if (s.kind == ProfileSample::Kind::kProgress && s.device == job.record.device &&
@@ -364,75 +385,105 @@ double JobBook::remaining(const BookJob& job, double now) const {
       progress = s;
     }
   }
+  return progress;
+}
+
+}  // namespace
+
+double JobBook::remaining(const BookJob& job, double now) const {
   return estimate_remaining(estimate(job, job.record.device).seconds, job.record.start, now,
-                            job.iterations, progress);
+                            job.iterations, latest_progress(job));
+}
+
+void JobBook::refresh(BookJob& book_job) {
+  auto job = std::make_shared<Job>();
+  job->id = book_job.record.id;
+  job->user = book_job.record.user;
+  job->arrival = book_job.record.arrival;
+  job->iterations = book_job.iterations;
+  for (const auto& [key, variant] : book_job.variants) {
+    if (offered_.count(variant.device) && !job->time.count(variant.device)) {
+      job->time[variant.device] = estimate(book_job, variant.device).seconds;
+    }
+  }
+  const JobPhase phase = book_job.record.phase;
+  if (phase == JobPhase::kRunning) {
+    book_job.run_estimate = estimate(book_job, book_job.record.device).seconds;
+    book_job.progress = latest_progress(book_job);
+    job->time[book_job.record.device] = book_job.run_estimate;
+  } else {
+    book_job.run_estimate = 0;
+    book_job.progress.reset();
+  }
+  book_job.planned = std::move(job);
+  // Filed where its phase belongs. Its keys (arrival, id; finish once done) do not change
+  // while it is filed, so a set finds it by them.
+  if (phase == JobPhase::kQueued || phase == JobPhase::kRunning) {
+    active_.insert(&book_job);
+  } else {
+    active_.erase(&book_job);
+  }
+  if (phase == JobPhase::kDone) {
+    finished_.insert(&book_job);
+  } else {
+    finished_.erase(&book_job);
+  }
+  if (phase == JobPhase::kQueued && !book_job.parked.empty()) {
+    parked_.insert(book_job.record.id);
+  } else {
+    parked_.erase(book_job.record.id);
+  }
+}
+
+void JobBook::erase_job(std::unordered_map<std::string, BookJob>::iterator it) {
+  active_.erase(&it->second);
+  finished_.erase(&it->second);
+  parked_.erase(it->first);
+  jobs_.erase(it);
 }
 
 PlanInput JobBook::snapshot(double now, const std::string* only) const {
   PlanInput input;
   input.version = version_;
+  input.slots = layout_;
   ClusterState& state = input.state;
   state.now = now;
-  std::set<DeviceType> offered;
-  std::map<std::string, std::size_t> slot_of_job;
+  state.machines = machines_;
+  state.idle.resize(slots_.size());
   for (std::size_t s = 0; s < slots_.size(); ++s) {
-    const MachineSlot& slot = slots_[s];
-    offered.insert(slot.device);
-    Machine machine{slot.node + "/" + slot.device + "-" + std::to_string(slot.index), slot.device,
-                    now};
-    if (!slot.running_job.empty()) {
-      const BookJob& job = jobs_.at(slot.running_job);
-      machine.busy_until = now + remaining(job, now);
-      slot_of_job[slot.running_job] = s;
-    }
-    state.machines.push_back(std::move(machine));
-    state.idle.push_back(slot.running_job.empty());
+    state.machines[s].busy_until = now;
+    state.idle[s] = slots_[s].running_job.empty();
   }
-
-  // Deterministic order: by arrival, then id.
-  std::vector<const BookJob*> ordered;
-  for (const auto& [id, job] : jobs_) {
-    if (job.record.phase == JobPhase::kRunning) {
-      ordered.push_back(&job);
-    } else if (job.record.phase == JobPhase::kQueued && job.parked.empty() && !job.intent &&
-               (only == nullptr || *only == id)) {
-      ordered.push_back(&job);
-    }
-  }
-  std::sort(ordered.begin(), ordered.end(), [](const BookJob* a, const BookJob* b) {
-    return std::tie(a->record.arrival, a->record.id) < std::tie(b->record.arrival, b->record.id);
-  });
-  std::set<std::string> users;
-  for (const BookJob* book_job : ordered) {
-    Job job;
-    job.id = book_job->record.id;
-    job.user = book_job->record.user;
-    job.arrival = book_job->record.arrival;
-    job.iterations = book_job->iterations;
-    users.insert(job.user);
-    for (const auto& [key, variant] : book_job->variants) {
-      if (offered.count(variant.device)) {
-        job.time[variant.device] = estimate(*book_job, variant.device).seconds;
-      }
-    }
-    if (book_job->record.phase == JobPhase::kRunning) {
-      job.time[book_job->record.device] = estimate(*book_job, book_job->record.device).seconds;
-      auto slot = slot_of_job.find(job.id);
-      if (slot == slot_of_job.end()) continue;  // its node left the inventory
-      const Job& stored = input.jobs.emplace_back(std::move(job));
-      state.running.push_back({&stored, slot->second, book_job->record.start,
-                               state.machines[slot->second].busy_until,
-                               now - book_job->record.start});
+  // The active jobs, kept in plan order (arrival, then id): running ones on their slots
+  // (busy until their estimated finish), queued ones unless parked or with a bind in doubt.
+  std::set<std::string_view> users;
+  for (const BookJob* book_job : active_) {
+    const JobRecord& record = book_job->record;
+    const bool running = record.phase == JobPhase::kRunning;
+    if (!running && (!book_job->parked.empty() || book_job->intent ||
+                     (only != nullptr && *only != record.id))) {
       continue;
     }
-    if (job.time.empty()) {
-      input.unrunnable.push_back(job.id);
+    const std::shared_ptr<const Job>& job = book_job->planned;
+    users.insert(job->user);
+    if (running) {
+      if (book_job->slot < 0) continue;  // its node left the inventory
+      const auto slot = static_cast<std::size_t>(book_job->slot);
+      const double finish = now + estimate_remaining(book_job->run_estimate, record.start, now,
+                                                     book_job->iterations, book_job->progress);
+      state.machines[slot].busy_until = finish;
+      input.jobs.push_back(job);
+      state.running.push_back({job.get(), slot, record.start, finish, now - record.start});
       continue;
     }
-    const Job& stored = input.jobs.emplace_back(std::move(job));
-    state.queue.push_back({&stored, book_job->record.arrival, 0, {}});
+    if (job->time.empty()) {
+      input.unrunnable.push_back(record.id);
+      continue;
+    }
+    input.jobs.push_back(job);
+    state.queue.push_back({job.get(), record.arrival, 0, {}});
   }
-  for (const std::string& user : users) state.users.push_back({user, 1});
+  for (std::string_view user : users) state.users.push_back({std::string(user), 1});
   return input;
 }
 

@@ -16,15 +16,27 @@
 // per slot (busy ones until their estimated finish) and the queued jobs with estimated times on
 // the devices they have a variant pod for.
 //
+// Scale (issue 13): a plan is taken of 50,000 jobs many times a second, so nothing a snapshot
+// reads is recomputed per snapshot. Each change refreshes the one job it touches: its policy
+// Job (estimates on the offered devices) is rebuilt into a new immutable value that snapshots
+// share by pointer, and its estimate and last progress report are kept for the running time
+// left. The book also keeps its active jobs in plan order (arrival, id), its finished runs in
+// finish order (forget_finished pops the front), its parked jobs and the machines' names; a
+// snapshot is then one pass over the slots and one over the active jobs, with no estimate,
+// sort or string built. tests/extender/job_book_test.cc holds it equal to a snapshot computed
+// from scratch after random sequences of changes.
+//
 // Not thread-safe: the owner (ExtenderService) guards it with a reader/writer lock; const
 // methods may run concurrently.
 #pragma once
 
-#include <deque>
 #include <map>
+#include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -53,14 +65,25 @@ struct BookJob {
   // changes, so a fixed pod is tried again.
   std::string parked;
   std::optional<BindIntent> intent;  // a bind whose outcome alloxd has not yet seen
+
+  // Kept current by the book on every change of this job (never set them elsewhere): the
+  // policy's view of the job (estimated times on the offered devices of its variants, and on
+  // the device it runs on), shared with the snapshots that hold it; the estimate on the device
+  // it runs on and its latest progress report there, for the time it has left.
+  std::shared_ptr<const Job> planned;
+  double run_estimate = 0;
+  std::optional<ProfileSample> progress;
 };
 
-// The policy's input, owning the Job values its pointers refer to.
+// The policy's input, owning (sharing) the Job values its pointers refer to.
 struct PlanInput {
-  std::deque<Job> jobs;
+  std::vector<std::shared_ptr<const Job>> jobs;
   ClusterState state;
   std::vector<std::string> unrunnable;  // queued jobs no machine in the cluster can run
   std::uint64_t version = 0;            // JobBook::version() it was taken at
+  // The slots the machines are, as the inventory was (running_job left empty): a plan's
+  // machine index names a node and device by it, whatever the inventory became since.
+  std::shared_ptr<const std::vector<MachineSlot>> slots;
 };
 
 struct NodeCapacity {
@@ -126,6 +149,8 @@ class JobBook {
   const BookJob* job(const std::string& id) const;
   const BookJob* job_of_pod(const std::string& namespace_name, const std::string& name) const;
   const std::unordered_map<std::string, BookJob>& jobs() const { return jobs_; }
+  // The queued jobs that are parked (BookJob::parked set), by id.
+  const std::set<std::string>& parked_jobs() const { return parked_; }
 
   // Puts the job on a free slot of `device` on `node` (preferring `preferred_slot`), phase
   // running. Errors name why it cannot (unknown job, already running, no free machine).
@@ -149,6 +174,23 @@ class JobBook {
   void touch() { ++version_; }
 
  private:
+  // Plan order: arrival, then id (the policy's tie-breaks depend on it).
+  struct ByArrival {
+    bool operator()(const BookJob* a, const BookJob* b) const {
+      return std::tie(a->record.arrival, a->record.id) < std::tie(b->record.arrival, b->record.id);
+    }
+  };
+  struct ByFinish {
+    bool operator()(const BookJob* a, const BookJob* b) const {
+      return std::tie(a->record.finish, a->record.id) < std::tie(b->record.finish, b->record.id);
+    }
+  };
+  // Recomputes the job's kept values and files it in the indexes its phase belongs to; call
+  // after every change of it. unfile() takes it out of them; call before a change of its phase,
+  // arrival, finish or id, and before it leaves jobs_.
+  void refresh(BookJob& job);
+  void unfile(BookJob& job);
+  void erase_job(std::unordered_map<std::string, BookJob>::iterator it);
   void recount_capacity();
   int find_slot(const std::string& node, const DeviceType& device, const std::string& job) const;
 
@@ -163,6 +205,15 @@ class JobBook {
       capacity_;
   std::unordered_map<std::string, BookJob> jobs_;
   std::unordered_map<std::string, std::string> pod_to_job_;  // "namespace/name" -> job id
+  // Indexes into jobs_ (its nodes do not move): queued and running jobs in plan order, done
+  // runs in finish order, parked queued jobs; and per slot its Machine as the policy names it.
+  std::set<BookJob*, ByArrival> active_;
+  std::set<BookJob*, ByFinish> finished_;
+  std::set<std::string> parked_;
+  std::vector<Machine> machines_;
+  std::shared_ptr<const std::vector<MachineSlot>> layout_ =
+      std::make_shared<const std::vector<MachineSlot>>();
+  std::set<DeviceType> offered_;  // the device types the slots offer
   std::size_t queued_ = 0, running_ = 0;
   std::uint64_t version_ = 1;
 };

@@ -150,7 +150,6 @@ Expected<Decision> Planner::decide_isolating(PlanInput& input) {
 
 void Planner::solve_once() {
   PlanInput input;
-  std::vector<MachineSlot> slots;
   std::vector<std::pair<std::string, PlannedStart>> held;
   bool has_inventory;
   {
@@ -161,7 +160,6 @@ void Planner::solve_once() {
     book_.forget_finished(at - config_.retention.finished_seconds);
     has_inventory = book_.has_inventory();
     input = book_.snapshot(at);
-    slots = book_.slots();
     held = hold_admitted(input, input.state.now);
   }
   // No plan before the inventory is loaded and restored bind intents were looked at once.
@@ -169,17 +167,14 @@ void Planner::solve_once() {
   auto begin = std::chrono::steady_clock::now();
   Expected<Decision> decision = decide_isolating(input);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-  Plan made = make_plan(input, decision, slots, seconds);
+  Plan made = make_plan(input, decision, *input.slots, seconds);
   for (const auto& [job_id, start] : held) {
     made.starts[job_id] = start;
     made.waiting.erase(job_id);
   }
   {
     std::shared_lock lock(book_mu_);
-    for (const auto& [id, job] : book_.jobs()) {
-      if (!job.parked.empty() && job.record.phase == JobPhase::kQueued)
-        made.parked[id] = job.parked;
-    }
+    for (const std::string& id : book_.parked_jobs()) made.parked[id] = book_.job(id)->parked;
   }
   auto plan = std::make_shared<const Plan>(std::move(made));
   std::map<std::string, int> queued_per_user;
@@ -304,9 +299,7 @@ Status Planner::complete(const std::string& job_id, Durability durability) {
     const DeviceType device = job->record.device;
     if (auto s = store_->record_finish(job->record.row, finish, durability); !s) return s;
     if (auto r = book_.finish(job_id, finish); !r) return r.error();
-    const bool waiting = std::any_of(book_.jobs().begin(), book_.jobs().end(), [](const auto& j) {
-      return j.second.record.phase == JobPhase::kQueued;
-    });
+    const bool waiting = book_.queued_count() > 0;
     completion_to_bind_.freed(node, device, finish, waiting);
     admitted_.erase(job_id);
     freed_version_.store(book_.version(), std::memory_order_release);
@@ -342,17 +335,21 @@ std::vector<std::pair<std::string, PlannedStart>> Planner::hold_admitted(PlanInp
   std::vector<std::pair<std::string, PlannedStart>> held;
   ClusterState& state = input.state;
   if (admitted_.empty()) return held;
-  // Thousands of admissions can wait for their binds while tens of thousands of jobs queue: one
-  // index of the queue and one compaction, not a search and an erase per admission.
-  std::unordered_map<std::string_view, std::size_t> position;
-  position.reserve(state.queue.size());
-  for (std::size_t i = 0; i < state.queue.size(); ++i) position.emplace(state.queue[i].job->id, i);
-  std::vector<bool> keep(state.queue.size(), true);
+  // Thousands of admissions can wait for their binds while tens of thousands of jobs queue: the
+  // queue is in plan order (arrival, id; JobBook::snapshot), so each admission is a binary
+  // search, and one compaction follows, not an index of the whole queue per plan.
+  auto in_order = [](const QueuedJob& q, const std::pair<double, std::string_view>& key) {
+    return std::pair<double, std::string_view>(q.job->arrival, q.job->id) < key;
+  };
+  std::vector<bool> keep;
   for (const auto& [job_id, admission] : admitted_) {
     if (now - admission.at > options_.admission_hold) continue;  // lapsed: planned afresh
-    auto found = position.find(job_id);
-    if (found == position.end()) continue;  // started, parked, or gone
-    const QueuedJob& queued = state.queue[found->second];
+    const BookJob* job = book_.job(job_id);
+    if (job == nullptr || job->record.phase != JobPhase::kQueued) continue;  // started or gone
+    const std::pair<double, std::string_view> key(job->record.arrival, job_id);
+    auto found = std::lower_bound(state.queue.begin(), state.queue.end(), key, in_order);
+    if (found == state.queue.end() || found->job->id != job_id) continue;  // parked, in doubt
+    const QueuedJob& queued = *found;
     const auto slot = static_cast<std::size_t>(admission.start.slot);
     if (admission.start.slot < 0 || slot >= state.machines.size() || !state.idle[slot] ||
         state.machines[slot].device != admission.start.device) {
@@ -364,8 +361,10 @@ std::vector<std::pair<std::string, PlannedStart>> Planner::hold_admitted(PlanInp
     state.machines[slot].busy_until = now + time->second;
     state.running.push_back({queued.job, slot, now, now + time->second, 0});
     held.emplace_back(job_id, admission.start);
-    keep[found->second] = false;
+    if (keep.empty()) keep.assign(state.queue.size(), true);
+    keep[static_cast<std::size_t>(found - state.queue.begin())] = false;
   }
+  if (held.empty()) return held;
   std::size_t kept = 0;
   for (std::size_t i = 0; i < state.queue.size(); ++i) {
     if (keep[i]) state.queue[kept++] = std::move(state.queue[i]);

@@ -21,9 +21,9 @@ PlanInput two_machine_input() {
     job.arrival = 900;
     job.time["gpu"] = gpu;
     if (cpu > 0) job.time["cpu"] = cpu;
-    input.jobs.push_back(job);
+    input.jobs.push_back(std::make_shared<const Job>(job));
   }
-  for (const Job& job : input.jobs) s.queue.push_back({&job, 900, 0, {}});
+  for (const auto& job : input.jobs) s.queue.push_back({job.get(), 900, 0, {}});
   return input;
 }
 
