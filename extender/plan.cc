@@ -16,6 +16,13 @@ namespace {
 template <class Waiting>
 void fill_missing_starts(const ClusterState& state, const std::vector<Placement>& starts,
                          std::vector<Waiting>& waiting) {
+  // The policy usually estimates every start: then there is nothing to schedule (and no index
+  // of a 50,000-job queue to build).
+  if (std::none_of(waiting.begin(), waiting.end(), [](const Waiting& w) {
+        return w.estimated_start == std::numeric_limits<double>::infinity();
+      })) {
+    return;
+  }
   std::vector<double> free_at(state.machines.size(), state.now);
   for (std::size_t m = 0; m < state.machines.size(); ++m) {
     if (!state.idle[m]) free_at[m] = std::max(state.now, state.machines[m].busy_until);
@@ -67,6 +74,7 @@ Plan make_plan(const PlanInput& input, const Expected<Decision>& decision,
     const QueuedJob* queued;
   };
   std::vector<Waiting> waiting;
+  waiting.reserve(input.state.queue.size());
   for (const QueuedJob& queued : input.state.queue) {
     if (plan.starts.count(queued.job->id)) continue;
     auto estimate = decision->estimated_start.find(queued.job->id);
@@ -82,6 +90,7 @@ Plan make_plan(const PlanInput& input, const Expected<Decision>& decision,
   std::sort(waiting.begin(), waiting.end(), by_start);
   fill_missing_starts(input.state, decision->start, waiting);
   std::sort(waiting.begin(), waiting.end(), by_start);
+  plan.waiting.reserve(waiting.size());
   for (std::size_t i = 0; i < waiting.size(); ++i) {
     PlannedWait wait{static_cast<int>(i + 1), static_cast<int>(waiting.size()), std::nullopt};
     if (waiting[i].estimated_start != std::numeric_limits<double>::infinity()) {
