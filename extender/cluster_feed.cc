@@ -1,6 +1,8 @@
 #include "extender/cluster_feed.h"
 
 #include <atomic>
+#include <cstdint>
+#include <set>
 
 #include "core/log.h"
 #include "extender/cluster_api.h"  // node_inventory
@@ -144,6 +146,27 @@ class ClusterFeed::PodHandler final : public kube::InformerHandler {
     std::lock_guard lock(mu_);
     return pods_;
   }
+  std::vector<std::string> sync_pods(PodMirror& mirror) {
+    std::lock_guard lock(mu_);
+    std::vector<std::string> gone;
+    if (mirror.generation == 0 || mirror.generation != generation_) {
+      for (const auto& [key, pod] : mirror.pods) {
+        if (!pods_.count(key)) gone.push_back(key);
+      }
+      mirror.pods = pods_;
+    } else {
+      for (const std::string& key : dirty_) {
+        if (auto it = pods_.find(key); it != pods_.end()) {
+          mirror.pods.insert_or_assign(key, it->second);
+        } else if (mirror.pods.erase(key) > 0) {
+          gone.push_back(key);
+        }
+      }
+    }
+    dirty_.clear();
+    mirror.generation = ++generation_;
+    return gone;
+  }
   std::optional<std::string> watched_job(const std::string& key) const {
     std::lock_guard lock(mu_);
     auto it = pods_.find(key);
@@ -188,7 +211,9 @@ class ClusterFeed::PodHandler final : public kube::InformerHandler {
   void apply(const ObservedPod& pod) {
     {
       std::lock_guard lock(mu_);
-      pods_[key_of(pod.ref.namespace_name, pod.ref.name)] = pod;
+      std::string key = key_of(pod.ref.namespace_name, pod.ref.name);
+      pods_[key] = pod;
+      mark_dirty(std::move(key));
     }
     if (!pod.variant) return;
     const JobVariant& variant = *pod.variant;
@@ -223,7 +248,9 @@ class ClusterFeed::PodHandler final : public kube::InformerHandler {
   void forget(const ObservedPod& pod) {
     {
       std::lock_guard lock(mu_);
-      pods_.erase(key_of(pod.ref.namespace_name, pod.ref.name));
+      std::string key = key_of(pod.ref.namespace_name, pod.ref.name);
+      pods_.erase(key);
+      mark_dirty(std::move(key));
     }
     if (!pod.variant) return;
     Standing now = standing(pod);
@@ -236,11 +263,23 @@ class ClusterFeed::PodHandler final : public kube::InformerHandler {
     }
   }
 
+  // Under mu_. With no mirror syncing (a replica that does not lead), the keys would pile up:
+  // past a bound the next sync copies everything instead.
+  void mark_dirty(std::string key) {
+    if (dirty_.size() > 2 * pods_.size() + 1024) {
+      dirty_.clear();
+      ++generation_;  // no mirror is current: each one's next sync is a full copy
+    }
+    dirty_.insert(std::move(key));
+  }
+
   Planner& planner_;
   const ExtenderConfig& config_;
   std::function<void()> on_change_;
   mutable std::mutex mu_;
   std::map<std::string, ObservedPod> pods_;
+  std::set<std::string> dirty_;   // keys written or erased since the last sync_pods
+  std::uint64_t generation_ = 0;  // bumped by every sync_pods: the mirror it brought up to date
   std::atomic<bool> synced_{false};
   std::atomic<int> handling_{0};
 };
@@ -360,6 +399,10 @@ void ClusterFeed::relist() {
 
 std::map<std::string, ObservedPod> ClusterFeed::pods() const {
   return pod_handler_->pods();
+}
+
+std::vector<std::string> ClusterFeed::sync_pods(PodMirror& mirror) {
+  return pod_handler_->sync_pods(mirror);
 }
 
 std::optional<std::string> ClusterFeed::watched_job(const std::string& namespace_name,

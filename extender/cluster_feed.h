@@ -17,6 +17,7 @@
 // Thread-safe. Handler calls come from each informer's thread; pods() and synced() from any.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -47,6 +48,12 @@ struct ObservedPod {
   bool pending() const { return node_name.empty() && (phase.empty() || phase == "Pending"); }
 };
 
+// A consumer's copy of the observed pods, brought up to date by ClusterFeed::sync_pods.
+struct PodMirror {
+  std::map<std::string, ObservedPod> pods;  // by "namespace/name"
+  std::uint64_t generation = 0;             // the feed's sync this copy reflects (0: none)
+};
+
 class ClusterFeed {
  public:
   // client and planner must outlive the feed. on_change runs (on an informer thread) after
@@ -66,8 +73,13 @@ class ClusterFeed {
   // Re-lists both (a replica taking over).
   void relist();
 
-  // The observed pods, by "namespace/name".
+  // The observed pods, by "namespace/name" (a copy of every pod: reports, not per pass).
   std::map<std::string, ObservedPod> pods() const;
+  // Brings `mirror` up to what pods() would return, copying only the pods changed since its
+  // last sync (the feed marks each key it writes or erases); all of them on its first sync, or
+  // when another mirror synced in between. Returns the keys that left the mirror. A controller
+  // pass at 100,000 pods then copies the few that changed, not the map.
+  std::vector<std::string> sync_pods(PodMirror& mirror);
   // The job of one observed pod ("" when its annotations cannot be read), without copying the
   // rest; std::nullopt when the watch does not hold it (VerbOptions::watched_job).
   std::optional<std::string> watched_job(const std::string& namespace_name,

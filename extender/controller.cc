@@ -12,11 +12,13 @@ std::string key_of(const kube::ObjectRef& pod) {
   return pod.namespace_name + "/" + pod.name;
 }
 
-// What one job looks like to a pass, copied out of the book under its lock.
-struct JobFacts {
+// Where a waiting pod's job stands, read out of the book under its lock: only what the pass
+// decides by, per pod, never a copy of every job.
+struct PodFacts {
+  bool known = false;  // its job is in the book
   JobPhase phase = JobPhase::kQueued;
-  std::string runs_as;                         // namespace/name of the running pod
-  std::map<std::string, DeviceType> variants;  // namespace/name -> device
+  bool in_book = false;  // the pod is a variant of its job in the book
+  std::string runs_as;   // namespace/name of the pod the job runs as (when running)
 };
 
 }  // namespace
@@ -111,52 +113,53 @@ void Controller::reconcile() {
   const auto now = Clock::now();
   const double wall = planner_.now();
   std::shared_ptr<const Plan> plan = planner_.latest_plan();
-  const std::map<std::string, ObservedPod> pods = feed_.pods();
-
-  auto facts_of = [&] {
-    return planner_.read([&](const JobBook& book) {
-      std::map<std::string, JobFacts> facts;
-      for (const auto& [id, job] : book.jobs()) {
-        JobFacts f;
-        f.phase = job.record.phase;
-        if (f.phase == JobPhase::kRunning) {
-          f.runs_as = job.record.pod_namespace + "/" + job.record.pod_name;
-        }
-        if (f.phase != JobPhase::kDone) {
-          for (const auto& [key, variant] : job.variants) f.variants[key] = variant.device;
-        }
-        facts.emplace(id, std::move(f));
-      }
-      return facts;
-    });
-  };
+  // The feed's pods as of now: only the pods changed since the last pass are copied.
+  const std::vector<std::string> gone = feed_.sync_pods(mirror_);
+  const std::map<std::string, ObservedPod>& pods = mirror_.pods;
 
   // 1. Admit: a job the plan starts now keeps only the variant of the planned device that the
   //    cluster still holds (the first by name when there are several).
-  std::map<std::string, JobFacts> facts = facts_of();
   std::map<std::string, std::string> chosen;  // job -> namespace/name
-  for (const auto& [id, start] : plan->starts) {
-    auto f = facts.find(id);
-    if (f == facts.end() || f->second.phase != JobPhase::kQueued) continue;
-    for (const auto& [key, device] : f->second.variants) {
-      auto pod = pods.find(key);
-      if (device == start.device && pod != pods.end() && pod->second.pending()) {
-        chosen[id] = key;
-        break;
+  planner_.read([&](const JobBook& book) {
+    for (const auto& [id, start] : plan->starts) {
+      const BookJob* job = book.job(id);
+      if (job == nullptr || job->record.phase != JobPhase::kQueued) continue;
+      for (const auto& [key, variant] : job->variants) {
+        auto pod = pods.find(key);
+        if (variant.device == start.device && pod != pods.end() && pod->second.pending()) {
+          chosen[id] = key;
+          break;
+        }
       }
     }
-    if (!chosen.count(id)) continue;
-    (void)planner_.admit(id, chosen[id], start);
-  }
-  if (!chosen.empty()) facts = facts_of();
+  });
+  for (const auto& [id, key] : chosen) (void)planner_.admit(id, key, plan->starts.at(id));
+
+  // Where each waiting pod's job stands (after the admissions), in the order of `pods`.
+  std::vector<PodFacts> facts;
+  planner_.read([&](const JobBook& book) {
+    facts.reserve(pods.size());
+    for (const auto& [key, pod] : pods) {
+      PodFacts& f = facts.emplace_back();
+      if (!pod.variant || !pod.pending()) continue;
+      const BookJob* job = book.job(pod.variant->job_id);
+      if (job == nullptr) continue;
+      f.known = true;
+      f.phase = job->record.phase;
+      if (f.phase == JobPhase::kRunning) {
+        f.runs_as = job->record.pod_namespace + "/" + job->record.pod_name;
+      }
+      f.in_book = f.phase != JobPhase::kDone && job->variants.count(key) > 0;
+    }
+  });
 
   // 2. Each pod of allox's that waits: release it, delete it, or tell it why it waits.
+  std::size_t at = 0;
   for (const auto& [key, pod] : pods) {
+    const PodFacts& job = facts[at++];
     if (!pod.variant || !pod.pending()) continue;
     const std::string& id = pod.variant->job_id;
-    auto f = facts.find(id);
-    if (f == facts.end()) continue;  // not in the book yet
-    const JobFacts& job = f->second;
+    if (!job.known) continue;  // not in the book yet
     std::string why_delete;
     if (job.phase == JobPhase::kRunning) {
       // The pod the job runs as is never deleted, even before the watch shows it bound.
@@ -164,7 +167,7 @@ void Controller::reconcile() {
       why_delete = "job " + id + " runs as variant " + job.runs_as;
     } else if (job.phase == JobPhase::kDone) {
       why_delete = "job " + id + " has finished";
-    } else if (!job.variants.count(key)) {
+    } else if (!job.in_book) {
       // Not (yet) a variant in the book: deleted only once its job was admitted as another
       // (the feed may show a new pod a moment before the book registers it).
       const auto admitted = planner_.admitted_as(id);
@@ -189,7 +192,8 @@ void Controller::reconcile() {
       continue;
     }
     auto start = plan->starts.find(id);
-    if (start != plan->starts.end() && chosen.count(id) && chosen[id] == key) {
+    auto released = chosen.find(id);
+    if (start != plan->starts.end() && released != chosen.end() && released->second == key) {
       kube::ObjectRef ref = pod.ref;
       if (!pod.gates.empty() &&
           std::find(pod.gates.begin(), pod.gates.end(), kube::kQueueGate) != pod.gates.end()) {
@@ -218,6 +222,8 @@ void Controller::reconcile() {
       continue;
     }
     if (auto wait = plan->waiting.find(id); wait != plan->waiting.end()) {
+      // Its last Queued event is too recent to be followed by another: no words to build.
+      if (said_within(key, "Queued", now)) continue;
       std::string message = "position " + std::to_string(wait->second.position) + " of " +
                             std::to_string(wait->second.queue_length) + " for " +
                             pod.variant->device;
@@ -233,22 +239,26 @@ void Controller::reconcile() {
   starting_.clear();
   for (const auto& [id, key] : chosen) starting_.insert(key);
 
-  // Forget what concerns pods that are gone.
-  for (auto it = nudged_.begin(); it != nudged_.end();) {
-    it = pods.count(it->first) ? std::next(it) : nudged_.erase(it);
-  }
-  for (auto it = said_.begin(); it != said_.end();) {
-    if (pods.count(it->first)) {
-      ++it;
-      continue;
-    }
-    auto slash = it->first.find('/');
-    events_.forget({it->first.substr(0, slash), it->first.substr(slash + 1), ""});
-    it = said_.erase(it);
+  // Forget what concerns pods that are gone (nothing else here names a pod the feed lost).
+  for (const std::string& key : gone) {
+    nudged_.erase(key);
+    auto it = said_.find(key);
+    if (it == said_.end()) continue;
+    auto slash = key.find('/');
+    events_.forget({key.substr(0, slash), key.substr(slash + 1), ""});
+    said_.erase(it);
   }
   for (auto it = submitted_.begin(); it != submitted_.end();) {
     it = now - it->second.at > options_.settle * 4 ? submitted_.erase(it) : std::next(it);
   }
+}
+
+bool Controller::said_within(const std::string& key, const std::string& reason,
+                             Clock::time_point now) const {
+  auto pod = said_.find(key);
+  if (pod == said_.end()) return false;
+  auto it = pod->second.find(reason);
+  return it != pod->second.end() && now - it->second.second < options_.requeue_event;
 }
 
 }  // namespace allox::extender

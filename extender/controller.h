@@ -71,6 +71,9 @@ class Controller {
   // resourceVersion) within `settle`: a pod that changed since is always looked at again.
   void act(const std::string& key, const std::string& seen, std::function<Status()> action,
            Clock::time_point now, ActionPriority priority = ActionPriority::kBackground);
+  // True when an event for `reason` went to the pod less than requeue_event ago: say() would
+  // send none, whatever its words.
+  bool said_within(const std::string& key, const std::string& reason, Clock::time_point now) const;
   // Submits an event when its words changed, at most every requeue_event.
   void say(const kube::ObjectRef& pod, const std::string& type, const std::string& reason,
            const std::string& message, Clock::time_point now);
@@ -93,6 +96,7 @@ class Controller {
   std::map<std::string, std::map<std::string, std::pair<std::string, Clock::time_point>>> said_;
   std::map<std::string, Clock::time_point> nudged_;
   std::set<std::string> starting_;  // pods the previous pass released or nudged
+  PodMirror mirror_;                // the feed's pods as of the last pass
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

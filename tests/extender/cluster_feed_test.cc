@@ -7,6 +7,9 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+#include <set>
+
 #include "tests/extender/test_support.h"
 
 namespace allox::extender {
@@ -76,6 +79,62 @@ TEST(ClusterFeedTest, AReListWithoutAPodTheWatchShowedForgetsIt) {
   EXPECT_EQ(std::vector<std::string>{"lab/a-gpu"}, f.variants("lab/a"));
   EXPECT_FALSE(f.feed->watched_job("lab", "a-cpu").has_value());
   EXPECT_EQ(std::optional<std::string>("lab/a"), f.feed->watched_job("lab", "a-gpu"));
+}
+
+// sync_pods copies only what changed since a mirror's last sync; the definition it must meet is
+// pods() (a full copy) and the keys that left, after random upserts, deletes and re-lists, with
+// a second mirror syncing now and then (each then needs a full copy again).
+TEST(ClusterFeedTest, SyncedMirrorsEqualAFullCopyAfterRandomChanges) {
+  Fixture f;
+  std::mt19937 rng(7);
+  auto pick = [&](int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng); };
+  auto pod = [&](int i, int version) {
+    json p = variant("p" + std::to_string(i), "j" + std::to_string(i % 5),
+                     i % 2 ? "cpu" : "nvidia.com/gpu");
+    p["metadata"]["resourceVersion"] = std::to_string(version);
+    if (pick(4) == 0) p["spec"]["nodeName"] = "g1";
+    return p;
+  };
+  PodMirror a, b;
+  std::set<std::string> in_a;
+  int version = 0;
+  for (int step = 0; step < 400; ++step) {
+    switch (pick(8)) {
+      case 0:
+        if (pick(4) == 0) {  // a re-list of some of the pods
+          std::vector<json> listed;
+          for (int i = 0; i < 12; ++i) {
+            if (pick(2)) listed.push_back(pod(i, ++version));
+          }
+          f.feed->pod_handler().on_replace(listed);
+        }
+        break;
+      case 1:
+      case 2:
+        f.feed->pod_handler().on_delete(pod(pick(12), ++version));
+        break;
+      default:
+        f.feed->pod_handler().on_upsert(pod(pick(12), ++version));
+    }
+    if (pick(3) != 0) continue;
+    PodMirror& mirror = pick(5) == 0 ? b : a;
+    std::set<std::string> before;
+    for (const auto& [key, p] : mirror.pods) before.insert(key);
+    std::vector<std::string> gone = f.feed->sync_pods(mirror);
+    const std::map<std::string, ObservedPod> full = f.feed->pods();
+    ASSERT_EQ(full.size(), mirror.pods.size()) << "step " << step;
+    for (const auto& [key, p] : full) {
+      ASSERT_EQ(1u, mirror.pods.count(key)) << key;
+      EXPECT_EQ(p.resource_version, mirror.pods.at(key).resource_version) << key;
+      EXPECT_EQ(p.node_name, mirror.pods.at(key).node_name) << key;
+    }
+    std::set<std::string> left;
+    for (const std::string& key : before) {
+      if (!full.count(key)) left.insert(key);
+    }
+    EXPECT_EQ(left, std::set<std::string>(gone.begin(), gone.end())) << "step " << step;
+    EXPECT_EQ(left.size(), gone.size()) << "a key reported twice";
+  }
 }
 
 }  // namespace
