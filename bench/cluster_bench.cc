@@ -271,6 +271,11 @@ Expected<ClusterBenchResult> run_cluster_bench(const ClusterBenchOptions& option
     result.pods_per_second =
         static_cast<double>(backlog.size() - 1) / std::max(1e-9, backlog.back() - backlog.front());
   }
+  if (bind_at.size() > 1) {
+    const auto [first, last] = std::minmax_element(bind_at.begin(), bind_at.end());
+    result.all_pods_per_second =
+        static_cast<double>(bind_at.size() - 1) / std::max(1e-9, *last - *first);
+  }
   std::vector<double> c2b_ms;
   for (double s : summary->completion_to_bind) c2b_ms.push_back(s / options.speedup * 1000);
   result.completion_to_bind_samples = c2b_ms.size();

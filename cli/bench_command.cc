@@ -197,6 +197,8 @@ void add_cluster_command(CLI::App& parent) {
     const Line lines[] = {
         {"pods bound per second (backlog)", median([](const R& r) { return r.pods_per_second; }),
          500, true, "pods/s"},
+        {"pods bound per second (every bind)",
+         median([](const R& r) { return r.all_pods_per_second; }), 500, true, "pods/s"},
         {"/filter p99 (every call)", median([](const R& r) { return r.filter_p99_ms; }), 2, false,
          "ms"},
         {"plan time at the largest queue", median([](const R& r) { return r.plan_ms; }), 1000,

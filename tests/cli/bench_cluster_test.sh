@@ -39,6 +39,9 @@ check "alloxd's peak RSS measured, under 1 GB" "0 < $rss < 1024"
 grep -qE '^starvation_bound: 24000(\.0+)?$' "$state/base.yaml" ||
   fail "alloxd's starvation_bound is not the horizon 120 x 200: $(grep starvation "$state/base.yaml")"
 grep -q 'starvation bound 24000 s' <<<"$out" || fail "the header does not name the starvation bound"
+# The bind rate over every bind, beside the backlog's (which closes at the first completion).
+every=$(grep -E '^pods bound per second \(every bind\)' <<<"$out" | awk '{print $7}')
+check "a positive bind rate over every bind" "${every:-0} > 0"
 for row_name in 'pods bound per second' '/filter p99' 'plan time' 'alloxd peak RSS'; do
   grep -q "^$row_name" <<<"$out" || fail "no target row '$row_name'"
 done
