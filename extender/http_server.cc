@@ -103,8 +103,10 @@ struct Shared {
   std::condition_variable drained;
   std::list<std::weak_ptr<Connection>> open;
   std::size_t open_count = 0;
-  int in_flight = 0;
-  bool draining = false;
+  // Counted without the lock (three times per request otherwise); the lock is taken only to
+  // wake a stop() waiting for the last reply.
+  std::atomic<int> in_flight{0};
+  std::atomic<bool> draining{false};
 
   std::list<std::weak_ptr<Connection>>::iterator add(std::weak_ptr<Connection> connection) {
     std::lock_guard lock(mu);
@@ -134,18 +136,16 @@ struct Shared {
     }
     for (auto& c : victims) c->close_unless_busy();
   }
-  void begin_reply() {
-    std::lock_guard lock(mu);
-    ++in_flight;
-  }
+  void begin_reply() { in_flight.fetch_add(1); }
   void end_reply() {
-    std::lock_guard lock(mu);
-    if (--in_flight == 0) drained.notify_all();
+    // stop() sets draining under mu before it waits on in_flight under mu: either it sees 0, or
+    // this sees draining and wakes it under mu.
+    if (in_flight.fetch_sub(1) == 1 && draining.load()) {
+      std::lock_guard lock(mu);
+      drained.notify_all();
+    }
   }
-  bool is_draining() {
-    std::lock_guard lock(mu);
-    return draining;
-  }
+  bool is_draining() const { return draining.load(); }
 };
 
 using Parser = http::request_parser<http::string_body>;
@@ -191,21 +191,29 @@ class Session : public Shared::Connection, public std::enable_shared_from_this<S
   tcp::socket& socket() { return beast::get_lowest_layer(stream_); }
 
   // Cancels the pending socket operation after `timeout`; the operation then fails with
-  // operation_aborted and timed_out_ set.
+  // operation_aborted and timed_out_ set. A connection has one deadline and one timer wait: a
+  // deadline moved later (every kept-alive request moves it) costs no timer operation, the wait
+  // in progress re-waits when it ends early; only a deadline earlier than that wait re-arms.
   void arm(std::chrono::milliseconds timeout) {
     timed_out_ = false;
+    deadline_ = Clock::now() + timeout;
+    if (!waiting_ || deadline_ < wait_until_) wait();
+  }
+  void disarm() { deadline_ = Clock::time_point::max(); }
+  void wait() {
+    waiting_ = true;
+    wait_until_ = deadline_;
     std::uint64_t generation = ++timer_generation_;
-    timer_.expires_after(timeout);
+    timer_.expires_at(deadline_);  // ends a wait in progress, whose handler is then stale
     timer_.async_wait([self = this->shared_from_this(), generation](error_code ec) {
-      if (ec || generation != self->timer_generation_ || self->closed_) return;
+      if (generation != self->timer_generation_) return;
+      self->waiting_ = false;
+      if (ec || self->closed_ || self->deadline_ == Clock::time_point::max()) return;
+      if (Clock::now() < self->deadline_) return self->wait();
       self->timed_out_ = true;
       error_code ignored;
       self->socket().cancel(ignored);
     });
-  }
-  void disarm() {
-    ++timer_generation_;
-    timer_.cancel();
   }
 
   void next_request() {
@@ -408,6 +416,7 @@ class Session : public Shared::Connection, public std::enable_shared_from_this<S
     if (closed_) return;
     closed_ = true;
     disarm();
+    timer_.cancel();  // its wait holds the session
     error_code ignored;
     socket().shutdown(tcp::socket::shutdown_both, ignored);
     socket().close(ignored);
@@ -424,6 +433,9 @@ class Session : public Shared::Connection, public std::enable_shared_from_this<S
   std::list<std::weak_ptr<Shared::Connection>>::iterator self_in_list_;
   bool registered_ = false;
   std::uint64_t timer_generation_ = 0;
+  Clock::time_point deadline_ = Clock::time_point::max();
+  Clock::time_point wait_until_;
+  bool waiting_ = false;  // a timer wait is in progress, until wait_until_
   bool timed_out_ = false;
   bool closed_ = false;
   bool keep_alive_ = true;

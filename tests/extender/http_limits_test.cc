@@ -203,6 +203,27 @@ TEST(HttpLimitsTest, KeepAliveServesManyRequestsThenIdleTimeoutCloses) {
   EXPECT_TRUE(closed) << "an idle kept-alive connection must be closed after idle_timeout";
 }
 
+// A connection keeps one deadline and one timer wait, moved rather than re-armed per request:
+// after a reply the wait runs toward the long idle deadline, and a request that then stalls must
+// still get its 408 at the (earlier) read deadline, not at the idle one.
+TEST(HttpLimitsTest, AStalledRequestOnAKeptAliveConnectionGets408AtTheReadDeadline) {
+  HttpServerOptions options;
+  options.read_timeout = milliseconds(300);
+  options.idle_timeout = milliseconds(20000);
+  auto server = start_server(options);
+  RawClient client(server->port());
+  ASSERT_TRUE(client.send(kGetHealthz));
+  std::string first = client.read_some(milliseconds(5000));
+  ASSERT_EQ(200, status_of(first)) << first;
+  auto begin = Clock::now();
+  ASSERT_TRUE(client.send("POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n01"));
+  bool closed = false;
+  std::string reply = client.read_until_closed(milliseconds(10000), &closed);
+  EXPECT_EQ(408, status_of(reply)) << reply;
+  EXPECT_TRUE(closed);
+  EXPECT_LT(Clock::now() - begin, milliseconds(5000)) << "the idle deadline (20 s) was used";
+}
+
 TEST(HttpLimitsTest, ConnectionCapClosesStalledClientsNotHealthz) {
   HttpServerOptions options;
   options.max_connections = 16;
