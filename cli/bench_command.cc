@@ -11,6 +11,7 @@
 
 #include "bench/cluster_bench.h"
 #include "bench/matcher_bench.h"
+#include "bench/unseen_bench.h"
 #include "cli/commands.h"
 #include "cli/exit.h"
 
@@ -237,12 +238,106 @@ void add_cluster_command(CLI::App& parent) {
   });
 }
 
+void print_unseen_row(const char* kind, const bench::FilterFigures& f, double known_rate) {
+  std::printf("%-8s %6zu %9.0f %8.2f %8.2f %8.2f %6zu %8zu %10zu %6zu %7.2f\n", kind, f.calls,
+              f.per_second, f.p50_ms, f.p99_ms, f.max_ms, f.kept, f.planned, f.unplanned, f.errors,
+              known_rate > 0 ? f.per_second / known_rate : 0.0);
+}
+
+void add_unseen_command(CLI::App& parent) {
+  auto* cmd = parent.add_subcommand(
+      "unseen",
+      "/filter for a pod alloxd has not seen (created on a fake API server and asked at once, or "
+      "asked before the watch can deliver it) against /filter for a known queued pod, in one "
+      "run of the real alloxd; issue 13.");
+  auto o = std::make_shared<bench::UnseenBenchOptions>();
+  auto repeat = std::make_shared<int>(1);
+  cmd->add_option("--nodes", o->nodes, "nodes (one GPU and one CPU bundle each, all busy)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--queued", o->queued, "pods waiting before the measurement")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--rounds", o->rounds, "rounds of one burst per kind")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--burst", o->burst, "/filter calls per kind per round")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--connections", o->connections,
+                  "concurrent callers (kube-scheduler's scheduling loop asks one at a time)")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  cmd->add_option("--rate", o->rate, "calls per second within a burst; 0: as fast as answered")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--repeat", *repeat, "runs (medians reported when more than one)")
+      ->check(CLI::Range(1, 20))
+      ->capture_default_str();
+  cmd->add_option("--alloxd", o->alloxd_binary, "alloxd binary (default: beside allox)");
+  cmd->add_option("--state", o->state_dir, "folder for alloxd's config, store and log")
+      ->capture_default_str();
+  cmd->callback([o, repeat] {
+    if (o->alloxd_binary.empty()) o->alloxd_binary = alloxd_beside_allox();
+    std::printf(
+        "bench unseen: %zu nodes (1 GPU + 1 CPU bundle each, all busy), %zu pods queued, the "
+        "real alloxd (%s) watching a fake API server (ungated pods: the nudge path); %zu "
+        "round(s) of %zu /filter calls per kind naming every node, %zu connection(s), %s; %d "
+        "run(s). Wall-clock figures on a shared machine: under load.\n"
+        "known: a queued pod in the plan; arrival: created on the API server, then asked at "
+        "once; unseen: asked before it is created (before any watch event).\n"
+        "answers: kept = a node kept, planned = \"queued: position\" from a plan that has the "
+        "job, unplanned = from a plan without it (parked until the controller's nudge).\n\n",
+        o->nodes, o->queued, o->alloxd_binary.c_str(), o->rounds, o->burst, o->connections,
+        o->rate > 0 ? (std::to_string(o->rate) + " calls/s").c_str() : "as fast as answered",
+        *repeat);
+    std::vector<bench::UnseenBenchResult> runs;
+    for (int r = 1; r <= *repeat; ++r) {
+      auto result = bench::run_unseen_bench(*o);
+      if (!result.ok()) {
+        std::cerr << "allox bench unseen: " << result.message() << "\n";
+        fail();
+      }
+      std::printf("run %d (%.0f s, %zu queued at the end)\n", r, result->wall_s,
+                  result->queued_at_end);
+      std::printf("%-8s %6s %9s %8s %8s %8s %6s %8s %10s %6s %7s\n", "kind", "calls", "req/s",
+                  "p50 ms", "p99 ms", "max ms", "kept", "planned", "unplanned", "errors", "/known");
+      print_unseen_row("known", result->known, result->known.per_second);
+      print_unseen_row("arrival", result->arrival, result->known.per_second);
+      print_unseen_row("unseen", result->unseen, result->known.per_second);
+      std::fflush(stdout);
+      runs.push_back(*result);
+    }
+    if (runs.size() < 2) return;
+    using F = bench::FilterFigures;
+    auto median = [&](auto kind, auto field) {
+      std::vector<double> values;
+      for (const auto& run : runs) values.push_back(field(kind(run)));
+      return median_of(values);
+    };
+    std::printf("\nmedians of %zu runs\n%-8s %9s %8s %8s %7s\n", runs.size(), "kind", "req/s",
+                "p50 ms", "p99 ms", "/known");
+    const double known_rate = median([](const auto& r) -> const F& { return r.known; },
+                                     [](const F& f) { return f.per_second; });
+    auto line = [&](const char* name, auto kind) {
+      const double rate = median(kind, [](const F& f) { return f.per_second; });
+      std::printf("%-8s %9.0f %8.2f %8.2f %7.2f\n", name, rate,
+                  median(kind, [](const F& f) { return f.p50_ms; }),
+                  median(kind, [](const F& f) { return f.p99_ms; }), rate / known_rate);
+    };
+    line("known", [](const auto& r) -> const F& { return r.known; });
+    line("arrival", [](const auto& r) -> const F& { return r.arrival; });
+    line("unseen", [](const auto& r) -> const F& { return r.unseen; });
+  });
+}
+
 }  // namespace
 
 void add_bench_command(CLI::App& app) {
   auto* bench = app.add_subcommand("bench", "Benchmarks that print a table of measured figures");
   bench->require_subcommand(1);
   add_cluster_command(*bench);
+  add_unseen_command(*bench);
   auto* cmd = bench->add_subcommand(
       "matcher",
       "Matcher solve time and peak memory at the issue-3 sizes, against the naive graph (all J "
