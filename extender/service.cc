@@ -67,6 +67,7 @@ Expected<std::unique_ptr<ExtenderService>> ExtenderService::create(
     });
   }
   VerbOptions verbs;
+  verbs.nudges = cluster;  // the watch and the controller's nudges (verbs.h)
   verbs.first_plan_wait = options.first_plan_wait;
   verbs.watch_wait = cluster ? options.watch_wait : std::chrono::milliseconds(0);  // no watch
   if (s.feed_) {

@@ -41,7 +41,8 @@ struct ServiceOptions {
   // Unix seconds; tests substitute a fake clock.
   std::function<double()> clock;
   // How long a filter for a job the plan has not seen waits for the next round; kube-scheduler's
-  // extender httpTimeout (30 s by default) bounds it from above.
+  // extender httpTimeout (30 s by default) bounds it from above. Only without an API server: with
+  // one, the controller nudges a parked pod when a plan starts it (VerbOptions::nudges).
   std::chrono::milliseconds first_plan_wait{1000};
   // How long a filter waits for the watch when kube-scheduler has seen a freed machine before
   // alloxd did (VerbOptions::watch_wait); 0: never. Only with an API server: without one there is

@@ -88,13 +88,16 @@ FilterResult ExtenderVerbs::filter(const ExtenderArgs& args) {
     result.error = "allox is not ready: its node inventory is not loaded yet";
     return result;
   }
-  auto needed = planner_.register_variant(*variant);
+  // A pod the watch has not delivered yet (VerbOptions::nudges says why this is safe).
+  auto needed = planner_.register_variant(
+      *variant, options_.nudges ? Durability::kWritten : Durability::kSynced);
   if (!needed) {
     result.error = needed.message();
     return result;
   }
   std::shared_ptr<const Plan> plan = planner_.latest_plan();
-  if (plan->version < *needed) {
+  if (!options_.nudges && plan->version < *needed) {
+    if (options_.on_first_plan_wait) options_.on_first_plan_wait();
     plan = planner_.wait_for_plan(*needed,
                                   std::chrono::steady_clock::now() + options_.first_plan_wait);
   }

@@ -2,16 +2,18 @@
 // the confirmation step. The planner (planner.h) decides who runs where; the verbs read its
 // latest plan and the book, and answer kube-scheduler in its terms.
 //
-//   - filter: a pod seen for the first time is registered (persisted) as a variant of its job;
-//     a pod whose job the plan has not seen yet waits (at most `first_plan_wait`) for the next
-//     round. A pod whose job waits also waits (at most `watch_wait`) when alloxd is behind the
-//     cluster: kube-scheduler offers a node whose machine of the pod's device the book still
-//     shows busy (kube-scheduler saw a completion before alloxd's watch did), or the plan is
-//     older than the latest freed machine; the answer then comes from the plan that includes it.
-//     Refusing instead parks the pod in kube-scheduler's back-off (up to 10 s) just before the
-//     plan would start it. A job that starts now gets its planned node, for the planned device's
-//     variant (any offered node with a free machine of that device if the planned one is not
-//     offered or is full); every other node goes to FailedNodes with a reason a person can act on
+//   - filter: a pod seen for the first time is registered (persisted) as a variant of its job.
+//     With a watch that nudges parked pods (VerbOptions::nudges) it is answered at once from the
+//     latest plan; without one, a pod whose job the plan has not seen yet waits (at most
+//     `first_plan_wait`) for the next round. A pod whose job waits also waits (at most
+//     `watch_wait`) when alloxd is behind the cluster: kube-scheduler offers a node whose machine
+//     of the pod's device the book still shows busy (kube-scheduler saw a completion before
+//     alloxd's watch did), or the plan is older than the latest freed machine; the answer then
+//     comes from the plan that includes it. Refusing instead parks the pod in kube-scheduler's
+//     back-off (up to 10 s) just before the plan would start it. A job that starts now gets its
+//     planned node, for the planned device's variant (any offered node with a free machine of that
+//     device if the planned one is not offered or is full); every other node goes to FailedNodes
+//     with a reason a person can act on
 //     ("queued: position 3 of 12, est. start in 540s"), or FailedAndUnresolvableNodes when the
 //     node can never run this variant (no such device there, the job already runs elsewhere,
 //     was removed, or is parked because the policy cannot take it).
@@ -49,9 +51,22 @@
 namespace allox::extender {
 
 struct VerbOptions {
-  // How long a filter for a job the plan has not seen waits for the next round; kube-scheduler's
-  // extender httpTimeout (30 s by default) bounds it from above.
+  // Whether alloxd watches the API server and its controller nudges a parked pod the moment a
+  // plan starts it (controller.h; ExtenderService sets it when there is an API server). Then a
+  // pod kube-scheduler asks about before the watch delivered it is registered as the watch
+  // would register it (Durability::kWritten: the API server holds the pod, a re-list after a
+  // crash brings it back) and answered at once from the latest plan, like a pod the watch
+  // delivered just before: "waiting for allox's next scheduling round" parks it in
+  // kube-scheduler until the nudge, and kube-scheduler's one scheduling loop is never held for
+  // a round (up to a second at 50,000 queued). Without a watch nothing would bring a parked pod
+  // back before kube-scheduler's 5 minutes, so the first filter is synced and waits for the plan
+  // that includes it (first_plan_wait).
+  bool nudges = false;
+  // How long a filter for a job the plan has not seen waits for the next round when nothing
+  // nudges (above); kube-scheduler's extender httpTimeout (30 s by default) bounds it from above.
   std::chrono::milliseconds first_plan_wait{1000};
+  // Runs on the request's thread just before a filter starts waiting for its first plan (tests).
+  std::function<void()> on_first_plan_wait;
   // How long a filter waits for the watch to catch up (above); 0: never. It holds up
   // kube-scheduler's scheduling cycle, so it stays well below a second.
   std::chrono::milliseconds watch_wait{500};
