@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/bench_alloxd.h"
 #include "extender/emulator/alloxd_process.h"
 #include "extender/emulator/fake_api_server.h"
 #include "extender/emulator/replay.h"
@@ -175,18 +176,12 @@ Expected<ClusterBenchResult> run_cluster_bench(const ClusterBenchOptions& option
                                            effective_starvation_bound(options));
       !written)
     return written.error();
-  emulator::AlloxdLaunch launch;
-  launch.binary = options.alloxd_binary;
-  launch.config = base_config;
-  launch.apiserver_url = (*api)->url();
-  launch.apiserver_token = api_options.token;
-  launch.database = std::filesystem::absolute(options.state_dir + "/alloxd.db").string();
-  for (const char* suffix : {"", "-wal", "-shm"})
-    std::filesystem::remove(launch.database + suffix, ec);
-  launch.log = options.state_dir + "/alloxd.log";
-  launch.time_scale = options.speedup;
-  launch.ready_timeout = std::chrono::seconds(120);
-  auto alloxd = emulator::AlloxdProcess::start(launch);
+  auto alloxd = start_bench_alloxd({.binary = options.alloxd_binary,
+                                    .state_dir = options.state_dir,
+                                    .config = base_config,
+                                    .apiserver_url = (*api)->url(),
+                                    .apiserver_token = api_options.token,
+                                    .time_scale = options.speedup});
   if (!alloxd) return alloxd.error();
   for (auto& e : replay.scheduler.extenders) e.url_prefix = (*alloxd)->url();
 

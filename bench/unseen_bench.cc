@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/bench_alloxd.h"
 #include "extender/emulator/alloxd_process.h"
 #include "extender/emulator/extender_client.h"
 #include "extender/emulator/fake_api_server.h"
@@ -134,17 +135,11 @@ Expected<UnseenBenchResult> run_unseen_bench(const UnseenBenchOptions& options) 
   std::filesystem::create_directories(options.state_dir, ec);
   const std::string base_config = options.state_dir + "/base.yaml";
   if (Status written = write_alloxd_config(base_config); !written) return written.error();
-  emulator::AlloxdLaunch launch;
-  launch.binary = options.alloxd_binary;
-  launch.config = base_config;
-  launch.apiserver_url = (*api)->url();
-  launch.apiserver_token = api_options.token;
-  launch.database = std::filesystem::absolute(options.state_dir + "/alloxd.db").string();
-  for (const char* suffix : {"", "-wal", "-shm"})
-    std::filesystem::remove(launch.database + suffix, ec);
-  launch.log = options.state_dir + "/alloxd.log";
-  launch.ready_timeout = std::chrono::seconds(120);
-  auto alloxd = emulator::AlloxdProcess::start(launch);
+  auto alloxd = start_bench_alloxd({.binary = options.alloxd_binary,
+                                    .state_dir = options.state_dir,
+                                    .config = base_config,
+                                    .apiserver_url = (*api)->url(),
+                                    .apiserver_token = api_options.token});
   if (!alloxd) return alloxd.error();
   const std::string url = (*alloxd)->url();
 
