@@ -61,4 +61,36 @@ std::vector<std::string> kept_of_sent(const extender::NodeNameList& kept,
   return out;
 }
 
+Expected<std::vector<std::string>> filter_kept(const extender::FilterResult& answer,
+                                               bool node_cache_capable,
+                                               const std::vector<std::string>& sent,
+                                               std::string_view extender_url) {
+  if (node_cache_capable && answer.node_names) {
+    std::vector<std::string> kept = kept_of_sent(*answer.node_names, sent);
+    if (kept.size() == answer.node_names->size()) return kept;
+    for (std::size_t i = 0, k = 0; i < answer.node_names->size(); ++i) {
+      const std::string_view name = (*answer.node_names)[i];
+      if (k < kept.size() && kept[k] == name) {
+        ++k;
+        continue;
+      }
+      return Error{"extender \"" + std::string(extender_url) + "\" claims a filtered node \"" +
+                   std::string(name) + "\" which is not found in the input node list"};
+    }
+    return kept;
+  }
+  extender::NodeNameList named;
+  if (answer.node_objects) {
+    for (const json& node : *answer.node_objects) {
+      const json* metadata = node.is_object() ? extender::find_key(node, "metadata") : nullptr;
+      const json* name = metadata != nullptr && metadata->is_object()
+                             ? extender::find_key(*metadata, "name")
+                             : nullptr;
+      named.push_back(name != nullptr && name->is_string() ? name->get_ref<const std::string&>()
+                                                           : std::string());
+    }
+  }
+  return kept_of_sent(named, sent);
+}
+
 }  // namespace allox::emulator

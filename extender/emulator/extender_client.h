@@ -39,4 +39,17 @@ Expected<extender::FilterResult> post_filter(extender::ExtenderClient& client,
 std::vector<std::string> kept_of_sent(const extender::NodeNameList& kept,
                                       const std::vector<std::string>& sent);
 
+// The feasible list an extender's /filter answer leaves, as HTTPExtender.Filter reads it: with a
+// nodeCacheCapable extender its NodeNames when they are not null, else the names of its Nodes'
+// items, else none. Nothing else decides it: a sent node the answer neither keeps nor names in a
+// failed map is dropped without a status (findNodesThatPassExtenders). A nodeCacheCapable
+// answer naming a node that was not sent is an Error, v1.28's text: `extender "URL" claims a
+// filtered node "X" which is not found in the input node list`. Nodes items the emulator did
+// not send are dropped (v1.28 would take the extender's objects as they are; the emulator only
+// knows its snapshot's nodes). In the answer's order.
+Expected<std::vector<std::string>> filter_kept(const extender::FilterResult& answer,
+                                               bool node_cache_capable,
+                                               const std::vector<std::string>& sent,
+                                               std::string_view extender_url);
+
 }  // namespace allox::emulator

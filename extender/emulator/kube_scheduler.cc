@@ -480,21 +480,21 @@ struct KubeScheduler::Impl {
         stats.filter_nodes.push_back(feasible.size());
       }
       std::string fault = answer ? answer->error : answer.message();
+      // The new feasible list is what the answer keeps, nothing else (HTTPExtender.Filter); a
+      // node it leaves out and names in neither failed map is dropped with no status.
+      Expected<std::vector<std::string>> kept =
+          fault.empty() ? filter_kept(*answer, e.node_cache_capable, feasible, e.url_prefix)
+                        : Expected<std::vector<std::string>>(std::vector<std::string>{});
+      if (fault.empty() && !kept) fault = kept.message();
       if (!fault.empty()) {
         if (e.ignorable) continue;
         error = "extender " + e.url_prefix + " /" + e.filter_verb + ": " + fault;
         return false;
       }
-      extender::NodeNameList kept;
-      if (answer->node_names) {
-        kept = std::move(*answer->node_names);
-      } else if (answer->node_objects) {
-        for (const json& n : *answer->node_objects)
-          kept.push_back(text(field(n, "metadata"), "name"));
-      }
+      // The failed maps only feed the diagnosis, read when no node is left (the FitError and
+      // preemption's choice of nodes).
       d.add_extender_failures(answer->failed_nodes, answer->failed_and_unresolvable_nodes);
-      // Only nodes that were sent can stay (an extender cannot add nodes).
-      feasible = kept_of_sent(kept, feasible);
+      feasible = std::move(*kept);
     }
     return true;
   }

@@ -160,5 +160,36 @@ TEST(EmulatorExtenderClientTest, OnlyNodesThatWereSentAreKeptInTheAnswersOrder) 
   EXPECT_TRUE(kept_of_sent(extender::NodeNameList{}, sent).empty());
 }
 
+TEST(EmulatorExtenderClientTest, TheKeptNodesAreReadAsHttpExtenderFilterReadsThem) {
+  const std::vector<std::string> sent = {"n1", "n2", "n3"};
+  auto names = [](std::initializer_list<std::string_view> list) {
+    extender::FilterResult answer;
+    answer.node_names = extender::NodeNameList(list);
+    return answer;
+  };
+  auto objects = [](std::initializer_list<const char*> list) {
+    extender::FilterResult answer;
+    answer.node_objects.emplace();
+    for (const char* name : list) answer.node_objects->push_back({{"metadata", {{"name", name}}}});
+    return answer;
+  };
+  // nodeCacheCapable: NodeNames, in the answer's order; the unnamed n3 is simply not kept.
+  auto kept = filter_kept(names({"n2", "n1"}), true, sent, "http://x");
+  ASSERT_TRUE(kept.ok()) << kept.message();
+  EXPECT_EQ((std::vector<std::string>{"n2", "n1"}), *kept);
+  auto ghost = filter_kept(names({"n1", "ghost"}), true, sent, "http://x");
+  ASSERT_FALSE(ghost.ok());
+  EXPECT_EQ(
+      "extender \"http://x\" claims a filtered node \"ghost\" which is not found in the input "
+      "node list",
+      ghost.message());
+  // NodeNames null: Nodes are read even from a nodeCacheCapable extender.
+  EXPECT_EQ(std::vector<std::string>{"n3"}, *filter_kept(objects({"n3"}), true, sent, "u"));
+  // Not nodeCacheCapable: only Nodes count.
+  EXPECT_TRUE(filter_kept(names({"n1"}), false, sent, "u")->empty());
+  EXPECT_EQ(std::vector<std::string>{"n2"}, *filter_kept(objects({"n2", "x"}), false, sent, "u"));
+  EXPECT_TRUE(filter_kept(extender::FilterResult{}, true, sent, "u")->empty());
+}
+
 }  // namespace
 }  // namespace allox::emulator

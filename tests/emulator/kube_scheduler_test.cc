@@ -330,6 +330,96 @@ TEST_F(KubeSchedulerTest, PrioritizeIsSkippedWhenOneNodeIsLeft) {
   EXPECT_EQ(2u, prioritized.front().body["NodeNames"].size());
 }
 
+// findNodesThatPassExtenders (v1.28): the extender's NodeNames become the feasible list; a sent
+// node the answer neither keeps nor names in a failed map is simply dropped, with no status.
+TEST_F(KubeSchedulerTest, AnAnswerNamingOnlyTheKeptNodeBindsThereAndDropsTheRest) {
+  add_node("node-a", "1");
+  add_node("node-b", "1");
+  add_node("node-c", "1");
+  extender.set([](const std::string& verb, const json&) -> std::optional<json> {
+    if (verb != "filter") return std::nullopt;
+    return json{{"Nodes", nullptr},
+                {"NodeNames", {"node-b"}},
+                {"FailedNodes", nullptr},
+                {"FailedAndUnresolvableNodes", nullptr},
+                {"Error", ""}};
+  });
+  start();
+  create(gpu_pod("g"));
+  ASSERT_TRUE(eventually([&] { return node_of("g") == "node-b"; }));
+  EXPECT_EQ(3u, extender.calls("filter").front().body["NodeNames"].size());
+  EXPECT_EQ(0u, extender.calls("prioritize").size()) << "one node left: not prioritized";
+  EXPECT_EQ(0, count(SchedulerEvent::Kind::kUnschedulable));
+}
+
+// ...and when no node is left, only the nodes the answer named count in the FitError: node-b
+// and node-c have no status (and so stay preemption candidates), as in v1.28.
+TEST_F(KubeSchedulerTest, AFitErrorCountsOnlyTheNodesTheAnswerNamed) {
+  add_node("node-a", "1");
+  add_node("node-b", "1");
+  add_node("node-c", "1");
+  extender.set([](const std::string& verb, const json&) -> std::optional<json> {
+    if (verb != "filter") return std::nullopt;
+    return json{{"Nodes", nullptr},
+                {"NodeNames", json::array()},
+                {"FailedNodes", {{"node-a", "queued: position 1 of 1"}}},
+                {"FailedAndUnresolvableNodes", nullptr},
+                {"Error", ""}};
+  });
+  start();
+  create(gpu_pod("g"));
+  ASSERT_TRUE(eventually([&] { return count(SchedulerEvent::Kind::kUnschedulable) > 0; }));
+  EXPECT_EQ(1, count(SchedulerEvent::Kind::kUnschedulable,
+                     "0/3 nodes are available: 1 queued: position 1 of 1. preemption: 0/3 nodes "
+                     "are available: 3 No preemption victims found for incoming pod.."));
+}
+
+// HTTPExtender.Filter: a nodeCacheCapable extender keeping a node it was not sent is an error
+// (not a silently smaller list); the pod goes back to the queue with it.
+TEST_F(KubeSchedulerTest, ANodeCacheAnswerKeepingANodeNotSentIsAnExtenderError) {
+  add_node("node-a", "1");
+  extender.set([](const std::string& verb, const json&) -> std::optional<json> {
+    if (verb != "filter") return std::nullopt;
+    return json{{"Nodes", nullptr},
+                {"NodeNames", {"node-a", "ghost"}},
+                {"FailedNodes", nullptr},
+                {"FailedAndUnresolvableNodes", nullptr},
+                {"Error", ""}};
+  });
+  start();
+  create(gpu_pod("g"));
+  ASSERT_TRUE(eventually([&] { return count(SchedulerEvent::Kind::kError) > 0; }));
+  const std::string want = "extender \"" + extender.url() +
+                           "\" claims a filtered node \"ghost\" which is not found in the input "
+                           "node list";
+  {
+    std::lock_guard lock(events_mu);
+    for (const SchedulerEvent& e : events) {
+      if (e.kind == SchedulerEvent::Kind::kError) {
+        EXPECT_NE(std::string::npos, e.message.find(want)) << e.message;
+      }
+    }
+  }
+  EXPECT_EQ("", node_of("g"));
+}
+
+// Without nodeCacheCapable only `Nodes` counts (v1.28 reads NodeNames only from a
+// nodeCacheCapable extender): an answer with NodeNames alone keeps no node.
+TEST_F(KubeSchedulerTest, WithoutNodeCacheAnAnswerOfNodeNamesAloneKeepsNoNode) {
+  add_node("node-a", "1");
+  SchedulerConfiguration config;
+  config.scheduler_names = {"allox-scheduler"};
+  config.extenders = {stanza(/*node_cache=*/false)};
+  extender.set([](const std::string& verb, const json&) -> std::optional<json> {
+    if (verb != "filter") return std::nullopt;
+    return json{{"Nodes", nullptr}, {"NodeNames", {"node-a"}}, {"FailedNodes", nullptr}};
+  });
+  start(config);
+  create(gpu_pod("g"));
+  ASSERT_TRUE(eventually([&] { return count(SchedulerEvent::Kind::kUnschedulable) > 0; }));
+  EXPECT_EQ("", node_of("g"));
+}
+
 TEST_F(SteppedSchedulerTest, ARejectedPodIsParkedUntilItsOwnUpdate) {
   add_node("node-a", "2");
   std::atomic<bool> admit{false};
