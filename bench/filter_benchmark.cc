@@ -6,9 +6,10 @@
 //   build/bench/filter_benchmark [--benchmark_repetitions=3]
 //
 // Set-up: N nodes of one GPU, a store in a scratch directory, policy fifo, one GPU job whose
-// plan starts it now: the answer keeps its planned node and fails the other N - 1 with one
-// shared reason (the shape of a queued pod's answer, which fails all N). The body is a pod as a
-// real kube-scheduler v1.28 sends it (managedFields included) with N NodeNames.
+// plan starts it now: the answer is its planned node alone (kube-scheduler reads reasons only
+// when no node is left; a queued pod's answer names all N with a reason, BM_ParseFilterResult).
+// The body is a pod as a real kube-scheduler v1.28 sends it (managedFields included) with N
+// NodeNames.
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
@@ -99,7 +100,9 @@ struct Cluster {
     pod["metadata"]["uid"] = "uid-bench";
     body = json{{"Pod", pod}, {"Nodes", nullptr}, {"NodeNames", names}}.dump();
     HttpReply first = handle("/filter");  // registers the job and waits for its plan
-    if (first.status != 200 || first.body.find("allox placed job") == std::string::npos) {
+    auto answer = parse_filter_result(first.body);
+    if (first.status != 200 || !answer || !answer->node_names || answer->node_names->size() != 1 ||
+        !answer->failed_nodes.empty()) {
       std::fprintf(stderr, "filter_benchmark: unexpected answer %d %.200s\n", first.status,
                    first.body.c_str());
       std::exit(1);
@@ -179,9 +182,9 @@ void report_quantiles(benchmark::State& state, std::vector<double> ms) {
 // Wall time of one /filter round trip over HTTP (loopback, a kept-alive connection) through the
 // real server and the emulated kube-scheduler's extender client (extender/emulator/
 // extender_client.h): the body rendered from the pod and the node names, posted, the answer read
-// in one pass, the kept nodes checked against those sent and every FailedNodes entry taken into
-// a diagnosis as kube-scheduler does. This is what `allox bench cluster` times as /filter, minus
-// the load of everything else. p50 and p99 of the iterations are counters (ms).
+// in one pass and its kept nodes checked against those sent as kube-scheduler does. This is what
+// `allox bench cluster` times as /filter, minus the load of everything else. p50 and p99 of the
+// iterations are counters (ms).
 void BM_FilterHttp(benchmark::State& state) {
   Cluster cluster(static_cast<int>(state.range(0)));
   auto server = serve(cluster, state);
@@ -200,7 +203,11 @@ void BM_FilterHttp(benchmark::State& state) {
       state.SkipWithError(answer.message().c_str());
       return;
     }
-    std::vector<std::string> kept = emulator::kept_of_sent(*answer->node_names, names);
+    auto kept = emulator::filter_kept(*answer, true, names, server->url());
+    if (!kept || kept->size() != 1) {
+      state.SkipWithError(kept ? "not one node kept" : kept.message().c_str());
+      return;
+    }
     failed = answer->failed_nodes.size();
     ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin)
                      .count());
@@ -244,10 +251,17 @@ void BM_FilterHttpDomClient(benchmark::State& state) {
   state.counters["failed_nodes"] = static_cast<double>(failed);
 }
 
-// Reading a 5,000-node answer alone (the reply alloxd sends to the emulator), CPU time.
+// Reading a 5,000-node answer alone, CPU time: a queued pod's, every node in FailedNodes with one
+// shared reason, as alloxd renders it (a pod that passes gets its node alone).
 void BM_ParseFilterResult(benchmark::State& state) {
-  Cluster cluster(static_cast<int>(state.range(0)));
-  const std::string reply = cluster.handle("/filter").body;
+  FilterResult queued;
+  queued.node_names.emplace();
+  const auto why =
+      queued.failed_nodes.reason("queued: position 1234 of 45000, est. start in 5600s");
+  for (int i = 0; i < state.range(0); ++i) {
+    queued.failed_nodes.add("node-" + std::to_string(i), why);
+  }
+  const std::string reply = render(queued);
   for (auto _ : state) {
     auto read = parse_filter_result(reply);
     benchmark::DoNotOptimize(read);

@@ -20,9 +20,12 @@ struct Behind {
   std::vector<std::string_view> busy;  // offered nodes of the variant's device the book shows full
 };
 
-// One capacity lookup per offered node. `offered` views names that outlive the call.
+// At most one capacity lookup per offered node, and one in all when the job starts now on its
+// planned node. `offered` outlives the call (busy views it); `skip(node)`: a node left out
+// (vain_wait_cooldown).
+template <typename Skip>
 Behind behind(const JobBook& book, const Plan& plan, const JobVariant& variant,
-              const std::vector<std::string_view>& offered, std::uint64_t freed_version) {
+              const NodeNameList& offered, const Skip& skip, std::uint64_t freed_version) {
   Behind out;
   const BookJob* job = book.job(variant.job_id);
   if (job == nullptr || job->record.phase != JobPhase::kQueued || job->intent ||
@@ -35,7 +38,16 @@ Behind behind(const JobBook& book, const Plan& plan, const JobVariant& variant,
     return out;  // another variant of it starts
   }
   const bool starts = start != plan.starts.end();
+  if (starts) {
+    // The usual case: it starts now on its planned node, offered with a free machine.
+    const std::string& planned = start->second.node;
+    if (!skip(planned) && offered.contains(planned) &&
+        book.capacity(planned, variant.device).free > 0) {
+      return out;
+    }
+  }
   for (std::string_view node : offered) {
+    if (skip(node)) continue;
     NodeCapacity capacity = book.capacity(node, variant.device);
     if (starts && capacity.free > 0) return Behind{};  // it starts here now
     if (capacity.total > 0 && capacity.free == 0) out.busy.push_back(node);
@@ -154,29 +166,46 @@ FilterResult ExtenderVerbs::filter(const ExtenderArgs& args) {
       wait_reason = "queued: waiting for allox's next scheduling round";
     }
 
-    // Nodes that may take the job now: the planned one, or, when kube-scheduler did not offer
-    // it or it is full, any offered node with a free machine of the planned device (which is the
-    // variant's: a start on another device left `start` null). Decided in the loop below, from
-    // the one capacity lookup each node gets.
-    const bool any_free_node =
-        start != nullptr && never.empty() &&
-        !(candidates.contains(start->node) && book.capacity(start->node, start->device).free > 0);
-    auto admitted = [&](std::string_view node, const NodeCapacity& capacity) {
-      return start != nullptr && (any_free_node ? capacity.free > 0 : node == start->node);
+    // The job starts now on the planned node, or, when kube-scheduler did not offer it or it is
+    // full, on any offered node with a free machine of the planned device (which is the
+    // variant's: a start on another device left `start` null). Only those nodes are answered:
+    // kube-scheduler takes NodeNames as its new feasible list and reads the failed maps only to
+    // explain a pod that fits nowhere (findNodesThatPassExtenders), so reasons for the other
+    // 4,999 nodes would be rendered and parsed for nobody.
+    auto keep = [&](std::size_t i) {
+      result.node_names->push_back(candidates[i]);
+      if (args.node_objects) result.node_objects->push_back((*args.node_objects)[i]);
     };
+    if (start != nullptr && never.empty()) {
+      // The usual case costs one scan of the names and one capacity lookup.
+      for (std::size_t i = 0; i < candidates.size(); ++i) {
+        if (candidates[i] != start->node) continue;
+        if (book.capacity(start->node, start->device).free > 0) {
+          keep(i);
+          return;
+        }
+        break;
+      }
+      for (std::size_t i = 0; i < candidates.size(); ++i) {
+        const std::optional<NodeCapacity> found = book.find_capacity(candidates[i], start->device);
+        if (found && found->free > 0) keep(i);
+      }
+      if (!result.node_names->empty()) return;
+    }
 
-    // Each answer has a handful of reasons, stored once and shared by the nodes they apply to.
+    // No node passes: every node gets its reason, which kube-scheduler's FitError shows
+    // (`kubectl describe pod`) and FailedAndUnresolvableNodes keeps preemption off. A handful
+    // of reasons per answer, stored once and shared by the nodes they apply to.
     using Reason = NodeReasons::Reason;
     NodeReasons& failed = result.failed_nodes;
     NodeReasons& unresolvable = result.failed_and_unresolvable_nodes;
-    std::optional<Reason> no_capacity, never_here, waiting, placed;
+    std::optional<Reason> no_capacity, never_here, waiting;
     std::map<int, Reason> insufficient;  // by the node's total machines
     auto once = [](std::optional<Reason>& reason, NodeReasons& in, auto text) {
       if (!reason) reason = in.reason(text());
       return *reason;
     };
-    for (std::size_t i = 0; i < candidates.size(); ++i) {
-      const std::string_view node = candidates[i];
+    for (const std::string_view node : candidates) {
       const std::optional<NodeCapacity> found = book.find_capacity(node, variant->device);
       const NodeCapacity capacity = found.value_or(NodeCapacity{});
       if (!found) {
@@ -187,12 +216,10 @@ FilterResult ExtenderVerbs::filter(const ExtenderArgs& args) {
                                     [&] { return "node has no " + resource + " capacity"; }));
       } else if (!never.empty()) {
         unresolvable.add(node, once(never_here, unresolvable, [&] { return never; }));
-      } else if (admitted(node, capacity)) {
-        result.node_names->push_back(node);
-        if (args.node_objects) result.node_objects->push_back((*args.node_objects)[i]);
       } else if (start == nullptr) {
         failed.add(node, once(waiting, failed, [&] { return wait_reason; }));
-      } else if (capacity.free == 0) {
+      } else {
+        // The job starts now, but no offered node of its device has a free machine.
         auto it = insufficient.find(capacity.total);
         if (it == insufficient.end()) {
           it = insufficient
@@ -202,9 +229,6 @@ FilterResult ExtenderVerbs::filter(const ExtenderArgs& args) {
                    .first;
         }
         failed.add(node, it->second);
-      } else {
-        failed.add(node, once(placed, failed,
-                              [&] { return "allox placed job " + id + " on " + start->node; }));
       }
     }
   });
@@ -216,12 +240,10 @@ std::shared_ptr<const Plan> ExtenderVerbs::wait_for_watch(const JobVariant& vari
                                                           std::shared_ptr<const Plan> plan) {
   if (options_.watch_wait.count() <= 0) return plan;
   using Clock = std::chrono::steady_clock;
-  // Views into the request's names: one allocation, not one per node.
-  const NodeNameList& candidates = args.candidates();
-  std::vector<std::string_view> offered;
-  offered.reserve(candidates.size());
-  for (std::string_view node : candidates) offered.push_back(node);
-  // Offered nodes a recent wait found busy to the end are left out (vain_wait_cooldown).
+  // Offered nodes a recent wait found busy to the end are left out (vain_wait_cooldown): a copy
+  // of the few such names, none (and no allocation) in the usual case; the offered names are
+  // read where the request holds them.
+  std::vector<std::string> vain;
   {
     std::lock_guard lock(vain_mu_);
     const auto now = Clock::now();
@@ -229,24 +251,29 @@ std::shared_ptr<const Plan> ExtenderVerbs::wait_for_watch(const JobVariant& vari
       std::erase_if(device->second, [&](const auto& entry) { return entry.second <= now; });
       device = device->second.empty() ? vain_until_.erase(device) : std::next(device);
     }
-    if (auto vain = vain_until_.find(variant.device); vain != vain_until_.end()) {
-      std::erase_if(offered, [&](std::string_view node) { return vain->second.count(node) > 0; });
+    if (auto found = vain_until_.find(variant.device); found != vain_until_.end()) {
+      vain.reserve(found->second.size());
+      for (const auto& entry : found->second) vain.push_back(entry.first);  // in order
     }
   }
+  auto skip = [&vain](std::string_view node) {
+    return !vain.empty() && std::binary_search(vain.begin(), vain.end(), node, std::less<>());
+  };
+  const NodeNameList& offered = args.candidates();
   const auto deadline = Clock::now() + options_.watch_wait;
   bool waited = false;
   while (true) {
     Behind lag = planner_.read([&](const JobBook& book) {
       // freed_version() is an atomic written under the book's lock: read with the book it fits.
-      return behind(book, *plan, variant, offered, planner_.freed_version());
+      return behind(book, *plan, variant, offered, skip, planner_.freed_version());
     });
     if (lag.version == 0) return plan;
     if (Clock::now() >= deadline) {
       if (!waited) return plan;
       std::lock_guard lock(vain_mu_);
-      auto& vain = vain_until_[variant.device];
+      auto& cooling = vain_until_[variant.device];
       for (std::string_view node : lag.busy) {
-        vain.insert_or_assign(std::string(node), Clock::now() + options_.vain_wait_cooldown);
+        cooling.insert_or_assign(std::string(node), Clock::now() + options_.vain_wait_cooldown);
       }
       return plan;
     }

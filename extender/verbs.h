@@ -12,11 +12,17 @@
 //     comes from the plan that includes it. Refusing instead parks the pod in kube-scheduler's
 //     back-off (up to 10 s) just before the plan would start it. A job that starts now gets its
 //     planned node, for the planned device's variant (any offered node with a free machine of that
-//     device if the planned one is not offered or is full); every other node goes to FailedNodes
-//     with a reason a person can act on
-//     ("queued: position 3 of 12, est. start in 540s"), or FailedAndUnresolvableNodes when the
-//     node can never run this variant (no such device there, the job already runs elsewhere,
-//     was removed, or is parked because the policy cannot take it).
+//     device if the planned one is not offered or is full), and the answer is only that:
+//     NodeNames (and Nodes when full objects were sent), both failed maps null. kube-scheduler
+//     v1.28 takes NodeNames as its feasible list and reads the failed maps only when no node is
+//     left (findNodesThatPassExtenders), so reasons for the other nodes would be read by nobody;
+//     with the planned node offered and free, the answer costs one capacity lookup, not one per
+//     offered node. When no offered node passes, every one of them gets its reason, which the
+//     pod's FitError shows: FailedNodes with a reason a person can act on ("queued: position 3 of
+//     12, est. start in 540s", "insufficient free nvidia.com/gpu (0 of 8 free)"), or
+//     FailedAndUnresolvableNodes when the node can never run this variant (no such device there,
+//     the job already runs elsewhere, was removed, or is parked because the policy cannot take
+//     it), which also keeps kube-scheduler's preemption off that node.
 //   - prioritize: the planned node scores kMaxExtenderPriority, every other node 0.
 //   - bind: concurrent binds are checked one at a time and then run side by side; refuses a
 //     second variant of a job (or a second bind of it in flight), a node without a free machine

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <map>
 #include <set>
@@ -79,35 +80,47 @@ class KubeSchedulerVerbsTest : public ::testing::Test {
       make_pod("ml-team-a", "resnet-train-0", "nvidia.com/gpu", {{"allox.io/time.gpu", "3600"}});
 };
 
-TEST_F(KubeSchedulerVerbsTest, FilterKeepsOnlyNodesWithAFreeGpuAndSaysWhyForEveryOther) {
+TEST_F(KubeSchedulerVerbsTest, FilterKeepsOnlyNodesWithAFreeGpuAndNamesNoOther) {
   FilterResult result = service_->filter(args_for(pod_, offered_));
   ASSERT_EQ("", result.error);
   ASSERT_TRUE(result.node_names.has_value());
+  // The job starts now: kept exactly where a GPU is free (one node here), on no node without one,
+  // and nothing else is answered (kube-scheduler reads reasons only when no node is left).
+  ASSERT_EQ(1u, result.node_names->size());
+  const std::string kept(result.node_names->front());
+  EXPECT_NE(offered_.end(), std::find(offered_.begin(), offered_.end(), kept)) << kept;
+  EXPECT_GT(free_gpus(kept), 0) << kept;
+  EXPECT_TRUE(result.failed_nodes.empty()) << render(result);
+  EXPECT_TRUE(result.failed_and_unresolvable_nodes.empty()) << render(result);
+}
+
+TEST_F(KubeSchedulerVerbsTest, FilterOfferedNoFreeGpuSaysWhyForEveryNode) {
+  std::vector<std::string> offered;
+  for (const std::string& node : offered_) {
+    if (free_gpus(node) == 0) offered.push_back(node);
+  }
+  FilterResult result = service_->filter(args_for(pod_, offered));
+  ASSERT_EQ("", result.error);
+  EXPECT_TRUE(result.node_names->empty());
   // Every offered node is answered exactly once.
   std::map<std::string, int> answered;
-  for (std::string_view node : *result.node_names) ++answered[std::string(node)];
   for (const auto& entry : result.failed_nodes) ++answered[std::string(entry.node)];
   for (const auto& entry : result.failed_and_unresolvable_nodes) {
     ++answered[std::string(entry.node)];
   }
-  for (const std::string& node : offered_) EXPECT_EQ(1, answered[node]) << node;
-  EXPECT_EQ(offered_.size(), answered.size());
-  // The job starts now: kept exactly where a GPU is free (one node here), on no node without one.
-  for (std::string_view node : *result.node_names)
-    EXPECT_GT(free_gpus(std::string(node)), 0) << node;
-  EXPECT_EQ(1u, result.node_names->size());
+  for (const std::string& node : offered) EXPECT_EQ(1, answered[node]) << node;
+  EXPECT_EQ(offered.size(), answered.size());
   // A full GPU node may free up (resolvable) and its reason names what is missing; a node with
   // no GPU at all never can (unresolvable).
-  for (const std::string& node : offered_) {
-    if (gpus_.at(node) > 0 && free_gpus(node) == 0) {
+  for (const std::string& node : offered) {
+    if (gpus_.at(node) > 0) {
       ASSERT_TRUE(result.failed_nodes.contains(node)) << node;
       EXPECT_NE(std::string::npos, result.failed_nodes.at(node).find("nvidia.com/gpu"))
           << result.failed_nodes.at(node);
       EXPECT_NE(std::string::npos,
                 result.failed_nodes.at(node).find("0 of " + std::to_string(gpus_.at(node))))
           << result.failed_nodes.at(node);
-    }
-    if (gpus_.at(node) == 0) {
+    } else {
       ASSERT_TRUE(result.failed_and_unresolvable_nodes.contains(node)) << node;
       EXPECT_NE(std::string::npos,
                 result.failed_and_unresolvable_nodes.at(node).find("nvidia.com/gpu"));
