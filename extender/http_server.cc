@@ -12,6 +12,7 @@
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <charconv>
 #include <condition_variable>
 #include <list>
 #include <mutex>
@@ -94,7 +95,7 @@ struct Shared {
 
   struct Connection {
     virtual ~Connection() = default;
-    // Posts a close to the connection's strand unless it is answering a request by then.
+    // Posts a close to the connection's thread unless it is answering a request by then.
     virtual void close_unless_busy() = 0;
     std::atomic<bool> busy{false};    // a complete request is being answered
     std::atomic<bool> served{false};  // at least one reply was sent
@@ -150,8 +151,24 @@ struct Shared {
 
 using Parser = http::request_parser<http::string_body>;
 
-// One connection: read a request under the limits, answer it, repeat while kept alive. All of
-// its handlers run on its strand.
+// Room to read into while a request's header arrives: a request line, its headers and a small
+// body (a /filter at 100 NodeNames is about 1.6 KB) in one read. Kept by an idle connection.
+constexpr std::size_t kHeaderReadSize = 4096;
+constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+
+void append_number(std::string& out, std::size_t n) {
+  char digits[24];
+  auto end = std::to_chars(std::begin(digits), std::end(digits), n).ptr;
+  out.append(digits, end);
+}
+
+// One connection: read a request under the limits, answer it, repeat while kept alive. It is
+// owned by one I/O thread (its io_context has no other), so its handlers never run at once and
+// need no strand; other threads reach it only by posting to its executor.
+//
+// Per request: one read that usually holds the whole request (parsed in place, no second read
+// or epoll round trip to learn that the header is done), the handler, and one gather write of
+// the status line and headers (a reused string) with the handler's body, not copied.
 template <class Stream>
 class Session : public Shared::Connection, public std::enable_shared_from_this<Session<Stream>> {
  public:
@@ -167,6 +184,8 @@ class Session : public Shared::Connection, public std::enable_shared_from_this<S
   void start() {
     self_in_list_ = shared_->add(this->weak_from_this());
     registered_ = true;
+    // Accepted just as the server stopped: stop_accepting() did not see it in the list.
+    if (shared_->is_draining()) return close();
     if constexpr (kTls) {
       arm(shared_->options.read_timeout);
       stream_.async_handshake(asio::ssl::stream_base::server,
@@ -220,77 +239,100 @@ class Session : public Shared::Connection, public std::enable_shared_from_this<S
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(shared_->options.max_header_bytes));
     parser_->body_limit(shared_->options.max_body_bytes);
-    const bool first = requests_ == 0;
-    // A plain connection waits for the first byte of its next request under the idle timeout
-    // (read timeout for a new connection); TLS may hold decrypted bytes the socket cannot see,
-    // so it reads right away under the idle timeout.
-    if (kTls || buffer_.size() > 0) {
-      arm(first || buffer_.size() > 0 ? shared_->options.read_timeout
-                                      : shared_->options.idle_timeout);
-      return read_header();
+    parser_->eager(false);  // stop after the header: on_header() looks at it before the body
+    header_checked_ = false;
+    // Bytes of this request already read (pipelined after the last one): its read deadline
+    // runs. Otherwise the connection waits for its first byte under the idle timeout (the read
+    // timeout for a new connection), and the read deadline starts with that byte.
+    started_ = buffer_.size() > 0;
+    if (started_) {
+      arm(shared_->options.read_timeout);
+      return parse();
     }
-    arm(first ? shared_->options.read_timeout : shared_->options.idle_timeout);
-    socket().async_wait(tcp::socket::wait_read, [self = this->shared_from_this()](error_code ec) {
-      if (self->closed_) return;
-      if (ec) return self->close();  // idle timeout, or the server is closing it
-      self->arm(self->shared_->options.read_timeout);
-      self->read_header();
-    });
+    arm(requests_ == 0 ? shared_->options.read_timeout : shared_->options.idle_timeout);
+    read_more();
   }
 
-  void read_header() {
-    http::async_read_header(
-        stream_, buffer_, *parser_,
-        [self = this->shared_from_this()](error_code ec, std::size_t) { self->on_header(ec); });
+  void read_more() {
+    // While the body arrives, room for big reads (up to kBodyReadSize at a time); a small body
+    // gets only its own size: reserving 64 KB for each request and giving it back had glibc
+    // trim and re-grow its heap (madvise, page faults) on every kept-alive request.
+    std::size_t room = std::max(kHeaderReadSize, buffer_.capacity() - buffer_.size());
+    if (parser_->is_header_done()) {
+      const auto length = parser_->content_length();
+      room = std::max(
+          room, length ? static_cast<std::size_t>(std::min<std::uint64_t>(*length, kBodyReadSize))
+                       : kBodyReadSize);
+    }
+    room = std::min(room, buffer_.max_size() - buffer_.size());
+    if (room == 0) return fail(http::error::buffer_overflow);
+    stream_.async_read_some(buffer_.prepare(room),
+                            [self = this->shared_from_this()](error_code ec, std::size_t bytes) {
+                              self->buffer_.commit(bytes);
+                              self->on_read(ec);
+                            });
   }
 
-  void on_header(error_code ec) {
+  void on_read(error_code ec) {
     if (closed_) return;
+    if (ec == asio::error::eof) {
+      // The client closed: a request cut short is partial_message, none at all end_of_stream.
+      ec = http::error::end_of_stream;
+      if (parser_->got_some()) parser_->put_eof(ec);
+      if (!ec && parser_->is_done()) return on_request();
+    }
     if (ec) return fail(ec);
+    if (!started_) {
+      started_ = true;
+      arm(shared_->options.read_timeout);
+    }
+    parse();
+  }
+
+  // Feeds what was read to the parser, which moves body bytes out of the buffer as it goes.
+  void parse() {
+    while (buffer_.size() > 0 && !parser_->is_done()) {
+      error_code ec;
+      const std::size_t used = parser_->put(buffer_.data(), ec);
+      buffer_.consume(used);
+      if (ec == http::error::need_more) break;
+      if (ec) return fail(ec);
+      if (parser_->is_header_done() && !header_checked_) {
+        header_checked_ = true;
+        if (!on_header()) return;  // it answered, or continues once 100 Continue is sent
+        continue;
+      }
+      if (used == 0) break;
+    }
+    if (parser_->is_done()) return on_request();
+    read_more();
+  }
+
+  // The header is complete: true to go on reading the body.
+  bool on_header() {
     const auto& header = parser_->get();
     if (shared_->options.read_only && header.method() != http::verb::get) {
-      return refuse(405, "this listener serves reports only (GET); " +
-                             std::string(header.method_string()) + " is not allowed");
+      refuse(405, "this listener serves reports only (GET); " +
+                      std::string(header.method_string()) + " is not allowed");
+      return false;
     }
-    if (beast::iequals(header[http::field::expect], "100-continue")) {
-      continue_ = std::make_unique<http::response<http::empty_body>>(http::status::continue_,
-                                                                     header.version());
-      return http::async_write(stream_, *continue_,
-                               [self = this->shared_from_this()](error_code ec, std::size_t) {
-                                 self->continue_.reset();
-                                 if (self->closed_) return;
-                                 if (ec) return self->fail(ec);
-                                 self->read_body();
-                               });
-    }
-    read_body();
+    parser_->eager(true);
+    if (!beast::iequals(header[http::field::expect], "100-continue")) return true;
+    asio::async_write(stream_, asio::buffer(kContinue),
+                      [self = this->shared_from_this()](error_code ec, std::size_t) {
+                        if (self->closed_) return;
+                        if (ec) return self->fail(ec);
+                        self->parse();
+                      });
+    return false;
   }
 
-  void read_body() {
-    // Room for big reads while the body is large (up to kBodyReadSize at a time), given back
-    // once it is read (on_body). A small body gets only its own size: reserving 64 KB for each
-    // request and giving it back had glibc trim and re-grow its heap (madvise, page faults) on
-    // every kept-alive request.
-    const auto length = parser_->content_length();
-    const std::size_t room =
-        length ? static_cast<std::size_t>(std::min<std::uint64_t>(*length, kBodyReadSize))
-               : kBodyReadSize;
-    if (room > buffer_.capacity() - buffer_.size()) {
-      buffer_.reserve(std::min(buffer_.max_size(), buffer_.size() + room));
-    }
-    http::async_read(
-        stream_, buffer_, *parser_,
-        [self = this->shared_from_this()](error_code ec, std::size_t) { self->on_body(ec); });
-  }
-
-  void on_body(error_code ec) {
-    if (closed_) return;
-    if (ec) return fail(ec);
+  void on_request() {
     disarm();
     ++requests_;
     // An idle connection keeps no big read buffer (4,096 of them may be open).
     if (buffer_.size() == 0 && buffer_.capacity() > kBodyReadSize / 4) buffer_.shrink_to_fit();
-    auto message = parser_->release();
+    auto& message = parser_->get();
     keep_alive_ = message.keep_alive();
     version_ = message.version();
     HttpRequest request;
@@ -341,19 +383,30 @@ class Session : public Shared::Connection, public std::enable_shared_from_this<S
     });
   }
 
+  // Writes the status line and headers into head_ (its capacity is kept between replies) and
+  // sends them with the body in one gather write.
   template <class Done>
   void write(HttpReply reply, bool keep_alive, Done done) {
-    reply_ = std::make_unique<http::response<http::string_body>>(
-        static_cast<http::status>(reply.status), version_);
-    reply_->set(http::field::content_type, reply.content_type);
-    reply_->keep_alive(keep_alive);
-    reply_->body() = std::move(reply.body);
-    reply_->prepare_payload();
+    reply_ = std::move(reply);
+    head_.assign(version_ == 10 ? "HTTP/1.0 " : "HTTP/1.1 ");
+    append_number(head_, static_cast<std::size_t>(reply_.status));
+    head_ += ' ';
+    const auto reason = http::obsolete_reason(static_cast<http::status>(reply_.status));
+    head_.append(reason.data(), reason.size());
+    head_ += "\r\nContent-Type: ";
+    head_ += reply_.content_type;
+    head_ += "\r\nContent-Length: ";
+    append_number(head_, reply_.body.size());
+    // HTTP/1.1 keeps a connection alive unless told; HTTP/1.0 closes it unless told.
+    if (version_ >= 11 && !keep_alive) head_ += "\r\nConnection: close";
+    if (version_ < 11 && keep_alive) head_ += "\r\nConnection: keep-alive";
+    head_ += "\r\n\r\n";
     arm(shared_->options.read_timeout);
-    http::async_write(stream_, *reply_,
+    const std::array<asio::const_buffer, 2> buffers{asio::buffer(head_), asio::buffer(reply_.body)};
+    asio::async_write(stream_, buffers,
                       [self = this->shared_from_this(), done](error_code ec, std::size_t) {
                         self->disarm();
-                        self->reply_.reset();
+                        self->reply_ = {};
                         done(!ec && !self->closed_);
                       });
   }
@@ -433,8 +486,10 @@ class Session : public Shared::Connection, public std::enable_shared_from_this<S
   std::shared_ptr<Shared> shared_;
   beast::flat_buffer buffer_;
   std::optional<Parser> parser_;
-  std::unique_ptr<http::response<http::string_body>> reply_;
-  std::unique_ptr<http::response<http::empty_body>> continue_;
+  bool header_checked_ = false;  // on_header() ran for this request
+  bool started_ = false;         // this request's first byte was read
+  HttpReply reply_;              // the reply being sent
+  std::string head_;             // its status line and headers
   std::unique_ptr<std::array<char, 16384>> sink_;
   std::list<std::weak_ptr<Shared::Connection>>::iterator self_in_list_;
   bool registered_ = false;
@@ -458,25 +513,32 @@ struct HttpServer::Impl {
   // Binds wait on an fsync and the API server, not on the CPU, and concurrent binds share one
   // fsync (store.h): enough threads for kube-scheduler's binds in flight to group.
   asio::thread_pool blocking{16};
-  // Declared after everything its handlers use: destroyed first, with any sessions it holds.
-  asio::io_context io;
-  // Keeps io.run() going while a blocking handler has yet to post its reply back.
-  asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
-  tcp::acceptor acceptor{io};
-  asio::steady_timer accept_retry{io};
+  // One io_context per I/O thread, each run by that thread alone (concurrency hint 1: its
+  // completions queue without locks or wake-ups), each owning the connections handed to it.
+  // A single io_context run by every thread had them take turns on its locks, hand handlers to
+  // each other and wake each other on every request. Declared after everything their handlers
+  // use: destroyed first, with any sessions they hold.
+  std::vector<std::unique_ptr<asio::io_context>> contexts;
+  // Keep each run() going while a blocking handler has yet to post its reply back.
+  std::vector<asio::executor_work_guard<asio::io_context::executor_type>> work;
+  // The acceptor and its retry timer live on the first context (declared after it: destroyed
+  // first).
+  std::optional<tcp::acceptor> acceptor;
+  std::optional<asio::steady_timer> accept_retry;
+  std::size_t next_context = 0;  // round robin of accepted connections; the acceptor's thread
   std::vector<std::thread> threads;
   bool stopping = false;
   bool joined = false;
 
   void accept() {
-    acceptor.async_accept(asio::make_strand(io), [this](error_code ec, tcp::socket socket) {
-      if (!acceptor.is_open() || ec == asio::error::operation_aborted) return;
+    acceptor->async_accept([this](error_code ec, tcp::socket socket) {
+      if (!acceptor->is_open() || ec == asio::error::operation_aborted) return;
       if (ec) {
         // Out of descriptors (or a transient error): free one and try again shortly, never
         // spin.
         shared->make_room();
-        accept_retry.expires_after(std::chrono::milliseconds(20));
-        accept_retry.async_wait([this](error_code wait) {
+        accept_retry->expires_after(std::chrono::milliseconds(20));
+        accept_retry->async_wait([this](error_code wait) {
           if (!wait) accept();
         });
         return;
@@ -487,8 +549,23 @@ struct HttpServer::Impl {
         return;
       }
       shared->make_room();
-      error_code ignored;
-      socket.set_option(tcp::no_delay(true), ignored);
+      hand_over(std::move(socket));
+      accept();
+    });
+  }
+
+  // Moves an accepted socket to the next context, where its session starts.
+  void hand_over(tcp::socket accepted) {
+    error_code ec;
+    accepted.set_option(tcp::no_delay(true), ec);
+    const auto protocol = accepted.local_endpoint(ec).protocol();
+    if (ec) return;  // already reset by the client
+    asio::io_context& io = *contexts[next_context++ % contexts.size()];
+    tcp::socket socket(io);
+    const int fd = accepted.release(ec);
+    if (!ec) socket.assign(protocol, fd, ec);
+    if (ec) return;
+    asio::post(io, [this, socket = std::move(socket)]() mutable {
       if (tls) {
         std::make_shared<Session<asio::ssl::stream<tcp::socket>>>(
             asio::ssl::stream<tcp::socket>(std::move(socket), *tls), shared)
@@ -496,14 +573,13 @@ struct HttpServer::Impl {
       } else {
         std::make_shared<Session<tcp::socket>>(std::move(socket), shared)->start();
       }
-      accept();
     });
   }
 
   void join() {
     if (joined) return;
     joined = true;
-    io.stop();
+    for (auto& io : contexts) io->stop();
     for (std::thread& t : threads) t.join();
     blocking.join();
   }
@@ -540,6 +616,13 @@ Expected<std::unique_ptr<HttpServer>> HttpServer::start(HttpHandler handler,
   std::unique_ptr<HttpServer> server(new HttpServer());
   server->impl_ = std::make_unique<Impl>();
   Impl& impl = *server->impl_;
+  // Before anything can fail: the destructor stops the acceptor on the first context.
+  for (int i = 0; i < options.threads; ++i) {
+    impl.contexts.push_back(std::make_unique<asio::io_context>(1));
+    impl.work.push_back(asio::make_work_guard(*impl.contexts.back()));
+  }
+  impl.acceptor.emplace(*impl.contexts.front());
+  impl.accept_retry.emplace(*impl.contexts.front());
   Shared& shared = *impl.shared;
   shared.options = options;
   shared.handler = std::move(handler);
@@ -567,17 +650,17 @@ Expected<std::unique_ptr<HttpServer>> HttpServer::start(HttpHandler handler,
   auto address = asio::ip::make_address(options.host, ec);
   if (ec) return Error{"cannot listen on '" + options.host + "': not an IP address"};
   tcp::endpoint endpoint(address, static_cast<unsigned short>(options.port));
-  impl.acceptor.open(endpoint.protocol(), ec);
-  if (!ec) impl.acceptor.set_option(asio::socket_base::reuse_address(true), ec);
-  if (!ec) impl.acceptor.bind(endpoint, ec);
-  if (!ec) impl.acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  impl.acceptor->open(endpoint.protocol(), ec);
+  if (!ec) impl.acceptor->set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) impl.acceptor->bind(endpoint, ec);
+  if (!ec) impl.acceptor->listen(asio::socket_base::max_listen_connections, ec);
   if (ec) {
     return Error{"cannot listen on " + options.host + ":" + std::to_string(options.port) + ": " +
                  ec.message()};
   }
-  server->port_ = impl.acceptor.local_endpoint().port();
+  server->port_ = impl.acceptor->local_endpoint().port();
   impl.accept();
-  for (int i = 0; i < options.threads; ++i) impl.threads.emplace_back([&impl] { impl.io.run(); });
+  for (auto& io : impl.contexts) impl.threads.emplace_back([&io = *io] { io.run(); });
   return server;
 }
 
@@ -606,10 +689,10 @@ void HttpServer::stop_accepting() {
   if (!impl_ || impl_->stopping) return;
   impl_->stopping = true;
   Impl& impl = *impl_;
-  asio::post(impl.io, [&impl] {
+  asio::post(*impl.contexts.front(), [&impl] {
     error_code ignored;
-    impl.acceptor.close(ignored);
-    impl.accept_retry.cancel();
+    impl.acceptor->close(ignored);
+    impl.accept_retry->cancel();
   });
   std::vector<std::shared_ptr<Shared::Connection>> open;
   {

@@ -13,7 +13,9 @@
 //   - at max_connections open connections, accepting a new one closes the oldest connection
 //     that is not being answered (idle or still sending), so a flood of stalled clients can
 //     never lock out kube-scheduler or a /healthz probe.
-// Connections are kept alive (HTTP/1.1). Handlers run on `threads` I/O threads, except requests
+// Connections are kept alive (HTTP/1.1). Each of the `threads` I/O threads runs its own event
+// loop and owns the connections handed to it in turn as they are accepted; a connection's
+// requests are answered one after another on its thread. Handlers run there, except requests
 // for which HttpHandler::may_block says yes (binds wait on the API server), which run on a
 // separate pool so they never hold an I/O thread.
 //
@@ -44,7 +46,7 @@ struct HttpServerOptions {
   std::size_t max_header_bytes = 16 << 10;
   // Clamped to the process's descriptor limit (RLIMIT_NOFILE) minus a reserve.
   std::size_t max_connections = 4096;
-  int threads = 2;
+  int threads = 2;  // I/O threads, each with its own connections (see above)
   // A reports listener for a Kubernetes Service: GET only; any other method gets 405, so the
   // extender verbs and admin endpoints stay on the loopback listener.
   bool read_only = false;
