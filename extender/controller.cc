@@ -61,16 +61,23 @@ void Controller::poke() {
 }
 
 void Controller::loop() {
+  auto resume = Clock::now();
   while (true) {
     {
       std::unique_lock lock(mu_);
       passing_ = false;
+      // The pause after the last pass: pokes meanwhile set dirty_ and are one pass after it.
+      cv_.wait_until(lock, resume, [&] { return stopping_; });
       cv_.wait_for(lock, options_.resync, [&] { return dirty_ || stopping_; });
       if (stopping_) return;
       dirty_ = false;
       passing_ = true;
     }
+    const auto began = Clock::now();
     reconcile();
+    const auto ended = Clock::now();
+    resume = ended + plan_pause(std::chrono::duration<double>(ended - began).count(), options_.pace,
+                                std::chrono::duration<double>(options_.max_pause).count());
   }
 }
 
@@ -110,6 +117,7 @@ void Controller::say(const kube::ObjectRef& pod, const std::string& type, const 
 void Controller::reconcile() {
   if (leading_ && !leading_()) return;
   std::lock_guard pass(pass_mu_);
+  ++passes_;
   const auto now = Clock::now();
   const double wall = planner_.now();
   std::shared_ptr<const Plan> plan = planner_.latest_plan();

@@ -3,8 +3,8 @@
 // plan, the pods ClusterFeed saw) and submits idempotent actions to the ActionQueue; a missed
 // or repeated pass is harmless.
 //
-// A pass runs after every new plan or pod change (coalesced) and at least every `resync`, and
-// only while this replica holds the Lease (`leading`):
+// A pass runs after every new plan or pod change (coalesced, and paced: ControllerOptions) and
+// at least every `resync`, and only while this replica holds the Lease (`leading`):
 //   - a job the plan starts now on device D at node N is admitted to its D variant
 //     (Planner::admit: the job's other variants leave the book, so no later plan picks them);
 //     that variant's allox.io/queue gate is removed, or, when it has none (webhook off or
@@ -22,8 +22,10 @@
 // Thread-safe: start/stop/poke from any thread; passes run on the controller's thread.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -45,6 +47,12 @@ struct ControllerOptions {
   std::chrono::milliseconds requeue_event{30000};
   // How long a submitted action's key is not submitted again while the informer catches up.
   std::chrono::milliseconds settle{5000};
+  // Pacing, as the planner's (planner.h): after a pass that took d, the next one starts no
+  // sooner than min(pace × d, max_pause) after it; the pokes that arrive meanwhile are one pass.
+  // A pass reads every waiting pod: back to back under a stream of watch events (hundreds a
+  // second while a backlog binds) it would take a core for passes that each change little.
+  double pace = 1;
+  std::chrono::milliseconds max_pause{100};
 };
 
 class Controller {
@@ -63,6 +71,8 @@ class Controller {
   void reconcile();
   // True while a pass is due or running.
   bool busy() const;
+  // Passes run so far (while leading), on the controller's thread or by reconcile().
+  std::uint64_t passes() const { return passes_.load(); }
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -97,6 +107,8 @@ class Controller {
   std::map<std::string, Clock::time_point> nudged_;
   std::set<std::string> starting_;  // pods the previous pass released or nudged
   PodMirror mirror_;                // the feed's pods as of the last pass
+
+  std::atomic<std::uint64_t> passes_{0};
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

@@ -23,6 +23,14 @@ std::string pod_key(const PodIdentity& pod) {
 
 }  // namespace
 
+std::chrono::steady_clock::duration plan_pause(double solve_seconds, double pace,
+                                               double max_pause) {
+  const double pause = std::min(pace * solve_seconds, max_pause);
+  if (!(pause > 0)) return std::chrono::steady_clock::duration::zero();
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(pause));
+}
+
 Expected<std::unique_ptr<Planner>> Planner::create(const ExtenderConfig& config,
                                                    std::unique_ptr<SchedulingPolicy> policy,
                                                    Metrics& metrics, PlannerOptions options) {
@@ -86,7 +94,12 @@ void Planner::solve_now() {
     std::shared_lock lock(book_mu_);
     version = book_.version();
   }
-  wake();
+  {
+    std::lock_guard lock(wake_mu_);
+    wake_pending_ = true;
+    urgent_ = true;
+  }
+  wake_cv_.notify_one();
   plans_.wait_for(version, std::chrono::steady_clock::now() + std::chrono::seconds(30));
 }
 
@@ -100,13 +113,20 @@ void Planner::loop() {
       std::chrono::duration<double>(config_.tick));
   while (true) {
     prune_store_history();
+    const auto began = std::chrono::steady_clock::now();
     solve_once();
+    const auto ended = std::chrono::steady_clock::now();
+    const auto resume = ended + plan_pause(std::chrono::duration<double>(ended - began).count(),
+                                           options_.pace, options_.max_pause);
     std::unique_lock lock(wake_mu_);
     sleeping_ = true;
+    // The pause: changes made in it set wake_pending_ and are planned together after it.
+    wake_cv_.wait_until(lock, resume, [&] { return urgent_ || stopping_; });
     wake_cv_.wait_for(lock, tick, [&] { return wake_pending_ || stopping_; });
     sleeping_ = false;
     if (stopping_) return;
     wake_pending_ = false;
+    urgent_ = false;
   }
 }
 

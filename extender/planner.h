@@ -4,8 +4,16 @@
 // Every change (a new variant, a start, a completion, a profile, a new inventory) is written to
 // the Store before the book changes and before the call returns, then wakes the planner thread.
 // The thread snapshots the book, runs the policy (fairness round + matcher) and publishes a
-// Plan; it plans again on every wake and at least every `tick`. Readers take the latest plan
+// Plan; it plans again after a change and at least every `tick`. Readers take the latest plan
 // by pointer and read the book under a shared lock (read()), so they never wait for a solve.
+//
+// Pacing (issue 13): after a plan that took d seconds (snapshot to published), the next one
+// starts no sooner than min(pace × d, max_pause) after it, however many changes arrive in
+// between: they are all in that next plan. Under a stream of changes (a backlog binding at
+// hundreds of pods a second, each bind and watch event a change) the thread then uses at most
+// 1 / (1 + pace) of a core instead of re-solving the whole queue after every change, and a
+// change waits at most max_pause longer for the plan that includes it. solve_now() never waits
+// out a pause.
 //
 // The planner does not talk to kube-scheduler or the API server: the verbs (verbs.h) and the
 // cluster side (cluster_poller.h) call it.
@@ -60,7 +68,14 @@ struct PlannerOptions {
   std::optional<std::vector<NodeInventory>> inventory;
   // How long (clock seconds) an admitted job keeps its slot while its pod is not yet bound.
   double admission_hold = 60;
+  // The pause after each plan (see above). pace 0: plan again as soon as anything changed.
+  double pace = 1;
+  double max_pause = 0.2;  // seconds
 };
+
+// The pause after a plan that took `solve_seconds`: min(pace × solve_seconds, max_pause), and
+// never negative.
+std::chrono::steady_clock::duration plan_pause(double solve_seconds, double pace, double max_pause);
 
 class Planner {
  public:
@@ -192,6 +207,7 @@ class Planner {
   mutable std::mutex wake_mu_;
   std::condition_variable wake_cv_;
   bool wake_pending_ = false;
+  bool urgent_ = false;    // solve_now() asked: no pause (guarded by wake_mu_)
   bool sleeping_ = false;  // the thread waits for a wake (guarded by wake_mu_)
   bool stopping_ = false;
   std::thread thread_;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <thread>
 
 #include "extender/kube/pods.h"
 #include "tests/extender/kube/scripted_server.h"
@@ -326,6 +327,37 @@ TEST(ClusterFeedTest, BusyFromShowingAPodUntilThePlannerAndTheControllerHaveIt) 
     EXPECT_EQ(want[i].first, seen[i].version) << "change " << i;
     EXPECT_EQ(want[i].second, seen[i].phase) << "change " << i;
   }
+}
+
+}  // namespace
+}  // namespace allox::extender
+
+namespace allox::extender {
+namespace {
+
+// ControllerOptions' pacing: pokes that arrive in the pause after a pass wait for it (and are
+// then one pass); stop() ends the pause. The pause is an hour here, so only the order of calls
+// matters, never a timer.
+TEST(ControllerTest, PokesInThePauseAfterAPassWaitForItAndStopEndsIt) {
+  Fixture f;
+  ControllerOptions options;
+  options.pace = 1e9;
+  options.max_pause = std::chrono::hours(1);
+  options.resync = std::chrono::hours(1);
+  Controller paced(
+      *f.planner, *f.feed, f.client, f.events, f.actions, [] { return true; }, options);
+  paced.start();
+  // A controller starts due: its first pass runs at once.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while ((paced.passes() < 1 || paced.busy()) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_EQ(1u, paced.passes());
+  for (int i = 0; i < 30; ++i) paced.poke();
+  EXPECT_EQ(1u, paced.passes());
+  EXPECT_TRUE(paced.busy());  // a pass is due: after the pause
+  paced.stop();
+  EXPECT_EQ(1u, paced.passes());
 }
 
 }  // namespace
