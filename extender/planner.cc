@@ -158,6 +158,7 @@ Expected<Decision> Planner::decide_isolating(PlanInput& input) {
   }
   if (culprits.empty()) return decision;  // only the mix fails: every pod hears of it
   {
+    std::lock_guard write(write_mu_);
     std::unique_lock lock(book_mu_);
     for (const auto& [id, reason] : culprits) {
       book_.park(id, reason);
@@ -173,12 +174,20 @@ void Planner::solve_once() {
   std::vector<std::pair<std::string, PlannedStart>> held;
   bool has_inventory;
   {
-    // Forgotten at the snapshot's own time, under the same lock: a round that plans what the
-    // book holds at `at` has also let go of runs finished before at - retention.
-    std::unique_lock lock(book_mu_);
-    const double at = now();
-    book_.forget_finished(at - config_.retention.finished_seconds);
-    has_inventory = book_.has_inventory();
+    // Runs finished before `at` - retention are let go, then the book is read as of `at`: a run
+    // finishing in between finishes after `at`, so the round still plans what the book holds at
+    // `at` with those runs gone. The read takes only a shared lock: /filter and the controller
+    // read beside it, and a writer's store write runs beside it too (only its change to the
+    // book waits for the read to end).
+    double at = 0;
+    {
+      std::lock_guard write(write_mu_);
+      std::unique_lock lock(book_mu_);
+      at = now();
+      book_.forget_finished(at - config_.retention.finished_seconds);
+      has_inventory = book_.has_inventory();
+    }
+    std::shared_lock lock(book_mu_);
     input = book_.snapshot(at);
     held = hold_admitted(input, input.state.now);
   }
@@ -211,6 +220,7 @@ void Planner::solve_once() {
 
 void Planner::set_inventory(const std::vector<NodeInventory>& nodes) {
   {
+    std::lock_guard write(write_mu_);
     std::unique_lock lock(book_mu_);
     book_.set_inventory(nodes);
     freed_version_.store(book_.version(), std::memory_order_release);
@@ -230,14 +240,23 @@ Expected<std::uint64_t> Planner::register_variant(const JobVariant& variant,
       return std::uint64_t{0};
     }
   }
-  std::unique_lock lock(book_mu_);
-  // A sibling of a job admitted as another variant (seen again before its deletion) stays out.
-  if (not_admitted()) return std::uint64_t{0};
-  switch (book_.classify(variant)) {
+  // A change. As the one writer (write_mu_) the book read here is the one the change applies
+  // to; the store is written holding no lock of the book, so other filters, the controller and
+  // the planner's snapshot never wait on this pod's SQLite commit.
+  std::lock_guard write(write_mu_);
+  JobBook::Change change;
+  JobRecord record;
+  {
+    std::shared_lock lock(book_mu_);
+    // A sibling of a job admitted as another variant (seen again before its deletion) stays out.
+    if (not_admitted()) return std::uint64_t{0};
+    change = book_.classify(variant);
+    if (change == JobBook::Change::kVariant) record = book_.job(variant.job_id)->record;
+  }
+  switch (change) {
     case JobBook::Change::kNone:
       return std::uint64_t{0};
     case JobBook::Change::kNewRun: {
-      JobRecord record;
       record.id = variant.job_id;
       record.user = variant.user;
       record.arrival = now();
@@ -245,20 +264,22 @@ Expected<std::uint64_t> Planner::register_variant(const JobVariant& variant,
       auto row = store_->record_arrival(record, variant, durability);
       if (!row) return row.error();
       record.row = *row;
-      book_.add_run(record, variant);
       break;
     }
     case JobBook::Change::kVariant:
-      if (auto s =
-              store_->record_variant(book_.job(variant.job_id)->record.row, variant, durability);
-          !s) {
-        return s.error();
-      }
-      book_.add_variant(variant);
+      if (auto s = store_->record_variant(record.row, variant, durability); !s) return s.error();
       break;
   }
-  std::uint64_t version = book_.version();
-  lock.unlock();
+  std::uint64_t version;
+  {
+    std::unique_lock lock(book_mu_);
+    if (change == JobBook::Change::kNewRun) {
+      book_.add_run(record, variant);
+    } else {
+      book_.add_variant(variant);
+    }
+    version = book_.version();
+  }
   wake();
   return version;
 }
@@ -275,6 +296,7 @@ Expected<Planner::Started> Planner::record_start(const JobVariant& variant, cons
                                                  int preferred_slot, Durability durability) {
   Started started;
   {
+    std::lock_guard write(write_mu_);
     std::unique_lock lock(book_mu_);
     // Idempotent: the watch may report the binding (ClusterFeed) before /bind records it, and
     // a short job may even have finished by then: this very run is not a second start.
@@ -308,6 +330,7 @@ Expected<Planner::Started> Planner::record_start(const JobVariant& variant, cons
 
 Status Planner::complete(const std::string& job_id, Durability durability) {
   {
+    std::lock_guard write(write_mu_);
     std::unique_lock lock(book_mu_);
     const BookJob* job = book_.job(job_id);
     if (job == nullptr) return Error{"job " + job_id + " is unknown to allox"};
@@ -330,6 +353,7 @@ Status Planner::complete(const std::string& job_id, Durability durability) {
 
 Status Planner::remove_variant(const PodIdentity& pod) {
   {
+    std::lock_guard write(write_mu_);
     std::unique_lock lock(book_mu_);
     const BookJob* job = book_.job_of_pod(pod.namespace_name, pod.name);
     if (job == nullptr) return OkStatus();
@@ -396,6 +420,7 @@ std::vector<std::pair<std::string, PlannedStart>> Planner::hold_admitted(PlanInp
 Status Planner::admit(const std::string& job_id, const std::string& pod_key,
                       const PlannedStart& start) {
   {
+    std::lock_guard write(write_mu_);
     std::unique_lock lock(book_mu_);
     const BookJob* job = book_.job(job_id);
     if (job == nullptr) return Error{"job " + job_id + " is unknown to allox"};
@@ -428,6 +453,7 @@ Status Planner::admit(const std::string& job_id, const std::string& pod_key,
 
 Status Planner::remove(const std::string& job_id) {
   {
+    std::lock_guard write(write_mu_);
     std::unique_lock lock(book_mu_);
     const BookJob* job = book_.job(job_id);
     if (job == nullptr) return Error{"job " + job_id + " is unknown to allox"};
@@ -447,6 +473,7 @@ void Planner::reconcile_binds(const std::vector<PodPlacement>& pods, bool comple
   std::map<std::string, const PodPlacement*> by_pod;
   for (const PodPlacement& pod : pods) by_pod[pod_key(pod.pod)] = &pod;
   {
+    std::lock_guard write(write_mu_);
     std::unique_lock lock(book_mu_);
     std::vector<BindIntent> intents;
     for (const auto& [id, job] : book_.jobs()) {
@@ -486,6 +513,7 @@ Status Planner::add_profile(const ProfileReport& report) {
     return Error{"seconds: must be within 0.001 to 2592000 (30 days)"};
   }
   {
+    std::lock_guard write(write_mu_);
     std::unique_lock lock(book_mu_);
     const BookJob* job = book_.job(report.job_id);
     if (job == nullptr) return Error{"job " + report.job_id + " is unknown to allox"};

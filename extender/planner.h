@@ -187,6 +187,12 @@ class Planner {
   PlannerOptions options_;
   PlanBoard plans_;
 
+  // The book's writers, one at a time: each holds write_mu_ across its store write and its
+  // change to the book, so a writer may read the book under a shared lock, write the store
+  // holding no lock that readers (/filter, the controller) or the planner's snapshot wait on,
+  // and apply its change under book_mu_ with nothing changed in between (register_variant: a
+  // SQLite commit can take tens of ms on a loaded disk). Order: write_mu_, then book_mu_.
+  std::mutex write_mu_;
   mutable std::shared_mutex book_mu_;
   JobBook book_;
   // job -> the variant it was admitted as (guarded by book_mu_); a sibling seen again later
@@ -197,7 +203,7 @@ class Planner {
     double at = 0;  // now() when admitted
   };
   std::unordered_map<std::string, Admission> admitted_;
-  // Holds the admitted jobs' slots in `input` (run on the planner thread, under book_mu_);
+  // Holds the admitted jobs' slots in `input` (run on the planner thread, under book_mu_ shared);
   // returns the starts they keep.
   std::vector<std::pair<std::string, PlannedStart>> hold_admitted(PlanInput& input,
                                                                   double now) const;

@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "core/log.h"
+
 namespace allox::extender {
 namespace {
 
@@ -263,7 +265,73 @@ Expected<std::unique_ptr<Store>> Store::open(const std::string& path,
     if (auto s = store->exec(pragma); !s) return s.error();
   }
   if (auto s = store->migrate(); !s) return s.error();
+  if (path != ":memory:" && !path.empty()) {
+    if (auto s = store->start_checkpointer(path); !s) return s.error();
+  }
   return store;
+}
+
+Status Store::start_checkpointer(const std::string& path) {
+  int rc = sqlite3_open_v2(path.c_str(), &checkpoint_db_,
+                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX, nullptr);
+  if (rc != SQLITE_OK) {
+    std::string message = checkpoint_db_ != nullptr ? sqlite3_errmsg(checkpoint_db_) : "no memory";
+    return Error{"store: cannot open '" + path + "' for checkpoints: " + message};
+  }
+  sqlite3_busy_timeout(checkpoint_db_, 5000);
+  // Replaces the writing connection's automatic checkpoint (sqlite3_wal_autocheckpoint is a WAL
+  // hook too): its commits only say when one is due.
+  sqlite3_wal_hook(db_, &Store::on_wal_commit, this);
+  checkpointer_ = std::thread([this] { checkpoint_loop(); });
+  return OkStatus();
+}
+
+int Store::on_wal_commit(void* store, sqlite3*, const char*, int pages) {
+  auto* self = static_cast<Store*>(store);
+  if (pages >= kCheckpointPages) {
+    {
+      std::lock_guard lock(self->checkpoint_mu_);
+      self->checkpoint_due_ = true;
+    }
+    self->checkpoint_cv_.notify_one();
+  }
+  return SQLITE_OK;
+}
+
+void Store::checkpoint_loop() {
+  std::unique_lock lock(checkpoint_mu_);
+  while (true) {
+    checkpoint_cv_.wait(lock, [&] { return checkpoint_due_ || checkpoint_stop_; });
+    if (checkpoint_stop_) return;
+    checkpoint_due_ = false;
+    lock.unlock();
+    // PASSIVE: as much of the WAL as no reader still needs, without waiting for anyone; the
+    // next commit past the threshold asks again for what is left.
+    int rc = sqlite3_wal_checkpoint_v2(checkpoint_db_, nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr,
+                                       nullptr);
+    if (rc != SQLITE_OK && rc != SQLITE_BUSY) {
+      log_warn("store: WAL checkpoint failed", {{"error", sqlite3_errmsg(checkpoint_db_)}});
+    }
+    lock.lock();
+    ++checkpoints_;
+    if (checkpoint_hook_) {
+      auto hook = checkpoint_hook_;
+      const std::uint64_t count = checkpoints_;
+      lock.unlock();
+      hook(count);
+      lock.lock();
+    }
+  }
+}
+
+void Store::set_checkpoint_hook(std::function<void(std::uint64_t)> hook) {
+  std::lock_guard lock(checkpoint_mu_);
+  checkpoint_hook_ = std::move(hook);
+}
+
+std::uint64_t Store::checkpoints() const {
+  std::lock_guard lock(checkpoint_mu_);
+  return checkpoints_;
 }
 
 Status Store::migrate() {
@@ -300,6 +368,15 @@ Status Store::migrate() {
 }
 
 Store::~Store() {
+  if (checkpointer_.joinable()) {
+    {
+      std::lock_guard lock(checkpoint_mu_);
+      checkpoint_stop_ = true;
+    }
+    checkpoint_cv_.notify_one();
+    checkpointer_.join();
+  }
+  sqlite3_close(checkpoint_db_);  // before db_: the last connection to close checkpoints
   sqlite3_close(db_);
 }
 

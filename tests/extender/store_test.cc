@@ -154,6 +154,45 @@ TEST(StoreTest, ALockedDatabaseIsAnErrorAndLeavesNothingHalfWritten) {
   EXPECT_TRUE((*store)->record_arrival(arrival("ns/a", "u", 1), pod_of("ns/a", "a", "u1")).ok());
 }
 
+// WAL checkpoints run on the store's own thread (store.h), never inside a commit on a request
+// path: past Store::kCheckpointPages of WAL the checkpointer runs, and everything written is
+// there after reopening.
+TEST(StoreTest, TheWalIsCheckpointedByTheStoresThreadAndLosesNothing) {
+  testing::ScratchDir dir;
+  const std::string path = dir.file("state.db");
+  constexpr int kJobs = 1500;  // several pages of WAL each: well past kCheckpointPages
+  {
+    auto store = Store::open(path);
+    ASSERT_TRUE(store.ok()) << store.message();
+    std::mutex mu;
+    std::condition_variable cv;
+    std::uint64_t seen = 0;
+    (*store)->set_checkpoint_hook([&](std::uint64_t count) {
+      std::lock_guard lock(mu);
+      seen = count;
+      cv.notify_all();
+    });
+    for (int i = 0; i < kJobs; ++i) {
+      const std::string id = "ns/j" + std::to_string(i);
+      auto row = (*store)->record_arrival(
+          arrival(id, "alice", 100.0 + i),
+          pod_of(id, "p" + std::to_string(i), "u" + std::to_string(i)), Durability::kWritten);
+      ASSERT_TRUE(row.ok()) << row.message();
+    }
+    std::unique_lock lock(mu);
+    EXPECT_TRUE(cv.wait_for(lock, std::chrono::seconds(30), [&] { return seen > 0; }))
+        << "no checkpoint after " << kJobs << " commits";
+    lock.unlock();
+    (*store)->set_checkpoint_hook(nullptr);
+  }
+  auto store = Store::open(path);
+  ASSERT_TRUE(store.ok()) << store.message();
+  auto state = (*store)->load();
+  ASSERT_TRUE(state.ok()) << state.message();
+  EXPECT_EQ(static_cast<std::size_t>(kJobs), state->jobs.size());
+  EXPECT_EQ(static_cast<std::size_t>(kJobs), state->variants.size());
+}
+
 TEST(StoreTest, BindIntentsAreLoadedUntilTheStartClearsThem) {
   testing::ScratchDir dir;
   auto store = Store::open(dir.file("state.db"));
