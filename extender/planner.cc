@@ -174,21 +174,19 @@ void Planner::solve_once() {
   std::vector<std::pair<std::string, PlannedStart>> held;
   bool has_inventory;
   {
-    // Runs finished before `at` - retention are let go, then the book is read as of `at`: a run
-    // finishing in between finishes after `at`, so the round still plans what the book holds at
-    // `at` with those runs gone. The read takes only a shared lock: /filter and the controller
-    // read beside it, and a writer's store write runs beside it too (only its change to the
-    // book waits for the read to end).
-    double at = 0;
+    // Runs finished before the retention horizon are let go under the exclusive lock; the book
+    // is then read under a shared lock only, so /filter and the controller read beside it and a
+    // writer's store write runs beside it too (only its change to the book waits for the read).
+    // The snapshot's time is taken once the read lock is held: every change in the book was
+    // made before it, so no job arrived or started after the time the round plans at.
     {
       std::lock_guard write(write_mu_);
       std::unique_lock lock(book_mu_);
-      at = now();
-      book_.forget_finished(at - config_.retention.finished_seconds);
-      has_inventory = book_.has_inventory();
+      book_.forget_finished(now() - config_.retention.finished_seconds);
     }
     std::shared_lock lock(book_mu_);
-    input = book_.snapshot(at);
+    has_inventory = book_.has_inventory();
+    input = book_.snapshot(now());
     held = hold_admitted(input, input.state.now);
   }
   // No plan before the inventory is loaded and restored bind intents were looked at once.
