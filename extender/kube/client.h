@@ -10,10 +10,32 @@
 //
 // Nothing here interprets Kubernetes objects: the caller owns paths and bodies. Transport
 // failures (refused, reset, timeout, TLS) are Errors; every HTTP answer, 4xx and 5xx included,
-// is a KubeResponse for the caller to judge. https URLs verify the server with ca_file when it
-// is given; the bearer token goes on every request.
+// is a KubeResponse for the caller to judge. The bearer token goes on every request.
 //
-// Thread-safe; calls may block for at most their timeout (or until stop()).
+// HTTP/1.1 over Boost.Beast, driven on the caller's thread: there is no I/O thread. A call takes
+// an idle kept-alive connection from a small pool (or opens one), writes, reads the whole answer
+// and gives the connection back when the answer allows keep-alive; concurrent callers each hold
+// their own, so the pool grows to the most callers at once. A stream opens a connection of its
+// own and never gives it back.
+//
+// https: the server must present a certificate that chains to ca_file (the system's CA paths
+// when it is empty) and names the URL's host (DNS name or IP address); SNI names the host.
+//
+// Time bounds: a call's call_timeout runs from taking a connection (connect and TLS handshake
+// included) to the last byte of the answer; a stream's idle_timeout bounds connecting, its
+// answer's head and then each wait for more of the body. Resolving a host name is the system
+// resolver's, with its own timeouts (an IP literal is not resolved).
+//
+// Retry rule (once, on a fresh connection, within the same call_timeout): a kept-alive
+// connection the server closed while it sat idle is dropped before use when that is visible.
+// When the server closes it as a request goes out, the request is sent again only if nothing of
+// it was written, or no byte of an answer arrived and it is a GET: a POST, PUT, PATCH or DELETE
+// may have been carried out by a server that died before answering, so its failure is returned
+// to the caller, who knows whether doing it twice is safe (the rule of Go's net/http). Nothing
+// is retried once any byte of an answer has arrived, nor after a timeout.
+//
+// Thread-safe; calls may block for at most their timeout (or until stop(), which posts a close
+// to every connection in use: the holder's wait ends at once).
 #pragma once
 
 #include <atomic>
@@ -71,7 +93,8 @@ class KubeClient {
   std::atomic<bool> stopped_{false};
 };
 
-// Percent-encodes one path segment or query value.
+// Percent-encodes one path segment or query value: all but RFC 3986's unreserved characters
+// (ALPHA DIGIT - . _ ~), byte by byte.
 std::string escape(std::string_view text);
 
 }  // namespace allox::kube

@@ -3,7 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <future>
+#include <set>
+#include <thread>
 
 #include "tests/extender/kube/scripted_server.h"
 
@@ -109,8 +112,9 @@ TEST(KubeClientTest, NonOkStreamAnswerComesBackWithItsBody) {
     called = true;
     return true;
   });
-  ASSERT_TRUE(reply.ok());
+  ASSERT_TRUE(reply.ok()) << reply.message();
   EXPECT_EQ(410, reply->status);
+  EXPECT_EQ(R"({"kind":"Status","code":410,"reason":"Expired"})", reply->body);
   EXPECT_FALSE(called);
 }
 
@@ -137,8 +141,182 @@ TEST(KubeClientTest, StopEndsAStreamInFlightAndLaterCallsFailAtOnce) {
   channel->close();
 }
 
-TEST(KubeClientTest, EscapeEncodesReservedCharacters) {
+TEST(KubeClientTest, EscapeEncodesAllButTheUnreservedCharacters) {
   EXPECT_EQ("spec.schedulerName%3Dallox%20x", escape("spec.schedulerName=allox x"));
+  EXPECT_EQ("AZaz09-._~", escape("AZaz09-._~"));
+  EXPECT_EQ("a%2Fb%3Fc%26d%25e%2Bf%2C", escape("a/b?c&d%e+f,"));
+  EXPECT_EQ("%C3%A9%00", escape(std::string_view("\xC3\xA9\0", 3)));
+}
+
+// A handler that blocks until the test lets it go (released before the server is destroyed).
+struct Gate {
+  std::promise<void> open;
+  std::shared_future<void> opened = open.get_future().share();
+  void wait() const { opened.wait(); }
+};
+
+std::set<int> connections_of(const std::vector<ScriptedRequest>& requests) {
+  std::set<int> seen;
+  for (const auto& r : requests) seen.insert(r.connection);
+  return seen;
+}
+
+TEST(KubeClientTest, SequentialCallsShareOneKeptAliveConnection) {
+  ScriptedApi api([](const ScriptedRequest& r) { return ScriptedReply{200, r.target, nullptr}; });
+  for (int i = 0; i < 5; ++i) {
+    auto reply = api.client.call(i % 2 == 0 ? "GET" : "POST", "/n/" + std::to_string(i), "{}");
+    ASSERT_TRUE(reply.ok()) << reply.message();
+    EXPECT_EQ("/n/" + std::to_string(i), reply->body);
+  }
+  auto requests = api.server.requests();
+  ASSERT_EQ(5u, requests.size());
+  EXPECT_EQ(1u, connections_of(requests).size());
+}
+
+TEST(KubeClientTest, AGetWhoseKeptAliveConnectionWasDroppedIsSentAgainOnAFreshOne) {
+  std::atomic<int> n{0};
+  ScriptedApi api([&](const ScriptedRequest&) {
+    ScriptedReply reply{200, "{}", nullptr};
+    if (n++ == 1) reply.raw_then_drop = "";  // the second request: gone without a byte
+    return reply;
+  });
+  ASSERT_TRUE(api.client.call("GET", "/a").ok());
+  auto reply = api.client.call("GET", "/b");
+  ASSERT_TRUE(reply.ok()) << reply.message();
+  EXPECT_EQ(200, reply->status);
+  auto requests = api.server.requests();
+  ASSERT_EQ(3u, requests.size());
+  EXPECT_EQ(requests[0].connection, requests[1].connection);
+  EXPECT_NE(requests[1].connection, requests[2].connection);
+  EXPECT_EQ("/b", requests[2].target);
+}
+
+TEST(KubeClientTest, APostWhoseKeptAliveConnectionWasDroppedIsNotSentAgain) {
+  std::atomic<int> n{0};
+  ScriptedApi api([&](const ScriptedRequest&) {
+    ScriptedReply reply{201, "{}", nullptr};
+    if (n++ == 1) reply.raw_then_drop = "";  // it may have been done: the client cannot know
+    return reply;
+  });
+  ASSERT_TRUE(api.client.call("POST", "/a", "{}").ok());
+  auto reply = api.client.call("POST", "/b", "{}");
+  ASSERT_FALSE(reply.ok());
+  EXPECT_NE(std::string::npos, reply.message().find("POST /b")) << reply.message();
+  EXPECT_EQ(2u, api.server.requests().size());
+}
+
+TEST(KubeClientTest, AGetWhoseAnswerBrokeOffIsNotSentAgain) {
+  std::atomic<int> n{0};
+  ScriptedApi api([&](const ScriptedRequest&) {
+    ScriptedReply reply{200, "{}", nullptr};
+    if (n++ == 1) reply.raw_then_drop = "HTTP/1.1 200 OK\r\nContent-Le";
+    return reply;
+  });
+  ASSERT_TRUE(api.client.call("GET", "/a").ok());
+  auto reply = api.client.call("GET", "/b");
+  ASSERT_FALSE(reply.ok());
+  EXPECT_EQ(2u, api.server.requests().size());
+  // The broken connection is not pooled: the next call works on a fresh one.
+  ASSERT_TRUE(api.client.call("GET", "/c").ok());
+  EXPECT_EQ(2u, connections_of(api.server.requests()).size());
+}
+
+TEST(KubeClientTest, AConnectionTheServerClosedWhileIdleIsNotUsedAgain) {
+  std::atomic<int> n{0};
+  ScriptedApi api([&](const ScriptedRequest&) {
+    ScriptedReply reply{200, "{}", nullptr};
+    reply.close_after = n++ == 0;
+    return reply;
+  });
+  ASSERT_TRUE(api.client.call("GET", "/a").ok());
+  auto reply = api.client.call("GET", "/b");
+  ASSERT_TRUE(reply.ok()) << reply.message();
+  auto requests = api.server.requests();
+  ASSERT_GE(requests.size(), 2u);
+  EXPECT_NE(requests.front().connection, requests.back().connection);
+}
+
+TEST(KubeClientTest, CallTimeoutBoundsAServerThatNeverAnswers) {
+  Gate gate;
+  ScriptedServer server([&](const ScriptedRequest&) {
+    gate.wait();
+    return ScriptedReply{200, "{}", nullptr};
+  });
+  KubeClientOptions options{server.url(), "", ""};
+  options.call_timeout = std::chrono::milliseconds(300);
+  KubeClient client(options);
+  auto begin = std::chrono::steady_clock::now();
+  auto reply = client.call("GET", "/never");
+  auto took = std::chrono::steady_clock::now() - begin;
+  gate.open.set_value();
+  ASSERT_FALSE(reply.ok());
+  EXPECT_NE(std::string::npos, reply.message().find("300 ms")) << reply.message();
+  EXPECT_GE(took, std::chrono::milliseconds(290));
+  EXPECT_LT(took, std::chrono::seconds(10));
+}
+
+TEST(KubeClientTest, StopFromAnotherThreadEndsABlockedCallAndABlockedStream) {
+  Gate gate;
+  ScriptedServer server([&](const ScriptedRequest&) {
+    gate.wait();
+    return ScriptedReply{200, "{}", nullptr};
+  });
+  KubeClientOptions options{server.url(), "", ""};
+  options.call_timeout = std::chrono::minutes(5);
+  KubeClient client(options);
+  auto call = std::async(std::launch::async, [&] { return client.call("GET", "/blocked"); });
+  auto stream = std::async(std::launch::async, [&] {
+    return client.stream("/watch", std::chrono::minutes(5), [](std::string_view) { return true; });
+  });
+  ASSERT_TRUE(server.wait_for([](const auto& r) { return r.size() == 2; }));
+  auto begin = std::chrono::steady_clock::now();
+  client.stop();
+  // Five minutes of timeout left on both: only stop() can end them this soon.
+  ASSERT_EQ(std::future_status::ready, call.wait_for(std::chrono::seconds(10)));
+  ASSERT_EQ(std::future_status::ready, stream.wait_for(std::chrono::seconds(10)));
+  auto took = std::chrono::steady_clock::now() - begin;
+  gate.open.set_value();
+  auto called = call.get();
+  auto streamed = stream.get();
+  ASSERT_FALSE(called.ok());
+  ASSERT_FALSE(streamed.ok());
+  EXPECT_NE(std::string::npos, called.message().find("stopped")) << called.message();
+  EXPECT_NE(std::string::npos, streamed.message().find("stopped")) << streamed.message();
+  EXPECT_LT(took, std::chrono::seconds(10));
+}
+
+TEST(KubeClientTest, ConcurrentCallersGrowThePoolAndEachGetsItsOwnAnswer) {
+  constexpr int kCallers = 4, kCalls = 10;
+  std::mutex mu;
+  std::condition_variable all_in;
+  int waiting = 0;
+  ScriptedApi api([&](const ScriptedRequest& r) {
+    std::unique_lock lock(mu);
+    if (++waiting <= kCallers) {  // the first calls wait for one another: all in flight at once
+      all_in.notify_all();
+      all_in.wait_for(lock, std::chrono::seconds(20), [&] { return waiting >= kCallers; });
+    }
+    return ScriptedReply{200, r.target, nullptr};
+  });
+  std::vector<std::future<std::vector<std::string>>> callers;
+  for (int c = 0; c < kCallers; ++c) {
+    callers.push_back(std::async(std::launch::async, [&api, c] {
+      std::vector<std::string> wrong;
+      for (int i = 0; i < kCalls; ++i) {
+        std::string path = "/c/" + std::to_string(c) + "/" + std::to_string(i);
+        auto reply = api.client.call("GET", path);
+        if (!reply.ok() || reply->body != path) {
+          wrong.push_back(path + ": " + (reply.ok() ? reply->body : reply.message()));
+        }
+      }
+      return wrong;
+    }));
+  }
+  for (auto& caller : callers) EXPECT_EQ(std::vector<std::string>{}, caller.get());
+  auto requests = api.server.requests();
+  EXPECT_EQ(std::size_t{kCallers * kCalls}, requests.size());
+  // Four callers at once needed four connections, and never more: each is given back.
+  EXPECT_EQ(std::size_t{kCallers}, connections_of(requests).size());
 }
 
 }  // namespace

@@ -55,7 +55,8 @@ ScriptedServer::ScriptedServer(Handler handler)
       std::lock_guard lock(mu_);
       if (stopping_) return;
       if (error) continue;
-      connections_.emplace_back([this, s = std::move(socket)]() mutable { serve(std::move(s)); });
+      connections_.emplace_back(
+          [this, s = std::move(socket), n = accepted_++]() mutable { serve(std::move(s), n); });
     }
   });
 }
@@ -99,7 +100,7 @@ bool ScriptedServer::wait_for(
   return arrived_.wait_for(lock, timeout, [&] { return enough(requests_); });
 }
 
-void ScriptedServer::serve(tcp::socket plain) {
+void ScriptedServer::serve(tcp::socket plain, int number) {
   auto socket = std::make_shared<tcp::socket>(std::move(plain));
   {
     std::lock_guard lock(mu_);
@@ -108,47 +109,61 @@ void ScriptedServer::serve(tcp::socket plain) {
   }
   boost::system::error_code error;
   asio::streambuf buffer;
-  asio::read_until(*socket, buffer, "\r\n\r\n", error);
-  if (error) return;
-  std::istream head(&buffer);
-  ScriptedRequest request;
-  std::string version, line;
-  head >> request.method >> request.target >> version;
-  std::getline(head, line);
-  std::size_t length = 0;
-  while (std::getline(head, line) && line != "\r") {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    auto colon = line.find(':');
-    if (colon == std::string::npos) continue;
-    std::string name = line.substr(0, colon), value = line.substr(colon + 1);
-    while (!value.empty() && value.front() == ' ') value.erase(0, 1);
-    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (name == "content-length") length = std::stoul(value);
-    if (name == "content-type") request.content_type = value;
-    if (name == "authorization") request.authorization = value;
-  }
-  std::string body((std::istreambuf_iterator<char>(head)), std::istreambuf_iterator<char>());
-  if (body.size() < length) {
-    std::string rest(length - body.size(), '\0');
-    asio::read(*socket, asio::buffer(rest), error);
+  ScriptedReply reply;
+  while (true) {  // one request after another on the connection, until a stream or a close
+    std::size_t head_size = asio::read_until(*socket, buffer, "\r\n\r\n", error);
     if (error) return;
-    body += rest;
-  }
-  request.body = body;
-  {
-    std::lock_guard lock(mu_);
-    requests_.push_back(request);
-  }
-  arrived_.notify_all();
-  ScriptedReply reply = handler_(request);
-  if (!reply.stream) {
+    std::istringstream head(std::string(asio::buffers_begin(buffer.data()),
+                                        asio::buffers_begin(buffer.data()) + head_size));
+    buffer.consume(head_size);
+    ScriptedRequest request;
+    request.connection = number;
+    std::string version, line;
+    head >> request.method >> request.target >> version;
+    std::getline(head, line);
+    std::size_t length = 0;
+    while (std::getline(head, line) && line != "\r") {
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      auto colon = line.find(':');
+      if (colon == std::string::npos) continue;
+      std::string name = line.substr(0, colon), value = line.substr(colon + 1);
+      while (!value.empty() && value.front() == ' ') value.erase(0, 1);
+      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (name == "content-length") length = std::stoul(value);
+      if (name == "content-type") request.content_type = value;
+      if (name == "authorization") request.authorization = value;
+    }
+    if (buffer.size() < length) {
+      asio::read(*socket, buffer, asio::transfer_exactly(length - buffer.size()), error);
+      if (error) return;
+    }
+    request.body.assign(asio::buffers_begin(buffer.data()),
+                        asio::buffers_begin(buffer.data()) + length);
+    buffer.consume(length);
+    {
+      std::lock_guard lock(mu_);
+      requests_.push_back(request);
+    }
+    arrived_.notify_all();
+    reply = handler_(request);
+    if (reply.raw_then_drop) {
+      asio::write(*socket, asio::buffer(*reply.raw_then_drop), error);
+      socket->shutdown(tcp::socket::shutdown_both, error);
+      socket->close(error);
+      return;
+    }
+    if (reply.stream) break;
     std::ostringstream out;
     out << "HTTP/1.1 " << reply.status << " X\r\nContent-Type: application/json\r\n"
-        << "Content-Length: " << reply.body.size() << "\r\nConnection: close\r\n\r\n"
+        << "Content-Length: " << reply.body.size() << "\r\n\r\n"
         << reply.body;
     asio::write(*socket, asio::buffer(out.str()), error);
-    socket->shutdown(tcp::socket::shutdown_both, error);
-    return;
+    if (error) return;
+    if (reply.close_after) {
+      socket->shutdown(tcp::socket::shutdown_both, error);
+      socket->close(error);
+      return;
+    }
   }
   {
     std::lock_guard lock(mu_);

@@ -1,7 +1,8 @@
 // A scripted HTTP/1.1 server for the kube client tests: each request goes to a handler that
 // answers at once or streams a chunked body line by line (a watch), so tests can play the API
 // server's protocol exactly, including its failures (garbage lines, broken streams, 410s).
-// One connection per request (Connection: close). Thread-safe.
+// Connections are kept alive between one-shot answers, as the API server keeps them; a streamed
+// answer ends its connection. Each request records the connection it came on. Thread-safe.
 //
 // ScriptedApi is the set-up the kube tests (client, events, informer, lease, pods) share: a
 // scripted server and a KubeClient of it.
@@ -46,12 +47,19 @@ class LineChannel {
 
 struct ScriptedRequest {
   std::string method, target, body, content_type, authorization;
+  int connection = 0;  // the connection it came on, numbered from 0 in the order accepted
 };
 
 struct ScriptedReply {
   int status = 200;
   std::string body;
   std::shared_ptr<LineChannel> stream;  // set: a chunked 200 reply fed from the channel
+  // Set: instead of an answer, these bytes as they are (maybe none), then the connection is
+  // dropped: a server that died with the request, or part way through its answer.
+  std::optional<std::string> raw_then_drop = std::nullopt;
+  // The answer (kept-alive as any other), then the server closes the connection: a server
+  // ending a connection it sees as idle.
+  bool close_after = false;
 };
 
 class ScriptedServer {
@@ -70,7 +78,7 @@ class ScriptedServer {
                 std::chrono::milliseconds timeout = std::chrono::seconds(20)) const;
 
  private:
-  void serve(boost::asio::ip::tcp::socket socket);
+  void serve(boost::asio::ip::tcp::socket socket, int number);
 
   Handler handler_;
   boost::asio::io_context io_;
@@ -80,6 +88,7 @@ class ScriptedServer {
   mutable std::mutex mu_;
   mutable std::condition_variable arrived_;  // a request was added to requests_
   bool stopping_ = false;
+  int accepted_ = 0;
   std::vector<ScriptedRequest> requests_;
   std::vector<std::thread> connections_;
   std::vector<std::shared_ptr<boost::asio::ip::tcp::socket>> sockets_;
