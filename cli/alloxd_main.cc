@@ -22,10 +22,6 @@
 #include <mutex>
 #include <sstream>
 #include <thread>
-// clang-format off
-#include <utility>  // before pplx/threadpool.h, which uses std::exchange without including it
-#include <pplx/threadpool.h>
-// clang-format on
 
 #include "core/log.h"
 #include "extender/admission.h"
@@ -121,9 +117,6 @@ int run(const Flags& flags) {
     return 2;
   }
   configure_log(config->log);
-  // cpprestsdk now only carries the API-server client; its default pool of 40 threads would
-  // mostly sit idle. Must precede any cpprestsdk use.
-  crossplat::threadpool::initialize_with_threads(2);
   raise_descriptor_limit();
   if (!listen.empty()) {
     if (auto s = set_listen_address(*config, listen); !s) {
