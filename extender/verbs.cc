@@ -9,6 +9,14 @@
 namespace allox::extender {
 namespace {
 
+// The answer for a job no plan has yet.
+constexpr const char* kUnplanned = "queued: waiting for allox's next scheduling round";
+
+// Whether `node` is in `vain` (sorted; ExtenderVerbs::cooling).
+bool cooling_contains(const std::vector<std::string>& vain, std::string_view node) {
+  return !vain.empty() && std::binary_search(vain.begin(), vain.end(), node, std::less<>());
+}
+
 std::string whole_seconds(double seconds) {
   return std::to_string(static_cast<long long>(std::llround(std::max(0.0, seconds)))) + "s";
 }
@@ -22,28 +30,32 @@ struct Behind {
 
 // At most one capacity lookup per offered node, and one in all when the job starts now on its
 // planned node. `offered` outlives the call (busy views it); `skip(node)`: a node left out
-// (vain_wait_cooldown).
+// (vain_wait_cooldown). `new_job`: the book does not have the variant's job yet (nor does any
+// plan): only the offered nodes can say that alloxd is behind.
 template <typename Skip>
-Behind behind(const JobBook& book, const Plan& plan, const JobVariant& variant,
+Behind behind(const JobBook& book, const Plan& plan, const JobVariant& variant, bool new_job,
               const NodeNameList& offered, const Skip& skip, std::uint64_t freed_version) {
   Behind out;
-  const BookJob* job = book.job(variant.job_id);
-  if (job == nullptr || job->record.phase != JobPhase::kQueued || job->intent ||
-      !job->parked.empty() ||
-      !job->variants.count(variant.pod.namespace_name + "/" + variant.pod.name)) {
-    return out;  // the answer does not depend on the plan's age
-  }
-  auto start = plan.starts.find(variant.job_id);
-  if (start != plan.starts.end() && start->second.device != variant.device) {
-    return out;  // another variant of it starts
-  }
-  const bool starts = start != plan.starts.end();
-  if (starts) {
-    // The usual case: it starts now on its planned node, offered with a free machine.
-    const std::string& planned = start->second.node;
-    if (!skip(planned) && offered.contains(planned) &&
-        book.capacity(planned, variant.device).free > 0) {
-      return out;
+  bool starts = false;
+  if (!new_job) {
+    const BookJob* job = book.job(variant.job_id);
+    if (job == nullptr || job->record.phase != JobPhase::kQueued || job->intent ||
+        !job->parked.empty() ||
+        !job->variants.count(variant.pod.namespace_name + "/" + variant.pod.name)) {
+      return out;  // the answer does not depend on the plan's age
+    }
+    auto start = plan.starts.find(variant.job_id);
+    if (start != plan.starts.end() && start->second.device != variant.device) {
+      return out;  // another variant of it starts
+    }
+    starts = start != plan.starts.end();
+    if (starts) {
+      // The usual case: it starts now on its planned node, offered with a free machine.
+      const std::string& planned = start->second.node;
+      if (!skip(planned) && offered.contains(planned) &&
+          book.capacity(planned, variant.device).free > 0) {
+        return out;
+      }
     }
   }
   for (std::string_view node : offered) {
@@ -100,31 +112,53 @@ FilterResult ExtenderVerbs::filter(const ExtenderArgs& args) {
     result.error = "allox is not ready: its node inventory is not loaded yet";
     return result;
   }
-  // A pod the watch has not delivered yet (VerbOptions::nudges says why this is safe).
-  auto needed = planner_.register_variant(
-      *variant, options_.nudges ? Durability::kWritten : Durability::kSynced);
-  if (!needed) {
-    result.error = needed.message();
-    return result;
-  }
   std::shared_ptr<const Plan> plan = planner_.latest_plan();
-  if (!options_.nudges && plan->version < *needed) {
-    if (options_.on_first_plan_wait) options_.on_first_plan_wait();
-    plan = planner_.wait_for_plan(*needed,
-                                  std::chrono::steady_clock::now() + options_.first_plan_wait);
+  // A pod of a job the book does not have, on the nudge path, is answered as the watch's
+  // registration would have it answered (VerbOptions::nudges says why nothing is written):
+  // unless an offered node says alloxd is behind the cluster, and the plan that settles that is
+  // worth the wait (wait_for_watch).
+  auto is_new = [&](const JobBook& book) { return book.job(variant->job_id) == nullptr; };
+  bool unregistered = options_.nudges && planner_.read(is_new);
+  if (unregistered && options_.watch_wait.count() > 0) {
+    const std::vector<std::string> vain = cooling(variant->device);
+    auto skip = [&vain](std::string_view node) { return cooling_contains(vain, node); };
+    unregistered = planner_.read([&](const JobBook& book) {
+      return is_new(book) && behind(book, *plan, *variant, /*new_job=*/true, candidates, skip,
+                                    planner_.freed_version())
+                                     .version == 0;
+    });
   }
-  plan = wait_for_watch(*variant, args, std::move(plan));
+  if (!unregistered) {
+    // A pod the watch has not delivered yet (VerbOptions::nudges says why this is safe).
+    auto needed = planner_.register_variant(
+        *variant, options_.nudges ? Durability::kWritten : Durability::kSynced);
+    if (!needed) {
+      result.error = needed.message();
+      return result;
+    }
+    plan = planner_.latest_plan();
+    if (!options_.nudges && plan->version < *needed) {
+      if (options_.on_first_plan_wait) options_.on_first_plan_wait();
+      plan = planner_.wait_for_plan(*needed,
+                                    std::chrono::steady_clock::now() + options_.first_plan_wait);
+    }
+    plan = wait_for_watch(*variant, args, std::move(plan));
+  }
   const double now = planner_.now();
 
   planner_.read([&](const JobBook& book) {
-    const BookJob* job = book.job(variant->job_id);
+    // unregistered: the book may have the job by now (the watch delivered it), but the plan
+    // was taken before the filter looked: it is answered as a job no plan has yet.
+    const BookJob* job = unregistered ? nullptr : book.job(variant->job_id);
     const std::string& id = variant->job_id;
     const std::string resource = devices.resource_for(variant->device);
 
     // Why no node can take this variant, when that holds for every node.
     std::string never;
     const std::string key = variant->pod.namespace_name + "/" + variant->pod.name;
-    if (job == nullptr) {
+    if (unregistered) {
+      // A new job: queued once the watch registers it.
+    } else if (job == nullptr) {
       never = "job " + id + " is no longer queued (its pods were deleted)";
     } else if (job->record.phase == JobPhase::kQueued && !job->variants.count(key)) {
       never = "job " + id + " runs as variant " +
@@ -143,7 +177,13 @@ FilterResult ExtenderVerbs::filter(const ExtenderArgs& args) {
     }
     std::string wait_reason;
     const PlannedStart* start = nullptr;
-    if (job != nullptr && job->intent) {
+    if (unregistered) {
+      if (!plan->error.empty()) {
+        result.error = "allox's scheduling round failed: " + plan->error;
+        return;
+      }
+      wait_reason = kUnplanned;
+    } else if (job != nullptr && job->intent) {
       wait_reason = "job " + id + ": a bind to " + job->intent->node +
                     " from before alloxd restarted is being confirmed with the API server";
     } else if (auto it = plan->starts.find(id); it != plan->starts.end()) {
@@ -163,7 +203,7 @@ FilterResult ExtenderVerbs::filter(const ExtenderArgs& args) {
       result.error = "allox's scheduling round failed: " + plan->error;
       return;
     } else {
-      wait_reason = "queued: waiting for allox's next scheduling round";
+      wait_reason = kUnplanned;
     }
 
     // The job starts now on the planned node, or, when kube-scheduler did not offer it or it is
@@ -240,32 +280,16 @@ std::shared_ptr<const Plan> ExtenderVerbs::wait_for_watch(const JobVariant& vari
                                                           std::shared_ptr<const Plan> plan) {
   if (options_.watch_wait.count() <= 0) return plan;
   using Clock = std::chrono::steady_clock;
-  // Offered nodes a recent wait found busy to the end are left out (vain_wait_cooldown): a copy
-  // of the few such names, none (and no allocation) in the usual case; the offered names are
-  // read where the request holds them.
-  std::vector<std::string> vain;
-  {
-    std::lock_guard lock(vain_mu_);
-    const auto now = Clock::now();
-    for (auto device = vain_until_.begin(); device != vain_until_.end();) {
-      std::erase_if(device->second, [&](const auto& entry) { return entry.second <= now; });
-      device = device->second.empty() ? vain_until_.erase(device) : std::next(device);
-    }
-    if (auto found = vain_until_.find(variant.device); found != vain_until_.end()) {
-      vain.reserve(found->second.size());
-      for (const auto& entry : found->second) vain.push_back(entry.first);  // in order
-    }
-  }
-  auto skip = [&vain](std::string_view node) {
-    return !vain.empty() && std::binary_search(vain.begin(), vain.end(), node, std::less<>());
-  };
+  const std::vector<std::string> vain = cooling(variant.device);
+  auto skip = [&vain](std::string_view node) { return cooling_contains(vain, node); };
   const NodeNameList& offered = args.candidates();
   const auto deadline = Clock::now() + options_.watch_wait;
   bool waited = false;
   while (true) {
     Behind lag = planner_.read([&](const JobBook& book) {
       // freed_version() is an atomic written under the book's lock: read with the book it fits.
-      return behind(book, *plan, variant, offered, skip, planner_.freed_version());
+      return behind(book, *plan, variant, /*new_job=*/false, offered, skip,
+                    planner_.freed_version());
     });
     if (lag.version == 0) return plan;
     if (Clock::now() >= deadline) {
@@ -281,6 +305,25 @@ std::shared_ptr<const Plan> ExtenderVerbs::wait_for_watch(const JobVariant& vari
     waited = true;
     plan = planner_.wait_for_plan(lag.version, deadline);
   }
+}
+
+std::vector<std::string> ExtenderVerbs::cooling(const DeviceType& device) {
+  using Clock = std::chrono::steady_clock;
+  // Offered nodes a recent wait found busy to the end are left out (vain_wait_cooldown): a copy
+  // of the few such names, none (and no allocation) in the usual case; the offered names are
+  // read where the request holds them.
+  std::vector<std::string> vain;
+  std::lock_guard lock(vain_mu_);
+  const auto now = Clock::now();
+  for (auto it = vain_until_.begin(); it != vain_until_.end();) {
+    std::erase_if(it->second, [&](const auto& entry) { return entry.second <= now; });
+    it = it->second.empty() ? vain_until_.erase(it) : std::next(it);
+  }
+  if (auto found = vain_until_.find(device); found != vain_until_.end()) {
+    vain.reserve(found->second.size());
+    for (const auto& entry : found->second) vain.push_back(entry.first);  // in order
+  }
+  return vain;
 }
 
 std::vector<HostPriority> ExtenderVerbs::prioritize(const ExtenderArgs& args) {

@@ -2,10 +2,13 @@
 // the confirmation step. The planner (planner.h) decides who runs where; the verbs read its
 // latest plan and the book, and answer kube-scheduler in its terms.
 //
-//   - filter: a pod seen for the first time is registered (persisted) as a variant of its job.
-//     With a watch that nudges parked pods (VerbOptions::nudges) it is answered at once from the
-//     latest plan; without one, a pod whose job the plan has not seen yet waits (at most
-//     `first_plan_wait`) for the next round. A pod whose job waits also waits (at most
+//   - filter: a pod seen for the first time is registered (persisted) as a variant of its job,
+//     except on the nudge path (VerbOptions::nudges) when the book has no job of it and no
+//     offered node says alloxd is behind: then the watch registers it, and it is answered
+//     "waiting for allox's next scheduling round" with nothing written. With a watch that nudges
+//     parked pods a registered pod is answered at once from the latest plan; without one, a pod
+//     whose job the plan has not seen yet waits (at most `first_plan_wait`) for the next round.
+//     A pod whose job waits also waits (at most
 //     `watch_wait`) when alloxd is behind the cluster: kube-scheduler offers a node whose machine
 //     of the pod's device the book still shows busy (kube-scheduler saw a completion before
 //     alloxd's watch did), or the plan is older than the latest freed machine; the answer then
@@ -59,14 +62,25 @@ namespace allox::extender {
 struct VerbOptions {
   // Whether alloxd watches the API server and its controller nudges a parked pod the moment a
   // plan starts it (controller.h; ExtenderService sets it when there is an API server). Then a
-  // pod kube-scheduler asks about before the watch delivered it is registered as the watch
-  // would register it (Durability::kWritten: the API server holds the pod, a re-list after a
-  // crash brings it back) and answered at once from the latest plan, like a pod the watch
-  // delivered just before: "waiting for allox's next scheduling round" parks it in
+  // pod kube-scheduler asks about before the watch delivered it is answered at once, like a pod
+  // the watch delivered just before: "waiting for allox's next scheduling round" parks it in
   // kube-scheduler until the nudge, and kube-scheduler's one scheduling loop is never held for
-  // a round (up to a second at 50,000 queued). Without a watch nothing would bring a parked pod
-  // back before kube-scheduler's 5 minutes, so the first filter is synced and waits for the plan
-  // that includes it (first_plan_wait).
+  // a round (up to a second at 50,000 queued).
+  //   - A pod of a job the book does not have is not registered by the filter: the watch
+  //     registers it (it registers every pod of allox's, a few ms later), and the answer is the
+  //     one its registration would get from the latest plan, which cannot have the job. So no
+  //     store write and no lock of the book's writers is on kube-scheduler's path, and a kill -9
+  //     after the answer loses nothing: the answer promised nothing, the API server holds the
+  //     pod and the watch's list after a restart brings it in. Except when an offered node says
+  //     alloxd is behind (a machine kube-scheduler sees free that the book shows busy, or one
+  //     freed after the latest plan): the pod is then registered as below and waits for the
+  //     plan that settles it (watch_wait), which may start it.
+  //   - A pod of a job the book has (a new variant, or a re-created pod of a finished run, which
+  //     the watch leaves to the filter) is registered as the watch would register it
+  //     (Durability::kWritten: the API server holds the pod, a re-list after a crash brings it
+  //     back) and answered from the latest plan.
+  // Without a watch nothing would bring a parked pod back before kube-scheduler's 5 minutes, so
+  // the first filter is synced and waits for the plan that includes it (first_plan_wait).
   bool nudges = false;
   // How long a filter for a job the plan has not seen waits for the next round when nothing
   // nudges (above); kube-scheduler's extender httpTimeout (30 s by default) bounds it from above.
@@ -107,6 +121,8 @@ class ExtenderVerbs {
   BindingResult bind_unknown(const BindingArgs& args, const std::string& namespace_name);
   // `plan`, or a newer one once the watch caught up with what kube-scheduler's offer shows
   // (at most watch_wait); see the class comment.
+  // The offered nodes of `device` not worth a wait now (vain_wait_cooldown), sorted.
+  std::vector<std::string> cooling(const DeviceType& device);
   std::shared_ptr<const Plan> wait_for_watch(const JobVariant& variant, const ExtenderArgs& args,
                                              std::shared_ptr<const Plan> plan);
   Planner& planner_;

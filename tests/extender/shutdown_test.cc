@@ -103,9 +103,9 @@ TEST(ShutdownTest, SigtermUnderLoadExitsCleanly) {
   }
 }
 
-// An API server that lists one GPU node and no pods, and never answers a binding until
-// released. (A watch gets the list again, which the informer takes as a broken stream and
-// re-lists after its back-off: enough for alloxd to be ready.)
+// An API server that lists one GPU node and one pending pod (lab/p, which the watch registers),
+// and never answers a binding until released. (A watch gets the list again, which the informer
+// takes as a broken stream and re-lists after its back-off: enough for alloxd to be ready.)
 class StuckApiServer {
  public:
   StuckApiServer() {
@@ -122,7 +122,10 @@ class StuckApiServer {
       }
       if (request.path == "/api/v1/pods") {
         return HttpReply{200, "application/json",
-                         R"({"kind":"PodList","metadata":{"resourceVersion":"1"},"items":[]})"};
+                         json{{"kind", "PodList"},
+                              {"metadata", {{"resourceVersion", "1"}}},
+                              {"items", json::array({make_pod("lab", "p", "nvidia.com/gpu")})}}
+                             .dump()};
       }
       if (request.path.ends_with("/binding")) {
         std::unique_lock lock(mu_);
@@ -167,10 +170,18 @@ TEST(ShutdownTest, SigtermDuringABindStuckOnTheApiServerExitsWithin5s) {
   std::string config = write_config(dir, "apiserver: {url: " + api.url() + ", token: x}\n");
   auto alloxd = start_alloxd(dir, config);
   ASSERT_TRUE(alloxd);
-  auto filter =
-      testing::http_request(alloxd->url(), "POST", "/filter",
-                            testing::filter_body(make_pod("lab", "p", "nvidia.com/gpu"), {"g"}));
-  ASSERT_EQ(200, filter.status) << filter.body;
+  // Asked until the plan has the pod the watch listed (a pod the book lacks is left to the
+  // watch) and keeps it on g.
+  testing::Response filter;
+  for (int i = 0; i < 200; ++i) {
+    filter =
+        testing::http_request(alloxd->url(), "POST", "/filter",
+                              testing::filter_body(make_pod("lab", "p", "nvidia.com/gpu"), {"g"}));
+    ASSERT_EQ(200, filter.status) << filter.body;
+    if (json::parse(filter.body)["NodeNames"] == json::array({"g"})) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(json::array({"g"}), json::parse(filter.body)["NodeNames"]) << filter.body;
   std::thread bind([&] {
     testing::http_request(alloxd->url(), "POST", "/bind",
                           R"({"PodName":"p","PodNamespace":"lab","Node":"g"})");

@@ -1,15 +1,19 @@
 // extender/verbs.h, /filter for a pod alloxd has not seen (issue 13). With a watch whose
-// controller nudges parked pods (VerbOptions::nudges) it is answered from the latest plan, never
-// held for a round, and the pod is nudged once the watch shows it and a plan starts it: parked
-// until then, never for kube-scheduler's 5 minutes. Without a watch, the first filter waits for
-// the plan that includes the pod. The planner's rounds wait while the test holds them, so
-// "without waiting" is an order of events here, never a time.
+// controller nudges parked pods (VerbOptions::nudges) a pod of a job the book does not have is
+// answered from the latest plan with nothing written (the watch registers it), never held for a
+// round, and nudged once the watch shows it and a plan starts it: parked until then, never for
+// kube-scheduler's 5 minutes. An offered node that says alloxd is behind still gets the pod
+// registered and answered from the plan that settles it. Without a watch, the first filter
+// waits for the plan that includes the pod. The planner's rounds wait while the test holds
+// them, so "without waiting" is an order of events here, never a time.
 #include <gtest/gtest.h>
 
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 
 #include "extender/controller.h"
+#include "extender/store.h"
 #include "extender/verbs.h"
 #include "tests/extender/kube/scripted_server.h"
 #include "tests/extender/test_support.h"
@@ -68,7 +72,8 @@ struct Fixture {
   std::unique_ptr<ClusterFeed> feed;
   std::unique_ptr<Controller> controller;
   std::unique_ptr<ExtenderVerbs> verbs;
-  bool waited = false;  // a filter started waiting for its first plan
+  bool waited = false;                  // a filter started waiting for its first plan
+  std::function<void()> on_watch_wait;  // runs when a filter starts waiting for the watch
 
   explicit Fixture(bool nudges) {
     ExtenderConfig config = testing::make_config({}, dir.file("state.db"));
@@ -90,6 +95,9 @@ struct Fixture {
       waited = true;
       policy->release();
     };
+    options.on_watch_wait = [this] {
+      if (on_watch_wait) on_watch_wait();
+    };
     verbs = std::make_unique<ExtenderVerbs>(*planner, nullptr, metrics, options);
     planner->start();
     actions.start();
@@ -100,6 +108,9 @@ struct Fixture {
     policy->release();
     actions.stop();
     planner->stop();
+  }
+  bool in_book(const std::string& job_id) const {
+    return planner->read([&](const JobBook& book) { return book.job(job_id) != nullptr; });
   }
   FilterResult filter(const json& pod) {
     auto args = parse_extender_args(testing::filter_body(pod, {"g1"}));
@@ -118,10 +129,10 @@ struct Fixture {
   }
 };
 
-TEST(UnseenFilterTest, OnTheNudgePathItIsAnsweredFromTheLatestPlanWhileItsRoundIsHeld) {
+TEST(UnseenFilterTest, OnTheNudgePathANewJobIsAnsweredWhileItsRoundIsHeldAndNothingIsWritten) {
   Fixture f(/*nudges=*/true);
   ASSERT_TRUE(f.planner->ready());
-  f.policy->hold();  // the round the new pod wakes cannot publish a plan
+  f.policy->hold();  // no round can publish a plan
   const auto before = f.planner->latest_plan()->version;
 
   FilterResult answer = f.filter(gpu_pod("a"));
@@ -132,32 +143,91 @@ TEST(UnseenFilterTest, OnTheNudgePathItIsAnsweredFromTheLatestPlanWhileItsRoundI
   EXPECT_TRUE(answer.node_names->empty());
   ASSERT_TRUE(answer.failed_nodes.contains("g1"));
   EXPECT_EQ(kUnplanned, answer.failed_nodes.at("g1"));
-  // Registered all the same: the held round plans it.
+  // Left to the watch: not in the book, not in the store (so a kill -9 now loses nothing).
+  EXPECT_FALSE(f.in_book("lab/a"));
+  {
+    auto store = Store::open(f.dir.file("state.db"));
+    ASSERT_TRUE(store.ok()) << store.message();
+    auto stored = (*store)->load();
+    ASSERT_TRUE(stored.ok()) << stored.message();
+    EXPECT_TRUE(stored->jobs.empty());
+    EXPECT_TRUE(stored->variants.empty());
+  }
+  // Asked again before the watch: the same answer.
+  EXPECT_EQ(kUnplanned, f.filter(gpu_pod("a")).failed_nodes.at("g1"));
+
+  // The watch registers it, and the held round plans it.
+  f.feed->pod_handler().on_upsert(gpu_pod("a"));
   EXPECT_EQ(JobPhase::kQueued,
             f.planner->read([](const JobBook& book) { return book.job("lab/a")->record.phase; }));
+  f.policy->release();
+  f.planner->solve_now();
+  EXPECT_EQ(1u, f.planner->latest_plan()->starts.count("lab/a"));
 }
 
-// kube-scheduler parked the pod on that answer. The plan starts it before the watch delivers it:
-// the controller cannot nudge a pod it has not seen, and does so the moment the watch shows it.
+// kube-scheduler parked the pod on that answer: the controller nudges it once the watch shows it
+// and a plan starts it, and retried it is kept on its node.
 TEST(UnseenFilterTest, AParkedUnseenPodIsNudgedOnceTheWatchShowsItAndAPlanStartsIt) {
   Fixture f(/*nudges=*/true);
   f.policy->hold();
   ASSERT_EQ(kUnplanned, f.filter(gpu_pod("a")).failed_nodes.at("g1"));
+  f.controller->reconcile();
+  ASSERT_TRUE(f.actions.wait_idle(std::chrono::seconds(20)));
+  EXPECT_TRUE(f.nudged().empty());  // nothing starts it yet
+
+  f.feed->pod_handler().on_upsert(gpu_pod("a"));
   f.policy->release();
   f.planner->solve_now();
   ASSERT_EQ(1u, f.planner->latest_plan()->starts.count("lab/a"));
   f.controller->reconcile();
   ASSERT_TRUE(f.actions.wait_idle(std::chrono::seconds(20)));
-  EXPECT_TRUE(f.nudged().empty());  // the watch has not shown it yet
-
-  f.feed->pod_handler().on_upsert(gpu_pod("a"));
-  f.controller->reconcile();
-  ASSERT_TRUE(f.actions.wait_idle(std::chrono::seconds(20)));
   EXPECT_EQ(std::vector<std::string>{"a"}, f.nudged());
-  // Retried after the nudge, it is kept on its node.
   FilterResult retried = f.filter(gpu_pod("a"));
   EXPECT_EQ(std::vector<std::string>{"g1"},
             std::vector<std::string>(retried.node_names->begin(), retried.node_names->end()));
+}
+
+// kube-scheduler offers g1, whose one GPU the book still shows taken (the watch has not brought
+// the completion in yet): the answer waits for the plan that settles it, so the new pod is
+// registered first and that plan starts it there, instead of parking it for a nudge.
+TEST(UnseenFilterTest, AnOfferedNodeTheBookShowsBusyGetsThePodRegisteredAndAnsweredFromThePlan) {
+  Fixture f(/*nudges=*/true);
+  f.feed->pod_handler().on_upsert(gpu_pod("r"));
+  auto running =
+      read_job_variant(gpu_pod("r"), f.planner->config().devices, f.planner->config().tenancy);
+  ASSERT_TRUE(running.ok()) << running.message();
+  ASSERT_TRUE(f.planner->record_start(*running, "g1", -1).ok());
+  f.planner->solve_now();
+  bool caught_up = false;
+  f.on_watch_wait = [&] {
+    EXPECT_TRUE(f.in_book("lab/a"));                // registered before the wait
+    caught_up = f.planner->complete("lab/r").ok();  // the watch catches up: g1 is free
+  };
+
+  FilterResult answer = f.filter(gpu_pod("a"));
+
+  EXPECT_TRUE(caught_up);
+  ASSERT_TRUE(answer.error.empty()) << answer.error;
+  EXPECT_EQ(std::vector<std::string>{"g1"},
+            std::vector<std::string>(answer.node_names->begin(), answer.node_names->end()));
+}
+
+// A new pod of a job the book has (a second variant) is the filter's to register, as before: the
+// answer depends on the job's plan, and the book must know the pod is one of its variants.
+TEST(UnseenFilterTest, APodOfAJobTheBookHasIsRegisteredByTheFilter) {
+  Fixture f(/*nudges=*/true);
+  f.policy->hold();
+  f.feed->pod_handler().on_upsert(gpu_pod("a"));
+  json sibling = testing::make_pod("lab", "a-second", "nvidia.com/gpu",
+                                   {{"allox.io/job", "a"}, {"allox.io/time.gpu", "10"}});
+
+  FilterResult answer = f.filter(sibling);
+
+  ASSERT_TRUE(answer.error.empty()) << answer.error;
+  EXPECT_EQ(
+      2u, f.planner->read([](const JobBook& book) { return book.job("lab/a")->variants.size(); }));
+  ASSERT_TRUE(answer.failed_nodes.contains("g1"));
+  EXPECT_EQ(kUnplanned, answer.failed_nodes.at("g1"));
 }
 
 // Without a watch nothing would bring a parked pod back before kube-scheduler's 5 minutes: the
