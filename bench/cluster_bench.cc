@@ -210,6 +210,7 @@ Expected<ClusterBenchResult> run_cluster_bench(const ClusterBenchOptions& option
   });
 
   const auto wall_start = Clock::now();
+  const double harness_cpu_start = cpu_seconds(::getpid());
   std::vector<double> bind_at;  // wall seconds of every bind
   double first_done = -1;
   std::size_t jobs_bound = 0;
@@ -240,6 +241,7 @@ Expected<ClusterBenchResult> run_cluster_bench(const ClusterBenchOptions& option
   });
   auto summary = emulator::replay_jobs((*api)->objects(), clock, *jobs, replay);
   result.wall_s = seconds_since(wall_start);
+  result.harness_cpu_s = cpu_seconds(::getpid()) - harness_cpu_start;
   result.alloxd_cpu_s = cpu_seconds((*alloxd)->pid());
   result.alloxd_peak_rss_mb = status_kb((*alloxd)->pid(), "VmHWM") / 1024;
   {

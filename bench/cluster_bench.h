@@ -79,6 +79,9 @@ struct ClusterBenchResult {
   std::size_t plan_queued = 0;              // that queue's length
   double alloxd_peak_rss_mb = 0;
   double alloxd_cpu_s = 0;
+  // This process's CPU (the fake API server, the scheduler emulator, the kubelets, the replay)
+  // from the replay's start to its end: the harness's own cost, beside alloxd's.
+  double harness_cpu_s = 0;
   double wall_s = 0;
   bool timed_out = false;
 };

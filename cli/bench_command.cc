@@ -228,6 +228,14 @@ void add_cluster_command(CLI::App& parent) {
                 runs.back().bind_p99_ms);
     std::printf("plan measured at %zu queued jobs; alloxd CPU %.1f s (last run)\n",
                 runs.back().plan_queued, runs.back().alloxd_cpu_s);
+    {
+      const R& last = runs.back();
+      const double bound = static_cast<double>(std::max<std::size_t>(1, last.bound_once));
+      std::printf(
+          "harness CPU (this process: API server, scheduler, kubelets) %.1f s over the replay, "
+          "%.2f ms per bound job; alloxd %.2f ms per bound job (last run)\n",
+          last.harness_cpu_s, last.harness_cpu_s * 1000 / bound, last.alloxd_cpu_s * 1000 / bound);
+    }
     bool exact = true;
     for (const auto& run : runs) {
       exact = exact && run.bound_twice == 0 && (run.timed_out || run.unbound == 0) &&

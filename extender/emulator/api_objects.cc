@@ -8,6 +8,8 @@
 #include <mutex>
 #include <set>
 
+#include "extender/emulator/json_equal.h"
+
 namespace allox::emulator {
 
 using nlohmann::json;
@@ -43,8 +45,14 @@ const ResourceType* find_resource(const std::string& api_version, const std::str
 
 std::string WatchEvent::line() const {
   if (!raw.empty()) return raw + "\n";
-  json out = {{"type", type}, {"object", object ? *object : json(nullptr)}};
-  return out.dump() + "\n";
+  // The bytes of {"type":..,"object":..} dumped as one value (keys in byte order), written
+  // around the stored object's own dump: the event is not built as a copy of the object.
+  std::string out = "{\"object\":";
+  out += object ? object->dump() : "null";
+  out += ",\"type\":";
+  out += json(type).dump();
+  out += "}\n";
+  return out;
 }
 
 namespace {
@@ -75,32 +83,53 @@ std::string string_at(const json& object, const char* key) {
   return it != object.end() && it->is_string() ? it->get<std::string>() : "";
 }
 
+const json& object_at(const json& object, const char* key);
+
 bool is_terminal(const json& pod) {
-  std::string phase = string_at(pod.value("status", json::object()), "phase");
+  std::string phase = string_at(object_at(pod, "status"), "phase");
   return phase == "Succeeded" || phase == "Failed";
 }
 
-// The parts of a pod spec an update may change (ValidatePodUpdate in v1.28, simplified to what
-// clients of allox touch): container images, activeDeadlineSeconds, tolerations, and gates.
-json frozen_spec(const json& spec) {
-  json out = spec;
-  out.erase("schedulingGates");
-  out.erase("activeDeadlineSeconds");
-  out.erase("tolerations");
-  for (const char* list : {"containers", "initContainers"}) {
-    if (out.contains(list) && out[list].is_array()) {
-      for (json& c : out[list])
-        if (c.is_object()) c.erase("image");
+// Whether an update keeps the parts of a pod spec it may not change (ValidatePodUpdate in
+// v1.28, simplified to what clients of allox touch): all but container images,
+// activeDeadlineSeconds, tolerations, and gates. Compared in place: no copy of either spec.
+bool same_frozen_spec(const json& before, const json& after) {
+  if (!before.is_object() || !after.is_object()) return before == after;
+  auto images_aside = [](const json& a, const json& b) {
+    if (!a.is_array() || !b.is_array()) return a == b;
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      // An element that is not an object keeps its image key: equal_except compares it whole.
+      if (!equal_except(a[i], b[i], {"image"})) return false;
     }
+    return true;
+  };
+  if (!equal_except(before, after,
+                    {"schedulingGates", "activeDeadlineSeconds", "tolerations", "containers",
+                     "initContainers"})) {
+    return false;
   }
-  return out;
+  for (const char* list : {"containers", "initContainers"}) {
+    auto a = before.find(list), b = after.find(list);
+    if ((a == before.end()) != (b == after.end())) return false;
+    if (a != before.end() && !images_aside(*a, *b)) return false;
+  }
+  return true;
+}
+
+// The object's `key` member, or an empty object when absent or not an object (no copy).
+const json& object_at(const json& object, const char* key) {
+  static const json empty = json::object();
+  auto it = object.find(key);
+  return it != object.end() && it->is_object() ? *it : empty;
 }
 
 std::set<std::string> gate_names(const json& pod) {
   std::set<std::string> names;
-  const json spec = pod.value("spec", json::object());
-  if (spec.contains("schedulingGates") && spec["schedulingGates"].is_array()) {
-    for (const json& gate : spec["schedulingGates"]) {
+  const json& spec = object_at(pod, "spec");
+  auto gates = spec.find("schedulingGates");
+  if (gates != spec.end() && gates->is_array()) {
+    for (const json& gate : *gates) {
       if (gate.is_object()) names.insert(string_at(gate, "name"));
     }
   }
@@ -119,7 +148,6 @@ struct ApiObjects::State {
 
   Clock clock;
   mutable std::mutex mu;
-  std::condition_variable changed;
   std::uint64_t rv = 1;
   std::uint64_t oldest = 1;  // history holds every record with rv > oldest
   std::uint64_t uid_counter = 0;
@@ -166,14 +194,44 @@ struct ApiObjects::State {
                   event == "DELETED" ? nullptr : object, rv};
     if (event == "DELETED") change.before = object;
     for (auto& [id, subscriber] : subscribers) subscriber(change);
-    changed.notify_all();
+    wake_watches(&type);
   }
+
+  // Wakes the watch streams of `type` (every stream when null) waiting in next(). Only the
+  // streams a change may concern are woken: a thread woken for nothing costs a context switch
+  // each, and the API server serves a watch per thread. Must hold mu.
+  void wake_watches(const ResourceType* type);
 
   // A copy of `object` stamped with the next resourceVersion. Must hold mu.
   json stamped(json object) {
     ++rv;
     object["metadata"]["resourceVersion"] = std::to_string(rv);
     return object;
+  }
+
+  // Replaces a stored object with `change(current)`, which runs without the lock (a pod's copy
+  // and patch no longer hold every other writer and the watches up). Its result, an error
+  // included, is kept only if the object is still the version it read; otherwise it runs again
+  // on the newer one: each write applies to the latest version, in one order, as
+  // kube-apiserver's GuaranteedUpdate retries against etcd. Must not hold mu.
+  template <class Change>
+  ApiResult<ObjectPtr> modify(const ResourceType& type, const std::string& key,
+                              const std::string& name, Change&& change) {
+    while (true) {
+      ObjectPtr old;
+      {
+        std::lock_guard lock(mu);
+        old = find(type, key);
+      }
+      if (!old) return not_found(qualified_plural(type), name);
+      ApiResult<json> changed = change(*old);
+      std::lock_guard lock(mu);
+      if (find(type, key) != old) continue;  // written meanwhile: again, on the new version
+      if (auto* error = std::get_if<ApiError>(&changed)) return *error;
+      auto stored = std::make_shared<const json>(stamped(std::move(std::get<json>(changed))));
+      commit(type, key, "MODIFIED", stored, old);
+      return ObjectPtr(stored);
+    }
   }
 
   ObjectPtr find(const ResourceType& type, const std::string& key) const {
@@ -186,12 +244,20 @@ struct ApiObjects::State {
 
 struct WatchStream::State {
   std::shared_ptr<ApiObjects::State> store;
+  std::condition_variable wake;  // with store->mu: a change of its type, or an end
   WatchRequest request;
   std::uint64_t position = 0;  // every record with rv <= position has been considered
   std::deque<WatchEvent> pending;
   std::uint64_t bookmarks_seen = 0;
   bool closed = false, broken = false;
 };
+
+void ApiObjects::State::wake_watches(const ResourceType* type) {
+  for (const auto& weak : streams) {
+    auto stream = weak.lock();
+    if (stream && (type == nullptr || stream->request.resource == type)) stream->wake.notify_all();
+  }
+}
 
 ApiObjects::ApiObjects(Clock clock) : state_(std::make_shared<State>()) {
   state_->clock = std::move(clock);
@@ -203,7 +269,7 @@ ApiObjects::~ApiObjects() {
     if (auto stream = weak.lock()) stream->closed = true;
   }
   state_->subscribers.clear();
-  state_->changed.notify_all();
+  state_->wake_watches(nullptr);
 }
 
 double ApiObjects::now() const {
@@ -357,26 +423,46 @@ ApiResult<json> prepare_update(const ResourceType& type, const json& old, json u
                        ") does not match the name on the URL (" + name + ")");
   }
   if (status_only) {
-    json out = old;
-    out["status"] = updated.value("status", json::object());
+    // The stored object with the update's .status ({} when it has none). Built from the update
+    // (for a patch, already a copy of the stored object) by putting back every other member
+    // that differs from the stored one: equal members are not copied again.
+    json out = std::move(updated);
+    auto status = out.find("status");
+    json new_status = status != out.end() ? std::move(*status) : json::object();
+    for (auto it = out.begin(); it != out.end();) {
+      it = old.contains(it.key()) ? std::next(it) : out.erase(it);
+    }
+    for (auto it = old.begin(); it != old.end(); ++it) {
+      if (it.key() == "status") continue;
+      auto mine = out.find(it.key());
+      if (mine == out.end() || *mine != *it) out[it.key()] = *it;
+    }
+    out["status"] = std::move(new_status);
     return out;
   }
   json out = std::move(updated);
   // Identity and bookkeeping stay the server's.
-  json meta = metadata_of(out);
+  if (!out.contains("metadata") || !out["metadata"].is_object()) out["metadata"] = json::object();
+  json& meta = out["metadata"];
+  const json& old_meta = metadata_of(old);
   for (const char* key : {"name", "namespace", "uid", "creationTimestamp", "deletionTimestamp",
                           "deletionGracePeriodSeconds"}) {
-    if (metadata_of(old).contains(key)) {
-      meta[key] = metadata_of(old)[key];
+    auto kept = old_meta.find(key);
+    if (kept != old_meta.end()) {
+      auto mine = meta.find(key);
+      if (mine == meta.end() || *mine != *kept) meta[key] = *kept;
     } else {
       meta.erase(key);
     }
   }
-  out["metadata"] = meta;
   out["kind"] = type.kind;
   out["apiVersion"] = type.api_version;
   if (type.kind == "Pod") {
-    if (old.contains("status")) out["status"] = old["status"];  // status only via /status
+    // Status changes only via /status: the stored one is kept (copied only when it differs).
+    if (auto kept = old.find("status"); kept != old.end()) {
+      auto mine = out.find("status");
+      if (mine == out.end() || *mine != *kept) out["status"] = *kept;
+    }
     json& spec = out["spec"];
     if (!spec.is_object()) return invalid("Pod", name, "spec", "Required value");
     if (spec.contains("schedulingGates") &&
@@ -391,7 +477,9 @@ ApiResult<json> prepare_update(const ResourceType& type, const json& old, json u
             "Forbidden: only deletion is allowed, but found new scheduling gate '" + gate + "'");
       }
     }
-    if (frozen_spec(old.value("spec", json::object())) != frozen_spec(spec)) {
+    static const json no_spec = json::object();
+    auto old_spec = old.find("spec");
+    if (!same_frozen_spec(old_spec != old.end() ? *old_spec : no_spec, spec)) {
       return invalid("Pod", name, "spec",
                      "Forbidden: pod updates may not change fields other than "
                      "`spec.containers[*].image`,`spec.initContainers[*].image`,"
@@ -420,17 +508,12 @@ ApiResult<ObjectPtr> ApiObjects::update(const ResourceType& type, const std::str
 ApiResult<ObjectPtr> ApiObjects::patch(const ResourceType& type, const std::string& ns,
                                        const std::string& name, PatchType patch_type,
                                        const std::string& body, bool status_only) {
-  std::lock_guard lock(state_->mu);
   const std::string key = object_key(type, ns, name);
-  ObjectPtr old = state_->find(type, key);
-  if (!old) return not_found(qualified_plural(type), name);
-  auto patched = apply_patch(*old, patch_type, body);
-  if (auto* error = std::get_if<ApiError>(&patched)) return *error;
-  auto prepared = prepare_update(type, *old, std::move(std::get<json>(patched)), status_only);
-  if (auto* error = std::get_if<ApiError>(&prepared)) return *error;
-  auto stored = std::make_shared<const json>(state_->stamped(std::move(std::get<json>(prepared))));
-  state_->commit(type, key, "MODIFIED", stored, old);
-  return ObjectPtr(stored);
+  return state_->modify(type, key, name, [&](const json& old) -> ApiResult<json> {
+    auto patched = apply_patch(old, patch_type, body);
+    if (auto* error = std::get_if<ApiError>(&patched)) return *error;
+    return prepare_update(type, old, std::move(std::get<json>(patched)), status_only);
+  });
 }
 
 ApiResult<ObjectPtr> ApiObjects::remove(const ResourceType& type, const std::string& ns,
@@ -459,7 +542,7 @@ ApiResult<ObjectPtr> ApiObjects::remove(const ResourceType& type, const std::str
   }
   ObjectPtr last = old;
   const bool graceful =
-      type.kind == "Pod" && !string_at(old->value("spec", json::object()), "nodeName").empty() &&
+      type.kind == "Pod" && !string_at(object_at(*old, "spec"), "nodeName").empty() &&
       !is_terminal(*old) && !(options.is_object() && options.value("gracePeriodSeconds", -1) == 0);
   if (graceful && !metadata_of(*old).contains("deletionTimestamp")) {
     json marked = *old;
@@ -486,45 +569,43 @@ ApiResult<json> ApiObjects::bind(const std::string& ns, const std::string& name,
     return bad_request("the name of the Binding (" + body_name +
                        ") does not match the pod on the URL (" + name + ")");
   }
-  std::lock_guard lock(state_->mu);
-  const std::string key = object_key(type, ns, name);
-  ObjectPtr old = state_->find(type, key);
-  if (!old) return not_found("pods", name);
   // kube-apiserver's BindingREST turns every refusal into 409 Conflict on pods/binding.
   auto refuse = [&](const std::string& why) { return conflict("pods/binding", name, why); };
   const std::string uid = string_at(metadata_of(binding), "uid");
-  const std::string actual_uid = string_at(metadata_of(*old), "uid");
-  if (!uid.empty() && uid != actual_uid) {
-    return refuse("Precondition failed: UID in precondition: " + uid +
-                  ", UID in object meta: " + actual_uid);
-  }
-  if (metadata_of(*old).contains("deletionTimestamp")) {
-    return refuse("pod " + name + " is being deleted, cannot be assigned to a host");
-  }
-  const std::string bound = string_at(old->value("spec", json::object()), "nodeName");
-  if (!bound.empty())
-    return refuse("pod " + name + " is already assigned to node \"" + bound + "\"");
-  if (!gate_names(*old).empty()) {
-    return refuse("pod " + name + " has non-empty .spec.schedulingGates");
-  }
-  json pod = *old;
-  pod["spec"]["nodeName"] = node;
-  json& status = pod["status"];
-  json conditions = status.value("conditions", json::array());
-  json scheduled = {{"type", "PodScheduled"},
-                    {"status", "True"},
-                    {"lastProbeTime", nullptr},
-                    {"lastTransitionTime", rfc3339(state_->now())}};
-  auto it = std::find_if(conditions.begin(), conditions.end(),
-                         [](const json& c) { return c.value("type", "") == "PodScheduled"; });
-  if (it != conditions.end()) {
-    *it = scheduled;
-  } else {
-    conditions.push_back(scheduled);
-  }
-  status["conditions"] = conditions;
-  auto stored = std::make_shared<const json>(state_->stamped(std::move(pod)));
-  state_->commit(type, key, "MODIFIED", stored, old);
+  auto bound = state_->modify(
+      type, object_key(type, ns, name), name, [&](const json& old) -> ApiResult<json> {
+        const std::string actual_uid = string_at(metadata_of(old), "uid");
+        if (!uid.empty() && uid != actual_uid) {
+          return refuse("Precondition failed: UID in precondition: " + uid +
+                        ", UID in object meta: " + actual_uid);
+        }
+        if (metadata_of(old).contains("deletionTimestamp")) {
+          return refuse("pod " + name + " is being deleted, cannot be assigned to a host");
+        }
+        const std::string on = string_at(object_at(old, "spec"), "nodeName");
+        if (!on.empty())
+          return refuse("pod " + name + " is already assigned to node \"" + on + "\"");
+        if (!gate_names(old).empty()) {
+          return refuse("pod " + name + " has non-empty .spec.schedulingGates");
+        }
+        json pod = old;
+        pod["spec"]["nodeName"] = node;
+        json& status = pod["status"];
+        json& conditions = status["conditions"];  // a missing list: null, which push_back makes one
+        json scheduled = {{"type", "PodScheduled"},
+                          {"status", "True"},
+                          {"lastProbeTime", nullptr},
+                          {"lastTransitionTime", rfc3339(state_->now())}};
+        auto it = std::find_if(conditions.begin(), conditions.end(),
+                               [](const json& c) { return c.value("type", "") == "PodScheduled"; });
+        if (it != conditions.end()) {
+          *it = std::move(scheduled);
+        } else {
+          conditions.push_back(std::move(scheduled));
+        }
+        return pod;
+      });
+  if (auto* error = std::get_if<ApiError>(&bound)) return *error;
   return json{{"kind", "Status"},
               {"apiVersion", "v1"},
               {"metadata", json::object()},
@@ -615,6 +696,10 @@ ApiResult<std::shared_ptr<WatchStream>> ApiObjects::watch(const WatchRequest& re
     }
   }
   s.bookmarks_seen = state_->bookmark_generation;
+  // Forget streams that ended (commit walks the list for every change).
+  state_->streams.erase(std::remove_if(state_->streams.begin(), state_->streams.end(),
+                                       [](const auto& weak) { return weak.expired(); }),
+                        state_->streams.end());
   state_->streams.push_back(stream->state_);
   return stream;
 }
@@ -628,7 +713,7 @@ void WatchStream::close() {
   std::lock_guard lock(state_->store->mu);
   state_->closed = true;
   state_->pending.clear();
-  state_->store->changed.notify_all();
+  state_->wake.notify_all();
 }
 
 bool WatchStream::broken() const {
@@ -702,7 +787,8 @@ WatchStream::Next WatchStream::next(WatchEvent& event, std::chrono::milliseconds
       event = {"BOOKMARK", std::make_shared<const json>(std::move(bookmark)), ""};
       return Next::kEvent;
     }
-    if (store.changed.wait_until(lock, deadline) == std::cv_status::timeout) {
+    if (wait.count() <= 0) return Next::kTimeout;  // nothing waiting: answer without a wait
+    if (s.wake.wait_until(lock, deadline) == std::cv_status::timeout) {
       if (!s.pending.empty() || s.position < store.rv || s.broken || s.closed) continue;
       return Next::kTimeout;
     }
@@ -713,16 +799,18 @@ void ApiObjects::compact() {
   std::lock_guard lock(state_->mu);
   state_->history.clear();
   state_->oldest = state_->rv;
-  state_->changed.notify_all();
+  state_->wake_watches(nullptr);
 }
 
 void ApiObjects::break_watches() {
   std::lock_guard lock(state_->mu);
   for (auto& weak : state_->streams) {
-    if (auto stream = weak.lock()) stream->broken = true;
+    if (auto stream = weak.lock()) {
+      stream->broken = true;
+      stream->wake.notify_all();
+    }
   }
   state_->streams.clear();
-  state_->changed.notify_all();
 }
 
 void ApiObjects::inject_watch_line(const std::string& line) {
@@ -730,7 +818,7 @@ void ApiObjects::inject_watch_line(const std::string& line) {
   for (auto& weak : state_->streams) {
     if (auto stream = weak.lock()) stream->pending.push_back({"", nullptr, line});
   }
-  state_->changed.notify_all();
+  state_->wake_watches(nullptr);
 }
 
 void ApiObjects::send_bookmarks() {
@@ -740,7 +828,7 @@ void ApiObjects::send_bookmarks() {
   state_->streams.erase(std::remove_if(state_->streams.begin(), state_->streams.end(),
                                        [](const auto& weak) { return weak.expired(); }),
                         state_->streams.end());
-  state_->changed.notify_all();
+  state_->wake_watches(nullptr);
 }
 
 }  // namespace allox::emulator

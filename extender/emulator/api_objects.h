@@ -18,7 +18,10 @@
 //     scheduling gates, is being deleted, or the Binding's uid does not match; 201 with a Status;
 //   - update with a stale metadata.resourceVersion (PUT, or a patch that sets it) is 409;
 //   - deleting a bound running pod first sets deletionTimestamp (MODIFIED), then removes it.
-// Objects are immutable once stored (shared_ptr<const json>), so readers never copy under lock.
+// Objects are immutable once stored (shared_ptr<const json>), so readers never copy under lock,
+// and a patch or a binding builds the new version outside the lock from the version it read,
+// storing it only if that version is still current (else it runs again on the newer one): the
+// result is that of the writes applied one at a time, each to the latest version.
 //
 // Thread-safe. Subscribers are called with the store locked, in resourceVersion order: they
 // must only copy what they need and return, never call back into the store.
@@ -76,9 +79,9 @@ struct Change {
 class WatchStream {
  public:
   enum class Next { kEvent, kTimeout, kClosed };
-  // Waits up to `wait` for the next event. kClosed: the watch ended (410 sent, close() or
-  // break); broken() tells whether it was broken on purpose (the server then drops the
-  // connection without ending the chunked body).
+  // Waits up to `wait` for the next event (a zero wait answers at once). kClosed: the watch ended
+  // (410 sent, close() or break); broken() tells whether it was broken on purpose (the server then
+  // drops the connection without ending the chunked body).
   Next next(WatchEvent& event, std::chrono::milliseconds wait);
   void close();
   bool broken() const;

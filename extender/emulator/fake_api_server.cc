@@ -326,18 +326,33 @@ struct FakeApiServer::Impl {
                                     std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                         std::chrono::duration<double>(timeout_seconds))
                               : std::chrono::steady_clock::time_point::max();
+    std::string lines;
     while (!stopping.load()) {
       if (std::chrono::steady_clock::now() >= deadline) break;
       WatchEvent event;
       auto next = stream->next(event, std::chrono::milliseconds(200));
       if (next == WatchStream::Next::kTimeout) continue;
-      if (next == WatchStream::Next::kClosed) {
+      bool closed = next == WatchStream::Next::kClosed;
+      if (!closed) {
+        // Events already waiting go out in one write, as kube-apiserver's watch handler flushes
+        // only when its channel is empty: one wake-up and one send for a burst, not one each.
+        lines = event.line();
+        while (lines.size() < (256u << 10)) {
+          auto more = stream->next(event, std::chrono::milliseconds(0));
+          if (more == WatchStream::Next::kEvent) {
+            lines += event.line();
+            continue;
+          }
+          closed = more == WatchStream::Next::kClosed;
+          break;
+        }
+        asio::write(socket, http::make_chunk(asio::buffer(lines)), ec);
+        if (ec) return false;
+      }
+      if (closed) {
         if (stream->broken()) return false;  // no terminating chunk: the client sees an error
         break;
       }
-      const std::string line = event.line();
-      asio::write(socket, http::make_chunk(asio::buffer(line)), ec);
-      if (ec) return false;
     }
     if (stopping.load()) return false;
     asio::write(socket, http::make_chunk_last(), ec);

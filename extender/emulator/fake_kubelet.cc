@@ -15,6 +15,18 @@ namespace allox::emulator {
 
 using nlohmann::json;
 
+namespace {
+
+// object[section][key] as a string; "" when either is missing or not of that type.
+std::string text_at(const json& object, const char* section, const char* key) {
+  auto part = object.find(section);
+  if (part == object.end() || !part->is_object()) return "";
+  auto value = part->find(key);
+  return value != part->end() && value->is_string() ? value->get<std::string>() : "";
+}
+
+}  // namespace
+
 struct FakeKubelet::Impl {
   ApiObjects& objects;
   const SimClock& clock;
@@ -35,12 +47,11 @@ struct FakeKubelet::Impl {
 
   void on_change(const Change& change) {
     if (change.resource != &pods_resource() || !change.after) return;
+    // Called under the store's lock for every change: read in place, copy only the names.
     const json& pod = *change.after;
-    const json spec = pod.value("spec", json::object());
-    const json status = pod.value("status", json::object());
-    if (spec.value("nodeName", "").empty() || status.value("phase", "") != "Pending") return;
-    const json meta = pod.value("metadata", json::object());
-    std::string ns = meta.value("namespace", ""), name = meta.value("name", "");
+    if (text_at(pod, "spec", "nodeName").empty() || text_at(pod, "status", "phase") != "Pending")
+      return;
+    std::string ns = text_at(pod, "metadata", "namespace"), name = text_at(pod, "metadata", "name");
     std::lock_guard lock(mu);
     if (!seen.insert(ns + "/" + name).second) return;
     started.emplace_back(ns, name);

@@ -13,6 +13,7 @@
 #include "extender/emulator/attachment.h"
 #include "extender/emulator/diagnosis.h"
 #include "extender/emulator/extender_client.h"
+#include "extender/emulator/json_equal.h"
 #include "extender/emulator/node_snapshot.h"
 #include "extender/extender_client.h"
 #include "extender/pod.h"
@@ -152,18 +153,14 @@ PodInfo read_pod(const ObjectPtr& object, NodeSnapshot& snapshot) {
 
 // kube-scheduler's isPodUpdated: anything but resourceVersion, generation, managedFields,
 // finalizers and status changed.
+// Compared in place: this runs for every change of every pending pod.
 bool pod_updated(const json& before, const json& after) {
-  auto strip = [](json pod) {
-    if (pod.contains("metadata")) {
-      pod["metadata"].erase("resourceVersion");
-      pod["metadata"].erase("generation");
-      pod["metadata"].erase("managedFields");
-      pod["metadata"].erase("finalizers");
-    }
-    pod.erase("status");
-    return pod;
-  };
-  return strip(before) != strip(after);
+  if (!before.is_object() || !after.is_object()) return before != after;
+  if (!equal_except(before, after, {"status", "metadata"})) return true;
+  auto a = before.find("metadata"), b = after.find("metadata");
+  if ((a == before.end()) != (b == after.end())) return true;
+  return a != before.end() &&
+         !equal_except(*a, *b, {"resourceVersion", "generation", "managedFields", "finalizers"});
 }
 
 std::set<std::string> ignored_by_extenders(const SchedulerConfiguration& config) {

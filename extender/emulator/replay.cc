@@ -110,6 +110,19 @@ json pod_for(const ReplayJob& job, const DeviceType& device, const ReplayOptions
           {"spec", spec}};
 }
 
+// object[key] when it is an object, else an empty object (read in place).
+const json& member(const json& object, const char* key) {
+  static const json empty = json::object();
+  auto it = object.find(key);
+  return it != object.end() && it->is_object() ? *it : empty;
+}
+
+// object[key] as a string; "" when missing or not a string.
+std::string text(const json& object, const char* key) {
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
 class Replay {
  public:
   Replay(ApiObjects& objects, SimClock& clock, const std::vector<ReplayJob>& jobs,
@@ -132,10 +145,10 @@ class Replay {
     start_ = clock_.now();
     const auto wall_start = std::chrono::steady_clock::now();
     FakeKubelet kubelet(objects_, clock_, [this](const json& pod) -> std::optional<double> {
-      const json annotations = pod["metadata"].value("annotations", json::object());
-      auto job = index_.find(annotations.value("allox.io/job", ""));
+      const json& annotations = member(member(pod, "metadata"), "annotations");
+      auto job = index_.find(text(annotations, "allox.io/job"));
       if (job == index_.end()) return std::nullopt;
-      auto t = jobs_[job->second].true_time.find(annotations.value("allox.io/device", ""));
+      auto t = jobs_[job->second].true_time.find(text(annotations, "allox.io/device"));
       if (t == jobs_[job->second].true_time.end()) return std::nullopt;
       return t->second;
     });
@@ -198,12 +211,13 @@ class Replay {
 
   // The job and device of a pod of this replay, from its annotations.
   std::optional<std::pair<std::size_t, DeviceType>> job_of(const json& pod) const {
-    const json meta = pod.value("metadata", json::object());
-    if (meta.value("namespace", "") != options_.pod_namespace) return std::nullopt;
-    const json annotations = meta.value("annotations", json::object());
-    auto it = index_.find(annotations.value("allox.io/job", ""));
+    // Called for every change of every pod: read in place (no copy of the metadata).
+    const json& meta = member(pod, "metadata");
+    if (text(meta, "namespace") != options_.pod_namespace) return std::nullopt;
+    const json& annotations = member(meta, "annotations");
+    auto it = index_.find(text(annotations, "allox.io/job"));
     if (it == index_.end()) return std::nullopt;
-    return std::make_pair(it->second, annotations.value("allox.io/device", ""));
+    return std::make_pair(it->second, text(annotations, "allox.io/device"));
   }
 
   void on_change(const Change& change, double at) {
