@@ -81,11 +81,17 @@ bool Planner::ready() const {
 }
 
 void Planner::wake() {
+  bool notify;
   {
     std::lock_guard lock(wake_mu_);
+    // Only the change that finds the thread waiting for one wakes it: in the pause after a
+    // plan it waits for urgent_ alone and looks at wake_pending_ once the pause is over, and
+    // a second change before it woke finds wake_pending_ set. Under hundreds of changes a
+    // second each would otherwise be a context switch for nothing.
+    notify = !wake_pending_ && !pausing_;
     wake_pending_ = true;
   }
-  wake_cv_.notify_one();
+  if (notify) wake_cv_.notify_one();
 }
 
 void Planner::solve_now() {
@@ -121,7 +127,9 @@ void Planner::loop() {
     std::unique_lock lock(wake_mu_);
     sleeping_ = true;
     // The pause: changes made in it set wake_pending_ and are planned together after it.
+    pausing_ = true;
     wake_cv_.wait_until(lock, resume, [&] { return urgent_ || stopping_; });
+    pausing_ = false;
     wake_cv_.wait_for(lock, tick, [&] { return wake_pending_ || stopping_; });
     sleeping_ = false;
     if (stopping_) return;

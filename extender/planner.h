@@ -215,6 +215,7 @@ class Planner {
   bool wake_pending_ = false;
   bool urgent_ = false;    // solve_now() asked: no pause (guarded by wake_mu_)
   bool sleeping_ = false;  // the thread waits for a wake (guarded by wake_mu_)
+  bool pausing_ = false;   // the thread waits out the pause after a plan (guarded by wake_mu_)
   bool stopping_ = false;
   std::thread thread_;
   std::atomic<bool> ready_{false};

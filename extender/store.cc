@@ -438,6 +438,9 @@ struct Store::IntentGroup {
   std::vector<BindIntent> intents;
   std::vector<Status> outcomes;  // one per intent, once done
   bool done = false;
+  // Its members wait here, not on one condition of the store: the end of a commit wakes the
+  // members it wrote and one member of the next group (its leader), not every waiting bind.
+  std::condition_variable cv;
 };
 
 Status Store::record_bind_intent(const BindIntent& intent) {
@@ -452,7 +455,7 @@ Status Store::record_bind_intent(const BindIntent& intent) {
   // the next group, and each group costs one fsync however large it is.
   while (!group->done) {
     if (committing_) {
-      group_cv_.wait(lock);
+      group->cv.wait(lock);
       continue;
     }
     committing_ = true;
@@ -463,7 +466,10 @@ Status Store::record_bind_intent(const BindIntent& intent) {
     taken->outcomes = std::move(outcomes);
     taken->done = true;
     committing_ = false;
-    group_cv_.notify_all();
+    // Every member of the group written is done; the group formed meanwhile needs one of its
+    // members to commit it (the others wait for that commit).
+    taken->cv.notify_all();
+    if (forming_) forming_->cv.notify_one();
   }
   return group->outcomes[mine];
 }

@@ -210,8 +210,7 @@ class Store {
 
   // Group commit of bind intents (record_bind_intent). Taken before mu_, never while holding it.
   struct IntentGroup;
-  mutable std::mutex group_mu_;
-  std::condition_variable group_cv_;
+  mutable std::mutex group_mu_;  // guards the groups, each member waiting on its group's cv
   std::shared_ptr<IntentGroup> forming_;  // the group new intents join; null when none forms
   bool committing_ = false;               // a group is being written
   std::uint64_t intent_commits_ = 0;
