@@ -146,7 +146,7 @@ class ClusterFeed::PodHandler final : public kube::InformerHandler {
     std::lock_guard lock(mu_);
     return pods_;
   }
-  std::vector<std::string> sync_pods(PodMirror& mirror) {
+  std::vector<std::string> sync_pods(PodMirror& mirror, std::vector<std::string>* changed) {
     std::lock_guard lock(mu_);
     std::vector<std::string> gone;
     if (mirror.generation == 0 || mirror.generation != generation_) {
@@ -154,10 +154,14 @@ class ClusterFeed::PodHandler final : public kube::InformerHandler {
         if (!pods_.count(key)) gone.push_back(key);
       }
       mirror.pods = pods_;
+      if (changed != nullptr) {
+        for (const auto& [key, pod] : pods_) changed->push_back(key);
+      }
     } else {
       for (const std::string& key : dirty_) {
         if (auto it = pods_.find(key); it != pods_.end()) {
           mirror.pods.insert_or_assign(key, it->second);
+          if (changed != nullptr) changed->push_back(key);
         } else if (mirror.pods.erase(key) > 0) {
           gone.push_back(key);
         }
@@ -401,8 +405,9 @@ std::map<std::string, ObservedPod> ClusterFeed::pods() const {
   return pod_handler_->pods();
 }
 
-std::vector<std::string> ClusterFeed::sync_pods(PodMirror& mirror) {
-  return pod_handler_->sync_pods(mirror);
+std::vector<std::string> ClusterFeed::sync_pods(PodMirror& mirror,
+                                                std::vector<std::string>* changed) {
+  return pod_handler_->sync_pods(mirror, changed);
 }
 
 std::optional<std::string> ClusterFeed::watched_job(const std::string& namespace_name,

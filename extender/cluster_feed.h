@@ -78,8 +78,11 @@ class ClusterFeed {
   // Brings `mirror` up to what pods() would return, copying only the pods changed since its
   // last sync (the feed marks each key it writes or erases); all of them on its first sync, or
   // when another mirror synced in between. Returns the keys that left the mirror. A controller
-  // pass at 100,000 pods then copies the few that changed, not the map.
-  std::vector<std::string> sync_pods(PodMirror& mirror);
+  // pass at 100,000 pods then copies the few that changed, not the map. `changed`, when given,
+  // receives every key the sync wrote into the mirror (new or changed pods; on a full copy, all
+  // of them): whatever differs from the mirror's last sync is in it.
+  std::vector<std::string> sync_pods(PodMirror& mirror,
+                                     std::vector<std::string>* changed = nullptr);
   // The job of one observed pod ("" when its annotations cannot be read), without copying the
   // rest; std::nullopt when the watch does not hold it (VerbOptions::watched_job).
   std::optional<std::string> watched_job(const std::string& namespace_name,

@@ -1,5 +1,6 @@
 #include "extender/controller.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/time_text.h"
@@ -53,11 +54,15 @@ void Controller::stop() {
 }
 
 void Controller::poke() {
+  bool notify;
   {
     std::lock_guard lock(mu_);
+    // Every watch event pokes: only the one that finds the thread waiting for a poke wakes it
+    // (in the pause it waits for stopping_ alone and reads dirty_ once the pause is over).
+    notify = !dirty_ && !pausing_;
     dirty_ = true;
   }
-  cv_.notify_all();
+  if (notify) cv_.notify_one();
 }
 
 void Controller::loop() {
@@ -67,7 +72,9 @@ void Controller::loop() {
       std::unique_lock lock(mu_);
       passing_ = false;
       // The pause after the last pass: pokes meanwhile set dirty_ and are one pass after it.
+      pausing_ = true;
       cv_.wait_until(lock, resume, [&] { return stopping_; });
+      pausing_ = false;
       cv_.wait_for(lock, options_.resync, [&] { return dirty_ || stopping_; });
       if (stopping_) return;
       dirty_ = false;
@@ -114,16 +121,108 @@ void Controller::say(const kube::ObjectRef& pod, const std::string& type, const 
   }
 }
 
-void Controller::reconcile() {
-  if (leading_ && !leading_()) return;
+void Controller::index(const std::string& key) {
+  unindex(key);
+  auto pod = mirror_.pods.find(key);
+  if (pod == mirror_.pods.end() || !pod->second.variant) return;
+  const std::string& job = pod->second.variant->job_id;
+  job_of_[key] = job;
+  pods_of_[job].insert(key);
+}
+
+void Controller::unindex(const std::string& key) {
+  auto it = job_of_.find(key);
+  if (it == job_of_.end()) return;
+  auto pods = pods_of_.find(it->second);
+  if (pods != pods_of_.end()) {
+    pods->second.erase(key);
+    if (pods->second.empty()) pods_of_.erase(pods);
+  }
+  job_of_.erase(it);
+}
+
+void Controller::make_quiet(const std::string& key, std::optional<Clock::time_point> until) {
+  active_.erase(key);
+  if (!until) return;  // quiet until it changes
+  quiet_until_[key] = *until;
+  due_.emplace(*until, key);
+}
+
+std::vector<std::string> Controller::last_visited() const {
   std::lock_guard pass(pass_mu_);
+  return last_visited_;
+}
+
+bool Controller::last_was_full() const {
+  std::lock_guard pass(pass_mu_);
+  return last_full_;
+}
+
+void Controller::reconcile() {
+  std::lock_guard pass(pass_mu_);
+  if (leading_ && !leading_()) {
+    next_full_ = {};  // what it knows may be stale by the time it leads: a full pass then
+    return;
+  }
   ++passes_;
   const auto now = Clock::now();
   const double wall = planner_.now();
   std::shared_ptr<const Plan> plan = planner_.latest_plan();
   // The feed's pods as of now: only the pods changed since the last pass are copied.
-  const std::vector<std::string> gone = feed_.sync_pods(mirror_);
+  std::vector<std::string> changed;
+  const std::vector<std::string> gone = feed_.sync_pods(mirror_, &changed);
   const std::map<std::string, ObservedPod>& pods = mirror_.pods;
+  using Entry = std::map<std::string, ObservedPod>::value_type;
+
+  // The jobs of the pods that left (their siblings are looked at: a job whose pod vanished may
+  // have finished), then the index brought up to the mirror.
+  std::vector<std::string> gone_jobs;
+  for (const std::string& key : gone) {
+    if (auto it = job_of_.find(key); it != job_of_.end()) gone_jobs.push_back(it->second);
+    unindex(key);
+    active_.erase(key);
+    quiet_until_.erase(key);
+  }
+  for (const std::string& key : changed) index(key);
+
+  // The pods this pass looks at, in the order of `pods` (as a full pass would act on them).
+  std::vector<const Entry*> visit;
+  last_full_ = now >= next_full_;
+  if (last_full_) {
+    next_full_ = now + options_.full_pass;
+    active_.clear();
+    quiet_until_.clear();
+    due_.clear();
+    visit.reserve(pods.size());
+    for (const Entry& entry : pods) visit.push_back(&entry);
+  } else {
+    auto add = [&](const std::string& key) {
+      if (auto it = pods.find(key); it != pods.end()) visit.push_back(&*it);
+    };
+    auto add_job = [&](const std::string& job) {
+      if (auto it = pods_of_.find(job); it != pods_of_.end()) {
+        for (const std::string& key : it->second) add(key);
+      }
+    };
+    for (const std::string& key : active_) add(key);
+    for (const std::string& key : changed) {
+      add(key);
+      if (auto it = job_of_.find(key); it != job_of_.end()) add_job(it->second);
+    }
+    for (const std::string& job : gone_jobs) add_job(job);
+    for (const auto& [id, start] : plan->starts) add_job(id);
+    while (!due_.empty() && due_.begin()->first <= now) {
+      auto it = quiet_until_.find(due_.begin()->second);
+      if (it != quiet_until_.end() && it->second == due_.begin()->first) {
+        add(it->first);
+        quiet_until_.erase(it);
+      }
+      due_.erase(due_.begin());
+    }
+    std::sort(visit.begin(), visit.end(),
+              [](const Entry* a, const Entry* b) { return a->first < b->first; });
+    visit.erase(std::unique(visit.begin(), visit.end()), visit.end());
+  }
 
   // 1. Admit: a job the plan starts now keeps only the variant of the planned device that the
   //    cluster still holds (the first by name when there are several).
@@ -143,11 +242,12 @@ void Controller::reconcile() {
   });
   for (const auto& [id, key] : chosen) (void)planner_.admit(id, key, plan->starts.at(id));
 
-  // Where each waiting pod's job stands (after the admissions), in the order of `pods`.
+  // Where each visited waiting pod's job stands (after the admissions), in the order of `visit`.
   std::vector<PodFacts> facts;
   planner_.read([&](const JobBook& book) {
-    facts.reserve(pods.size());
-    for (const auto& [key, pod] : pods) {
+    facts.reserve(visit.size());
+    for (const Entry* entry : visit) {
+      const auto& [key, pod] = *entry;
       PodFacts& f = facts.emplace_back();
       if (!pod.variant || !pod.pending()) continue;
       const BookJob* job = book.job(pod.variant->job_id);
@@ -161,17 +261,26 @@ void Controller::reconcile() {
     }
   });
 
-  // 2. Each pod of allox's that waits: release it, delete it, or tell it why it waits.
-  std::size_t at = 0;
-  for (const auto& [key, pod] : pods) {
-    const PodFacts& job = facts[at++];
-    if (!pod.variant || !pod.pending()) continue;
+  // 2. Each pod of allox's that waits: release it, delete it, or tell it why it waits. Each
+  //    visited pod is classified again: active (looked at next pass) or quiet.
+  for (std::size_t at = 0; at < visit.size(); ++at) {
+    const auto& [key, pod] = *visit[at];
+    const PodFacts& job = facts[at];
+    quiet_until_.erase(key);
+    active_.insert(key);
+    if (!pod.variant || !pod.pending()) {
+      make_quiet(key, std::nullopt);  // nothing to do until it changes
+      continue;
+    }
     const std::string& id = pod.variant->job_id;
     if (!job.known) continue;  // not in the book yet
     std::string why_delete;
     if (job.phase == JobPhase::kRunning) {
       // The pod the job runs as is never deleted, even before the watch shows it bound.
-      if (job.runs_as == key) continue;
+      if (job.runs_as == key) {
+        make_quiet(key, std::nullopt);  // until the watch shows it bound
+        continue;
+      }
       why_delete = "job " + id + " runs as variant " + job.runs_as;
     } else if (job.phase == JobPhase::kDone) {
       why_delete = "job " + id + " has finished";
@@ -231,7 +340,10 @@ void Controller::reconcile() {
     }
     if (auto wait = plan->waiting.find(id); wait != plan->waiting.end()) {
       // Its last Queued event is too recent to be followed by another: no words to build.
-      if (said_within(key, "Queued", now)) continue;
+      if (auto at = said_at(key, "Queued"); at && now - *at < options_.requeue_event) {
+        make_quiet(key, *at + options_.requeue_event);
+        continue;
+      }
       std::string message = "position " + std::to_string(wait->second.position) + " of " +
                             std::to_string(wait->second.queue_length) + " for " +
                             pod.variant->device;
@@ -241,8 +353,15 @@ void Controller::reconcile() {
                    std::to_string(static_cast<long long>(std::ceil(in / 60))) + " min)";
       }
       say(pod.ref, "Normal", "Queued", message, now);
+      // Said now: quiet until another may follow. Not said (the same words, or the action
+      // queue full): looked at again next pass, as a full pass would.
+      if (auto at = said_at(key, "Queued"); at && now - *at < options_.requeue_event) {
+        make_quiet(key, *at + options_.requeue_event);
+      }
     }
   }
+  last_visited_.clear();
+  for (const Entry* entry : visit) last_visited_.push_back(entry->first);
 
   starting_.clear();
   for (const auto& [id, key] : chosen) starting_.insert(key);
@@ -261,12 +380,13 @@ void Controller::reconcile() {
   }
 }
 
-bool Controller::said_within(const std::string& key, const std::string& reason,
-                             Clock::time_point now) const {
+std::optional<Controller::Clock::time_point> Controller::said_at(const std::string& key,
+                                                                 const std::string& reason) const {
   auto pod = said_.find(key);
-  if (pod == said_.end()) return false;
+  if (pod == said_.end()) return std::nullopt;
   auto it = pod->second.find(reason);
-  return it != pod->second.end() && now - it->second.second < options_.requeue_event;
+  if (it == pod->second.end()) return std::nullopt;
+  return it->second.second;
 }
 
 }  // namespace allox::extender

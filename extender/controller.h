@@ -29,9 +29,13 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
 
 #include "extender/action_queue.h"
 #include "extender/cluster_feed.h"
@@ -53,6 +57,10 @@ struct ControllerOptions {
   // second while a backlog binds) it would take a core for passes that each change little.
   double pace = 1;
   std::chrono::milliseconds max_pause{100};
+  // Incremental passes (issue 13): a pass looks only at the pods whose answer may have changed
+  // since the last one (see reconcile()); every `full_pass` one looks at every pod, the safety
+  // net for a change no pod of its job shows (an operator's completion through the API).
+  std::chrono::milliseconds full_pass{5000};
 };
 
 class Controller {
@@ -73,6 +81,10 @@ class Controller {
   bool busy() const;
   // Passes run so far (while leading), on the controller's thread or by reconcile().
   std::uint64_t passes() const { return passes_.load(); }
+  // The pods ("namespace/name") the last pass looked at, in order, and whether it was a full
+  // pass (tests).
+  std::vector<std::string> last_visited() const;
+  bool last_was_full() const;
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -81,9 +93,9 @@ class Controller {
   // resourceVersion) within `settle`: a pod that changed since is always looked at again.
   void act(const std::string& key, const std::string& seen, std::function<Status()> action,
            Clock::time_point now, ActionPriority priority = ActionPriority::kBackground);
-  // True when an event for `reason` went to the pod less than requeue_event ago: say() would
+  // When the last event for `reason` went to the pod: less than requeue_event ago, say() would
   // send none, whatever its words.
-  bool said_within(const std::string& key, const std::string& reason, Clock::time_point now) const;
+  std::optional<Clock::time_point> said_at(const std::string& key, const std::string& reason) const;
   // Submits an event when its words changed, at most every requeue_event.
   void say(const kube::ObjectRef& pod, const std::string& type, const std::string& reason,
            const std::string& message, Clock::time_point now);
@@ -96,23 +108,45 @@ class Controller {
   std::function<bool()> leading_;
   ControllerOptions options_;
 
-  std::mutex pass_mu_;  // one pass at a time; guards the maps below
+  mutable std::mutex pass_mu_;  // one pass at a time; guards the maps below
   struct Submitted {
     Clock::time_point at;
     std::string seen;
   };
-  std::map<std::string, Submitted> submitted_;
+  // Looked up by key for each waiting pod of every pass: hashed, not ordered (tens of thousands
+  // of keys sharing long prefixes made each ordered lookup a dozen string compares).
+  std::unordered_map<std::string, Submitted> submitted_;
   // pod -> reason -> (words, when) of the last event submitted
-  std::map<std::string, std::map<std::string, std::pair<std::string, Clock::time_point>>> said_;
-  std::map<std::string, Clock::time_point> nudged_;
-  std::set<std::string> starting_;  // pods the previous pass released or nudged
-  PodMirror mirror_;                // the feed's pods as of the last pass
+  std::unordered_map<std::string, std::map<std::string, std::pair<std::string, Clock::time_point>>>
+      said_;
+  std::unordered_map<std::string, Clock::time_point> nudged_;
+  std::unordered_set<std::string> starting_;  // pods the previous pass released or nudged
+  PodMirror mirror_;                          // the feed's pods as of the last pass
+
+  // What makes a pass incremental. A pass looks at the pods that changed (and every pod of
+  // their jobs: a bound pod's siblings are deleted), the pods of the jobs its plan starts, the
+  // pods still in motion (`active_`: not in the book yet, being deleted, released, not in the
+  // plan) and the waiting pods whose last Queued event is old enough for another (`due_`). Every
+  // other pod is quiet: a full pass would do nothing for it (it is not pending, or runs as its
+  // job, or its Queued event is too recent to be followed by another).
+  void index(const std::string& key);    // job_of_ / pods_of_ from the mirror's pod
+  void unindex(const std::string& key);  // the pod left the mirror (or is re-indexed)
+  void make_quiet(const std::string& key, std::optional<Clock::time_point> until);
+  std::unordered_map<std::string, std::string> job_of_;             // pod -> its job
+  std::unordered_map<std::string, std::set<std::string>> pods_of_;  // job -> its pods
+  std::unordered_set<std::string> active_;                          // looked at every pass
+  std::unordered_map<std::string, Clock::time_point> quiet_until_;  // quiet, due then
+  std::multimap<Clock::time_point, std::string> due_;               // quiet_until_ by time
+  Clock::time_point next_full_{};                                   // the next full pass
+  std::vector<std::string> last_visited_;
+  bool last_full_ = false;
 
   std::atomic<std::uint64_t> passes_{0};
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool dirty_ = true, stopping_ = false, passing_ = false;
+  bool pausing_ = false;  // the thread waits out the pause after a pass
   std::thread thread_;
 };
 

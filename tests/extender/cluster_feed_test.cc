@@ -119,9 +119,24 @@ TEST(ClusterFeedTest, SyncedMirrorsEqualAFullCopyAfterRandomChanges) {
     if (pick(3) != 0) continue;
     PodMirror& mirror = pick(5) == 0 ? b : a;
     std::set<std::string> before;
-    for (const auto& [key, p] : mirror.pods) before.insert(key);
-    std::vector<std::string> gone = f.feed->sync_pods(mirror);
+    std::map<std::string, std::string> versions_before;
+    for (const auto& [key, p] : mirror.pods) {
+      before.insert(key);
+      versions_before[key] = p.resource_version;
+    }
+    std::vector<std::string> written;
+    std::vector<std::string> gone = f.feed->sync_pods(mirror, &written);
     const std::map<std::string, ObservedPod> full = f.feed->pods();
+    // Every pod that is new or changed since the mirror's last sync is among the keys written
+    // (what the controller's incremental pass looks at), and each of those is in the mirror.
+    const std::set<std::string> written_set(written.begin(), written.end());
+    for (const auto& [key, p] : full) {
+      auto was = versions_before.find(key);
+      if (was == versions_before.end() || was->second != p.resource_version) {
+        EXPECT_EQ(1u, written_set.count(key)) << "step " << step << ": " << key << " not reported";
+      }
+    }
+    for (const std::string& key : written) EXPECT_EQ(1u, mirror.pods.count(key)) << key;
     ASSERT_EQ(full.size(), mirror.pods.size()) << "step " << step;
     for (const auto& [key, p] : full) {
       ASSERT_EQ(1u, mirror.pods.count(key)) << key;

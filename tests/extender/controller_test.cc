@@ -362,3 +362,110 @@ TEST(ControllerTest, PokesInThePauseAfterAPassWaitForItAndStopEndsIt) {
 
 }  // namespace
 }  // namespace allox::extender
+
+namespace allox::extender {
+namespace {
+
+std::set<std::string> as_set(const std::vector<std::string>& keys) {
+  return {keys.begin(), keys.end()};
+}
+
+// The incremental pass (ControllerOptions::full_pass): after a first, full pass, a pass looks
+// at the pods still in motion, the pods that changed and their jobs' other pods, and the pods of
+// the jobs its plan starts; never at a waiting pod whose Queued event is recent and whose job did
+// not change. And it misses none of those: a sibling is deleted when its job starts elsewhere,
+// a job the plan starts later is released, though none of its pods changed.
+TEST(ControllerTest, AnIncrementalPassLooksAtExactlyWhatMayHaveChangedAndMissesNone) {
+  Fixture f;
+  ControllerOptions options;
+  options.full_pass = std::chrono::hours(1);
+  options.requeue_event = std::chrono::hours(1);
+  Controller inc(
+      *f.planner, *f.feed, f.client, f.events, f.actions, [] { return true; }, options);
+  auto pass = [&] {
+    f.planner->solve_now();
+    inc.reconcile();
+    EXPECT_TRUE(f.actions.wait_idle(std::chrono::seconds(20)));
+  };
+  f.feed->node_handler().on_replace({testing::make_node("g1", "1", "0")});
+  std::vector<json> pods;
+  for (std::string job : {"a", "b", "c", "d"}) {
+    pods.push_back(variant(job + "-gpu", job, "nvidia.com/gpu", true));
+    pods.push_back(variant(job + "-cpu", job, "cpu", true));
+  }
+  f.feed->pod_handler().on_replace(pods);
+
+  pass();  // the first pass is full: a is released on the GPU, the rest are told they wait
+  EXPECT_TRUE(inc.last_was_full());
+  EXPECT_EQ(8u, inc.last_visited().size());
+  EXPECT_EQ(1u, f.requests("PATCH").size());
+  EXPECT_EQ(1u, f.requests("DELETE").size());  // a-cpu
+  for (std::string pod : {"b-gpu", "b-cpu", "c-gpu", "c-cpu", "d-gpu", "d-cpu"}) {
+    ASSERT_EQ(1u, f.event_reasons(pod).size()) << pod;
+  }
+
+  // Nothing changed: only a's pods (released and held in the plan, or being deleted).
+  pass();
+  EXPECT_FALSE(inc.last_was_full());
+  EXPECT_EQ(as_set({"lab/a-cpu", "lab/a-gpu"}), as_set(inc.last_visited()));
+
+  // c's CPU pod changes: it and its sibling are looked at, nobody else's.
+  json c_cpu = variant("c-cpu", "c", "cpu", true);
+  c_cpu["metadata"]["resourceVersion"] = "9";
+  f.feed->pod_handler().on_upsert(c_cpu);
+  pass();
+  EXPECT_EQ(as_set({"lab/a-cpu", "lab/a-gpu", "lab/c-cpu", "lab/c-gpu"}),
+            as_set(inc.last_visited()));
+
+  // a's pod binds and finishes; its sibling's deletion shows. The next plan starts b, none of
+  // whose pods changed: b's GPU pod is released and its CPU pod deleted all the same.
+  json a_gpu = variant("a-gpu", "a", "nvidia.com/gpu", false);
+  a_gpu["spec"]["nodeName"] = "g1";
+  f.feed->pod_handler().on_upsert(a_gpu);
+  a_gpu["status"]["phase"] = "Succeeded";
+  f.feed->pod_handler().on_upsert(a_gpu);
+  f.feed->pod_handler().on_delete(variant("a-cpu", "a", "cpu", true));
+  pass();
+  EXPECT_FALSE(inc.last_was_full());
+  auto patches = f.requests("PATCH");
+  ASSERT_EQ(2u, patches.size());
+  EXPECT_EQ("/api/v1/namespaces/lab/pods/b-gpu", patches[1].target);
+  auto deletes = f.requests("DELETE");
+  ASSERT_EQ(2u, deletes.size());
+  EXPECT_EQ("/api/v1/namespaces/lab/pods/b-cpu", deletes[1].target);
+  EXPECT_EQ(0u, as_set(inc.last_visited()).count("lab/d-gpu"));  // still quiet
+
+  // A waiting pod whose job runs elsewhere (the /bind of its sibling, seen by the watch) is
+  // deleted though it did not change itself: d's GPU pod binds without a plan saying so.
+  json d_gpu = variant("d-gpu", "d", "nvidia.com/gpu", false);
+  d_gpu["spec"]["nodeName"] = "g1";
+  f.feed->pod_handler().on_upsert(d_gpu);
+  pass();
+  deletes = f.requests("DELETE");
+  ASSERT_EQ(3u, deletes.size());
+  EXPECT_EQ("/api/v1/namespaces/lab/pods/d-cpu", deletes[2].target);
+}
+
+// A quiet pod is looked at again once its Queued event may be followed by another.
+TEST(ControllerTest, AQuietWaitingPodIsLookedAtAgainWhenItsQueuedEventIsDue) {
+  Fixture f;
+  ControllerOptions options;
+  options.full_pass = std::chrono::hours(1);
+  options.requeue_event = std::chrono::milliseconds(50);
+  Controller inc(
+      *f.planner, *f.feed, f.client, f.events, f.actions, [] { return true; }, options);
+  f.feed->node_handler().on_replace({testing::make_node("g1", "1", "0")});
+  f.feed->pod_handler().on_replace({variant("a-gpu", "a", "nvidia.com/gpu", true),
+                                    variant("b-gpu", "b", "nvidia.com/gpu", true)});
+  f.planner->solve_now();
+  inc.reconcile();
+  ASSERT_TRUE(f.actions.wait_idle(std::chrono::seconds(20)));
+  ASSERT_EQ(1u, f.event_reasons("b-gpu").size());
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  inc.reconcile();
+  EXPECT_FALSE(inc.last_was_full());
+  EXPECT_EQ(1u, as_set(inc.last_visited()).count("lab/b-gpu"));
+}
+
+}  // namespace
+}  // namespace allox::extender
