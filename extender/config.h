@@ -13,7 +13,7 @@
 //   fairness_window: 3600           # seconds behind /v1/fairness's windowed share, at most
 //                                   # retention.finished_seconds
 //   max_body_bytes: 1048576         # larger requests get 413
-//   http_threads: 4                 # HTTP worker threads (cpprestsdk pool)
+//   http_threads: 4                 # HTTP I/O threads (each owns its connections)
 //   admin_token: s3cret             # or admin_token_file; required by the POST /v1 endpoints
 //   devices:                        # resource name -> device type
 //     - {resource: nvidia.com/gpu, device: gpu}

@@ -13,6 +13,7 @@ packages=(
   liblemon-dev libglpk-dev libboost-graph-dev libboost-dev libcpprest-dev libyaml-cpp-dev
   nlohmann-json3-dev rapidjson-dev libcli11-dev libsqlite3-dev libspdlog-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev
+  libssl-dev openssl # the API client's TLS; client_tls_test makes its certificates
   gnuplot-nox wrk curl
   chromium # status_page_browser_test renders the status page headless
   unzip    # kubectl's fallback install, below
