@@ -4,7 +4,7 @@ FROM debian:12 AS build
 RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
       cmake g++ make liblemon-dev libglpk-dev libboost-graph-dev libboost-dev libcpprest-dev libyaml-cpp-dev \
       nlohmann-json3-dev rapidjson-dev libcli11-dev libsqlite3-dev libspdlog-dev googletest libgtest-dev \
-      libgmock-dev libbenchmark-dev \
+      libgmock-dev libbenchmark-dev libssl-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
