@@ -105,26 +105,28 @@ bool Connection::idle_and_open() {
   return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
 }
 
+// Starts `op(stream, handler)` on the stream this connection speaks (TLS or plain) and runs it.
+template <class Op>
+error_code Connection::run_on_stream(Op op) {
+  return run([&](auto handler) {
+    if (tls_) {
+      op(*tls_, handler);
+    } else {
+      op(*plain_, handler);
+    }
+  });
+}
+
 error_code Connection::write(http::request<http::string_body>& request, Clock::time_point deadline,
                              std::size_t& written) {
   written = 0;
   lowest().expires_at(deadline);
-  error_code result;
-  bool done = false;
-  auto handler = [&](error_code error, std::size_t n) {
-    result = error;
-    written = n;
-    done = true;
-  };
-  if (tls_) {
-    http::async_write(*tls_, request, handler);
-  } else {
-    http::async_write(*plain_, request, handler);
-  }
-  io_.restart();
-  while (!done && io_.run_one() > 0) {
-  }
-  return done ? result : error_code(asio::error::operation_aborted);
+  return run_on_stream([&](auto& stream, auto handler) {
+    http::async_write(stream, request, [&written, handler](error_code error, std::size_t n) {
+      written = n;
+      handler(error);
+    });
+  });
 }
 
 error_code Connection::wait_first_byte(Clock::time_point deadline) {
@@ -132,16 +134,11 @@ error_code Connection::wait_first_byte(Clock::time_point deadline) {
   lowest().expires_at(deadline);
   auto space = buffer_.prepare(64 << 10);
   std::size_t got = 0;
-  error_code error = run([&](auto handler) {
-    auto counted = [&got, handler](error_code e, std::size_t n) mutable {
+  error_code error = run_on_stream([&](auto& stream, auto handler) {
+    stream.async_read_some(space, [&got, handler](error_code e, std::size_t n) {
       got = n;
       handler(e);
-    };
-    if (tls_) {
-      tls_->async_read_some(space, counted);
-    } else {
-      plain_->async_read_some(space, counted);
-    }
+    });
   });
   buffer_.commit(got);
   return got > 0 ? error_code{} : error;
@@ -150,37 +147,23 @@ error_code Connection::wait_first_byte(Clock::time_point deadline) {
 error_code Connection::read(http::response_parser<http::string_body>& parser,
                             Clock::time_point deadline) {
   lowest().expires_at(deadline);
-  return run([&](auto handler) {
-    if (tls_) {
-      http::async_read(*tls_, buffer_, parser, handler);
-    } else {
-      http::async_read(*plain_, buffer_, parser, handler);
-    }
-  });
+  return run_on_stream(
+      [&](auto& stream, auto handler) { http::async_read(stream, buffer_, parser, handler); });
 }
 
 error_code Connection::read_header(http::response_parser<http::buffer_body>& parser,
                                    Clock::time_point deadline) {
   lowest().expires_at(deadline);
-  return run([&](auto handler) {
-    if (tls_) {
-      http::async_read_header(*tls_, buffer_, parser, handler);
-    } else {
-      http::async_read_header(*plain_, buffer_, parser, handler);
-    }
+  return run_on_stream([&](auto& stream, auto handler) {
+    http::async_read_header(stream, buffer_, parser, handler);
   });
 }
 
 error_code Connection::read_some(http::response_parser<http::buffer_body>& parser,
                                  Clock::time_point deadline) {
   lowest().expires_at(deadline);
-  error_code error = run([&](auto handler) {
-    if (tls_) {
-      http::async_read_some(*tls_, buffer_, parser, handler);
-    } else {
-      http::async_read_some(*plain_, buffer_, parser, handler);
-    }
-  });
+  error_code error = run_on_stream(
+      [&](auto& stream, auto handler) { http::async_read_some(stream, buffer_, parser, handler); });
   return error == http::error::need_buffer ? error_code{} : error;
 }
 

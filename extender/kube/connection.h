@@ -86,6 +86,10 @@ class Connection {
   // Runs the io_context until the operation `start` began has completed.
   template <class Start>
   boost::system::error_code run(Start start);
+  // run() for an operation on the stream this connection speaks, TLS or plain: `op(stream,
+  // handler)` starts it.
+  template <class Op>
+  boost::system::error_code run_on_stream(Op op);
 
   boost::asio::io_context io_{1};  // declared first: destroyed after the streams that use it
   const Target& target_;
