@@ -136,6 +136,23 @@ std::set<std::string> gate_names(const json& pod) {
   return names;
 }
 
+// kube-apiserver's applySchedulingGatedCondition (pkg/registry/core/pod/strategy.go, since 1.27):
+// a pod created with scheduling gates is stored with PodScheduled=False/SchedulingGated unless it
+// already names a PodScheduled condition. The scheduler writes nothing for a gated pod: its
+// SchedulingGates PreEnqueue plugin parks the pod without a cycle.
+void mark_scheduling_gated(json& status, double now) {
+  json& conditions = status["conditions"];
+  if (!conditions.is_array()) conditions = json::array();
+  for (const json& condition : conditions)
+    if (condition.is_object() && string_at(condition, "type") == "PodScheduled") return;
+  conditions.push_back({{"type", "PodScheduled"},
+                        {"status", "False"},
+                        {"reason", "SchedulingGated"},
+                        {"message", "Scheduling is blocked due to non-empty scheduling gates"},
+                        {"lastProbeTime", nullptr},
+                        {"lastTransitionTime", rfc3339(now)}});
+}
+
 }  // namespace
 
 struct ApiObjects::State {
@@ -384,6 +401,7 @@ ApiResult<ObjectPtr> ApiObjects::create(const ResourceType& type, const std::str
     if (!object.contains("status") || !object["status"].is_object())
       object["status"] = json::object();
     object["status"]["phase"] = "Pending";
+    if (spec.contains("schedulingGates")) mark_scheduling_gated(object["status"], state_->now());
   }
   auto stored = std::make_shared<const json>(state_->stamped(std::move(object)));
   state_->commit(type, key, "ADDED", stored, nullptr);

@@ -308,7 +308,6 @@ struct KubeScheduler::Impl {
     if (pod.assumed) return;  // our bind is in flight; the store has not caught up
     if (!queue.contains(key)) {
       queue.add(key, pod.priority, pod.gated, now);
-      if (pod.gated) mark_gated(pod);
     } else if (updated) {
       if (queue.update(key, pod.priority, pod.gated, now)) {
         emit(SchedulerEvent::Kind::kMoved, key, "", "PodUpdate");
@@ -368,17 +367,6 @@ struct KubeScheduler::Impl {
   void patch_status(const PodInfo& pod, json status) {
     (void)objects.patch(pods_resource(), pod.ns, pod.name, PatchType::kStrategicMerge,
                         json{{"status", std::move(status)}}.dump(), true);
-  }
-
-  void mark_gated(const PodInfo& pod) {
-    patch_status(
-        pod, {{"conditions",
-               json::array({{{"type", "PodScheduled"},
-                             {"status", "False"},
-                             {"reason", "SchedulingGated"},
-                             {"message", "Scheduling is blocked due to non-empty scheduling gates"},
-                             {"lastProbeTime", nullptr},
-                             {"lastTransitionTime", rfc3339(clock.now())}}})}});
   }
 
   void record_event(const PodInfo& pod, const std::string& type, const std::string& reason,

@@ -65,6 +65,34 @@ TEST(ApiObjectsTest, AWriteNeverChangesAVersionAlreadyHandedOut) {
   EXPECT_EQ("one", (*now)["status"]["message"]);  // the main resource's patch kept the status
 }
 
+// kube-apiserver's PrepareForCreate (applySchedulingGatedCondition): the store, not the scheduler,
+// marks a gated pod; an ungated pod and a pod that brings its own PodScheduled condition are left.
+TEST(ApiObjectsTest, AGatedPodIsStoredWithTheSchedulingGatedCondition) {
+  ApiObjects objects;
+  ObjectPtr gated = stored(objects.create(pods_resource(), "lab", gated_pod("g")));
+  ASSERT_TRUE(gated);
+  const json& conditions = (*gated)["status"]["conditions"];
+  ASSERT_EQ(1u, conditions.size());
+  EXPECT_EQ("PodScheduled", conditions[0]["type"]);
+  EXPECT_EQ("False", conditions[0]["status"]);
+  EXPECT_EQ("SchedulingGated", conditions[0]["reason"]);
+  EXPECT_EQ("Scheduling is blocked due to non-empty scheduling gates", conditions[0]["message"]);
+  EXPECT_EQ("Pending", (*gated)["status"]["phase"]);
+
+  json open = gated_pod("o");
+  open["spec"].erase("schedulingGates");
+  ObjectPtr ungated = stored(objects.create(pods_resource(), "lab", open));
+  ASSERT_TRUE(ungated);
+  EXPECT_FALSE((*ungated)["status"].contains("conditions"));
+
+  json own = gated_pod("c");
+  own["status"]["conditions"] = json::array({{{"type", "PodScheduled"}, {"status", "True"}}});
+  ObjectPtr kept = stored(objects.create(pods_resource(), "lab", own));
+  ASSERT_TRUE(kept);
+  ASSERT_EQ(1u, (*kept)["status"]["conditions"].size());
+  EXPECT_EQ("True", (*kept)["status"]["conditions"][0]["status"]);
+}
+
 TEST(ApiObjectsTest, AStatusWriteKeepsEverythingButTheStatus) {
   ApiObjects objects;
   ObjectPtr created = stored(objects.create(pods_resource(), "lab", gated_pod("p")));
@@ -75,7 +103,7 @@ TEST(ApiObjectsTest, AStatusWriteKeepsEverythingButTheStatus) {
           "extra":1,"status":{"phase":"Running"}})",
       true));
   json want = *created;
-  want["status"] = {{"phase", "Running"}};
+  want["status"]["phase"] = "Running";  // a merge patch: the gated condition stays
   want["metadata"]["resourceVersion"] = (*after)["metadata"]["resourceVersion"];
   EXPECT_EQ(want, *after);
   // A status update without a status leaves an empty one.
