@@ -11,6 +11,7 @@
 #include <mutex>
 #include <sstream>
 #include <thread>
+#include <unordered_set>
 #include <vector>
 
 #include "bench/bench_alloxd.h"
@@ -212,19 +213,27 @@ Expected<ClusterBenchResult> run_cluster_bench(const ClusterBenchOptions& option
   const auto wall_start = Clock::now();
   const double harness_cpu_start = cpu_seconds(::getpid());
   std::vector<double> bind_at;  // wall seconds of every bind
-  double first_done = -1;
+  // Pods ungated and not yet bound (nor deleted): the work waiting for the scheduler and alloxd.
+  std::unordered_set<std::string> waiting;
+  double last_event_at = 0;
   std::size_t jobs_bound = 0;
   std::map<std::string, int> binds_of;
   replay.record_events = true;
   replay.stop = &stop;
   replay.on_event = [&](const emulator::ReplayEvent& e) {
     const double at = seconds_since(wall_start);
-    if (e.kind == emulator::ReplayEvent::Kind::kBound) {
+    const bool saturated = waiting.size() >= options.saturation;
+    if (saturated) result.saturated_s += at - last_event_at;
+    last_event_at = at;
+    using Kind = emulator::ReplayEvent::Kind;
+    if (e.kind == Kind::kGateRemoved) waiting.insert(e.pod);
+    if (e.kind == Kind::kDeleted) waiting.erase(e.pod);
+    if (e.kind == Kind::kBound) {
+      waiting.erase(e.pod);
+      if (saturated) ++result.saturated_binds;
       bind_at.push_back(at);
       if (++binds_of[e.job] == 1) ++jobs_bound;
       if (jobs_bound == result.jobs) stop = true;
-    } else if (e.kind == emulator::ReplayEvent::Kind::kDone && first_done < 0) {
-      first_done = at;
     }
     if (at > options.max_wall_s) {
       result.timed_out = true;
@@ -252,6 +261,7 @@ Expected<ClusterBenchResult> run_cluster_bench(const ClusterBenchOptions& option
   poller.join();
   watchdog.join();
   (*alloxd)->stop();
+  result.api_requests = (*api)->requests_by_kind();
   (*api)->stop();
   if (!summary) return summary.error();
 
@@ -260,13 +270,9 @@ Expected<ClusterBenchResult> run_cluster_bench(const ClusterBenchOptions& option
     if (job.runs == 1) ++result.bound_once;
     if (job.runs > 1) ++result.bound_twice;
   }
-  std::vector<double> backlog;
-  for (double at : bind_at)
-    if (first_done < 0 || at <= first_done) backlog.push_back(at);
-  result.backlog_binds = backlog.size();
-  if (backlog.size() > 1) {
-    result.pods_per_second =
-        static_cast<double>(backlog.size() - 1) / std::max(1e-9, backlog.back() - backlog.front());
+  if (result.saturated_s > 0) {
+    result.saturated_pods_per_second =
+        static_cast<double>(result.saturated_binds) / result.saturated_s;
   }
   if (bind_at.size() > 1) {
     const auto [first, last] = std::minmax_element(bind_at.begin(), bind_at.end());

@@ -13,8 +13,11 @@
 //
 // The run ends when every job has been bound, or after `max_wall_s`. Measured (wall clock on a
 // shared machine: read the numbers as "under load"):
-//   - pods bound per second: binds from the first to the last bind before the first completion
-//     (the backlog, before machine churn limits the rate);
+//   - pods bound per second over every bind (first to last), and while saturated: over the time
+//     at least `saturation` pods stood ungated and unbound, waiting for the scheduler and alloxd
+//     (scheduler_perf's throughput: what the chain binds while it has work). The first mixes in
+//     the policy's pace (AlloX keeps a job queued for a fast machine rather than start it on an
+//     idle slow one); the second is the chain's capacity;
 //   - completion-to-bind: a machine freed while jobs waited, until the next bind onto it
 //     (simulated seconds / speedup = wall);
 //   - /filter latency as the scheduler sees it (HTTP round trip), with the NodeNames it sent;
@@ -26,6 +29,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include "core/result.h"
@@ -51,6 +55,8 @@ struct ClusterBenchOptions {
   // whole backlog "starved" after 36 wall seconds at 100×, and the policy would run its
   // oldest-first guard instead of the AlloX rounds this bench means to measure.
   double starvation_bound = 0;
+  // Ungated, unbound pods waiting for the chain to count a moment as saturated.
+  std::size_t saturation = 100;
   std::string alloxd_binary;  // required
   std::string scheduler_config = "manifests/scheduler-config.yaml";
   std::string throughputs = "data/gavel/simulation_throughputs.json";
@@ -60,12 +66,13 @@ struct ClusterBenchOptions {
 struct ClusterBenchResult {
   std::size_t nodes = 0, jobs = 0, pods = 0;
   std::size_t bound_once = 0, bound_twice = 0, unbound = 0;
-  std::size_t backlog_binds = 0;  // binds before the first completion
-  double pods_per_second = 0;     // backlog_binds over their span
-  // Every bind over the span from the first to the last. The backlog window above closes at the
-  // first completion, which at 5,000 nodes comes seconds after the first bind (short jobs at
-  // 100x), leaving a handful of binds; this one does not depend on when a job finishes.
+  // Every bind over the span from the first to the last.
   double all_pods_per_second = 0;
+  // Binds made while at least `saturation` pods were ungated and unbound, over that time; 0 when
+  // the run never had that many waiting.
+  std::size_t saturated_binds = 0;
+  double saturated_s = 0;
+  double saturated_pods_per_second = 0;
   std::size_t completion_to_bind_samples = 0;
   double completion_to_bind_p50_ms = 0, completion_to_bind_p99_ms = 0;  // wall
   std::size_t filter_calls = 0, filter_nodes_max = 0;
@@ -82,6 +89,9 @@ struct ClusterBenchResult {
   // This process's CPU (the fake API server, the scheduler emulator, the kubelets, the replay)
   // from the replay's start to its end: the harness's own cost, beside alloxd's.
   double harness_cpu_s = 0;
+  // alloxd's requests to the fake API server over the run, by "METHOD resource" (the scheduler
+  // emulator and the kubelets write to the store in process, so these are alloxd's alone).
+  std::map<std::string, std::uint64_t> api_requests;
   double wall_s = 0;
   bool timed_out = false;
 };

@@ -118,7 +118,7 @@ void print_cluster_row(int run, const bench::ClusterBenchResult& r) {
   std::printf(
       "%4d %6zu/%-6zu %6zu %8zu %8.0f %7.0fms %7.0fms %8zu %9.0f %7.2fms %7.2fms %10.0f %8zu "
       "%8.0f %7.1f%s\n",
-      run, r.bound_once, r.jobs, r.bound_twice, r.unbound, r.pods_per_second,
+      run, r.bound_once, r.jobs, r.bound_twice, r.unbound, r.all_pods_per_second,
       r.completion_to_bind_p50_ms, r.completion_to_bind_p99_ms, r.filter_calls, r.filter_nodes_mean,
       r.filter_p50_ms, r.filter_p99_ms, r.plan_ms, r.plan_queued, r.alloxd_peak_rss_mb, r.wall_s,
       r.timed_out ? "  (stopped at --max-wall)" : "");
@@ -161,6 +161,11 @@ void add_cluster_command(CLI::App& parent) {
                   "alloxd's starvation_bound in simulated seconds (default: the run's horizon, "
                   "--max-wall x --speedup, so the backlog runs AlloX rounds, not the guard)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--saturation", o->saturation,
+                  "ungated, unbound pods waiting that make a moment saturated (the saturated "
+                  "bind rate counts only those moments)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   cmd->add_option("--repeat", *repeat, "runs (medians reported when more than one)")
       ->check(CLI::Range(1, 20))
       ->capture_default_str();
@@ -196,8 +201,8 @@ void add_cluster_command(CLI::App& parent) {
       const char* unit;
     };
     const Line lines[] = {
-        {"pods bound per second (backlog)", median([](const R& r) { return r.pods_per_second; }),
-         500, true, "pods/s"},
+        {"pods bound per second (saturated)",
+         median([](const R& r) { return r.saturated_pods_per_second; }), 500, true, "pods/s"},
         {"pods bound per second (every bind)",
          median([](const R& r) { return r.all_pods_per_second; }), 500, true, "pods/s"},
         {"/filter p99 (every call)", median([](const R& r) { return r.filter_p99_ms; }), 2, false,
@@ -216,6 +221,9 @@ void add_cluster_command(CLI::App& parent) {
                   line.at_least ? ">=" : " <", line.target, line.unit, line.value / line.target,
                   met ? "met" : "NOT met");
     }
+    std::printf(
+        "saturated: %.3f s of the last run with >= %zu pods ungated and unbound, %zu binds in it\n",
+        runs.back().saturated_s, o->saturation, runs.back().saturated_binds);
     std::printf("completion-to-bind p50 / p99: %.0f / %.0f ms wall (%zu machines reused)\n",
                 median([](const R& r) { return r.completion_to_bind_p50_ms; }),
                 median([](const R& r) { return r.completion_to_bind_p99_ms; }),
@@ -235,6 +243,21 @@ void add_cluster_command(CLI::App& parent) {
           "harness CPU (this process: API server, scheduler, kubelets) %.1f s over the replay, "
           "%.2f ms per bound job; alloxd %.2f ms per bound job (last run)\n",
           last.harness_cpu_s, last.harness_cpu_s * 1000 / bound, last.alloxd_cpu_s * 1000 / bound);
+    }
+    {
+      const R& last = runs.back();
+      const double bound = static_cast<double>(std::max<std::size_t>(1, last.bound_once));
+      std::uint64_t total = 0;
+      std::string kinds;
+      for (const auto& [kind, count] : last.api_requests) {
+        total += count;
+        char part[96];
+        std::snprintf(part, sizeof part, "%s%s %.2f", kinds.empty() ? "" : ", ", kind.c_str(),
+                      static_cast<double>(count) / bound);
+        kinds += part;
+      }
+      std::printf("alloxd's API requests per bound job: %.2f (%s) (last run)\n",
+                  static_cast<double>(total) / bound, kinds.c_str());
     }
     bool exact = true;
     for (const auto& run : runs) {

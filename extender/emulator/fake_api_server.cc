@@ -143,6 +143,7 @@ struct FakeApiServer::Impl {
   int watches = 0;
   int webhook_calls = 0, webhook_failures = 0;
   std::atomic<std::uint64_t> requests{0};
+  std::map<std::string, std::uint64_t> requests_by_kind;  // under mu
 
   explicit Impl(FakeApiServerOptions o) : options(std::move(o)), objects(options.clock) {}
 
@@ -411,6 +412,15 @@ struct FakeApiServer::Impl {
     if (auto* error = std::get_if<ApiError>(&resolved)) return send(reply_error(request, *error));
     const Route& route = std::get<Route>(resolved);
     const ResourceType& type = *route.type;
+    {
+      auto watch_param = target.query.find("watch");
+      const bool watch = watch_param != target.query.end() &&
+                         (watch_param->second == "true" || watch_param->second == "1");
+      std::string kind = (watch ? std::string("WATCH") : method) + " " + type.plural;
+      if (!route.subresource.empty()) kind += "/" + route.subresource;
+      std::lock_guard lock(mu);
+      ++requests_by_kind[kind];
+    }
     auto query = [&](const char* key) {
       auto it = target.query.find(key);
       return it == target.query.end() ? std::string() : it->second;
@@ -678,6 +688,11 @@ int FakeApiServer::unauthorized_requests() const {
 
 std::uint64_t FakeApiServer::requests() const {
   return impl_->requests.load();
+}
+
+std::map<std::string, std::uint64_t> FakeApiServer::requests_by_kind() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->requests_by_kind;
 }
 
 int FakeApiServer::open_watches() const {

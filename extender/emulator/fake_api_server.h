@@ -98,6 +98,9 @@ class FakeApiServer {
 
   int unauthorized_requests() const;
   std::uint64_t requests() const;
+  // Requests to a resource by "METHOD plural[/subresource]" ("PATCH pods", "POST pods/binding";
+  // a watch counts as "WATCH pods"): what a client asked of the store, for benchmarks.
+  std::map<std::string, std::uint64_t> requests_by_kind() const;
   int open_watches() const;
   // Registers (or replaces) the mutating webhook, as a MutatingWebhookConfiguration applied to
   // a running cluster: pod creates from then on go through it.
