@@ -94,6 +94,7 @@ class ClusterFeed::PodHandler final : public kube::InformerHandler {
                             pod->phase});
       if (!pod->deleting) seen[key_of(pod->ref.namespace_name, pod->ref.name)] = *pod;
     }
+    register_pending();  // what the last watch saw comes before this list
     // Binds in doubt (intents a crash left behind) are settled from this full list first: a
     // pod with spec.nodeName was bound, one without (or absent) was not.
     planner_.reconcile_binds(placements, /*complete=*/true);
@@ -106,6 +107,7 @@ class ClusterFeed::PodHandler final : public kube::InformerHandler {
     }
     for (const ObservedPod& pod : gone) forget(pod);
     for (const auto& [key, pod] : seen) apply(pod);
+    register_pending();
     synced_.store(true);
     if (on_change_) on_change_();
   }
@@ -129,6 +131,11 @@ class ClusterFeed::PodHandler final : public kube::InformerHandler {
     if (on_change_) on_change_();
   }
 
+  void on_caught_up() override {
+    Handling handling(handling_);
+    if (register_pending() && on_change_) on_change_();
+  }
+
   // forget() runs outside mu_: it calls into the planner, which must not wait on the feed.
   void forget_if_known(const std::string& namespace_name, const std::string& name) {
     std::optional<ObservedPod> known;
@@ -141,7 +148,7 @@ class ClusterFeed::PodHandler final : public kube::InformerHandler {
   }
 
   bool synced() const { return synced_.load(); }
-  bool busy() const { return handling_.load() > 0; }
+  bool busy() const { return handling_.load() > 0 || registering_.load(); }
   std::map<std::string, ObservedPod> pods() const {
     std::lock_guard lock(mu_);
     return pods_;
@@ -213,14 +220,18 @@ class ClusterFeed::PodHandler final : public kube::InformerHandler {
   }
 
   void apply(const ObservedPod& pod) {
+    std::string key = key_of(pod.ref.namespace_name, pod.ref.name);
     {
       std::lock_guard lock(mu_);
-      std::string key = key_of(pod.ref.namespace_name, pod.ref.name);
       pods_[key] = pod;
-      mark_dirty(std::move(key));
+      mark_dirty(key);
     }
     if (!pod.variant) return;
     const JobVariant& variant = *pod.variant;
+    const bool waiting = pod.node_name.empty() && pod.phase != "Succeeded" && pod.phase != "Failed";
+    // Only a waiting pod's registration joins the pending batch, and only once: anything else
+    // reads or changes the book, which must first hold what was seen before it.
+    if (!waiting || pending_keys_.count(key) > 0) register_pending();
     Standing now = standing(pod);
     if (pod.phase == "Succeeded" || pod.phase == "Failed") {
       if (now == Standing::kRunsAsThisPod) {
@@ -244,12 +255,29 @@ class ClusterFeed::PodHandler final : public kube::InformerHandler {
     // Waiting for a decision: a variant of its job. A late variant of a job that already runs
     // or ran stays out of the book; the controller deletes it.
     if (now == Standing::kUnknown || now == Standing::kWaiting) {
-      log_unless_ok(planner_.register_variant(variant, Durability::kWritten),
-                    "could not record a pod", variant);
+      pending_.push_back(variant);
+      pending_keys_.insert(std::move(key));
+      registering_.store(true);
     }
   }
 
+  // The waiting pods seen since the last call, registered in one store transaction (a burst of
+  // new pods costs one commit, not one each). True when there were any.
+  bool register_pending() {
+    if (pending_.empty()) return false;
+    std::vector<JobVariant> batch;
+    batch.swap(pending_);
+    pending_keys_.clear();
+    const std::vector<Status> outcomes = planner_.register_variants(batch, Durability::kWritten);
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      log_unless_ok(outcomes[i], "could not record a pod", batch[i]);
+    }
+    registering_.store(false);
+    return true;
+  }
+
   void forget(const ObservedPod& pod) {
+    register_pending();
     {
       std::lock_guard lock(mu_);
       std::string key = key_of(pod.ref.namespace_name, pod.ref.name);
@@ -286,6 +314,10 @@ class ClusterFeed::PodHandler final : public kube::InformerHandler {
   std::uint64_t generation_ = 0;  // bumped by every sync_pods: the mirror it brought up to date
   std::atomic<bool> synced_{false};
   std::atomic<int> handling_{0};
+  // Waiting pods whose registration is pending (informer thread only), until register_pending.
+  std::vector<JobVariant> pending_;
+  std::set<std::string> pending_keys_;
+  std::atomic<bool> registering_{false};  // pending_ is not empty: the feed is busy
 };
 
 class ClusterFeed::NodeHandler final : public kube::InformerHandler {
@@ -343,9 +375,28 @@ class ClusterFeed::NodeHandler final : public kube::InformerHandler {
   std::atomic<int> handling_{0};
 };
 
+class ClusterFeed::EachEventAlone final : public kube::InformerHandler {
+ public:
+  explicit EachEventAlone(kube::InformerHandler& inner) : inner_(inner) {}
+  void on_replace(const std::vector<json>& objects) override { inner_.on_replace(objects); }
+  void on_upsert(const json& object) override {
+    inner_.on_upsert(object);
+    inner_.on_caught_up();
+  }
+  void on_delete(const json& object) override {
+    inner_.on_delete(object);
+    inner_.on_caught_up();
+  }
+  void on_caught_up() override { inner_.on_caught_up(); }
+
+ private:
+  kube::InformerHandler& inner_;
+};
+
 ClusterFeed::ClusterFeed(kube::KubeClient& client, Planner& planner, const ExtenderConfig& config,
                          std::function<void()> on_change)
     : pod_handler_(std::make_unique<PodHandler>(planner, config, std::move(on_change))),
+      each_event_alone_(std::make_unique<EachEventAlone>(*pod_handler_)),
       node_handler_(std::make_unique<NodeHandler>(planner, config, [this] { start_pods(); })) {
   kube::InformerOptions pods;
   pods.path = "/api/v1/pods";
@@ -416,6 +467,10 @@ std::optional<std::string> ClusterFeed::watched_job(const std::string& namespace
 }
 
 kube::InformerHandler& ClusterFeed::pod_handler() {
+  return *each_event_alone_;
+}
+
+kube::InformerHandler& ClusterFeed::pod_watch_handler() {
   return *pod_handler_;
 }
 

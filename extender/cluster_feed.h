@@ -88,14 +88,20 @@ class ClusterFeed {
   std::optional<std::string> watched_job(const std::string& namespace_name,
                                          const std::string& name) const;
 
-  // The handlers, exposed for tests that feed objects without a server.
+  // The handlers, exposed for tests that feed objects without a server. pod_handler() hands
+  // each event over alone, as a watch that reads one event at a time (on_caught_up after each);
+  // pod_watch_handler() is the informer's own, where a waiting pod's registration may pend
+  // until on_caught_up.
   kube::InformerHandler& pod_handler();
+  kube::InformerHandler& pod_watch_handler();
   kube::InformerHandler& node_handler();
 
  private:
   class PodHandler;
   class NodeHandler;
+  class EachEventAlone;
   std::unique_ptr<PodHandler> pod_handler_;
+  std::unique_ptr<EachEventAlone> each_event_alone_;
   std::unique_ptr<NodeHandler> node_handler_;
   std::unique_ptr<kube::Informer> pod_informer_;
   std::unique_ptr<kube::Informer> node_informer_;

@@ -290,6 +290,83 @@ Expected<std::uint64_t> Planner::register_variant(const JobVariant& variant,
   return version;
 }
 
+std::vector<Status> Planner::register_variants(const std::vector<JobVariant>& variants,
+                                               Durability durability) {
+  std::vector<Status> outcomes(variants.size(), OkStatus());
+  auto one_by_one = [&] {
+    for (std::size_t i = 0; i < variants.size(); ++i) {
+      if (auto registered = register_variant(variants[i], durability); !registered) {
+        outcomes[i] = registered.error();
+      }
+    }
+    return outcomes;
+  };
+  if (variants.size() < 2) return one_by_one();
+  struct Change {
+    JobBook::Change kind;
+    JobRecord record;
+    const JobVariant* variant;
+  };
+  std::vector<Change> changes;
+  bool batched = false;
+  {
+    // As register_variant, for the whole batch: classify against the book, write the store,
+    // then change the book. A run new in this batch is not in the book yet: its other variants
+    // are added to it here.
+    std::lock_guard write(write_mu_);
+    std::unordered_map<std::string, std::size_t> new_runs;  // job id -> its kNewRun change
+    Status written = store_->batch(
+        [&]() -> Status {
+          for (const JobVariant& variant : variants) {
+            Change change{JobBook::Change::kNone, {}, &variant};
+            if (auto it = new_runs.find(variant.job_id); it != new_runs.end()) {
+              change.kind = JobBook::Change::kVariant;
+              change.record = changes[it->second].record;
+            } else {
+              std::shared_lock lock(book_mu_);
+              auto admitted = admitted_.find(variant.job_id);
+              if (admitted != admitted_.end() && admitted->second.pod_key != pod_key(variant.pod))
+                continue;  // a sibling of a job admitted as another variant stays out
+              change.kind = book_.classify(variant);
+              if (change.kind == JobBook::Change::kVariant)
+                change.record = book_.job(variant.job_id)->record;
+            }
+            if (change.kind == JobBook::Change::kNone) continue;
+            if (change.kind == JobBook::Change::kNewRun) {
+              change.record.id = variant.job_id;
+              change.record.user = variant.user;
+              change.record.arrival = now();
+              auto row = store_->record_arrival(change.record, variant, durability);
+              if (!row) return row.error();
+              change.record.row = *row;
+              new_runs[variant.job_id] = changes.size();
+            } else if (auto s = store_->record_variant(change.record.row, variant, durability);
+                       !s) {
+              return s;
+            }
+            changes.push_back(std::move(change));
+          }
+          return OkStatus();
+        },
+        durability);
+    if (written) {
+      std::unique_lock lock(book_mu_);
+      for (const Change& change : changes) {
+        if (change.kind == JobBook::Change::kNewRun) {
+          book_.add_run(change.record, *change.variant);
+        } else {
+          book_.add_variant(*change.variant);
+        }
+      }
+    }
+    batched = static_cast<bool>(written);
+  }
+  // Nothing of a failed batch was kept: each alone (outside write_mu_, which each one takes).
+  if (!batched) return one_by_one();
+  if (!changes.empty()) wake();
+  return outcomes;
+}
+
 Status Planner::record_bind_intent(const BindIntent& intent) {
   return store_->record_bind_intent(intent);
 }

@@ -102,6 +102,11 @@ class Planner {
   // version a plan must reach to include it (0 when nothing changed).
   Expected<std::uint64_t> register_variant(const JobVariant& variant,
                                            Durability durability = Durability::kSynced);
+  // register_variant for each, in order, in one store transaction (the watch's burst of new
+  // pods); an outcome per variant. When the transaction fails, each is registered alone so one
+  // bad pod fails only itself. A pod must appear at most once.
+  std::vector<Status> register_variants(const std::vector<JobVariant>& variants,
+                                        Durability durability = Durability::kSynced);
   struct Started {
     JobRecord record;
     std::vector<PodIdentity> unused_variants;  // the job's other variants, which never run

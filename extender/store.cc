@@ -391,7 +391,21 @@ Status Store::exec(const char* sql) {
   return OkStatus();
 }
 
+Status Store::batch(const std::function<Status()>& body, Durability durability) {
+  std::lock_guard lock(mu_);
+  if (batch_depth_ > 0) return body();
+  return transaction(
+      [&]() -> Status {
+        ++batch_depth_;
+        Status status = body();
+        --batch_depth_;
+        return status;
+      },
+      Mode::kWrite, durability);
+}
+
 Status Store::transaction(const std::function<Status()>& body, Mode mode, Durability durability) {
+  if (batch_depth_ > 0) return body();  // part of the batch's transaction
   // WAL + NORMAL commits without an fsync (durable across a crash of alloxd, not of the OS); the
   // next FULL commit fsyncs the WAL, and with it every earlier commit. Changed only between
   // transactions, where SQLite allows it.

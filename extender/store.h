@@ -134,6 +134,10 @@ class Store {
   // A new run of a job, with the pod that introduced it. Returns the run's row.
   Expected<std::int64_t> record_arrival(const JobRecord& job, const JobVariant& first,
                                         Durability durability = Durability::kSynced);
+  // Runs `body`, which makes other writes of this store, as one transaction: all of them or none
+  // (when body or the commit fails). One commit for a burst of the watch's pods instead of one
+  // each. The writes' own durability gives way to the batch's.
+  Status batch(const std::function<Status()>& body, Durability durability = Durability::kSynced);
   // Another (or a changed) variant pod of the run `job_row`.
   Status record_variant(std::int64_t job_row, const JobVariant& variant,
                         Durability durability = Durability::kSynced);
@@ -204,7 +208,9 @@ class Store {
   // One synced transaction for a group of intents; an outcome per intent.
   std::vector<Status> commit_intents(const std::vector<BindIntent>& intents);
 
-  std::mutex mu_;
+  // Recursive: batch() holds it while the writes it groups take it again.
+  std::recursive_mutex mu_;
+  int batch_depth_ = 0;  // under mu_: > 0 while batch() runs; transaction() then joins it
   sqlite3* db_;
   bool synchronous_full_ = true;  // the connection's PRAGMA synchronous (FULL or NORMAL)
 

@@ -199,9 +199,10 @@ Expected<KubeResponse> KubeClient::call(std::string_view method, const std::stri
   }
 }
 
-Expected<KubeResponse> KubeClient::stream(
-    const std::string& path, std::chrono::milliseconds idle_timeout,
-    const std::function<bool(std::string_view line)>& on_line) {
+Expected<KubeResponse> KubeClient::stream(const std::string& path,
+                                          std::chrono::milliseconds idle_timeout,
+                                          const std::function<bool(std::string_view line)>& on_line,
+                                          const std::function<void()>& on_caught_up) {
   const std::string what = "GET " + path;
   if (stopped()) return Error{stopped_error(what)};
   if (!impl_->setup_error.empty()) return Error{what + ": " + impl_->setup_error};
@@ -257,6 +258,7 @@ Expected<KubeResponse> KubeClient::stream(
       if (!line.empty() && !on_line(line)) return KubeResponse{200, ""};
       line.clear();
     }
+    if (on_caught_up && n > 0) on_caught_up();
   }
   if (status != 200) return KubeResponse{status, std::move(other_body)};
   // A clean end of the body (the terminating chunk, or the end its length announced).

@@ -79,9 +79,12 @@ class KubeClient {
   // A streaming GET. For a 200 answer, hands each body line (without '\n'; empty lines
   // skipped) to on_line until the server ends the stream (returns {200, ""}), on_line returns
   // false (the same), nothing arrives for idle_timeout, the stream breaks, or stop() (Errors).
-  // Any other status comes back with its body, on_line never called.
+  // Any other status comes back with its body, on_line never called. on_caught_up, when set,
+  // is called each time the lines read so far are all handed over and the next read may wait
+  // (a reader that batches its work flushes there).
   Expected<KubeResponse> stream(const std::string& path, std::chrono::milliseconds idle_timeout,
-                                const std::function<bool(std::string_view line)>& on_line);
+                                const std::function<bool(std::string_view line)>& on_line,
+                                const std::function<void()>& on_caught_up = nullptr);
 
   // Cancels calls in flight; later calls fail at once. Idempotent.
   void stop();

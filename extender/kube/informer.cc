@@ -198,35 +198,39 @@ Informer::WatchEnd Informer::watch(std::string& resource_version, std::string& w
               std::chrono::seconds(30);
   ++watches_;
   WatchEnd end = WatchEnd::kTimeout;
-  auto reply = client_.stream(with_query(options_.path, query), idle, [&](std::string_view line) {
-    auto event = parse_watch_event(line);
-    if (!event) {
-      end = WatchEnd::kFailed;  // garbage: the stream cannot be trusted any more
-      why = event.message();
-      return false;
-    }
-    switch (event->type) {
-      case WatchEvent::Type::kError:
-        end = event->error_code == 410 ? WatchEnd::kGone : WatchEnd::kFailed;
-        why = "ERROR event, code " + std::to_string(event->error_code);
-        return false;
-      case WatchEvent::Type::kAdded:
-      case WatchEvent::Type::kModified:
-        handler_.on_upsert(event->object);
-        break;
-      case WatchEvent::Type::kDeleted:
-        handler_.on_delete(event->object);
-        break;
-      case WatchEvent::Type::kBookmark:
-        break;
-    }
-    resource_version = event->resource_version;
-    if (relist_.load()) {
-      end = WatchEnd::kRelist;
-      return false;
-    }
-    return true;
-  });
+  auto reply = client_.stream(
+      with_query(options_.path, query), idle,
+      [&](std::string_view line) {
+        auto event = parse_watch_event(line);
+        if (!event) {
+          end = WatchEnd::kFailed;  // garbage: the stream cannot be trusted any more
+          why = event.message();
+          return false;
+        }
+        switch (event->type) {
+          case WatchEvent::Type::kError:
+            end = event->error_code == 410 ? WatchEnd::kGone : WatchEnd::kFailed;
+            why = "ERROR event, code " + std::to_string(event->error_code);
+            return false;
+          case WatchEvent::Type::kAdded:
+          case WatchEvent::Type::kModified:
+            handler_.on_upsert(event->object);
+            break;
+          case WatchEvent::Type::kDeleted:
+            handler_.on_delete(event->object);
+            break;
+          case WatchEvent::Type::kBookmark:
+            break;
+        }
+        resource_version = event->resource_version;
+        if (relist_.load()) {
+          end = WatchEnd::kRelist;
+          return false;
+        }
+        return true;
+      },
+      [&] { handler_.on_caught_up(); });
+  handler_.on_caught_up();
   if (!reply) {
     why = reply.message();
     return WatchEnd::kFailed;

@@ -12,7 +12,8 @@
 //      (bounded, exponential) and re-list.
 //   Failures are logged (core/log.h) as warnings naming the path: nobody else sees them.
 //
-// The handler's calls come from the informer's one thread, in order. After a re-list,
+// The handler's calls come from the informer's one thread, in order; on_caught_up follows each
+// run of events read at once, and the end of every watch. After a re-list,
 // on_replace carries the whole truth: objects the handler knew that are missing were deleted.
 // The informer keeps no copy of the objects (the handler keeps what it needs).
 //
@@ -42,6 +43,9 @@ class InformerHandler {
   virtual void on_replace(const std::vector<nlohmann::json>& objects) = 0;
   virtual void on_upsert(const nlohmann::json& object) = 0;
   virtual void on_delete(const nlohmann::json& object) = 0;
+  // The events read so far have all been handed over and the watch may now wait for more (or it
+  // ended): a handler that batches its work completes it here. Called on the same thread.
+  virtual void on_caught_up() {}
 };
 
 struct InformerOptions {

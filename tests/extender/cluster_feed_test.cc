@@ -81,6 +81,51 @@ TEST(ClusterFeedTest, AReListWithoutAPodTheWatchShowedForgetsIt) {
   EXPECT_EQ(std::optional<std::string>("lab/a"), f.feed->watched_job("lab", "a-gpu"));
 }
 
+// The informer's own handler: a burst of waiting pods read at once is registered at
+// on_caught_up, in one store transaction; until then the feed is busy. Anything that is not a
+// waiting pod's registration (a bind seen, a deletion) first registers what came before it, so
+// the order of the watch is kept.
+TEST(ClusterFeedTest, AWatchBurstOfWaitingPodsIsRegisteredWhenTheWatchCatchesUp) {
+  Fixture f;
+  kube::InformerHandler& watch = f.feed->pod_watch_handler();
+  watch.on_replace({});
+  watch.on_upsert(variant("a-gpu", "a", "nvidia.com/gpu"));
+  watch.on_upsert(variant("a-cpu", "a", "cpu"));
+  json relabelled = variant("a-cpu", "a", "cpu");
+  relabelled["metadata"]["labels"]["team"] = "x";
+  watch.on_upsert(relabelled);  // the same pod again: what pended is registered first
+  watch.on_upsert(variant("b-gpu", "b", "nvidia.com/gpu"));
+  EXPECT_TRUE(f.feed->busy());
+  EXPECT_EQ((std::vector<std::string>{"lab/a-cpu", "lab/a-gpu"}), f.variants("lab/a"));
+  EXPECT_TRUE(f.variants("lab/b").empty());
+  watch.on_caught_up();
+  EXPECT_FALSE(f.feed->busy());
+  EXPECT_EQ(std::vector<std::string>{"lab/b-gpu"}, f.variants("lab/b"));
+
+  // A waiting pod, then the same pod bound: the bind finds its job registered.
+  watch.on_upsert(variant("c-gpu", "c", "nvidia.com/gpu"));
+  json bound = variant("c-gpu", "c", "nvidia.com/gpu");
+  bound["spec"]["nodeName"] = "g1";
+  watch.on_upsert(bound);
+  EXPECT_EQ(std::optional<std::string>("lab/c-gpu"), f.planner->read([](const JobBook& book) {
+    const BookJob* job = book.job("lab/c");
+    return job != nullptr && job->record.phase == JobPhase::kRunning
+               ? std::optional<std::string>(job->record.pod_namespace + "/" + job->record.pod_name)
+               : std::nullopt;
+  }));
+  watch.on_caught_up();
+
+  // All of it is in the store: a planner restored from it holds the same jobs.
+  f.feed.reset();
+  f.planner.reset();
+  auto restored =
+      Planner::create(f.config, make_policy("fifo", PolicyOptions{}).value(), f.metrics);
+  ASSERT_TRUE(restored.ok()) << restored.message();
+  f.planner = std::move(*restored);
+  EXPECT_EQ((std::vector<std::string>{"lab/a-cpu", "lab/a-gpu"}), f.variants("lab/a"));
+  EXPECT_EQ(std::vector<std::string>{"lab/b-gpu"}, f.variants("lab/b"));
+}
+
 // sync_pods copies only what changed since a mirror's last sync; the definition it must meet is
 // pods() (a full copy) and the keys that left, after random upserts, deletes and re-lists, with
 // a second mirror syncing now and then (each then needs a full copy again).

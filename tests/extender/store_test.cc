@@ -134,6 +134,40 @@ TEST(StoreTest, AJobRowNeverExistsWithoutItsVariantRow) {
                          "(SELECT 1 FROM variants v WHERE v.job_row = j.row)"));
 }
 
+// batch(): the writes inside it are one transaction. When one fails, none of the others stays,
+// including those that succeeded before it; a batch that succeeds keeps them all.
+TEST(StoreTest, ABatchKeepsAllItsWritesOrNone) {
+  testing::ScratchDir dir;
+  auto store = Store::open(dir.file("state.db"));
+  ASSERT_TRUE(store.ok());
+  std::int64_t row = 0;
+  Status kept = (*store)->batch([&]() -> Status {
+    auto a = (*store)->record_arrival(arrival("ns/a", "u", 1), pod_of("ns/a", "a-gpu", "u1"));
+    if (!a) return a.error();
+    row = *a;
+    if (auto v = (*store)->record_variant(row, pod_of("ns/a", "a-cpu", "u2")); !v) return v;
+    auto b = (*store)->record_arrival(arrival("ns/b", "u", 1), pod_of("ns/b", "b-gpu", "u3"));
+    return b ? OkStatus() : Status(b.error());
+  });
+  ASSERT_TRUE(kept.ok()) << kept.message();
+  Status refused = (*store)->batch([&]() -> Status {
+    auto c = (*store)->record_arrival(arrival("ns/c", "u", 2), pod_of("ns/c", "c-gpu", "u4"));
+    if (!c) return c.error();
+    // A second live run of ns/a: refused by the unique index, after ns/c was written.
+    auto again = (*store)->record_arrival(arrival("ns/a", "u", 2), pod_of("ns/a", "a2", "u5"));
+    return again ? OkStatus() : Status(again.error());
+  });
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(std::string::npos, refused.message().find("UNIQUE")) << refused.message();
+  RawDb raw(dir.file("state.db"));
+  EXPECT_EQ(2, raw.count("SELECT count(*) FROM jobs"));
+  EXPECT_EQ(3, raw.count("SELECT count(*) FROM variants"));
+  EXPECT_EQ(0, raw.count("SELECT count(*) FROM jobs WHERE id = 'ns/c'"));
+  // The store writes on, outside any batch.
+  EXPECT_TRUE(
+      (*store)->record_arrival(arrival("ns/c", "u", 3), pod_of("ns/c", "c-gpu", "u4")).ok());
+}
+
 TEST(StoreTest, ALockedDatabaseIsAnErrorAndLeavesNothingHalfWritten) {
   testing::ScratchDir dir;
   const std::string path = dir.file("state.db");
