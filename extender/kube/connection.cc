@@ -161,6 +161,10 @@ error_code Connection::read_header(http::response_parser<http::buffer_body>& par
 
 error_code Connection::read_some(http::response_parser<http::buffer_body>& parser,
                                  Clock::time_point deadline) {
+  // Beast reads at most the buffer's free capacity (and at least 512 bytes) per read, and a
+  // flat_buffer sized by the header never grows: a watch then came in ~1.5 KB reads, one
+  // event in two or three, and fell minutes behind a busy API server. Room for 64 KB a read.
+  if (buffer_.capacity() < kStreamReadBytes) buffer_.reserve(kStreamReadBytes);
   lowest().expires_at(deadline);
   error_code error = run_on_stream(
       [&](auto& stream, auto handler) { http::async_read_some(stream, buffer_, parser, handler); });

@@ -96,6 +96,7 @@ class Connection {
   boost::asio::ssl::context* tls_context_;
   std::optional<beast::tcp_stream> plain_;
   std::optional<beast::ssl_stream<beast::tcp_stream>> tls_;
+  static constexpr std::size_t kStreamReadBytes = 64 << 10;  // read_some's room per read
   beast::flat_buffer buffer_;
   bool connected_ = false;
   bool used_ = false;
