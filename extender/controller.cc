@@ -100,7 +100,23 @@ void Controller::act(const std::string& key, const std::string& seen,
   if (it != submitted_.end() && it->second.seen == seen && now - it->second.at < options_.settle) {
     return;
   }
-  if (actions_.submit(key, std::move(action), priority)) submitted_[key] = {now, seen};
+  {
+    std::lock_guard lock(succeeded_mu_);
+    auto done = succeeded_.find(key);
+    if (done != succeeded_.end() && done->second.seen == seen &&
+        now - done->second.at < options_.expectation) {
+      return;  // done for this very version: the watch has not shown its effect yet
+    }
+  }
+  auto expect = [this, key, seen, action = std::move(action)]() -> Status {
+    Status status = action();
+    if (status) {
+      std::lock_guard lock(succeeded_mu_);
+      succeeded_[key] = {Clock::now(), seen};
+    }
+    return status;
+  };
+  if (actions_.submit(key, std::move(expect), priority)) submitted_[key] = {now, seen};
 }
 
 void Controller::say(const kube::ObjectRef& pod, const std::string& type, const std::string& reason,
@@ -377,6 +393,11 @@ void Controller::reconcile() {
   }
   for (auto it = submitted_.begin(); it != submitted_.end();) {
     it = now - it->second.at > options_.settle * 4 ? submitted_.erase(it) : std::next(it);
+  }
+  if (!last_full_) return;  // the expired expectations go with the full pass's walk
+  std::lock_guard lock(succeeded_mu_);
+  for (auto it = succeeded_.begin(); it != succeeded_.end();) {
+    it = now - it->second.at > options_.expectation ? succeeded_.erase(it) : std::next(it);
   }
 }
 

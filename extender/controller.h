@@ -51,6 +51,11 @@ struct ControllerOptions {
   std::chrono::milliseconds requeue_event{30000};
   // How long a submitted action's key is not submitted again while the informer catches up.
   std::chrono::milliseconds settle{5000};
+  // An action that succeeded is not submitted again while the watch still shows the pod at the
+  // version it acted on, for up to this long (client-go's controller expectations): the watch
+  // lags the write, and acting again on the stale view (a second DELETE, a gate removal of a
+  // pod already ungated) only loads the API server. Past it, the pod is acted on again.
+  std::chrono::milliseconds expectation{60000};
   // Pacing, as the planner's (planner.h): after a pass that took d, the next one starts no
   // sooner than min(pace × d, max_pause) after it; the pokes that arrive meanwhile are one pass.
   // A pass reads every waiting pod: back to back under a stream of watch events (hundreds a
@@ -90,7 +95,8 @@ class Controller {
   using Clock = std::chrono::steady_clock;
   void loop();
   // Submits an action unless the same key was submitted for the same `seen` (the pod's
-  // resourceVersion) within `settle`: a pod that changed since is always looked at again.
+  // resourceVersion) within `settle`, or succeeded for it within `expectation`: a pod that
+  // changed since is always looked at again.
   void act(const std::string& key, const std::string& seen, std::function<Status()> action,
            Clock::time_point now, ActionPriority priority = ActionPriority::kBackground);
   // When the last event for `reason` went to the pod: less than requeue_event ago, say() would
@@ -116,6 +122,10 @@ class Controller {
   // Looked up by key for each waiting pod of every pass: hashed, not ordered (tens of thousands
   // of keys sharing long prefixes made each ordered lookup a dozen string compares).
   std::unordered_map<std::string, Submitted> submitted_;
+  // Actions that succeeded, by key: when, and the version they acted on. Written by the action
+  // workers, read by the pass.
+  mutable std::mutex succeeded_mu_;
+  std::unordered_map<std::string, Submitted> succeeded_;
   // pod -> reason -> (words, when) of the last event submitted
   std::unordered_map<std::string, std::map<std::string, std::pair<std::string, Clock::time_point>>>
       said_;

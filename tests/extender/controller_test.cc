@@ -144,6 +144,41 @@ TEST(ControllerTest, LateVariantOfARunningJobIsDeletedWithTheReason) {
             f.planner->read([](const JobBook& book) { return book.job("lab/a")->record.phase; }));
 }
 
+// Controller expectations (ControllerOptions::expectation): a DELETE that succeeded is not sent
+// again while the watch, lagging, still shows the pod at the version deleted, even past
+// `settle` and on a full pass; the pod seen at a new version is acted on again.
+TEST(ControllerTest, ASucceededDeleteIsNotSentAgainWhileTheWatchLagsBehindIt) {
+  Fixture f;
+  ControllerOptions options;
+  options.settle = std::chrono::milliseconds(20);
+  options.full_pass = std::chrono::milliseconds(0);  // every pass looks at every pod
+  f.controller = std::make_unique<Controller>(
+      *f.planner, *f.feed, f.client, f.events, f.actions, [&f] { return f.leading; }, options);
+  f.feed->node_handler().on_replace({testing::make_node("g1", "1", "0")});
+  json running = variant("a-gpu", "a", "nvidia.com/gpu", false);
+  f.feed->pod_handler().on_replace({running});
+  f.planner->solve_now();
+  running["spec"]["nodeName"] = "g1";
+  f.feed->pod_handler().on_upsert(running);
+  json late = variant("a-cpu", "a", "cpu", true);
+  late["metadata"]["resourceVersion"] = "7";
+  f.feed->pod_handler().on_upsert(late);
+  f.settle();
+  ASSERT_EQ(1u, f.requests("DELETE").size());
+  for (int pass = 0; pass < 3; ++pass) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(40));  // past settle
+    f.settle();  // the watch has not shown the deletion
+  }
+  EXPECT_EQ(1u, f.requests("DELETE").size());
+
+  late["metadata"]["resourceVersion"] = "9";  // the watch shows the pod as it is now
+  f.feed->pod_handler().on_upsert(late);
+  f.settle();
+  auto deletes = f.requests("DELETE");
+  ASSERT_EQ(2u, deletes.size());
+  EXPECT_EQ("9", json::parse(deletes[1].body)["preconditions"]["resourceVersion"]);
+}
+
 TEST(ControllerTest,
      DeletedEventOnlyOnceTheDeleteSucceededAndARefusedDeleteIsRetriedWhenThePodChanges) {
   Fixture f;
