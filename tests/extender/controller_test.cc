@@ -144,6 +144,21 @@ TEST(ControllerTest, LateVariantOfARunningJobIsDeletedWithTheReason) {
             f.planner->read([](const JobBook& book) { return book.job("lab/a")->record.phase; }));
 }
 
+// Job a runs as a-gpu on g1 (the watch shows it bound); its CPU variant a-cpu, seen at
+// resourceVersion 7, is late: the controller deletes it. Returns that sibling as seen.
+json run_a_with_a_late_sibling(Fixture& f) {
+  f.feed->node_handler().on_replace({testing::make_node("g1", "1", "0")});
+  json running = variant("a-gpu", "a", "nvidia.com/gpu", false);
+  f.feed->pod_handler().on_replace({running});
+  f.planner->solve_now();
+  running["spec"]["nodeName"] = "g1";
+  f.feed->pod_handler().on_upsert(running);
+  json late = variant("a-cpu", "a", "cpu", true);
+  late["metadata"]["resourceVersion"] = "7";
+  f.feed->pod_handler().on_upsert(late);
+  return late;
+}
+
 // Controller expectations (ControllerOptions::expectation): a DELETE that succeeded is not sent
 // again while the watch, lagging, still shows the pod at the version deleted, even past
 // `settle` and on a full pass; the pod seen at a new version is acted on again.
@@ -154,15 +169,7 @@ TEST(ControllerTest, ASucceededDeleteIsNotSentAgainWhileTheWatchLagsBehindIt) {
   options.full_pass = std::chrono::milliseconds(0);  // every pass looks at every pod
   f.controller = std::make_unique<Controller>(
       *f.planner, *f.feed, f.client, f.events, f.actions, [&f] { return f.leading; }, options);
-  f.feed->node_handler().on_replace({testing::make_node("g1", "1", "0")});
-  json running = variant("a-gpu", "a", "nvidia.com/gpu", false);
-  f.feed->pod_handler().on_replace({running});
-  f.planner->solve_now();
-  running["spec"]["nodeName"] = "g1";
-  f.feed->pod_handler().on_upsert(running);
-  json late = variant("a-cpu", "a", "cpu", true);
-  late["metadata"]["resourceVersion"] = "7";
-  f.feed->pod_handler().on_upsert(late);
+  json late = run_a_with_a_late_sibling(f);
   f.settle();
   ASSERT_EQ(1u, f.requests("DELETE").size());
   for (int pass = 0; pass < 3; ++pass) {
@@ -182,15 +189,7 @@ TEST(ControllerTest, ASucceededDeleteIsNotSentAgainWhileTheWatchLagsBehindIt) {
 TEST(ControllerTest,
      DeletedEventOnlyOnceTheDeleteSucceededAndARefusedDeleteIsRetriedWhenThePodChanges) {
   Fixture f;
-  f.feed->node_handler().on_replace({testing::make_node("g1", "1", "0")});
-  json running = variant("a-gpu", "a", "nvidia.com/gpu", false);
-  f.feed->pod_handler().on_replace({running});
-  f.planner->solve_now();
-  running["spec"]["nodeName"] = "g1";
-  f.feed->pod_handler().on_upsert(running);
-  json late = variant("a-cpu", "a", "cpu", true);
-  late["metadata"]["resourceVersion"] = "7";
-  f.feed->pod_handler().on_upsert(late);
+  json late = run_a_with_a_late_sibling(f);
 
   // The pod changed since alloxd saw it (409, resourceVersion precondition): nothing deleted,
   // so no Deleted event.
