@@ -234,15 +234,63 @@ void Planner::set_inventory(const std::vector<NodeInventory>& nodes) {
   wake();
 }
 
+bool Planner::admitted_as_another(const JobVariant& variant) const {
+  auto it = admitted_.find(variant.job_id);
+  return it != admitted_.end() && it->second.pod_key != pod_key(variant.pod);
+}
+
+Expected<Planner::VariantChange> Planner::write_variant(
+    const JobVariant& variant, const std::unordered_map<std::string, JobRecord>& new_runs,
+    Durability durability) {
+  VariantChange change;
+  change.variant = &variant;
+  if (auto run = new_runs.find(variant.job_id); run != new_runs.end()) {
+    change.kind = JobBook::Change::kVariant;  // its run is new in this batch, not in the book yet
+    change.record = run->second;
+  } else {
+    std::shared_lock lock(book_mu_);
+    // A sibling of a job admitted as another variant (seen again before its deletion) stays out.
+    if (admitted_as_another(variant)) return change;
+    change.kind = book_.classify(variant);
+    if (change.kind == JobBook::Change::kVariant) {
+      change.record = book_.job(variant.job_id)->record;
+    }
+  }
+  switch (change.kind) {
+    case JobBook::Change::kNone:
+      break;
+    case JobBook::Change::kNewRun: {
+      change.record.id = variant.job_id;
+      change.record.user = variant.user;
+      change.record.arrival = now();
+      // The run's row and its first variant in one transaction: no job without its pod.
+      auto row = store_->record_arrival(change.record, variant, durability);
+      if (!row) return row.error();
+      change.record.row = *row;
+      break;
+    }
+    case JobBook::Change::kVariant:
+      if (auto s = store_->record_variant(change.record.row, variant, durability); !s) {
+        return s.error();
+      }
+      break;
+  }
+  return change;
+}
+
+void Planner::apply_variant(const VariantChange& change) {
+  if (change.kind == JobBook::Change::kNewRun) {
+    book_.add_run(change.record, *change.variant);
+  } else if (change.kind == JobBook::Change::kVariant) {
+    book_.add_variant(*change.variant);
+  }
+}
+
 Expected<std::uint64_t> Planner::register_variant(const JobVariant& variant,
                                                   Durability durability) {
-  auto not_admitted = [&] {
-    auto it = admitted_.find(variant.job_id);
-    return it != admitted_.end() && it->second.pod_key != pod_key(variant.pod);
-  };
   {
     std::shared_lock lock(book_mu_);
-    if (not_admitted() || book_.classify(variant) == JobBook::Change::kNone) {
+    if (admitted_as_another(variant) || book_.classify(variant) == JobBook::Change::kNone) {
       return std::uint64_t{0};
     }
   }
@@ -250,40 +298,13 @@ Expected<std::uint64_t> Planner::register_variant(const JobVariant& variant,
   // to; the store is written holding no lock of the book, so other filters, the controller and
   // the planner's snapshot never wait on this pod's SQLite commit.
   std::lock_guard write(write_mu_);
-  JobBook::Change change;
-  JobRecord record;
-  {
-    std::shared_lock lock(book_mu_);
-    // A sibling of a job admitted as another variant (seen again before its deletion) stays out.
-    if (not_admitted()) return std::uint64_t{0};
-    change = book_.classify(variant);
-    if (change == JobBook::Change::kVariant) record = book_.job(variant.job_id)->record;
-  }
-  switch (change) {
-    case JobBook::Change::kNone:
-      return std::uint64_t{0};
-    case JobBook::Change::kNewRun: {
-      record.id = variant.job_id;
-      record.user = variant.user;
-      record.arrival = now();
-      // The run's row and its first variant in one transaction: no job without its pod.
-      auto row = store_->record_arrival(record, variant, durability);
-      if (!row) return row.error();
-      record.row = *row;
-      break;
-    }
-    case JobBook::Change::kVariant:
-      if (auto s = store_->record_variant(record.row, variant, durability); !s) return s.error();
-      break;
-  }
+  auto change = write_variant(variant, {}, durability);
+  if (!change) return change.error();
+  if (change->kind == JobBook::Change::kNone) return std::uint64_t{0};
   std::uint64_t version;
   {
     std::unique_lock lock(book_mu_);
-    if (change == JobBook::Change::kNewRun) {
-      book_.add_run(record, variant);
-    } else {
-      book_.add_variant(variant);
-    }
+    apply_variant(*change);
     version = book_.version();
   }
   wake();
@@ -293,77 +314,39 @@ Expected<std::uint64_t> Planner::register_variant(const JobVariant& variant,
 std::vector<Status> Planner::register_variants(const std::vector<JobVariant>& variants,
                                                Durability durability) {
   std::vector<Status> outcomes(variants.size(), OkStatus());
-  auto one_by_one = [&] {
-    for (std::size_t i = 0; i < variants.size(); ++i) {
-      if (auto registered = register_variant(variants[i], durability); !registered) {
-        outcomes[i] = registered.error();
-      }
-    }
-    return outcomes;
-  };
-  if (variants.size() < 2) return one_by_one();
-  struct Change {
-    JobBook::Change kind;
-    JobRecord record;
-    const JobVariant* variant;
-  };
-  std::vector<Change> changes;
-  bool batched = false;
-  {
-    // As register_variant, for the whole batch: classify against the book, write the store,
-    // then change the book. A run new in this batch is not in the book yet: its other variants
-    // are added to it here.
+  std::vector<VariantChange> changes;
+  Status written = OkStatus();
+  if (variants.size() > 1) {
+    // As register_variant, for the whole batch in one store transaction, then the book.
     std::lock_guard write(write_mu_);
-    std::unordered_map<std::string, std::size_t> new_runs;  // job id -> its kNewRun change
-    Status written = store_->batch(
+    std::unordered_map<std::string, JobRecord> new_runs;
+    written = store_->batch(
         [&]() -> Status {
           for (const JobVariant& variant : variants) {
-            Change change{JobBook::Change::kNone, {}, &variant};
-            if (auto it = new_runs.find(variant.job_id); it != new_runs.end()) {
-              change.kind = JobBook::Change::kVariant;
-              change.record = changes[it->second].record;
-            } else {
-              std::shared_lock lock(book_mu_);
-              auto admitted = admitted_.find(variant.job_id);
-              if (admitted != admitted_.end() && admitted->second.pod_key != pod_key(variant.pod))
-                continue;  // a sibling of a job admitted as another variant stays out
-              change.kind = book_.classify(variant);
-              if (change.kind == JobBook::Change::kVariant)
-                change.record = book_.job(variant.job_id)->record;
-            }
-            if (change.kind == JobBook::Change::kNone) continue;
-            if (change.kind == JobBook::Change::kNewRun) {
-              change.record.id = variant.job_id;
-              change.record.user = variant.user;
-              change.record.arrival = now();
-              auto row = store_->record_arrival(change.record, variant, durability);
-              if (!row) return row.error();
-              change.record.row = *row;
-              new_runs[variant.job_id] = changes.size();
-            } else if (auto s = store_->record_variant(change.record.row, variant, durability);
-                       !s) {
-              return s;
-            }
-            changes.push_back(std::move(change));
+            auto change = write_variant(variant, new_runs, durability);
+            if (!change) return change.error();
+            if (change->kind == JobBook::Change::kNone) continue;
+            if (change->kind == JobBook::Change::kNewRun) new_runs[variant.job_id] = change->record;
+            changes.push_back(std::move(*change));
           }
           return OkStatus();
         },
         durability);
     if (written) {
       std::unique_lock lock(book_mu_);
-      for (const Change& change : changes) {
-        if (change.kind == JobBook::Change::kNewRun) {
-          book_.add_run(change.record, *change.variant);
-        } else {
-          book_.add_variant(*change.variant);
-        }
-      }
+      for (const VariantChange& change : changes) apply_variant(change);
     }
-    batched = static_cast<bool>(written);
   }
-  // Nothing of a failed batch was kept: each alone (outside write_mu_, which each one takes).
-  if (!batched) return one_by_one();
-  if (!changes.empty()) wake();
+  if (variants.size() > 1 && written) {
+    if (!changes.empty()) wake();
+    return outcomes;
+  }
+  // One variant, or a failed batch (nothing of it kept): each alone, outside write_mu_.
+  for (std::size_t i = 0; i < variants.size(); ++i) {
+    if (auto registered = register_variant(variants[i], durability); !registered) {
+      outcomes[i] = registered.error();
+    }
+  }
   return outcomes;
 }
 

@@ -185,6 +185,22 @@ class Planner {
   // Runs the policy; when it fails, parks the queued jobs it cannot take alone and runs again.
   Expected<Decision> decide_isolating(PlanInput& input);
 
+  // A variant's registration, written to the store and not yet applied to the book.
+  struct VariantChange {
+    JobBook::Change kind = JobBook::Change::kNone;
+    JobRecord record;  // its run (row set)
+    const JobVariant* variant = nullptr;
+  };
+  // Under book_mu_ (shared): a sibling of a job admitted as another variant stays out.
+  bool admitted_as_another(const JobVariant& variant) const;
+  // Under write_mu_: classifies the variant against the book, or against `new_runs` (the runs a
+  // batch has written and not applied yet: job id -> record), and writes its change.
+  Expected<VariantChange> write_variant(const JobVariant& variant,
+                                        const std::unordered_map<std::string, JobRecord>& new_runs,
+                                        Durability durability);
+  // Under book_mu_ (exclusive), after write_variant.
+  void apply_variant(const VariantChange& change);
+
   const ExtenderConfig config_;
   std::unique_ptr<SchedulingPolicy> policy_;  // used by the planner thread only
   std::unique_ptr<Store> store_;
