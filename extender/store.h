@@ -52,6 +52,10 @@
 struct sqlite3;
 
 namespace allox::extender {
+class StatementCache;  // store.cc
+}  // namespace allox::extender
+
+namespace allox::extender {
 
 // kRemoved: an admin removed the queued job (DELETE /v1/jobs/{id}); its pods are refused.
 enum class JobPhase { kQueued, kRunning, kDone, kRemoved };
@@ -188,13 +192,15 @@ class Store {
   void set_checkpoint_hook(std::function<void(std::uint64_t checkpoints)> hook);
 
  private:
-  explicit Store(sqlite3* db) : db_(db) {}
+  explicit Store(sqlite3* db);
   // Opens the checkpointer's connection to `path` and starts its thread; in place of SQLite's
   // automatic checkpoint (a WAL hook on the writing connection).
   Status start_checkpointer(const std::string& path);
   void checkpoint_loop();
   static int on_wal_commit(void* store, sqlite3* db, const char* name, int pages);
   Status exec(const char* sql);
+  // One statement from the cache, run to its end (BEGIN, COMMIT, a PRAGMA: no rows).
+  Status step(const char* sql);
   Status migrate();
   // Runs `body` inside BEGIN ... COMMIT (IMMEDIATE: takes the write lock up front, so a write
   // never fails half-way on a lock); rolls back when body or COMMIT fails.
@@ -212,6 +218,7 @@ class Store {
   std::recursive_mutex mu_;
   int batch_depth_ = 0;  // under mu_: > 0 while batch() runs; transaction() then joins it
   sqlite3* db_;
+  std::unique_ptr<StatementCache> statements_;  // under mu_; finalized before db_ closes
   bool synchronous_full_ = true;  // the connection's PRAGMA synchronous (FULL or NORMAL)
 
   // Group commit of bind intents (record_bind_intent). Taken before mu_, never while holding it.

@@ -188,6 +188,45 @@ TEST(StoreTest, ALockedDatabaseIsAnErrorAndLeavesNothingHalfWritten) {
   EXPECT_TRUE((*store)->record_arrival(arrival("ns/a", "u", 1), pod_of("ns/a", "a", "u1")).ok());
 }
 
+// The write paths reuse their prepared statements (store.cc's StatementCache): a statement that
+// failed is reset before its next use, and a thousand uses write a thousand rows.
+TEST(StoreTest, AReusedStatementRecoversFromAFailureAndWritesEveryTime) {
+  testing::ScratchDir dir;
+  const std::string path = dir.file("state.db");
+  {
+    auto store = Store::open(path);
+    ASSERT_TRUE(store.ok());
+    JobRecord ghost = arrival("ns/ghost", "u", 1);
+    ghost.row = 999;
+    auto failed = (*store)->record_start(ghost, Durability::kWritten);
+    ASSERT_FALSE(failed.ok());
+    EXPECT_NE(std::string::npos, failed.message().find("no job run with row 999"))
+        << failed.message();
+    for (int i = 0; i < 1000; ++i) {
+      const std::string id = "ns/j" + std::to_string(i);
+      auto row = (*store)->record_arrival(
+          arrival(id, "u", i), pod_of(id, "p" + std::to_string(i), "uid" + std::to_string(i)),
+          Durability::kWritten);
+      ASSERT_TRUE(row.ok()) << row.message();
+      if (i % 2 == 0) {
+        JobRecord run = arrival(id, "u", i);
+        run.row = *row;
+        run.pod_namespace = "ns";
+        run.pod_name = "p" + std::to_string(i);
+        run.node = "n1";
+        run.device = "gpu";
+        run.start = i + 0.5;
+        ASSERT_TRUE((*store)->record_start(run, Durability::kWritten).ok());
+      }
+    }
+  }
+  RawDb raw(path);
+  EXPECT_EQ(1000, raw.count("SELECT count(*) FROM jobs"));
+  EXPECT_EQ(1000, raw.count("SELECT count(*) FROM variants"));
+  EXPECT_EQ(500, raw.count("SELECT count(*) FROM jobs WHERE phase = 'running'"));
+  EXPECT_EQ(500, raw.count("SELECT count(*) FROM usage"));
+}
+
 // WAL checkpoints run on the store's own thread (store.h), never inside a commit on a request
 // path: past Store::kCheckpointPages of WAL the checkpointer runs, and everything written is
 // there after reopening.
