@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/log.h"
 #include "core/time_text.h"
 #include "extender/kube/pods.h"
 
@@ -256,7 +257,16 @@ void Controller::reconcile() {
       }
     }
   });
-  for (const auto& [id, key] : chosen) (void)planner_.admit(id, key, plan->starts.at(id));
+  std::vector<Planner::AdmitRequest> admissions;
+  admissions.reserve(chosen.size());
+  for (const auto& [id, key] : chosen) admissions.push_back({id, key, plan->starts.at(id)});
+  const std::vector<Status> admitted = planner_.admit_all(admissions);
+  for (std::size_t i = 0; i < admitted.size(); ++i) {
+    if (!admitted[i]) {
+      log_warn("controller: admission failed",
+               {{"job", admissions[i].job_id}, {"error", admitted[i].message()}});
+    }
+  }
 
   // Where each visited waiting pod's job stands (after the admissions), in the order of `visit`.
   std::vector<PodFacts> facts;

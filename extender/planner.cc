@@ -485,36 +485,94 @@ std::vector<std::pair<std::string, PlannedStart>> Planner::hold_admitted(PlanInp
 
 Status Planner::admit(const std::string& job_id, const std::string& pod_key,
                       const PlannedStart& start) {
+  return admit_all({{job_id, pod_key, start}}).front();
+}
+
+std::vector<Status> Planner::admit_all(const std::vector<AdmitRequest>& admissions) {
+  std::vector<Status> outcomes(admissions.size(), OkStatus());
+  struct Admitting {
+    std::size_t index = 0;  // into admissions
+    std::int64_t row = 0;
+    std::vector<PodIdentity> siblings;
+    std::size_t forgotten = 0;  // siblings out of the store
+  };
+  std::vector<Admitting> admitting;
+  bool changed = false;
   {
+    // As the one writer (write_mu_): read under a shared lock, write the store holding no lock
+    // of the book's, then change the book (register_variant's pattern).
     std::lock_guard write(write_mu_);
-    std::unique_lock lock(book_mu_);
-    const BookJob* job = book_.job(job_id);
-    if (job == nullptr) return Error{"job " + job_id + " is unknown to allox"};
-    if (job->record.phase != JobPhase::kQueued) return OkStatus();
-    if (!job->variants.count(pod_key)) {
-      return Error{"pod " + pod_key + " is not a variant of job " + job_id};
-    }
-    auto known = admitted_.find(job_id);
-    if (known != admitted_.end() && known->second.pod_key == pod_key &&
-        known->second.start.node == start.node && known->second.start.slot == start.slot &&
-        now() - known->second.at <= options_.admission_hold) {
-      return OkStatus();  // as before: nothing to plan again
-    }
-    std::vector<PodIdentity> others;
-    for (const auto& [key, variant] : job->variants) {
-      if (key != pod_key) others.push_back(variant.pod);
-    }
-    for (const PodIdentity& pod : others) {
-      if (auto s = store_->forget_variant(pod, job->record.row, Durability::kWritten); !s) {
-        return s;
+    {
+      std::shared_lock lock(book_mu_);
+      const double at = now();
+      for (std::size_t i = 0; i < admissions.size(); ++i) {
+        const AdmitRequest& a = admissions[i];
+        const BookJob* job = book_.job(a.job_id);
+        if (job == nullptr) {
+          outcomes[i] = Error{"job " + a.job_id + " is unknown to allox"};
+          continue;
+        }
+        if (job->record.phase != JobPhase::kQueued) continue;
+        if (!job->variants.count(a.pod_key)) {
+          outcomes[i] = Error{"pod " + a.pod_key + " is not a variant of job " + a.job_id};
+          continue;
+        }
+        auto known = admitted_.find(a.job_id);
+        if (known != admitted_.end() && known->second.pod_key == a.pod_key &&
+            known->second.start.node == a.start.node && known->second.start.slot == a.start.slot &&
+            at - known->second.at <= options_.admission_hold) {
+          continue;  // as before: nothing to plan again
+        }
+        Admitting next;
+        next.index = i;
+        next.row = job->record.row;
+        for (const auto& [key, variant] : job->variants) {
+          if (key != a.pod_key) next.siblings.push_back(variant.pod);
+        }
+        admitting.push_back(std::move(next));
       }
-      book_.remove_variant(pod.namespace_name, pod.name);
     }
-    admitted_[job_id] = {pod_key, start, now()};
-    book_.touch();
+    if (admitting.empty()) return outcomes;
+    // The siblings leave the store: all in one transaction, or (when it fails) one by one, each
+    // admission stopping at its first failure as alone.
+    auto forget = [this](Admitting& a) -> Status {
+      for (; a.forgotten < a.siblings.size(); ++a.forgotten) {
+        const Status s =
+            store_->forget_variant(a.siblings[a.forgotten], a.row, Durability::kWritten);
+        if (!s) return s;
+      }
+      return OkStatus();
+    };
+    const Status together = store_->batch(
+        [&]() -> Status {
+          for (Admitting& a : admitting) {
+            if (auto s = forget(a); !s) return s;
+          }
+          return OkStatus();
+        },
+        Durability::kWritten);
+    if (!together) {
+      for (Admitting& a : admitting) {
+        a.forgotten = 0;  // the batch's writes were rolled back
+        outcomes[a.index] = forget(a);
+      }
+    }
+    std::unique_lock lock(book_mu_);
+    const double at = now();
+    for (const Admitting& a : admitting) {
+      for (std::size_t k = 0; k < a.forgotten; ++k) {
+        book_.remove_variant(a.siblings[k].namespace_name, a.siblings[k].name);
+      }
+      changed = changed || a.forgotten > 0;
+      if (!outcomes[a.index]) continue;
+      const AdmitRequest& request = admissions[a.index];
+      admitted_[request.job_id] = {request.pod_key, request.start, at};
+      changed = true;
+    }
+    if (changed) book_.touch();
   }
-  wake();
-  return OkStatus();
+  if (changed) wake();
+  return outcomes;
 }
 
 Status Planner::remove(const std::string& job_id) {

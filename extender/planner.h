@@ -143,6 +143,14 @@ class Planner {
   // Admitting again as before changes nothing and does not wake the planner. The siblings'
   // removal is written, not synced: the admission itself lives in memory only.
   Status admit(const std::string& job_id, const std::string& pod_key, const PlannedStart& start);
+  struct AdmitRequest {
+    std::string job_id;
+    std::string pod_key;  // namespace/name
+    PlannedStart start;
+  };
+  // admit() for each (a job at most once), the siblings' removals in one store transaction
+  // (falling back to one by one when it fails); an outcome per admission.
+  std::vector<Status> admit_all(const std::vector<AdmitRequest>& admissions);
   // The variant ("namespace/name") `job_id` was admitted as, if it was.
   std::optional<std::string> admitted_as(const std::string& job_id) const;
   // Runs on the planner thread after each plan is published. Set before start().

@@ -239,6 +239,45 @@ TEST(ControllerTest, AnAdmittedJobKeepsItsSlotInLaterPlans) {
   EXPECT_EQ(version, f.planner->latest_plan()->version);
 }
 
+// The controller admits a plan's starts together: every sibling leaves the book and the store
+// in one transaction, and each admission has its own outcome.
+TEST(ControllerTest, AdmissionsTogetherDropEverySiblingAndReportEachOutcome) {
+  Fixture f;
+  f.feed->node_handler().on_replace({testing::make_node("g1", "2", "2")});
+  f.feed->pod_handler().on_replace(
+      {variant("a-gpu", "a", "nvidia.com/gpu", true), variant("a-cpu", "a", "cpu", true),
+       variant("b-gpu", "b", "nvidia.com/gpu", true), variant("b-cpu", "b", "cpu", true)});
+  f.planner->solve_now();
+  PlannedStart slot;
+  slot.node = "g1";
+  slot.device = "gpu";
+  const std::vector<Status> outcomes = f.planner->admit_all({{"lab/a", "lab/a-gpu", slot},
+                                                             {"lab/ghost", "lab/ghost-gpu", slot},
+                                                             {"lab/b", "lab/b-cpu", slot}});
+  ASSERT_EQ(3u, outcomes.size());
+  EXPECT_TRUE(outcomes[0].ok()) << outcomes[0].message();
+  EXPECT_FALSE(outcomes[1].ok());
+  EXPECT_NE(std::string::npos, outcomes[1].message().find("unknown")) << outcomes[1].message();
+  EXPECT_TRUE(outcomes[2].ok()) << outcomes[2].message();
+  EXPECT_EQ("lab/a-gpu", f.planner->admitted_as("lab/a").value_or(""));
+  EXPECT_EQ("lab/b-cpu", f.planner->admitted_as("lab/b").value_or(""));
+  auto variants_of = [](const Planner& planner, const std::string& job) {
+    return planner.read([&](const JobBook& book) {
+      std::vector<std::string> keys;
+      for (const auto& [key, v] : book.job(job)->variants) keys.push_back(key);
+      return keys;
+    });
+  };
+  EXPECT_EQ(std::vector<std::string>{"lab/a-gpu"}, variants_of(*f.planner, "lab/a"));
+  EXPECT_EQ(std::vector<std::string>{"lab/b-cpu"}, variants_of(*f.planner, "lab/b"));
+  // The store holds what the book does: a planner restored from it knows no sibling.
+  Metrics metrics;
+  auto restored = Planner::create(f.config, make_policy("fifo", PolicyOptions{}).value(), metrics);
+  ASSERT_TRUE(restored.ok()) << restored.message();
+  EXPECT_EQ(std::vector<std::string>{"lab/a-gpu"}, variants_of(**restored, "lab/a"));
+  EXPECT_EQ(std::vector<std::string>{"lab/b-cpu"}, variants_of(**restored, "lab/b"));
+}
+
 TEST(ControllerTest, UngatedPodIsNudgedWhenItsPlanSaysStartNow) {
   Fixture f;
   f.feed->node_handler().on_replace({testing::make_node("g1", "1", "0")});
