@@ -363,32 +363,37 @@ Expected<Planner::Started> Planner::record_start(const JobVariant& variant, cons
   Started started;
   {
     std::lock_guard write(write_mu_);
-    std::unique_lock lock(book_mu_);
-    // Idempotent: the watch may report the binding (ClusterFeed) before /bind records it, and
-    // a short job may even have finished by then: this very run is not a second start.
-    if (const BookJob* job = book_.job(variant.job_id);
-        job != nullptr &&
-        (job->record.phase == JobPhase::kRunning || job->record.phase == JobPhase::kDone) &&
-        job->record.node == node && job->record.pod_namespace == variant.pod.namespace_name &&
-        job->record.pod_name == variant.pod.name) {
-      started.record = job->record;
-      return started;
-    }
     const double started_at = now();
-    auto record = book_.start(variant.job_id, variant, node, preferred_slot, started_at);
-    if (!record) return record.error();
-    if (auto s = store_->record_start(*record, durability); !s) return s.error();
-    if (auto waited = completion_to_bind_.bound(node, variant.device, started_at)) {
-      metrics_.record_completion_to_bind(*waited);
-    }
-    metrics_.record_time_to_bind(std::max(0.0, started_at - record->arrival));
-    started.record = *record;
-    for (const auto& [key, v] : book_.job(variant.job_id)->variants) {
-      // Only in the bound pod's namespace: a job never spans tenants (extender/pod.h).
-      if (key != pod_key(variant.pod) && v.pod.namespace_name == variant.pod.namespace_name) {
-        started.unused_variants.push_back(v.pod);
+    {
+      std::unique_lock lock(book_mu_);
+      // Idempotent: the watch may report the binding (ClusterFeed) before /bind records it,
+      // and a short job may even have finished by then: this very run is not a second start.
+      if (const BookJob* job = book_.job(variant.job_id);
+          job != nullptr &&
+          (job->record.phase == JobPhase::kRunning || job->record.phase == JobPhase::kDone) &&
+          job->record.node == node && job->record.pod_namespace == variant.pod.namespace_name &&
+          job->record.pod_name == variant.pod.name) {
+        started.record = job->record;
+        return started;
+      }
+      auto record = book_.start(variant.job_id, variant, node, preferred_slot, started_at);
+      if (!record) return record.error();
+      started.record = *record;
+      if (auto waited = completion_to_bind_.bound(node, variant.device, started_at)) {
+        metrics_.record_completion_to_bind(*waited);
+      }
+      for (const auto& [key, v] : book_.job(variant.job_id)->variants) {
+        // Only in the bound pod's namespace: a job never spans tenants (extender/pod.h).
+        if (key != pod_key(variant.pod) && v.pod.namespace_name == variant.pod.namespace_name) {
+          started.unused_variants.push_back(v.pod);
+        }
       }
     }
+    // The store after the book, outside the book's lock (still the one writer): the start needs
+    // the book's slot, and /filter readers need not wait for a commit. Its bind intent is on
+    // disk already, so a failure here is settled from spec.nodeName after a restart.
+    if (auto s = store_->record_start(started.record, durability); !s) return s.error();
+    metrics_.record_time_to_bind(std::max(0.0, started_at - started.record.arrival));
   }
   wake();
   return started;
@@ -397,16 +402,24 @@ Expected<Planner::Started> Planner::record_start(const JobVariant& variant, cons
 Status Planner::complete(const std::string& job_id, Durability durability) {
   {
     std::lock_guard write(write_mu_);
-    std::unique_lock lock(book_mu_);
-    const BookJob* job = book_.job(job_id);
-    if (job == nullptr) return Error{"job " + job_id + " is unknown to allox"};
-    if (job->record.phase != JobPhase::kRunning) {
-      return Error{"job " + job_id + " is " + phase_name(job->record.phase) + ", not running"};
+    std::string node;
+    DeviceType device;
+    std::int64_t row = 0;
+    {
+      std::shared_lock lock(book_mu_);
+      const BookJob* job = book_.job(job_id);
+      if (job == nullptr) return Error{"job " + job_id + " is unknown to allox"};
+      if (job->record.phase != JobPhase::kRunning) {
+        return Error{"job " + job_id + " is " + phase_name(job->record.phase) + ", not running"};
+      }
+      node = job->record.node;
+      device = job->record.device;
+      row = job->record.row;
     }
+    // As the one writer: the store written holding no lock of the book's, then the book.
     double finish = now();
-    const std::string node = job->record.node;
-    const DeviceType device = job->record.device;
-    if (auto s = store_->record_finish(job->record.row, finish, durability); !s) return s;
+    if (auto s = store_->record_finish(row, finish, durability); !s) return s;
+    std::unique_lock lock(book_mu_);
     if (auto r = book_.finish(job_id, finish); !r) return r.error();
     const bool waiting = book_.queued_count() > 0;
     completion_to_bind_.freed(node, device, finish, waiting);
