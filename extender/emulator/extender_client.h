@@ -1,6 +1,7 @@
 // The emulated kube-scheduler's side of an HTTP extender call (kube-scheduler v1.28's
 // HTTPExtender, pkg/scheduler/framework/extender.go): the ExtenderArgs body as Go's encoder
-// writes it, rendered straight into one string (extender/wire.h's writer, no DOM), and the
+// writes it, rendered straight into one string (no DOM: the node-names body by its own writer,
+// byte for byte what extender/wire.h's render() writes, the node-list body by render()), and the
 // /filter answer read in one pass (wire.h's SAX reader), every FailedNodes entry kept for the
 // scheduler's diagnosis. At 5,000 nodes this is what the emulator spends per /filter besides
 // the round trip, and `allox bench cluster` times it as part of /filter, as kube-scheduler's

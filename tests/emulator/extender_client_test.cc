@@ -67,6 +67,27 @@ TEST(EmulatorExtenderClientTest, NodeNamesBodiesAreWhatTheRealSchedulerSent) {
   }
 }
 
+// The node-names body is written without extender::render (no NodeNameList, no pod copy), so
+// it is held to render's bytes: names needing every kind of escape, keys and values of the pod
+// that need escaping, and kind/apiVersion left out wherever they sort.
+TEST(EmulatorExtenderClientTest, NodeNamesBodyIsTheBytesRenderWrites) {
+  const json pod = json::parse(R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"p\"1",
+      "annotations":{"a\\b":"line\nbreak\u0001","zz":"\u00e9"}},"spec":{"containers":[]},
+      "status":{}})");
+  const std::vector<std::string> names = {"node-0",    "",         "quo\"te",     "back\\slash",
+                                          "tab\there", "nl\nx\ry", "ctl\x01\x1f", "\xc3\xa9"};
+  extender::ExtenderArgs args;
+  args.pod = wire_object(pod);
+  args.node_names.emplace();
+  for (const std::string& name : names) args.node_names->push_back(name);
+  EXPECT_EQ(extender::render(args), extender_args_body(pod, names, nullptr));
+  args.node_names.emplace();
+  EXPECT_EQ(extender::render(args), extender_args_body(pod, {}, nullptr));
+  // A pod that is not an object (never stored, but the writer must not differ on it either).
+  args.pod = json::array({1, "x"});
+  EXPECT_EQ(extender::render(args), extender_args_body(json::array({1, "x"}), {}, nullptr));
+}
+
 // And a non-nodeCacheCapable one: the nodes' objects as a v1.NodeList, NodeNames null.
 TEST(EmulatorExtenderClientTest, NodeListBodiesAreWhatTheRealSchedulerSent) {
   auto requests = recorded_requests("nodecache-false");
