@@ -195,8 +195,8 @@ class Replay {
   // until the loop's next look (kPoll at most), or wake it when kWakeBatch have gathered. A
   // wake-up per change cost a futex call under the store's lock plus a context switch, for
   // ~16 changes per bound job.
-  static constexpr std::size_t kWakeBatch = 256;
-  static constexpr std::chrono::milliseconds kPoll{2};
+  static constexpr std::size_t kWakeBatch = 1024;
+  static constexpr std::chrono::milliseconds kPoll{10};
 
   void post(Item item) {
     std::lock_guard lock(mu_);
