@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "bench/cluster_bench.h"
+#include "bench/harness_allocator.h"
 #include "bench/matcher_bench.h"
 #include "bench/unseen_bench.h"
 #include "cli/commands.h"
@@ -176,6 +177,8 @@ void add_cluster_command(CLI::App& parent) {
   cmd->add_option("--state", o->state_dir, "folder for alloxd's config, store and log")
       ->capture_default_str();
   cmd->callback([o, repeat] {
+    // May start this command again, with the harness's allocator settings.
+    const std::string allocator = bench::run_with_harness_tunables();
     if (o->alloxd_binary.empty()) o->alloxd_binary = alloxd_beside_allox();
     print_cluster_header(*o, *repeat);
     std::vector<bench::ClusterBenchResult> runs;
@@ -243,6 +246,10 @@ void add_cluster_command(CLI::App& parent) {
           "harness CPU (this process: API server, scheduler, kubelets) %.1f s over the replay, "
           "%.2f ms per bound job; alloxd %.2f ms per bound job (last run)\n",
           last.harness_cpu_s, last.harness_cpu_s * 1000 / bound, last.alloxd_cpu_s * 1000 / bound);
+      std::printf(
+          "harness allocator: %s (bench/harness_allocator.h; alloxd runs with the "
+          "environment allox was given)\n",
+          allocator.c_str());
     }
     {
       const R& last = runs.back();

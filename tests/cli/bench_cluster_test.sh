@@ -52,6 +52,10 @@ read -r sat_s sat_binds <<<"$(sed -nE 's/^saturated: ([0-9.]+) s of the last run
 check "a saturated window was seen, with binds in it" "${sat_s:-0} > 0 and ${sat_binds:-0} > 0"
 check "the saturated rate is its binds over its time" \
   "abs(${saturated:-0} - ${sat_binds:-0} / ${sat_s:-1}) <= 0.01 * ${saturated:-0} + 0.01"
+# The harness ran with its allocator settings (bench/harness_allocator.h: the command started
+# itself again with them), and says so.
+grep -qE '^harness allocator: GLIBC_TUNABLES=glibc\.malloc\.arena_max=1:' <<<"$out" ||
+  fail "the harness did not run with its allocator settings: $(grep '^harness allocator' <<<"$out")"
 # alloxd's requests to the API server, per bound job: one binding each (alloxd binds every pod
 # through the API), at least one gate removal each, and its pod watch counted as a watch.
 api=$(grep -E "^alloxd's API requests per bound job:" <<<"$out")
