@@ -468,6 +468,13 @@ Status Store::exec(const char* sql) {
   return OkStatus();
 }
 
+Expected<int> Store::synchronous() {
+  std::lock_guard lock(mu_);
+  Statement level(db_, "PRAGMA synchronous");
+  if (!level.next()) return level.status("read synchronous").error();
+  return static_cast<int>(level.integer(0));
+}
+
 Status Store::step(const char* sql) {
   Statement statement(*statements_, sql);
   return statement.run(sql);
@@ -490,10 +497,11 @@ Status Store::transaction(const std::function<Status()>& body, Mode mode, Durabi
   if (batch_depth_ > 0) return body();  // part of the batch's transaction
   // WAL + NORMAL commits without an fsync (durable across a crash of alloxd, not of the OS); the
   // next FULL commit fsyncs the WAL, and with it every earlier commit. Changed only between
-  // transactions, where SQLite allows it.
+  // transactions, where SQLite allows it, and through exec: SQLite applies this PRAGMA when the
+  // statement is prepared, so a cached one would change the level only the first time.
   const bool full = mode == Mode::kRead || durability == Durability::kSynced;
   if (mode == Mode::kWrite && full != synchronous_full_) {
-    if (auto s = step(full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL"); !s) return s;
+    if (auto s = exec(full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL"); !s) return s;
     synchronous_full_ = full;
   }
   if (auto s = step(mode == Mode::kWrite ? "BEGIN IMMEDIATE" : "BEGIN"); !s) return s;

@@ -184,6 +184,10 @@ class Store {
   // Usage rows that overlap [since, now]: open rows and rows that ended after `since`.
   Expected<std::vector<UsageRecord>> usage_since(double since);
 
+  // The connection's PRAGMA synchronous as the last write left it: 2 (FULL) after a synced
+  // write, 1 (NORMAL) after a written one.
+  Expected<int> synchronous();
+
   // WAL pages at which a commit asks the checkpointer to run (SQLite's automatic default).
   static constexpr int kCheckpointPages = 1000;
   // Checkpoints the checkpointer has run so far, and (tests) a hook run on its thread after

@@ -227,6 +227,28 @@ TEST(StoreTest, AReusedStatementRecoversFromAFailureAndWritesEveryTime) {
   EXPECT_EQ(500, raw.count("SELECT count(*) FROM usage"));
 }
 
+// Each write's durability reaches SQLite every time, not only the first time (a PRAGMA takes
+// effect when prepared: a reused statement would leave the level where it first was).
+TEST(StoreTest, EveryWriteRunsAtItsOwnDurability) {
+  testing::ScratchDir dir;
+  auto store = Store::open(dir.file("state.db"));
+  ASSERT_TRUE(store.ok());
+  for (int i = 0; i < 3; ++i) {
+    const std::string id = "ns/j" + std::to_string(i);
+    ASSERT_TRUE((*store)
+                    ->record_arrival(arrival(id, "u", i), pod_of(id, "w" + std::to_string(i), "w"),
+                                     Durability::kWritten)
+                    .ok());
+    EXPECT_EQ(1, *(*store)->synchronous()) << "NORMAL after written write " << i;
+    ASSERT_TRUE((*store)
+                    ->record_arrival(arrival(id + "s", "u", i),
+                                     pod_of(id + "s", "s" + std::to_string(i), "s"),
+                                     Durability::kSynced)
+                    .ok());
+    EXPECT_EQ(2, *(*store)->synchronous()) << "FULL after synced write " << i;
+  }
+}
+
 // WAL checkpoints run on the store's own thread (store.h), never inside a commit on a request
 // path: past Store::kCheckpointPages of WAL the checkpointer runs, and everything written is
 // there after reopening.
