@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "core/log.h"
+#include "extender/thread_priority.h"
 #include "fairness/share.h"
 
 namespace allox::extender {
@@ -115,6 +116,12 @@ bool Planner::busy() const {
 }
 
 void Planner::loop() {
+  name_this_thread("allox-planner");
+  if (options_.nice > this_thread_nice()) {  // lowered, never raised
+    if (Status lowered = set_this_thread_nice(options_.nice); !lowered) {
+      log_warn("planner: runs at the process's priority", {{"error", lowered.message()}});
+    }
+  }
   auto tick = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
       std::chrono::duration<double>(config_.tick));
   while (true) {

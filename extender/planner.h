@@ -71,6 +71,9 @@ struct PlannerOptions {
   // The pause after each plan (see above). pace 0: plan again as soon as anything changed.
   double pace = 1;
   double max_pause = 0.2;  // seconds
+  // The planner thread's nice value (thread_priority.h): the request threads, the watch and the
+  // controller go first when the cores are busy. Never raised above the process's: 0 keeps it.
+  int nice = 10;
 };
 
 // The pause after a plan that took `solve_seconds`: min(pace × solve_seconds, max_pause), and
