@@ -36,6 +36,14 @@ TEST(ShareTest, FastestTypeIsTakenAmongTypesPresent) {
   EXPECT_DOUBLE_EQ(0.5, current_shares(b.state()).at("alice"));
 }
 
+TEST(ShareTest, TiedFastestTypesTakeTheFirstByName) {
+  StateBuilder b;
+  b.machine("cpu-0", "cpu").machine("gpu-0", "gpu").machine("gpu-1", "gpu");
+  b.running("a", "alice", "gpu-0", 0, {{"gpu", 10}, {"cpu", 10}});
+  // CPU and GPU tie at 10 s: the dominant type is "cpu" (1 of 1), undiscounted.
+  EXPECT_DOUBLE_EQ(1.0, current_shares(b.state()).at("alice"));
+}
+
 TEST(ShareTest, WeightDividesShareAndQueuedOnlyUsersStartAtZero) {
   StateBuilder b;
   b.machine("gpu-0", "gpu").machine("gpu-1", "gpu");
