@@ -37,6 +37,21 @@ void log_unless_ok(const Expected<T>& outcome, std::string_view event, const Job
 
 }  // namespace
 
+// kube-scheduler's FitError status (handleSchedulingFailure): PodScheduled=False, Unschedulable.
+bool turned_away(const json& pod) {
+  auto status = pod.find("status");
+  if (status == pod.end() || !status->is_object()) return false;
+  auto conditions = status->find("conditions");
+  if (conditions == status->end() || !conditions->is_array()) return false;
+  for (const json& c : *conditions) {
+    if (c.is_object() && c.value("type", json()) == "PodScheduled" &&
+        c.value("status", json()) == "False" && c.value("reason", json()) == "Unschedulable") {
+      return true;
+    }
+  }
+  return false;
+}
+
 Expected<ObservedPod> observe_pod(const json& pod, const DeviceMapping& devices,
                                   const Tenancy& tenancy) {
   auto identity = pod_identity(pod);
@@ -53,6 +68,7 @@ Expected<ObservedPod> observe_pod(const json& pod, const DeviceMapping& devices,
   observed.node_name = string_at(pod, "spec", "nodeName");
   observed.phase = string_at(pod, "status", "phase");
   observed.resource_version = string_at(pod, "metadata", "resourceVersion");
+  observed.turned_away = turned_away(pod);
   const json* metadata = pod.is_object() && pod.contains("metadata") ? &pod["metadata"] : nullptr;
   if (metadata != nullptr && metadata->is_object()) {
     observed.nudge =

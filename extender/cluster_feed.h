@@ -45,6 +45,9 @@ struct ObservedPod {
   std::string nudge;               // the allox.io/nudge annotation
   std::string resource_version;    // metadata.resourceVersion when last seen
   bool deleting = false;           // metadata.deletionTimestamp is set: as good as gone
+  // status.conditions holds PodScheduled=False with reason Unschedulable: kube-scheduler tried
+  // the pod and parked it (it keeps the condition until the pod binds).
+  bool turned_away = false;
   bool pending() const { return node_name.empty() && (phase.empty() || phase == "Pending"); }
 };
 

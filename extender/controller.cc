@@ -346,9 +346,12 @@ void Controller::reconcile() {
             [this, ref, gates] { return kube::remove_gate(client_, ref, gates, kube::kQueueGate); },
             now, ActionPriority::kAdmit);
         nudged_[key] = now;  // released: a nudge is due only if it still waits after renudge
-      } else {
-        // Nudged the moment its plan flips to "starts now" (it may have been released before,
-        // then parked when a later plan let it wait), and again every renudge while it waits.
+      } else if (pod.turned_away) {
+        // Parked by kube-scheduler (it said so in the pod's status): nudged the moment its plan
+        // flips to "starts now" (it may have been released before, then parked when a later
+        // plan let it wait), and again every renudge while it waits. An ungated pod it has not
+        // turned away waits in its active queue and is tried without one: nudging it would be
+        // an API write and a watch event on both sides for nothing (a backlog of thousands).
         auto last = nudged_.find(key);
         if (!starting_.count(key) || last == nudged_.end() ||
             now - last->second >= options_.renudge) {

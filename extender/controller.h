@@ -8,8 +8,10 @@
 //   - a job the plan starts now on device D at node N is admitted to its D variant
 //     (Planner::admit: the job's other variants leave the book, so no later plan picks them);
 //     that variant's allox.io/queue gate is removed, or, when it has none (webhook off or
-//     released earlier), it is nudged with an annotation patch the moment the plan flips it to
-//     "starts now", so a parked pod is retried at once (again every `renudge` while it waits);
+//     released earlier) and kube-scheduler has turned it away (PodScheduled=False,
+//     Unschedulable in its status), it is nudged with an annotation patch the moment the plan
+//     flips it to "starts now", so the parked pod is retried at once (again every `renudge`
+//     while it waits); a pod still in the scheduler's active queue is left to it;
 //     event `Admitted: starts on N (D)`.
 //   - every other pod of a job that is admitted elsewhere, runs, or has finished (a sibling, or
 //     a variant that arrived late) is deleted, in its own namespace and only as it was seen

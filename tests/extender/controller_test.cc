@@ -278,10 +278,38 @@ TEST(ControllerTest, AdmissionsTogetherDropEverySiblingAndReportEachOutcome) {
   EXPECT_EQ(std::vector<std::string>{"lab/b-cpu"}, variants_of(**restored, "lab/b"));
 }
 
+// kube-scheduler's status for a pod it tried and parked (handleSchedulingFailure).
+json turned_away(json pod) {
+  pod["status"]["conditions"] = json::array({{{"type", "PodScheduled"},
+                                              {"status", "False"},
+                                              {"reason", "Unschedulable"},
+                                              {"message", "0/1 nodes are available"}}});
+  return pod;
+}
+
+TEST(ControllerTest, AnUngatedPodTheSchedulerHasNotTurnedAwayIsLeftToIt) {
+  Fixture f;
+  f.feed->node_handler().on_replace({testing::make_node("g1", "1", "0")});
+  json pod = variant("a-gpu", "a", "nvidia.com/gpu", false);
+  // Gated once: the API server's SchedulingGated condition stays until the scheduler writes.
+  pod["status"]["conditions"] =
+      json::array({{{"type", "PodScheduled"}, {"status", "False"}, {"reason", "SchedulingGated"}}});
+  f.feed->pod_handler().on_replace({pod});
+  f.settle();
+  ASSERT_EQ(1u, f.planner->latest_plan()->starts.count("lab/a"));
+  EXPECT_TRUE(f.requests("PATCH").empty()) << "no nudge for a pod in the active queue";
+  // Then the scheduler turns it away: nudged.
+  pod = turned_away(pod);
+  pod["metadata"]["resourceVersion"] = "2";
+  f.feed->pod_handler().on_upsert(pod);
+  f.settle();
+  EXPECT_EQ(1u, f.requests("PATCH").size());
+}
+
 TEST(ControllerTest, UngatedPodIsNudgedWhenItsPlanSaysStartNow) {
   Fixture f;
   f.feed->node_handler().on_replace({testing::make_node("g1", "1", "0")});
-  f.feed->pod_handler().on_replace({variant("a-gpu", "a", "nvidia.com/gpu", false)});
+  f.feed->pod_handler().on_replace({turned_away(variant("a-gpu", "a", "nvidia.com/gpu", false))});
   f.settle();
   auto patches = f.requests("PATCH");
   ASSERT_EQ(1u, patches.size());

@@ -175,7 +175,10 @@ TEST(UnseenFilterTest, AParkedUnseenPodIsNudgedOnceTheWatchShowsItAndAPlanStarts
   ASSERT_TRUE(f.actions.wait_idle(std::chrono::seconds(20)));
   EXPECT_TRUE(f.nudged().empty());  // nothing starts it yet
 
-  f.feed->pod_handler().on_upsert(gpu_pod("a"));
+  json parked = gpu_pod("a");  // as kube-scheduler left it (handleSchedulingFailure)
+  parked["status"]["conditions"] =
+      json::array({{{"type", "PodScheduled"}, {"status", "False"}, {"reason", "Unschedulable"}}});
+  f.feed->pod_handler().on_upsert(parked);
   f.policy->release();
   f.planner->solve_now();
   ASSERT_EQ(1u, f.planner->latest_plan()->starts.count("lab/a"));
