@@ -4,6 +4,7 @@
 
 #include "core/log.h"
 #include "extender/kube/backoff.h"
+#include "extender/thread_priority.h"
 
 namespace allox::extender {
 
@@ -81,6 +82,7 @@ bool ActionQueue::wait_idle(std::chrono::milliseconds timeout) const {
 }
 
 void ActionQueue::loop() {
+  name_this_thread("allox-actions");
   kube::Backoff backoff(options_.backoff_initial, options_.backoff_max);
   std::unique_lock lock(mu_);
   while (true) {

@@ -6,6 +6,7 @@
 #include "core/log.h"
 #include "core/time_text.h"
 #include "extender/kube/pods.h"
+#include "extender/thread_priority.h"
 
 namespace allox::extender {
 namespace {
@@ -67,6 +68,7 @@ void Controller::poke() {
 }
 
 void Controller::loop() {
+  name_this_thread("allox-control");
   auto resume = Clock::now();
   while (true) {
     {

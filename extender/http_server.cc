@@ -23,6 +23,7 @@
 
 #include "extender/routes.h"
 #include "extender/service.h"
+#include "extender/thread_priority.h"
 
 namespace allox::extender {
 
@@ -660,7 +661,12 @@ Expected<std::unique_ptr<HttpServer>> HttpServer::start(HttpHandler handler,
   }
   server->port_ = impl.acceptor->local_endpoint().port();
   impl.accept();
-  for (auto& io : impl.contexts) impl.threads.emplace_back([&io = *io] { io.run(); });
+  for (auto& io : impl.contexts) {
+    impl.threads.emplace_back([&io = *io] {
+      name_this_thread("allox-http");
+      io.run();
+    });
+  }
   return server;
 }
 

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "core/log.h"
+#include "extender/thread_priority.h"
 
 namespace allox::extender {
 namespace {
@@ -375,6 +376,7 @@ int Store::on_wal_commit(void* store, sqlite3*, const char*, int pages) {
 }
 
 void Store::checkpoint_loop() {
+  name_this_thread("allox-wal");
   std::unique_lock lock(checkpoint_mu_);
   while (true) {
     checkpoint_cv_.wait(lock, [&] { return checkpoint_due_ || checkpoint_stop_; });

@@ -1,5 +1,7 @@
 #include "extender/kube/informer.h"
 
+#include <pthread.h>
+
 #include "core/log.h"
 
 namespace allox::kube {
@@ -103,6 +105,8 @@ bool Informer::stopping() {
 }
 
 void Informer::loop() {
+  // As `top -H` shows it (extender/thread_priority.h names alloxd's other threads).
+  pthread_setname_np(pthread_self(), "allox-informer");
   std::string resource_version;
   bool need_list = true;
   while (true) {
