@@ -8,6 +8,38 @@
 #include "extender/wire_sax.h"
 
 namespace allox::extender {
+
+// The one JSON writer behind every render(): appends to a string, no DOM. Strings here came from
+// parsed JSON or from allox itself, so they are valid UTF-8; only quotes, backslashes and
+// control characters need escaping, as Go does: \n \r \t short, the others as \u00XX.
+void append_json_string(std::string& out, std::string_view text) {
+  out.push_back('"');
+  std::size_t plain = 0;  // start of the run of characters copied as they are
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    auto u = static_cast<unsigned char>(text[i]);
+    if (u >= 0x20 && text[i] != '"' && text[i] != '\\') continue;
+    out.append(text.data() + plain, i - plain);
+    plain = i + 1;
+    if (u >= 0x20) {
+      out.push_back('\\');
+      out.push_back(text[i]);
+    } else if (text[i] == '\n') {
+      out += "\\n";
+    } else if (text[i] == '\r') {
+      out += "\\r";
+    } else if (text[i] == '\t') {
+      out += "\\t";
+    } else {
+      static constexpr char kHex[] = "0123456789abcdef";
+      out += "\\u00";
+      out.push_back(kHex[u >> 4]);
+      out.push_back(kHex[u & 15]);
+    }
+  }
+  out.append(text.data() + plain, text.size() - plain);
+  out.push_back('"');
+}
+
 namespace {
 
 using nlohmann::json;
@@ -731,37 +763,6 @@ Expected<json> top_object(std::string_view body, const char* what) {
   return value;
 }
 
-// The one JSON writer behind every render(): appends to a string, no DOM. Strings here came from
-// parsed JSON or from allox itself, so they are valid UTF-8; only quotes, backslashes and
-// control characters need escaping, as Go does: \n \r \t short, the others as \u00XX.
-void append_string(std::string& out, std::string_view text) {
-  out.push_back('"');
-  std::size_t plain = 0;  // start of the run of characters copied as they are
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    auto u = static_cast<unsigned char>(text[i]);
-    if (u >= 0x20 && text[i] != '"' && text[i] != '\\') continue;
-    out.append(text.data() + plain, i - plain);
-    plain = i + 1;
-    if (u >= 0x20) {
-      out.push_back('\\');
-      out.push_back(text[i]);
-    } else if (text[i] == '\n') {
-      out += "\\n";
-    } else if (text[i] == '\r') {
-      out += "\\r";
-    } else if (text[i] == '\t') {
-      out += "\\t";
-    } else {
-      static constexpr char kHex[] = "0123456789abcdef";
-      out += "\\u00";
-      out.push_back(kHex[u >> 4]);
-      out.push_back(kHex[u & 15]);
-    }
-  }
-  out.append(text.data() + plain, text.size() - plain);
-  out.push_back('"');
-}
-
 // `"Key":` (keys are allox's own ASCII field names).
 void append_key(std::string& out, std::string_view key, bool first = false) {
   if (!first) out.push_back(',');
@@ -789,7 +790,7 @@ void append_strings(std::string& out, const std::optional<NodeNameList>& list) {
   out.push_back('[');
   for (std::size_t i = 0; i < list->size(); ++i) {
     if (i > 0) out.push_back(',');
-    append_string(out, (*list)[i]);
+    append_json_string(out, (*list)[i]);
   }
   out.push_back(']');
 }
@@ -821,10 +822,10 @@ void append_node_reasons(std::string& out, const NodeReasons& reasons) {
   for (const NodeReasons::Entry& entry : reasons.sorted()) {
     if (!first) out.push_back(',');
     first = false;
-    append_string(out, entry.node);
+    append_json_string(out, entry.node);
     out.push_back(':');
     std::string& reason = escaped[entry.reason_id];
-    if (reason.empty()) append_string(reason, entry.reason);
+    if (reason.empty()) append_json_string(reason, entry.reason);
     out += reason;
   }
   out.push_back('}');
@@ -840,7 +841,7 @@ void append_victims(std::string& out, const std::map<std::string, MetaVictims>& 
   for (const auto& [node, meta] : victims) {
     if (!first) out.push_back(',');
     first = false;
-    append_string(out, node);
+    append_json_string(out, node);
     out += ":{\"Pods\":";
     if (meta.pod_uids.empty()) {
       out += "null";
@@ -849,7 +850,7 @@ void append_victims(std::string& out, const std::map<std::string, MetaVictims>& 
       for (std::size_t i = 0; i < meta.pod_uids.size(); ++i) {
         if (i > 0) out.push_back(',');
         out += "{\"UID\":";
-        append_string(out, meta.pod_uids[i]);
+        append_json_string(out, meta.pod_uids[i]);
         out.push_back('}');
       }
       out.push_back(']');
@@ -1104,7 +1105,7 @@ std::string render(const FilterResult& result) {
   append_key(out, "FailedAndUnresolvableNodes");
   append_node_reasons(out, result.failed_and_unresolvable_nodes);
   append_key(out, "Error");
-  append_string(out, result.error);
+  append_json_string(out, result.error);
   out.push_back('}');
   return out;
 }
@@ -1116,7 +1117,7 @@ std::string render(const std::vector<HostPriority>& priorities) {
     if (i > 0) out.push_back(',');
     out.push_back('{');
     append_key(out, "Host", true);
-    append_string(out, priorities[i].host);
+    append_json_string(out, priorities[i].host);
     append_key(out, "Score");
     append_integer(out, priorities[i].score);
     out.push_back('}');
@@ -1128,13 +1129,13 @@ std::string render(const std::vector<HostPriority>& priorities) {
 std::string render(const BindingArgs& args) {
   std::string out = "{";
   append_key(out, "PodName", true);
-  append_string(out, args.pod_name);
+  append_json_string(out, args.pod_name);
   append_key(out, "PodNamespace");
-  append_string(out, args.pod_namespace);
+  append_json_string(out, args.pod_namespace);
   append_key(out, "PodUID");
-  append_string(out, args.pod_uid);
+  append_json_string(out, args.pod_uid);
   append_key(out, "Node");
-  append_string(out, args.node);
+  append_json_string(out, args.node);
   out.push_back('}');
   return out;
 }
@@ -1142,7 +1143,7 @@ std::string render(const BindingArgs& args) {
 std::string render(const BindingResult& result) {
   std::string out = "{";
   append_key(out, "Error", true);
-  append_string(out, result.error);
+  append_json_string(out, result.error);
   out.push_back('}');
   return out;
 }

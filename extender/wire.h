@@ -228,6 +228,9 @@ std::string render(const std::vector<HostPriority>& priorities);
 std::string render(const BindingArgs& args);
 std::string render(const BindingResult& result);
 std::string render(const PreemptionResult& result);
+// Appends `text` as a JSON string the way render() writes every string (valid UTF-8 in; quotes,
+// backslashes and control characters escaped as Go does: \n \r \t short, others \u00XX).
+void append_json_string(std::string& out, std::string_view text);
 
 // Parses any JSON body with the same guards as the typed parsers (nesting depth, error text).
 Expected<nlohmann::json> parse_json_body(std::string_view body);

@@ -35,36 +35,6 @@ void append_wire_object(std::string& out, const json& object) {
   out.push_back('}');
 }
 
-// A JSON string as extender::render writes one (Go's escaping: \n \r \t short, the other
-// control characters as \u00XX). Node names need none: they go in with one append.
-void append_name(std::string& out, std::string_view text) {
-  out.push_back('"');
-  std::size_t plain = 0;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const auto u = static_cast<unsigned char>(text[i]);
-    if (u >= 0x20 && u != '"' && u != '\\') continue;
-    out.append(text.data() + plain, i - plain);
-    plain = i + 1;
-    if (u >= 0x20) {
-      out.push_back('\\');
-      out.push_back(text[i]);
-    } else if (u == '\n') {
-      out += "\\n";
-    } else if (u == '\r') {
-      out += "\\r";
-    } else if (u == '\t') {
-      out += "\\t";
-    } else {
-      static constexpr char kHex[] = "0123456789abcdef";
-      out += "\\u00";
-      out.push_back(kHex[u >> 4]);
-      out.push_back(kHex[u & 15]);
-    }
-  }
-  out.append(text.data() + plain, text.size() - plain);
-  out.push_back('"');
-}
-
 }  // namespace
 
 std::string extender_args_body(const json& pod, const std::vector<std::string>& names,
@@ -84,7 +54,7 @@ std::string extender_args_body(const json& pod, const std::vector<std::string>& 
     out += ",\"Nodes\":null,\"NodeNames\":[";
     for (std::size_t i = 0; i < names.size(); ++i) {
       if (i > 0) out.push_back(',');
-      append_name(out, names[i]);
+      extender::append_json_string(out, names[i]);
     }
     out += "]}";
     return out;
