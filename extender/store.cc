@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string_view>
 #include <unordered_map>
 
 #include "core/log.h"
@@ -133,25 +134,26 @@ class StatementCache {
   // SQLite's result of preparing it (on first use).
   sqlite3_stmt* lend(const char* sql, int& rc) {
     rc = SQLITE_OK;
-    auto [it, added] = entries_.try_emplace(sql);
-    Entry& entry = it->second;
-    if (added) {
-      rc = sqlite3_prepare_v3(db_, sql, -1, SQLITE_PREPARE_PERSISTENT, &entry.stmt, nullptr);
+    auto it = entries_.find(std::string_view(sql));  // no key built: a lookup allocates nothing
+    if (it == entries_.end()) {
+      sqlite3_stmt* stmt = nullptr;
+      rc = sqlite3_prepare_v3(db_, sql, -1, SQLITE_PREPARE_PERSISTENT, &stmt, nullptr);
       if (rc != SQLITE_OK) {
-        sqlite3_finalize(entry.stmt);
-        entries_.erase(it);
+        sqlite3_finalize(stmt);
         return nullptr;
       }
+      // Keyed by the statement's own copy of its SQL, which lives as long as it does.
+      it = entries_.emplace(std::string_view(sqlite3_sql(stmt)), Entry{stmt, false}).first;
     }
-    if (entry.lent) return nullptr;
-    entry.lent = true;
-    return entry.stmt;
+    if (it->second.lent) return nullptr;
+    it->second.lent = true;
+    return it->second.stmt;
   }
   // Back from a user: reset (a statement left mid-step would hold its read open) and unbound.
   void give_back(sqlite3_stmt* stmt) {
     sqlite3_reset(stmt);
     sqlite3_clear_bindings(stmt);
-    entries_.at(sqlite3_sql(stmt)).lent = false;
+    entries_.at(std::string_view(sqlite3_sql(stmt))).lent = false;
   }
 
  private:
@@ -160,7 +162,7 @@ class StatementCache {
     bool lent = false;
   };
   sqlite3* db_;
-  std::unordered_map<std::string, Entry> entries_;
+  std::unordered_map<std::string_view, Entry> entries_;
 };
 
 namespace {
@@ -499,8 +501,9 @@ Status Store::transaction(const std::function<Status()>& body, Mode mode, Durabi
   if (batch_depth_ > 0) return body();  // part of the batch's transaction
   // WAL + NORMAL commits without an fsync (durable across a crash of alloxd, not of the OS); the
   // next FULL commit fsyncs the WAL, and with it every earlier commit. Changed only between
-  // transactions, where SQLite allows it, and through exec: SQLite applies this PRAGMA when the
-  // statement is prepared, so a cached one would change the level only the first time.
+  // transactions, where SQLite allows it, and through exec, never a reused statement: a setting
+  // is not a write path, and whether a re-stepped PRAGMA applies its value again is not
+  // something to lean on for durability.
   const bool full = mode == Mode::kRead || durability == Durability::kSynced;
   if (mode == Mode::kWrite && full != synchronous_full_) {
     if (auto s = exec(full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL"); !s) return s;

@@ -227,8 +227,7 @@ TEST(StoreTest, AReusedStatementRecoversFromAFailureAndWritesEveryTime) {
   EXPECT_EQ(500, raw.count("SELECT count(*) FROM usage"));
 }
 
-// Each write's durability reaches SQLite every time, not only the first time (a PRAGMA takes
-// effect when prepared: a reused statement would leave the level where it first was).
+// Each write's durability reaches SQLite every time, not only the first time the level changes.
 TEST(StoreTest, EveryWriteRunsAtItsOwnDurability) {
   testing::ScratchDir dir;
   auto store = Store::open(dir.file("state.db"));
