@@ -24,6 +24,10 @@ struct PodFacts {
   std::string runs_as;   // namespace/name of the pod the job runs as (when running)
 };
 
+bool same_start(const PlannedStart& a, const PlannedStart& b) {
+  return a.slot == b.slot && a.node == b.node && a.device == b.device;
+}
+
 }  // namespace
 
 Controller::Controller(Planner& planner, ClusterFeed& feed, kube::KubeClient& client,
@@ -180,10 +184,15 @@ bool Controller::last_was_full() const {
 void Controller::reconcile() {
   std::lock_guard pass(pass_mu_);
   if (leading_ && !leading_()) {
-    next_full_ = {};  // what it knows may be stale by the time it leads: a full pass then
+    // What it knows may be stale by the time it leads: a full pass then, and every started
+    // job's pod released (and, when parked, nudged) as if for the first time.
+    next_full_ = {};
+    released_.clear();
+    recheck_.clear();
+    last_plan_.reset();
     return;
   }
-  ++passes_;
+  const std::uint64_t pass_number = ++passes_;
   const auto now = Clock::now();
   const double wall = planner_.now();
   std::shared_ptr<const Plan> plan = planner_.latest_plan();
@@ -229,7 +238,6 @@ void Controller::reconcile() {
       if (auto it = job_of_.find(key); it != job_of_.end()) add_job(it->second);
     }
     for (const std::string& job : gone_jobs) add_job(job);
-    for (const auto& [id, start] : plan->starts) add_job(id);
     while (!due_.empty() && due_.begin()->first <= now) {
       auto it = quiet_until_.find(due_.begin()->second);
       if (it != quiet_until_.end() && it->second == due_.begin()->first) {
@@ -238,36 +246,97 @@ void Controller::reconcile() {
       }
       due_.erase(due_.begin());
     }
-    std::sort(visit.begin(), visit.end(),
-              [](const Entry* a, const Entry* b) { return a->first < b->first; });
-    visit.erase(std::unique(visit.begin(), visit.end()), visit.end());
   }
 
   // 1. Admit: a job the plan starts now keeps only the variant of the planned device that the
-  //    cluster still holds (the first by name when there are several).
-  std::map<std::string, std::string> chosen;  // job -> namespace/name
-  planner_.read([&](const JobBook& book) {
-    for (const auto& [id, start] : plan->starts) {
-      const BookJob* job = book.job(id);
-      if (job == nullptr || job->record.phase != JobPhase::kQueued) continue;
-      for (const auto& [key, variant] : job->variants) {
-        auto pod = pods.find(key);
-        if (variant.device == start.device && pod != pods.end() && pod->second.pending()) {
-          chosen[id] = key;
-          break;
-        }
+  //    cluster still holds (the first by name when there are several). A full pass looks at
+  //    every start (and confirms every admission: one whose hold lapsed is made again); an
+  //    incremental one at the starts a new plan added or changed, the started jobs whose pods
+  //    changed, and those that had no pod to release. A start the plan dropped is forgotten and
+  //    its job's pods looked at (it waits now).
+  std::vector<std::string> rescan;
+  if (last_full_) {
+    rescan.reserve(plan->starts.size());
+    for (const auto& [id, start] : plan->starts) rescan.push_back(id);
+  } else {
+    if (plan != last_plan_) {
+      for (const auto& [id, start] : plan->starts) {
+        auto it = released_.find(id);
+        if (it == released_.end() || !same_start(it->second.start, start)) rescan.push_back(id);
       }
     }
-  });
+    auto if_started = [&](const std::string& id) {
+      if (plan->starts.count(id)) rescan.push_back(id);
+    };
+    for (const std::string& id : recheck_) if_started(id);
+    for (const std::string& key : changed) {
+      if (auto it = job_of_.find(key); it != job_of_.end()) if_started(it->second);
+    }
+    for (const std::string& job : gone_jobs) if_started(job);
+    std::sort(rescan.begin(), rescan.end());
+    rescan.erase(std::unique(rescan.begin(), rescan.end()), rescan.end());
+  }
+  recheck_.clear();
+  std::vector<std::string> dropped;
+  if (plan != last_plan_) {
+    for (auto it = released_.begin(); it != released_.end();) {
+      if (plan->starts.count(it->first)) {
+        ++it;
+        continue;
+      }
+      dropped.push_back(it->first);
+      it = released_.erase(it);
+    }
+  }
+  last_plan_ = plan;
   std::vector<Planner::AdmitRequest> admissions;
-  admissions.reserve(chosen.size());
-  for (const auto& [id, key] : chosen) admissions.push_back({id, key, plan->starts.at(id)});
+  planner_.read([&](const JobBook& book) {
+    for (const std::string& id : rescan) {
+      const PlannedStart& start = plan->starts.at(id);
+      const std::string* chosen = nullptr;
+      if (const BookJob* job = book.job(id);
+          job != nullptr && job->record.phase == JobPhase::kQueued) {
+        for (const auto& [key, variant] : job->variants) {
+          auto pod = pods.find(key);
+          if (variant.device == start.device && pod != pods.end() && pod->second.pending()) {
+            chosen = &key;
+            break;
+          }
+        }
+      }
+      if (chosen == nullptr) {
+        released_.erase(id);
+        recheck_.insert(id);
+        continue;
+      }
+      Release& release = released_[id];
+      if (release.pod != *chosen || release.since == 0) release.since = pass_number;
+      release.pod = *chosen;
+      release.start = start;
+      admissions.push_back({id, *chosen, start});
+    }
+  });
   const std::vector<Status> admitted = planner_.admit_all(admissions);
   for (std::size_t i = 0; i < admitted.size(); ++i) {
     if (!admitted[i]) {
       log_warn("controller: admission failed",
                {{"job", admissions[i].job_id}, {"error", admitted[i].message()}});
+      recheck_.insert(admissions[i].job_id);  // tried again next pass
     }
+  }
+  if (!last_full_) {
+    auto add_job = [&](const std::string& job) {
+      if (auto it = pods_of_.find(job); it != pods_of_.end()) {
+        for (const std::string& key : it->second) {
+          if (auto pod = pods.find(key); pod != pods.end()) visit.push_back(&*pod);
+        }
+      }
+    };
+    for (const std::string& id : rescan) add_job(id);
+    for (const std::string& id : dropped) add_job(id);
+    std::sort(visit.begin(), visit.end(),
+              [](const Entry* a, const Entry* b) { return a->first < b->first; });
+    visit.erase(std::unique(visit.begin(), visit.end()), visit.end());
   }
 
   // Where each visited waiting pod's job stands (after the admissions), in the order of `visit`.
@@ -334,12 +403,16 @@ void Controller::reconcile() {
             return OkStatus();
           },
           now);
+      make_quiet(key, now + options_.settle);  // until the watch shows it gone (or changed)
       continue;
     }
     auto start = plan->starts.find(id);
-    auto released = chosen.find(id);
-    if (start != plan->starts.end() && released != chosen.end() && released->second == key) {
+    auto released = released_.find(id);
+    if (start != plan->starts.end() && released != released_.end() && released->second.pod == key) {
       kube::ObjectRef ref = pod.ref;
+      // Released: it rests until it changes (the watch shows it ungated, bound, parked), its
+      // start changes, or (below) a nudge or a lost action is due.
+      std::optional<Clock::time_point> rest_until;
       if (!pod.gates.empty() &&
           std::find(pod.gates.begin(), pod.gates.end(), kube::kQueueGate) != pod.gates.end()) {
         std::vector<std::string> gates = pod.gates;
@@ -348,6 +421,7 @@ void Controller::reconcile() {
             [this, ref, gates] { return kube::remove_gate(client_, ref, gates, kube::kQueueGate); },
             now, ActionPriority::kAdmit);
         nudged_[key] = now;  // released: a nudge is due only if it still waits after renudge
+        rest_until = now + options_.settle;  // looked at again if the removal was lost
       } else if (pod.turned_away) {
         // Parked by kube-scheduler (it said so in the pod's status): nudged the moment its plan
         // flips to "starts now" (it may have been released before, then parked when a later
@@ -355,8 +429,8 @@ void Controller::reconcile() {
         // turned away waits in its active queue and is tried without one: nudging it would be
         // an API write and a watch event on both sides for nothing (a backlog of thousands).
         auto last = nudged_.find(key);
-        if (!starting_.count(key) || last == nudged_.end() ||
-            now - last->second >= options_.renudge) {
+        const bool flipped_now = released->second.since == pass_number;
+        if (flipped_now || last == nudged_.end() || now - last->second >= options_.renudge) {
           std::string value = std::to_string(static_cast<long long>(wall * 1000));
           if (actions_.submit(
                   "nudge " + key, [this, ref, value] { return kube::nudge(client_, ref, value); },
@@ -364,9 +438,12 @@ void Controller::reconcile() {
             nudged_[key] = now;
           }
         }
+        last = nudged_.find(key);
+        rest_until = last == nudged_.end() ? now : last->second + options_.renudge;
       }
       say(pod.ref, "Normal", "Admitted",
           "starts on " + start->second.node + " (" + start->second.device + ")", now);
+      make_quiet(key, rest_until);
       continue;
     }
     if (auto wait = plan->waiting.find(id); wait != plan->waiting.end()) {
@@ -393,9 +470,6 @@ void Controller::reconcile() {
   }
   last_visited_.clear();
   for (const Entry* entry : visit) last_visited_.push_back(entry->first);
-
-  starting_.clear();
-  for (const auto& [id, key] : chosen) starting_.insert(key);
 
   // Forget what concerns pods that are gone (nothing else here names a pod the feed lost).
   for (const std::string& key : gone) {

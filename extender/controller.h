@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -132,15 +133,30 @@ class Controller {
   std::unordered_map<std::string, std::map<std::string, std::pair<std::string, Clock::time_point>>>
       said_;
   std::unordered_map<std::string, Clock::time_point> nudged_;
-  std::unordered_set<std::string> starting_;  // pods the previous pass released or nudged
-  PodMirror mirror_;                          // the feed's pods as of the last pass
+  PodMirror mirror_;  // the feed's pods as of the last pass
+
+  // The plan's starts as the passes released them: job -> the pod released for it, at which
+  // start, and since which pass (a pod released by an earlier pass is past its "starts now"
+  // flip: it is nudged again only every renudge). Brought up to date for the starts that changed
+  // between plans and the jobs whose pods changed, never by a walk over every start per pass:
+  // thousands of released jobs wait for kube-scheduler while a backlog binds (issue 13).
+  struct Release {
+    std::string pod;  // namespace/name
+    PlannedStart start;
+    std::uint64_t since = 0;  // passes_ when released
+  };
+  std::unordered_map<std::string, Release> released_;
+  std::unordered_set<std::string> recheck_;  // started jobs with no pod released yet
+  std::shared_ptr<const Plan> last_plan_;    // the plan released_ follows
 
   // What makes a pass incremental. A pass looks at the pods that changed (and every pod of
-  // their jobs: a bound pod's siblings are deleted), the pods of the jobs its plan starts, the
-  // pods still in motion (`active_`: not in the book yet, being deleted, released, not in the
-  // plan) and the waiting pods whose last Queued event is old enough for another (`due_`). Every
-  // other pod is quiet: a full pass would do nothing for it (it is not pending, or runs as its
-  // job, or its Queued event is too recent to be followed by another).
+  // their jobs: a bound pod's siblings are deleted), the pods of the jobs whose start the plan
+  // added, changed or dropped, the pods still in motion (`active_`: not in the book yet, not in
+  // the plan) and the quiet pods whose time has come (`due_`: a Queued event may follow the
+  // last, a released pod parked by kube-scheduler is due another nudge, an action may be lost).
+  // Every other pod is quiet: a full pass would do nothing for it (it is not pending, or runs as
+  // its job, or was released and waits for kube-scheduler, or its Queued event is too recent to
+  // be followed by another).
   void index(const std::string& key);    // job_of_ / pods_of_ from the mirror's pod
   void unindex(const std::string& key);  // the pod left the mirror (or is re-indexed)
   void make_quiet(const std::string& key, std::optional<Clock::time_point> until);

@@ -473,9 +473,10 @@ std::set<std::string> as_set(const std::vector<std::string>& keys) {
 
 // The incremental pass (ControllerOptions::full_pass): after a first, full pass, a pass looks
 // at the pods still in motion, the pods that changed and their jobs' other pods, and the pods of
-// the jobs its plan starts; never at a waiting pod whose Queued event is recent and whose job did
-// not change. And it misses none of those: a sibling is deleted when its job starts elsewhere,
-// a job the plan starts later is released, though none of its pods changed.
+// the jobs whose start the plan added, changed or dropped; never at a waiting pod whose Queued
+// event is recent and whose job did not change, nor at a released pod that did not change. And it
+// misses none of those: a sibling is deleted when its job starts elsewhere, a job the plan starts
+// later is released, though none of its pods changed.
 TEST(ControllerTest, AnIncrementalPassLooksAtExactlyWhatMayHaveChangedAndMissesNone) {
   Fixture f;
   ControllerOptions options;
@@ -505,18 +506,18 @@ TEST(ControllerTest, AnIncrementalPassLooksAtExactlyWhatMayHaveChangedAndMissesN
     ASSERT_EQ(1u, f.event_reasons(pod).size()) << pod;
   }
 
-  // Nothing changed: only a's pods (released and held in the plan, or being deleted).
+  // Nothing changed: nobody. a's GPU pod was released and a's CPU pod deleted; both rest until
+  // the watch shows what came of it (or the actions' settle time passes).
   pass();
   EXPECT_FALSE(inc.last_was_full());
-  EXPECT_EQ(as_set({"lab/a-cpu", "lab/a-gpu"}), as_set(inc.last_visited()));
+  EXPECT_EQ(as_set({}), as_set(inc.last_visited()));
 
   // c's CPU pod changes: it and its sibling are looked at, nobody else's.
   json c_cpu = variant("c-cpu", "c", "cpu", true);
   c_cpu["metadata"]["resourceVersion"] = "9";
   f.feed->pod_handler().on_upsert(c_cpu);
   pass();
-  EXPECT_EQ(as_set({"lab/a-cpu", "lab/a-gpu", "lab/c-cpu", "lab/c-gpu"}),
-            as_set(inc.last_visited()));
+  EXPECT_EQ(as_set({"lab/c-cpu", "lab/c-gpu"}), as_set(inc.last_visited()));
 
   // a's pod binds and finishes; its sibling's deletion shows. The next plan starts b, none of
   // whose pods changed: b's GPU pod is released and its CPU pod deleted all the same.
@@ -566,6 +567,98 @@ TEST(ControllerTest, AQuietWaitingPodIsLookedAtAgainWhenItsQueuedEventIsDue) {
   inc.reconcile();
   EXPECT_FALSE(inc.last_was_full());
   EXPECT_EQ(1u, as_set(inc.last_visited()).count("lab/b-gpu"));
+}
+
+// A released pod rests while kube-scheduler has it: looked at again when it changes, and, once
+// parked (turned away), every renudge for another nudge; not at every pass while thousands of
+// released pods wait for their binds (issue 13).
+TEST(ControllerTest, AReleasedPodRestsUntilItChangesAndAParkedOneIsNudgedEveryRenudge) {
+  Fixture f;
+  ControllerOptions options;
+  options.full_pass = std::chrono::hours(1);
+  options.requeue_event = std::chrono::hours(1);
+  options.renudge = std::chrono::milliseconds(200);
+  Controller inc(
+      *f.planner, *f.feed, f.client, f.events, f.actions, [] { return true; }, options);
+  auto pass = [&] {
+    f.planner->solve_now();
+    inc.reconcile();
+    EXPECT_TRUE(f.actions.wait_idle(std::chrono::seconds(20)));
+  };
+  f.feed->node_handler().on_replace({testing::make_node("g1", "1", "0")});
+  json pod = variant("a-gpu", "a", "nvidia.com/gpu", true);
+  f.feed->pod_handler().on_replace({pod});
+  pass();  // full: released
+  ASSERT_EQ(1u, f.requests("PATCH").size());
+
+  pod = variant("a-gpu", "a", "nvidia.com/gpu", false);  // the watch shows it ungated
+  pod["metadata"]["resourceVersion"] = "2";
+  f.feed->pod_handler().on_upsert(pod);
+  pass();
+  EXPECT_EQ(as_set({"lab/a-gpu"}), as_set(inc.last_visited()));
+  pass();
+  EXPECT_EQ(as_set({}), as_set(inc.last_visited())) << "released and unchanged: it rests";
+  EXPECT_EQ(1u, f.requests("PATCH").size());
+
+  std::this_thread::sleep_for(options.renudge);  // past renudge since its release
+  pod = turned_away(pod);
+  pod["metadata"]["resourceVersion"] = "3";
+  f.feed->pod_handler().on_upsert(pod);
+  pass();
+  EXPECT_EQ(as_set({"lab/a-gpu"}), as_set(inc.last_visited()));
+  EXPECT_EQ(2u, f.requests("PATCH").size()) << "parked: nudged";
+  pass();
+  EXPECT_EQ(as_set({}), as_set(inc.last_visited())) << "nudged: it rests until renudge";
+  EXPECT_EQ(2u, f.requests("PATCH").size());
+  std::this_thread::sleep_for(options.renudge + std::chrono::milliseconds(20));
+  pass();
+  EXPECT_EQ(as_set({"lab/a-gpu"}), as_set(inc.last_visited()));
+  EXPECT_EQ(3u, f.requests("PATCH").size()) << "still parked after renudge: nudged again";
+}
+
+// A full pass looks at every released pod again but remembers which it released before: a
+// parked one is not nudged again before renudge because a full pass came.
+TEST(ControllerTest, AFullPassDoesNotNudgeAParkedReleasedPodAgainBeforeRenudge) {
+  Fixture f;
+  ControllerOptions options;
+  options.full_pass = std::chrono::milliseconds(0);  // every pass is full
+  options.renudge = std::chrono::hours(1);
+  Controller full(
+      *f.planner, *f.feed, f.client, f.events, f.actions, [] { return true; }, options);
+  f.feed->node_handler().on_replace({testing::make_node("g1", "1", "0")});
+  f.feed->pod_handler().on_replace({turned_away(variant("a-gpu", "a", "nvidia.com/gpu", false))});
+  for (int i = 0; i < 3; ++i) {
+    f.planner->solve_now();
+    full.reconcile();
+    EXPECT_TRUE(full.last_was_full());
+    ASSERT_TRUE(f.actions.wait_idle(std::chrono::seconds(20)));
+  }
+  EXPECT_EQ(1u, f.requests("PATCH").size()) << "nudged once, when its plan said start now";
+}
+
+// A start the plan drops (here: its node left) is noticed by an incremental pass though none of
+// the job's pods changed: the released pod is looked at again.
+TEST(ControllerTest, AStartThePlanDropsIsLookedAtThoughItsPodDidNotChange) {
+  Fixture f;
+  ControllerOptions options;
+  options.full_pass = std::chrono::hours(1);
+  options.requeue_event = std::chrono::hours(1);
+  Controller inc(
+      *f.planner, *f.feed, f.client, f.events, f.actions, [] { return true; }, options);
+  auto pass = [&] {
+    f.planner->solve_now();
+    inc.reconcile();
+    EXPECT_TRUE(f.actions.wait_idle(std::chrono::seconds(20)));
+  };
+  f.feed->node_handler().on_replace({testing::make_node("g1", "1", "0")});
+  f.feed->pod_handler().on_replace({variant("a-gpu", "a", "nvidia.com/gpu", false)});
+  pass();  // full
+  pass();
+  ASSERT_EQ(as_set({}), as_set(inc.last_visited()));
+  f.feed->node_handler().on_replace({testing::make_node("c1", "0", "4")});
+  pass();
+  ASSERT_EQ(0u, f.planner->latest_plan()->starts.count("lab/a"));
+  EXPECT_EQ(as_set({"lab/a-gpu"}), as_set(inc.last_visited()));
 }
 
 }  // namespace
