@@ -472,8 +472,11 @@ std::vector<std::pair<std::string, PlannedStart>> Planner::hold_admitted(PlanInp
     return std::pair<double, std::string_view>(q.job->arrival, q.job->id) < key;
   };
   std::vector<bool> keep;
+  const auto wall = std::chrono::steady_clock::now();
   for (const auto& [job_id, admission] : admitted_) {
-    if (now - admission.at > options_.admission_hold) continue;  // lapsed: planned afresh
+    if (std::chrono::duration<double>(wall - admission.at).count() > options_.admission_hold) {
+      continue;  // lapsed: planned afresh
+    }
     const BookJob* job = book_.job(job_id);
     if (job == nullptr || job->record.phase != JobPhase::kQueued) continue;  // started or gone
     const std::pair<double, std::string_view> key(job->record.arrival, job_id);
@@ -524,7 +527,7 @@ std::vector<Status> Planner::admit_all(const std::vector<AdmitRequest>& admissio
     std::lock_guard write(write_mu_);
     {
       std::shared_lock lock(book_mu_);
-      const double at = now();
+      const auto at = std::chrono::steady_clock::now();
       for (std::size_t i = 0; i < admissions.size(); ++i) {
         const AdmitRequest& a = admissions[i];
         const BookJob* job = book_.job(a.job_id);
@@ -540,7 +543,8 @@ std::vector<Status> Planner::admit_all(const std::vector<AdmitRequest>& admissio
         auto known = admitted_.find(a.job_id);
         if (known != admitted_.end() && known->second.pod_key == a.pod_key &&
             known->second.start.node == a.start.node && known->second.start.slot == a.start.slot &&
-            at - known->second.at <= options_.admission_hold) {
+            std::chrono::duration<double>(at - known->second.at).count() <=
+                options_.admission_hold) {
           continue;  // as before: nothing to plan again
         }
         Admitting next;
@@ -578,7 +582,7 @@ std::vector<Status> Planner::admit_all(const std::vector<AdmitRequest>& admissio
       }
     }
     std::unique_lock lock(book_mu_);
-    const double at = now();
+    const auto at = std::chrono::steady_clock::now();
     for (const Admitting& a : admitting) {
       for (std::size_t k = 0; k < a.forgotten; ++k) {
         book_.remove_variant(a.siblings[k].namespace_name, a.siblings[k].name);

@@ -66,7 +66,8 @@ struct PlannerOptions {
   std::function<double()> clock;
   // A fixed node inventory (no API server); set before the stored jobs are restored.
   std::optional<std::vector<NodeInventory>> inventory;
-  // How long (clock seconds) an admitted job keeps its slot while its pod is not yet bound.
+  // How long (wall seconds, whatever `clock` says) an admitted job keeps its slot while its pod
+  // is not yet bound: it waits on kube-scheduler, which runs on the wall's time.
   double admission_hold = 60;
   // The pause after each plan (see above). pace 0: plan again as soon as anything changed.
   double pace = 1;
@@ -232,7 +233,9 @@ class Planner {
   struct Admission {
     std::string pod_key;
     PlannedStart start;
-    double at = 0;  // now() when admitted
+    // When admitted, on the steady clock: the hold waits on kube-scheduler, whose pace is the
+    // wall's whatever the planner's clock (a simulation's runs 100 times faster).
+    std::chrono::steady_clock::time_point at;
   };
   std::unordered_map<std::string, Admission> admitted_;
   // Holds the admitted jobs' slots in `input` (run on the planner thread, under book_mu_ shared);

@@ -44,10 +44,11 @@ struct Fixture {
   std::unique_ptr<ClusterFeed> feed;
   std::unique_ptr<Controller> controller;
 
-  Fixture() {
+  explicit Fixture(PlannerOptions planner_options = {}) {
     config = testing::make_config({}, dir.file("state.db"));
     config.scheduler_name = "allox-scheduler";
-    auto made = Planner::create(config, make_policy("fifo", PolicyOptions{}).value(), metrics);
+    auto made = Planner::create(config, make_policy("fifo", PolicyOptions{}).value(), metrics,
+                                std::move(planner_options));
     EXPECT_TRUE(made.ok()) << made.message();
     planner = std::move(*made);
     feed = std::make_unique<ClusterFeed>(client, *planner, config, nullptr);
@@ -237,6 +238,34 @@ TEST(ControllerTest, AnAdmittedJobKeepsItsSlotInLaterPlans) {
   ASSERT_TRUE(f.planner->admit("lab/b", "lab/b-gpu", slot).ok());
   f.planner->solve_now();
   EXPECT_EQ(version, f.planner->latest_plan()->version);
+}
+
+// The hold waits on kube-scheduler, so it is wall time: a planner clock that jumps an hour (a
+// simulation's runs 100 times faster than the wall) does not end it; the wall passing it does.
+TEST(ControllerTest, AnAdmissionIsHeldForWallTimeWhateverThePlannersClock) {
+  std::atomic<double> clock{1'000'000};
+  PlannerOptions options;
+  options.clock = [&clock] { return clock.load(); };
+  options.admission_hold = 0.3;
+  Fixture f(options);
+  f.feed->node_handler().on_replace({testing::make_node("g1", "1", "0")});
+  f.feed->pod_handler().on_replace({variant("a-gpu", "a", "nvidia.com/gpu", true),
+                                    variant("b-gpu", "b", "nvidia.com/gpu", true)});
+  f.planner->solve_now();
+  const PlannedStart slot = f.planner->latest_plan()->starts.at("lab/a");  // fifo: a first
+  ASSERT_TRUE(f.planner->admit("lab/b", "lab/b-gpu", slot).ok());
+  const std::uint64_t admitted_version = f.planner->latest_plan()->version;
+  // Each plan below follows a new job, so it is made afresh (not the last one kept).
+  clock = clock + 3600;
+  f.feed->pod_handler().on_upsert(variant("c-gpu", "c", "nvidia.com/gpu", true));
+  f.planner->solve_now();
+  ASSERT_LT(admitted_version, f.planner->latest_plan()->version);
+  EXPECT_EQ(1u, f.planner->latest_plan()->starts.count("lab/b")) << "an hour on the clock: held";
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  f.feed->pod_handler().on_upsert(variant("d-gpu", "d", "nvidia.com/gpu", true));
+  f.planner->solve_now();
+  EXPECT_EQ(0u, f.planner->latest_plan()->starts.count("lab/b")) << "0.4 s of wall: lapsed";
+  EXPECT_EQ(1u, f.planner->latest_plan()->starts.count("lab/a"));
 }
 
 // The controller admits a plan's starts together: every sibling leaves the book and the store
