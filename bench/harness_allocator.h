@@ -5,8 +5,11 @@
 // harness's heap grows for the whole run (~50 KB per bound job). With glibc's defaults each
 // thread's arena grows its heap a page at a time (an mprotect per page, run by whichever thread
 // needs the page) and every new page costs a page fault: in this VM those traps were ~25% of
-// the harness's CPU. One arena that grows 64 MB at a time on transparent huge pages takes a
-// fault per 2 MB instead. The API behaviour is untouched: only how the process gets its memory.
+// the harness's CPU. The main heap grows 64 MB at a time (top_pad; glibc applies it to the
+// main heap and to each new thread heap), on transparent huge pages: a fault per 2 MB. Session
+// 24 also kept one arena for all threads; once alloxd kept up, the harness's threads waited on
+// that arena's lock, so the arenas are per thread again (docs/results.md, session 25). The API
+// behaviour is untouched: only how the process gets its memory.
 //
 // glibc reads GLIBC_TUNABLES only at start-up, so the settings need the process started again.
 #pragma once

@@ -54,7 +54,7 @@ check "the saturated rate is its binds over its time" \
   "abs(${saturated:-0} - ${sat_binds:-0} / ${sat_s:-1}) <= 0.01 * ${saturated:-0} + 0.01"
 # The harness ran with its allocator settings (bench/harness_allocator.h: the command started
 # itself again with them), and says so.
-grep -qE '^harness allocator: GLIBC_TUNABLES=glibc\.malloc\.arena_max=1:' <<<"$out" ||
+grep -qE '^harness allocator: GLIBC_TUNABLES=glibc\.malloc\.top_pad=67108864:glibc\.malloc\.hugetlb=1 ' <<<"$out" ||
   fail "the harness did not run with its allocator settings: $(grep '^harness allocator' <<<"$out")"
 # alloxd's requests to the API server, per bound job: one binding each (alloxd binds every pod
 # through the API), at least one gate removal each, and its pod watch counted as a watch.
