@@ -62,10 +62,17 @@ struct Fixture {
     planner->stop();
   }
   // A pass over the current book and plan, and its actions carried out.
-  void settle() {
+  void settle() { pass(*controller); }
+  // A pass of `c` over the current book and plan, and its actions carried out.
+  void pass(Controller& c) {
     planner->solve_now();
-    controller->reconcile();
+    c.reconcile();
     EXPECT_TRUE(actions.wait_idle(std::chrono::seconds(20)));
+  }
+  // A controller of the test's own over this feed and planner, always leading.
+  std::unique_ptr<Controller> own_controller(ControllerOptions options) {
+    return std::make_unique<Controller>(
+        *planner, *feed, client, events, actions, [] { return true; }, options);
   }
   std::vector<ScriptedRequest> requests(const std::string& method) const {
     std::vector<ScriptedRequest> out;
@@ -500,6 +507,15 @@ std::set<std::string> as_set(const std::vector<std::string>& keys) {
   return {keys.begin(), keys.end()};
 }
 
+// Options under which every pass but the first is incremental and no pod gets a second Queued
+// event: what a pass looks at is then only what may have changed.
+ControllerOptions incremental() {
+  ControllerOptions options;
+  options.full_pass = std::chrono::hours(1);
+  options.requeue_event = std::chrono::hours(1);
+  return options;
+}
+
 // The incremental pass (ControllerOptions::full_pass): after a first, full pass, a pass looks
 // at the pods still in motion, the pods that changed and their jobs' other pods, and the pods of
 // the jobs whose start the plan added, changed or dropped; never at a waiting pod whose Queued
@@ -508,16 +524,9 @@ std::set<std::string> as_set(const std::vector<std::string>& keys) {
 // later is released, though none of its pods changed.
 TEST(ControllerTest, AnIncrementalPassLooksAtExactlyWhatMayHaveChangedAndMissesNone) {
   Fixture f;
-  ControllerOptions options;
-  options.full_pass = std::chrono::hours(1);
-  options.requeue_event = std::chrono::hours(1);
-  Controller inc(
-      *f.planner, *f.feed, f.client, f.events, f.actions, [] { return true; }, options);
-  auto pass = [&] {
-    f.planner->solve_now();
-    inc.reconcile();
-    EXPECT_TRUE(f.actions.wait_idle(std::chrono::seconds(20)));
-  };
+  std::unique_ptr<Controller> own = f.own_controller(incremental());
+  Controller& inc = *own;
+  auto pass = [&] { f.pass(inc); };
   f.feed->node_handler().on_replace({testing::make_node("g1", "1", "0")});
   std::vector<json> pods;
   for (std::string job : {"a", "b", "c", "d"}) {
@@ -603,17 +612,11 @@ TEST(ControllerTest, AQuietWaitingPodIsLookedAtAgainWhenItsQueuedEventIsDue) {
 // released pods wait for their binds (issue 13).
 TEST(ControllerTest, AReleasedPodRestsUntilItChangesAndAParkedOneIsNudgedEveryRenudge) {
   Fixture f;
-  ControllerOptions options;
-  options.full_pass = std::chrono::hours(1);
-  options.requeue_event = std::chrono::hours(1);
+  ControllerOptions options = incremental();
   options.renudge = std::chrono::milliseconds(200);
-  Controller inc(
-      *f.planner, *f.feed, f.client, f.events, f.actions, [] { return true; }, options);
-  auto pass = [&] {
-    f.planner->solve_now();
-    inc.reconcile();
-    EXPECT_TRUE(f.actions.wait_idle(std::chrono::seconds(20)));
-  };
+  std::unique_ptr<Controller> own = f.own_controller(options);
+  Controller& inc = *own;
+  auto pass = [&] { f.pass(inc); };
   f.feed->node_handler().on_replace({testing::make_node("g1", "1", "0")});
   json pod = variant("a-gpu", "a", "nvidia.com/gpu", true);
   f.feed->pod_handler().on_replace({pod});
@@ -669,16 +672,9 @@ TEST(ControllerTest, AFullPassDoesNotNudgeAParkedReleasedPodAgainBeforeRenudge) 
 // the job's pods changed: the released pod is looked at again.
 TEST(ControllerTest, AStartThePlanDropsIsLookedAtThoughItsPodDidNotChange) {
   Fixture f;
-  ControllerOptions options;
-  options.full_pass = std::chrono::hours(1);
-  options.requeue_event = std::chrono::hours(1);
-  Controller inc(
-      *f.planner, *f.feed, f.client, f.events, f.actions, [] { return true; }, options);
-  auto pass = [&] {
-    f.planner->solve_now();
-    inc.reconcile();
-    EXPECT_TRUE(f.actions.wait_idle(std::chrono::seconds(20)));
-  };
+  std::unique_ptr<Controller> own = f.own_controller(incremental());
+  Controller& inc = *own;
+  auto pass = [&] { f.pass(inc); };
   f.feed->node_handler().on_replace({testing::make_node("g1", "1", "0")});
   f.feed->pod_handler().on_replace({variant("a-gpu", "a", "nvidia.com/gpu", false)});
   pass();  // full
