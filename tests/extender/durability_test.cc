@@ -42,8 +42,23 @@ struct Acknowledged {
   std::map<std::string, std::string> bound;  // job -> node
   std::set<std::string> profiled;
   std::set<std::string> done;
-  std::deque<int> pending;  // job numbers filtered but not bound: retried
+  std::deque<int> pending;         // job numbers filtered but not bound: retried
+  std::vector<std::string> stops;  // why each life's stream ended, when not killed
+  int streams_ended = 0;
 
+  // The stream ends at the first request alloxd did not answer as asked: killed (no answer),
+  // or an answer worth reading when the stream did too little.
+  void stopped(const std::string& request, const testing::Response& response) {
+    if (response.status == 0) return;
+    std::lock_guard lock(mu);
+    stops.push_back(request + ": " + std::to_string(response.status) + " " + response.body);
+  }
+
+  void note_end() {
+    std::lock_guard lock(mu);
+    ++streams_ended;
+    changed.notify_all();
+  }
   void note(const std::function<void()>& record) {
     std::lock_guard lock(mu);
     record();
@@ -92,7 +107,7 @@ void stream(const std::string& url, emulator::FakeApiServer& api, std::atomic<in
                                                   {"allox.io/iterations", "100"}}));
     auto filter =
         testing::http_request(url, "POST", "/filter", testing::filter_body(pod, {"n1", "n2"}));
-    if (filter.status != 200) return;
+    if (filter.status != 200) return acked.stopped("POST /filter", filter);
     json result = json::parse(filter.body);
     if (!result["Error"].get<std::string>().empty()) continue;
     if (fresh) {
@@ -102,7 +117,7 @@ void stream(const std::string& url, emulator::FakeApiServer& api, std::atomic<in
           json{{"job", id}, {"device", cpu ? "cpu" : "gpu"}, {"iterations", 10}, {"seconds", 1.5}}
               .dump(),
           kAdmin);
-      if (profile.status != 200) return;
+      if (profile.status != 200) return acked.stopped("POST /v1/profiles", profile);
       acked.note([&] { acked.profiled.insert(id); });
     }
     if (result["NodeNames"].empty()) {
@@ -117,7 +132,7 @@ void stream(const std::string& url, emulator::FakeApiServer& api, std::atomic<in
                                            {"PodUID", pod["metadata"]["uid"]},
                                            {"Node", node}}
                                           .dump());
-    if (bind.status != 200) return;
+    if (bind.status != 200) return acked.stopped("POST /bind", bind);
     if (!json::parse(bind.body)["Error"].get<std::string>().empty()) {
       std::lock_guard lock(acked.mu);
       acked.pending.push_back(i);
@@ -126,7 +141,7 @@ void stream(const std::string& url, emulator::FakeApiServer& api, std::atomic<in
     acked.note([&] { acked.bound[id] = node; });
     if (i % 2 == 1) continue;
     auto done = testing::http_request(url, "POST", "/v1/jobs/" + id + "/done", "", kAdmin);
-    if (done.status != 200) return;
+    if (done.status != 200) return acked.stopped("POST /v1/jobs/" + id + "/done", done);
     acked.note([&] { acked.done.insert(id); });
   }
 }
@@ -254,12 +269,22 @@ TEST(DurabilityTest, RepeatedSigkillMidStreamLosesNothingAcknowledged) {
 
     // Run the stream, and pull the plug after a random number of acknowledged changes, while
     // requests are in flight.
-    std::thread client([&, url] { stream(url, api, next_job, acked); });
+    // The first life runs until jobs were bound and one completed as well (a kill point drawn
+    // from the changes alone often falls before the first plan, in every life).
+    std::thread client([&, url] {
+      stream(url, api, next_job, acked);
+      acked.note_end();
+    });
     {
       std::unique_lock lock(acked.mu);
       const int target = acked.changes + 1 + static_cast<int>(random() % 12);
-      acked.changed.wait_for(lock, std::chrono::seconds(60),
-                             [&] { return acked.changes >= target; });
+      const std::size_t binds = life == 0 ? 2 : 0, completions = life == 0 ? 1 : 0;
+      const int ended = acked.streams_ended;
+      acked.changed.wait_for(lock, std::chrono::seconds(60), [&] {
+        return acked.streams_ended > ended ||
+               (acked.changes >= target && acked.bound.size() >= binds &&
+                acked.done.size() >= completions);
+      });
     }
     (*server)->kill();
     client.join();
@@ -271,7 +296,9 @@ TEST(DurabilityTest, RepeatedSigkillMidStreamLosesNothingAcknowledged) {
     orphan_rows += n;
   }
   std::lock_guard lock(acked.mu);
-  EXPECT_GE(acked.bound.size(), 2u) << "the stream did too little";
+  std::string stops;
+  for (const std::string& stop : acked.stops) stops += "\n  " + stop;
+  EXPECT_GE(acked.bound.size(), 2u) << "the stream did too little; it stopped at:" << stops;
   EXPECT_GE(acked.done.size(), 1u) << "the stream did too little";
   std::printf(
       "kills=%d acknowledged_changes=%d jobs=%zu bound=%zu done=%zu api_binds=%zu "
