@@ -49,9 +49,10 @@ struct Acknowledged {
   // The stream ends at the first request alloxd did not answer as asked: killed (no answer),
   // or an answer worth reading when the stream did too little.
   void stopped(const std::string& request, const testing::Response& response) {
-    if (response.status == 0) return;
     std::lock_guard lock(mu);
-    stops.push_back(request + ": " + std::to_string(response.status) + " " + response.body);
+    stops.push_back(request + ": " +
+                    (response.status == 0 ? std::string("no answer (killed, or 10 s passed)")
+                                          : std::to_string(response.status) + " " + response.body));
   }
 
   void note_end() {
@@ -82,7 +83,7 @@ void stream(const std::string& url, emulator::FakeApiServer& api, std::atomic<in
   }
   for (const std::string& id : left_running) {
     auto done = testing::http_request(url, "POST", "/v1/jobs/" + id + "/done", "", kAdmin);
-    if (done.status == 0) return;
+    if (done.status == 0) return acked.stopped("POST /v1/jobs/" + id + "/done", done);
     if (done.status == 200) acked.note([&] { acked.done.insert(id); });
   }
   for (int step = 0;; ++step) {
@@ -285,6 +286,11 @@ TEST(DurabilityTest, RepeatedSigkillMidStreamLosesNothingAcknowledged) {
                (acked.changes >= target && acked.bound.size() >= binds &&
                 acked.done.size() >= completions);
       });
+    }
+    if (!(*server)->running()) {
+      const std::string log = (*server)->log();
+      ADD_FAILURE() << "life " << life << ": alloxd exited before it was killed; its log ends:\n"
+                    << log.substr(log.size() > 4000 ? log.size() - 4000 : 0);
     }
     (*server)->kill();
     client.join();
