@@ -24,10 +24,6 @@ struct PodFacts {
   std::string runs_as;   // namespace/name of the pod the job runs as (when running)
 };
 
-bool same_start(const PlannedStart& a, const PlannedStart& b) {
-  return a.slot == b.slot && a.node == b.node && a.device == b.device;
-}
-
 }  // namespace
 
 Controller::Controller(Planner& planner, ClusterFeed& feed, kube::KubeClient& client,
@@ -215,6 +211,14 @@ void Controller::reconcile() {
 
   // The pods this pass looks at, in the order of `pods` (as a full pass would act on them).
   std::vector<const Entry*> visit;
+  auto add = [&](const std::string& key) {
+    if (auto it = pods.find(key); it != pods.end()) visit.push_back(&*it);
+  };
+  auto add_job = [&](const std::string& job) {
+    if (auto it = pods_of_.find(job); it != pods_of_.end()) {
+      for (const std::string& key : it->second) add(key);
+    }
+  };
   last_full_ = now >= next_full_;
   if (last_full_) {
     next_full_ = now + options_.full_pass;
@@ -224,14 +228,6 @@ void Controller::reconcile() {
     visit.reserve(pods.size());
     for (const Entry& entry : pods) visit.push_back(&entry);
   } else {
-    auto add = [&](const std::string& key) {
-      if (auto it = pods.find(key); it != pods.end()) visit.push_back(&*it);
-    };
-    auto add_job = [&](const std::string& job) {
-      if (auto it = pods_of_.find(job); it != pods_of_.end()) {
-        for (const std::string& key : it->second) add(key);
-      }
-    };
     for (const std::string& key : active_) add(key);
     for (const std::string& key : changed) {
       add(key);
@@ -262,7 +258,7 @@ void Controller::reconcile() {
     if (plan != last_plan_) {
       for (const auto& [id, start] : plan->starts) {
         auto it = released_.find(id);
-        if (it == released_.end() || !same_start(it->second.start, start)) rescan.push_back(id);
+        if (it == released_.end() || it->second.start != start) rescan.push_back(id);
       }
     }
     auto if_started = [&](const std::string& id) {
@@ -325,13 +321,6 @@ void Controller::reconcile() {
     }
   }
   if (!last_full_) {
-    auto add_job = [&](const std::string& job) {
-      if (auto it = pods_of_.find(job); it != pods_of_.end()) {
-        for (const std::string& key : it->second) {
-          if (auto pod = pods.find(key); pod != pods.end()) visit.push_back(&*pod);
-        }
-      }
-    };
     for (const std::string& id : rescan) add_job(id);
     for (const std::string& id : dropped) add_job(id);
     std::sort(visit.begin(), visit.end(),

@@ -27,6 +27,8 @@ struct PlannedStart {
   std::string node;
   DeviceType device;
   int slot = -1;  // index into JobBook::slots()
+
+  bool operator==(const PlannedStart&) const = default;
 };
 
 struct PlannedWait {

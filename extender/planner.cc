@@ -542,7 +542,7 @@ std::vector<Status> Planner::admit_all(const std::vector<AdmitRequest>& admissio
         }
         auto known = admitted_.find(a.job_id);
         if (known != admitted_.end() && known->second.pod_key == a.pod_key &&
-            known->second.start.node == a.start.node && known->second.start.slot == a.start.slot &&
+            known->second.start == a.start &&
             std::chrono::duration<double>(at - known->second.at).count() <=
                 options_.admission_hold) {
           continue;  // as before: nothing to plan again
