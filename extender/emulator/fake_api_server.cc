@@ -17,6 +17,8 @@
 #include <thread>
 #include <vector>
 
+#include "extender/thread_priority.h"
+
 namespace allox::emulator {
 
 namespace beast = boost::beast;
@@ -576,7 +578,10 @@ struct FakeApiServer::Impl {
       std::lock_guard lock(mu);
       if (stopping.load()) return;
       sockets.push_back(socket);
-      connections.emplace_back([this, socket] { serve(socket); });
+      connections.emplace_back([this, socket] {
+        extender::name_this_thread("emu-api-conn");
+        serve(socket);
+      });
     }
   }
 };
@@ -603,7 +608,10 @@ FakeApiServer::FakeApiServer(FakeApiServerOptions options)
   if (impl.options.webhook) {
     impl.objects.set_admission([&impl](const json& pod) { return impl.admit(pod); });
   }
-  impl.accept_thread = std::thread([&impl] { impl.accept_loop(); });
+  impl.accept_thread = std::thread([&impl] {
+    extender::name_this_thread("emu-api-accept");
+    impl.accept_loop();
+  });
 }
 
 Expected<std::unique_ptr<FakeApiServer>> FakeApiServer::start(FakeApiServerOptions options) {

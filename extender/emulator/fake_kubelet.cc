@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "extender/emulator/attachment.h"
+#include "extender/thread_priority.h"
 
 namespace allox::emulator {
 
@@ -139,7 +140,10 @@ void FakeKubelet::start() {
         impl.woken = true;
         impl.cv.notify_one();
       });
-  impl.thread = std::thread([&impl] { impl.loop(); });
+  impl.thread = std::thread([&impl] {
+    extender::name_this_thread("emu-kubelets");
+    impl.loop();
+  });
 }
 
 bool FakeKubelet::idle() const {

@@ -17,6 +17,7 @@
 #include "extender/emulator/node_snapshot.h"
 #include "extender/extender_client.h"
 #include "extender/pod.h"
+#include "extender/thread_priority.h"
 
 namespace allox::emulator {
 
@@ -970,9 +971,15 @@ void KubeScheduler::start() {
         impl.woken = true;
         impl.changes_cv.notify_one();
       });
-  impl.thread = std::thread([&impl] { impl.loop(); });
+  impl.thread = std::thread([&impl] {
+    extender::name_this_thread("emu-scheduler");
+    impl.loop();
+  });
   for (int i = 0; i < std::max(1, impl.options.parallel_binds); ++i) {
-    impl.binders.emplace_back([&impl] { impl.binder(); });
+    impl.binders.emplace_back([&impl] {
+      extender::name_this_thread("emu-binder");
+      impl.binder();
+    });
   }
 }
 
