@@ -655,8 +655,8 @@ TEST(ControllerTest, AFullPassDoesNotNudgeAParkedReleasedPodAgainBeforeRenudge) 
   ControllerOptions options;
   options.full_pass = std::chrono::milliseconds(0);  // every pass is full
   options.renudge = std::chrono::hours(1);
-  Controller full(
-      *f.planner, *f.feed, f.client, f.events, f.actions, [] { return true; }, options);
+  std::unique_ptr<Controller> own = f.own_controller(options);
+  Controller& full = *own;
   f.feed->node_handler().on_replace({testing::make_node("g1", "1", "0")});
   f.feed->pod_handler().on_replace({turned_away(variant("a-gpu", "a", "nvidia.com/gpu", false))});
   for (int i = 0; i < 3; ++i) {

@@ -270,13 +270,13 @@ TEST(DurabilityTest, RepeatedSigkillMidStreamLosesNothingAcknowledged) {
 
     // Run the stream, and pull the plug after a random number of acknowledged changes, while
     // requests are in flight.
-    // The first life runs until jobs were bound and one completed as well (a kill point drawn
-    // from the changes alone often falls before the first plan, in every life).
     std::thread client([&, url] {
       stream(url, api, next_job, acked);
       acked.note_end();
     });
     {
+      // The first life runs until jobs were bound and one completed as well (a kill point drawn
+      // from the changes alone often falls before the first plan, in every life).
       std::unique_lock lock(acked.mu);
       const int target = acked.changes + 1 + static_cast<int>(random() % 12);
       const std::size_t binds = life == 0 ? 2 : 0, completions = life == 0 ? 1 : 0;
