@@ -568,6 +568,37 @@ TEST(StoreTest, AVersionOneDatabaseIsMigrated) {
   EXPECT_TRUE(Store::open(path).ok()) << "a migrated database opens again";
 }
 
+TEST(StoreTest, ANewStoreUsesSmallPagesAndAnOldOneKeepsItsOwn) {
+  testing::ScratchDir dir;
+  const std::string fresh = dir.file("fresh.db");
+  {
+    auto store = Store::open(fresh);
+    ASSERT_TRUE(store.ok()) << store.message();
+    ASSERT_TRUE(
+        (*store)->record_arrival(arrival("lab/a", "lab", 1), pod_of("lab/a", "a", "u")).ok());
+  }
+  EXPECT_EQ(1024, RawDb(fresh).count("PRAGMA page_size"));
+
+  const std::string old = dir.file("old.db");
+  {
+    RawDb four_kb(old);
+    ASSERT_EQ(SQLITE_OK, four_kb.exec("PRAGMA page_size=4096; CREATE TABLE t (x INTEGER);"));
+  }
+  {
+    auto store = Store::open(old);
+    ASSERT_TRUE(store.ok()) << store.message();
+    ASSERT_TRUE(
+        (*store)->record_arrival(arrival("lab/b", "lab", 2), pod_of("lab/b", "b", "v")).ok());
+  }
+  EXPECT_EQ(4096, RawDb(old).count("PRAGMA page_size"));
+  auto reopened = Store::open(old);
+  ASSERT_TRUE(reopened.ok()) << reopened.message();
+  auto state = (*reopened)->load();
+  ASSERT_TRUE(state.ok()) << state.message();
+  ASSERT_EQ(1u, state->jobs.size());
+  EXPECT_EQ("lab/b", state->jobs[0].id);
+}
+
 TEST(StoreTest, UnopenablePathIsAnError) {
   auto store = Store::open("/nonexistent-dir/x/state.db");
   ASSERT_FALSE(store.ok());
