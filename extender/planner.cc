@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <string_view>
 #include <unordered_map>
 
@@ -365,45 +366,112 @@ Status Planner::drop_bind_intent(std::int64_t job_row) {
   return store_->drop_bind_intent(job_row);
 }
 
+struct Planner::StartCall {
+  const JobVariant& variant;
+  const std::string& node;
+  int preferred_slot;
+  Durability durability;
+  std::optional<Expected<Started>> result;  // written by the group's recorder
+  bool recorded = false;                    // needs a store write (not a repeat)
+  bool done = false;  // under start_group_mu_: result is final and the recorder let go of it
+};
+
 Expected<Planner::Started> Planner::record_start(const JobVariant& variant, const std::string& node,
                                                  int preferred_slot, Durability durability) {
-  Started started;
+  StartCall call{variant, node, preferred_slot, durability, std::nullopt};
+  std::unique_lock lock(start_group_mu_);
+  start_forming_.push_back(&call);
+  while (!call.done) {
+    if (start_recording_) {
+      start_group_cv_.wait(lock);
+      continue;
+    }
+    // Ours is in the forming group (no one took it, or it would be done by now).
+    start_recording_ = true;
+    std::vector<StartCall*> group;
+    group.swap(start_forming_);
+    lock.unlock();
+    record_start_group(group);
+    lock.lock();
+    for (StartCall* member : group) member->done = true;  // its caller may return from here on
+    start_recording_ = false;
+    start_group_cv_.notify_all();
+  }
+  return std::move(*call.result);
+}
+
+void Planner::record_start_group(const std::vector<StartCall*>& group) {
+  bool started_any = false;
   {
     std::lock_guard write(write_mu_);
     const double started_at = now();
     {
       std::unique_lock lock(book_mu_);
-      // Idempotent: the watch may report the binding (ClusterFeed) before /bind records it,
-      // and a short job may even have finished by then: this very run is not a second start.
-      if (const BookJob* job = book_.job(variant.job_id);
-          job != nullptr &&
-          (job->record.phase == JobPhase::kRunning || job->record.phase == JobPhase::kDone) &&
-          job->record.node == node && job->record.pod_namespace == variant.pod.namespace_name &&
-          job->record.pod_name == variant.pod.name) {
-        started.record = job->record;
-        return started;
-      }
-      auto record = book_.start(variant.job_id, variant, node, preferred_slot, started_at);
-      if (!record) return record.error();
-      started.record = *record;
-      if (auto waited = completion_to_bind_.bound(node, variant.device, started_at)) {
-        metrics_.record_completion_to_bind(*waited);
-      }
-      for (const auto& [key, v] : book_.job(variant.job_id)->variants) {
-        // Only in the bound pod's namespace: a job never spans tenants (extender/pod.h).
-        if (key != pod_key(variant.pod) && v.pod.namespace_name == variant.pod.namespace_name) {
-          started.unused_variants.push_back(v.pod);
+      for (StartCall* call : group) {
+        const JobVariant& variant = call->variant;
+        // Idempotent: the watch may report the binding (ClusterFeed) before /bind records it,
+        // and a short job may even have finished by then: this very run is not a second start.
+        if (const BookJob* job = book_.job(variant.job_id);
+            job != nullptr &&
+            (job->record.phase == JobPhase::kRunning || job->record.phase == JobPhase::kDone) &&
+            job->record.node == call->node &&
+            job->record.pod_namespace == variant.pod.namespace_name &&
+            job->record.pod_name == variant.pod.name) {
+          call->result = Started{job->record, {}};
+          continue;
         }
+        auto record =
+            book_.start(variant.job_id, variant, call->node, call->preferred_slot, started_at);
+        if (!record) {
+          call->result = record.error();
+          continue;
+        }
+        Started started{*record, {}};
+        if (auto waited = completion_to_bind_.bound(call->node, variant.device, started_at)) {
+          metrics_.record_completion_to_bind(*waited);
+        }
+        for (const auto& [key, v] : book_.job(variant.job_id)->variants) {
+          // Only in the bound pod's namespace: a job never spans tenants (extender/pod.h).
+          if (key != pod_key(variant.pod) && v.pod.namespace_name == variant.pod.namespace_name) {
+            started.unused_variants.push_back(v.pod);
+          }
+        }
+        call->result = std::move(started);
+        call->recorded = true;
+        started_any = true;
       }
     }
-    // The store after the book, outside the book's lock (still the one writer): the start needs
-    // the book's slot, and /filter readers need not wait for a commit. Its bind intent is on
-    // disk already, so a failure here is settled from spec.nodeName after a restart.
-    if (auto s = store_->record_start(started.record, durability); !s) return s.error();
-    metrics_.record_time_to_bind(std::max(0.0, started_at - started.record.arrival));
+    // The store after the book, outside the book's lock (still the one writer): a start needs
+    // the book's slot, and /filter readers need not wait for a commit. One transaction for the
+    // group, as durable as its most demanding call. A bind's intent is on disk already, so a
+    // failure here is settled from spec.nodeName after a restart.
+    if (started_any) {
+      Durability durability = Durability::kWritten;
+      for (const StartCall* call : group) {
+        if (call->recorded && call->durability == Durability::kSynced) {
+          durability = Durability::kSynced;
+        }
+      }
+      const Status written = store_->batch(
+          [&]() -> Status {
+            for (const StartCall* call : group) {
+              if (!call->recorded) continue;
+              if (auto s = store_->record_start((*call->result)->record, durability); !s) return s;
+            }
+            return OkStatus();
+          },
+          durability);
+      for (StartCall* call : group) {
+        if (!call->recorded) continue;
+        if (!written) {
+          call->result = written.error();
+          continue;
+        }
+        metrics_.record_time_to_bind(std::max(0.0, started_at - (*call->result)->record.arrival));
+      }
+    }
   }
-  wake();
-  return started;
+  if (started_any) wake();
 }
 
 Status Planner::complete(const std::string& job_id, Durability durability) {

@@ -121,7 +121,8 @@ class Planner {
   // Records that `variant` was bound to `node` (on `preferred_slot` when it is free there).
   // unused_variants holds only pods in variant's namespace: a job never spans tenants. Idempotent:
   // a start already recorded for this pod on this node (the watch saw the binding first, and
-  // perhaps the pod's end too) is returned.
+  // perhaps the pod's end too) is returned. Concurrent calls (kube-scheduler's binds run side by
+  // side) are recorded as one group: one hold of the writers' lock, one store transaction.
   Expected<Started> record_start(const JobVariant& variant, const std::string& node,
                                  int preferred_slot, Durability durability = Durability::kSynced);
   // The job finished (its pod succeeded, failed or vanished, or an operator said so).
@@ -243,6 +244,17 @@ class Planner {
   std::vector<std::pair<std::string, PlannedStart>> hold_admitted(PlanInput& input,
                                                                   double now) const;
   CompletionToBind completion_to_bind_;  // under book_mu_
+
+  // record_start's groups (leader/follower, as the store's bind intents): a call joins the
+  // forming group; whoever finds no group being recorded records the whole forming group. With
+  // 16 binds in flight, one each would queue 16 holds of write_mu_ (each a store commit) ahead of
+  // the watch's changes, and the watch would fall seconds behind the cluster.
+  struct StartCall;
+  void record_start_group(const std::vector<StartCall*>& group);
+  std::mutex start_group_mu_;
+  std::condition_variable start_group_cv_;
+  std::vector<StartCall*> start_forming_;  // under start_group_mu_
+  bool start_recording_ = false;           // under start_group_mu_
   ShareHistory share_history_;
 
   mutable std::mutex wake_mu_;
