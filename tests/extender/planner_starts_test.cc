@@ -36,6 +36,16 @@ struct Books {
     EXPECT_TRUE(made.ok()) << made.message();
     return made.ok() ? std::move(*made) : nullptr;
   }
+  // A planner over the store with jobs 0..kJobs-1 queued (null on a failure, reported).
+  std::unique_ptr<Planner> open_with_jobs() {
+    auto planner = open();
+    for (int j = 0; planner && j < kJobs; ++j) {
+      auto registered = planner->register_variant(variant(j), Durability::kWritten);
+      EXPECT_TRUE(registered.ok()) << registered.message();
+      if (!registered) return nullptr;
+    }
+    return planner;
+  }
   JobVariant variant(int job) const {
     auto pod = testing::make_pod("lab", "p" + std::to_string(job), "nvidia.com/gpu",
                                  {{"allox.io/job", "j" + std::to_string(job)}});
@@ -63,11 +73,8 @@ void all_at_once(int threads, Call call) {
 TEST(PlannerStartsTest, ConcurrentStartsAreEachAnsweredAndSurviveARestart) {
   Books books;
   {
-    auto planner = books.open();
+    auto planner = books.open_with_jobs();
     ASSERT_NE(nullptr, planner);
-    for (int j = 0; j < kJobs; ++j) {
-      ASSERT_TRUE(planner->register_variant(books.variant(j), Durability::kWritten).ok());
-    }
     std::vector<std::string> errors(kJobs);
     std::vector<std::string> nodes(kJobs);
     all_at_once(kJobs, [&](int j) {
@@ -106,11 +113,8 @@ TEST(PlannerStartsTest, ConcurrentStartsAreEachAnsweredAndSurviveARestart) {
 
 TEST(PlannerStartsTest, AGroupAnswersRepeatsAndRefusalsOneByOne) {
   Books books;
-  auto planner = books.open();
+  auto planner = books.open_with_jobs();
   ASSERT_NE(nullptr, planner);
-  for (int j = 0; j < kJobs; ++j) {
-    ASSERT_TRUE(planner->register_variant(books.variant(j), Durability::kWritten).ok());
-  }
   // Threads 0-15 bind job 0 to n0 (the watch and /bind reporting one binding: a repeat, not a
   // second start); threads 16-31 bind jobs 1-16 onto n1 (one machine: a single one can win);
   // threads 32-47 bind jobs 17-32 to nodes of their own.
