@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
 #include <map>
 #include <optional>
 #include <string_view>
@@ -391,7 +392,15 @@ Expected<Planner::Started> Planner::record_start(const JobVariant& variant, cons
     std::vector<StartCall*> group;
     group.swap(start_forming_);
     lock.unlock();
-    record_start_group(group);
+    try {
+      record_start_group(group);
+    } catch (const std::exception& e) {
+      // Every member must get an answer and the next group a recorder, whatever went wrong.
+      for (StartCall* member : group) {
+        if (!member->result)
+          member->result = Error{"recording the start failed: " + std::string(e.what())};
+      }
+    }
     lock.lock();
     for (StartCall* member : group) member->done = true;  // its caller may return from here on
     start_recording_ = false;
