@@ -76,9 +76,23 @@ TEST(HttpServerTest, JobsAreAddressedWithEncodedOrPlainSlashes) {
   auto bind = server.post("/bind", R"({"PodName":"p","PodNamespace":"lab","Node":"g"})");
   ASSERT_EQ(200, bind.status);
   EXPECT_EQ("", json::parse(bind.body)["Error"]);
-  EXPECT_EQ(200, server.post("/v1/jobs/lab/p/done", "", kAdmin).status);
+  auto first = server.post("/v1/jobs/lab/p/done", "", kAdmin);
+  ASSERT_EQ(200, first.status);
+  EXPECT_EQ(false, json::parse(first.body)["already_recorded"]);
   EXPECT_EQ("done", json::parse(server.get("/v1/jobs/lab/p").body)["phase"]);
-  EXPECT_EQ(409, server.post("/v1/jobs/lab/p/done", "", kAdmin).status);
+  // A repeat (the watch saw the pod succeed first, or a retry) is answered, not refused.
+  auto repeat = server.post("/v1/jobs/lab/p/done", "", kAdmin);
+  ASSERT_EQ(200, repeat.status);
+  EXPECT_EQ(true, json::parse(repeat.body)["already_recorded"]);
+}
+
+TEST(HttpServerTest, ACompletionReportForAJobThatNeverRanConflicts) {
+  ServerFixture server({{"g", {{"gpu", 1}}}});
+  server.post("/filter", testing::filter_body(make_pod("lab", "q", "nvidia.com/gpu"), {"g"}));
+  auto queued = server.post("/v1/jobs/lab/q/done", "", kAdmin);
+  EXPECT_EQ(409, queued.status);
+  EXPECT_NE(std::string::npos, queued.body.find("not running")) << queued.body;
+  EXPECT_EQ("queued", json::parse(server.get("/v1/jobs/lab/q").body)["phase"]);
 }
 
 TEST(HttpServerTest, StatusCodesForBadRequests) {
