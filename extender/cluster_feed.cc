@@ -110,7 +110,7 @@ class ClusterFeed::PodHandler final : public kube::InformerHandler {
                             pod->phase});
       if (!pod->deleting) seen[key_of(pod->ref.namespace_name, pod->ref.name)] = *pod;
     }
-    register_pending();  // what the last watch saw comes before this list
+    flush_pending();  // what the last watch saw comes before this list
     // Binds in doubt (intents a crash left behind) are settled from this full list first: a
     // pod with spec.nodeName was bound, one without (or absent) was not.
     planner_.reconcile_binds(placements, /*complete=*/true);
@@ -123,7 +123,7 @@ class ClusterFeed::PodHandler final : public kube::InformerHandler {
     }
     for (const ObservedPod& pod : gone) forget(pod);
     for (const auto& [key, pod] : seen) apply(pod);
-    register_pending();
+    flush_pending();
     synced_.store(true);
     if (on_change_) on_change_();
   }
@@ -136,7 +136,7 @@ class ClusterFeed::PodHandler final : public kube::InformerHandler {
       // Being deleted, or no longer ours: gone, if we knew it.
       forget_if_known(identity->namespace_name, identity->name);
     }
-    if (on_change_) on_change_();
+    notify_unless_pending();
   }
 
   void on_delete(const json& object) override {
@@ -144,12 +144,18 @@ class ClusterFeed::PodHandler final : public kube::InformerHandler {
     auto identity = pod_identity(object);
     if (!identity) return;
     forget_if_known(identity->namespace_name, identity->name);
-    if (on_change_) on_change_();
+    notify_unless_pending();
   }
 
   void on_caught_up() override {
     Handling handling(handling_);
-    if (register_pending() && on_change_) on_change_();
+    if (flush_pending() && on_change_) on_change_();
+  }
+
+  // The controller is told once the planner has what the watch showed: with a burst pending,
+  // that is when on_caught_up records it.
+  void notify_unless_pending() {
+    if (on_change_ && !pending_work_.load()) on_change_();
   }
 
   // forget() runs outside mu_: it calls into the planner, which must not wait on the feed.
@@ -164,7 +170,7 @@ class ClusterFeed::PodHandler final : public kube::InformerHandler {
   }
 
   bool synced() const { return synced_.load(); }
-  bool busy() const { return handling_.load() > 0 || registering_.load(); }
+  bool busy() const { return handling_.load() > 0 || pending_work_.load(); }
   std::map<std::string, ObservedPod> pods() const {
     std::lock_guard lock(mu_);
     return pods_;
@@ -244,21 +250,22 @@ class ClusterFeed::PodHandler final : public kube::InformerHandler {
     }
     if (!pod.variant) return;
     const JobVariant& variant = *pod.variant;
-    const bool waiting = pod.node_name.empty() && pod.phase != "Succeeded" && pod.phase != "Failed";
-    // Only a waiting pod's registration joins the pending batch, and only once: anything else
-    // reads or changes the book, which must first hold what was seen before it.
-    if (!waiting || pending_keys_.count(key) > 0) register_pending();
+    // A pod whose registration is pending is read from the book only once the book has it.
+    if (pending_keys_.count(key) > 0) flush_pending();
     Standing now = standing(pod);
     if (pod.phase == "Succeeded" || pod.phase == "Failed") {
-      if (now == Standing::kRunsAsThisPod) {
-        log_unless_ok(planner_.complete(variant.job_id, Durability::kWritten),
-                      "could not record a completion", variant);
+      // The book does not show a pending completion yet: the set keeps it to one.
+      if (now == Standing::kRunsAsThisPod &&
+          pending_completion_jobs_.insert(variant.job_id).second) {
+        pending_completions_.push_back(variant);
+        pending_work_.store(true);
       }
       return;
     }
     if (!pod.node_name.empty()) {
       // Bound (by our /bind, or before a restart): the job runs there.
       if (now == Standing::kUnknown || now == Standing::kWaiting) {
+        flush_pending();  // the start may take a machine a pending completion frees
         auto registered = planner_.register_variant(variant, Durability::kWritten);
         log_unless_ok(registered, "could not record a bound pod", variant);
         if (registered) {
@@ -273,27 +280,43 @@ class ClusterFeed::PodHandler final : public kube::InformerHandler {
     if (now == Standing::kUnknown || now == Standing::kWaiting) {
       pending_.push_back(variant);
       pending_keys_.insert(std::move(key));
-      registering_.store(true);
+      pending_work_.store(true);
     }
   }
 
-  // The waiting pods seen since the last call, registered in one store transaction (a burst of
-  // new pods costs one commit, not one each). True when there were any.
-  bool register_pending() {
-    if (pending_.empty()) return false;
+  // What the watch showed since the last call, recorded in bursts: the waiting pods registered
+  // in one store transaction, then the ended jobs completed in another (a burst of pods costs
+  // one commit and one hold of the planner's writers' lock, not one each). They touch different
+  // jobs (a pod is waiting or its job runs), so registering first keeps the watch's order where
+  // it matters. True when there was anything.
+  bool flush_pending() {
+    if (pending_.empty() && pending_completions_.empty()) return false;
     std::vector<JobVariant> batch;
     batch.swap(pending_);
     pending_keys_.clear();
-    const std::vector<Status> outcomes = planner_.register_variants(batch, Durability::kWritten);
-    for (std::size_t i = 0; i < batch.size(); ++i) {
-      log_unless_ok(outcomes[i], "could not record a pod", batch[i]);
+    std::vector<JobVariant> ended;
+    ended.swap(pending_completions_);
+    pending_completion_jobs_.clear();
+    if (!batch.empty()) {
+      const std::vector<Status> outcomes = planner_.register_variants(batch, Durability::kWritten);
+      for (std::size_t i = 0; i < batch.size(); ++i) {
+        log_unless_ok(outcomes[i], "could not record a pod", batch[i]);
+      }
     }
-    registering_.store(false);
+    if (!ended.empty()) {
+      std::vector<std::string> ids;
+      ids.reserve(ended.size());
+      for (const JobVariant& variant : ended) ids.push_back(variant.job_id);
+      const std::vector<Status> outcomes = planner_.complete_all(ids, Durability::kWritten);
+      for (std::size_t i = 0; i < ended.size(); ++i) {
+        log_unless_ok(outcomes[i], "could not record a completion", ended[i]);
+      }
+    }
+    pending_work_.store(false);
     return true;
   }
 
   void forget(const ObservedPod& pod) {
-    register_pending();
     {
       std::lock_guard lock(mu_);
       std::string key = key_of(pod.ref.namespace_name, pod.ref.name);
@@ -301,11 +324,17 @@ class ClusterFeed::PodHandler final : public kube::InformerHandler {
       mark_dirty(std::move(key));
     }
     if (!pod.variant) return;
+    // A deleted pod's registration may be pending: the book must have it to forget it.
+    const std::string key = key_of(pod.ref.namespace_name, pod.ref.name);
+    if (pending_keys_.count(key) > 0) flush_pending();
     Standing now = standing(pod);
     if (now == Standing::kRunsAsThisPod) {
-      log_unless_ok(planner_.complete(pod.variant->job_id, Durability::kWritten),
-                    "could not record a completion", *pod.variant);
+      if (pending_completion_jobs_.insert(pod.variant->job_id).second) {
+        pending_completions_.push_back(*pod.variant);
+        pending_work_.store(true);
+      }
     } else if (now == Standing::kWaiting) {
+      flush_pending();  // its other variants' registrations and the ends before it come first
       log_unless_ok(planner_.remove_variant(pod.variant->pod), "could not forget a deleted pod",
                     *pod.variant);
     }
@@ -330,10 +359,13 @@ class ClusterFeed::PodHandler final : public kube::InformerHandler {
   std::uint64_t generation_ = 0;  // bumped by every sync_pods: the mirror it brought up to date
   std::atomic<bool> synced_{false};
   std::atomic<int> handling_{0};
-  // Waiting pods whose registration is pending (informer thread only), until register_pending.
+  // Waiting pods whose registration is pending and jobs whose end is (informer thread only),
+  // until flush_pending.
   std::vector<JobVariant> pending_;
   std::set<std::string> pending_keys_;
-  std::atomic<bool> registering_{false};  // pending_ is not empty: the feed is busy
+  std::vector<JobVariant> pending_completions_;
+  std::set<std::string> pending_completion_jobs_;
+  std::atomic<bool> pending_work_{false};  // either is not empty: the feed is busy
 };
 
 class ClusterFeed::NodeHandler final : public kube::InformerHandler {

@@ -93,8 +93,8 @@ class ClusterFeed {
 
   // The handlers, exposed for tests that feed objects without a server. pod_handler() hands
   // each event over alone, as a watch that reads one event at a time (on_caught_up after each);
-  // pod_watch_handler() is the informer's own, where a waiting pod's registration may pend
-  // until on_caught_up.
+  // pod_watch_handler() is the informer's own, where a waiting pod's registration and an ended
+  // pod's completion may pend until on_caught_up.
   kube::InformerHandler& pod_handler();
   kube::InformerHandler& pod_watch_handler();
   kube::InformerHandler& node_handler();

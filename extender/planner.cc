@@ -323,6 +323,16 @@ Expected<std::uint64_t> Planner::register_variant(const JobVariant& variant,
 std::vector<Status> Planner::register_variants(const std::vector<JobVariant>& variants,
                                                Durability durability) {
   std::vector<Status> outcomes(variants.size(), OkStatus());
+  {
+    // Most of a watch's waiting pods are ones the book holds already as they are (a gate
+    // removed, a status written): those need no writers' lock and no transaction, as in
+    // register_variant. Only a burst with a change goes on.
+    std::shared_lock lock(book_mu_);
+    const bool any_change = std::any_of(variants.begin(), variants.end(), [&](const JobVariant& v) {
+      return !admitted_as_another(v) && book_.classify(v) != JobBook::Change::kNone;
+    });
+    if (!any_change) return outcomes;
+  }
   std::vector<VariantChange> changes;
   Status written = OkStatus();
   if (variants.size() > 1) {
@@ -512,6 +522,81 @@ Status Planner::complete(const std::string& job_id, Durability durability) {
   }
   wake();
   return OkStatus();
+}
+
+std::vector<Status> Planner::complete_all(const std::vector<std::string>& job_ids,
+                                          Durability durability) {
+  std::vector<Status> outcomes(job_ids.size(), OkStatus());
+  if (job_ids.size() == 1) outcomes[0] = complete(job_ids[0], durability);
+  if (job_ids.size() <= 1) return outcomes;
+  struct Finish {
+    std::size_t index;
+    std::string node;
+    DeviceType device;
+    std::int64_t row;
+  };
+  std::vector<Finish> finishes;
+  std::vector<std::pair<std::size_t, std::size_t>> repeats;  // (index, index of the first)
+  Status written = OkStatus();
+  {
+    // As complete(), for the whole burst: the rows read as the one writer, the store written
+    // holding no lock of the book's, then the book.
+    std::lock_guard write(write_mu_);
+    {
+      std::shared_lock lock(book_mu_);
+      std::unordered_map<std::string_view, std::size_t> first;
+      for (std::size_t i = 0; i < job_ids.size(); ++i) {
+        const std::string& job_id = job_ids[i];
+        if (auto [at, fresh] = first.emplace(job_id, i); !fresh) {
+          repeats.emplace_back(i, at->second);
+          continue;
+        }
+        const BookJob* job = book_.job(job_id);
+        if (job == nullptr) {
+          outcomes[i] = Error{"job " + job_id + " is unknown to allox"};
+        } else if (job->record.phase != JobPhase::kRunning) {
+          outcomes[i] =
+              Error{"job " + job_id + " is " + phase_name(job->record.phase) + ", not running"};
+        } else {
+          finishes.push_back({i, job->record.node, job->record.device, job->record.row});
+        }
+      }
+    }
+    if (finishes.empty()) {
+      for (auto [i, original] : repeats) outcomes[i] = outcomes[original];
+      return outcomes;
+    }
+    const double finish = now();
+    written = store_->batch(
+        [&]() -> Status {
+          for (const Finish& f : finishes) {
+            if (auto s = store_->record_finish(f.row, finish, durability); !s) return s;
+          }
+          return OkStatus();
+        },
+        durability);
+    if (written) {
+      std::unique_lock lock(book_mu_);
+      for (const Finish& f : finishes) {
+        const std::string& job_id = job_ids[f.index];
+        if (auto r = book_.finish(job_id, finish); !r) {
+          outcomes[f.index] = r.error();
+          continue;
+        }
+        completion_to_bind_.freed(f.node, f.device, finish, book_.queued_count() > 0);
+        admitted_.erase(job_id);
+      }
+      freed_version_.store(book_.version(), std::memory_order_release);
+    }
+  }
+  if (written) {
+    wake();
+  } else {
+    // The burst's transaction kept nothing: each alone, so one bad row fails only itself.
+    for (const Finish& f : finishes) outcomes[f.index] = complete(job_ids[f.index], durability);
+  }
+  for (auto [i, original] : repeats) outcomes[i] = outcomes[original];
+  return outcomes;
 }
 
 Status Planner::remove_variant(const PodIdentity& pod) {

@@ -127,6 +127,11 @@ class Planner {
                                  int preferred_slot, Durability durability = Durability::kSynced);
   // The job finished (its pod succeeded, failed or vanished, or an operator said so).
   Status complete(const std::string& job_id, Durability durability = Durability::kSynced);
+  // complete() for each (the watch's burst of ended pods): one hold of the writers' lock, one
+  // store transaction (each alone when it fails), one update of the book; an outcome per id. An
+  // id given twice is completed once (the second is answered as the first).
+  std::vector<Status> complete_all(const std::vector<std::string>& job_ids,
+                                   Durability durability = Durability::kSynced);
   // An admin removes a queued job for good; its pods are refused from then on.
   Status remove(const std::string& job_id);
   // Settles bind intents from pods as the API server shows them: a pod with spec.nodeName was

@@ -82,9 +82,9 @@ TEST(ClusterFeedTest, AReListWithoutAPodTheWatchShowedForgetsIt) {
 }
 
 // The informer's own handler: a burst of waiting pods read at once is registered at
-// on_caught_up, in one store transaction; until then the feed is busy. Anything that is not a
-// waiting pod's registration (a bind seen, a deletion) first registers what came before it, so
-// the order of the watch is kept.
+// on_caught_up, in one store transaction; until then the feed is busy. A pod whose registration
+// is pending is registered before anything else reads or changes it, so the order of the watch
+// is kept where it matters.
 TEST(ClusterFeedTest, AWatchBurstOfWaitingPodsIsRegisteredWhenTheWatchCatchesUp) {
   Fixture f;
   kube::InformerHandler& watch = f.feed->pod_watch_handler();
@@ -124,6 +124,68 @@ TEST(ClusterFeedTest, AWatchBurstOfWaitingPodsIsRegisteredWhenTheWatchCatchesUp)
   f.planner = std::move(*restored);
   EXPECT_EQ((std::vector<std::string>{"lab/a-cpu", "lab/a-gpu"}), f.variants("lab/a"));
   EXPECT_EQ(std::vector<std::string>{"lab/b-gpu"}, f.variants("lab/b"));
+}
+
+JobPhase phase_of(const Planner& planner, const std::string& job) {
+  return planner.read([&](const JobBook& book) {
+    const BookJob* j = book.job(job);
+    return j == nullptr ? JobPhase::kRemoved : j->record.phase;
+  });
+}
+
+// The pods that ended in a burst are completed at on_caught_up, in one store transaction, each
+// job once (its pod's Succeeded and then its deletion are one end); until then the feed is busy.
+// A start seen in the same burst that needs a machine one of them frees finds it free.
+TEST(ClusterFeedTest, AWatchBurstOfEndedPodsIsCompletedOnceWhenTheWatchCatchesUp) {
+  Fixture f;
+  f.feed->node_handler().on_replace({testing::make_node("g1", "1"), testing::make_node("g2", "1")});
+  kube::InformerHandler& watch = f.feed->pod_watch_handler();
+  auto on = [](json pod, const std::string& node, const std::string& phase) {
+    pod["spec"]["nodeName"] = node;
+    if (!phase.empty()) pod["status"]["phase"] = phase;
+    return pod;
+  };
+  const json a = variant("a-gpu", "a", "nvidia.com/gpu");
+  const json b = variant("b-gpu", "b", "nvidia.com/gpu");
+  watch.on_replace({on(a, "g1", "Running"), on(b, "g2", "Running")});
+  ASSERT_EQ(JobPhase::kRunning, phase_of(*f.planner, "lab/a"));
+  ASSERT_EQ(JobPhase::kRunning, phase_of(*f.planner, "lab/b"));
+
+  watch.on_upsert(on(a, "g1", "Succeeded"));
+  watch.on_upsert(on(b, "g2", "Failed"));
+  watch.on_delete(on(a, "g1", "Succeeded"));
+  EXPECT_TRUE(f.feed->busy());
+  EXPECT_EQ(JobPhase::kRunning, phase_of(*f.planner, "lab/a"));
+  EXPECT_EQ(JobPhase::kRunning, phase_of(*f.planner, "lab/b"));
+  watch.on_caught_up();
+  EXPECT_FALSE(f.feed->busy());
+  EXPECT_EQ(JobPhase::kDone, phase_of(*f.planner, "lab/a"));
+  EXPECT_EQ(JobPhase::kDone, phase_of(*f.planner, "lab/b"));
+
+  // c's pod is bound to g2 in the burst that shows d's end there: d's end is recorded first.
+  const json c = variant("c-gpu", "c", "nvidia.com/gpu");
+  const json d = variant("d-gpu", "d", "nvidia.com/gpu");
+  watch.on_upsert(on(d, "g2", "Running"));
+  watch.on_caught_up();
+  ASSERT_EQ(JobPhase::kRunning, phase_of(*f.planner, "lab/d"));
+  watch.on_upsert(c);
+  watch.on_upsert(on(d, "g2", "Succeeded"));
+  watch.on_upsert(on(c, "g2", ""));
+  EXPECT_EQ(JobPhase::kDone, phase_of(*f.planner, "lab/d"));
+  EXPECT_EQ(JobPhase::kRunning, phase_of(*f.planner, "lab/c"));
+  watch.on_caught_up();
+  f.planner->read([](const JobBook& book) { EXPECT_EQ(0, book.capacity("g2", "gpu").free); });
+
+  // The ends are in the store: a planner restored from it has them.
+  f.feed.reset();
+  f.planner.reset();
+  auto restored =
+      Planner::create(f.config, make_policy("fifo", PolicyOptions{}).value(), f.metrics);
+  ASSERT_TRUE(restored.ok()) << restored.message();
+  EXPECT_EQ(JobPhase::kDone, phase_of(**restored, "lab/a"));
+  EXPECT_EQ(JobPhase::kDone, phase_of(**restored, "lab/b"));
+  EXPECT_EQ(JobPhase::kDone, phase_of(**restored, "lab/d"));
+  EXPECT_EQ(JobPhase::kRunning, phase_of(**restored, "lab/c"));
 }
 
 // sync_pods copies only what changed since a mirror's last sync; the definition it must meet is

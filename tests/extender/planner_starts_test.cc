@@ -1,6 +1,7 @@
 // extender/planner.h's record_start under concurrent binds: the calls in flight together are
 // recorded as one group (one hold of the writers' lock, one store transaction), and each caller
-// still gets its own answer, durable as before.
+// still gets its own answer, durable as before. And complete_all, the watch's burst of ends:
+// one transaction, an answer per job.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -146,6 +147,42 @@ TEST(PlannerStartsTest, AGroupAnswersRepeatsAndRefusalsOneByOne) {
   planner->read([&](const JobBook& book) {
     EXPECT_EQ(static_cast<std::size_t>(1 + 1 + 16), book.running_count());
     EXPECT_EQ(JobPhase::kRunning, book.job("lab/j0")->record.phase);
+  });
+}
+
+TEST(PlannerStartsTest, ABurstOfEndsAnswersEachJobAndSurvivesARestart) {
+  Books books;
+  {
+    auto planner = books.open_with_jobs();
+    ASSERT_NE(nullptr, planner);
+    for (int j = 0; j < 4; ++j) {
+      auto started = planner->record_start(books.variant(j), "n" + std::to_string(j), -1,
+                                           Durability::kWritten);
+      ASSERT_TRUE(started.ok()) << started.message();
+    }
+    const std::vector<Status> outcomes = planner->complete_all(
+        {"lab/j0", "lab/j1", "lab/j0", "lab/j2", "lab/nobody", "lab/j20"}, Durability::kWritten);
+    ASSERT_EQ(6u, outcomes.size());
+    for (int i : {0, 1, 2, 3}) EXPECT_TRUE(outcomes[i].ok()) << i << ": " << outcomes[i].message();
+    EXPECT_NE(std::string::npos, outcomes[4].message().find("unknown")) << outcomes[4].message();
+    EXPECT_NE(std::string::npos, outcomes[5].message().find("queued, not running"))
+        << outcomes[5].message();
+    planner->read([&](const JobBook& book) {
+      for (int j = 0; j < 3; ++j) {
+        EXPECT_EQ(JobPhase::kDone, book.job("lab/j" + std::to_string(j))->record.phase) << j;
+        EXPECT_EQ(1, book.capacity("n" + std::to_string(j), "gpu").free) << "node n" << j;
+      }
+      EXPECT_EQ(JobPhase::kRunning, book.job("lab/j3")->record.phase);
+      EXPECT_EQ(JobPhase::kQueued, book.job("lab/j20")->record.phase);
+    });
+  }
+  auto reopened = books.open();
+  ASSERT_NE(nullptr, reopened);
+  reopened->read([&](const JobBook& book) {
+    for (int j = 0; j < 3; ++j) {
+      EXPECT_EQ(JobPhase::kDone, book.job("lab/j" + std::to_string(j))->record.phase) << j;
+    }
+    EXPECT_EQ(JobPhase::kRunning, book.job("lab/j3")->record.phase);
   });
 }
 
