@@ -323,16 +323,6 @@ Expected<std::uint64_t> Planner::register_variant(const JobVariant& variant,
 std::vector<Status> Planner::register_variants(const std::vector<JobVariant>& variants,
                                                Durability durability) {
   std::vector<Status> outcomes(variants.size(), OkStatus());
-  {
-    // Most of a watch's waiting pods are ones the book holds already as they are (a gate
-    // removed, a status written): those need no writers' lock and no transaction, as in
-    // register_variant. Only a burst with a change goes on.
-    std::shared_lock lock(book_mu_);
-    const bool any_change = std::any_of(variants.begin(), variants.end(), [&](const JobVariant& v) {
-      return !admitted_as_another(v) && book_.classify(v) != JobBook::Change::kNone;
-    });
-    if (!any_change) return outcomes;
-  }
   std::vector<VariantChange> changes;
   Status written = OkStatus();
   if (variants.size() > 1) {
