@@ -20,6 +20,7 @@
 #include "extender/emulator/replay.h"
 #include "extender/emulator/scheduler_config.h"
 #include "extender/extender_client.h"
+#include "extender/metrics.h"
 #include "profiler/throughput_table.h"
 #include "sim/synthetic.h"
 
@@ -67,6 +68,29 @@ double cpu_seconds(int pid) {
   double utime = 0, stime = 0;
   fields >> utime >> stime;
   return (utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+// alloxd's own /filter histogram, read from its /metrics once the replay is over.
+void read_alloxd_filter_time(const std::string& url, ClusterBenchResult& result) {
+  extender::ExtenderClient client(url, "", std::chrono::seconds(5));
+  auto text = client.get_text("/metrics");
+  if (!text) return;
+  const std::vector<extender::HistogramBucket> buckets =
+      extender::read_histogram(*text, "allox_request_duration_seconds", "verb=\"filter\"");
+  if (buckets.empty() || buckets.back().cumulative == 0) return;
+  const std::uint64_t calls = buckets.back().cumulative;
+  result.alloxd_filter_calls = calls;
+  double below = 0;
+  bool p99_found = false;
+  for (const extender::HistogramBucket& b : buckets) {
+    if (b.upper_bound == 0.002) result.alloxd_filter_over_2ms = calls - b.cumulative;
+    if (!p99_found && static_cast<double>(b.cumulative) >= 0.99 * static_cast<double>(calls)) {
+      result.alloxd_filter_p99_above_ms = below * 1000;
+      result.alloxd_filter_p99_upto_ms = b.upper_bound * 1000;
+      p99_found = true;
+    }
+    below = b.upper_bound;
+  }
 }
 
 // Gavel job types as GPU and CPU pods (the header says how).
@@ -260,6 +284,7 @@ Expected<ClusterBenchResult> run_cluster_bench(const ClusterBenchOptions& option
   cv.notify_all();
   poller.join();
   watchdog.join();
+  read_alloxd_filter_time((*alloxd)->url(), result);
   (*alloxd)->stop();
   result.api_requests = (*api)->requests_by_kind();
   (*api)->stop();
@@ -291,6 +316,7 @@ Expected<ClusterBenchResult> run_cluster_bench(const ClusterBenchOptions& option
   for (std::size_t i = 0; i < stats.filter_seconds.size(); ++i) {
     const std::size_t sent = i < stats.filter_nodes.size() ? stats.filter_nodes[i] : 0;
     all_ms.push_back(stats.filter_seconds[i] * 1000);
+    if (all_ms.back() > 2) ++result.filter_over_2ms;
     if (sent * 10 >= options.nodes * 9) full_ms.push_back(stats.filter_seconds[i] * 1000);
     nodes_sum += static_cast<double>(sent);
     result.filter_nodes_max = std::max(result.filter_nodes_max, sent);

@@ -237,6 +237,19 @@ void add_cluster_command(CLI::App& parent) {
         runs.back().full_filter_calls);
     std::printf("/bind: p50 %.2f ms, p99 %.2f ms (last run)\n", runs.back().bind_p50_ms,
                 runs.back().bind_p99_ms);
+    if (const R& last = runs.back(); last.alloxd_filter_calls > 0) {
+      // The round trip's tail against alloxd's share of it (bench/cluster_bench.h).
+      std::printf(
+          "/filter over 2 ms: %.2f%% of the round trips; inside alloxd (its histogram, from the "
+          "request read to the answer rendered) %.2f%% of %llu calls, p99 in (%g, %g] ms (last "
+          "run)\n",
+          100.0 * static_cast<double>(last.filter_over_2ms) /
+              static_cast<double>(std::max<std::size_t>(1, last.filter_calls)),
+          100.0 * static_cast<double>(last.alloxd_filter_over_2ms) /
+              static_cast<double>(last.alloxd_filter_calls),
+          static_cast<unsigned long long>(last.alloxd_filter_calls),
+          last.alloxd_filter_p99_above_ms, last.alloxd_filter_p99_upto_ms);
+    }
     std::printf("plan measured at %zu queued jobs; alloxd CPU %.1f s (last run)\n",
                 runs.back().plan_queued, runs.back().alloxd_cpu_s);
     {

@@ -1,6 +1,8 @@
 #include "extender/metrics.h"
 
 #include <cmath>
+#include <exception>
+#include <limits>
 #include <sstream>
 
 namespace allox::extender {
@@ -47,6 +49,34 @@ const char* verb_name(Verb verb) {
       break;
   }
   return "other";
+}
+
+std::vector<HistogramBucket> read_histogram(std::string_view text, std::string_view name,
+                                            std::string_view labels) {
+  const std::string prefix =
+      std::string(name) + "_bucket{" + std::string(labels) + (labels.empty() ? "" : ",") + "le=\"";
+  std::vector<HistogramBucket> buckets;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    std::size_t end = text.find('\n', at);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view line = text.substr(at, end - at);
+    at = end + 1;
+    if (!line.starts_with(prefix)) continue;
+    const std::string_view rest = line.substr(prefix.size());
+    const std::size_t close = rest.find("\"} ");
+    if (close == std::string_view::npos) continue;
+    const std::string bound(rest.substr(0, close));
+    const std::string count(rest.substr(close + 3));
+    try {
+      buckets.push_back(
+          {bound == "+Inf" ? std::numeric_limits<double>::infinity() : std::stod(bound),
+           static_cast<std::uint64_t>(std::stoull(count))});
+    } catch (const std::exception&) {
+      continue;  // not a number: not a bucket of this series
+    }
+  }
+  return buckets;
 }
 
 void Histogram::observe(double seconds) {

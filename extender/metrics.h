@@ -24,8 +24,20 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace allox::extender {
+
+// A histogram read back from Prometheus text (render's output or any exposition of one series):
+// the cumulative count at each upper bound in the order written, +Inf (infinity) last. Empty
+// when `name`_bucket has no line with exactly `labels` ("" or `verb="filter"`) besides le.
+struct HistogramBucket {
+  double upper_bound = 0;
+  std::uint64_t cumulative = 0;
+};
+std::vector<HistogramBucket> read_histogram(std::string_view text, std::string_view name,
+                                            std::string_view labels);
 
 enum class Verb { kFilter, kPrioritize, kBind, kPreempt, kStatus, kApi, kCount };
 const char* verb_name(Verb verb);
@@ -33,9 +45,10 @@ const char* verb_name(Verb verb);
 class Histogram {
  public:
   static constexpr std::size_t kMaxBuckets = 16;
-  // Request latencies: 50 us .. 5 s.
-  static constexpr std::array<double, 14> kLatencyBuckets = {
-      0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5};
+  // Request latencies: 50 us .. 5 s, with 2 ms (the scale target for /filter, issue 13).
+  static constexpr std::array<double, 15> kLatencyBuckets = {
+      0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.0025, 0.005,
+      0.01,    0.025,  0.05,    0.1,    0.25,  1,     5};
   // Waits for a machine: 100 ms .. 1 h (the unschedulable timeout, 300 s, sits between buckets).
   static constexpr std::array<double, 14> kWaitBuckets = {0.1, 0.25, 0.5, 1,   2.5, 5,   10,
                                                           30,  60,   120, 299, 330, 900, 3600};

@@ -64,6 +64,14 @@ grep -q 'POST pods/binding 1.00' <<<"$api" || fail "not one binding per bound jo
 gates=$(sed -nE 's/.*PATCH pods ([0-9.]+).*/\1/p' <<<"$api")
 check "at least one gate removal per job" "${gates:-0} >= 1"
 grep -q 'WATCH pods' <<<"$api" || fail "alloxd's pod watch not counted as a watch: $api"
+# alloxd's own /filter histogram against the round trips: every call the emulator made reached
+# alloxd's histogram (a few more: a retried call counts there too), and both shares over 2 ms
+# are read.
+read -r trips inside calls p99_above p99_upto <<<"$(sed -nE 's/^\/filter over 2 ms: ([0-9.]+)% of the round trips; inside alloxd \(its histogram, from the request read to the answer rendered\) ([0-9.]+)% of ([0-9]+) calls, p99 in \(([0-9.e+-]+), ([0-9.e+-]+|inf)\] ms \(last run\)$/\1 \2 \3 \4 \5/p' <<<"$out")"
+[[ -n ${calls:-} ]] || fail "no line of alloxd's own /filter time: $(grep '^/filter over 2 ms' <<<"$out")"
+check "alloxd's histogram counted every /filter" "${calls:-0} >= $filters"
+check "alloxd's p99 bucket bounds ordered" "0 <= ${p99_above:-0} < float('${p99_upto:-0}')"
+check "the shares over 2 ms are percentages" "0 <= ${inside:--1} <= 100 and 0 <= ${trips:--1} <= 100"
 for row_name in 'pods bound per second' '/filter p99' 'plan time' 'alloxd peak RSS'; do
   grep -q "^$row_name" <<<"$out" || fail "no target row '$row_name'"
 done

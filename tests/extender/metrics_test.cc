@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
@@ -25,6 +26,40 @@ TEST(CompletionToBindTest, CountsOnlyMachinesFreedWhileJobsWaited) {
   EXPECT_EQ(10.5, tracker.bound("node-a", "gpu", 110.5));        // oldest completion first
   EXPECT_EQ(6.0, tracker.bound("node-a", "gpu", 111));
   EXPECT_EQ(std::nullopt, tracker.bound("node-a", "gpu", 112));
+}
+
+// What alloxd writes, read back as a bench reads it: the 2 ms bucket splits issue 13's /filter
+// target, and only the asked series counts (another verb's, or a label set that merely starts the
+// same, is not it).
+TEST(MetricsTest, ALatencyHistogramReadsBackFromItsText) {
+  Metrics metrics;
+  for (double seconds : {0.0003, 0.0015, 0.0019, 0.0021, 0.004, 7.0}) {
+    metrics.record_request(Verb::kFilter, 200, seconds);
+  }
+  metrics.record_request(Verb::kBind, 200, 0.0001);
+  const std::string text = metrics.render();
+  const std::vector<HistogramBucket> filter =
+      read_histogram(text, "allox_request_duration_seconds", "verb=\"filter\"");
+  ASSERT_EQ(Histogram::kLatencyBuckets.size() + 1, filter.size()) << text;
+  auto at = [&](double bound) {
+    for (const HistogramBucket& b : filter) {
+      if (b.upper_bound == bound) return static_cast<long>(b.cumulative);
+    }
+    return -1L;
+  };
+  EXPECT_EQ(1, at(0.0005));
+  EXPECT_EQ(3, at(0.002));
+  EXPECT_EQ(4, at(0.0025));
+  EXPECT_EQ(5, at(5));
+  EXPECT_TRUE(std::isinf(filter.back().upper_bound));
+  EXPECT_EQ(6u, filter.back().cumulative);
+  const std::vector<HistogramBucket> bind =
+      read_histogram(text, "allox_request_duration_seconds", "verb=\"bind\"");
+  ASSERT_FALSE(bind.empty());
+  EXPECT_EQ(1u, bind.back().cumulative);
+  EXPECT_TRUE(read_histogram(text, "allox_request_duration_seconds", "verb=\"fil\"").empty());
+  EXPECT_TRUE(read_histogram(text, "allox_no_such_series", "").empty());
+  EXPECT_TRUE(read_histogram("allox_x_bucket{le=\"oops\"} 3\n", "allox_x", "").empty());
 }
 
 TEST(MetricsTest, RendersBindWaitHistogramsAndPerUserQueues) {
