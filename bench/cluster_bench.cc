@@ -224,11 +224,15 @@ Expected<ClusterBenchResult> run_cluster_bench(const ClusterBenchOptions& option
       const std::string text = text_or ? *text_or : "";
       auto queued = sample(text, "allox_queue_length");
       auto solve = sample(text, "allox_last_solve_seconds");
+      auto solve_cpu = sample(text, "allox_last_solve_cpu_seconds");
       lock.lock();
       if (queued && solve && *queued >= static_cast<double>(result.plan_queued)) {
         if (*queued > static_cast<double>(result.plan_queued)) result.plan_ms = 0;
         result.plan_queued = static_cast<std::size_t>(*queued);
-        result.plan_ms = std::max(result.plan_ms, *solve * 1000);
+        if (*solve * 1000 >= result.plan_ms) {
+          result.plan_ms = *solve * 1000;
+          result.plan_cpu_ms = solve_cpu ? *solve_cpu * 1000 : 0;
+        }
       }
       cv.wait_for(lock, std::chrono::milliseconds(200), [&] { return finished; });
     }

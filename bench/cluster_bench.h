@@ -90,6 +90,7 @@ struct ClusterBenchResult {
   std::uint64_t alloxd_filter_calls = 0, alloxd_filter_over_2ms = 0;
   double alloxd_filter_p99_above_ms = 0, alloxd_filter_p99_upto_ms = 0;
   double plan_ms = 0;           // the solve at the largest queue seen
+  double plan_cpu_ms = 0;       // that solve's CPU on alloxd's planner thread
   std::size_t plan_queued = 0;  // that queue's length
   double alloxd_peak_rss_mb = 0;
   double alloxd_cpu_s = 0;

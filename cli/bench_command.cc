@@ -250,8 +250,11 @@ void add_cluster_command(CLI::App& parent) {
           static_cast<unsigned long long>(last.alloxd_filter_calls),
           last.alloxd_filter_p99_above_ms, last.alloxd_filter_p99_upto_ms);
     }
-    std::printf("plan measured at %zu queued jobs; alloxd CPU %.1f s (last run)\n",
-                runs.back().plan_queued, runs.back().alloxd_cpu_s);
+    std::printf(
+        "plan measured at %zu queued jobs: %.0f ms wall, of which %.0f ms the planner thread's "
+        "CPU (it runs at nice 10, behind the request threads); alloxd CPU %.1f s (last run)\n",
+        runs.back().plan_queued, runs.back().plan_ms, runs.back().plan_cpu_ms,
+        runs.back().alloxd_cpu_s);
     {
       const R& last = runs.back();
       const double bound = static_cast<double>(std::max<std::size_t>(1, last.bound_once));

@@ -126,12 +126,14 @@ std::uint64_t Metrics::requests(Verb verb, int code) const {
 
 void Metrics::record_solve(double seconds, std::size_t queued, std::size_t running,
                            std::map<std::string, double> user_shares,
-                           std::map<std::string, int> user_queued) {
+                           std::map<std::string, int> user_queued,
+                           std::optional<double> cpu_seconds) {
   solve_.observe(seconds);
   std::lock_guard lock(mu_);
   queued_ = queued;
   running_ = running;
   last_solve_seconds_ = seconds;
+  last_solve_cpu_seconds_ = cpu_seconds;
   user_shares_ = std::move(user_shares);
   // A user whose queue emptied reads 0 rather than vanishing from the series.
   for (auto& [user, count] : user_queued_) count = 0;
@@ -180,6 +182,13 @@ std::string Metrics::render() const {
   out += "# HELP allox_last_solve_seconds The latest scheduling round's latency.\n";
   out += "# TYPE allox_last_solve_seconds gauge\n";
   out += "allox_last_solve_seconds " + number(last_solve_seconds_) + "\n";
+  if (last_solve_cpu_seconds_) {
+    out +=
+        "# HELP allox_last_solve_cpu_seconds The latest scheduling round's CPU on the planner "
+        "thread (the rest of its latency waited for a core).\n";
+    out += "# TYPE allox_last_solve_cpu_seconds gauge\n";
+    out += "allox_last_solve_cpu_seconds " + number(*last_solve_cpu_seconds_) + "\n";
+  }
   out += "# HELP allox_user_share Each user's current share L (AlloX).\n";
   out += "# TYPE allox_user_share gauge\n";
   for (const auto& [user, share] : user_shares_) {

@@ -7,6 +7,9 @@
 //   allox_queue_length, allox_running_jobs   gauges, sampled at each solve
 //   allox_last_solve_seconds                 the latest round's latency (its queue: the gauge
 //                                            above), for benchmarks that poll at scale
+//   allox_last_solve_cpu_seconds             the planner thread's CPU in that round: the rest of
+//                                            its latency was waiting for a core (it runs at a
+//                                            lower priority than the request threads)
 //   allox_user_share{user}                   each user's current share L, sampled at each solve
 //   allox_user_queued_jobs{user}             each user's queued jobs, sampled at each solve
 //   allox_completion_to_bind_seconds         a machine freed by a completion while jobs waited,
@@ -23,6 +26,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -74,9 +78,11 @@ class Histogram {
 class Metrics {
  public:
   void record_request(Verb verb, int code, double seconds);
+  // cpu_seconds: the solving thread's CPU in the round, when known.
   void record_solve(double seconds, std::size_t queued, std::size_t running,
                     std::map<std::string, double> user_shares,
-                    std::map<std::string, int> user_queued = {});
+                    std::map<std::string, int> user_queued = {},
+                    std::optional<double> cpu_seconds = std::nullopt);
   void record_completion_to_bind(double seconds) { completion_to_bind_.observe(seconds); }
   void record_time_to_bind(double seconds) { time_to_bind_.observe(seconds); }
   const Histogram& completion_to_bind() const { return completion_to_bind_; }
@@ -102,6 +108,7 @@ class Metrics {
   mutable std::mutex mu_;
   std::size_t queued_ = 0, running_ = 0;
   double last_solve_seconds_ = 0;
+  std::optional<double> last_solve_cpu_seconds_;
   std::map<std::string, double> user_shares_;
   std::map<std::string, int> user_queued_;
 };

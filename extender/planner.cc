@@ -209,8 +209,12 @@ void Planner::solve_once() {
   // No plan before the inventory is loaded and restored bind intents were looked at once.
   if (!has_inventory || !intents_seen_.load()) return;
   auto begin = std::chrono::steady_clock::now();
+  const std::optional<double> cpu_begin = this_thread_cpu_seconds();
   Expected<Decision> decision = decide_isolating(input);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  const std::optional<double> cpu_end = this_thread_cpu_seconds();
+  const std::optional<double> cpu_seconds =
+      cpu_begin && cpu_end ? std::optional<double>(*cpu_end - *cpu_begin) : std::nullopt;
   Plan made = make_plan(input, decision, *input.slots, seconds);
   for (const auto& [job_id, start] : held) {
     made.starts[job_id] = start;
@@ -227,7 +231,7 @@ void Planner::solve_once() {
   share_history_.record(now(), shares);
   // Metrics first: a filter answered from this plan may be followed at once by a /metrics read.
   metrics_.record_solve(seconds, input.state.queue.size(), input.state.running.size(),
-                        std::move(shares), std::move(queued_per_user));
+                        std::move(shares), std::move(queued_per_user), cpu_seconds);
   ready_.store(true, std::memory_order_release);  // before publishing: waiters see it ready
   plans_.publish(std::move(plan));
   if (plan_listener_) plan_listener_();

@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -33,6 +34,12 @@ Status set_this_thread_nice(int nice) {
 int this_thread_nice() {
   errno = 0;
   return getpriority(PRIO_PROCESS, this_thread_id());
+}
+
+std::optional<double> this_thread_cpu_seconds() {
+  timespec now{};
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now) != 0) return std::nullopt;
+  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) / 1e9;
 }
 
 void name_this_thread(const char* name) {

@@ -64,6 +64,10 @@ grep -q 'POST pods/binding 1.00' <<<"$api" || fail "not one binding per bound jo
 gates=$(sed -nE 's/.*PATCH pods ([0-9.]+).*/\1/p' <<<"$api")
 check "at least one gate removal per job" "${gates:-0} >= 1"
 grep -q 'WATCH pods' <<<"$api" || fail "alloxd's pod watch not counted as a watch: $api"
+# The plan's wall time and the planner thread's CPU in it, for the solve the target row took.
+read -r plan_wall plan_cpu <<<"$(sed -nE 's/^plan measured at [0-9]+ queued jobs: ([0-9]+) ms wall, of which ([0-9]+) ms the planner thread.s CPU .*/\1 \2/p' <<<"$out")"
+[[ -n ${plan_cpu:-} ]] || fail "no plan CPU line: $(grep '^plan measured' <<<"$out")"
+check "the plan's CPU is at most its wall time (+1 ms of rounding)" "0 <= ${plan_cpu:--1} <= ${plan_wall:-0} + 1"
 # alloxd's own /filter histogram against the round trips: every call the emulator made reached
 # alloxd's histogram (a few more: a retried call counts there too), and both shares over 2 ms
 # are read.

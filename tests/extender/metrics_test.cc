@@ -85,6 +85,19 @@ TEST(MetricsTest, RendersBindWaitHistogramsAndPerUserQueues) {
   EXPECT_EQ(2u, metrics.completion_to_bind().count());
 }
 
+// The latest round's CPU beside its latency; a round whose CPU was not measured shows none
+// (not a stale one, not a zero).
+TEST(MetricsTest, TheLatestSolvesCpuIsExportedOnlyWhenMeasured) {
+  Metrics metrics;
+  metrics.record_solve(0.9, 10, 0, {}, {}, 0.12);
+  std::string text = metrics.render();
+  EXPECT_NE(std::string::npos, text.find("\nallox_last_solve_seconds 0.9\n")) << text;
+  EXPECT_NE(std::string::npos, text.find("\nallox_last_solve_cpu_seconds 0.12\n")) << text;
+  metrics.record_solve(0.5, 10, 0, {});
+  text = metrics.render();
+  EXPECT_EQ(std::string::npos, text.find("allox_last_solve_cpu_seconds")) << text;
+}
+
 TEST(GrafanaDashboardTest, EveryQueriedSeriesIsExported) {
   auto dashboard = nlohmann::json::parse(
       testing::read_text_file(ALLOX_SOURCE_DIR "/manifests/grafana/allox-dashboard.json"));

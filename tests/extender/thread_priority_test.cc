@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -26,6 +27,22 @@ TEST(ThreadPriorityTest, NiceChangesOnlyTheCallingThread) {
   }).join();
   EXPECT_EQ(before + 5, seen);
   EXPECT_EQ(before, this_thread_nice());
+}
+
+// A round's CPU against its wall time: sleeping costs the thread nothing, spinning costs it.
+TEST(ThreadPriorityTest, AThreadsCpuTimeCountsItsWorkNotItsWaits) {
+  const std::optional<double> start = this_thread_cpu_seconds();
+  ASSERT_TRUE(start.has_value());
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const std::optional<double> slept = this_thread_cpu_seconds();
+  ASSERT_TRUE(slept.has_value());
+  EXPECT_LT(*slept - *start, 0.05);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+  volatile std::uint64_t spins = 0;
+  while (std::chrono::steady_clock::now() < until) spins = spins + 1;
+  const std::optional<double> spun = this_thread_cpu_seconds();
+  ASSERT_TRUE(spun.has_value());
+  EXPECT_GT(*spun - *slept, 0.02);  // most of the 100 ms, unless the machine is very busy
 }
 
 TEST(ThreadPriorityTest, AnOutOfRangeNiceIsAnErrorNamingIt) {
