@@ -173,21 +173,21 @@ HttpReply route(ExtenderService& service, const HttpRequest& request) {
     if (post && rest.size() > kDoneSuffix.size() && rest.ends_with(kDoneSuffix)) {
       if (auto denied = check_admin(service, request)) return *denied;
       std::string id = rest.substr(0, rest.size() - kDoneSuffix.size());
-      auto job = service.job(id);
-      if (!job) return error_reply(404, "job " + id + " is unknown to allox");
-      // A report of a completion already recorded (the pod's Succeeded phase read off the
-      // watch came first, or a retry after a lost answer) is a repeat, not a conflict: a job
-      // can report its own end without racing the watch. A job that never ran still conflicts.
-      if (job->record.phase == JobPhase::kDone) {
-        return json_reply(200, {{"job", id}, {"phase", "done"}, {"already_recorded", true}});
-      }
+      if (!service.job(id)) return error_reply(404, "job " + id + " is unknown to allox");
+      auto done = [&](bool already_recorded) {
+        return json_reply(200,
+                          {{"job", id}, {"phase", "done"}, {"already_recorded", already_recorded}});
+      };
       if (auto s = service.complete(id); !s) {
+        // A report of a completion already recorded (the pod's Succeeded phase read off the
+        // watch came first, or a retry after a lost answer) is a repeat, not a conflict: a job
+        // can report its own end without racing the watch. A job that never ran conflicts.
         if (auto now = service.job(id); now && now->record.phase == JobPhase::kDone) {
-          return json_reply(200, {{"job", id}, {"phase", "done"}, {"already_recorded", true}});
+          return done(true);
         }
         return error_reply(409, s.message());
       }
-      return json_reply(200, {{"job", id}, {"phase", "done"}, {"already_recorded", false}});
+      return done(false);
     }
     if (del) {  // an admin removes a queued job (one its pods can no longer rejoin)
       if (auto denied = check_admin(service, request)) return *denied;
