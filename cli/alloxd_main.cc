@@ -30,6 +30,7 @@
 #include "extender/http_server.h"
 #include "extender/routes.h"
 #include "extender/service.h"
+#include "extender/thread_priority.h"
 #include "extender/webhook_server.h"
 #include "fairness/policy.h"
 
@@ -81,6 +82,26 @@ void raise_descriptor_limit() {
   }
 }
 
+// Every thread alloxd starts from here on inherits the background class (thread_priority.h): the
+// watch, the controller, the store, the binds' API calls and the planner wait their turn when
+// they wake. The HTTP servers' I/O threads make themselves interactive (HttpServerOptions::
+// thread_slice), so a /filter preempts them. Said once if the kernel refuses either.
+void run_in_background_but_answer_at_once(int slice_us) {
+  if (Status background = run_this_thread_in_background(); !background) {
+    log_warn("alloxd's threads keep the default scheduling class",
+             {{"error", background.message()}});
+  }
+  if (slice_us == 0) return;
+  Status interactive = OkStatus();
+  std::thread([&] {
+    interactive = run_this_thread_interactively(std::chrono::microseconds(slice_us));
+  }).join();
+  if (!interactive) {
+    log_warn("http_thread_slice_us: the request threads keep the kernel's default slice",
+             {{"error", interactive.message()}});
+  }
+}
+
 struct Flags {
   std::string config_path, listen, database;
   double time_scale = 1;
@@ -118,6 +139,7 @@ int run(const Flags& flags) {
   }
   configure_log(config->log);
   raise_descriptor_limit();
+  run_in_background_but_answer_at_once(config->http_thread_slice_us);
   if (!listen.empty()) {
     if (auto s = set_listen_address(*config, listen); !s) {
       log_error("--listen: " + s.message());
@@ -165,6 +187,7 @@ int run(const Flags& flags) {
   server_options.port = config->listen_port;
   server_options.max_body_bytes = config->max_body_bytes;
   server_options.threads = config->http_threads;
+  server_options.thread_slice = std::chrono::microseconds(config->http_thread_slice_us);
   auto server = HttpServer::start(**service, server_options);
   if (!server) {
     log_error(server.message());

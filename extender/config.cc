@@ -260,6 +260,7 @@ void read_root(FieldReader& reader, const YAML::Node& root, ExtenderConfig& conf
                          "fairness_window",
                          "max_body_bytes",
                          "http_threads",
+                         "http_thread_slice_us",
                          "admin_token",
                          "admin_token_file",
                          "devices",
@@ -309,6 +310,9 @@ void read_root(FieldReader& reader, const YAML::Node& root, ExtenderConfig& conf
           .value_or(static_cast<std::int64_t>(config.max_body_bytes)));
   config.http_threads = static_cast<int>(
       reader.integer(root, "http_threads", "", 1, 256, false).value_or(config.http_threads));
+  config.http_thread_slice_us =
+      static_cast<int>(reader.integer(root, "http_thread_slice_us", "", 0, 100'000, false)
+                           .value_or(config.http_thread_slice_us));
   config.admin_token = reader.text(root, "admin_token", "", false).value_or("");
   if (auto token = token_file(reader, root, "admin_token_file", "")) config.admin_token = *token;
   read_devices(reader, root, config.devices);

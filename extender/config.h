@@ -14,6 +14,9 @@
 //                                   # retention.finished_seconds
 //   max_body_bytes: 1048576         # larger requests get 413
 //   http_threads: 4                 # HTTP I/O threads (each owns its connections)
+//   http_thread_slice_us: 0         # their CPU slice (thread_priority.h; Linux 6.12+); 0: the
+//                                   # kernel's default. Shorter wakes them sooner on a busy
+//                                   # machine but has them yield sooner mid-request
 //   admin_token: s3cret             # or admin_token_file; required by the POST /v1 endpoints
 //   devices:                        # resource name -> device type
 //     - {resource: nvidia.com/gpu, device: gpu}
@@ -122,6 +125,7 @@ struct ExtenderConfig {
   double fairness_window = 3600;  // seconds: the windowed share of GET /v1/fairness
   std::size_t max_body_bytes = 1 << 20;
   int http_threads = 4;
+  int http_thread_slice_us = 0;
   std::string admin_token;
   DeviceMapping devices;
   std::vector<NodeInventory> nodes;

@@ -662,8 +662,11 @@ Expected<std::unique_ptr<HttpServer>> HttpServer::start(HttpHandler handler,
   server->port_ = impl.acceptor->local_endpoint().port();
   impl.accept();
   for (auto& io : impl.contexts) {
-    impl.threads.emplace_back([&io = *io] {
+    impl.threads.emplace_back([&io = *io, slice = options.thread_slice] {
       name_this_thread("allox-http");
+      // Whether the kernel honours the slice is the caller's to report (alloxd_main probes it):
+      // this thread serves either way.
+      (void)run_this_thread_interactively(slice);
       io.run();
     });
   }

@@ -47,6 +47,10 @@ struct HttpServerOptions {
   // Clamped to the process's descriptor limit (RLIMIT_NOFILE) minus a reserve.
   std::size_t max_connections = 4096;
   int threads = 2;  // I/O threads, each with its own connections (see above)
+  // The I/O threads run interactively (thread_priority.h), whatever class the thread that started
+  // the server has, in slices of this: short, so a request arriving on a saturated machine
+  // preempts background work instead of waiting out its slice. 0: the kernel's default slice.
+  std::chrono::microseconds thread_slice{0};
   // A reports listener for a Kubernetes Service: GET only; any other method gets 405, so the
   // extender verbs and admin endpoints stay on the loopback listener.
   bool read_only = false;

@@ -6,7 +6,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <string>
 
@@ -34,6 +36,80 @@ Status set_this_thread_nice(int nice) {
 int this_thread_nice() {
   errno = 0;
   return getpriority(PRIO_PROCESS, this_thread_id());
+}
+
+namespace {
+
+// The kernel's struct sched_attr (include/uapi/linux/sched/types.h, a stable ABI); glibc 2.36
+// has no wrapper, and the kernel header redefines glibc's sched_param.
+struct SchedAttr {
+  std::uint32_t size;
+  std::uint32_t sched_policy;
+  std::uint64_t sched_flags;
+  std::int32_t sched_nice;
+  std::uint32_t sched_priority;
+  std::uint64_t sched_runtime;  // SCHED_NORMAL / SCHED_BATCH: the slice, in ns (Linux 6.12+)
+  std::uint64_t sched_deadline;
+  std::uint64_t sched_period;
+  std::uint32_t sched_util_min;
+  std::uint32_t sched_util_max;
+};
+constexpr std::uint32_t kSchedNormal = 0, kSchedBatch = 3;
+constexpr std::uint64_t kSchedFlagResetOnFork = 0x01;
+
+std::optional<SchedAttr> this_thread_sched_attr() {
+  SchedAttr attr{};
+  attr.size = sizeof(attr);
+  if (syscall(SYS_sched_getattr, 0, &attr, sizeof(attr), 0) != 0) return std::nullopt;
+  return attr;
+}
+
+}  // namespace
+
+Status run_this_thread_in_background() {
+  auto attr = this_thread_sched_attr();
+  if (!attr)
+    return Error{std::string("cannot read the thread's scheduling: ") + std::strerror(errno)};
+  attr->sched_policy = kSchedBatch;  // the nice value (attr->sched_nice) is kept
+  attr->sched_flags &= ~kSchedFlagResetOnFork;
+  attr->sched_runtime = 0;  // the kernel's default slice
+  if (syscall(SYS_sched_setattr, 0, &*attr, 0) != 0) {
+    return Error{std::string("cannot run the thread in the background: ") + std::strerror(errno)};
+  }
+  return OkStatus();
+}
+
+Status run_this_thread_interactively(std::chrono::microseconds slice) {
+  auto attr = this_thread_sched_attr();
+  if (!attr)
+    return Error{std::string("cannot read the thread's scheduling: ") + std::strerror(errno)};
+  attr->sched_policy = kSchedNormal;  // the nice value (attr->sched_nice) is kept
+  attr->sched_flags &= ~kSchedFlagResetOnFork;
+  attr->sched_runtime = static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(slice).count());
+  if (syscall(SYS_sched_setattr, 0, &*attr, 0) != 0) {
+    return Error{std::string("cannot set the thread's slice: ") + std::strerror(errno)};
+  }
+  if (slice.count() == 0) return OkStatus();  // the kernel's default slice
+  // Kernels before 6.12 accept the call and ignore the slice: read it back.
+  const auto honoured =
+      std::clamp(slice, std::chrono::microseconds(100), std::chrono::microseconds(100'000));
+  if (this_thread_slice() != honoured) {
+    return Error{"this kernel does not honour a thread's slice (Linux 6.12+ does)"};
+  }
+  return OkStatus();
+}
+
+bool this_thread_runs_in_background() {
+  auto attr = this_thread_sched_attr();
+  return attr && attr->sched_policy == kSchedBatch;
+}
+
+std::optional<std::chrono::microseconds> this_thread_slice() {
+  auto attr = this_thread_sched_attr();
+  if (!attr || attr->sched_runtime == 0) return std::nullopt;
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+      std::chrono::nanoseconds(attr->sched_runtime));
 }
 
 std::optional<double> this_thread_cpu_seconds() {

@@ -1,12 +1,18 @@
-// Per-thread CPU priority for alloxd's background work (Linux: a thread's nice value), thread
-// names an operator can tell apart, and a thread's own CPU time (what of a slow round was work).
+// Per-thread CPU priority and responsiveness (Linux: a thread's nice value, policy and slice),
+// thread names an operator can tell apart, and a thread's own CPU time (what of a slow round was
+// work).
 //
-// The planner re-solves the whole queue; the request threads (/filter, /bind), the watch and the
-// controller are the chain kube-scheduler waits on. When both want the cores (a backlog binding
-// at hundreds of pods a second on a small machine), the chain should go first and the planner
-// take what is left: it plans everything that changed in its next round anyway.
+// Share: the planner re-solves the whole queue; the request threads (/filter, /bind), the watch
+// and the controller are the chain kube-scheduler waits on. When both want the cores (a backlog
+// binding at hundreds of pods a second on a small machine), the chain should go first and the
+// planner take what is left: it plans everything that changed in its next round anyway.
+//
+// Responsiveness: kube-scheduler waits on each /filter within its scheduling cycle, one pod at
+// a time, so the thread that reads it should get a core the moment it arrives. alloxd runs every
+// thread in the background and only its HTTP I/O threads interactively.
 #pragma once
 
+#include <chrono>
 #include <optional>
 
 #include "core/result.h"
@@ -19,6 +25,29 @@ Status set_this_thread_nice(int nice);
 
 // The calling thread's nice value.
 int this_thread_nice();
+
+// How the kernel treats the calling thread when the cores are busy. Neither changes the thread's
+// share of the CPU (that is the nice value), and neither needs a privilege.
+//
+// Background (SCHED_BATCH): when the thread wakes it does not preempt the running thread; it
+// waits its turn. For work nobody is waiting on within the millisecond: the watch, the
+// controller, the store, the binds' calls to the API server.
+Status run_this_thread_in_background();
+
+// Interactive (SCHED_NORMAL, in slices of `slice`; Linux 6.12+'s EEVDF custom slice, which the
+// kernel clamps to 0.1-100 ms): a woken thread whose slice is shorter than the running thread's
+// preempts it. For the threads that answer kube-scheduler: a /filter arriving on a saturated
+// machine gets a core at once instead of after a busy thread's 1-3 ms slice. A zero slice: the
+// kernel's default. An error when the kernel does not honour the slice (the thread is then
+// interactive with the default slice).
+Status run_this_thread_interactively(std::chrono::microseconds slice);
+
+// The calling thread's policy: true when it runs in the background (SCHED_BATCH).
+bool this_thread_runs_in_background();
+
+// The calling thread's slice as the kernel reports it; nullopt when it reports none (kernels
+// before 6.12).
+std::optional<std::chrono::microseconds> this_thread_slice();
 
 // The calling thread's CPU time so far in seconds (CLOCK_THREAD_CPUTIME_ID); nullopt if the
 // clock cannot be read.

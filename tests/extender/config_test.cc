@@ -58,6 +58,7 @@ default_job_seconds: 100
 fairness_window: 600
 max_body_bytes: 2048
 http_threads: 8
+http_thread_slice_us: 250
 admin_token: t
 devices: [{resource: example.com/tpu, device: tpu}]
 cpu: {device: cpu, cores_per_machine: 16}
@@ -81,6 +82,7 @@ apiserver: {url: "https://k8s.local/", token: abc, ca_file: /ca.crt}
   EXPECT_DOUBLE_EQ(600, config->fairness_window);
   EXPECT_EQ(2048u, config->max_body_bytes);
   EXPECT_EQ(8, config->http_threads);
+  EXPECT_EQ(250, config->http_thread_slice_us);
   EXPECT_EQ("t", config->admin_token);
   EXPECT_EQ("tpu", config->devices.device_for("example.com/tpu").value());
   EXPECT_FALSE(config->devices.device_for("nvidia.com/gpu").has_value());
@@ -112,7 +114,8 @@ TEST(ConfigTest, BadConfigsNameTheKey) {
        R"(t.yaml:1: unknown key "lisen" (expected one of: listen, reports_listen, database, )"
        R"(policy, alpha, starvation_bound, batch_rounds, tick, default_job_seconds, )"
        R"(fairness_window, )"
-       R"(max_body_bytes, http_threads, admin_token, admin_token_file, devices, cpu, nodes, )"
+       R"(max_body_bytes, http_threads, http_thread_slice_us, admin_token, admin_token_file, )"
+       R"(devices, cpu, nodes, )"
        R"(tenancy, retention, log, apiserver, scheduler_name, webhook))"},
       {"nodes: [{name: a, machines: {gpu: 1}, gpus: 2}]",
        R"(t.yaml:1: nodes[0]: unknown key "gpus" (expected one of: name, machines))"},
@@ -161,6 +164,8 @@ TEST(ConfigTest, BadConfigsNameTheKey) {
       {"max_body_bytes: 10",
        "t.yaml:1: max_body_bytes must be a whole number from 1024 to 1073741824, got 10"},
       {"http_threads: 0", "t.yaml:1: http_threads must be a whole number from 1 to 256, got 0"},
+      {"http_thread_slice_us: -5",
+       "t.yaml:1: http_thread_slice_us must be a whole number from 0 to 100000, got -5"},
       {"admin_token_file: /nonexistent/token",
        "t.yaml:1: admin_token_file must name a readable token file: /nonexistent/token: no such "
        "file"},
@@ -168,7 +173,8 @@ TEST(ConfigTest, BadConfigsNameTheKey) {
        "t.yaml:1: expected a mapping with keys listen, reports_listen, database, policy, alpha, "
        "starvation_bound, batch_rounds, tick, default_job_seconds, fairness_window, "
        "max_body_bytes, "
-       "http_threads, admin_token, admin_token_file, devices, cpu, nodes, tenancy, retention, "
+       "http_threads, http_thread_slice_us, admin_token, admin_token_file, devices, cpu, nodes, "
+       "tenancy, retention, "
        "log, apiserver, scheduler_name, webhook, got a list"},
       {"log: {level: loud}",
        R"(t.yaml:1: log: level must be one of debug, info, warn, error, got "loud")"},
