@@ -14,6 +14,7 @@
 #include <boost/beast/http.hpp>
 #include <charconv>
 #include <condition_variable>
+#include <latch>
 #include <list>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -660,16 +661,23 @@ Expected<std::unique_ptr<HttpServer>> HttpServer::start(HttpHandler handler,
                  ec.message()};
   }
   server->port_ = impl.acceptor->local_endpoint().port();
-  impl.accept();
+  // start() returns once every I/O thread has its scheduling class and its name, so whoever
+  // looks at the process after start (a health probe, ps, a test) sees the server as it serves.
+  std::latch ready(static_cast<std::ptrdiff_t>(impl.contexts.size()));
   for (auto& io : impl.contexts) {
-    impl.threads.emplace_back([&io = *io, slice = options.thread_slice] {
-      name_this_thread("allox-http");
+    impl.threads.emplace_back([&io = *io, &ready, slice = options.thread_slice] {
       // Whether the kernel honours the slice is the caller's to report (alloxd_main probes it):
       // this thread serves either way.
       (void)run_this_thread_interactively(slice);
+      name_this_thread("allox-http");
+      ready.count_down();
       io.run();
     });
   }
+  ready.wait();
+  // The listen queue holds early connections; they are accepted now, on the acceptor's own
+  // thread, by threads that are ready.
+  asio::post(impl.acceptor->get_executor(), [&impl] { impl.accept(); });
   return server;
 }
 

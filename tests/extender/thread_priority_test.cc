@@ -223,7 +223,14 @@ TEST(ThreadPriorityTest, AlloxdRunsItsWorkInTheBackgroundAndAnswersInteractively
   auto alloxd = emulator::AlloxdProcess::start(launch);
   ASSERT_TRUE(alloxd.ok()) << alloxd.message();
   constexpr std::uint32_t kNormal = 0, kBatch = 3;
-  const auto threads = threads_of((*alloxd)->pid());
+  // The HTTP threads are ready before alloxd answers its health probe, but the other threads
+  // name themselves once running: read until the planner has its name (or a deadline).
+  auto threads = threads_of((*alloxd)->pid());
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (threads.count("allox-planner") == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    threads = threads_of((*alloxd)->pid());
+  }
   std::size_t http = 0, background = 0;
   for (const auto& [name, thread] : threads) {
     if (name == "allox-http") {
