@@ -256,11 +256,7 @@ TEST(DurabilityTest, RepeatedSigkillMidStreamLosesNothingAcknowledged) {
   for (int life = 0; life <= kills; ++life) {
     // start() returns once alloxd logged its 'ready' line (the inventory from the API server,
     // bind intents reconciled, a first plan): an event, after which /readyz must answer 200.
-    emulator::AlloxdLaunch launch;
-    launch.binary = ALLOX_BINARY_DIR "/cli/alloxd";
-    launch.config = config;
-    launch.database = database;
-    auto server = emulator::AlloxdProcess::start(launch);
+    auto server = testing::start_alloxd_binary(config, database);
     ASSERT_TRUE(server.ok()) << "life " << life << ": alloxd did not come back\n"
                              << server.message();
     const std::string url = (*server)->url();

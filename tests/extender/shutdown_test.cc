@@ -26,11 +26,7 @@ using testing::make_pod;
 // The alloxd binary on a free port, for one test; start() returns once it logged 'ready'.
 std::unique_ptr<emulator::AlloxdProcess> start_alloxd(const testing::ScratchDir& dir,
                                                       const std::string& config) {
-  emulator::AlloxdLaunch launch;
-  launch.binary = ALLOX_BINARY_DIR "/cli/alloxd";
-  launch.config = config;
-  launch.database = dir.file("state.db");
-  auto alloxd = emulator::AlloxdProcess::start(launch);
+  auto alloxd = testing::start_alloxd_binary(config, dir.file("state.db"));
   EXPECT_TRUE(alloxd.ok()) << alloxd.message();
   return alloxd ? std::move(*alloxd) : nullptr;
 }

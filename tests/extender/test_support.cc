@@ -62,6 +62,15 @@ std::string read_text_file(const std::string& path) {
   return text.str();
 }
 
+Expected<std::unique_ptr<emulator::AlloxdProcess>> start_alloxd_binary(
+    const std::string& config, const std::string& database) {
+  emulator::AlloxdLaunch launch;
+  launch.binary = ALLOX_BINARY_DIR "/cli/alloxd";
+  launch.config = config;
+  launch.database = database;
+  return emulator::AlloxdProcess::start(launch);
+}
+
 ScratchDir::ScratchDir() {
   std::random_device random;
   path_ = (std::filesystem::temp_directory_path() /

@@ -7,7 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "core/result.h"
 #include "extender/config.h"
+#include "extender/emulator/alloxd_process.h"
 
 namespace allox::extender::testing {
 
@@ -46,6 +48,11 @@ class ScratchDir {
  private:
   std::string path_;
 };
+
+// The alloxd binary built beside these tests, with `config` and its store at `database`, on a
+// free port; returns once it logged 'ready' (an event, never a sleep).
+Expected<std::unique_ptr<emulator::AlloxdProcess>> start_alloxd_binary(const std::string& config,
+                                                                       const std::string& database);
 
 struct Response {
   int status = 0;  // 0 when the request failed (connection refused, timeout)

@@ -216,11 +216,7 @@ TEST(ThreadPriorityTest, AlloxdRunsItsWorkInTheBackgroundAndAnswersInteractively
     out << "policy: fifo\ntick: 0.2\nadmin_token: t\nhttp_thread_slice_us: 250\n"
            "nodes:\n  - {name: n1, machines: {gpu: 8}}\n";
   }
-  emulator::AlloxdLaunch launch;
-  launch.binary = ALLOX_BINARY_DIR "/cli/alloxd";
-  launch.config = config;
-  launch.database = dir.file("state.db");
-  auto alloxd = emulator::AlloxdProcess::start(launch);
+  auto alloxd = testing::start_alloxd_binary(config, dir.file("state.db"));
   ASSERT_TRUE(alloxd.ok()) << alloxd.message();
   constexpr std::uint32_t kNormal = 0, kBatch = 3;
   // The HTTP threads are ready before alloxd answers its health probe, but the other threads
