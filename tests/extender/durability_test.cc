@@ -9,6 +9,7 @@
 #include <sqlite3.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -68,6 +69,18 @@ struct Acknowledged {
   }
 };
 
+// POST /v1/profiles as a job controller must: a job whose pod was created a moment ago is
+// unknown (404) until alloxd's watch delivers the pod (a /filter of an unseen pod answers
+// without registering it), so a 404 is retried for a while; any other answer is final.
+testing::Response post_profile_once_known(const std::string& url, const std::string& body) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (;;) {
+    auto answer = testing::http_request(url, "POST", "/v1/profiles", body, kAdmin);
+    if (answer.status != 404 || std::chrono::steady_clock::now() > deadline) return answer;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
 // One client of alloxd until it stops answering, as kube-scheduler and a job controller
 // would be: first complete the jobs left running by the last life (freeing machines), then
 // alternate new jobs with retries of queued ones. A new job is filtered (a GPU or a CPU pod)
@@ -113,11 +126,10 @@ void stream(const std::string& url, emulator::FakeApiServer& api, std::atomic<in
     if (!result["Error"].get<std::string>().empty()) continue;
     if (fresh) {
       acked.note([&] { acked.queued_jobs.push_back(id); });
-      auto profile = testing::http_request(
-          url, "POST", "/v1/profiles",
+      auto profile = post_profile_once_known(
+          url,
           json{{"job", id}, {"device", cpu ? "cpu" : "gpu"}, {"iterations", 10}, {"seconds", 1.5}}
-              .dump(),
-          kAdmin);
+              .dump());
       if (profile.status != 200) return acked.stopped("POST /v1/profiles", profile);
       acked.note([&] { acked.profiled.insert(id); });
     }
