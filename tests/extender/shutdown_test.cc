@@ -62,6 +62,7 @@ TEST(ShutdownTest, SigtermUnderLoadExitsCleanly) {
     std::atomic<int> answered{0};
     testing::Changes answers;  // one event per answered filter
     std::vector<std::thread> clients;
+    clients.reserve(4);
     for (int c = 0; c < 4; ++c) {
       clients.emplace_back([&, c] {
         for (int i = 0; !stop; ++i) {
