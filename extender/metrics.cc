@@ -170,6 +170,12 @@ std::string Metrics::render() const {
   out += "# HELP allox_time_to_bind_seconds From a job's arrival to its bind (alloxd's clock).\n";
   out += "# TYPE allox_time_to_bind_seconds histogram\n";
   time_to_bind_.render("allox_time_to_bind_seconds", "", out);
+  out +=
+      "# HELP allox_store_write_duration_seconds Each committed write transaction of the store, "
+      "from BEGIN to the end of COMMIT (a synced one includes its fsync).\n";
+  out += "# TYPE allox_store_write_duration_seconds histogram\n";
+  store_synced_.render("allox_store_write_duration_seconds", "durability=\"synced\"", out);
+  store_written_.render("allox_store_write_duration_seconds", "durability=\"written\"", out);
   out += "# HELP allox_bind_failures_total Binds answered with an Error.\n";
   out += "# TYPE allox_bind_failures_total counter\n";
   out += "allox_bind_failures_total " + std::to_string(bind_failures_.load()) + "\n";

@@ -15,6 +15,11 @@
 //   allox_completion_to_bind_seconds         a machine freed by a completion while jobs waited,
 //                                            until the next bind onto that node and device
 //   allox_time_to_bind_seconds               a job's arrival (first seen) until its bind
+//   allox_store_write_duration_seconds{durability}
+//                                            each committed write transaction of the store,
+//                                            BEGIN to the end of COMMIT: "synced" ones include
+//                                            their fsync (arrivals, bind intents), "written" ones
+//                                            do not (the watch's bursts, admissions)
 // The last two are in alloxd's clock (simulated seconds under --time-scale).
 //
 // Counters and histograms are lock-free atomics (recorded on the request path); the gauges set
@@ -87,6 +92,9 @@ class Metrics {
   void record_time_to_bind(double seconds) { time_to_bind_.observe(seconds); }
   const Histogram& completion_to_bind() const { return completion_to_bind_; }
   void record_bind_failure() { bind_failures_.fetch_add(1, std::memory_order_relaxed); }
+  void record_store_write(double seconds, bool synced) {
+    (synced ? store_synced_ : store_written_).observe(seconds);
+  }
   std::uint64_t bind_failures() const { return bind_failures_.load(); }
   std::uint64_t requests(Verb verb, int code) const;
 
@@ -104,6 +112,8 @@ class Metrics {
   Histogram completion_to_bind_{Histogram::kWaitBuckets};
   Histogram time_to_bind_{Histogram::kWaitBuckets};
   std::atomic<std::uint64_t> bind_failures_{0};
+  Histogram store_synced_;
+  Histogram store_written_;
 
   mutable std::mutex mu_;
   std::size_t queued_ = 0, running_ = 0;

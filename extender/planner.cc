@@ -59,7 +59,10 @@ Planner::Planner(ExtenderConfig config, std::unique_ptr<SchedulingPolicy> policy
       store_(std::move(store)),
       metrics_(metrics),
       options_(std::move(options)),
-      book_(config_.devices, config_.default_job_seconds) {}
+      book_(config_.devices, config_.default_job_seconds) {
+  store_->observe_writes(
+      [&metrics](double seconds, bool synced) { metrics.record_store_write(seconds, synced); });
+}
 
 Planner::~Planner() {
   stop();

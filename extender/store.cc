@@ -2,6 +2,7 @@
 
 #include <sqlite3.h>
 
+#include <chrono>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string_view>
@@ -410,6 +411,11 @@ void Store::checkpoint_loop() {
   }
 }
 
+void Store::observe_writes(WriteObserver observer) {
+  std::lock_guard lock(mu_);
+  write_observer_ = std::move(observer);
+}
+
 void Store::set_checkpoint_hook(std::function<void(std::uint64_t)> hook) {
   std::lock_guard lock(checkpoint_mu_);
   checkpoint_hook_ = std::move(hook);
@@ -515,12 +521,17 @@ Status Store::transaction(const std::function<Status()>& body, Mode mode, Durabi
     if (auto s = exec(full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL"); !s) return s;
     synchronous_full_ = full;
   }
+  const auto began = std::chrono::steady_clock::now();
   if (auto s = step(mode == Mode::kWrite ? "BEGIN IMMEDIATE" : "BEGIN"); !s) return s;
   Status status = body();
   if (status) status = step("COMMIT");
   // A failed COMMIT (BUSY, IOERR) leaves the transaction open: roll it back so the next write
   // does not silently join it. get_autocommit is nonzero once no transaction is open.
   if (!status && sqlite3_get_autocommit(db_) == 0) (void)step("ROLLBACK");
+  if (status && mode == Mode::kWrite && write_observer_) {
+    write_observer_(std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count(),
+                    full);
+  }
   return status;
 }
 

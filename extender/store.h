@@ -195,6 +195,14 @@ class Store {
   std::uint64_t checkpoints() const;
   void set_checkpoint_hook(std::function<void(std::uint64_t checkpoints)> hook);
 
+  // Called after each write transaction that committed (a batch counts once), with its wall
+  // time from BEGIN to the end of COMMIT (the writes, the WAL frames and, when synced, the
+  // fsync) and whether it was synced: what /metrics shows as allox_store_write_duration_seconds.
+  // Runs holding the store's lock, so it must be quick and must not call the store. Set it
+  // before the store is shared between threads.
+  using WriteObserver = std::function<void(double seconds, bool synced)>;
+  void observe_writes(WriteObserver observer);
+
  private:
   explicit Store(sqlite3* db);
   // Opens the checkpointer's connection to `path` and starts its thread; in place of SQLite's
@@ -224,6 +232,7 @@ class Store {
   sqlite3* db_;
   std::unique_ptr<StatementCache> statements_;  // under mu_; finalized before db_ closes
   bool synchronous_full_ = true;  // the connection's PRAGMA synchronous (FULL or NORMAL)
+  WriteObserver write_observer_;
 
   // Group commit of bind intents (record_bind_intent). Taken before mu_, never while holding it.
   struct IntentGroup;

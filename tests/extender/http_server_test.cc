@@ -11,6 +11,7 @@
 #include <cstring>
 #include <thread>
 
+#include "extender/metrics.h"
 #include "tests/extender/server_fixture.h"
 
 namespace allox::extender {
@@ -55,6 +56,11 @@ TEST(HttpServerTest, OperationsEndpoints) {
                              "allox_bind_failures_total 0", "allox_user_share{user=\"lab\"} 0"}) {
     EXPECT_NE(std::string::npos, metrics.body.find(series)) << series << "\n" << metrics.body;
   }
+  // The filter registered the job with a synced write: the store's histogram counts it.
+  const auto synced =
+      read_histogram(metrics.body, "allox_store_write_duration_seconds", "durability=\"synced\"");
+  ASSERT_FALSE(synced.empty()) << metrics.body;
+  EXPECT_GE(synced.back().cumulative, 1u);
   auto queue = server.get("/v1/queue");
   ASSERT_EQ(200, queue.status);
   EXPECT_EQ("lab/p", json::parse(queue.body)["queued"][0]["id"]);

@@ -98,6 +98,34 @@ TEST(MetricsTest, TheLatestSolvesCpuIsExportedOnlyWhenMeasured) {
   EXPECT_EQ(std::string::npos, text.find("allox_last_solve_cpu_seconds")) << text;
 }
 
+// The store's write transactions, one histogram per durability: a synced write's fsync shows
+// in its own series, not averaged away by the many written ones.
+TEST(MetricsTest, StoreWritesAreExportedByDurability) {
+  Metrics metrics;
+  metrics.record_store_write(0.004, /*synced=*/true);
+  metrics.record_store_write(0.0003, /*synced=*/false);
+  metrics.record_store_write(0.0004, /*synced=*/false);
+  const std::string text = metrics.render();
+  const auto synced =
+      read_histogram(text, "allox_store_write_duration_seconds", "durability=\"synced\"");
+  const auto written =
+      read_histogram(text, "allox_store_write_duration_seconds", "durability=\"written\"");
+  ASSERT_FALSE(synced.empty()) << text;
+  ASSERT_FALSE(written.empty()) << text;
+  EXPECT_EQ(1u, synced.back().cumulative);
+  EXPECT_EQ(2u, written.back().cumulative);
+  auto at = [](const std::vector<HistogramBucket>& buckets, double bound) {
+    for (const HistogramBucket& b : buckets) {
+      if (b.upper_bound == bound) return static_cast<long>(b.cumulative);
+    }
+    return -1L;
+  };
+  EXPECT_EQ(0, at(synced, 0.0025));
+  EXPECT_EQ(1, at(synced, 0.005));
+  EXPECT_EQ(2, at(written, 0.0005));
+  EXPECT_EQ(0, at(written, 0.00025));
+}
+
 TEST(GrafanaDashboardTest, EveryQueriedSeriesIsExported) {
   auto dashboard = nlohmann::json::parse(
       testing::read_text_file(ALLOX_SOURCE_DIR "/manifests/grafana/allox-dashboard.json"));

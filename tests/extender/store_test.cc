@@ -248,6 +248,41 @@ TEST(StoreTest, EveryWriteRunsAtItsOwnDurability) {
   }
 }
 
+// The observer behind allox_store_write_duration_seconds: each committed write transaction once
+// (a batch once, however many writes it groups), with its durability; reads, and writes that
+// were rolled back, not at all.
+TEST(StoreTest, EachCommittedWriteIsObservedOnceWithItsDurability) {
+  testing::ScratchDir dir;
+  auto store = Store::open(dir.file("state.db"));
+  ASSERT_TRUE(store.ok());
+  std::vector<bool> observed;  // synced, per observation
+  (*store)->observe_writes([&](double seconds, bool synced) {
+    EXPECT_GE(seconds, 0.0);
+    EXPECT_LT(seconds, 60.0);
+    observed.push_back(synced);
+  });
+  auto row = (*store)->record_arrival(arrival("ns/a", "u", 1), pod_of("ns/a", "a-gpu", "u1"));
+  ASSERT_TRUE(row.ok());
+  EXPECT_EQ(std::vector<bool>({true}), observed);
+  ASSERT_TRUE((*store)
+                  ->batch(
+                      [&]() -> Status {
+                        if (auto v = (*store)->record_variant(*row, pod_of("ns/a", "a-cpu", "u2"));
+                            !v)
+                          return v;
+                        return (*store)->record_variant(*row, pod_of("ns/a", "a-tpu", "u3"));
+                      },
+                      Durability::kWritten)
+                  .ok());
+  EXPECT_EQ(std::vector<bool>({true, false}), observed);
+  ASSERT_TRUE((*store)->load().ok());
+  // A second live run of ns/a is refused by the unique index and rolled back: not a commit.
+  EXPECT_FALSE((*store)->record_arrival(arrival("ns/a", "u", 2), pod_of("ns/a", "a2", "u5")).ok());
+  EXPECT_EQ(std::vector<bool>({true, false}), observed);
+  ASSERT_TRUE((*store)->forget_variant({"a-tpu", "ns", "u3"}, *row, Durability::kWritten).ok());
+  EXPECT_EQ(std::vector<bool>({true, false, false}), observed);
+}
+
 // WAL checkpoints run on the store's own thread (store.h), never inside a commit on a request
 // path: past Store::kCheckpointPages of WAL the checkpointer runs, and everything written is
 // there after reopening.
