@@ -18,8 +18,9 @@
 //   allox_store_write_duration_seconds{durability}
 //                                            each committed write transaction of the store,
 //                                            BEGIN to the end of COMMIT: "synced" ones include
-//                                            their fsync (arrivals, bind intents), "written" ones
-//                                            do not (the watch's bursts, admissions)
+//                                            their fsync (with an API server, nearly all are
+//                                            bind-intent groups), "written" ones do not (the
+//                                            watch's bursts, the admissions' deletes)
 // The last two are in alloxd's clock (simulated seconds under --time-scale).
 //
 // Counters and histograms are lock-free atomics (recorded on the request path); the gauges set
