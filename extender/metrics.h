@@ -12,15 +12,15 @@
 //                                            lower priority than the request threads)
 //   allox_user_share{user}                   each user's current share L, sampled at each solve
 //   allox_user_queued_jobs{user}             each user's queued jobs, sampled at each solve
-//   allox_completion_to_bind_seconds         a machine freed by a completion while jobs waited,
-//                                            until the next bind onto that node and device
-//   allox_time_to_bind_seconds               a job's arrival (first seen) until its bind
 //   allox_store_write_duration_seconds{durability}
 //                                            each committed write transaction of the store,
 //                                            BEGIN to the end of COMMIT: "synced" ones include
 //                                            their fsync (with an API server, nearly all are
 //                                            bind-intent groups), "written" ones do not (the
 //                                            watch's bursts, the admissions' deletes)
+//   allox_completion_to_bind_seconds         a machine freed by a completion while jobs waited,
+//                                            until the next bind onto that node and device
+//   allox_time_to_bind_seconds               a job's arrival (first seen) until its bind
 // The last two are in alloxd's clock (simulated seconds under --time-scale).
 //
 // Counters and histograms are lock-free atomics (recorded on the request path); the gauges set

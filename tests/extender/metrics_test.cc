@@ -16,6 +16,14 @@
 namespace allox::extender {
 namespace {
 
+// The cumulative count at one upper bound of a histogram read back; -1 when no bucket has it.
+long cumulative_at(const std::vector<HistogramBucket>& buckets, double bound) {
+  for (const HistogramBucket& b : buckets) {
+    if (b.upper_bound == bound) return static_cast<long>(b.cumulative);
+  }
+  return -1L;
+}
+
 TEST(CompletionToBindTest, CountsOnlyMachinesFreedWhileJobsWaited) {
   CompletionToBind tracker;
   tracker.freed("node-a", "gpu", 100, /*jobs_waiting=*/true);
@@ -41,12 +49,7 @@ TEST(MetricsTest, ALatencyHistogramReadsBackFromItsText) {
   const std::vector<HistogramBucket> filter =
       read_histogram(text, "allox_request_duration_seconds", "verb=\"filter\"");
   ASSERT_EQ(Histogram::kLatencyBuckets.size() + 1, filter.size()) << text;
-  auto at = [&](double bound) {
-    for (const HistogramBucket& b : filter) {
-      if (b.upper_bound == bound) return static_cast<long>(b.cumulative);
-    }
-    return -1L;
-  };
+  auto at = [&](double bound) { return cumulative_at(filter, bound); };
   EXPECT_EQ(1, at(0.0005));
   EXPECT_EQ(3, at(0.002));
   EXPECT_EQ(4, at(0.0025));
@@ -114,16 +117,10 @@ TEST(MetricsTest, StoreWritesAreExportedByDurability) {
   ASSERT_FALSE(written.empty()) << text;
   EXPECT_EQ(1u, synced.back().cumulative);
   EXPECT_EQ(2u, written.back().cumulative);
-  auto at = [](const std::vector<HistogramBucket>& buckets, double bound) {
-    for (const HistogramBucket& b : buckets) {
-      if (b.upper_bound == bound) return static_cast<long>(b.cumulative);
-    }
-    return -1L;
-  };
-  EXPECT_EQ(0, at(synced, 0.0025));
-  EXPECT_EQ(1, at(synced, 0.005));
-  EXPECT_EQ(2, at(written, 0.0005));
-  EXPECT_EQ(0, at(written, 0.00025));
+  EXPECT_EQ(0, cumulative_at(synced, 0.0025));
+  EXPECT_EQ(1, cumulative_at(synced, 0.005));
+  EXPECT_EQ(2, cumulative_at(written, 0.0005));
+  EXPECT_EQ(0, cumulative_at(written, 0.00025));
 }
 
 TEST(GrafanaDashboardTest, EveryQueriedSeriesIsExported) {
