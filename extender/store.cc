@@ -16,7 +16,11 @@ namespace {
 
 // Schema version 2: job runs keyed by row (version 1 keyed jobs by id, so a re-created pod
 // could never start a new run, and a job row and its variant row were two transactions).
-constexpr int kSchemaVersion = 2;
+// Version 3: variants WITHOUT ROWID, stored in their primary key's b-tree alone: a rowid table
+// kept the rows in one b-tree and the key in another, and a variant deleted when its job starts
+// elsewhere dirtied a page in each (issue 13: a third of the store's WAL frames). `seq` keeps
+// the order a job's variants were recorded in, which version 2 read off the rowid.
+constexpr int kSchemaVersion = 3;
 
 constexpr const char* kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS jobs (
@@ -46,9 +50,10 @@ CREATE TABLE IF NOT EXISTS variants (
   device TEXT NOT NULL,
   iterations INTEGER,
   time_hints TEXT NOT NULL,
+  seq INTEGER NOT NULL,
   PRIMARY KEY (pod_namespace, pod_name)
-);
-CREATE INDEX IF NOT EXISTS variants_job ON variants (job_row);
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS variants_job ON variants (job_row, seq);
 CREATE TABLE IF NOT EXISTS profiles (
   seq INTEGER PRIMARY KEY AUTOINCREMENT,
   job_row INTEGER NOT NULL,
@@ -94,9 +99,9 @@ INSERT INTO jobs (id, user, arrival, phase, pod_namespace, pod_name, pod_uid, no
   SELECT id, user, arrival, phase, pod_namespace, pod_name, pod_uid, node, device, machine,
          start, finish FROM jobs_v1 ORDER BY arrival, id;
 INSERT INTO variants (pod_namespace, pod_name, pod_uid, job_row, job_id, user, device,
-                      iterations, time_hints)
+                      iterations, time_hints, seq)
   SELECT v.pod_namespace, v.pod_name, v.pod_uid, j.row, v.job_id, v.user, v.device,
-         v.iterations, v.time_hints FROM variants_v1 v JOIN jobs j ON j.id = v.job_id;
+         v.iterations, v.time_hints, v.rowid FROM variants_v1 v JOIN jobs j ON j.id = v.job_id;
 INSERT INTO profiles (job_row, job_id, device, kind, iterations, seconds, at)
   SELECT j.row, p.job_id, p.device, p.kind, p.iterations, p.seconds, p.at
   FROM profiles_v1 p JOIN jobs j ON j.id = p.job_id ORDER BY p.seq;
@@ -107,6 +112,20 @@ DROP TABLE jobs_v1;
 DROP TABLE variants_v1;
 DROP TABLE profiles_v1;
 DROP TABLE usage_v1;
+)sql";
+
+// Version 2's variants renamed aside (its index first: the name is the new table's), copied
+// into version 3 with the rowid as the order, then dropped.
+constexpr const char* kMigrateFromVersion2 = R"sql(
+DROP INDEX IF EXISTS variants_job;
+ALTER TABLE variants RENAME TO variants_v2;
+)sql";
+constexpr const char* kCopyFromVersion2 = R"sql(
+INSERT INTO variants (pod_namespace, pod_name, pod_uid, job_row, job_id, user, device,
+                      iterations, time_hints, seq)
+  SELECT pod_namespace, pod_name, pod_uid, job_row, job_id, user, device, iterations,
+         time_hints, rowid FROM variants_v2;
+DROP TABLE variants_v2;
 )sql";
 
 // Runs load() brings back (? = finished_since), and runs prune_history() deletes
@@ -303,7 +322,8 @@ JobPhase phase_from(const std::string& name) {
 Status insert_variant(StatementCache& db, std::int64_t job_row, const JobVariant& variant) {
   Statement s(db,
               "INSERT OR REPLACE INTO variants (pod_namespace, pod_name, pod_uid, job_row, "
-              "job_id, user, device, iterations, time_hints) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
+              "job_id, user, device, iterations, time_hints, seq) VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
+              "?7, ?8, ?9, (SELECT coalesce(max(seq), 0) + 1 FROM variants WHERE job_row = ?4))");
   s.bind_all(variant.pod.namespace_name, variant.pod.name, variant.pod.uid, job_row, variant.job_id,
              variant.user, variant.device, variant.iterations,
              nlohmann::json(variant.time_hints).dump());
@@ -447,13 +467,20 @@ Status Store::migrate() {
       if (auto s = v1.status("inspect schema"); !s) return s;
     }
   }
+  const bool from_v2 = found == 2;
   return transaction([&]() -> Status {
     if (from_v1) {
       if (auto s = exec(kMigrateFromVersion1); !s) return s;
     }
+    if (from_v2) {
+      if (auto s = exec(kMigrateFromVersion2); !s) return s;
+    }
     if (auto s = exec(kSchema); !s) return s;
     if (from_v1) {
       if (auto s = exec(kCopyFromVersion1); !s) return s;
+    }
+    if (from_v2) {
+      if (auto s = exec(kCopyFromVersion2); !s) return s;
     }
     return exec(("PRAGMA user_version = " + std::to_string(kSchemaVersion)).c_str());
   });
@@ -761,7 +788,7 @@ Expected<StoredState> Store::load(double finished_since) {
             "SELECT pod_namespace, pod_name, pod_uid, job_row, job_id, user, device, "
             "iterations, time_hints FROM variants "
             "WHERE job_row IN (SELECT row FROM jobs WHERE " ALLOX_STORE_LOADED_RUNS
-            ") ORDER BY rowid");
+            ") ORDER BY job_row, seq");
         variants.bind(1, finished_since);
         while (variants.next()) {
           StoredVariant stored;

@@ -127,8 +127,9 @@ struct StoredState {
 class Store {
  public:
   // Opens (creating if needed) the database at path; ":memory:" gives a throw-away one. A
-  // database written before job runs had rows is migrated in one transaction. A write waits
-  // up to `busy_timeout` for another connection's lock, then fails with SQLite's BUSY.
+  // database an older alloxd wrote (version 1: before job runs had rows; version 2: variants in
+  // a rowid table) is migrated in one transaction; one a newer alloxd wrote is refused. A write
+  // waits up to `busy_timeout` for another connection's lock, then fails with SQLite's BUSY.
   static Expected<std::unique_ptr<Store>> open(
       const std::string& path, std::chrono::milliseconds busy_timeout = std::chrono::seconds(5));
   ~Store();

@@ -603,6 +603,99 @@ TEST(StoreTest, AVersionOneDatabaseIsMigrated) {
   EXPECT_TRUE(Store::open(path).ok()) << "a migrated database opens again";
 }
 
+// A job's variants load in the order they were recorded (the book keeps the last one's
+// iterations), not in their key's order, and a variant recorded again moves to the end.
+TEST(StoreTest, AJobsVariantsLoadInTheOrderTheyWereRecorded) {
+  auto store = Store::open(":memory:");
+  ASSERT_TRUE(store.ok()) << store.message();
+  auto row = (*store)->record_arrival(arrival("lab/j", "lab", 1), pod_of("lab/j", "z-gpu", "u1"));
+  ASSERT_TRUE(row.ok()) << row.message();
+  auto other = (*store)->record_arrival(arrival("lab/k", "lab", 2), pod_of("lab/k", "k", "u9"));
+  ASSERT_TRUE(other.ok()) << other.message();
+  for (const char* name : {"m-cpu", "a-tpu", "z-gpu"}) {
+    ASSERT_TRUE((*store)->record_variant(*row, pod_of("lab/j", name, name)).ok());
+  }
+  auto state = (*store)->load();
+  ASSERT_TRUE(state.ok()) << state.message();
+  std::vector<std::string> order;
+  for (const StoredVariant& v : state->variants) {
+    if (v.job_row == *row) order.push_back(v.variant.pod.name);
+  }
+  EXPECT_EQ((std::vector<std::string>{"m-cpu", "a-tpu", "z-gpu"}), order);
+}
+
+TEST(StoreTest, AVersionTwoDatabaseIsMigratedKeepingEachJobsVariantOrder) {
+  testing::ScratchDir dir;
+  const std::string path = dir.file("state.db");
+  {
+    RawDb v2(path);  // version 2's schema as it shipped, variants in a rowid table
+    ASSERT_EQ(
+        SQLITE_OK,
+        v2.exec("CREATE TABLE jobs (row INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL, "
+                "user TEXT NOT NULL, arrival REAL NOT NULL, phase TEXT NOT NULL DEFAULT "
+                "'queued', pod_namespace TEXT NOT NULL DEFAULT '', pod_name TEXT NOT NULL "
+                "DEFAULT '', pod_uid TEXT NOT NULL DEFAULT '', node TEXT NOT NULL DEFAULT '', "
+                "device TEXT NOT NULL DEFAULT '', machine INTEGER NOT NULL DEFAULT -1, start "
+                "REAL NOT NULL DEFAULT 0, finish REAL NOT NULL DEFAULT 0);"
+                "CREATE UNIQUE INDEX jobs_live_id ON jobs (id) WHERE phase IN ('queued', "
+                "'running');"
+                "CREATE INDEX jobs_finish ON jobs (finish) WHERE phase IN ('done', "
+                "'removed');"
+                "CREATE TABLE variants (pod_namespace TEXT NOT NULL, pod_name TEXT NOT NULL, "
+                "pod_uid TEXT NOT NULL, job_row INTEGER NOT NULL, job_id TEXT NOT NULL, user "
+                "TEXT NOT NULL, device TEXT NOT NULL, iterations INTEGER, time_hints TEXT NOT "
+                "NULL, PRIMARY KEY (pod_namespace, pod_name));"
+                "CREATE INDEX variants_job ON variants (job_row);"
+                "CREATE TABLE profiles (seq INTEGER PRIMARY KEY AUTOINCREMENT, job_row "
+                "INTEGER NOT NULL, job_id TEXT NOT NULL, device TEXT NOT NULL, kind TEXT NOT "
+                "NULL, iterations INTEGER NOT NULL, seconds REAL NOT NULL, at REAL NOT NULL);"
+                "CREATE INDEX profiles_job ON profiles (job_row);"
+                "CREATE TABLE usage (job_row INTEGER PRIMARY KEY, job_id TEXT NOT NULL, user "
+                "TEXT NOT NULL, device TEXT NOT NULL, node TEXT NOT NULL, start REAL NOT "
+                "NULL, end REAL);"
+                "CREATE TABLE bind_intents (job_row INTEGER PRIMARY KEY, job_id TEXT NOT "
+                "NULL, pod_namespace TEXT NOT NULL, pod_name TEXT NOT NULL, pod_uid TEXT NOT "
+                "NULL, node TEXT NOT NULL, device TEXT NOT NULL, at REAL NOT NULL);"
+                "INSERT INTO jobs (id, user, arrival) VALUES ('lab/a', 'lab', 7);"
+                "INSERT INTO variants VALUES ('lab', 'z-gpu', 'u1', 1, 'lab/a', 'lab', "
+                "'gpu', 10, '{\"gpu\": 60}');"
+                "INSERT INTO variants VALUES ('lab', 'a-cpu', 'u2', 1, 'lab/a', 'lab', "
+                "'cpu', 20, '{\"cpu\": 240}');"
+                "INSERT INTO profiles (job_row, job_id, device, kind, iterations, seconds, "
+                "at) VALUES (1, 'lab/a', 'gpu', 'profile', 5, 3, 8);"
+                "PRAGMA user_version = 2;"));
+  }
+  {
+    auto store = Store::open(path);
+    ASSERT_TRUE(store.ok()) << store.message();
+    auto state = (*store)->load();
+    ASSERT_TRUE(state.ok()) << state.message();
+    ASSERT_EQ(1u, state->jobs.size());
+    ASSERT_EQ(2u, state->variants.size());
+    EXPECT_EQ("z-gpu", state->variants[0].variant.pod.name) << "recorded first, loads first";
+    EXPECT_EQ(10, state->variants[0].variant.iterations);
+    EXPECT_EQ("a-cpu", state->variants[1].variant.pod.name);
+    EXPECT_DOUBLE_EQ(240, state->variants[1].variant.time_hints.at("cpu"));
+    EXPECT_EQ(state->jobs[0].row, state->variants[1].job_row);
+    ASSERT_EQ(1u, state->profiles.size());
+    // A variant recorded after the migration comes after the migrated ones.
+    ASSERT_TRUE((*store)->record_variant(state->jobs[0].row, pod_of("lab/a", "b-tpu", "u3")).ok());
+    auto again = (*store)->load();
+    ASSERT_TRUE(again.ok()) << again.message();
+    ASSERT_EQ(3u, again->variants.size());
+    EXPECT_EQ("b-tpu", again->variants[2].variant.pod.name);
+  }
+  RawDb migrated(path);
+  EXPECT_EQ(3, migrated.count("PRAGMA user_version"));
+  EXPECT_EQ(1, migrated.count("SELECT count(*) FROM sqlite_master WHERE name = 'variants' AND "
+                              "sql LIKE '%WITHOUT ROWID%'"));
+  EXPECT_EQ(1, migrated.count("SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name "
+                              "= 'variants_job' AND tbl_name = 'variants'"))
+      << "the job index is rebuilt on the new table, not dropped with the old one";
+  EXPECT_EQ(0, migrated.count("SELECT count(*) FROM sqlite_master WHERE name = 'variants_v2'"));
+  EXPECT_TRUE(Store::open(path).ok()) << "a migrated database opens again";
+}
+
 TEST(StoreTest, ANewStoreUsesSmallPagesAndAnOldOneKeepsItsOwn) {
   testing::ScratchDir dir;
   const std::string fresh = dir.file("fresh.db");
