@@ -14,7 +14,6 @@
 #include <boost/beast/http.hpp>
 #include <charconv>
 #include <condition_variable>
-#include <latch>
 #include <list>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -36,6 +35,36 @@ using boost::system::error_code;
 using Clock = std::chrono::steady_clock;
 
 namespace {
+
+// Threads arrive; wait() returns once all have. Shared by the threads and the waiter (the last
+// to arrive may still be leaving it as the waiter returns). A mutex and a condition variable,
+// not std::latch: with GCC 12's libstdc++ a latch's arrive_and_wait lost wake-ups here and left
+// pool threads asleep for good (a server's destructor then waited on them forever).
+class Countdown {
+ public:
+  explicit Countdown(std::size_t threads) : left_(threads) {}
+  void arrive() {
+    std::lock_guard lock(mu_);
+    arrive_locked();
+  }
+  void wait() {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [this] { return left_ == 0; });
+  }
+  void arrive_and_wait() {
+    std::unique_lock lock(mu_);
+    arrive_locked();
+    cv_.wait(lock, [this] { return left_ == 0; });
+  }
+
+ private:
+  void arrive_locked() {
+    if (left_ > 0 && --left_ == 0) cv_.notify_all();
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::size_t left_;
+};
 
 // After an error reply the rest of the request is read and dropped for this long, so the client
 // reads the reply instead of a connection reset (what nginx calls a lingering close).
@@ -514,7 +543,8 @@ struct HttpServer::Impl {
   std::optional<asio::ssl::context> tls;
   // Binds wait on an fsync and the API server, not on the CPU, and concurrent binds share one
   // fsync (store.h): enough threads for kube-scheduler's binds in flight to group.
-  asio::thread_pool blocking{16};
+  static constexpr std::size_t kBlockingThreads = 16;
+  asio::thread_pool blocking{kBlockingThreads};
   // One io_context per I/O thread, each run by that thread alone (concurrency hint 1: its
   // completions queue without locks or wake-ups), each owning the connections handed to it.
   // A single io_context run by every thread had them take turns on its locks, hand handlers to
@@ -663,18 +693,28 @@ Expected<std::unique_ptr<HttpServer>> HttpServer::start(HttpHandler handler,
   server->port_ = impl.acceptor->local_endpoint().port();
   // start() returns once every I/O thread has its scheduling class and its name, so whoever
   // looks at the process after start (a health probe, ps, a test) sees the server as it serves.
-  std::latch ready(static_cast<std::ptrdiff_t>(impl.contexts.size()));
+  auto ready = std::make_shared<Countdown>(impl.contexts.size());
   for (auto& io : impl.contexts) {
-    impl.threads.emplace_back([&io = *io, &ready, slice = options.thread_slice] {
+    impl.threads.emplace_back([&io = *io, ready, slice = options.thread_slice] {
       // Whether the kernel honours the slice is the caller's to report (alloxd_main probes it):
       // this thread serves either way.
       (void)run_this_thread_interactively(slice);
       name_this_thread("allox-http");
-      ready.count_down();
+      ready->arrive();
       io.run();
     });
   }
-  ready.wait();
+  ready->wait();
+  // The blocking pool's threads name themselves (top -H, the bench's CPU by thread): one task
+  // each, and each waits for all the others, so no thread takes two.
+  auto pool_named = std::make_shared<Countdown>(Impl::kBlockingThreads);
+  for (std::size_t i = 0; i < Impl::kBlockingThreads; ++i) {
+    asio::post(impl.blocking, [pool_named] {
+      name_this_thread("allox-blocking");
+      pool_named->arrive_and_wait();
+    });
+  }
+  pool_named->wait();
   // The listen queue holds early connections; they are accepted now, on the acceptor's own
   // thread, by threads that are ready.
   asio::post(impl.acceptor->get_executor(), [&impl] { impl.accept(); });

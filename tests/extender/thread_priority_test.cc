@@ -233,7 +233,7 @@ TEST(ThreadPriorityTest, AlloxdRunsItsWorkInTheBackgroundAndAnswersInteractively
       ++http;
       EXPECT_EQ(kNormal, thread.policy) << name;
       EXPECT_EQ(250'000u, thread.slice_ns) << name;
-    } else {  // the main thread, the planner, the store's, the bind pool
+    } else {  // the main thread, the planner, the store's, the blocking pool (/bind)
       ++background;
       EXPECT_EQ(kBatch, thread.policy) << name;
     }
@@ -241,6 +241,7 @@ TEST(ThreadPriorityTest, AlloxdRunsItsWorkInTheBackgroundAndAnswersInteractively
   EXPECT_EQ(4u, http) << "http_threads' default";
   EXPECT_GE(background, 3u);
   EXPECT_EQ(1u, threads.count("allox-planner"));
+  EXPECT_EQ(16u, threads.count("allox-blocking")) << "each of the /bind pool's threads named";
   (*alloxd)->terminate(std::chrono::seconds(10));
 }
 
