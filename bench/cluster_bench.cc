@@ -9,12 +9,12 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
-#include <sstream>
 #include <thread>
 #include <unordered_set>
 #include <vector>
 
 #include "bench/bench_alloxd.h"
+#include "bench/proc_cpu.h"
 #include "extender/emulator/alloxd_process.h"
 #include "extender/emulator/fake_api_server.h"
 #include "extender/emulator/replay.h"
@@ -54,20 +54,6 @@ double status_kb(int pid, const std::string& field) {
     if (line.rfind(field + ":", 0) == 0) return std::stod(line.substr(field.size() + 1));
   }
   return 0;
-}
-
-// utime + stime of a process in seconds, 0 when unreadable.
-double cpu_seconds(int pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-  auto close = text.rfind(')');
-  if (close == std::string::npos) return 0;
-  std::istringstream fields(text.substr(close + 2));
-  std::string skip;
-  for (int i = 0; i < 11; ++i) fields >> skip;  // state .. cmajflt (fields 3-13)
-  double utime = 0, stime = 0;
-  fields >> utime >> stime;
-  return (utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
 
 // alloxd's own /filter histogram, read from its /metrics once the replay is over.
@@ -215,6 +201,9 @@ Expected<ClusterBenchResult> run_cluster_bench(const ClusterBenchOptions& option
   std::mutex mu;
   std::condition_variable cv;
   bool finished = false;
+  // The harness's threads by name, polled: the replay's own threads end before it returns.
+  const auto harness_threads_start = cpu_by_thread_name(::getpid());
+  auto harness_threads_seen = harness_threads_start;
   std::thread poller([&] {
     extender::ExtenderClient metrics((*alloxd)->url(), "", std::chrono::seconds(5));
     std::unique_lock lock(mu);
@@ -225,7 +214,9 @@ Expected<ClusterBenchResult> run_cluster_bench(const ClusterBenchOptions& option
       auto queued = sample(text, "allox_queue_length");
       auto solve = sample(text, "allox_last_solve_seconds");
       auto solve_cpu = sample(text, "allox_last_solve_cpu_seconds");
+      const auto harness_threads = cpu_by_thread_name(::getpid());
       lock.lock();
+      keep_largest(harness_threads_seen, harness_threads);
       if (queued && solve && *queued >= static_cast<double>(result.plan_queued)) {
         if (*queued > static_cast<double>(result.plan_queued)) result.plan_ms = 0;
         result.plan_queued = static_cast<std::size_t>(*queued);
@@ -239,7 +230,7 @@ Expected<ClusterBenchResult> run_cluster_bench(const ClusterBenchOptions& option
   });
 
   const auto wall_start = Clock::now();
-  const double harness_cpu_start = cpu_seconds(::getpid());
+  const double harness_cpu_start = process_cpu_seconds(::getpid());
   std::vector<double> bind_at;  // wall seconds of every bind
   // Pods ungated and not yet bound (nor deleted): the work waiting for the scheduler and alloxd.
   std::unordered_set<std::string> waiting;
@@ -278,12 +269,15 @@ Expected<ClusterBenchResult> run_cluster_bench(const ClusterBenchOptions& option
   });
   auto summary = emulator::replay_jobs((*api)->objects(), clock, *jobs, replay);
   result.wall_s = seconds_since(wall_start);
-  result.harness_cpu_s = cpu_seconds(::getpid()) - harness_cpu_start;
-  result.alloxd_cpu_s = cpu_seconds((*alloxd)->pid());
+  result.harness_cpu_s = process_cpu_seconds(::getpid()) - harness_cpu_start;
+  result.alloxd_cpu_s = process_cpu_seconds((*alloxd)->pid());
+  result.alloxd_threads = cpu_by_thread_name((*alloxd)->pid());
   result.alloxd_peak_rss_mb = status_kb((*alloxd)->pid(), "VmHWM") / 1024;
   {
     std::lock_guard lock(mu);
     finished = true;
+    keep_largest(harness_threads_seen, cpu_by_thread_name(::getpid()));
+    result.harness_threads = cpu_between(harness_threads_start, harness_threads_seen);
   }
   cv.notify_all();
   poller.join();

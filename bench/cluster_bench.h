@@ -32,6 +32,7 @@
 #include <map>
 #include <string>
 
+#include "bench/proc_cpu.h"
 #include "core/result.h"
 
 namespace allox::bench {
@@ -97,6 +98,10 @@ struct ClusterBenchResult {
   // This process's CPU (the fake API server, the scheduler emulator, the kubelets, the replay)
   // from the replay's start to its end: the harness's own cost, beside alloxd's.
   double harness_cpu_s = 0;
+  // The same two by thread name (bench/proc_cpu.h): alloxd's live threads over its life, read
+  // at the end; the harness's from the replay's start, polled with the plan (its scheduler and
+  // kubelets end with the replay). A thread that ended unseen is in the totals only.
+  std::map<std::string, ThreadGroupCpu> alloxd_threads, harness_threads;
   // alloxd's requests to the fake API server over the run, by "METHOD resource" (the scheduler
   // emulator and the kubelets write to the store in process, so these are alloxd's alone).
   std::map<std::string, std::uint64_t> api_requests;

@@ -76,6 +76,27 @@ read -r trips inside calls p99_above p99_upto <<<"$(sed -nE 's/^\/filter over 2 
 check "alloxd's histogram counted every /filter" "${calls:-0} >= $filters"
 check "alloxd's p99 bucket bounds ordered" "0 <= ${p99_above:-0} < float('${p99_upto:-0}')"
 check "the shares over 2 ms are percentages" "0 <= ${inside:--1} <= 100 and 0 <= ${trips:--1} <= 100"
+# CPU by thread name (bench/proc_cpu.h): alloxd's rooms each named, the harness's scheduler and
+# kubelets seen although they end with the replay, and no process's groups summing to more than
+# its total (each group is rounded to 0.1 s).
+alloxd_cpu=$(sed -nE 's/^plan measured at .*; alloxd CPU ([0-9.]+) s \(last run\)$/\1/p' <<<"$out")
+harness_cpu=$(sed -nE 's/^harness CPU \(this process: API server, scheduler, kubelets\) ([0-9.]+) s over the replay.*/\1/p' <<<"$out")
+by_thread() {  # the line's title, its process's total, the names it must list
+  local title=$1 total=$2
+  shift 2
+  local line
+  line=$(grep -F "$title" <<<"$out")
+  [[ -n $line ]] || { fail "no line '$title'"; return; }
+  for name in "$@"; do grep -qF " $name " <<<"$line" || fail "'$name' missing: $line"; done
+  local groups sum
+  groups=$(grep -oE ' [0-9]+\.[0-9] s \(' <<<"$line" | wc -l)
+  sum=$(grep -oE ' [0-9]+\.[0-9] s \(' <<<"$line" | awk '{s += $1} END {print s + 0}')
+  check "'$title' sums within its total" "$groups > 0 and $sum <= ${total:-0} + 0.05 * $groups + 0.05"
+}
+by_thread "alloxd CPU by thread (its life, live threads; last run): " "$alloxd_cpu" \
+  "allox-http x4" "allox-blocking x16" allox-planner allox-control allox-informer
+by_thread "harness CPU by thread (over the replay; last run): " "$harness_cpu" \
+  emu-scheduler emu-kubelets
 for row_name in 'pods bound per second' '/filter p99' 'plan time' 'alloxd peak RSS'; do
   grep -q "^$row_name" <<<"$out" || fail "no target row '$row_name'"
 done
