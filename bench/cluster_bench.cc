@@ -21,6 +21,7 @@
 #include "extender/emulator/scheduler_config.h"
 #include "extender/extender_client.h"
 #include "extender/metrics.h"
+#include "extender/thread_priority.h"
 #include "profiler/throughput_table.h"
 #include "sim/synthetic.h"
 
@@ -205,6 +206,7 @@ Expected<ClusterBenchResult> run_cluster_bench(const ClusterBenchOptions& option
   const auto harness_threads_start = cpu_by_thread_name(::getpid());
   auto harness_threads_seen = harness_threads_start;
   std::thread poller([&] {
+    extender::name_this_thread("bench-poller");
     extender::ExtenderClient metrics((*alloxd)->url(), "", std::chrono::seconds(5));
     std::unique_lock lock(mu);
     while (!finished) {
@@ -260,6 +262,7 @@ Expected<ClusterBenchResult> run_cluster_bench(const ClusterBenchOptions& option
     }
   };
   std::thread watchdog([&] {
+    extender::name_this_thread("bench-watchdog");
     std::unique_lock lock(mu);
     if (!cv.wait_for(lock, std::chrono::duration<double>(options.max_wall_s),
                      [&] { return finished; })) {

@@ -3,9 +3,11 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <system_error>
 #include <vector>
 
 namespace allox::bench {
@@ -49,6 +51,11 @@ std::string run_with_harness_tunables() {
   argv.push_back(nullptr);
   ::setenv(kMarker, "1", 1);
   ::setenv("GLIBC_TUNABLES", harness_tunables(), 1);
+  // By its own path, so the process keeps its name (ps, and the bench's CPU by thread, showed
+  // "exe"); /proc/self/exe when that path is gone (a binary rebuilt or removed since it started).
+  std::error_code error;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
+  if (!error) ::execv(self.c_str(), argv.data());
   ::execv("/proc/self/exe", argv.data());
   // Not re-executed: go on as started.
   ::unsetenv(kMarker);
