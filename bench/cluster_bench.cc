@@ -202,7 +202,9 @@ Expected<ClusterBenchResult> run_cluster_bench(const ClusterBenchOptions& option
   std::mutex mu;
   std::condition_variable cv;
   bool finished = false;
-  // The harness's threads by name, polled: the replay's own threads end before it returns.
+  // The harness's CPU from here, in all and by thread name (polled: the replay's own threads
+  // end before it returns).
+  const double harness_cpu_start = process_cpu_seconds(::getpid());
   const auto harness_threads_start = cpu_by_thread_name(::getpid());
   auto harness_threads_seen = harness_threads_start;
   std::thread poller([&] {
@@ -232,7 +234,6 @@ Expected<ClusterBenchResult> run_cluster_bench(const ClusterBenchOptions& option
   });
 
   const auto wall_start = Clock::now();
-  const double harness_cpu_start = process_cpu_seconds(::getpid());
   std::vector<double> bind_at;  // wall seconds of every bind
   // Pods ungated and not yet bound (nor deleted): the work waiting for the scheduler and alloxd.
   std::unordered_set<std::string> waiting;
