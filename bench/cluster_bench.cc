@@ -115,15 +115,16 @@ Expected<std::vector<emulator::ReplayJob>> workload(const ClusterBenchOptions& o
   return jobs;
 }
 
-Status write_alloxd_config(const std::string& path, bool batch_rounds, double starvation_bound) {
+Status write_alloxd_config(const std::string& path, const ClusterBenchOptions& options) {
   std::ofstream out(path);
   out << "# written by allox bench cluster\n"
          "listen: 127.0.0.1:0\n"
          "database: alloxd.db\n"
          "policy: allox\n"
          "alpha: 0.5\n"
-      << "batch_rounds: " << (batch_rounds ? "true" : "false") << "\n"
-      << "starvation_bound: " << std::to_string(starvation_bound) << "\n"
+      << "batch_rounds: " << (options.batch_rounds ? "true" : "false") << "\n"
+      << "starvation_bound: " << std::to_string(effective_starvation_bound(options)) << "\n"
+      << "background_threads: " << options.background_threads << "\n"
       << "tick: 2\n"
          "default_job_seconds: 3600\n"
          "admin_token: bench-cluster\n"
@@ -184,10 +185,7 @@ Expected<ClusterBenchResult> run_cluster_bench(const ClusterBenchOptions& option
   std::error_code ec;
   std::filesystem::create_directories(options.state_dir, ec);
   const std::string base_config = options.state_dir + "/base.yaml";
-  if (Status written = write_alloxd_config(base_config, options.batch_rounds,
-                                           effective_starvation_bound(options));
-      !written)
-    return written.error();
+  if (Status written = write_alloxd_config(base_config, options); !written) return written.error();
   auto alloxd = start_bench_alloxd({.binary = options.alloxd_binary,
                                     .state_dir = options.state_dir,
                                     .config = base_config,

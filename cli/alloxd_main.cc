@@ -85,8 +85,11 @@ void raise_descriptor_limit() {
 // Every thread alloxd starts from here on inherits the background class (thread_priority.h): the
 // watch, the controller, the store, the binds' API calls and the planner wait their turn when
 // they wake. The HTTP servers' I/O threads make themselves interactive (HttpServerOptions::
-// thread_slice), so a /filter preempts them. Said once if the kernel refuses either.
-void run_in_background_but_answer_at_once(int slice_us) {
+// thread_slice), so a /filter preempts them. With `idle`, the named background threads enter
+// the idle class as they start (the main thread cannot: the I/O threads it starts could not
+// leave it). Said once if the kernel refuses either.
+void run_in_background_but_answer_at_once(int slice_us, bool idle) {
+  set_background_class(idle ? BackgroundClass::kIdle : BackgroundClass::kBatch);
   if (Status background = run_this_thread_in_background(); !background) {
     log_warn("alloxd's threads keep the default scheduling class",
              {{"error", background.message()}});
@@ -139,7 +142,8 @@ int run(const Flags& flags) {
   }
   configure_log(config->log);
   raise_descriptor_limit();
-  run_in_background_but_answer_at_once(config->http_thread_slice_us);
+  run_in_background_but_answer_at_once(config->http_thread_slice_us,
+                                       config->idle_background_threads);
   if (!listen.empty()) {
     if (auto s = set_listen_address(*config, listen); !s) {
       log_error("--listen: " + s.message());

@@ -107,10 +107,11 @@ void print_cluster_header(const bench::ClusterBenchOptions& o, int repeat) {
       "bench cluster: %zu nodes x (%d GPUs + %d CPU bundles), %zu jobs queued at once as gated "
       "GPU + CPU pods (Gavel speeds), the real alloxd (%s) behind a fake API server and the "
       "kube-scheduler v1.28 emulator, %gx simulated time, allox rounds: %s, starvation bound "
-      "%g s; %d run(s). Wall-clock figures on a shared machine: under load.\n\n",
+      "%g s, background threads: %s; %d run(s). Wall-clock figures on a shared machine: under "
+      "load.\n\n",
       o.nodes, o.gpus_per_node, o.cpu_bundles_per_node, o.pending, o.alloxd_binary.c_str(),
       o.speedup, o.batch_rounds ? "batch" : "one start per solve (paper)",
-      bench::effective_starvation_bound(o), repeat);
+      bench::effective_starvation_bound(o), o.background_threads.c_str(), repeat);
   std::printf("%4s %13s %6s %8s %8s %9s %9s %8s %9s %9s %8s %10s %8s %8s %7s\n", "run",
               "bound once", "twice", "unbound", "pods/s", "c2b p50", "c2b p99", "filters",
               "nodes/f", "filt p50", "filt p99", "plan ms", "queued", "RSS MB", "wall s");
@@ -183,6 +184,11 @@ void add_cluster_command(CLI::App& parent) {
                   "alloxd's starvation_bound in simulated seconds (default: the run's horizon, "
                   "--max-wall x --speedup, so the backlog runs AlloX rounds, not the guard)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--background-threads", o->background_threads,
+                  "alloxd's background_threads: idle (as manifests/alloxd.yaml deploys it, in "
+                  "alloxd's own container) or batch (a shared host's default)")
+      ->check(CLI::IsMember({"idle", "batch"}))
+      ->capture_default_str();
   cmd->add_option("--saturation", o->saturation,
                   "ungated, unbound pods waiting that make a moment saturated (the saturated "
                   "bind rate counts only those moments)")

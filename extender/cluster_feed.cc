@@ -7,6 +7,7 @@
 #include "core/log.h"
 #include "extender/cluster_api.h"  // node_inventory
 #include "extender/kube/pods.h"
+#include "extender/thread_priority.h"
 
 namespace allox::extender {
 namespace {
@@ -441,6 +442,17 @@ class ClusterFeed::EachEventAlone final : public kube::InformerHandler {
   kube::InformerHandler& inner_;
 };
 
+namespace {
+
+// The watch's threads never answer a request: they run in alloxd's background class.
+void nodes_and_pods_thread_start() {
+  if (Status entered = enter_background_class(); !entered) {
+    log_warn("informer: keeps its scheduling class", {{"error", entered.message()}});
+  }
+}
+
+}  // namespace
+
 ClusterFeed::ClusterFeed(kube::KubeClient& client, Planner& planner, const ExtenderConfig& config,
                          std::function<void()> on_change)
     : pod_handler_(std::make_unique<PodHandler>(planner, config, std::move(on_change))),
@@ -451,9 +463,11 @@ ClusterFeed::ClusterFeed(kube::KubeClient& client, Planner& planner, const Exten
   if (!config.scheduler_name.empty()) {  // empty: every pod is allox's (config.h)
     pods.selector = "fieldSelector=" + kube::escape("spec.schedulerName=" + config.scheduler_name);
   }
+  pods.on_thread_start = nodes_and_pods_thread_start;
   pod_informer_ = std::make_unique<kube::Informer>(client, pods, *pod_handler_);
   kube::InformerOptions nodes;
   nodes.path = "/api/v1/nodes";
+  nodes.on_thread_start = nodes_and_pods_thread_start;
   node_informer_ = std::make_unique<kube::Informer>(client, nodes, *node_handler_);
 }
 

@@ -261,6 +261,7 @@ void read_root(FieldReader& reader, const YAML::Node& root, ExtenderConfig& conf
                          "max_body_bytes",
                          "http_threads",
                          "http_thread_slice_us",
+                         "background_threads",
                          "admin_token",
                          "admin_token_file",
                          "devices",
@@ -313,6 +314,15 @@ void read_root(FieldReader& reader, const YAML::Node& root, ExtenderConfig& conf
   config.http_thread_slice_us =
       static_cast<int>(reader.integer(root, "http_thread_slice_us", "", 0, 100'000, false)
                            .value_or(config.http_thread_slice_us));
+  if (auto background = reader.text(root, "background_threads", "", false)) {
+    if (*background == "batch" || *background == "idle") {
+      config.idle_background_threads = *background == "idle";
+    } else {
+      reader.fail(
+          root["background_threads"], "",
+          "background_threads must be batch or idle, got " + describe(root["background_threads"]));
+    }
+  }
   config.admin_token = reader.text(root, "admin_token", "", false).value_or("");
   if (auto token = token_file(reader, root, "admin_token_file", "")) config.admin_token = *token;
   read_devices(reader, root, config.devices);

@@ -19,6 +19,10 @@
 //   http_thread_slice_us: 0         # their CPU slice (thread_priority.h; Linux 6.12+); 0: the
 //                                   # kernel's default. Shorter wakes them sooner on a busy
 //                                   # machine but has them yield sooner mid-request
+//   background_threads: batch       # batch | idle: the class of the threads that answer no
+//                                   # request (planner, controller, watch, actions, /bind's
+//                                   # pool). idle: a request thread that wakes always preempts
+//                                   # them; for alloxd in a container (CPU group) of its own
 //   admin_token: s3cret             # or admin_token_file; required by the POST /v1 endpoints
 //   devices:                        # resource name -> device type
 //     - {resource: nvidia.com/gpu, device: gpu}
@@ -128,6 +132,8 @@ struct ExtenderConfig {
   std::size_t max_body_bytes = 1 << 20;
   int http_threads = 4;
   int http_thread_slice_us = 0;
+  // The threads that answer no request run idle (SCHED_IDLE) rather than batch (thread_priority.h).
+  bool idle_background_threads = false;
   std::string admin_token;
   DeviceMapping devices;
   std::vector<NodeInventory> nodes;

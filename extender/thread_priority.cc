@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -54,7 +55,7 @@ struct SchedAttr {
   std::uint32_t sched_util_min;
   std::uint32_t sched_util_max;
 };
-constexpr std::uint32_t kSchedNormal = 0, kSchedBatch = 3;
+constexpr std::uint32_t kSchedNormal = 0, kSchedBatch = 3, kSchedIdle = 5;
 constexpr std::uint64_t kSchedFlagResetOnFork = 0x01;
 
 std::optional<SchedAttr> this_thread_sched_attr() {
@@ -77,6 +78,36 @@ Status run_this_thread_in_background() {
     return Error{std::string("cannot run the thread in the background: ") + std::strerror(errno)};
   }
   return OkStatus();
+}
+
+Status run_this_thread_when_idle() {
+  auto attr = this_thread_sched_attr();
+  if (!attr)
+    return Error{std::string("cannot read the thread's scheduling: ") + std::strerror(errno)};
+  attr->sched_policy = kSchedIdle;
+  attr->sched_flags &= ~kSchedFlagResetOnFork;
+  attr->sched_runtime = 0;
+  if (syscall(SYS_sched_setattr, 0, &*attr, 0) != 0) {
+    return Error{std::string("cannot run the thread in the idle class: ") + std::strerror(errno)};
+  }
+  return OkStatus();
+}
+
+namespace {
+std::atomic<BackgroundClass> process_background_class{BackgroundClass::kBatch};
+}  // namespace
+
+void set_background_class(BackgroundClass background) {
+  process_background_class.store(background, std::memory_order_relaxed);
+}
+
+BackgroundClass background_class() {
+  return process_background_class.load(std::memory_order_relaxed);
+}
+
+Status enter_background_class() {
+  return background_class() == BackgroundClass::kIdle ? run_this_thread_when_idle()
+                                                      : run_this_thread_in_background();
 }
 
 Status run_this_thread_interactively(std::chrono::microseconds slice) {
@@ -103,6 +134,11 @@ Status run_this_thread_interactively(std::chrono::microseconds slice) {
 bool this_thread_runs_in_background() {
   auto attr = this_thread_sched_attr();
   return attr && attr->sched_policy == kSchedBatch;
+}
+
+bool this_thread_runs_when_idle() {
+  auto attr = this_thread_sched_attr();
+  return attr && attr->sched_policy == kSchedIdle;
 }
 
 std::optional<std::chrono::microseconds> this_thread_slice() {

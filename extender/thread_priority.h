@@ -9,7 +9,8 @@
 //
 // Responsiveness: kube-scheduler waits on each /filter within its scheduling cycle, one pod at
 // a time, so the thread that reads it should get a core the moment it arrives. alloxd runs every
-// thread in the background and only its HTTP I/O threads interactively.
+// thread in the background and only its HTTP I/O threads interactively; with `background_threads:
+// idle` (config.h) its named background threads run in the idle class instead.
 #pragma once
 
 #include <chrono>
@@ -34,6 +35,26 @@ int this_thread_nice();
 // controller, the store, the binds' calls to the API server.
 Status run_this_thread_in_background();
 
+// Idle (SCHED_IDLE): the thread runs on what the process's interactive threads leave. A normal
+// thread that wakes preempts it at once, whatever either has run lately, and when both want a
+// core it weighs about 1/340 of a normal thread. No privilege is needed, but none can take it
+// back to normal either: only threads that stay background for good may enter it. The class is
+// relative to the other threads of its CPU group (cgroup): in a container of its own, alloxd's
+// background work yields to alloxd's own request threads only; on a shared host without CPU
+// groups, to every busy process there (so it is not the default).
+Status run_this_thread_when_idle();
+
+// The class alloxd's long-lived background threads enter when they start (config
+// `background_threads`): kBatch (the default, inherited from the main thread) or kIdle.
+enum class BackgroundClass { kBatch, kIdle };
+// Process-wide; set once by the executable before it starts its threads (a thread that starts
+// later reads it then).
+void set_background_class(BackgroundClass background);
+BackgroundClass background_class();
+// Puts the calling thread in background_class(). For the named threads that never answer a
+// request: the planner, the controller, the watch, the actions, the store's WAL and /bind's pool.
+Status enter_background_class();
+
 // Interactive (SCHED_NORMAL, in slices of `slice`; Linux 6.12+'s EEVDF custom slice, which the
 // kernel clamps to 0.1-100 ms): a woken thread whose slice is shorter than the running thread's
 // preempts it. For the threads that answer kube-scheduler: a /filter arriving on a saturated
@@ -44,6 +65,8 @@ Status run_this_thread_interactively(std::chrono::microseconds slice);
 
 // The calling thread's policy: true when it runs in the background (SCHED_BATCH).
 bool this_thread_runs_in_background();
+// True when it runs in the idle class (SCHED_IDLE).
+bool this_thread_runs_when_idle();
 
 // The calling thread's slice as the kernel reports it; nullopt when it reports none (kernels
 // before 6.12).

@@ -107,6 +107,7 @@ bool Informer::stopping() {
 void Informer::loop() {
   // As `top -H` shows it (extender/thread_priority.h names alloxd's other threads).
   pthread_setname_np(pthread_self(), "allox-informer");
+  if (options_.on_thread_start) options_.on_thread_start();
   std::string resource_version;
   bool need_list = true;
   while (true) {

@@ -26,6 +26,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -55,6 +56,9 @@ struct InformerOptions {
   int page_size = 500;
   std::chrono::milliseconds backoff_initial{200};
   std::chrono::milliseconds backoff_max{30000};
+  // Runs first on the informer's thread, after it is named (alloxd puts it in its background
+  // class, extender/thread_priority.h).
+  std::function<void()> on_thread_start;
 };
 
 // What one watch line says, or an error naming what is wrong with it.

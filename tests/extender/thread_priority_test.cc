@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -61,6 +62,34 @@ TEST(ThreadPriorityTest, AThreadsCpuTimeCountsItsWorkNotItsWaits) {
 }
 
 using std::chrono::microseconds;
+
+// The process's background class decides what enter_background_class() does; an idle thread
+// passes the class on to the threads it starts, and cannot go back to normal without privilege
+// (which is why alloxd's main thread never enters it).
+TEST(ThreadPriorityTest, TheBackgroundClassDecidesWhereANamedBackgroundThreadRuns) {
+  ASSERT_EQ(BackgroundClass::kBatch, background_class()) << "the default";
+  bool batch = false, idle = false, child_idle = false, still_batch = false;
+  std::thread([&] {
+    ASSERT_TRUE(enter_background_class().ok());
+    batch = this_thread_runs_in_background() && !this_thread_runs_when_idle();
+  }).join();
+  set_background_class(BackgroundClass::kIdle);
+  std::thread([&] {
+    const Status entered = enter_background_class();
+    ASSERT_TRUE(entered.ok()) << entered.message();
+    idle = this_thread_runs_when_idle() && !this_thread_runs_in_background();
+    std::thread([&] { child_idle = this_thread_runs_when_idle(); }).join();
+  }).join();
+  set_background_class(BackgroundClass::kBatch);
+  std::thread([&] {
+    ASSERT_TRUE(enter_background_class().ok());
+    still_batch = this_thread_runs_in_background();
+  }).join();
+  EXPECT_TRUE(batch);
+  EXPECT_TRUE(idle);
+  EXPECT_TRUE(child_idle);
+  EXPECT_TRUE(still_batch);
+}
 
 TEST(ThreadPriorityTest, ABackgroundThreadKeepsItsNiceValueAndPassesItsClassOn) {
   const int before = this_thread_nice();
@@ -242,6 +271,53 @@ TEST(ThreadPriorityTest, AlloxdRunsItsWorkInTheBackgroundAndAnswersInteractively
   EXPECT_GE(background, 3u);
   EXPECT_EQ(1u, threads.count("allox-planner"));
   EXPECT_EQ(16u, threads.count("allox-blocking")) << "each of the /bind pool's threads named";
+  (*alloxd)->terminate(std::chrono::seconds(10));
+}
+
+// background_threads: idle puts every named thread that answers no request in the idle class
+// (the planner, the store's WAL thread, /bind's pool, and with an API server the watch, the
+// controller and the actions); the request threads stay interactive and the main thread batch.
+TEST(ThreadPriorityTest, AlloxdWithIdleBackgroundThreadsKeepsOnlyItsRequestThreadsNormal) {
+  testing::ScratchDir dir;
+  const std::string config = dir.file("alloxd.yaml");
+  {
+    std::ofstream out(config);
+    out << "policy: fifo\ntick: 0.2\nadmin_token: t\nbackground_threads: idle\n"
+           "nodes:\n  - {name: n1, machines: {gpu: 8}}\n";
+  }
+  auto alloxd = testing::start_alloxd_binary(config, dir.file("state.db"));
+  ASSERT_TRUE(alloxd.ok()) << alloxd.message();
+  constexpr std::uint32_t kNormal = 0, kBatch = 3, kIdle = 5;
+  const std::set<std::string> background = {"allox-planner",  "allox-wal",     "allox-blocking",
+                                            "allox-informer", "allox-control", "allox-actions"};
+  // Each background thread enters its class right after naming itself: read until all 16 of
+  // the pool and the planner are named and idle (or a deadline), then check every thread.
+  auto threads = threads_of((*alloxd)->pid());
+  auto settled = [&] {
+    std::size_t idle = 0;
+    for (const auto& [name, thread] : threads) idle += thread.policy == kIdle;
+    return threads.count("allox-planner") == 1 && threads.count("allox-blocking") == 16 &&
+           idle >= 17;
+  };
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!settled() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    threads = threads_of((*alloxd)->pid());
+  }
+  std::size_t http = 0, idle = 0;
+  for (const auto& [name, thread] : threads) {
+    if (name == "allox-http") {
+      ++http;
+      EXPECT_EQ(kNormal, thread.policy) << name;
+    } else if (background.count(name) != 0) {
+      ++idle;
+      EXPECT_EQ(kIdle, thread.policy) << name;
+    } else {
+      EXPECT_EQ(kBatch, thread.policy) << name;  // the main thread
+    }
+  }
+  EXPECT_EQ(4u, http);
+  EXPECT_GE(idle, 18u) << "the planner, the WAL thread and the 16 of /bind's pool";
   (*alloxd)->terminate(std::chrono::seconds(10));
 }
 

@@ -3,6 +3,7 @@
 #include "extender/kube/informer.h"
 
 #include <gtest/gtest.h>
+#include <pthread.h>
 
 #include <algorithm>
 #include <condition_variable>
@@ -161,6 +162,40 @@ TEST(InformerTest, ListsThenWatchesFromTheListVersionWithBookmarksAndSelector) {
   EXPECT_NE(std::string::npos, targets[0].find("resourceVersion=10")) << targets[0];
   EXPECT_NE(std::string::npos, targets[0].find("allowWatchBookmarks=true"));
   EXPECT_NE(std::string::npos, targets[0].find("fieldSelector=spec.schedulerName%3Dallox"));
+  api.client.stop();
+  informer.stop();
+}
+
+// alloxd puts the watch's thread in its background class through this hook: it must run on the
+// informer's own thread (named by then), once, before the first list.
+TEST(InformerTest, TheThreadStartHookRunsOnTheInformersThreadBeforeItsFirstList) {
+  Script script;
+  ScriptedApi api([&](const ScriptedRequest& r) { return script.handle(r); });
+  std::mutex mu;
+  std::vector<std::thread::id> ran_on;
+  std::string name;
+  std::size_t requests_before = 99;
+  InformerOptions options = fast_options();
+  options.on_thread_start = [&] {
+    char buffer[16] = {};
+    pthread_getname_np(pthread_self(), buffer, sizeof(buffer));
+    std::lock_guard lock(mu);
+    ran_on.push_back(std::this_thread::get_id());
+    name = buffer;
+    requests_before = api.server.requests().size();
+  };
+  Recorder recorder;
+  Informer informer(api.client, options, recorder);
+  informer.start();
+  recorder.wait_log(1);
+  ASSERT_TRUE(wait_requests(api.server, /*watch=*/true, 1));
+  {
+    std::lock_guard lock(mu);
+    ASSERT_EQ(1u, ran_on.size());
+    EXPECT_NE(std::this_thread::get_id(), ran_on[0]);
+    EXPECT_EQ("allox-informer", name);
+    EXPECT_EQ(0u, requests_before);
+  }
   api.client.stop();
   informer.stop();
 }
