@@ -4,6 +4,7 @@
 #include <limits>
 #include <map>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 namespace allox::extender {
@@ -102,11 +103,16 @@ Plan make_plan(const PlanInput& input, const Expected<Decision>& decision,
 }
 
 void PlanBoard::publish(std::shared_ptr<const Plan> plan) {
+  std::shared_ptr<const Plan> previous;
   {
     std::lock_guard lock(mu_);
-    latest_ = std::move(plan);
+    previous = std::exchange(latest_, std::move(plan));
   }
   published_.notify_all();
+  // A retired plan held by the board alone stays so: no reader can reach it any more.
+  std::erase_if(retired_, [](const auto& retired) { return retired.use_count() == 1; });
+  if (previous.use_count() > 1) retired_.push_back(std::move(previous));
+  // else `previous` is freed here, on this thread, outside the lock
 }
 
 std::shared_ptr<const Plan> PlanBoard::latest() const {

@@ -5,8 +5,8 @@
 // policy's, else a list schedule: O(jobs × machines) per plan). Plans are
 // immutable once made and shared by pointer (PlanBoard), so readers never wait for a solve.
 //
-// make_plan is pure. PlanBoard is thread-safe: publish() from the planner thread, latest() and
-// wait_for() from any thread.
+// make_plan is pure. PlanBoard is thread-safe: publish() from one thread (the planner's),
+// latest() and wait_for() from any thread.
 #pragma once
 
 #include <chrono>
@@ -18,6 +18,7 @@
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include "extender/job_book.h"
 
@@ -56,10 +57,16 @@ struct Plan {
 Plan make_plan(const PlanInput& input, const Expected<Decision>& decision,
                const std::vector<MachineSlot>& slots, double solve_seconds);
 
+// A plan replaced by a newer one is destroyed on the publishing thread, never under the board's
+// lock nor by the reader that happened to hold it last: at 10,000 queued jobs freeing one is
+// tens of thousands of frees, which readers (a /filter) would otherwise wait on or pay for.
+// The board keeps each replaced plan until a later publish() finds no reader holding it.
 class PlanBoard {
  public:
   PlanBoard() : latest_(std::make_shared<const Plan>()) {}
   void publish(std::shared_ptr<const Plan> plan);
+  // Replaced plans some reader still held at the last publish() (kept for the publisher to free).
+  std::size_t retired() const { return retired_.size(); }
   std::shared_ptr<const Plan> latest() const;
   // The latest plan once it reflects book version `version`, or whatever is latest at the
   // deadline.
@@ -70,6 +77,7 @@ class PlanBoard {
   mutable std::mutex mu_;
   mutable std::condition_variable published_;
   std::shared_ptr<const Plan> latest_;
+  std::vector<std::shared_ptr<const Plan>> retired_;  // the publisher's alone
 };
 
 }  // namespace allox::extender

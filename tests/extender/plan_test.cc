@@ -1,8 +1,13 @@
 // extender/plan.h: starts map to slots; waiting jobs get positions and estimated starts, the
-// policy's where it gave them, else a list schedule onto machines as they free up.
+// policy's where it gave them, else a list schedule onto machines as they free up. PlanBoard
+// frees replaced plans on the publisher's thread, outside its lock.
 #include "extender/plan.h"
 
 #include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
 
 namespace allox::extender {
 namespace {
@@ -64,6 +69,66 @@ TEST(PlanTest, PolicyErrorIsKept) {
   Plan plan = make_plan(two_machine_input(), Error{"matcher failed"}, slots(), 0);
   EXPECT_EQ("matcher failed", plan.error);
   EXPECT_TRUE(plan.starts.empty());
+}
+
+// Records where and how a plan was freed: on which thread, and whether another thread could take
+// the board's lock meanwhile (latest() answered within a second).
+struct FreeRecord {
+  std::atomic<bool> freed{false};
+  std::thread::id on;
+  bool lock_free = false;
+  std::thread probe;
+};
+
+std::shared_ptr<const Plan> recorded_plan(PlanBoard& board, FreeRecord& record,
+                                          std::uint64_t version) {
+  auto* plan = new Plan;
+  plan->version = version;
+  return std::shared_ptr<const Plan>(plan, [&board, &record](const Plan* p) {
+    std::atomic<bool> answered{false};
+    record.probe = std::thread([&board, &answered] {
+      (void)board.latest();
+      answered = true;
+    });
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    while (!answered && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+    record.lock_free = answered;
+    record.on = std::this_thread::get_id();
+    if (answered) record.probe.join();  // else joined by the test, once the lock is released
+    delete p;
+    record.freed = true;
+  });
+}
+
+TEST(PlanBoardTest, AReplacedPlanNoReaderHoldsIsFreedByThePublisherOutsideTheLock) {
+  PlanBoard board;
+  FreeRecord a;
+  board.publish(recorded_plan(board, a, 1));
+  board.publish(std::make_shared<const Plan>());
+  ASSERT_TRUE(a.freed);
+  if (a.probe.joinable()) a.probe.join();
+  EXPECT_TRUE(a.lock_free) << "freed under the board's lock";
+  EXPECT_EQ(std::this_thread::get_id(), a.on);
+  EXPECT_EQ(0u, board.retired());
+}
+
+TEST(PlanBoardTest, TheLastReaderOfAReplacedPlanNeverFreesIt) {
+  PlanBoard board;
+  FreeRecord a;
+  board.publish(recorded_plan(board, a, 1));
+  std::shared_ptr<const Plan> held = board.latest();  // a /filter reading plan 1
+  board.publish(std::make_shared<const Plan>());      // plan 2 replaces it meanwhile
+  EXPECT_FALSE(a.freed);
+  EXPECT_EQ(1u, board.retired());
+  std::thread([held = std::move(held)]() mutable { held.reset(); }).join();  // the reader ends
+  EXPECT_FALSE(a.freed) << "freed by its last reader";
+  board.publish(std::make_shared<const Plan>());  // the next plan frees it, here
+  ASSERT_TRUE(a.freed);
+  if (a.probe.joinable()) a.probe.join();
+  EXPECT_TRUE(a.lock_free);
+  EXPECT_EQ(std::this_thread::get_id(), a.on);
+  EXPECT_EQ(0u, board.retired());
+  EXPECT_EQ(0u, board.latest()->version);
 }
 
 }  // namespace
