@@ -56,9 +56,9 @@ struct ClusterBenchOptions {
   // whole backlog "starved" after 36 wall seconds at 100×, and the policy would run its
   // oldest-first guard instead of the AlloX rounds this bench means to measure.
   double starvation_bound = 0;
-  // alloxd's background_threads (extender/config.h): idle, as manifests/alloxd.yaml deploys it
-  // (alloxd's own container), or batch, the default of an alloxd run on a shared host.
-  std::string background_threads = "idle";
+  // alloxd's background_threads (extender/config.h): batch (its default) or idle, which trades
+  // bind rate for a shorter /filter tail (docs/results.md, session 34).
+  std::string background_threads = "batch";
   // Ungated, unbound pods waiting for the chain to count a moment as saturated.
   std::size_t saturation = 100;
   std::string alloxd_binary;  // required

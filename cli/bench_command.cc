@@ -185,8 +185,8 @@ void add_cluster_command(CLI::App& parent) {
                   "--max-wall x --speedup, so the backlog runs AlloX rounds, not the guard)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--background-threads", o->background_threads,
-                  "alloxd's background_threads: idle (as manifests/alloxd.yaml deploys it, in "
-                  "alloxd's own container) or batch (a shared host's default)")
+                  "alloxd's background_threads: batch (its default) or idle (a /filter always "
+                  "preempts the threads that answer no request)")
       ->check(CLI::IsMember({"idle", "batch"}))
       ->capture_default_str();
   cmd->add_option("--saturation", o->saturation,

@@ -35,13 +35,13 @@ int this_thread_nice();
 // controller, the store, the binds' calls to the API server.
 Status run_this_thread_in_background();
 
-// Idle (SCHED_IDLE): the thread runs on what the process's interactive threads leave. A normal
-// thread that wakes preempts it at once, whatever either has run lately, and when both want a
-// core it weighs about 1/340 of a normal thread. No privilege is needed, but none can take it
-// back to normal either: only threads that stay background for good may enter it. The class is
-// relative to the other threads of its CPU group (cgroup): in a container of its own, alloxd's
-// background work yields to alloxd's own request threads only; on a shared host without CPU
-// groups, to every busy process there (so it is not the default).
+// Idle (SCHED_IDLE): the thread runs on what the normal threads of its CPU group (cgroup) leave.
+// A normal thread that wakes preempts it at once, whatever either has run lately, and when both
+// want a core it weighs about 1/340 of a normal thread. No privilege is needed, but none can take
+// it back to normal either: only threads that stay background for good may enter it. Not the
+// default: on a busy machine the background work (the watch, the binds) then waits for every
+// gap, and at 5,000 nodes on 2 cores shared with the emulated cluster the /filter p99 halved
+// while the bind rate fell by about a sixth (docs/results.md, session 34).
 Status run_this_thread_when_idle();
 
 // The class alloxd's long-lived background threads enter when they start (config
