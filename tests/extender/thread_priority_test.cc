@@ -237,25 +237,39 @@ std::multimap<std::string, KernelThread> threads_of(int pid) {
   return out;
 }
 
+// threads_of(pid) once `settled` holds for it, or as it is after 10 s.
+template <typename Settled>
+std::multimap<std::string, KernelThread> threads_once(int pid, Settled settled) {
+  auto threads = threads_of(pid);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!settled(threads) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    threads = threads_of(pid);
+  }
+  return threads;
+}
+
+// The kernel's policy numbers as sched_getattr reports them.
+constexpr std::uint32_t kNormal = 0, kBatch = 3, kIdle = 5;
+
+// A one-node alloxd config with `setting` (one line of YAML) in dir; its path.
+std::string one_node_config(testing::ScratchDir& dir, const std::string& setting) {
+  const std::string config = dir.file("alloxd.yaml");
+  std::ofstream out(config);
+  out << "policy: fifo\ntick: 0.2\nadmin_token: t\n"
+      << setting << "\nnodes:\n  - {name: n1, machines: {gpu: 8}}\n";
+  return config;
+}
+
 TEST(ThreadPriorityTest, AlloxdRunsItsWorkInTheBackgroundAndAnswersInteractively) {
   testing::ScratchDir dir;
-  const std::string config = dir.file("alloxd.yaml");
-  {
-    std::ofstream out(config);
-    out << "policy: fifo\ntick: 0.2\nadmin_token: t\nhttp_thread_slice_us: 250\n"
-           "nodes:\n  - {name: n1, machines: {gpu: 8}}\n";
-  }
+  const std::string config = one_node_config(dir, "http_thread_slice_us: 250");
   auto alloxd = testing::start_alloxd_binary(config, dir.file("state.db"));
   ASSERT_TRUE(alloxd.ok()) << alloxd.message();
-  constexpr std::uint32_t kNormal = 0, kBatch = 3;
   // The HTTP threads are ready before alloxd answers its health probe, but the other threads
   // name themselves once running: read until the planner has its name (or a deadline).
-  auto threads = threads_of((*alloxd)->pid());
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (threads.count("allox-planner") == 0 && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    threads = threads_of((*alloxd)->pid());
-  }
+  const auto threads = threads_once(
+      (*alloxd)->pid(), [](const auto& threads) { return threads.count("allox-planner") == 1; });
   std::size_t http = 0, background = 0;
   for (const auto& [name, thread] : threads) {
     if (name == "allox-http") {
@@ -279,31 +293,19 @@ TEST(ThreadPriorityTest, AlloxdRunsItsWorkInTheBackgroundAndAnswersInteractively
 // controller and the actions); the request threads stay interactive and the main thread batch.
 TEST(ThreadPriorityTest, AlloxdWithIdleBackgroundThreadsKeepsOnlyItsRequestThreadsNormal) {
   testing::ScratchDir dir;
-  const std::string config = dir.file("alloxd.yaml");
-  {
-    std::ofstream out(config);
-    out << "policy: fifo\ntick: 0.2\nadmin_token: t\nbackground_threads: idle\n"
-           "nodes:\n  - {name: n1, machines: {gpu: 8}}\n";
-  }
+  const std::string config = one_node_config(dir, "background_threads: idle");
   auto alloxd = testing::start_alloxd_binary(config, dir.file("state.db"));
   ASSERT_TRUE(alloxd.ok()) << alloxd.message();
-  constexpr std::uint32_t kNormal = 0, kBatch = 3, kIdle = 5;
   const std::set<std::string> background = {"allox-planner",  "allox-wal",     "allox-blocking",
                                             "allox-informer", "allox-control", "allox-actions"};
   // Each background thread enters its class right after naming itself: read until all 16 of
   // the pool and the planner are named and idle (or a deadline), then check every thread.
-  auto threads = threads_of((*alloxd)->pid());
-  auto settled = [&] {
+  const auto threads = threads_once((*alloxd)->pid(), [](const auto& threads) {
     std::size_t idle = 0;
     for (const auto& [name, thread] : threads) idle += thread.policy == kIdle;
     return threads.count("allox-planner") == 1 && threads.count("allox-blocking") == 16 &&
            idle >= 17;
-  };
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!settled() && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    threads = threads_of((*alloxd)->pid());
-  }
+  });
   std::size_t http = 0, idle = 0;
   for (const auto& [name, thread] : threads) {
     if (name == "allox-http") {
