@@ -82,10 +82,7 @@ bool ActionQueue::wait_idle(std::chrono::milliseconds timeout) const {
 }
 
 void ActionQueue::loop() {
-  name_this_thread("allox-actions");
-  if (Status entered = enter_background_class(); !entered) {
-    log_warn("actions: keep their scheduling class", {{"error", entered.message()}});
-  }
+  become_background_thread("allox-actions");
   kube::Backoff backoff(options_.backoff_initial, options_.backoff_max);
   std::unique_lock lock(mu_);
   while (true) {

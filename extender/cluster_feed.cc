@@ -442,17 +442,6 @@ class ClusterFeed::EachEventAlone final : public kube::InformerHandler {
   kube::InformerHandler& inner_;
 };
 
-namespace {
-
-// The watch's threads never answer a request: they run in alloxd's background class.
-void nodes_and_pods_thread_start() {
-  if (Status entered = enter_background_class(); !entered) {
-    log_warn("informer: keeps its scheduling class", {{"error", entered.message()}});
-  }
-}
-
-}  // namespace
-
 ClusterFeed::ClusterFeed(kube::KubeClient& client, Planner& planner, const ExtenderConfig& config,
                          std::function<void()> on_change)
     : pod_handler_(std::make_unique<PodHandler>(planner, config, std::move(on_change))),
@@ -463,11 +452,12 @@ ClusterFeed::ClusterFeed(kube::KubeClient& client, Planner& planner, const Exten
   if (!config.scheduler_name.empty()) {  // empty: every pod is allox's (config.h)
     pods.selector = "fieldSelector=" + kube::escape("spec.schedulerName=" + config.scheduler_name);
   }
-  pods.on_thread_start = nodes_and_pods_thread_start;
+  // The watch's threads never answer a request: alloxd's background class.
+  pods.on_thread_start = [] { become_background_thread("allox-informer"); };
   pod_informer_ = std::make_unique<kube::Informer>(client, pods, *pod_handler_);
   kube::InformerOptions nodes;
   nodes.path = "/api/v1/nodes";
-  nodes.on_thread_start = nodes_and_pods_thread_start;
+  nodes.on_thread_start = pods.on_thread_start;
   node_informer_ = std::make_unique<kube::Informer>(client, nodes, *node_handler_);
 }
 

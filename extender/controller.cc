@@ -68,10 +68,7 @@ void Controller::poke() {
 }
 
 void Controller::loop() {
-  name_this_thread("allox-control");
-  if (Status entered = enter_background_class(); !entered) {
-    log_warn("controller: keeps its scheduling class", {{"error", entered.message()}});
-  }
+  become_background_thread("allox-control");
   auto resume = Clock::now();
   while (true) {
     {

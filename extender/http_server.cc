@@ -710,8 +710,7 @@ Expected<std::unique_ptr<HttpServer>> HttpServer::start(HttpHandler handler,
   auto pool_named = std::make_shared<Countdown>(Impl::kBlockingThreads);
   for (std::size_t i = 0; i < Impl::kBlockingThreads; ++i) {
     asio::post(impl.blocking, [pool_named] {
-      name_this_thread("allox-blocking");
-      (void)enter_background_class();  // the process's choice (thread_priority.h); either serves
+      become_background_thread("allox-blocking");
       pool_named->arrive_and_wait();
     });
   }

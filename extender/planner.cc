@@ -121,10 +121,7 @@ bool Planner::busy() const {
 }
 
 void Planner::loop() {
-  name_this_thread("allox-planner");
-  if (Status entered = enter_background_class(); !entered) {
-    log_warn("planner: keeps its scheduling class", {{"error", entered.message()}});
-  }
+  become_background_thread("allox-planner");
   if (options_.nice > this_thread_nice()) {  // lowered, never raised
     if (Status lowered = set_this_thread_nice(options_.nice); !lowered) {
       log_warn("planner: runs at the process's priority", {{"error", lowered.message()}});

@@ -405,8 +405,7 @@ int Store::on_wal_commit(void* store, sqlite3*, const char*, int pages) {
 }
 
 void Store::checkpoint_loop() {
-  name_this_thread("allox-wal");
-  (void)enter_background_class();  // a checkpoint thread in the default class is still correct
+  become_background_thread("allox-wal");
   std::unique_lock lock(checkpoint_mu_);
   while (true) {
     checkpoint_cv_.wait(lock, [&] { return checkpoint_due_ || checkpoint_stop_; });

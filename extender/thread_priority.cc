@@ -11,7 +11,10 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <mutex>
 #include <string>
+
+#include "core/log.h"
 
 namespace allox::extender {
 namespace {
@@ -158,6 +161,17 @@ void name_this_thread(const char* name) {
   char kept[16] = {};
   std::strncpy(kept, name, sizeof(kept) - 1);
   (void)pthread_setname_np(pthread_self(), kept);
+}
+
+void become_background_thread(const char* name) {
+  name_this_thread(name);
+  if (Status entered = enter_background_class(); !entered) {
+    static std::once_flag said;
+    std::call_once(said, [&] {
+      log_warn("background threads keep the scheduling class they inherited",
+               {{"thread", name}, {"error", entered.message()}});
+    });
+  }
 }
 
 }  // namespace allox::extender

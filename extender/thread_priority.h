@@ -79,4 +79,9 @@ std::optional<double> this_thread_cpu_seconds();
 // Names the calling thread (at most 15 characters are kept), as `top -H` and /proc show it.
 void name_this_thread(const char* name);
 
+// What each of alloxd's background threads does first: names itself and enters
+// background_class(). A class the kernel refuses leaves the thread in the one it inherited
+// (still correct, only less deferential) and is logged once per process, not once per thread.
+void become_background_thread(const char* name);
+
 }  // namespace allox::extender
