@@ -172,6 +172,18 @@ class Planner {
     std::shared_lock lock(book_mu_);
     return read(static_cast<const JobBook&>(book_));
   }
+  // As read(), for a variant that needs no registration: its job is in the book, and the variant
+  // is in it as it is (or stays out: its job was admitted as another). Then `read` (returning
+  // bool) runs under the same shared lock and its answer is returned; otherwise false, unread.
+  template <typename Read>
+  bool read_registered(const JobVariant& variant, Read&& read) const {
+    std::shared_lock lock(book_mu_);
+    if (book_.job(variant.job_id) == nullptr) return false;
+    if (!admitted_as_another(variant) && book_.classify(variant) != JobBook::Change::kNone) {
+      return false;
+    }
+    return read(static_cast<const JobBook&>(book_));
+  }
   std::shared_ptr<const Plan> latest_plan() const { return plans_.latest(); }
   // The latest plan once it reflects book version `version`, or whatever is latest at deadline.
   std::shared_ptr<const Plan> wait_for_plan(std::uint64_t version,

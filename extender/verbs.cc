@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <utility>
 
 namespace allox::extender {
 namespace {
@@ -78,7 +79,7 @@ Behind behind(const JobBook& book, const Plan& plan, const JobVariant& variant, 
 
 ExtenderVerbs::ExtenderVerbs(Planner& planner, ClusterApi* api, Metrics& metrics,
                              VerbOptions options)
-    : planner_(planner), api_(api), metrics_(metrics), options_(options) {}
+    : planner_(planner), api_(api), metrics_(metrics), options_(std::move(options)) {}
 
 bool ExtenderVerbs::ours(const nlohmann::json& pod) const {
   const std::string& name = planner_.config().scheduler_name;
@@ -113,6 +114,25 @@ FilterResult ExtenderVerbs::filter(const ExtenderArgs& args) {
     return result;
   }
   std::shared_ptr<const Plan> plan = planner_.latest_plan();
+  // The usual pod: the watch registered it as it is, and no offered node says alloxd is behind.
+  // It is answered under one shared lock of the book: each lock a /filter takes may wait for a
+  // writer, which may be a background thread the busy cores give no time to while it holds it.
+  {
+    const std::vector<std::string> vain =
+        options_.watch_wait.count() > 0 ? cooling(variant->device) : std::vector<std::string>{};
+    auto skip = [&vain](std::string_view node) { return cooling_contains(vain, node); };
+    const double now = planner_.now();
+    const bool answered = planner_.read_registered(*variant, [&](const JobBook& book) {
+      if (options_.watch_wait.count() > 0 && behind(book, *plan, *variant, /*new_job=*/false,
+                                                    candidates, skip, planner_.freed_version())
+                                                     .version != 0) {
+        return false;
+      }
+      answer(book, *plan, *variant, args, /*unregistered=*/false, now, result);
+      return true;
+    });
+    if (answered) return result;
+  }
   // A pod of a job the book does not have, on the nudge path, is answered as the watch's
   // registration would have it answered (VerbOptions::nudges says why nothing is written):
   // unless an offered node says alloxd is behind the cluster, and the plan that settles that is
@@ -145,134 +165,139 @@ FilterResult ExtenderVerbs::filter(const ExtenderArgs& args) {
     plan = wait_for_watch(*variant, args, std::move(plan));
   }
   const double now = planner_.now();
+  planner_.read(
+      [&](const JobBook& book) { answer(book, *plan, *variant, args, unregistered, now, result); });
+  return result;
+}
 
-  planner_.read([&](const JobBook& book) {
-    // unregistered: the book may have the job by now (the watch delivered it), but the plan
-    // was taken before the filter looked: it is answered as a job no plan has yet.
-    const BookJob* job = unregistered ? nullptr : book.job(variant->job_id);
-    const std::string& id = variant->job_id;
-    const std::string resource = devices.resource_for(variant->device);
+void ExtenderVerbs::answer(const JobBook& book, const Plan& plan, const JobVariant& variant,
+                           const ExtenderArgs& args, bool unregistered, double now,
+                           FilterResult& result) const {
+  const DeviceMapping& devices = planner_.config().devices;
+  const NodeNameList& candidates = args.candidates();
+  // unregistered: the book may have the job by now (the watch delivered it), but the plan
+  // was taken before the filter looked: it is answered as a job no plan has yet.
+  const BookJob* job = unregistered ? nullptr : book.job(variant.job_id);
+  const std::string& id = variant.job_id;
+  const std::string resource = devices.resource_for(variant.device);
 
-    // Why no node can take this variant, when that holds for every node.
-    std::string never;
-    const std::string key = variant->pod.namespace_name + "/" + variant->pod.name;
-    if (unregistered) {
-      // A new job: queued once the watch registers it.
-    } else if (job == nullptr) {
-      never = "job " + id + " is no longer queued (its pods were deleted)";
-    } else if (job->record.phase == JobPhase::kQueued && !job->variants.count(key)) {
-      never = "job " + id + " runs as variant " +
-              (job->variants.empty() ? std::string("(none)") : job->variants.begin()->first) +
-              "; this pod is not used";
-    } else if (job->record.phase == JobPhase::kRunning) {
-      never = "job " + id + " already runs as pod " + job->record.pod_namespace + "/" +
-              job->record.pod_name + " on " + job->record.node;
-    } else if (job->record.phase == JobPhase::kDone) {
-      never = "job " + id + " has finished";
-    } else if (job->record.phase == JobPhase::kRemoved) {
-      never = "job " + id + " was removed by an admin";
-    } else if (!job->parked.empty()) {
-      never = "allox cannot schedule job " + id + ": " + job->parked +
-              " (fix the pod's allox.io annotations, or DELETE /v1/jobs/" + id + ")";
+  // Why no node can take this variant, when that holds for every node.
+  std::string never;
+  const std::string key = variant.pod.namespace_name + "/" + variant.pod.name;
+  if (unregistered) {
+    // A new job: queued once the watch registers it.
+  } else if (job == nullptr) {
+    never = "job " + id + " is no longer queued (its pods were deleted)";
+  } else if (job->record.phase == JobPhase::kQueued && !job->variants.count(key)) {
+    never = "job " + id + " runs as variant " +
+            (job->variants.empty() ? std::string("(none)") : job->variants.begin()->first) +
+            "; this pod is not used";
+  } else if (job->record.phase == JobPhase::kRunning) {
+    never = "job " + id + " already runs as pod " + job->record.pod_namespace + "/" +
+            job->record.pod_name + " on " + job->record.node;
+  } else if (job->record.phase == JobPhase::kDone) {
+    never = "job " + id + " has finished";
+  } else if (job->record.phase == JobPhase::kRemoved) {
+    never = "job " + id + " was removed by an admin";
+  } else if (!job->parked.empty()) {
+    never = "allox cannot schedule job " + id + ": " + job->parked +
+            " (fix the pod's allox.io annotations, or DELETE /v1/jobs/" + id + ")";
+  }
+  std::string wait_reason;
+  const PlannedStart* start = nullptr;
+  if (unregistered) {
+    if (!plan.error.empty()) {
+      result.error = "allox's scheduling round failed: " + plan.error;
+      return;
     }
-    std::string wait_reason;
-    const PlannedStart* start = nullptr;
-    if (unregistered) {
-      if (!plan->error.empty()) {
-        result.error = "allox's scheduling round failed: " + plan->error;
+    wait_reason = kUnplanned;
+  } else if (job != nullptr && job->intent) {
+    wait_reason = "job " + id + ": a bind to " + job->intent->node +
+                  " from before alloxd restarted is being confirmed with the API server";
+  } else if (auto it = plan.starts.find(id); it != plan.starts.end()) {
+    start = &it->second;
+    if (start->device != variant.device) {
+      wait_reason = "job " + id + " starts on " + start->device + " (another variant); this " +
+                    variant.device + " variant is not used";
+      start = nullptr;
+    }
+  } else if (auto w = plan.waiting.find(id); w != plan.waiting.end()) {
+    wait_reason = "queued: position " + std::to_string(w->second.position) + " of " +
+                  std::to_string(w->second.queue_length);
+    if (w->second.estimated_start) {
+      wait_reason += ", est. start in " + whole_seconds(*w->second.estimated_start - now);
+    }
+  } else if (!plan.error.empty() && never.empty()) {
+    result.error = "allox's scheduling round failed: " + plan.error;
+    return;
+  } else {
+    wait_reason = kUnplanned;
+  }
+
+  // The job starts now on the planned node, or, when kube-scheduler did not offer it or it is
+  // full, on any offered node with a free machine of the planned device (which is the
+  // variant's: a start on another device left `start` null). Only those nodes are answered:
+  // kube-scheduler takes NodeNames as its new feasible list and reads the failed maps only to
+  // explain a pod that fits nowhere (findNodesThatPassExtenders), so reasons for the other
+  // 4,999 nodes would be rendered and parsed for nobody.
+  auto keep = [&](std::size_t i) {
+    result.node_names->push_back(candidates[i]);
+    if (args.node_objects) result.node_objects->push_back((*args.node_objects)[i]);
+  };
+  if (start != nullptr && never.empty()) {
+    // The usual case costs one scan of the names and one capacity lookup.
+    for (std::size_t i = 0; i < candidates.size(); ++i) {
+      if (candidates[i] != start->node) continue;
+      if (book.capacity(start->node, start->device).free > 0) {
+        keep(i);
         return;
       }
-      wait_reason = kUnplanned;
-    } else if (job != nullptr && job->intent) {
-      wait_reason = "job " + id + ": a bind to " + job->intent->node +
-                    " from before alloxd restarted is being confirmed with the API server";
-    } else if (auto it = plan->starts.find(id); it != plan->starts.end()) {
-      start = &it->second;
-      if (start->device != variant->device) {
-        wait_reason = "job " + id + " starts on " + start->device + " (another variant); this " +
-                      variant->device + " variant is not used";
-        start = nullptr;
-      }
-    } else if (auto w = plan->waiting.find(id); w != plan->waiting.end()) {
-      wait_reason = "queued: position " + std::to_string(w->second.position) + " of " +
-                    std::to_string(w->second.queue_length);
-      if (w->second.estimated_start) {
-        wait_reason += ", est. start in " + whole_seconds(*w->second.estimated_start - now);
-      }
-    } else if (!plan->error.empty() && never.empty()) {
-      result.error = "allox's scheduling round failed: " + plan->error;
-      return;
+      break;
+    }
+    for (std::size_t i = 0; i < candidates.size(); ++i) {
+      const std::optional<NodeCapacity> found = book.find_capacity(candidates[i], start->device);
+      if (found && found->free > 0) keep(i);
+    }
+    if (!result.node_names->empty()) return;
+  }
+
+  // No node passes: every node gets its reason, which kube-scheduler's FitError shows
+  // (`kubectl describe pod`) and FailedAndUnresolvableNodes keeps preemption off. A handful
+  // of reasons per answer, stored once and shared by the nodes they apply to.
+  using Reason = NodeReasons::Reason;
+  NodeReasons& failed = result.failed_nodes;
+  NodeReasons& unresolvable = result.failed_and_unresolvable_nodes;
+  std::optional<Reason> no_capacity, never_here, waiting;
+  std::map<int, Reason> insufficient;  // by the node's total machines
+  auto once = [](std::optional<Reason>& reason, NodeReasons& in, auto text) {
+    if (!reason) reason = in.reason(text());
+    return *reason;
+  };
+  for (const std::string_view node : candidates) {
+    const std::optional<NodeCapacity> found = book.find_capacity(node, variant.device);
+    const NodeCapacity capacity = found.value_or(NodeCapacity{});
+    if (!found) {
+      failed.add(node, failed.reason("node " + std::string(node) + " is not in allox's inventory"));
+    } else if (capacity.total == 0) {
+      unresolvable.add(node, once(no_capacity, unresolvable,
+                                  [&] { return "node has no " + resource + " capacity"; }));
+    } else if (!never.empty()) {
+      unresolvable.add(node, once(never_here, unresolvable, [&] { return never; }));
+    } else if (start == nullptr) {
+      failed.add(node, once(waiting, failed, [&] { return wait_reason; }));
     } else {
-      wait_reason = kUnplanned;
-    }
-
-    // The job starts now on the planned node, or, when kube-scheduler did not offer it or it is
-    // full, on any offered node with a free machine of the planned device (which is the
-    // variant's: a start on another device left `start` null). Only those nodes are answered:
-    // kube-scheduler takes NodeNames as its new feasible list and reads the failed maps only to
-    // explain a pod that fits nowhere (findNodesThatPassExtenders), so reasons for the other
-    // 4,999 nodes would be rendered and parsed for nobody.
-    auto keep = [&](std::size_t i) {
-      result.node_names->push_back(candidates[i]);
-      if (args.node_objects) result.node_objects->push_back((*args.node_objects)[i]);
-    };
-    if (start != nullptr && never.empty()) {
-      // The usual case costs one scan of the names and one capacity lookup.
-      for (std::size_t i = 0; i < candidates.size(); ++i) {
-        if (candidates[i] != start->node) continue;
-        if (book.capacity(start->node, start->device).free > 0) {
-          keep(i);
-          return;
-        }
-        break;
+      // The job starts now, but no offered node of its device has a free machine.
+      auto it = insufficient.find(capacity.total);
+      if (it == insufficient.end()) {
+        it =
+            insufficient
+                .emplace(capacity.total, failed.reason("insufficient free " + resource + " (0 of " +
+                                                       std::to_string(capacity.total) + " free)"))
+                .first;
       }
-      for (std::size_t i = 0; i < candidates.size(); ++i) {
-        const std::optional<NodeCapacity> found = book.find_capacity(candidates[i], start->device);
-        if (found && found->free > 0) keep(i);
-      }
-      if (!result.node_names->empty()) return;
+      failed.add(node, it->second);
     }
-
-    // No node passes: every node gets its reason, which kube-scheduler's FitError shows
-    // (`kubectl describe pod`) and FailedAndUnresolvableNodes keeps preemption off. A handful
-    // of reasons per answer, stored once and shared by the nodes they apply to.
-    using Reason = NodeReasons::Reason;
-    NodeReasons& failed = result.failed_nodes;
-    NodeReasons& unresolvable = result.failed_and_unresolvable_nodes;
-    std::optional<Reason> no_capacity, never_here, waiting;
-    std::map<int, Reason> insufficient;  // by the node's total machines
-    auto once = [](std::optional<Reason>& reason, NodeReasons& in, auto text) {
-      if (!reason) reason = in.reason(text());
-      return *reason;
-    };
-    for (const std::string_view node : candidates) {
-      const std::optional<NodeCapacity> found = book.find_capacity(node, variant->device);
-      const NodeCapacity capacity = found.value_or(NodeCapacity{});
-      if (!found) {
-        failed.add(node,
-                   failed.reason("node " + std::string(node) + " is not in allox's inventory"));
-      } else if (capacity.total == 0) {
-        unresolvable.add(node, once(no_capacity, unresolvable,
-                                    [&] { return "node has no " + resource + " capacity"; }));
-      } else if (!never.empty()) {
-        unresolvable.add(node, once(never_here, unresolvable, [&] { return never; }));
-      } else if (start == nullptr) {
-        failed.add(node, once(waiting, failed, [&] { return wait_reason; }));
-      } else {
-        // The job starts now, but no offered node of its device has a free machine.
-        auto it = insufficient.find(capacity.total);
-        if (it == insufficient.end()) {
-          it = insufficient
-                   .emplace(capacity.total,
-                            failed.reason("insufficient free " + resource + " (0 of " +
-                                          std::to_string(capacity.total) + " free)"))
-                   .first;
-        }
-        failed.add(node, it->second);
-      }
-    }
-  });
-  return result;
+  }
 }
 
 std::shared_ptr<const Plan> ExtenderVerbs::wait_for_watch(const JobVariant& variant,

@@ -119,10 +119,14 @@ class ExtenderVerbs {
   bool ours(const nlohmann::json& pod) const;
   // A bind of a pod the book does not know (see the class comment), outside bind_mu_.
   BindingResult bind_unknown(const BindingArgs& args, const std::string& namespace_name);
-  // `plan`, or a newer one once the watch caught up with what kube-scheduler's offer shows
-  // (at most watch_wait); see the class comment.
+  // The answer to a filter of `variant` from `book` and `plan` (under the book's shared lock).
+  // unregistered: the job is answered as one no plan has yet (the watch registers it).
+  void answer(const JobBook& book, const Plan& plan, const JobVariant& variant,
+              const ExtenderArgs& args, bool unregistered, double now, FilterResult& result) const;
   // The offered nodes of `device` not worth a wait now (vain_wait_cooldown), sorted.
   std::vector<std::string> cooling(const DeviceType& device);
+  // `plan`, or a newer one once the watch caught up with what kube-scheduler's offer shows
+  // (at most watch_wait); see the class comment.
   std::shared_ptr<const Plan> wait_for_watch(const JobVariant& variant, const ExtenderArgs& args,
                                              std::shared_ptr<const Plan> plan);
   Planner& planner_;
