@@ -21,14 +21,9 @@ struct Books {
   std::unique_ptr<Planner> planner = open();
 
   std::unique_ptr<Planner> open() {
-    PlannerOptions options;
-    options.inventory = config.nodes;
-    auto made =
-        Planner::create(config, make_policy("fifo", PolicyOptions{}).value(), metrics, options);
-    EXPECT_TRUE(made.ok()) << made.message();
-    if (!made.ok()) return nullptr;
-    (*made)->start();
-    return std::move(*made);
+    auto planner = testing::open_fifo_planner(config, metrics);
+    if (planner) planner->start();
+    return planner;
   }
   JobVariant variant(const std::string& pod, const std::string& resource) const {
     auto read = read_job_variant(testing::make_pod("lab", pod, resource, {{"allox.io/job", "a"}}),

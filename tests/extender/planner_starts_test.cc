@@ -29,14 +29,7 @@ struct Books {
   ExtenderConfig config = testing::make_config(one_gpu_nodes(kJobs), dir.file("state.db"));
   Metrics metrics;
 
-  std::unique_ptr<Planner> open() {
-    PlannerOptions options;
-    options.inventory = config.nodes;
-    auto made =
-        Planner::create(config, make_policy("fifo", PolicyOptions{}).value(), metrics, options);
-    EXPECT_TRUE(made.ok()) << made.message();
-    return made.ok() ? std::move(*made) : nullptr;
-  }
+  std::unique_ptr<Planner> open() { return testing::open_fifo_planner(config, metrics); }
   // A planner over the store with jobs 0..kJobs-1 queued (null on a failure, reported).
   std::unique_ptr<Planner> open_with_jobs() {
     auto planner = open();

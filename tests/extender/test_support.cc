@@ -28,6 +28,15 @@ ExtenderConfig make_config(const std::vector<NodeInventory>& nodes, const std::s
   return config;
 }
 
+std::unique_ptr<Planner> open_fifo_planner(const ExtenderConfig& config, Metrics& metrics) {
+  PlannerOptions options;
+  options.inventory = config.nodes;
+  auto made =
+      Planner::create(config, make_policy("fifo", PolicyOptions{}).value(), metrics, options);
+  EXPECT_TRUE(made.ok()) << made.message();
+  return made.ok() ? std::move(*made) : nullptr;
+}
+
 nlohmann::json make_node(const std::string& name, const std::string& gpus,
                          const std::string& cpus) {
   nlohmann::json allocatable = {{"nvidia.com/gpu", gpus}};

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -10,11 +11,16 @@
 #include "core/result.h"
 #include "extender/config.h"
 #include "extender/emulator/alloxd_process.h"
+#include "extender/planner.h"
 
 namespace allox::extender::testing {
 
 // A config with the given inventory, an in-memory-free database path and a short tick.
 ExtenderConfig make_config(const std::vector<NodeInventory>& nodes, const std::string& database);
+
+// A FIFO planner over `config` with its nodes as the fixed inventory, not started (null on a
+// failure, reported to the test).
+std::unique_ptr<Planner> open_fifo_planner(const ExtenderConfig& config, Metrics& metrics);
 
 // A v1.Pod as kube-scheduler sends it. resource: e.g. "nvidia.com/gpu" (1 unit) or "cpu".
 // annotations are added as given.
