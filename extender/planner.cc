@@ -24,6 +24,14 @@ std::string pod_key(const PodIdentity& pod) {
   return pod.namespace_name + "/" + pod.name;
 }
 
+// apply(begin, end) for consecutive ranges of at most Planner::kBookWriteChunk of [0, count).
+template <typename Apply>
+void for_each_chunk(std::size_t count, Apply apply) {
+  for (std::size_t begin = 0; begin < count; begin += Planner::kBookWriteChunk) {
+    apply(begin, std::min(count, begin + Planner::kBookWriteChunk));
+  }
+}
+
 }  // namespace
 
 std::chrono::steady_clock::duration plan_pause(double solve_seconds, double pace,
@@ -349,8 +357,10 @@ std::vector<Status> Planner::register_variants(const std::vector<JobVariant>& va
         },
         durability);
     if (written) {
-      std::unique_lock lock(book_mu_);
-      for (const VariantChange& change : changes) apply_variant(change);
+      for_each_chunk(changes.size(), [&](std::size_t begin, std::size_t end) {
+        std::unique_lock lock(book_mu_);
+        for (std::size_t i = begin; i < end; ++i) apply_variant(changes[i]);
+      });
     }
   }
   if (variants.size() > 1 && written) {
@@ -573,17 +583,20 @@ std::vector<Status> Planner::complete_all(const std::vector<std::string>& job_id
         },
         durability);
     if (written) {
-      std::unique_lock lock(book_mu_);
-      for (const Finish& f : finishes) {
-        const std::string& job_id = job_ids[f.index];
-        if (auto r = book_.finish(job_id, finish); !r) {
-          outcomes[f.index] = r.error();
-          continue;
+      for_each_chunk(finishes.size(), [&](std::size_t begin, std::size_t end) {
+        std::unique_lock lock(book_mu_);
+        for (std::size_t i = begin; i < end; ++i) {
+          const Finish& f = finishes[i];
+          const std::string& job_id = job_ids[f.index];
+          if (auto r = book_.finish(job_id, finish); !r) {
+            outcomes[f.index] = r.error();
+            continue;
+          }
+          completion_to_bind_.freed(f.node, f.device, finish, book_.queued_count() > 0);
+          admitted_.erase(job_id);
         }
-        completion_to_bind_.freed(f.node, f.device, finish, book_.queued_count() > 0);
-        admitted_.erase(job_id);
-      }
-      freed_version_.store(book_.version(), std::memory_order_release);
+        freed_version_.store(book_.version(), std::memory_order_release);
+      });
     }
   }
   if (written) {
@@ -720,8 +733,7 @@ std::vector<Status> Planner::admit_all(const std::vector<AdmitRequest>& admissio
     // admission stopping at its first failure as alone.
     auto forget = [this](Admitting& a) -> Status {
       for (; a.forgotten < a.siblings.size(); ++a.forgotten) {
-        const Status s =
-            store_->forget_variant(a.siblings[a.forgotten], a.row, Durability::kWritten);
+        Status s = store_->forget_variant(a.siblings[a.forgotten], a.row, Durability::kWritten);
         if (!s) return s;
       }
       return OkStatus();
@@ -740,19 +752,24 @@ std::vector<Status> Planner::admit_all(const std::vector<AdmitRequest>& admissio
         outcomes[a.index] = forget(a);
       }
     }
-    std::unique_lock lock(book_mu_);
     const auto at = std::chrono::steady_clock::now();
-    for (const Admitting& a : admitting) {
-      for (std::size_t k = 0; k < a.forgotten; ++k) {
-        book_.remove_variant(a.siblings[k].namespace_name, a.siblings[k].name);
+    for_each_chunk(admitting.size(), [&](std::size_t begin, std::size_t end) {
+      std::unique_lock lock(book_mu_);
+      bool chunk_changed = false;
+      for (std::size_t i = begin; i < end; ++i) {
+        const Admitting& a = admitting[i];
+        for (std::size_t k = 0; k < a.forgotten; ++k) {
+          book_.remove_variant(a.siblings[k].namespace_name, a.siblings[k].name);
+        }
+        chunk_changed = chunk_changed || a.forgotten > 0;
+        if (!outcomes[a.index]) continue;
+        const AdmitRequest& request = admissions[a.index];
+        admitted_[request.job_id] = {request.pod_key, request.start, at};
+        chunk_changed = true;
       }
-      changed = changed || a.forgotten > 0;
-      if (!outcomes[a.index]) continue;
-      const AdmitRequest& request = admissions[a.index];
-      admitted_[request.job_id] = {request.pod_key, request.start, at};
-      changed = true;
-    }
-    if (changed) book_.touch();
+      if (chunk_changed) book_.touch();
+      changed = changed || chunk_changed;
+    });
   }
   if (changed) wake();
   return outcomes;

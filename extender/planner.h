@@ -83,6 +83,13 @@ std::chrono::steady_clock::duration plan_pause(double solve_seconds, double pace
 
 class Planner {
  public:
+  // The batched writers (register_variants, complete_all, admit_all: the watch's bursts and a
+  // new plan's admissions) change the book this many at a time, each chunk under its own hold
+  // of the book's lock: a /filter waits for one chunk at most, not for thousands of changes.
+  // Every change is whole on its own, so a reader between chunks sees the book that the same
+  // calls made one after another would have left.
+  static constexpr std::size_t kBookWriteChunk = 64;
+
   // Opens the store and restores the book from it. metrics must outlive the planner.
   static Expected<std::unique_ptr<Planner>> create(const ExtenderConfig& config,
                                                    std::unique_ptr<SchedulingPolicy> policy,

@@ -1,8 +1,10 @@
-// extender/planner.h's read_registered: the one shared lock a /filter of a registered pod takes.
-// It reads only for a variant that needs no registration, so the filter's answer and the check
-// that nothing needs writing come from the same book.
+// What a reader of extender/planner.h's book waits for. read_registered is the one shared lock
+// a /filter of a registered pod takes: it reads only for a variant that needs no registration, so
+// the filter's answer and the check that nothing needs writing come from the same book. The
+// batched writers change the book a chunk at a time.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -63,6 +65,36 @@ TEST(PlannerReadsTest, AVariantIsReadUnderOneLockOnlyWhenItNeedsNoRegistration) 
   ASSERT_EQ(1u, plan->starts.count(gpu.job_id));
   ASSERT_TRUE(books.planner->admit(gpu.job_id, "lab/a-gpu", plan->starts.at(gpu.job_id)).ok());
   EXPECT_TRUE(books.reads(cpu));
+}
+
+// A new plan can admit thousands of jobs at once. They reach the book a chunk at a time, each
+// under its own hold of the lock, so a /filter never waits for the whole burst: the book's
+// version moves once per chunk, and a reader between two chunks sees whole admissions.
+TEST(PlannerReadsTest, ABurstOfAdmissionsReachesTheBookAChunkAtATime) {
+  Books books;
+  ASSERT_NE(nullptr, books.planner);
+  constexpr std::size_t kJobs = 3 * Planner::kBookWriteChunk + 8;  // 3 full chunks and a part
+  std::vector<JobVariant> variants;
+  std::vector<Planner::AdmitRequest> admissions;
+  for (std::size_t j = 0; j < kJobs; ++j) {
+    const std::string name = "p" + std::to_string(j);
+    auto read = read_job_variant(testing::make_pod("lab", name, "nvidia.com/gpu",
+                                                   {{"allox.io/job", "j" + std::to_string(j)}}),
+                                 books.config.devices);
+    ASSERT_TRUE(read.ok()) << read.message();
+    variants.push_back(*read);
+    admissions.push_back({read->job_id, "lab/" + name, PlannedStart{"n0", "gpu", 0}});
+  }
+  for (const Status& s : books.planner->register_variants(variants, Durability::kWritten)) {
+    ASSERT_TRUE(s.ok()) << s.message();
+  }
+  auto version = [&] { return books.planner->read([](const JobBook& b) { return b.version(); }); };
+  const std::uint64_t before = version();
+  for (const Status& s : books.planner->admit_all(admissions)) ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(before + 4, version());
+  for (const Planner::AdmitRequest& a : admissions) {
+    EXPECT_EQ(a.pod_key, books.planner->admitted_as(a.job_id).value_or("(none)"));
+  }
 }
 
 }  // namespace
