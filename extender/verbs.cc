@@ -13,11 +13,6 @@ namespace {
 // The answer for a job no plan has yet.
 constexpr const char* kUnplanned = "queued: waiting for allox's next scheduling round";
 
-// Whether `node` is in `vain` (sorted; ExtenderVerbs::cooling).
-bool cooling_contains(const std::vector<std::string>& vain, std::string_view node) {
-  return !vain.empty() && std::binary_search(vain.begin(), vain.end(), node, std::less<>());
-}
-
 std::string whole_seconds(double seconds) {
   return std::to_string(static_cast<long long>(std::llround(std::max(0.0, seconds)))) + "s";
 }
@@ -118,9 +113,7 @@ FilterResult ExtenderVerbs::filter(const ExtenderArgs& args) {
   // It is answered under one shared lock of the book: each lock a /filter takes may wait for a
   // writer, which may be a background thread the busy cores give no time to while it holds it.
   {
-    const std::vector<std::string> vain =
-        options_.watch_wait.count() > 0 ? cooling(variant->device) : std::vector<std::string>{};
-    auto skip = [&vain](std::string_view node) { return cooling_contains(vain, node); };
+    const Cooling skip = options_.watch_wait.count() > 0 ? cooling(variant->device) : Cooling{};
     const double now = planner_.now();
     const bool answered = planner_.read_registered(*variant, [&](const JobBook& book) {
       if (options_.watch_wait.count() > 0 && behind(book, *plan, *variant, /*new_job=*/false,
@@ -140,8 +133,7 @@ FilterResult ExtenderVerbs::filter(const ExtenderArgs& args) {
   auto is_new = [&](const JobBook& book) { return book.job(variant->job_id) == nullptr; };
   bool unregistered = options_.nudges && planner_.read(is_new);
   if (unregistered && options_.watch_wait.count() > 0) {
-    const std::vector<std::string> vain = cooling(variant->device);
-    auto skip = [&vain](std::string_view node) { return cooling_contains(vain, node); };
+    const Cooling skip = cooling(variant->device);
     unregistered = planner_.read([&](const JobBook& book) {
       return is_new(book) && behind(book, *plan, *variant, /*new_job=*/true, candidates, skip,
                                     planner_.freed_version())
@@ -305,8 +297,7 @@ std::shared_ptr<const Plan> ExtenderVerbs::wait_for_watch(const JobVariant& vari
                                                           std::shared_ptr<const Plan> plan) {
   if (options_.watch_wait.count() <= 0) return plan;
   using Clock = std::chrono::steady_clock;
-  const std::vector<std::string> vain = cooling(variant.device);
-  auto skip = [&vain](std::string_view node) { return cooling_contains(vain, node); };
+  const Cooling skip = cooling(variant.device);
   const NodeNameList& offered = args.candidates();
   const auto deadline = Clock::now() + options_.watch_wait;
   bool waited = false;
@@ -332,12 +323,12 @@ std::shared_ptr<const Plan> ExtenderVerbs::wait_for_watch(const JobVariant& vari
   }
 }
 
-std::vector<std::string> ExtenderVerbs::cooling(const DeviceType& device) {
+ExtenderVerbs::Cooling ExtenderVerbs::cooling(const DeviceType& device) {
   using Clock = std::chrono::steady_clock;
   // Offered nodes a recent wait found busy to the end are left out (vain_wait_cooldown): a copy
   // of the few such names, none (and no allocation) in the usual case; the offered names are
   // read where the request holds them.
-  std::vector<std::string> vain;
+  Cooling vain;
   std::lock_guard lock(vain_mu_);
   const auto now = Clock::now();
   for (auto it = vain_until_.begin(); it != vain_until_.end();) {
@@ -345,8 +336,8 @@ std::vector<std::string> ExtenderVerbs::cooling(const DeviceType& device) {
     it = it->second.empty() ? vain_until_.erase(it) : std::next(it);
   }
   if (auto found = vain_until_.find(device); found != vain_until_.end()) {
-    vain.reserve(found->second.size());
-    for (const auto& entry : found->second) vain.push_back(entry.first);  // in order
+    vain.nodes.reserve(found->second.size());
+    for (const auto& entry : found->second) vain.nodes.push_back(entry.first);  // in order
   }
   return vain;
 }

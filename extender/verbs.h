@@ -44,6 +44,7 @@
 // Thread-safe: all methods may be called concurrently.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -51,6 +52,8 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "extender/cluster_api.h"
 #include "extender/metrics.h"
@@ -123,8 +126,15 @@ class ExtenderVerbs {
   // unregistered: the job is answered as one no plan has yet (the watch registers it).
   void answer(const JobBook& book, const Plan& plan, const JobVariant& variant,
               const ExtenderArgs& args, bool unregistered, double now, FilterResult& result) const;
-  // The offered nodes of `device` not worth a wait now (vain_wait_cooldown), sorted.
-  std::vector<std::string> cooling(const DeviceType& device);
+  // The offered nodes of `device` not worth a wait now (vain_wait_cooldown), sorted; called
+  // with a node name, whether it is one of them.
+  struct Cooling {
+    std::vector<std::string> nodes;
+    bool operator()(std::string_view node) const {
+      return !nodes.empty() && std::binary_search(nodes.begin(), nodes.end(), node, std::less<>());
+    }
+  };
+  Cooling cooling(const DeviceType& device);
   // `plan`, or a newer one once the watch caught up with what kube-scheduler's offer shows
   // (at most watch_wait); see the class comment.
   std::shared_ptr<const Plan> wait_for_watch(const JobVariant& variant, const ExtenderArgs& args,
