@@ -2,6 +2,7 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -385,6 +386,28 @@ Status Store::start_checkpointer(const std::string& path) {
     return Error{"store: cannot open '" + path + "' for checkpoints: " + message};
   }
   sqlite3_busy_timeout(checkpoint_db_, 5000);
+  // A connection reads the file's header, and so knows it is in WAL mode, only at its first
+  // statement: until then sqlite3_wal_checkpoint_v2 returns OK having copied nothing (a log of
+  // -1 frames), and the WAL grew without end (226 MB in one `allox bench cluster` run, the
+  // database file never past its first page).
+  {
+    sqlite3_stmt* mode = nullptr;
+    rc = sqlite3_prepare_v2(checkpoint_db_, "PRAGMA journal_mode", -1, &mode, nullptr);
+    const unsigned char* name = rc == SQLITE_OK && sqlite3_step(mode) == SQLITE_ROW
+                                    ? sqlite3_column_text(mode, 0)
+                                    : nullptr;
+    const bool wal =
+        name != nullptr && std::string_view(reinterpret_cast<const char*>(name)) == "wal";
+    sqlite3_finalize(mode);
+    if (!wal) {
+      return Error{"store: the checkpointer's connection to '" + path +
+                   "' does not see WAL mode: " + sqlite3_errmsg(checkpoint_db_)};
+    }
+  }
+  // No busy wait: PASSIVE never waits, and RESTART runs holding the store's lock, so only another
+  // process's reader could make it wait; it then gives up (BUSY) and the next round tries again,
+  // rather than stall every write behind it.
+  sqlite3_busy_timeout(checkpoint_db_, 0);
   // Replaces the writing connection's automatic checkpoint (sqlite3_wal_autocheckpoint is a WAL
   // hook too): its commits only say when one is due.
   sqlite3_wal_hook(db_, &Store::on_wal_commit, this);
@@ -392,9 +415,19 @@ Status Store::start_checkpointer(const std::string& path) {
   return OkStatus();
 }
 
-int Store::on_wal_commit(void* store, sqlite3*, const char*, int pages) {
+int Store::on_wal_commit(void* store, sqlite3* db, const char*, int pages) {
   auto* self = static_cast<Store*>(store);
-  if (pages >= kCheckpointPages) {
+  if (pages >= kWalCapPages) {
+    // The checkpointer has fallen this far behind (its thread starved of a core, or of the
+    // store's lock by back-to-back writes): this commit restarts the WAL itself, as SQLite's own
+    // automatic checkpoint would, rather than let the file grow without bound.
+    if (sqlite3_wal_checkpoint_v2(db, nullptr, SQLITE_CHECKPOINT_RESTART, nullptr, nullptr) ==
+        SQLITE_OK) {
+      self->wal_restarts_.fetch_add(1, std::memory_order_relaxed);
+    }
+    return SQLITE_OK;
+  }
+  if (pages >= self->next_checkpoint_at_.load(std::memory_order_relaxed)) {
     {
       std::lock_guard lock(self->checkpoint_mu_);
       self->checkpoint_due_ = true;
@@ -412,13 +445,7 @@ void Store::checkpoint_loop() {
     if (checkpoint_stop_) return;
     checkpoint_due_ = false;
     lock.unlock();
-    // PASSIVE: as much of the WAL as no reader still needs, without waiting for anyone; the
-    // next commit past the threshold asks again for what is left.
-    int rc = sqlite3_wal_checkpoint_v2(checkpoint_db_, nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr,
-                                       nullptr);
-    if (rc != SQLITE_OK && rc != SQLITE_BUSY) {
-      log_warn("store: WAL checkpoint failed", {{"error", sqlite3_errmsg(checkpoint_db_)}});
-    }
+    next_checkpoint_at_.store(checkpoint_wal(), std::memory_order_relaxed);
     lock.lock();
     ++checkpoints_;
     if (checkpoint_hook_) {
@@ -429,6 +456,40 @@ void Store::checkpoint_loop() {
       lock.lock();
     }
   }
+}
+
+int Store::checkpoint_wal() {
+  // PASSIVE: as much of the WAL as no reader still needs, without waiting for anyone, beside the
+  // writes. It lets the WAL start over only when the writer happens to begin a commit after the
+  // checkpoint caught up with its last one, which nothing guarantees under a steady stream of
+  // commits; until then the file grows, each commit appending to new blocks (on ext4, a block
+  // written for the first time costs a kworker's extent conversion on the request threads' cores).
+  int frames = -1;
+  int copied = -1;
+  int rc = sqlite3_wal_checkpoint_v2(checkpoint_db_, nullptr, SQLITE_CHECKPOINT_PASSIVE, &frames,
+                                     &copied);
+  if (rc != SQLITE_OK && rc != SQLITE_BUSY) {
+    log_warn("store: WAL checkpoint failed", {{"error", sqlite3_errmsg(checkpoint_db_)}});
+  }
+  if (frames < kRestartPages) return std::max(frames, 0) + kCheckpointPages;
+  // RESTART under the store's lock: no transaction is open or can begin, so it waits for no one;
+  // what is left to copy is what was committed since the PASSIVE one, and the next commit writes
+  // the WAL from its start, over blocks the file already has.
+  std::lock_guard writes(mu_);
+  rc = sqlite3_wal_checkpoint_v2(checkpoint_db_, nullptr, SQLITE_CHECKPOINT_RESTART, &frames,
+                                 &copied);
+  if (rc != SQLITE_OK) {
+    if (rc != SQLITE_BUSY) {
+      log_warn("store: WAL restart failed", {{"error", sqlite3_errmsg(checkpoint_db_)}});
+    }
+    return std::max(frames, 0) + kCheckpointPages;
+  }
+  wal_restarts_.fetch_add(1, std::memory_order_relaxed);
+  return kCheckpointPages;
+}
+
+std::uint64_t Store::wal_restarts() const {
+  return wal_restarts_.load(std::memory_order_relaxed);
 }
 
 void Store::observe_writes(WriteObserver observer) {

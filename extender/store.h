@@ -28,12 +28,16 @@
 // run inside a write: SQLite's automatic checkpoint would run in whichever commit crosses 1,000
 // WAL pages, on a request path (a pod's first /filter) and for tens to hundreds of ms on a loaded
 // disk. A thread of the store runs them instead, on a second connection (WAL lets it run beside
-// the writes), PASSIVE, once a commit finds the WAL at kCheckpointPages or more. Durability is
-// unchanged: a commit is as durable as before whether or not its pages were checkpointed yet.
+// the writes), PASSIVE, once a commit finds the WAL at kCheckpointPages or more. Past
+// kRestartPages it also restarts the WAL under the store's lock, so the file is rewritten in
+// place at a few MB instead of growing for as long as writes come; a commit that finds the WAL
+// past kWalCapPages (the checkpointer starved) restarts it itself. Durability is unchanged: a
+// commit is as durable as before whether or not its pages were checkpointed yet.
 //
 // Thread-safe: one connection guarded by a mutex (and the checkpointer's own).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -189,8 +193,18 @@ class Store {
   // write, 1 (NORMAL) after a written one.
   Expected<int> synchronous();
 
-  // WAL pages at which a commit asks the checkpointer to run (SQLite's automatic default).
+  // WAL pages at which a commit asks the checkpointer to run (SQLite's automatic default), and
+  // again each time the WAL has grown by as many since the checkpointer's last run.
   static constexpr int kCheckpointPages = 1000;
+  // WAL pages at which the checkpointer also restarts the WAL (holding the store's lock for what
+  // the PASSIVE checkpoint left), so the file stays near this size (about 4 MB at 1 KB pages)
+  // instead of growing for as long as writes keep coming.
+  static constexpr int kRestartPages = 4000;
+  // WAL pages past which a commit restarts the WAL itself, inside the write, when the
+  // checkpointer has not kept up: the bound on the file (about 17 MB) whatever the load.
+  static constexpr int kWalCapPages = 4 * kRestartPages;
+  // Restarts of the WAL so far (tests).
+  std::uint64_t wal_restarts() const;
   // Checkpoints the checkpointer has run so far, and (tests) a hook run on its thread after
   // each one, with the count, holding no store lock.
   std::uint64_t checkpoints() const;
@@ -210,6 +224,9 @@ class Store {
   // automatic checkpoint (a WAL hook on the writing connection).
   Status start_checkpointer(const std::string& path);
   void checkpoint_loop();
+  // One checkpoint: PASSIVE, then RESTART once the WAL holds kRestartPages. Returns the WAL
+  // size in pages at which a commit should call for the next one.
+  int checkpoint_wal();
   static int on_wal_commit(void* store, sqlite3* db, const char* name, int pages);
   Status exec(const char* sql);
   // One statement from the cache, run to its end (BEGIN, COMMIT, a PRAGMA: no rows).
@@ -250,6 +267,8 @@ class Store {
   bool checkpoint_due_ = false;
   bool checkpoint_stop_ = false;
   std::uint64_t checkpoints_ = 0;
+  std::atomic<int> next_checkpoint_at_{kCheckpointPages};  // read by the WAL hook in commits
+  std::atomic<std::uint64_t> wal_restarts_{0};
   std::function<void(std::uint64_t)> checkpoint_hook_;
   std::thread checkpointer_;
 };
