@@ -72,7 +72,7 @@ struct PolicyOptions {
   // allox: start every job a round's plan puts first on an idle machine, instead of the paper's
   // one start per round followed by re-ranking users and solving again.
   bool batch_rounds = false;
-  double usage_window = 3600;             // sliding window for cumulative usage reports (seconds)
+  double usage_window = 3600;            // sliding window for cumulative usage reports (seconds)
   std::string matcher_backend = "auto";  // allox: auto, lemon, boost, glpk, transport, assignment
   // allox: always fill Decision::estimated_start for jobs left queued (one more matcher solve per
   // decision when the rounds did not already plan every queued job). For people (the extender's

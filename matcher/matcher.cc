@@ -147,8 +147,7 @@ Expected<SlotFlow> solve_with(const SlotNetwork& network, Backend backend,
 
 Expected<SlotFlow> solve_flow(const SlotNetwork& network, Backend backend,
                               const PriceHint* price_hint) {
-  if (network.implicit != nullptr && backend != Backend::kTransport &&
-      backend != Backend::kLemon) {
+  if (network.implicit != nullptr && backend != Backend::kTransport && backend != Backend::kLemon) {
     return Error{"matcher: only the transport and LEMON backends read implicit job arcs (a bug)"};
   }
   Expected<SlotFlow> flow = solve_with(network, backend, price_hint);

@@ -12,6 +12,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -37,6 +38,20 @@ JobVariant pod_of(const std::string& job_id, const std::string& name, const std:
   variant.user = "alice";
   variant.device = "gpu";
   return variant;
+}
+
+// Records alice's jobs ns/j0 .. ns/j<count - 1>, each with its first variant, written (not
+// synced): the stream of small commits the checkpoint tests need. `after_each` sees each index.
+Status record_jobs(Store& store, int count, const std::function<void(int)>& after_each = {}) {
+  for (int i = 0; i < count; ++i) {
+    const std::string id = "ns/j" + std::to_string(i);
+    auto row = store.record_arrival(arrival(id, "alice", 100.0 + i),
+                                    pod_of(id, "p" + std::to_string(i), "u" + std::to_string(i)),
+                                    Durability::kWritten);
+    if (!row.ok()) return row.error();
+    if (after_each) after_each(i);
+  }
+  return OkStatus();
 }
 
 // A second connection to the same file, for locks and for checking rows behind the Store's back.
@@ -303,13 +318,8 @@ TEST(StoreTest, TheWalIsCheckpointedByTheStoresThreadAndLosesNothing) {
       seen = count;
       cv.notify_all();
     });
-    for (int i = 0; i < kJobs; ++i) {
-      const std::string id = "ns/j" + std::to_string(i);
-      auto row = (*store)->record_arrival(
-          arrival(id, "alice", 100.0 + i),
-          pod_of(id, "p" + std::to_string(i), "u" + std::to_string(i)), Durability::kWritten);
-      ASSERT_TRUE(row.ok()) << row.message();
-    }
+    Status written = record_jobs(**store, kJobs);
+    ASSERT_TRUE(written.ok()) << written.message();
     std::unique_lock lock(mu);
     EXPECT_TRUE(cv.wait_for(lock, std::chrono::seconds(30), [&] { return seen > 0; }))
         << "no checkpoint after " << kJobs << " commits";
@@ -342,16 +352,12 @@ TEST(StoreTest, TheWalStaysBoundedUnderBackToBackWrites) {
   auto store = Store::open(path);
   ASSERT_TRUE(store.ok()) << store.message();
   std::uintmax_t largest_wal = 0;
-  for (int i = 0; i < kJobs; ++i) {
-    const std::string id = "ns/j" + std::to_string(i);
-    auto row = (*store)->record_arrival(
-        arrival(id, "alice", 100.0 + i),
-        pod_of(id, "p" + std::to_string(i), "u" + std::to_string(i)), Durability::kWritten);
-    ASSERT_TRUE(row.ok()) << row.message();
+  Status recorded = record_jobs(**store, kJobs, [&](int i) {
     if (i % 100 == 0) {
       largest_wal = std::max(largest_wal, std::filesystem::file_size(path + "-wal"));
     }
-  }
+  });
+  ASSERT_TRUE(recorded.ok()) << recorded.message();
   largest_wal = std::max(largest_wal, std::filesystem::file_size(path + "-wal"));
   const std::uintmax_t written = kPageInWal * 7 * kJobs;
   EXPECT_GE((*store)->wal_restarts(), 2u);
