@@ -49,6 +49,10 @@ Expected<std::unique_ptr<Planner>> Planner::create(const ExtenderConfig& config,
   if (!options.clock) options.clock = wall_clock_seconds;
   auto store = Store::open(config.database);
   if (!store) return store.error();
+  if (Status emptied = (*store)->empty_wal(); !emptied) {
+    log_warn("planner: the WAL the last run left is copied by the store's thread instead",
+             {{"error", emptied.message()}});
+  }
   auto stored = (*store)->load(options.clock() - config.retention.finished_seconds);
   if (!stored) return stored.error();
   std::unique_ptr<Planner> planner(

@@ -362,6 +362,7 @@ Expected<std::unique_ptr<Store>> Store::open(const std::string& path,
   }
   std::unique_ptr<Store> store(new Store(db));
   sqlite3_busy_timeout(db, static_cast<int>(busy_timeout.count()));
+  store->busy_timeout_ = busy_timeout;
   // 1 KB pages for a new file (an existing one keeps its own): every commit writes each page it
   // touches whole to the WAL, and alloxd's commits change a row or two, so 4 KB pages wrote 2.6x
   // the bytes (1.66 GB against 0.64 GB for 50,000 jobs in `allox bench cluster`) and kept the
@@ -486,6 +487,16 @@ int Store::checkpoint_wal() {
   }
   wal_restarts_.fetch_add(1, std::memory_order_relaxed);
   return kCheckpointPages;
+}
+
+Status Store::empty_wal() {
+  std::lock_guard writes(mu_);
+  sqlite3_busy_timeout(db_, 0);  // another connection in a transaction: BUSY, not a wait
+  int rc = sqlite3_wal_checkpoint_v2(db_, nullptr, SQLITE_CHECKPOINT_TRUNCATE, nullptr, nullptr);
+  std::string error = rc == SQLITE_OK ? "" : sqlite3_errmsg(db_);
+  sqlite3_busy_timeout(db_, static_cast<int>(busy_timeout_.count()));
+  if (rc != SQLITE_OK) return Error{"store: cannot empty the WAL: " + error};
+  return OkStatus();
 }
 
 std::uint64_t Store::wal_restarts() const {

@@ -205,6 +205,12 @@ class Store {
   static constexpr int kWalCapPages = 4 * kRestartPages;
   // Restarts of the WAL so far (tests).
   std::uint64_t wal_restarts() const;
+  // Copies the whole WAL into the database file and empties the file. alloxd calls it once at
+  // start-up, before it serves: what the last run left there (a kill -9 skips the checkpoint a
+  // close makes) is then not copied by the first commit past kWalCapPages, on a request path.
+  // Waits for no one: an error (BUSY) while another connection, such as `allox report`'s, is in
+  // a transaction.
+  Status empty_wal();
   // Checkpoints the checkpointer has run so far, and (tests) a hook run on its thread after
   // each one, with the count, holding no store lock.
   std::uint64_t checkpoints() const;
@@ -248,7 +254,8 @@ class Store {
   std::recursive_mutex mu_;
   int batch_depth_ = 0;  // under mu_: > 0 while batch() runs; transaction() then joins it
   sqlite3* db_;
-  std::unique_ptr<StatementCache> statements_;  // under mu_; finalized before db_ closes
+  std::unique_ptr<StatementCache> statements_;    // under mu_; finalized before db_ closes
+  std::chrono::milliseconds busy_timeout_{5000};  // as opened; empty_wal() sets it back
   bool synchronous_full_ = true;  // the connection's PRAGMA synchronous (FULL or NORMAL)
   WriteObserver write_observer_;
 

@@ -372,6 +372,29 @@ TEST(StoreTest, TheWalStaysBoundedUnderBackToBackWrites) {
   EXPECT_EQ(static_cast<std::size_t>(kJobs), state->variants.size());
 }
 
+// empty_wal() runs at alloxd's start-up, and `allox report` may hold the file open meanwhile:
+// another connection's transaction makes it an error at once, not a 5 s wait, and the store
+// works on (the busy timeout is its own again).
+TEST(StoreTest, EmptyingTheWalWaitsForNoOtherConnection) {
+  testing::ScratchDir dir;
+  const std::string path = dir.file("state.db");
+  auto store = Store::open(path);  // a 5 s busy timeout
+  ASSERT_TRUE(store.ok()) << store.message();
+  ASSERT_TRUE(record_jobs(**store, 50).ok());
+  ASSERT_GT(std::filesystem::file_size(path + "-wal"), 0u);
+  RawDb other(path);
+  ASSERT_EQ(SQLITE_OK, other.exec("BEGIN IMMEDIATE"));
+  const auto asked = std::chrono::steady_clock::now();
+  Status emptied = (*store)->empty_wal();
+  EXPECT_FALSE(emptied.ok());
+  EXPECT_LT(std::chrono::steady_clock::now() - asked, std::chrono::seconds(2));
+  ASSERT_EQ(SQLITE_OK, other.exec("ROLLBACK"));
+  emptied = (*store)->empty_wal();
+  ASSERT_TRUE(emptied.ok()) << emptied.message();
+  EXPECT_EQ(0u, std::filesystem::file_size(path + "-wal"));
+  EXPECT_EQ(50, other.count("SELECT COUNT(*) FROM jobs"));
+}
+
 TEST(StoreTest, BindIntentsAreLoadedUntilTheStartClearsThem) {
   testing::ScratchDir dir;
   auto store = Store::open(dir.file("state.db"));
@@ -397,7 +420,8 @@ TEST(StoreTest, BindIntentsAreLoadedUntilTheStartClearsThem) {
 
 TEST(StoreTest, WrittenChangesSurviveAKill9OfTheProcess) {
   // kWritten skips the fsync, not the write: a burst of arrivals, a start and a completion
-  // written that way, then SIGKILL (no close, no checkpoint), and every one is there.
+  // written that way, then SIGKILL (no close, no checkpoint), and every one is there, also once
+  // the WAL is copied into the database.
   testing::ScratchDir dir;
   const std::string path = dir.file("state.db");
   constexpr int kJobs = 300;
@@ -426,8 +450,13 @@ TEST(StoreTest, WrittenChangesSurviveAKill9OfTheProcess) {
         std::raise(SIGKILL);
       },
       ::testing::KilledBySignal(SIGKILL), "");
+  ASSERT_GT(std::filesystem::file_size(path + "-wal"), 0u) << "the kill left no WAL to recover";
   auto store = Store::open(path);
   ASSERT_TRUE(store.ok()) << store.message();
+  // What alloxd does at start-up: the WAL the kill left goes into the database before any
+  // request.
+  ASSERT_TRUE((*store)->empty_wal().ok());
+  EXPECT_EQ(0u, std::filesystem::file_size(path + "-wal"));
   auto state = (*store)->load();
   ASSERT_TRUE(state.ok()) << state.message();
   ASSERT_EQ(static_cast<std::size_t>(kJobs), state->jobs.size());
