@@ -362,7 +362,6 @@ Expected<std::unique_ptr<Store>> Store::open(const std::string& path,
   }
   std::unique_ptr<Store> store(new Store(db));
   sqlite3_busy_timeout(db, static_cast<int>(busy_timeout.count()));
-  store->busy_timeout_ = busy_timeout;
   // 1 KB pages for a new file (an existing one keeps its own): every commit writes each page it
   // touches whole to the WAL, and alloxd's commits change a row or two, so 4 KB pages wrote 2.6x
   // the bytes (1.66 GB against 0.64 GB for 50,000 jobs in `allox bench cluster`) and kept the
@@ -392,22 +391,15 @@ Status Store::start_checkpointer(const std::string& path) {
   // -1 frames), and the WAL grew without end (226 MB in one `allox bench cluster` run, the
   // database file never past its first page).
   {
-    sqlite3_stmt* mode = nullptr;
-    rc = sqlite3_prepare_v2(checkpoint_db_, "PRAGMA journal_mode", -1, &mode, nullptr);
-    const unsigned char* name = rc == SQLITE_OK && sqlite3_step(mode) == SQLITE_ROW
-                                    ? sqlite3_column_text(mode, 0)
-                                    : nullptr;
-    const bool wal =
-        name != nullptr && std::string_view(reinterpret_cast<const char*>(name)) == "wal";
-    sqlite3_finalize(mode);
-    if (!wal) {
+    Statement mode(checkpoint_db_, "PRAGMA journal_mode");
+    if (!mode.next() || mode.text(0) != "wal") {
       return Error{"store: the checkpointer's connection to '" + path +
                    "' does not see WAL mode: " + sqlite3_errmsg(checkpoint_db_)};
     }
   }
-  // No busy wait: PASSIVE never waits, and RESTART runs holding the store's lock, so only another
-  // process's reader could make it wait; it then gives up (BUSY) and the next round tries again,
-  // rather than stall every write behind it.
+  // No busy wait: PASSIVE never waits, and RESTART and TRUNCATE run holding the store's lock
+  // (checkpoint_holding_writes), so only another connection could make them wait; they then give
+  // up (BUSY) rather than stall every write behind them, and a later round tries again.
   sqlite3_busy_timeout(checkpoint_db_, 0);
   // Replaces the writing connection's automatic checkpoint (sqlite3_wal_autocheckpoint is a WAL
   // hook too): its commits only say when one is due.
@@ -466,19 +458,15 @@ int Store::checkpoint_wal() {
   // commits; until then the file grows, each commit appending to new blocks (on ext4, a block
   // written for the first time costs a kworker's extent conversion on the request threads' cores).
   int frames = -1;
-  int copied = -1;
   int rc = sqlite3_wal_checkpoint_v2(checkpoint_db_, nullptr, SQLITE_CHECKPOINT_PASSIVE, &frames,
-                                     &copied);
+                                     nullptr);
   if (rc != SQLITE_OK && rc != SQLITE_BUSY) {
     log_warn("store: WAL checkpoint failed", {{"error", sqlite3_errmsg(checkpoint_db_)}});
   }
   if (frames < kRestartPages) return std::max(frames, 0) + kCheckpointPages;
-  // RESTART under the store's lock: no transaction is open or can begin, so it waits for no one;
-  // what is left to copy is what was committed since the PASSIVE one, and the next commit writes
-  // the WAL from its start, over blocks the file already has.
-  std::lock_guard writes(mu_);
-  rc = sqlite3_wal_checkpoint_v2(checkpoint_db_, nullptr, SQLITE_CHECKPOINT_RESTART, &frames,
-                                 &copied);
+  // RESTART: what is left to copy is what was committed since the PASSIVE one, and the next
+  // commit writes the WAL from its start, over blocks the file already has.
+  rc = checkpoint_holding_writes(SQLITE_CHECKPOINT_RESTART, &frames);
   if (rc != SQLITE_OK) {
     if (rc != SQLITE_BUSY) {
       log_warn("store: WAL restart failed", {{"error", sqlite3_errmsg(checkpoint_db_)}});
@@ -489,13 +477,18 @@ int Store::checkpoint_wal() {
   return kCheckpointPages;
 }
 
-Status Store::empty_wal() {
+int Store::checkpoint_holding_writes(int mode, int* frames) {
+  // Under the store's lock no transaction of this store is open or can begin, so only another
+  // connection's could make it wait, and the checkpointer's connection waits for no one: BUSY.
   std::lock_guard writes(mu_);
-  sqlite3_busy_timeout(db_, 0);  // another connection in a transaction: BUSY, not a wait
-  int rc = sqlite3_wal_checkpoint_v2(db_, nullptr, SQLITE_CHECKPOINT_TRUNCATE, nullptr, nullptr);
-  std::string error = rc == SQLITE_OK ? "" : sqlite3_errmsg(db_);
-  sqlite3_busy_timeout(db_, static_cast<int>(busy_timeout_.count()));
-  if (rc != SQLITE_OK) return Error{"store: cannot empty the WAL: " + error};
+  return sqlite3_wal_checkpoint_v2(checkpoint_db_, nullptr, mode, frames, nullptr);
+}
+
+Status Store::empty_wal() {
+  if (checkpoint_db_ == nullptr) return OkStatus();  // in memory: no WAL file
+  if (checkpoint_holding_writes(SQLITE_CHECKPOINT_TRUNCATE, nullptr) != SQLITE_OK) {
+    return Error{std::string("store: cannot empty the WAL: ") + sqlite3_errmsg(checkpoint_db_)};
+  }
   return OkStatus();
 }
 

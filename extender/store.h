@@ -233,6 +233,9 @@ class Store {
   // One checkpoint: PASSIVE, then RESTART once the WAL holds kRestartPages. Returns the WAL
   // size in pages at which a commit should call for the next one.
   int checkpoint_wal();
+  // A checkpoint in `mode` (SQLITE_CHECKPOINT_RESTART or _TRUNCATE) on the checkpointer's
+  // connection, holding the store's lock; SQLite's result, the WAL's size in `frames`.
+  int checkpoint_holding_writes(int mode, int* frames);
   static int on_wal_commit(void* store, sqlite3* db, const char* name, int pages);
   Status exec(const char* sql);
   // One statement from the cache, run to its end (BEGIN, COMMIT, a PRAGMA: no rows).
@@ -254,8 +257,7 @@ class Store {
   std::recursive_mutex mu_;
   int batch_depth_ = 0;  // under mu_: > 0 while batch() runs; transaction() then joins it
   sqlite3* db_;
-  std::unique_ptr<StatementCache> statements_;    // under mu_; finalized before db_ closes
-  std::chrono::milliseconds busy_timeout_{5000};  // as opened; empty_wal() sets it back
+  std::unique_ptr<StatementCache> statements_;  // under mu_; finalized before db_ closes
   bool synchronous_full_ = true;  // the connection's PRAGMA synchronous (FULL or NORMAL)
   WriteObserver write_observer_;
 
