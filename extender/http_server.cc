@@ -21,6 +21,8 @@
 #include <thread>
 #include <vector>
 
+#include "extender/blocking_pool.h"
+#include "extender/io_thread_inbox.h"
 #include "extender/routes.h"
 #include "extender/service.h"
 #include "extender/thread_priority.h"
@@ -122,7 +124,7 @@ struct Shared {
   HttpServerOptions options;
   HttpHandler handler;
   std::size_t max_connections = 0;
-  asio::thread_pool* blocking = nullptr;  // the server's pool for handlers that may block
+  BlockingPool* blocking = nullptr;  // the server's pool for handlers that may block
 
   struct Connection {
     virtual ~Connection() = default;
@@ -203,10 +205,12 @@ void append_number(std::string& out, std::size_t n) {
 template <class Stream>
 class Session : public Shared::Connection, public std::enable_shared_from_this<Session<Stream>> {
  public:
-  Session(Stream stream, std::shared_ptr<Shared> shared)
+  // `inbox`: the connection's I/O thread's, for replies composed on the blocking pool.
+  Session(Stream stream, std::shared_ptr<Shared> shared, IoThreadInbox& inbox)
       : stream_(std::move(stream)),
         timer_(stream_.get_executor()),
         shared_(std::move(shared)),
+        inbox_(&inbox),
         buffer_(shared_->options.max_header_bytes + kBodyReadSize) {}
   ~Session() override {
     if (registered_) shared_->remove(self_in_list_);
@@ -376,12 +380,13 @@ class Session : public Shared::Connection, public std::enable_shared_from_this<S
     shared_->begin_reply();
     const HttpHandler& handler = shared_->handler;
     if (handler.may_block && handler.may_block(request)) {
-      asio::post(*shared_->blocking, [self = this->shared_from_this(),
-                                      request = std::move(request)]() mutable {
-        HttpReply reply = self->serve(request);
-        asio::post(self->stream_.get_executor(),
-                   [self, reply = std::move(reply)]() mutable { self->send(std::move(reply)); });
-      });
+      shared_->blocking->post(
+          [self = this->shared_from_this(), request = std::move(request)]() mutable {
+            auto reply = std::make_shared<HttpReply>(self->serve(request));
+            // Not asio::post: that wakes the I/O thread while holding its io_context's lock
+            // (io_thread_inbox.h).
+            self->inbox_->push([self, reply] { self->send(std::move(*reply)); });
+          });
       return;
     }
     send(serve(request));
@@ -515,6 +520,7 @@ class Session : public Shared::Connection, public std::enable_shared_from_this<S
   Stream stream_;
   asio::steady_timer timer_;
   std::shared_ptr<Shared> shared_;
+  IoThreadInbox* inbox_;  // the I/O thread's; outlives every session (HttpServer::Impl)
   beast::flat_buffer buffer_;
   std::optional<Parser> parser_;
   bool header_checked_ = false;  // on_header() ran for this request
@@ -544,13 +550,18 @@ struct HttpServer::Impl {
   // Binds wait on an fsync and the API server, not on the CPU, and concurrent binds share one
   // fsync (store.h): enough threads for kube-scheduler's binds in flight to group.
   static constexpr std::size_t kBlockingThreads = 16;
-  asio::thread_pool blocking{kBlockingThreads};
+  // Its threads name themselves (top -H, the bench's CPU by thread) and enter the background
+  // class before the pool is up.
+  BlockingPool blocking{kBlockingThreads, [] { become_background_thread("allox-blocking"); }};
   // One io_context per I/O thread, each run by that thread alone (concurrency hint 1: its
   // completions queue without locks or wake-ups), each owning the connections handed to it.
   // A single io_context run by every thread had them take turns on its locks, hand handlers to
   // each other and wake each other on every request. Declared after everything their handlers
   // use: destroyed first, with any sessions they hold.
   std::vector<std::unique_ptr<asio::io_context>> contexts;
+  // contexts[i]'s inbox for replies from the blocking pool. Declared after the contexts: each
+  // inbox's eventfd is closed before its io_context goes.
+  std::vector<std::unique_ptr<IoThreadInbox>> inboxes;
   // Keep each run() going while a blocking handler has yet to post its reply back.
   std::vector<asio::executor_work_guard<asio::io_context::executor_type>> work;
   // The acceptor and its retry timer live on the first context (declared after it: destroyed
@@ -592,18 +603,20 @@ struct HttpServer::Impl {
     accepted.set_option(tcp::no_delay(true), ec);
     const auto protocol = accepted.local_endpoint(ec).protocol();
     if (ec) return;  // already reset by the client
-    asio::io_context& io = *contexts[next_context++ % contexts.size()];
+    const std::size_t index = next_context++ % contexts.size();
+    asio::io_context& io = *contexts[index];
+    IoThreadInbox& inbox = *inboxes[index];
     tcp::socket socket(io);
     const int fd = accepted.release(ec);
     if (!ec) socket.assign(protocol, fd, ec);
     if (ec) return;
-    asio::post(io, [this, socket = std::move(socket)]() mutable {
+    asio::post(io, [this, &inbox, socket = std::move(socket)]() mutable {
       if (tls) {
         std::make_shared<Session<asio::ssl::stream<tcp::socket>>>(
-            asio::ssl::stream<tcp::socket>(std::move(socket), *tls), shared)
+            asio::ssl::stream<tcp::socket>(std::move(socket), *tls), shared, inbox)
             ->start();
       } else {
-        std::make_shared<Session<tcp::socket>>(std::move(socket), shared)->start();
+        std::make_shared<Session<tcp::socket>>(std::move(socket), shared, inbox)->start();
       }
     });
   }
@@ -652,6 +665,9 @@ Expected<std::unique_ptr<HttpServer>> HttpServer::start(HttpHandler handler,
   for (int i = 0; i < options.threads; ++i) {
     impl.contexts.push_back(std::make_unique<asio::io_context>(1));
     impl.work.push_back(asio::make_work_guard(*impl.contexts.back()));
+    auto inbox = IoThreadInbox::open(*impl.contexts.back());
+    if (!inbox) return Error{"HttpServer::start: " + inbox.message()};
+    impl.inboxes.push_back(std::move(*inbox));
   }
   impl.acceptor.emplace(*impl.contexts.front());
   impl.accept_retry.emplace(*impl.contexts.front());
@@ -705,16 +721,6 @@ Expected<std::unique_ptr<HttpServer>> HttpServer::start(HttpHandler handler,
     });
   }
   ready->wait();
-  // The blocking pool's threads name themselves (top -H, the bench's CPU by thread): one task
-  // each, and each waits for all the others, so no thread takes two.
-  auto pool_named = std::make_shared<Countdown>(Impl::kBlockingThreads);
-  for (std::size_t i = 0; i < Impl::kBlockingThreads; ++i) {
-    asio::post(impl.blocking, [pool_named] {
-      become_background_thread("allox-blocking");
-      pool_named->arrive_and_wait();
-    });
-  }
-  pool_named->wait();
   // The listen queue holds early connections; they are accepted now, on the acceptor's own
   // thread, by threads that are ready.
   asio::post(impl.acceptor->get_executor(), [&impl] { impl.accept(); });
