@@ -16,6 +16,7 @@
 #include "bench/bench_alloxd.h"
 #include "bench/proc_cpu.h"
 #include "extender/emulator/alloxd_process.h"
+#include "extender/emulator/cluster_threads.h"
 #include "extender/emulator/fake_api_server.h"
 #include "extender/emulator/replay.h"
 #include "extender/emulator/scheduler_config.h"
@@ -151,6 +152,13 @@ Expected<ClusterBenchResult> run_cluster_bench(const ClusterBenchOptions& option
     return Error{"bench cluster: --nodes and --pending must be positive"};
   }
   if (options.alloxd_binary.empty()) return Error{"bench cluster: no alloxd binary"};
+  if (options.cluster_threads != "normal" && options.cluster_threads != "idle") {
+    return Error{"bench cluster: cluster_threads must be normal or idle, not '" +
+                 options.cluster_threads + "'"};
+  }
+  emulator::set_cluster_threads(options.cluster_threads == "idle"
+                                    ? emulator::ClusterThreads::kIdle
+                                    : emulator::ClusterThreads::kNormal);
   auto jobs = workload(options);
   if (!jobs) return jobs.error();
   auto scheduler = emulator::load_scheduler_configuration(options.scheduler_config);
@@ -206,7 +214,7 @@ Expected<ClusterBenchResult> run_cluster_bench(const ClusterBenchOptions& option
   const auto harness_threads_start = cpu_by_thread_name(::getpid());
   auto harness_threads_seen = harness_threads_start;
   std::thread poller([&] {
-    extender::name_this_thread("bench-poller");
+    emulator::become_cluster_thread("bench-poller");
     extender::ExtenderClient metrics((*alloxd)->url(), "", std::chrono::seconds(5));
     std::unique_lock lock(mu);
     while (!finished) {
@@ -261,7 +269,7 @@ Expected<ClusterBenchResult> run_cluster_bench(const ClusterBenchOptions& option
     }
   };
   std::thread watchdog([&] {
-    extender::name_this_thread("bench-watchdog");
+    emulator::become_cluster_thread("bench-watchdog");
     std::unique_lock lock(mu);
     if (!cv.wait_for(lock, std::chrono::duration<double>(options.max_wall_s),
                      [&] { return finished; })) {

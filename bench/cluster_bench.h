@@ -59,6 +59,10 @@ struct ClusterBenchOptions {
   // alloxd's background_threads (extender/config.h): batch (its default) or idle, which trades
   // bind rate for a shorter /filter tail (docs/results.md, session 34).
   std::string background_threads = "batch";
+  // The emulated cluster's threads (extender/emulator/cluster_threads.h): normal (equals of
+  // alloxd's on the shared cores) or idle (on what alloxd and the kube-scheduler thread leave,
+  // as on machines of their own).
+  std::string cluster_threads = "normal";
   // Ungated, unbound pods waiting for the chain to count a moment as saturated.
   std::size_t saturation = 100;
   std::string alloxd_binary;  // required

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "extender/emulator/cluster_threads.h"
 #include "extender/thread_priority.h"
 
 namespace allox::emulator {
@@ -579,7 +580,7 @@ struct FakeApiServer::Impl {
       if (stopping.load()) return;
       sockets.push_back(socket);
       connections.emplace_back([this, socket] {
-        extender::name_this_thread("emu-api-conn");
+        become_cluster_thread("emu-api-conn");
         serve(socket);
       });
     }
@@ -609,7 +610,7 @@ FakeApiServer::FakeApiServer(FakeApiServerOptions options)
     impl.objects.set_admission([&impl](const json& pod) { return impl.admit(pod); });
   }
   impl.accept_thread = std::thread([&impl] {
-    extender::name_this_thread("emu-api-accept");
+    become_cluster_thread("emu-api-accept");
     impl.accept_loop();
   });
 }

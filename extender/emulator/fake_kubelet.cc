@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "extender/emulator/attachment.h"
+#include "extender/emulator/cluster_threads.h"
 #include "extender/thread_priority.h"
 
 namespace allox::emulator {
@@ -141,7 +142,7 @@ void FakeKubelet::start() {
         impl.cv.notify_one();
       });
   impl.thread = std::thread([&impl] {
-    extender::name_this_thread("emu-kubelets");
+    become_cluster_thread("emu-kubelets");
     impl.loop();
   });
 }

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "extender/emulator/attachment.h"
+#include "extender/emulator/cluster_threads.h"
 #include "extender/emulator/diagnosis.h"
 #include "extender/emulator/extender_client.h"
 #include "extender/emulator/json_equal.h"
@@ -977,7 +978,7 @@ void KubeScheduler::start() {
   });
   for (int i = 0; i < std::max(1, impl.options.parallel_binds); ++i) {
     impl.binders.emplace_back([&impl] {
-      extender::name_this_thread("emu-binder");
+      become_cluster_thread("emu-binder");
       impl.binder();
     });
   }

@@ -1,0 +1,26 @@
+#include "extender/emulator/cluster_threads.h"
+
+#include <atomic>
+
+#include "extender/thread_priority.h"
+
+namespace allox::emulator {
+
+namespace {
+std::atomic<ClusterThreads> g_cluster_threads{ClusterThreads::kNormal};
+}  // namespace
+
+void set_cluster_threads(ClusterThreads threads) {
+  g_cluster_threads.store(threads);
+}
+
+ClusterThreads cluster_threads() {
+  return g_cluster_threads.load();
+}
+
+void become_cluster_thread(const char* name) {
+  extender::name_this_thread(name);
+  if (cluster_threads() == ClusterThreads::kIdle) (void)extender::run_this_thread_when_idle();
+}
+
+}  // namespace allox::emulator
