@@ -1,35 +1,28 @@
 #include "extender/blocking_pool.h"
 
 #include <cerrno>
-#include <condition_variable>
 #include <exception>
 #include <memory>
-#include <mutex>
 #include <stdexcept>
 
 #include "core/log.h"
+#include "extender/countdown.h"
 
 namespace allox::extender {
 
 BlockingPool::BlockingPool(std::size_t threads, const std::function<void()>& on_start) {
   if (::sem_init(&pending_, 0, 0) != 0) throw std::runtime_error("blocking pool: no semaphore");
-  // A mutex and a condition variable, not std::latch (GCC 12's can lose a wake-up too).
-  std::mutex mu;
-  std::condition_variable all_started;
-  std::size_t started = 0;
+  // Shared: the constructor may return while the last thread is still leaving arrive().
+  auto started = std::make_shared<Countdown>(threads);
   threads_.reserve(threads);
   for (std::size_t i = 0; i < threads; ++i) {
-    threads_.emplace_back([this, &on_start, &mu, &all_started, &started, threads] {
+    threads_.emplace_back([this, on_start, started] {
       if (on_start) on_start();
-      {
-        std::lock_guard lock(mu);
-        if (++started == threads) all_started.notify_all();
-      }
+      started->arrive();
       run();
     });
   }
-  std::unique_lock lock(mu);
-  all_started.wait(lock, [&] { return started == threads; });
+  started->wait();
 }
 
 BlockingPool::~BlockingPool() {

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "extender/blocking_pool.h"
+#include "extender/countdown.h"
 #include "extender/io_thread_inbox.h"
 #include "extender/routes.h"
 #include "extender/service.h"
@@ -37,36 +38,6 @@ using boost::system::error_code;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-// Threads arrive; wait() returns once all have. Shared by the threads and the waiter (the last
-// to arrive may still be leaving it as the waiter returns). A mutex and a condition variable,
-// not std::latch: with GCC 12's libstdc++ a latch's arrive_and_wait lost wake-ups here and left
-// pool threads asleep for good (a server's destructor then waited on them forever).
-class Countdown {
- public:
-  explicit Countdown(std::size_t threads) : left_(threads) {}
-  void arrive() {
-    std::lock_guard lock(mu_);
-    arrive_locked();
-  }
-  void wait() {
-    std::unique_lock lock(mu_);
-    cv_.wait(lock, [this] { return left_ == 0; });
-  }
-  void arrive_and_wait() {
-    std::unique_lock lock(mu_);
-    arrive_locked();
-    cv_.wait(lock, [this] { return left_ == 0; });
-  }
-
- private:
-  void arrive_locked() {
-    if (left_ > 0 && --left_ == 0) cv_.notify_all();
-  }
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::size_t left_;
-};
 
 // After an error reply the rest of the request is read and dropped for this long, so the client
 // reads the reply instead of a connection reset (what nginx calls a lingering close).
