@@ -28,6 +28,7 @@
 // Not thread-safe; one run at a time (it starts a child process and binds loopback ports).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -63,6 +64,10 @@ struct ClusterBenchOptions {
   // alloxd's on the shared cores) or idle (on what alloxd and the kube-scheduler thread leave,
   // as on machines of their own).
   std::string cluster_threads = "normal";
+  // alloxd's request_threads (extender/config.h) and the emulated kube-scheduler's scheduling
+  // thread (cluster_threads.h SchedulingThread): normal, or realtime (SCHED_FIFO; needs
+  // CAP_SYS_NICE, a run refused it fails rather than measure something else).
+  std::string request_threads = "normal";
   // Ungated, unbound pods waiting for the chain to count a moment as saturated.
   std::size_t saturation = 100;
   std::string alloxd_binary;  // required
@@ -87,6 +92,9 @@ struct ClusterBenchResult {
   double filter_nodes_mean = 0;
   double filter_p50_ms = 0, filter_p99_ms = 0;
   std::size_t filter_over_2ms = 0;  // calls whose round trip took over 2 ms
+  // The same share in each tenth of the calls, in call order: a tail that is a phase of the run
+  // (the first plans of 50,000 jobs) reads apart from one spread evenly over it.
+  std::array<double, 10> filter_over_2ms_share_by_tenth{};
   // The same, over the calls that carried at least 90% of the nodes.
   std::size_t full_filter_calls = 0;
   double full_filter_p50_ms = 0, full_filter_p99_ms = 0;

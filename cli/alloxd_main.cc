@@ -88,11 +88,23 @@ void raise_descriptor_limit() {
 // thread_slice), so a /filter preempts them. With `idle`, the named background threads enter
 // the idle class as they start (the main thread cannot: the I/O threads it starts could not
 // leave it). Said once if the kernel refuses either.
-void run_in_background_but_answer_at_once(int slice_us, bool idle) {
+// With `request_threads: realtime` those threads run real-time instead; when the kernel refuses
+// (no CAP_SYS_NICE), they stay normal and that is said once.
+void run_in_background_but_answer_at_once(int slice_us, bool idle, bool realtime) {
   set_background_class(idle ? BackgroundClass::kIdle : BackgroundClass::kBatch);
   if (Status background = run_this_thread_in_background(); !background) {
     log_warn("alloxd's threads keep the default scheduling class",
              {{"error", background.message()}});
+  }
+  if (realtime) {
+    Status granted = OkStatus();
+    std::thread([&] { granted = run_this_thread_in_realtime(); }).join();
+    if (granted) {
+      set_request_class(RequestClass::kRealtime);
+      return;
+    }
+    log_warn("request_threads: realtime: the request threads stay in the normal class",
+             {{"error", granted.message()}});
   }
   if (slice_us == 0) return;
   Status interactive = OkStatus();
@@ -143,7 +155,8 @@ int run(const Flags& flags) {
   configure_log(config->log);
   raise_descriptor_limit();
   run_in_background_but_answer_at_once(config->http_thread_slice_us,
-                                       config->idle_background_threads);
+                                       config->idle_background_threads,
+                                       config->realtime_request_threads);
   if (!listen.empty()) {
     if (auto s = set_listen_address(*config, listen); !s) {
       log_error("--listen: " + s.message());

@@ -107,12 +107,13 @@ void print_cluster_header(const bench::ClusterBenchOptions& o, int repeat) {
       "bench cluster: %zu nodes x (%d GPUs + %d CPU bundles), %zu jobs queued at once as gated "
       "GPU + CPU pods (Gavel speeds), the real alloxd (%s) behind a fake API server and the "
       "kube-scheduler v1.28 emulator, %gx simulated time, allox rounds: %s, starvation bound "
-      "%g s, background threads: %s, cluster threads: %s; %d run(s). Wall-clock figures on a "
+      "%g s, background threads: %s, cluster threads: %s, request threads: %s; %d run(s). "
+      "Wall-clock figures on a "
       "shared machine: under load.\n\n",
       o.nodes, o.gpus_per_node, o.cpu_bundles_per_node, o.pending, o.alloxd_binary.c_str(),
       o.speedup, o.batch_rounds ? "batch" : "one start per solve (paper)",
       bench::effective_starvation_bound(o), o.background_threads.c_str(), o.cluster_threads.c_str(),
-      repeat);
+      o.request_threads.c_str(), repeat);
   std::printf("%4s %13s %6s %8s %8s %9s %9s %8s %9s %9s %8s %10s %8s %8s %7s\n", "run",
               "bound once", "twice", "unbound", "pods/s", "c2b p50", "c2b p99", "filters",
               "nodes/f", "filt p50", "filt p99", "plan ms", "queued", "RSS MB", "wall s");
@@ -195,6 +196,12 @@ void add_cluster_command(CLI::App& parent) {
                   "(equals of alloxd's on these cores) or idle (on what alloxd and the "
                   "kube-scheduler thread leave, as on machines of their own)")
       ->check(CLI::IsMember({"normal", "idle"}))
+      ->capture_default_str();
+  cmd->add_option("--request-threads", o->request_threads,
+                  "alloxd's request_threads and the emulated kube-scheduler's scheduling thread: "
+                  "normal, or realtime (SCHED_FIFO, needs CAP_SYS_NICE: both ends of the /filter "
+                  "round trip get a core the moment they wake)")
+      ->check(CLI::IsMember({"normal", "realtime"}))
       ->capture_default_str();
   cmd->add_option("--saturation", o->saturation,
                   "ungated, unbound pods waiting that make a moment saturated (the saturated "
@@ -284,6 +291,10 @@ void add_cluster_command(CLI::App& parent) {
           static_cast<unsigned long long>(last.alloxd_filter_calls),
           last.alloxd_filter_p99_above_ms, last.alloxd_filter_p99_upto_ms);
     }
+    std::printf("/filter over 2 ms by tenth of the calls, in order (last run):");
+    for (double share : runs.back().filter_over_2ms_share_by_tenth)
+      std::printf(" %.1f%%", 100 * share);
+    std::printf("\n");
     std::printf(
         "plan measured at %zu queued jobs: %.0f ms wall, of which %.0f ms the planner thread's "
         "CPU (it runs at nice 10, behind the request threads); alloxd CPU %.1f s (last run)\n",

@@ -262,6 +262,7 @@ void read_root(FieldReader& reader, const YAML::Node& root, ExtenderConfig& conf
                          "http_threads",
                          "http_thread_slice_us",
                          "background_threads",
+                         "request_threads",
                          "admin_token",
                          "admin_token_file",
                          "devices",
@@ -321,6 +322,15 @@ void read_root(FieldReader& reader, const YAML::Node& root, ExtenderConfig& conf
       reader.fail(
           root["background_threads"], "",
           "background_threads must be batch or idle, got " + describe(root["background_threads"]));
+    }
+  }
+  if (auto request = reader.text(root, "request_threads", "", false)) {
+    if (*request == "normal" || *request == "realtime") {
+      config.realtime_request_threads = *request == "realtime";
+    } else {
+      reader.fail(
+          root["request_threads"], "",
+          "request_threads must be normal or realtime, got " + describe(root["request_threads"]));
     }
   }
   config.admin_token = reader.text(root, "admin_token", "", false).value_or("");

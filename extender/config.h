@@ -135,6 +135,9 @@ struct ExtenderConfig {
   int http_thread_slice_us = 0;
   // The threads that answer no request run idle (SCHED_IDLE) rather than batch (thread_priority.h).
   bool idle_background_threads = false;
+  // The threads that answer kube-scheduler run real-time (SCHED_FIFO 1; needs CAP_SYS_NICE)
+  // rather than normal (thread_priority.h RequestClass).
+  bool realtime_request_threads = false;
   std::string admin_token;
   DeviceMapping devices;
   std::vector<NodeInventory> nodes;

@@ -683,9 +683,10 @@ Expected<std::unique_ptr<HttpServer>> HttpServer::start(HttpHandler handler,
   auto ready = std::make_shared<Countdown>(impl.contexts.size());
   for (auto& io : impl.contexts) {
     impl.threads.emplace_back([&io = *io, ready, slice = options.thread_slice] {
-      // Whether the kernel honours the slice is the caller's to report (alloxd_main probes it):
+      // Whether the kernel grants the class or the slice is the caller's to report (alloxd_main
+      // probes both):
       // this thread serves either way.
-      (void)run_this_thread_interactively(slice);
+      (void)enter_request_class(slice);
       name_this_thread("allox-http");
       ready->arrive();
       io.run();

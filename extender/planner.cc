@@ -71,7 +71,12 @@ Planner::Planner(ExtenderConfig config, std::unique_ptr<SchedulingPolicy> policy
       store_(std::move(store)),
       metrics_(metrics),
       options_(std::move(options)),
-      book_(config_.devices, config_.default_job_seconds) {
+      book_(config_.devices, config_.default_job_seconds),
+      book_writer_([] {
+        name_this_thread("allox-book");
+        // Refused (a real-time class the kernel does not grant): normal, and still correct.
+        (void)enter_request_class(std::chrono::microseconds(0));
+      }) {
   store_->observe_writes(
       [&metrics](double seconds, bool synced) { metrics.record_store_write(seconds, synced); });
 }
@@ -213,8 +218,7 @@ void Planner::solve_once() {
     // made before it, so no job arrived or started after the time the round plans at.
     {
       std::lock_guard write(write_mu_);
-      std::unique_lock lock(book_mu_);
-      book_.forget_finished(now() - config_.retention.finished_seconds);
+      write_book([&] { book_.forget_finished(now() - config_.retention.finished_seconds); });
     }
     std::shared_lock lock(book_mu_);
     has_inventory = book_.has_inventory();
@@ -329,12 +333,10 @@ Expected<std::uint64_t> Planner::register_variant(const JobVariant& variant,
   auto change = write_variant(variant, {}, durability);
   if (!change) return change.error();
   if (change->kind == JobBook::Change::kNone) return std::uint64_t{0};
-  std::uint64_t version;
-  {
-    std::unique_lock lock(book_mu_);
+  const std::uint64_t version = write_book([&] {
     apply_variant(*change);
-    version = book_.version();
-  }
+    return book_.version();
+  });
   wake();
   return version;
 }
@@ -362,8 +364,9 @@ std::vector<Status> Planner::register_variants(const std::vector<JobVariant>& va
         durability);
     if (written) {
       for_each_chunk(changes.size(), [&](std::size_t begin, std::size_t end) {
-        std::unique_lock lock(book_mu_);
-        for (std::size_t i = begin; i < end; ++i) apply_variant(changes[i]);
+        write_book([&] {
+          for (std::size_t i = begin; i < end; ++i) apply_variant(changes[i]);
+        });
       });
     }
   }
@@ -435,8 +438,7 @@ void Planner::record_start_group(const std::vector<StartCall*>& group) {
   {
     std::lock_guard write(write_mu_);
     const double started_at = now();
-    {
-      std::unique_lock lock(book_mu_);
+    write_book([&] {
       for (StartCall* call : group) {
         const JobVariant& variant = call->variant;
         // Idempotent: the watch may report the binding (ClusterFeed) before /bind records it,
@@ -470,7 +472,7 @@ void Planner::record_start_group(const std::vector<StartCall*>& group) {
         call->recorded = true;
         started_any = true;
       }
-    }
+    });
     // The store after the book, outside the book's lock (still the one writer): a start needs
     // the book's slot, and /filter readers need not wait for a commit. One transaction for the
     // group, as durable as its most demanding call. A bind's intent is on disk already, so a
@@ -524,12 +526,15 @@ Status Planner::complete(const std::string& job_id, Durability durability) {
     // As the one writer: the store written holding no lock of the book's, then the book.
     double finish = now();
     if (auto s = store_->record_finish(row, finish, durability); !s) return s;
-    std::unique_lock lock(book_mu_);
-    if (auto r = book_.finish(job_id, finish); !r) return r.error();
-    const bool waiting = book_.queued_count() > 0;
-    completion_to_bind_.freed(node, device, finish, waiting);
-    admitted_.erase(job_id);
-    freed_version_.store(book_.version(), std::memory_order_release);
+    Status finished = write_book([&]() -> Status {
+      if (auto r = book_.finish(job_id, finish); !r) return r.error();
+      const bool waiting = book_.queued_count() > 0;
+      completion_to_bind_.freed(node, device, finish, waiting);
+      admitted_.erase(job_id);
+      freed_version_.store(book_.version(), std::memory_order_release);
+      return OkStatus();
+    });
+    if (!finished) return finished;
   }
   wake();
   return OkStatus();
@@ -588,18 +593,19 @@ std::vector<Status> Planner::complete_all(const std::vector<std::string>& job_id
         durability);
     if (written) {
       for_each_chunk(finishes.size(), [&](std::size_t begin, std::size_t end) {
-        std::unique_lock lock(book_mu_);
-        for (std::size_t i = begin; i < end; ++i) {
-          const Finish& f = finishes[i];
-          const std::string& job_id = job_ids[f.index];
-          if (auto r = book_.finish(job_id, finish); !r) {
-            outcomes[f.index] = r.error();
-            continue;
+        write_book([&] {
+          for (std::size_t i = begin; i < end; ++i) {
+            const Finish& f = finishes[i];
+            const std::string& job_id = job_ids[f.index];
+            if (auto r = book_.finish(job_id, finish); !r) {
+              outcomes[f.index] = r.error();
+              continue;
+            }
+            completion_to_bind_.freed(f.node, f.device, finish, book_.queued_count() > 0);
+            admitted_.erase(job_id);
           }
-          completion_to_bind_.freed(f.node, f.device, finish, book_.queued_count() > 0);
-          admitted_.erase(job_id);
-        }
-        freed_version_.store(book_.version(), std::memory_order_release);
+          freed_version_.store(book_.version(), std::memory_order_release);
+        });
       });
     }
   }
@@ -758,21 +764,22 @@ std::vector<Status> Planner::admit_all(const std::vector<AdmitRequest>& admissio
     }
     const auto at = std::chrono::steady_clock::now();
     for_each_chunk(admitting.size(), [&](std::size_t begin, std::size_t end) {
-      std::unique_lock lock(book_mu_);
-      bool chunk_changed = false;
-      for (std::size_t i = begin; i < end; ++i) {
-        const Admitting& a = admitting[i];
-        for (std::size_t k = 0; k < a.forgotten; ++k) {
-          book_.remove_variant(a.siblings[k].namespace_name, a.siblings[k].name);
+      write_book([&] {
+        bool chunk_changed = false;
+        for (std::size_t i = begin; i < end; ++i) {
+          const Admitting& a = admitting[i];
+          for (std::size_t k = 0; k < a.forgotten; ++k) {
+            book_.remove_variant(a.siblings[k].namespace_name, a.siblings[k].name);
+          }
+          chunk_changed = chunk_changed || a.forgotten > 0;
+          if (!outcomes[a.index]) continue;
+          const AdmitRequest& request = admissions[a.index];
+          admitted_[request.job_id] = {request.pod_key, request.start, at};
+          chunk_changed = true;
         }
-        chunk_changed = chunk_changed || a.forgotten > 0;
-        if (!outcomes[a.index]) continue;
-        const AdmitRequest& request = admissions[a.index];
-        admitted_[request.job_id] = {request.pod_key, request.start, at};
-        chunk_changed = true;
-      }
-      if (chunk_changed) book_.touch();
-      changed = changed || chunk_changed;
+        if (chunk_changed) book_.touch();
+        changed = changed || chunk_changed;
+      });
     });
   }
   if (changed) wake();

@@ -48,6 +48,7 @@
 #include "extender/plan.h"
 #include "extender/store.h"
 #include "extender/timeline.h"
+#include "extender/write_delegate.h"
 #include "fairness/policy.h"
 
 namespace allox::extender {
@@ -237,6 +238,18 @@ class Planner {
                                         Durability durability);
   // Under book_mu_ (exclusive), after write_variant.
   void apply_variant(const VariantChange& change);
+  // Runs `section` holding book_mu_ exclusively on book_writer_, in the request threads' class,
+  // and returns its result: the changes made at the cluster's rate (registrations, starts,
+  // finishes, admissions, the retention sweep). The rare ones (an admin's removal, a profile
+  // report, a parked job, the inventory, the intents at start-up) take the lock on their own
+  // thread; some write the store under it.
+  template <typename Section>
+  auto write_book(Section&& section) {
+    return book_writer_.run([&] {
+      std::unique_lock lock(book_mu_);
+      return section();
+    });
+  }
 
   const ExtenderConfig config_;
   std::unique_ptr<SchedulingPolicy> policy_;  // used by the planner thread only
@@ -253,6 +266,9 @@ class Planner {
   std::mutex write_mu_;
   mutable std::shared_mutex book_mu_;
   JobBook book_;
+  // The thread write_book's sections run on (write_delegate.h: a reader of the book never waits
+  // on a writer preempted in the idle class).
+  WriteDelegate book_writer_;
   // job -> the variant it was admitted as (guarded by book_mu_); a sibling seen again later
   // (a status update before its deletion) does not re-enter the book.
   struct Admission {

@@ -58,7 +58,7 @@ struct SchedAttr {
   std::uint32_t sched_util_min;
   std::uint32_t sched_util_max;
 };
-constexpr std::uint32_t kSchedNormal = 0, kSchedBatch = 3, kSchedIdle = 5;
+constexpr std::uint32_t kSchedNormal = 0, kSchedFifo = 1, kSchedBatch = 3, kSchedIdle = 5;
 constexpr std::uint64_t kSchedFlagResetOnFork = 0x01;
 
 std::optional<SchedAttr> this_thread_sched_attr() {
@@ -75,6 +75,7 @@ Status run_this_thread_in_background() {
   if (!attr)
     return Error{std::string("cannot read the thread's scheduling: ") + std::strerror(errno)};
   attr->sched_policy = kSchedBatch;  // the nice value (attr->sched_nice) is kept
+  attr->sched_priority = 0;          // a real-time thread's priority is not a normal one's
   attr->sched_flags &= ~kSchedFlagResetOnFork;
   attr->sched_runtime = 0;  // the kernel's default slice
   if (syscall(SYS_sched_setattr, 0, &*attr, 0) != 0) {
@@ -88,6 +89,7 @@ Status run_this_thread_when_idle() {
   if (!attr)
     return Error{std::string("cannot read the thread's scheduling: ") + std::strerror(errno)};
   attr->sched_policy = kSchedIdle;
+  attr->sched_priority = 0;
   attr->sched_flags &= ~kSchedFlagResetOnFork;
   attr->sched_runtime = 0;
   if (syscall(SYS_sched_setattr, 0, &*attr, 0) != 0) {
@@ -118,6 +120,7 @@ Status run_this_thread_interactively(std::chrono::microseconds slice) {
   if (!attr)
     return Error{std::string("cannot read the thread's scheduling: ") + std::strerror(errno)};
   attr->sched_policy = kSchedNormal;  // the nice value (attr->sched_nice) is kept
+  attr->sched_priority = 0;
   attr->sched_flags &= ~kSchedFlagResetOnFork;
   attr->sched_runtime = static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(slice).count());
@@ -132,6 +135,48 @@ Status run_this_thread_interactively(std::chrono::microseconds slice) {
     return Error{"this kernel does not honour a thread's slice (Linux 6.12+ does)"};
   }
   return OkStatus();
+}
+
+Status run_this_thread_in_realtime(int priority) {
+  if (priority < 1 || priority > 99) {
+    return Error{"a real-time priority must be in 1..99, got " + std::to_string(priority)};
+  }
+  auto attr = this_thread_sched_attr();
+  if (!attr)
+    return Error{std::string("cannot read the thread's scheduling: ") + std::strerror(errno)};
+  attr->sched_policy = kSchedFifo;
+  attr->sched_priority = static_cast<std::uint32_t>(priority);
+  attr->sched_nice = 0;
+  attr->sched_flags &= ~kSchedFlagResetOnFork;
+  attr->sched_runtime = 0;
+  if (syscall(SYS_sched_setattr, 0, &*attr, 0) != 0) {
+    return Error{std::string("cannot run the thread in the real-time class (it needs "
+                             "CAP_SYS_NICE): ") +
+                 std::strerror(errno)};
+  }
+  return OkStatus();
+}
+
+namespace {
+std::atomic<RequestClass> process_request_class{RequestClass::kNormal};
+}  // namespace
+
+void set_request_class(RequestClass request) {
+  process_request_class.store(request, std::memory_order_relaxed);
+}
+
+RequestClass request_class() {
+  return process_request_class.load(std::memory_order_relaxed);
+}
+
+Status enter_request_class(std::chrono::microseconds slice) {
+  return request_class() == RequestClass::kRealtime ? run_this_thread_in_realtime()
+                                                    : run_this_thread_interactively(slice);
+}
+
+bool this_thread_runs_in_realtime() {
+  auto attr = this_thread_sched_attr();
+  return attr && attr->sched_policy == kSchedFifo;
 }
 
 bool this_thread_runs_in_background() {

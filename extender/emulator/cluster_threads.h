@@ -10,6 +10,8 @@
 // loopback round trip's p99 several ms (bench/wakeup_floor.cc, docs/results.md session 37).
 #pragma once
 
+#include "core/result.h"
+
 namespace allox::emulator {
 
 enum class ClusterThreads { kNormal, kIdle };
@@ -21,5 +23,16 @@ ClusterThreads cluster_threads();
 // What each of the emulated cluster's threads does first: names itself and, with kIdle, enters
 // the idle class (a refusal leaves it in the class it inherited, which is still correct).
 void become_cluster_thread(const char* name);
+
+// The emulated kube-scheduler's scheduling thread (the /filter client): kNormal (the default) or
+// kRealtime (SCHED_FIFO 1, needs CAP_SYS_NICE), with alloxd's `request_threads: realtime`: both
+// ends of the timed round trip on a core the moment they wake, as a kube-scheduler and an alloxd
+// with cores of their own would be.
+enum class SchedulingThread { kNormal, kRealtime };
+void set_scheduling_thread(SchedulingThread thread);
+SchedulingThread scheduling_thread();
+// Names the scheduling thread and enters its class; an error when the kernel refuses it (the
+// thread keeps its class).
+Status become_scheduling_thread(const char* name);
 
 }  // namespace allox::emulator

@@ -10,6 +10,7 @@
 #include <set>
 #include <thread>
 
+#include "core/log.h"
 #include "extender/emulator/attachment.h"
 #include "extender/emulator/cluster_threads.h"
 #include "extender/emulator/diagnosis.h"
@@ -973,7 +974,10 @@ void KubeScheduler::start() {
         impl.changes_cv.notify_one();
       });
   impl.thread = std::thread([&impl] {
-    extender::name_this_thread("emu-scheduler");
+    if (Status entered = become_scheduling_thread("emu-scheduler"); !entered) {
+      log_warn("the emulated kube-scheduler's thread keeps its class",
+               {{"error", entered.message()}});
+    }
     impl.loop();
   });
   for (int i = 0; i < std::max(1, impl.options.parallel_binds); ++i) {

@@ -38,8 +38,9 @@ TEST(ConfigTest, DefaultsWhenKeysAreAbsent) {
     EXPECT_EQ("127.0.0.1", config->listen_host);
     EXPECT_EQ(8888, config->listen_port);
     EXPECT_DOUBLE_EQ(0.5, config->alpha);
-    EXPECT_FALSE(config->batch_rounds);             // the paper's one start per solve
-    EXPECT_FALSE(config->idle_background_threads);  // batch: safe beside busy neighbours
+    EXPECT_FALSE(config->batch_rounds);              // the paper's one start per solve
+    EXPECT_FALSE(config->idle_background_threads);   // batch: safe beside busy neighbours
+    EXPECT_FALSE(config->realtime_request_threads);  // real-time only when asked for
     EXPECT_EQ(std::size_t{1} << 20, config->max_body_bytes);
     EXPECT_TRUE(config->admin_token.empty());
     EXPECT_FALSE(config->reports_listen.has_value());
@@ -61,6 +62,7 @@ max_body_bytes: 2048
 http_threads: 8
 http_thread_slice_us: 250
 background_threads: idle
+request_threads: realtime
 admin_token: t
 devices: [{resource: example.com/tpu, device: tpu}]
 cpu: {device: cpu, cores_per_machine: 16}
@@ -86,6 +88,7 @@ apiserver: {url: "https://k8s.local/", token: abc, ca_file: /ca.crt}
   EXPECT_EQ(8, config->http_threads);
   EXPECT_EQ(250, config->http_thread_slice_us);
   EXPECT_TRUE(config->idle_background_threads);
+  EXPECT_TRUE(config->realtime_request_threads);
   EXPECT_EQ("t", config->admin_token);
   EXPECT_EQ("tpu", config->devices.device_for("example.com/tpu").value());
   EXPECT_FALSE(config->devices.device_for("nvidia.com/gpu").has_value());
@@ -117,7 +120,8 @@ TEST(ConfigTest, BadConfigsNameTheKey) {
        R"(t.yaml:1: unknown key "lisen" (expected one of: listen, reports_listen, database, )"
        R"(policy, alpha, starvation_bound, batch_rounds, tick, default_job_seconds, )"
        R"(fairness_window, )"
-       R"(max_body_bytes, http_threads, http_thread_slice_us, background_threads, admin_token, )"
+       R"(max_body_bytes, http_threads, http_thread_slice_us, background_threads, )"
+       R"(request_threads, admin_token, )"
        R"(admin_token_file, devices, cpu, nodes, )"
        R"(tenancy, retention, log, apiserver, scheduler_name, webhook))"},
       {"nodes: [{name: a, machines: {gpu: 1}, gpus: 2}]",
@@ -171,6 +175,8 @@ TEST(ConfigTest, BadConfigsNameTheKey) {
        "t.yaml:1: http_thread_slice_us must be a whole number from 0 to 100000, got -5"},
       {"background_threads: low",
        R"(t.yaml:1: background_threads must be batch or idle, got "low")"},
+      {"request_threads: fast",
+       R"(t.yaml:1: request_threads must be normal or realtime, got "fast")"},
       {"admin_token_file: /nonexistent/token",
        "t.yaml:1: admin_token_file must name a readable token file: /nonexistent/token: no such "
        "file"},
@@ -178,7 +184,8 @@ TEST(ConfigTest, BadConfigsNameTheKey) {
        "t.yaml:1: expected a mapping with keys listen, reports_listen, database, policy, alpha, "
        "starvation_bound, batch_rounds, tick, default_job_seconds, fairness_window, "
        "max_body_bytes, "
-       "http_threads, http_thread_slice_us, background_threads, admin_token, admin_token_file, "
+       "http_threads, http_thread_slice_us, background_threads, request_threads, admin_token, "
+       "admin_token_file, "
        "devices, cpu, nodes, "
        "tenancy, retention, "
        "log, apiserver, scheduler_name, webhook, got a list"},

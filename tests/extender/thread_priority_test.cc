@@ -161,6 +161,45 @@ TEST(ThreadPriorityTest, TheHttpServersThreadsAnswerInteractivelyInTheirSlice) {
   EXPECT_EQ(200, served_slice_us.load());
 }
 
+// Real-time needs CAP_SYS_NICE: granted (CI runs as root), the thread is SCHED_FIFO and can be
+// made normal again; refused, the error says what is missing and the thread keeps its class.
+TEST(ThreadPriorityTest, ARealTimeThreadIsGrantedOrRefusedWithTheReason) {
+  std::thread([] {
+    ASSERT_FALSE(this_thread_runs_in_realtime());
+    Status granted = run_this_thread_in_realtime();
+    if (granted) {
+      EXPECT_TRUE(this_thread_runs_in_realtime());
+      ASSERT_TRUE(run_this_thread_interactively(microseconds(0)).ok());
+      EXPECT_FALSE(this_thread_runs_in_realtime());
+    } else {
+      EXPECT_NE(std::string::npos, granted.message().find("CAP_SYS_NICE")) << granted.message();
+      EXPECT_FALSE(this_thread_runs_in_realtime());
+    }
+    Status out_of_range = run_this_thread_in_realtime(100);
+    ASSERT_FALSE(out_of_range.ok());
+    EXPECT_NE(std::string::npos, out_of_range.message().find("1..99")) << out_of_range.message();
+  }).join();
+}
+
+// The request class is process-wide: with kRealtime a thread entering it runs SCHED_FIFO, with
+// kNormal in the slice it asks for.
+TEST(ThreadPriorityTest, TheRequestClassDecidesHowARequestThreadRuns) {
+  bool realtime_granted = false;
+  std::thread([&] { realtime_granted = run_this_thread_in_realtime().ok(); }).join();
+  std::thread([] {
+    ASSERT_TRUE(enter_request_class(microseconds(300)).ok());
+    EXPECT_FALSE(this_thread_runs_in_realtime());
+    EXPECT_EQ(microseconds(300), this_thread_slice());
+  }).join();
+  if (!realtime_granted) GTEST_FAIL() << "this machine grants no real-time class (CAP_SYS_NICE)";
+  set_request_class(RequestClass::kRealtime);
+  std::thread([] {
+    EXPECT_TRUE(enter_request_class(microseconds(300)).ok());
+    EXPECT_TRUE(this_thread_runs_in_realtime());
+  }).join();
+  set_request_class(RequestClass::kNormal);
+}
+
 TEST(ThreadPriorityTest, AnOutOfRangeNiceIsAnErrorNamingIt) {
   const Status refused = set_this_thread_nice(42);
   ASSERT_FALSE(refused.ok());
@@ -250,7 +289,7 @@ std::multimap<std::string, KernelThread> threads_once(int pid, Settled settled) 
 }
 
 // The kernel's policy numbers as sched_getattr reports them.
-constexpr std::uint32_t kNormal = 0, kBatch = 3, kIdle = 5;
+constexpr std::uint32_t kNormal = 0, kFifo = 1, kBatch = 3, kIdle = 5;
 
 // A one-node alloxd config with `setting` (one line of YAML) in dir; its path.
 std::string one_node_config(testing::ScratchDir& dir, const std::string& setting) {
@@ -276,6 +315,8 @@ TEST(ThreadPriorityTest, AlloxdRunsItsWorkInTheBackgroundAndAnswersInteractively
       ++http;
       EXPECT_EQ(kNormal, thread.policy) << name;
       EXPECT_EQ(250'000u, thread.slice_ns) << name;
+    } else if (name == "allox-book") {  // the book's writes, in the request threads' class
+      EXPECT_EQ(kNormal, thread.policy) << name;
     } else {  // the main thread, the planner, the store's, the blocking pool (/bind)
       ++background;
       EXPECT_EQ(kBatch, thread.policy) << name;
@@ -308,8 +349,8 @@ TEST(ThreadPriorityTest, AlloxdWithIdleBackgroundThreadsKeepsOnlyItsRequestThrea
   });
   std::size_t http = 0, idle = 0;
   for (const auto& [name, thread] : threads) {
-    if (name == "allox-http") {
-      ++http;
+    if (name == "allox-http" || name == "allox-book") {
+      http += name == "allox-http";
       EXPECT_EQ(kNormal, thread.policy) << name;
     } else if (background.count(name) != 0) {
       ++idle;
@@ -320,6 +361,29 @@ TEST(ThreadPriorityTest, AlloxdWithIdleBackgroundThreadsKeepsOnlyItsRequestThrea
   }
   EXPECT_EQ(4u, http);
   EXPECT_GE(idle, 18u) << "the planner, the WAL thread and the 16 of /bind's pool";
+  (*alloxd)->terminate(std::chrono::seconds(10));
+}
+
+// request_threads: realtime puts the request threads and the book's writer in SCHED_FIFO; the
+// background keeps its class.
+TEST(ThreadPriorityTest, AlloxdWithRealtimeRequestThreadsAnswersFirst) {
+  testing::ScratchDir dir;
+  const std::string config = one_node_config(dir, "request_threads: realtime");
+  auto alloxd = testing::start_alloxd_binary(config, dir.file("state.db"));
+  ASSERT_TRUE(alloxd.ok()) << alloxd.message();
+  const auto threads = threads_once((*alloxd)->pid(), [](const auto& threads) {
+    return threads.count("allox-planner") == 1 && threads.count("allox-book") == 1;
+  });
+  std::size_t realtime = 0;
+  for (const auto& [name, thread] : threads) {
+    if (name == "allox-http" || name == "allox-book") {
+      ++realtime;
+      EXPECT_EQ(kFifo, thread.policy) << name << " (this test needs CAP_SYS_NICE, as CI has)";
+    } else {
+      EXPECT_EQ(kBatch, thread.policy) << name;
+    }
+  }
+  EXPECT_EQ(5u, realtime) << "4 request threads and the book's writer";
   (*alloxd)->terminate(std::chrono::seconds(10));
 }
 
