@@ -88,7 +88,8 @@ void raise_descriptor_limit() {
 // thread_slice), so a /filter preempts them. With `idle`, the named background threads enter
 // the idle class as they start (the main thread cannot: the I/O threads it starts could not
 // leave it). Said once if the kernel refuses either.
-// With `request_threads: realtime` those threads run real-time instead; when the kernel refuses
+// With `request_threads: realtime` kube-scheduler's listener's threads (and the book's writer,
+// extender/write_delegate.h) run real-time instead; when the kernel refuses
 // (no CAP_SYS_NICE), they stay normal and that is said once.
 void run_in_background_but_answer_at_once(int slice_us, bool idle, bool realtime) {
   set_background_class(idle ? BackgroundClass::kIdle : BackgroundClass::kBatch);
@@ -205,6 +206,7 @@ int run(const Flags& flags) {
   server_options.max_body_bytes = config->max_body_bytes;
   server_options.threads = config->http_threads;
   server_options.thread_slice = std::chrono::microseconds(config->http_thread_slice_us);
+  server_options.request_class = true;  // kube-scheduler's listener (request_threads)
   auto server = HttpServer::start(**service, server_options);
   if (!server) {
     log_error(server.message());

@@ -51,6 +51,11 @@ struct HttpServerOptions {
   // the server has, in slices of this: short, so a request arriving on a saturated machine
   // preempts background work instead of waiting out its slice. 0: the kernel's default slice.
   std::chrono::microseconds thread_slice{0};
+  // The I/O threads enter the process's request class instead (thread_priority.h RequestClass:
+  // real-time with `request_threads: realtime`). Only for the listener kube-scheduler calls: a
+  // listener tenants can reach (reports, the webhook) stays normal, so no flood of requests
+  // runs real-time against the node's other work.
+  bool request_class = false;
   // A reports listener for a Kubernetes Service: GET only; any other method gets 405, so the
   // extender verbs and admin endpoints stay on the loopback listener.
   bool read_only = false;

@@ -364,26 +364,30 @@ TEST(ThreadPriorityTest, AlloxdWithIdleBackgroundThreadsKeepsOnlyItsRequestThrea
   (*alloxd)->terminate(std::chrono::seconds(10));
 }
 
-// request_threads: realtime puts the request threads and the book's writer in SCHED_FIFO; the
-// background keeps its class.
-TEST(ThreadPriorityTest, AlloxdWithRealtimeRequestThreadsAnswersFirst) {
+// request_threads: realtime puts kube-scheduler's listener's threads and the book's writer in
+// SCHED_FIFO; the reports listener (tenants reach it) stays normal, the background batch.
+TEST(ThreadPriorityTest, AlloxdWithRealtimeRequestThreadsAnswersKubeSchedulerFirst) {
   testing::ScratchDir dir;
-  const std::string config = one_node_config(dir, "request_threads: realtime");
+  const std::string config =
+      one_node_config(dir, "request_threads: realtime\nreports_listen: 127.0.0.1:0");
   auto alloxd = testing::start_alloxd_binary(config, dir.file("state.db"));
   ASSERT_TRUE(alloxd.ok()) << alloxd.message();
   const auto threads = threads_once((*alloxd)->pid(), [](const auto& threads) {
     return threads.count("allox-planner") == 1 && threads.count("allox-book") == 1;
   });
-  std::size_t realtime = 0;
+  std::size_t realtime = 0, normal_http = 0;
   for (const auto& [name, thread] : threads) {
-    if (name == "allox-http" || name == "allox-book") {
+    if (name == "allox-http" && thread.policy == kNormal) {
+      ++normal_http;  // the reports listener's one thread
+    } else if (name == "allox-http" || name == "allox-book") {
       ++realtime;
       EXPECT_EQ(kFifo, thread.policy) << name << " (this test needs CAP_SYS_NICE, as CI has)";
     } else {
       EXPECT_EQ(kBatch, thread.policy) << name;
     }
   }
-  EXPECT_EQ(5u, realtime) << "4 request threads and the book's writer";
+  EXPECT_EQ(5u, realtime) << "kube-scheduler's listener's 4 threads and the book's writer";
+  EXPECT_EQ(1u, normal_http) << "the reports listener's thread";
   (*alloxd)->terminate(std::chrono::seconds(10));
 }
 
