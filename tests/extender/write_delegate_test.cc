@@ -39,6 +39,7 @@ TEST(WriteDelegateTest, SectionsFromManyThreadsRunOneAtATimeAndAreSeenByTheirCal
   std::atomic<int> inside{0};
   std::atomic<bool> overlapped{false};
   std::vector<std::thread> callers;
+  callers.reserve(4);
   for (int c = 0; c < 4; ++c) {
     callers.emplace_back([&] {
       for (int i = 0; i < 5'000; ++i) {
