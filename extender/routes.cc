@@ -124,7 +124,9 @@ Verb verb_of(const std::string& path) {
 }
 
 bool may_block(const HttpRequest& request) {
-  return request.path == "/bind";
+  const std::string& path = request.path;
+  return !(path == "/filter" || path == "/prioritize" || path == "/preempt" || path == "/healthz" ||
+           path == "/readyz");
 }
 
 HttpReply route(ExtenderService& service, const HttpRequest& request) {

@@ -32,8 +32,12 @@ Verb verb_of(const std::string& path);
 
 HttpReply route(ExtenderService& service, const HttpRequest& request);
 
-// True for requests whose answer may wait on the API server (POST /bind); the HTTP server runs
-// them off its I/O threads. Everything else answers from memory or the local store.
+// False only for what kube-scheduler waits on in its scheduling cycle and answers from memory
+// (/filter, /prioritize, /preempt) and the probes (/healthz, /readyz): those are answered on the
+// I/O threads. Everything else runs on the blocking pool: /bind (an fsync and the API server),
+// and the reports, /metrics, the admin API and the status page, so a /filter never queues
+// behind a report rendered on its connection's thread, and with `request_threads: realtime` no
+// report runs real-time (docs/results.md, session 38).
 bool may_block(const HttpRequest& request);
 
 }  // namespace allox::extender

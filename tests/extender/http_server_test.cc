@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "extender/metrics.h"
+#include "extender/routes.h"
 #include "tests/extender/server_fixture.h"
 
 namespace allox::extender {
@@ -36,6 +37,24 @@ int connect_to(const std::string& url) {
     return -1;
   }
   return fd;
+}
+
+// The I/O threads keep only kube-scheduler's cycle (answered from memory) and the probes; /bind
+// and everything an operator or a tenant asks for run on the blocking pool.
+TEST(HttpServerTest, OnlyTheSchedulingCycleAndTheProbesAreAnsweredOnTheIoThreads) {
+  auto request = [](const std::string& method, const std::string& path) {
+    HttpRequest r;
+    r.method = method;
+    r.path = path;
+    return r;
+  };
+  for (const char* path : {"/filter", "/prioritize", "/preempt", "/healthz", "/readyz"}) {
+    EXPECT_FALSE(may_block(request("POST", path))) << path;
+  }
+  for (const char* path : {"/bind", "/metrics", "/v1/fairness", "/v1/jobs", "/v1/jobs/a%2Fb", "/",
+                           "/status", "/nonexistent"}) {
+    EXPECT_TRUE(may_block(request("GET", path))) << path;
+  }
 }
 
 TEST(HttpServerTest, OperationsEndpoints) {
