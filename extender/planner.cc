@@ -75,7 +75,7 @@ Planner::Planner(ExtenderConfig config, std::unique_ptr<SchedulingPolicy> policy
       book_writer_([] {
         name_this_thread("allox-book");
         // Refused (a real-time class the kernel does not grant): normal, and still correct.
-        (void)enter_request_class(std::chrono::microseconds(0));
+        (void)enter_request_class(std::chrono::microseconds(0), kBookWriterPriority);
       }) {
   store_->observe_writes(
       [&metrics](double seconds, bool synced) { metrics.record_store_write(seconds, synced); });

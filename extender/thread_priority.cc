@@ -169,8 +169,8 @@ RequestClass request_class() {
   return process_request_class.load(std::memory_order_relaxed);
 }
 
-Status enter_request_class(std::chrono::microseconds slice) {
-  return request_class() == RequestClass::kRealtime ? run_this_thread_in_realtime()
+Status enter_request_class(std::chrono::microseconds slice, int realtime_priority) {
+  return request_class() == RequestClass::kRealtime ? run_this_thread_in_realtime(realtime_priority)
                                                     : run_this_thread_interactively(slice);
 }
 

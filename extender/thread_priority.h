@@ -63,12 +63,19 @@ Status enter_background_class();
 // interactive with the default slice).
 Status run_this_thread_interactively(std::chrono::microseconds slice);
 
+// The real-time priorities of the request class (below): the threads that read a request above
+// the one that writes the book, so a request that wakes preempts a writer's section instead of
+// waiting for it to end (a /filter that then needs the book's lock waits for the section anyway;
+// a /prioritize, a request being read or a reply being sent does not).
+constexpr int kRequestThreadPriority = 2;
+constexpr int kBookWriterPriority = 1;
+
 // Real-time (SCHED_FIFO at `priority`, 1-99): the thread preempts every normal, batch and idle
 // thread the moment it wakes (the kernel still finishes a system call in progress first) and is
 // never preempted by them; the kernel caps all real-time threads together at 95% of each second
 // (sched_rt_runtime_us), so a runaway one cannot take the machine. Needs CAP_SYS_NICE (or an
 // RLIMIT_RTPRIO): an error otherwise, and the thread keeps its class.
-Status run_this_thread_in_realtime(int priority = 1);
+Status run_this_thread_in_realtime(int priority = kRequestThreadPriority);
 
 // The class of the threads that answer kube-scheduler (alloxd's HTTP I/O threads, and the one
 // thread that applies the book's changes, which they may wait on): kNormal (the default,
@@ -78,8 +85,10 @@ enum class RequestClass { kNormal, kRealtime };
 // Process-wide; set once by the executable before it starts its threads.
 void set_request_class(RequestClass request);
 RequestClass request_class();
-// Puts the calling thread in request_class(): real-time, or interactive in slices of `slice`.
-Status enter_request_class(std::chrono::microseconds slice);
+// Puts the calling thread in request_class(): real-time at `realtime_priority`, or interactive
+// in slices of `slice`.
+Status enter_request_class(std::chrono::microseconds slice,
+                           int realtime_priority = kRequestThreadPriority);
 
 // The calling thread's policy: true when it runs in the background (SCHED_BATCH).
 bool this_thread_runs_in_background();
