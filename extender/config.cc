@@ -237,6 +237,19 @@ void read_choice(FieldReader& reader, const YAML::Node& map, const char* key,
   }
 }
 
+// A setting of two names under `key` ("batch or idle"): `out` is true for `yes`, false for the
+// other, unchanged when the key is absent.
+void read_either(FieldReader& reader, const YAML::Node& map, const char* key, const char* first,
+                 const char* second, const char* yes, bool& out) {
+  read_choice(
+      reader, map, key, "",
+      [&](const std::string& text) -> Expected<bool> {
+        if (text == first || text == second) return text == yes;
+        return Error{std::string(first) + " or " + second};
+      },
+      out);
+}
+
 // log: {level: info, format: text} (core/log.h).
 void read_log(FieldReader& reader, const YAML::Node& root, LogOptions& log) {
   const YAML::Node node = root["log"];
@@ -294,14 +307,7 @@ void read_root(FieldReader& reader, const YAML::Node& root, ExtenderConfig& conf
   }
   config.starvation_bound = reader.positive(root, "starvation_bound", "", "seconds", false)
                                 .value_or(config.starvation_bound);
-  if (auto batch = reader.text(root, "batch_rounds", "", false)) {
-    if (*batch == "true" || *batch == "false") {
-      config.batch_rounds = *batch == "true";
-    } else {
-      reader.fail(root["batch_rounds"], "",
-                  "batch_rounds must be true or false, got " + describe(root["batch_rounds"]));
-    }
-  }
+  read_either(reader, root, "batch_rounds", "true", "false", "true", config.batch_rounds);
   config.tick = reader.positive(root, "tick", "", "seconds", false).value_or(config.tick);
   config.default_job_seconds = reader.positive(root, "default_job_seconds", "", "seconds", false)
                                    .value_or(config.default_job_seconds);
@@ -315,24 +321,10 @@ void read_root(FieldReader& reader, const YAML::Node& root, ExtenderConfig& conf
   config.http_thread_slice_us =
       static_cast<int>(reader.integer(root, "http_thread_slice_us", "", 0, 100'000, false)
                            .value_or(config.http_thread_slice_us));
-  if (auto background = reader.text(root, "background_threads", "", false)) {
-    if (*background == "batch" || *background == "idle") {
-      config.idle_background_threads = *background == "idle";
-    } else {
-      reader.fail(
-          root["background_threads"], "",
-          "background_threads must be batch or idle, got " + describe(root["background_threads"]));
-    }
-  }
-  if (auto request = reader.text(root, "request_threads", "", false)) {
-    if (*request == "normal" || *request == "realtime") {
-      config.realtime_request_threads = *request == "realtime";
-    } else {
-      reader.fail(
-          root["request_threads"], "",
-          "request_threads must be normal or realtime, got " + describe(root["request_threads"]));
-    }
-  }
+  read_either(reader, root, "background_threads", "batch", "idle", "idle",
+              config.idle_background_threads);
+  read_either(reader, root, "request_threads", "normal", "realtime", "realtime",
+              config.realtime_request_threads);
   config.admin_token = reader.text(root, "admin_token", "", false).value_or("");
   if (auto token = token_file(reader, root, "admin_token_file", "")) config.admin_token = *token;
   read_devices(reader, root, config.devices);
