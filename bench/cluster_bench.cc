@@ -164,8 +164,7 @@ Expected<ClusterBenchResult> run_cluster_bench(const ClusterBenchOptions& option
   if (options.request_threads == "realtime") {
     // Probed here so a machine without CAP_SYS_NICE fails the run with the reason, rather than
     // measuring the normal class under the realtime label.
-    Status granted = OkStatus();
-    std::thread([&] { granted = extender::run_this_thread_in_realtime(); }).join();
+    Status granted = extender::realtime_granted();
     if (!granted) return Error{"bench cluster: --request-threads realtime: " + granted.message()};
   }
   emulator::set_scheduling_thread(options.request_threads == "realtime"

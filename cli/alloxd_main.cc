@@ -98,8 +98,7 @@ void run_in_background_but_answer_at_once(int slice_us, bool idle, bool realtime
              {{"error", background.message()}});
   }
   if (realtime) {
-    Status granted = OkStatus();
-    std::thread([&] { granted = run_this_thread_in_realtime(); }).join();
+    Status granted = realtime_granted();
     if (granted) {
       set_request_class(RequestClass::kRealtime);
       return;

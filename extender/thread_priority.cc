@@ -13,6 +13,7 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <thread>
 
 #include "core/log.h"
 
@@ -68,34 +69,32 @@ std::optional<SchedAttr> this_thread_sched_attr() {
   return attr;
 }
 
-}  // namespace
-
-Status run_this_thread_in_background() {
+// Sets the calling thread's policy, priority (non-zero only for the real-time class) and slice
+// (0: the kernel's default), keeping its nice value and clearing reset-on-fork; `what` completes
+// "cannot ..." in the error.
+Status set_this_thread_policy(std::uint32_t policy, std::uint32_t priority, std::uint64_t slice_ns,
+                              const std::string& what) {
   auto attr = this_thread_sched_attr();
   if (!attr)
     return Error{std::string("cannot read the thread's scheduling: ") + std::strerror(errno)};
-  attr->sched_policy = kSchedBatch;  // the nice value (attr->sched_nice) is kept
-  attr->sched_priority = 0;          // a real-time thread's priority is not a normal one's
+  attr->sched_policy = policy;
+  attr->sched_priority = priority;
   attr->sched_flags &= ~kSchedFlagResetOnFork;
-  attr->sched_runtime = 0;  // the kernel's default slice
+  attr->sched_runtime = slice_ns;
   if (syscall(SYS_sched_setattr, 0, &*attr, 0) != 0) {
-    return Error{std::string("cannot run the thread in the background: ") + std::strerror(errno)};
+    return Error{"cannot " + what + ": " + std::strerror(errno)};
   }
   return OkStatus();
 }
 
+}  // namespace
+
+Status run_this_thread_in_background() {
+  return set_this_thread_policy(kSchedBatch, 0, 0, "run the thread in the background");
+}
+
 Status run_this_thread_when_idle() {
-  auto attr = this_thread_sched_attr();
-  if (!attr)
-    return Error{std::string("cannot read the thread's scheduling: ") + std::strerror(errno)};
-  attr->sched_policy = kSchedIdle;
-  attr->sched_priority = 0;
-  attr->sched_flags &= ~kSchedFlagResetOnFork;
-  attr->sched_runtime = 0;
-  if (syscall(SYS_sched_setattr, 0, &*attr, 0) != 0) {
-    return Error{std::string("cannot run the thread in the idle class: ") + std::strerror(errno)};
-  }
-  return OkStatus();
+  return set_this_thread_policy(kSchedIdle, 0, 0, "run the thread in the idle class");
 }
 
 namespace {
@@ -116,16 +115,11 @@ Status enter_background_class() {
 }
 
 Status run_this_thread_interactively(std::chrono::microseconds slice) {
-  auto attr = this_thread_sched_attr();
-  if (!attr)
-    return Error{std::string("cannot read the thread's scheduling: ") + std::strerror(errno)};
-  attr->sched_policy = kSchedNormal;  // the nice value (attr->sched_nice) is kept
-  attr->sched_priority = 0;
-  attr->sched_flags &= ~kSchedFlagResetOnFork;
-  attr->sched_runtime = static_cast<std::uint64_t>(
+  const auto slice_ns = static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(slice).count());
-  if (syscall(SYS_sched_setattr, 0, &*attr, 0) != 0) {
-    return Error{std::string("cannot set the thread's slice: ") + std::strerror(errno)};
+  if (Status set = set_this_thread_policy(kSchedNormal, 0, slice_ns, "set the thread's slice");
+      !set) {
+    return set;
   }
   if (slice.count() == 0) return OkStatus();  // the kernel's default slice
   // Kernels before 6.12 accept the call and ignore the slice: read it back.
@@ -141,20 +135,14 @@ Status run_this_thread_in_realtime(int priority) {
   if (priority < 1 || priority > 99) {
     return Error{"a real-time priority must be in 1..99, got " + std::to_string(priority)};
   }
-  auto attr = this_thread_sched_attr();
-  if (!attr)
-    return Error{std::string("cannot read the thread's scheduling: ") + std::strerror(errno)};
-  attr->sched_policy = kSchedFifo;
-  attr->sched_priority = static_cast<std::uint32_t>(priority);
-  attr->sched_nice = 0;
-  attr->sched_flags &= ~kSchedFlagResetOnFork;
-  attr->sched_runtime = 0;
-  if (syscall(SYS_sched_setattr, 0, &*attr, 0) != 0) {
-    return Error{std::string("cannot run the thread in the real-time class (it needs "
-                             "CAP_SYS_NICE): ") +
-                 std::strerror(errno)};
-  }
-  return OkStatus();
+  return set_this_thread_policy(kSchedFifo, static_cast<std::uint32_t>(priority), 0,
+                                "run the thread in the real-time class (it needs CAP_SYS_NICE)");
+}
+
+Status realtime_granted() {
+  Status granted = OkStatus();
+  std::thread([&] { granted = run_this_thread_in_realtime(); }).join();
+  return granted;
 }
 
 namespace {

@@ -76,6 +76,9 @@ constexpr int kBookWriterPriority = 1;
 // (sched_rt_runtime_us), so a runaway one cannot take the machine. Needs CAP_SYS_NICE (or an
 // RLIMIT_RTPRIO): an error otherwise, and the thread keeps its class.
 Status run_this_thread_in_realtime(int priority = kRequestThreadPriority);
+// Whether this process may run threads real-time: tried on a scratch thread that then ends, so
+// the caller's class is untouched.
+Status realtime_granted();
 
 // The class of the threads that answer kube-scheduler (alloxd's HTTP I/O threads, and the one
 // thread that applies the book's changes, which they may wait on): kNormal (the default,

@@ -184,14 +184,13 @@ TEST(ThreadPriorityTest, ARealTimeThreadIsGrantedOrRefusedWithTheReason) {
 // The request class is process-wide: with kRealtime a thread entering it runs SCHED_FIFO, with
 // kNormal in the slice it asks for.
 TEST(ThreadPriorityTest, TheRequestClassDecidesHowARequestThreadRuns) {
-  bool realtime_granted = false;
-  std::thread([&] { realtime_granted = run_this_thread_in_realtime().ok(); }).join();
+  const bool granted = realtime_granted().ok();
   std::thread([] {
     ASSERT_TRUE(enter_request_class(microseconds(300)).ok());
     EXPECT_FALSE(this_thread_runs_in_realtime());
     EXPECT_EQ(microseconds(300), this_thread_slice());
   }).join();
-  if (!realtime_granted) GTEST_FAIL() << "this machine grants no real-time class (CAP_SYS_NICE)";
+  if (!granted) GTEST_FAIL() << "this machine grants no real-time class (CAP_SYS_NICE)";
   set_request_class(RequestClass::kRealtime);
   std::thread([] {
     EXPECT_TRUE(enter_request_class(microseconds(300)).ok());
