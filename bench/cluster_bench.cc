@@ -65,6 +65,14 @@ void read_alloxd_filter_time(const std::string& url, ClusterBenchResult& result)
   if (!text) return;
   const std::vector<extender::HistogramBucket> buckets =
       extender::read_histogram(*text, "allox_request_duration_seconds", "verb=\"filter\"");
+  for (const bool settled : {true, false}) {
+    const std::string labels = settled ? "outcome=\"settled\"" : "outcome=\"vain\"";
+    const auto waits = extender::read_histogram(*text, "allox_filter_watch_wait_seconds", labels);
+    if (waits.empty()) continue;
+    (settled ? result.watch_waits_settled : result.watch_waits_vain) = waits.back().cumulative;
+    result.watch_wait_seconds +=
+        sample(*text, "allox_filter_watch_wait_seconds_sum{" + labels + "}").value_or(0);
+  }
   if (buckets.empty() || buckets.back().cumulative == 0) return;
   const std::uint64_t calls = buckets.back().cumulative;
   result.alloxd_filter_calls = calls;

@@ -176,6 +176,12 @@ std::string Metrics::render() const {
   out += "# TYPE allox_store_write_duration_seconds histogram\n";
   store_synced_.render("allox_store_write_duration_seconds", "durability=\"synced\"", out);
   store_written_.render("allox_store_write_duration_seconds", "durability=\"written\"", out);
+  out +=
+      "# HELP allox_filter_watch_wait_seconds A /filter's wait for the watch when alloxd was "
+      "behind the cluster (kube-scheduler's cycle waits with it): settled by a plan, or vain.\n";
+  out += "# TYPE allox_filter_watch_wait_seconds histogram\n";
+  watch_wait_settled_.render("allox_filter_watch_wait_seconds", "outcome=\"settled\"", out);
+  watch_wait_vain_.render("allox_filter_watch_wait_seconds", "outcome=\"vain\"", out);
   out += "# HELP allox_bind_failures_total Binds answered with an Error.\n";
   out += "# TYPE allox_bind_failures_total counter\n";
   out += "allox_bind_failures_total " + std::to_string(bind_failures_.load()) + "\n";

@@ -21,6 +21,10 @@
 //   allox_completion_to_bind_seconds         a machine freed by a completion while jobs waited,
 //                                            until the next bind onto that node and device
 //   allox_time_to_bind_seconds               a job's arrival (first seen) until its bind
+//   allox_filter_watch_wait_seconds{outcome} each /filter that waited for the watch (alloxd
+//                                            behind the cluster, verbs.h): "settled" when a plan
+//                                            answered it in time, "vain" when the wait ran out.
+//                                            kube-scheduler's scheduling cycle waits with it
 // The last two are in alloxd's clock (simulated seconds under --time-scale).
 //
 // Counters and histograms are lock-free atomics (recorded on the request path); the gauges set
@@ -93,6 +97,12 @@ class Metrics {
   void record_time_to_bind(double seconds) { time_to_bind_.observe(seconds); }
   const Histogram& completion_to_bind() const { return completion_to_bind_; }
   void record_bind_failure() { bind_failures_.fetch_add(1, std::memory_order_relaxed); }
+  void record_watch_wait(double seconds, bool settled) {
+    (settled ? watch_wait_settled_ : watch_wait_vain_).observe(seconds);
+  }
+  const Histogram& watch_waits(bool settled) const {
+    return settled ? watch_wait_settled_ : watch_wait_vain_;
+  }
   void record_store_write(double seconds, bool synced) {
     (synced ? store_synced_ : store_written_).observe(seconds);
   }
@@ -113,6 +123,8 @@ class Metrics {
   Histogram completion_to_bind_{Histogram::kWaitBuckets};
   Histogram time_to_bind_{Histogram::kWaitBuckets};
   std::atomic<std::uint64_t> bind_failures_{0};
+  Histogram watch_wait_settled_;
+  Histogram watch_wait_vain_;
   Histogram store_synced_;
   Histogram store_written_;
 

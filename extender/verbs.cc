@@ -299,17 +299,23 @@ std::shared_ptr<const Plan> ExtenderVerbs::wait_for_watch(const JobVariant& vari
   using Clock = std::chrono::steady_clock;
   const Cooling skip = cooling(variant.device);
   const NodeNameList& offered = args.candidates();
-  const auto deadline = Clock::now() + options_.watch_wait;
+  const auto began = Clock::now();
+  const auto deadline = began + options_.watch_wait;
   bool waited = false;
+  auto waited_for = [&] { return std::chrono::duration<double>(Clock::now() - began).count(); };
   while (true) {
     Behind lag = planner_.read([&](const JobBook& book) {
       // freed_version() is an atomic written under the book's lock: read with the book it fits.
       return behind(book, *plan, variant, /*new_job=*/false, offered, skip,
                     planner_.freed_version());
     });
-    if (lag.version == 0) return plan;
+    if (lag.version == 0) {
+      if (waited) metrics_.record_watch_wait(waited_for(), /*settled=*/true);
+      return plan;
+    }
     if (Clock::now() >= deadline) {
       if (!waited) return plan;
+      metrics_.record_watch_wait(waited_for(), /*settled=*/false);
       std::lock_guard lock(vain_mu_);
       auto& cooling = vain_until_[variant.device];
       for (std::string_view node : lag.busy) {

@@ -73,6 +73,12 @@ TEST(FilterWaitTest, OfferedABusyMachineItWaitsForTheCompletionAndAdmits) {
   EXPECT_EQ(std::vector<std::string>{"g1"}, b.node_names->strings());
   EXPECT_TRUE(b.failed_nodes.empty());
   EXPECT_EQ("", cluster.verbs->bind({"b-gpu", "lab", "uid-b-gpu", "g1"}).error);
+  // Operators see the wait: kube-scheduler's cycle stood still with it.
+  EXPECT_EQ(1u, cluster.metrics.watch_waits(/*settled=*/true).count());
+  EXPECT_EQ(0u, cluster.metrics.watch_waits(/*settled=*/false).count());
+  EXPECT_NE(std::string::npos,
+            cluster.metrics.render().find(
+                "allox_filter_watch_wait_seconds_count{outcome=\"settled\"} 1\n"));
 }
 
 TEST(FilterWaitTest, NothingArrivesWithinTheBoundSoItAnswersQueuedAndDoesNotWaitAgainSoon) {
@@ -88,6 +94,15 @@ TEST(FilterWaitTest, NothingArrivesWithinTheBoundSoItAnswersQueuedAndDoesNotWait
   FilterResult again = cluster.filter(pod("b-gpu", "b", "nvidia.com/gpu"), {"g1"});
   EXPECT_EQ(1, cluster.waits);
   EXPECT_EQ(b.failed_nodes, again.failed_nodes);
+  // One vain wait, at least as long as the bound, and nothing settled.
+  EXPECT_EQ(1u, cluster.metrics.watch_waits(/*settled=*/false).count());
+  EXPECT_EQ(0u, cluster.metrics.watch_waits(/*settled=*/true).count());
+  const std::string text = cluster.metrics.render();
+  auto vain = read_histogram(text, "allox_filter_watch_wait_seconds", "outcome=\"vain\"");
+  ASSERT_FALSE(vain.empty());
+  for (const HistogramBucket& bucket : vain) {
+    EXPECT_EQ(bucket.upper_bound <= 0.05 ? 0u : 1u, bucket.cumulative) << bucket.upper_bound;
+  }
 }
 
 TEST(FilterWaitTest, NoWaitWhenTheAnswerDoesNotDependOnTheWatch) {
@@ -103,6 +118,8 @@ TEST(FilterWaitTest, NoWaitWhenTheAnswerDoesNotDependOnTheWatch) {
   EXPECT_TRUE(late.node_names->empty());
   EXPECT_EQ(2u, late.failed_and_unresolvable_nodes.size());
   EXPECT_EQ(0, cluster.waits);
+  EXPECT_EQ(0u,
+            cluster.metrics.watch_waits(true).count() + cluster.metrics.watch_waits(false).count());
 }
 
 }  // namespace
