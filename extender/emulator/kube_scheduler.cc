@@ -14,6 +14,7 @@
 #include "extender/emulator/attachment.h"
 #include "extender/emulator/cluster_threads.h"
 #include "extender/emulator/diagnosis.h"
+#include "extender/emulator/event_broadcaster.h"
 #include "extender/emulator/extender_client.h"
 #include "extender/emulator/json_equal.h"
 #include "extender/emulator/node_snapshot.h"
@@ -207,7 +208,8 @@ struct KubeScheduler::Impl {
   // Guarded by changes_mu: the thread waits with nothing to try before next_due (simulated).
   bool waiting = false, woken = false;
   double next_due = 0;
-  std::optional<Attachment> attachment;  // taken by start(), released by stop()
+  std::optional<Attachment> attachment;    // taken by start(), released by stop()
+  std::optional<EventBroadcaster> events;  // with record_events, from start() to stop()
   std::thread thread;
 
   // The binding cycle (guarded by changes_mu): the scheduling thread queues an assumed pod's
@@ -372,24 +374,11 @@ struct KubeScheduler::Impl {
                         json{{"status", std::move(status)}}.dump(), true);
   }
 
+  // Handed to the events broadcaster (event_broadcaster.h): the cycle does not wait for the store.
   void record_event(const PodInfo& pod, const std::string& type, const std::string& reason,
                     const std::string& note) {
-    if (!options.record_events) return;
-    json event = {{"metadata", {{"generateName", pod.name + "."}, {"namespace", pod.ns}}},
-                  {"eventTime", rfc3339(clock.now())},
-                  {"reportingController", "default-scheduler"},
-                  {"reportingInstance", "default-scheduler-allox-emulator"},
-                  {"action", "Scheduling"},
-                  {"reason", reason},
-                  {"regarding",
-                   {{"kind", "Pod"},
-                    {"namespace", pod.ns},
-                    {"name", pod.name},
-                    {"uid", pod.uid},
-                    {"apiVersion", "v1"}}},
-                  {"note", note},
-                  {"type", type}};
-    (void)objects.create(events_v1_resource(), pod.ns, std::move(event));
+    if (!events) return;
+    events->record({pod.ns, pod.name, pod.uid, type, reason, note, clock.now()});
   }
 
   // ---- filters -----------------------------------------------------------------------
@@ -973,6 +962,7 @@ void KubeScheduler::start() {
         impl.woken = true;
         impl.changes_cv.notify_one();
       });
+  if (impl.options.record_events) impl.events.emplace(impl.objects, impl.options.on_idle);
   impl.thread = std::thread([&impl] {
     if (Status entered = become_scheduling_thread("emu-scheduler"); !entered) {
       log_warn("the emulated kube-scheduler's thread keeps its class",
@@ -991,7 +981,7 @@ void KubeScheduler::start() {
 bool KubeScheduler::idle() const {
   std::lock_guard lock(impl_->changes_mu);
   return impl_->waiting && impl_->changes.empty() && impl_->binds_in_flight == 0 &&
-         impl_->next_due > impl_->clock.now();
+         impl_->next_due > impl_->clock.now() && (!impl_->events || impl_->events->idle());
 }
 
 double KubeScheduler::next_due() const {
@@ -1010,12 +1000,19 @@ void KubeScheduler::stop() {
   if (impl.thread.joinable()) impl.thread.join();
   for (std::thread& binder : impl.binders) binder.join();
   impl.binders.clear();
+  if (impl.events) {
+    std::lock_guard lock(impl.stats_mu);
+    impl.stats.events_dropped = impl.events->dropped();
+  }
+  impl.events.reset();  // what the cycle recorded is written first
   impl.attachment.reset();
 }
 
 SchedulerStats KubeScheduler::stats() const {
   std::lock_guard lock(impl_->stats_mu);
-  return impl_->stats;
+  SchedulerStats stats = impl_->stats;
+  if (impl_->events) stats.events_dropped = impl_->events->dropped();
+  return stats;
 }
 
 KubeScheduler::QueueSizes KubeScheduler::queue_sizes() const {

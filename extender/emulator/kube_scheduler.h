@@ -76,20 +76,24 @@ struct SchedulerStats {
   std::vector<std::size_t> filter_nodes;  // nodes sent in each /filter call (same order)
   std::vector<double> bind_seconds;       // wall-clock latency of each /bind call
   std::size_t max_binds_in_flight = 0;    // assumed pods whose bind had not ended, at most
+  std::uint64_t events_dropped = 0;       // events the broadcaster's full queue dropped
 };
 
 struct KubeSchedulerOptions {
   SchedulerConfiguration config;
-  QueueTimings timings;       // initial_backoff and max_backoff are taken from config
-  bool record_events = true;  // FailedScheduling / Scheduled events in the store
-  std::uint64_t seed = 1;     // tie-breaking among equally scored nodes
+  QueueTimings timings;  // initial_backoff and max_backoff are taken from config
+  // FailedScheduling / Scheduled events in the store, written by a thread of their own as
+  // client-go's broadcaster does (event_broadcaster.h): the cycle never waits for them.
+  bool record_events = true;
+  std::uint64_t seed = 1;  // tie-breaking among equally scored nodes
   // Binder threads, each with its own connection to each extender. kube-scheduler starts a
   // goroutine per bind and Go's HTTP client opens connections as needed: the real limit is
   // the extender's, so this is only the emulator's own bound on binds sent at once.
   int parallel_binds = 16;
   std::function<void(const SchedulerEvent&)> observer;
-  // Called on the scheduling thread each time it has done all it can and is about to wait (what
-  // idle() reports), so a test or a driver can wait on that moment instead of polling idle().
+  // Called on the scheduling thread each time it has done all it can and is about to wait, and
+  // on the events thread each time it has written every event it was given (the two halves of
+  // what idle() reports), so a test or a driver can wait on that moment instead of polling.
   std::function<void()> on_idle;
   // When set, replaces the HTTP round trip of every /filter call: given the extender's index in
   // config.extenders and the rendered ExtenderArgs body, it returns the answer's body, which is
@@ -113,10 +117,10 @@ class KubeScheduler {
     std::size_t active = 0, backoff = 0, unschedulable = 0, gated = 0;
   };
   QueueSizes queue_sizes() const;
-  // True when the scheduling thread waits with no change to look at, no bind in flight and no
-  // pod to try before next_due() (for a discrete-event driver: sim_clock.h). next_due(): the
-  // simulated instant of its next timer (a back-off ending, the unschedulable-pods flush), +inf for
-  // none.
+  // True when the scheduling thread waits with no change to look at, no bind in flight, no event
+  // left to write and no pod to try before next_due() (for a discrete-event driver: sim_clock.h).
+  // next_due(): the simulated instant of its next timer (a back-off ending, the unschedulable-pods
+  // flush), +inf for none.
   bool idle() const;
   double next_due() const;
 
