@@ -73,8 +73,6 @@ void read_alloxd_filter_time(const std::string& url, ClusterBenchResult& result)
     result.watch_wait_seconds +=
         sample(*text, "allox_filter_watch_wait_seconds_sum{" + labels + "}").value_or(0);
   }
-  result.watch_waits_skipped = static_cast<std::uint64_t>(
-      sample(*text, "allox_filter_watch_waits_skipped_total").value_or(0));
   if (buckets.empty() || buckets.back().cumulative == 0) return;
   const std::uint64_t calls = buckets.back().cumulative;
   result.alloxd_filter_calls = calls;

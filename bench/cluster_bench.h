@@ -108,11 +108,10 @@ struct ClusterBenchResult {
   // Of those, the ones that waited for alloxd's watch (allox_filter_watch_wait_seconds): a plan
   // settled them, or the wait ran out (vain); kube-scheduler's cycle stood still meanwhile.
   std::uint64_t watch_waits_settled = 0, watch_waits_vain = 0;
-  std::uint64_t watch_waits_skipped = 0;  // turned down: the waits had used their share
-  double watch_wait_seconds = 0;          // both kinds, summed
-  double plan_ms = 0;                     // the solve at the largest queue seen
-  double plan_cpu_ms = 0;                 // that solve's CPU on alloxd's planner thread
-  std::size_t plan_queued = 0;            // that queue's length
+  double watch_wait_seconds = 0;  // both kinds, summed
+  double plan_ms = 0;             // the solve at the largest queue seen
+  double plan_cpu_ms = 0;         // that solve's CPU on alloxd's planner thread
+  std::size_t plan_queued = 0;    // that queue's length
   double alloxd_peak_rss_mb = 0;
   double alloxd_cpu_s = 0;
   // This process's CPU (the fake API server, the scheduler emulator, the kubelets, the replay)

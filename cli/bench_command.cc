@@ -292,11 +292,9 @@ void add_cluster_command(CLI::App& parent) {
           last.alloxd_filter_p99_above_ms, last.alloxd_filter_p99_upto_ms);
       std::printf(
           "/filter waits for alloxd's watch (behind the cluster; kube-scheduler's cycle waits "
-          "too): %llu settled by a plan, %llu vain, %.2f s in all; %llu more turned down by the "
-          "waits' budget (last run)\n",
+          "too): %llu settled by a plan, %llu vain, %.2f s in all (last run)\n",
           static_cast<unsigned long long>(last.watch_waits_settled),
-          static_cast<unsigned long long>(last.watch_waits_vain), last.watch_wait_seconds,
-          static_cast<unsigned long long>(last.watch_waits_skipped));
+          static_cast<unsigned long long>(last.watch_waits_vain), last.watch_wait_seconds);
     }
     std::printf("/filter over 2 ms by tenth of the calls, in order (last run):");
     for (double share : runs.back().filter_over_2ms_share_by_tenth)

@@ -182,12 +182,6 @@ std::string Metrics::render() const {
   out += "# TYPE allox_filter_watch_wait_seconds histogram\n";
   watch_wait_settled_.render("allox_filter_watch_wait_seconds", "outcome=\"settled\"", out);
   watch_wait_vain_.render("allox_filter_watch_wait_seconds", "outcome=\"vain\"", out);
-  out +=
-      "# HELP allox_filter_watch_waits_skipped_total Filters answered at once although alloxd "
-      "was behind the cluster: the waits had used their share of the time.\n";
-  out += "# TYPE allox_filter_watch_waits_skipped_total counter\n";
-  out += "allox_filter_watch_waits_skipped_total " + std::to_string(watch_waits_skipped_.load()) +
-         "\n";
   out += "# HELP allox_bind_failures_total Binds answered with an Error.\n";
   out += "# TYPE allox_bind_failures_total counter\n";
   out += "allox_bind_failures_total " + std::to_string(bind_failures_.load()) + "\n";

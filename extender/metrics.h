@@ -25,7 +25,6 @@
 //                                            behind the cluster, verbs.h): "settled" when a plan
 //                                            answered it in time, "vain" when the wait ran out.
 //                                            kube-scheduler's scheduling cycle waits with it
-//   allox_filter_watch_waits_skipped_total   the waits the budget turned down (watch_wait_share)
 // The last two are in alloxd's clock (simulated seconds under --time-scale).
 //
 // Counters and histograms are lock-free atomics (recorded on the request path); the gauges set
@@ -101,9 +100,6 @@ class Metrics {
   void record_watch_wait(double seconds, bool settled) {
     (settled ? watch_wait_settled_ : watch_wait_vain_).observe(seconds);
   }
-  // A filter that would have waited for the watch, had the waits' budget allowed (verbs.h).
-  void record_watch_wait_skipped() { watch_waits_skipped_.fetch_add(1, std::memory_order_relaxed); }
-  std::uint64_t watch_waits_skipped() const { return watch_waits_skipped_.load(); }
   const Histogram& watch_waits(bool settled) const {
     return settled ? watch_wait_settled_ : watch_wait_vain_;
   }
@@ -129,7 +125,6 @@ class Metrics {
   std::atomic<std::uint64_t> bind_failures_{0};
   Histogram watch_wait_settled_;
   Histogram watch_wait_vain_;
-  std::atomic<std::uint64_t> watch_waits_skipped_{0};
   Histogram store_synced_;
   Histogram store_written_;
 

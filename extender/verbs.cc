@@ -300,11 +300,9 @@ std::shared_ptr<const Plan> ExtenderVerbs::wait_for_watch(const JobVariant& vari
   const Cooling skip = cooling(variant.device);
   const NodeNameList& offered = args.candidates();
   const auto began = Clock::now();
-  auto deadline = began + options_.watch_wait;  // cut to the budget at the first wait
-  Clock::duration granted{};
+  const auto deadline = began + options_.watch_wait;
   bool waited = false;
-  auto waited_for = [&] { return Clock::now() - began; };
-  auto seconds = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
+  auto waited_for = [&] { return std::chrono::duration<double>(Clock::now() - began).count(); };
   while (true) {
     Behind lag = planner_.read([&](const JobBook& book) {
       // freed_version() is an atomic written under the book's lock: read with the book it fits.
@@ -312,19 +310,12 @@ std::shared_ptr<const Plan> ExtenderVerbs::wait_for_watch(const JobVariant& vari
                     planner_.freed_version());
     });
     if (lag.version == 0) {
-      if (waited) {
-        const Clock::duration spent = waited_for();
-        metrics_.record_watch_wait(seconds(spent), /*settled=*/true);
-        give_back_wait_budget(granted - spent);
-      }
+      if (waited) metrics_.record_watch_wait(waited_for(), /*settled=*/true);
       return plan;
     }
     if (Clock::now() >= deadline) {
       if (!waited) return plan;
-      metrics_.record_watch_wait(seconds(waited_for()), /*settled=*/false);
-      // A node still busy after a whole wait is counted differently here than by
-      // kube-scheduler: not waited for again soon. A wait the budget cut short says nothing.
-      if (granted < options_.watch_wait) return plan;
+      metrics_.record_watch_wait(waited_for(), /*settled=*/false);
       std::lock_guard lock(vain_mu_);
       auto& cooling = vain_until_[variant.device];
       for (std::string_view node : lag.busy) {
@@ -332,46 +323,9 @@ std::shared_ptr<const Plan> ExtenderVerbs::wait_for_watch(const JobVariant& vari
       }
       return plan;
     }
-    if (!waited) {
-      granted = take_wait_budget();
-      if (granted < std::chrono::milliseconds(10)) {
-        give_back_wait_budget(granted);
-        metrics_.record_watch_wait_skipped();
-        return plan;
-      }
-      deadline = began + granted;
-      if (options_.on_watch_wait) options_.on_watch_wait();
-    }
+    if (!waited && options_.on_watch_wait) options_.on_watch_wait();
     waited = true;
     plan = planner_.wait_for_plan(lag.version, deadline);
-  }
-}
-
-std::chrono::steady_clock::duration ExtenderVerbs::take_wait_budget() {
-  using Clock = std::chrono::steady_clock;
-  const std::chrono::duration<double> full = options_.watch_wait;
-  const auto now = Clock::now();
-  std::lock_guard lock(vain_mu_);
-  if (!wait_budget_) {
-    wait_budget_ = full;
-  } else {
-    const std::chrono::duration<double> refill =
-        std::chrono::duration<double>(now - wait_budget_at_) *
-        std::max(0.0, options_.watch_wait_share);
-    *wait_budget_ = std::min(full, *wait_budget_ + refill);
-  }
-  wait_budget_at_ = now;
-  const auto granted = std::chrono::duration_cast<Clock::duration>(*wait_budget_);
-  *wait_budget_ -= granted;
-  return granted;
-}
-
-void ExtenderVerbs::give_back_wait_budget(std::chrono::steady_clock::duration unused) {
-  if (unused <= std::chrono::steady_clock::duration::zero()) return;
-  std::lock_guard lock(vain_mu_);
-  if (wait_budget_) {
-    *wait_budget_ =
-        std::min<std::chrono::duration<double>>(options_.watch_wait, *wait_budget_ + unused);
   }
 }
 

@@ -97,13 +97,6 @@ struct VerbOptions {
   // again for this long: a node alloxd counts differently from kube-scheduler must not slow
   // every filter down.
   std::chrono::milliseconds vain_wait_cooldown{30000};
-  // kube-scheduler's scheduling cycle is one loop: while a filter waits for the watch, no pod is
-  // scheduled. So the waits together take at most this share of the wall clock: a budget of one
-  // watch_wait, refilled at this many seconds a second; a wait gets what is left of it, and none
-  // when under 10 ms is left. A watch seconds behind on a saturated machine would otherwise hold
-  // the cycle half a second for each node it offers, to spare one pod a back-off of a second
-  // (the manifests' podMaxBackoffSeconds), while every other pod waits with it.
-  double watch_wait_share = 0.05;
   // Runs on the request's thread just before a filter starts waiting for the watch (tests).
   std::function<void()> on_watch_wait;
   // The watch's view of a pod a /bind names that the book does not know (the watch holds only
@@ -158,13 +151,7 @@ class ExtenderVerbs {
   };
   std::mutex bind_mu_;                      // one check at a time; guards binding_
   std::map<std::string, Binding> binding_;  // job id -> where it is being bound
-  // What of the waits' budget (watch_wait_share) a filter may wait now; taken at once, and what
-  // a wait did not use is given back.
-  std::chrono::steady_clock::duration take_wait_budget();
-  void give_back_wait_budget(std::chrono::steady_clock::duration unused);
-  std::mutex vain_mu_;                                        // also guards the budget
-  std::optional<std::chrono::duration<double>> wait_budget_;  // unset: full
-  std::chrono::steady_clock::time_point wait_budget_at_;      // when it was last refilled
+  std::mutex vain_mu_;
   // device -> node -> until when a wait for it is not worth it (see vain_wait_cooldown); keyed
   // so that a /filter's offered names are looked up as they are, without building a key each
   std::map<DeviceType, std::map<std::string, std::chrono::steady_clock::time_point, std::less<>>,

@@ -31,13 +31,9 @@ struct Cluster {
   int waits = 0;                  // filters that started waiting for the watch
   std::function<void()> on_wait;  // what "the watch" brings in meanwhile
 
-  // With gpu_nodes of one GPU each (g1, g2, ...), all busy: job a runs on g1, a2 on g2, ...
-  explicit Cluster(std::chrono::milliseconds watch_wait, double watch_wait_share = 0.05,
-                   int gpu_nodes = 1) {
-    std::vector<NodeInventory> nodes;
-    for (int n = 1; n <= gpu_nodes; ++n) nodes.push_back({"g" + std::to_string(n), {{"gpu", 1}}});
-    nodes.push_back({"c1", {{"cpu", 1}}});
-    ExtenderConfig config = testing::make_config(nodes, dir.file("state.db"));
+  explicit Cluster(std::chrono::milliseconds watch_wait) {
+    ExtenderConfig config =
+        testing::make_config({{"g1", {{"gpu", 1}}}, {"c1", {{"cpu", 1}}}}, dir.file("state.db"));
     PlannerOptions planner_options;
     planner_options.inventory = config.nodes;
     auto made = Planner::create(config, make_policy("fifo", PolicyOptions{}).value(), metrics,
@@ -49,7 +45,6 @@ struct Cluster {
     VerbOptions options;
     options.first_plan_wait = std::chrono::seconds(20);  // loaded CI machines solve slowly
     options.watch_wait = watch_wait;
-    options.watch_wait_share = watch_wait_share;
     options.on_watch_wait = [this] {
       ++waits;
       if (on_wait) on_wait();
@@ -58,12 +53,6 @@ struct Cluster {
     FilterResult a = filter(pod("a-gpu", "a", "nvidia.com/gpu"), {"g1"});
     EXPECT_EQ(std::vector<std::string>{"g1"}, a.node_names->strings());
     EXPECT_EQ("", verbs->bind({"a-gpu", "lab", "uid-a-gpu", "g1"}).error);
-    for (int n = 2; n <= gpu_nodes; ++n) {
-      const std::string job = "a" + std::to_string(n), node = "g" + std::to_string(n);
-      FilterResult more = filter(pod(job + "-gpu", job, "nvidia.com/gpu"), {node});
-      EXPECT_EQ(std::vector<std::string>{node}, more.node_names->strings());
-      EXPECT_EQ("", verbs->bind({job + "-gpu", "lab", "uid-" + job + "-gpu", node}).error);
-    }
   }
   ~Cluster() { planner->stop(); }
 
@@ -114,42 +103,6 @@ TEST(FilterWaitTest, NothingArrivesWithinTheBoundSoItAnswersQueuedAndDoesNotWait
   for (const HistogramBucket& bucket : vain) {
     EXPECT_EQ(bucket.upper_bound <= 0.05 ? 0u : 1u, bucket.cumulative) << bucket.upper_bound;
   }
-}
-
-TEST(FilterWaitTest, OnceTheWaitsHaveUsedTheirShareOfTheTimeItAnswersAtOnce) {
-  // No refill: the budget is one whole wait, and a vain one uses all of it.
-  Cluster cluster(std::chrono::milliseconds(50), /*watch_wait_share=*/0, /*gpu_nodes=*/2);
-  FilterResult first = cluster.filter(pod("b-gpu", "b", "nvidia.com/gpu"), {"g1"});
-  EXPECT_EQ(1, cluster.waits);
-  EXPECT_TRUE(first.node_names->empty());
-  // g2 is busy in the book too and was never waited for, but kube-scheduler's cycle has stood
-  // still for the whole budget: no second wait.
-  FilterResult second = cluster.filter(pod("b-gpu", "b", "nvidia.com/gpu"), {"g2"});
-  EXPECT_EQ(1, cluster.waits);
-  ASSERT_EQ(1u, second.failed_nodes.count("g2"));
-  EXPECT_EQ(0u, second.failed_nodes.at("g2").rfind("queued: position 1 of 1", 0))
-      << second.failed_nodes.at("g2");
-  EXPECT_EQ(1u, cluster.metrics.watch_waits(/*settled=*/false).count());
-  EXPECT_EQ(1u, cluster.metrics.watch_waits_skipped());
-  EXPECT_NE(std::string::npos,
-            cluster.metrics.render().find("allox_filter_watch_waits_skipped_total 1\n"));
-}
-
-TEST(FilterWaitTest, AWaitTheWatchSettlesGivesBackWhatItDidNotUse) {
-  Cluster cluster(std::chrono::seconds(20), /*watch_wait_share=*/0, /*gpu_nodes=*/2);
-  // Both completions arrive while the filters wait: each wait is short, and the second still
-  // finds (nearly) the whole budget.
-  cluster.on_wait = [&] {
-    EXPECT_TRUE(cluster.planner->complete(cluster.waits == 1 ? "lab/a" : "lab/a2").ok());
-  };
-  FilterResult b = cluster.filter(pod("b-gpu", "b", "nvidia.com/gpu"), {"g1"});
-  EXPECT_EQ(std::vector<std::string>{"g1"}, b.node_names->strings());
-  EXPECT_EQ("", cluster.verbs->bind({"b-gpu", "lab", "uid-b-gpu", "g1"}).error);
-  FilterResult c = cluster.filter(pod("c-gpu", "c", "nvidia.com/gpu"), {"g2"});
-  EXPECT_EQ(2, cluster.waits);
-  EXPECT_EQ(std::vector<std::string>{"g2"}, c.node_names->strings());
-  EXPECT_EQ(2u, cluster.metrics.watch_waits(/*settled=*/true).count());
-  EXPECT_EQ(0u, cluster.metrics.watch_waits_skipped());
 }
 
 TEST(FilterWaitTest, NoWaitWhenTheAnswerDoesNotDependOnTheWatch) {
