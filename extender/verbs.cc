@@ -318,9 +318,11 @@ std::shared_ptr<const Plan> ExtenderVerbs::wait_for_watch(const JobVariant& vari
       metrics_.record_watch_wait(waited_for(), /*settled=*/false);
       std::lock_guard lock(vain_mu_);
       auto& cooling = vain_until_[variant.device];
+      const auto now = Clock::now();
       for (std::string_view node : lag.busy) {
-        cooling.insert_or_assign(std::string(node), Clock::now() + options_.vain_wait_cooldown);
+        cooling.insert_or_assign(std::string(node), now + options_.vain_wait_cooldown);
       }
+      rebuild_cooled(now);
       return plan;
     }
     if (!waited && options_.on_watch_wait) options_.on_watch_wait();
@@ -330,22 +332,33 @@ std::shared_ptr<const Plan> ExtenderVerbs::wait_for_watch(const JobVariant& vari
 }
 
 ExtenderVerbs::Cooling ExtenderVerbs::cooling(const DeviceType& device) {
-  using Clock = std::chrono::steady_clock;
-  // Offered nodes a recent wait found busy to the end are left out (vain_wait_cooldown): a copy
-  // of the few such names, none (and no allocation) in the usual case; the offered names are
-  // read where the request holds them.
-  Cooling vain;
+  // Offered nodes a recent wait found busy to the end are left out (vain_wait_cooldown); the
+  // offered names are read where the request holds them.
   std::lock_guard lock(vain_mu_);
-  const auto now = Clock::now();
+  const auto now = std::chrono::steady_clock::now();
+  if (now >= cooled_expiry_) rebuild_cooled(now);
+  auto found = cooled_.find(device);
+  return found == cooled_.end() ? Cooling{} : Cooling{found->second};
+}
+
+void ExtenderVerbs::rebuild_cooled(std::chrono::steady_clock::time_point now) {
+  cooled_.clear();
+  cooled_expiry_ = std::chrono::steady_clock::time_point::max();
   for (auto it = vain_until_.begin(); it != vain_until_.end();) {
     std::erase_if(it->second, [&](const auto& entry) { return entry.second <= now; });
-    it = it->second.empty() ? vain_until_.erase(it) : std::next(it);
+    if (it->second.empty()) {
+      it = vain_until_.erase(it);
+      continue;
+    }
+    auto nodes = std::make_shared<std::vector<std::string>>();
+    nodes->reserve(it->second.size());
+    for (const auto& [node, until] : it->second) {
+      nodes->push_back(node);  // in order
+      cooled_expiry_ = std::min(cooled_expiry_, until);
+    }
+    cooled_.emplace(it->first, std::move(nodes));
+    ++it;
   }
-  if (auto found = vain_until_.find(device); found != vain_until_.end()) {
-    vain.nodes.reserve(found->second.size());
-    for (const auto& entry : found->second) vain.nodes.push_back(entry.first);  // in order
-  }
-  return vain;
 }
 
 std::vector<HostPriority> ExtenderVerbs::prioritize(const ExtenderArgs& args) {

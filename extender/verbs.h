@@ -129,9 +129,9 @@ class ExtenderVerbs {
   // The offered nodes of `device` not worth a wait now (vain_wait_cooldown), sorted; called
   // with a node name, whether it is one of them.
   struct Cooling {
-    std::vector<std::string> nodes;
+    std::shared_ptr<const std::vector<std::string>> nodes;  // sorted; null: none
     bool operator()(std::string_view node) const {
-      return !nodes.empty() && std::binary_search(nodes.begin(), nodes.end(), node, std::less<>());
+      return nodes && std::binary_search(nodes->begin(), nodes->end(), node, std::less<>());
     }
   };
   Cooling cooling(const DeviceType& device);
@@ -157,6 +157,13 @@ class ExtenderVerbs {
   std::map<DeviceType, std::map<std::string, std::chrono::steady_clock::time_point, std::less<>>,
            std::less<>>
       vain_until_;
+  // The same nodes as one sorted list per device, shared by every filter until a vain wait adds
+  // to them or the first of them expires (cooled_expiry_): a filter takes it in O(1), however
+  // many nodes a watch far behind has cooled (thousands at 5,000 nodes).
+  std::map<DeviceType, std::shared_ptr<const std::vector<std::string>>, std::less<>> cooled_;
+  std::chrono::steady_clock::time_point cooled_expiry_ =
+      std::chrono::steady_clock::time_point::max();
+  void rebuild_cooled(std::chrono::steady_clock::time_point now);  // under vain_mu_
 };
 
 }  // namespace allox::extender

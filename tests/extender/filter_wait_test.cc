@@ -31,7 +31,8 @@ struct Cluster {
   int waits = 0;                  // filters that started waiting for the watch
   std::function<void()> on_wait;  // what "the watch" brings in meanwhile
 
-  explicit Cluster(std::chrono::milliseconds watch_wait) {
+  explicit Cluster(std::chrono::milliseconds watch_wait,
+                   std::chrono::milliseconds vain_wait_cooldown = std::chrono::seconds(30)) {
     ExtenderConfig config =
         testing::make_config({{"g1", {{"gpu", 1}}}, {"c1", {{"cpu", 1}}}}, dir.file("state.db"));
     PlannerOptions planner_options;
@@ -45,6 +46,7 @@ struct Cluster {
     VerbOptions options;
     options.first_plan_wait = std::chrono::seconds(20);  // loaded CI machines solve slowly
     options.watch_wait = watch_wait;
+    options.vain_wait_cooldown = vain_wait_cooldown;
     options.on_watch_wait = [this] {
       ++waits;
       if (on_wait) on_wait();
@@ -103,6 +105,15 @@ TEST(FilterWaitTest, NothingArrivesWithinTheBoundSoItAnswersQueuedAndDoesNotWait
   for (const HistogramBucket& bucket : vain) {
     EXPECT_EQ(bucket.upper_bound <= 0.05 ? 0u : 1u, bucket.cumulative) << bucket.upper_bound;
   }
+}
+
+TEST(FilterWaitTest, ACooledNodeIsWaitedForAgainOnceItsCooldownEnded) {
+  // A cooldown of nothing: the node a vain wait cooled is warm again at the next filter.
+  Cluster cluster(std::chrono::milliseconds(20), std::chrono::milliseconds(0));
+  cluster.filter(pod("b-gpu", "b", "nvidia.com/gpu"), {"g1"});
+  cluster.filter(pod("b-gpu", "b", "nvidia.com/gpu"), {"g1"});
+  EXPECT_EQ(2, cluster.waits);
+  EXPECT_EQ(2u, cluster.metrics.watch_waits(/*settled=*/false).count());
 }
 
 TEST(FilterWaitTest, NoWaitWhenTheAnswerDoesNotDependOnTheWatch) {
