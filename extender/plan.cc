@@ -53,6 +53,28 @@ void fill_missing_starts(const ClusterState& state, const std::vector<Placement>
 
 }  // namespace
 
+namespace {
+std::string machine_key(std::string_view node, std::string_view device) {
+  std::string key;
+  key.reserve(node.size() + 1 + device.size());
+  key.append(node).push_back('\0');
+  key.append(device);
+  return key;
+}
+}  // namespace
+
+int Plan::planned_on(std::string_view node, std::string_view device) const {
+  if (starts_on.empty()) return 0;
+  auto found = starts_on.find(machine_key(node, device));
+  return found == starts_on.end() ? 0 : found->second;
+}
+
+void index_starts(Plan& plan) {
+  plan.starts_on.clear();
+  for (const auto& [job, start] : plan.starts)
+    ++plan.starts_on[machine_key(start.node, start.device)];
+}
+
 Plan make_plan(const PlanInput& input, const Expected<Decision>& decision,
                const std::vector<MachineSlot>& slots, double solve_seconds) {
   Plan plan;
@@ -99,6 +121,7 @@ Plan make_plan(const PlanInput& input, const Expected<Decision>& decision,
     }
     plan.waiting[waiting[i].queued->job->id] = wait;
   }
+  index_starts(plan);
   return plan;
 }
 

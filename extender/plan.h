@@ -16,6 +16,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -47,6 +48,10 @@ struct Plan {
   double solve_seconds = 0;
   std::unordered_map<std::string, PlannedStart> starts;
   std::unordered_map<std::string, PlannedWait> waiting;
+  // How many starts the plan puts on each machine type of a node (index_starts()): the free
+  // machines there that a start planned elsewhere may take without taking another job's.
+  std::unordered_map<std::string, int> starts_on;
+  int planned_on(std::string_view node, std::string_view device) const;
   std::unordered_set<std::string> unrunnable;
   std::string error;  // the policy's error, when it failed
   // Queued jobs the policy cannot take (job id -> reason); left out of the round so it goes on
@@ -54,8 +59,11 @@ struct Plan {
   std::unordered_map<std::string, std::string> parked;
 };
 
+// Indexed (index_starts) before it returns.
 Plan make_plan(const PlanInput& input, const Expected<Decision>& decision,
                const std::vector<MachineSlot>& slots, double solve_seconds);
+// Recounts plan.starts_on from plan.starts (after starts were added to a made plan).
+void index_starts(Plan& plan);
 
 // A plan replaced by a newer one is destroyed on the publishing thread, never under the board's
 // lock nor by the reader that happened to hold it last: at 10,000 queued jobs freeing one is

@@ -239,6 +239,7 @@ void Planner::solve_once() {
     made.starts[job_id] = start;
     made.waiting.erase(job_id);
   }
+  if (!held.empty()) index_starts(made);
   {
     std::shared_lock lock(book_mu_);
     for (const std::string& id : book_.parked_jobs()) made.parked[id] = book_.job(id)->parked;

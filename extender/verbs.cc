@@ -246,9 +246,12 @@ void ExtenderVerbs::answer(const JobBook& book, const Plan& plan, const JobVaria
       }
       break;
     }
+    // Not the machines the plan gives other jobs (admitted ones among them, whose pods are on
+    // their way): kube-scheduler would bind this pod there and leave that job, ungated, with
+    // no machine, to steal the next one in turn.
     for (std::size_t i = 0; i < candidates.size(); ++i) {
       const std::optional<NodeCapacity> found = book.find_capacity(candidates[i], start->device);
-      if (found && found->free > 0) keep(i);
+      if (found && found->free > plan.planned_on(candidates[i], start->device)) keep(i);
     }
     if (!result.node_names->empty()) return;
   }
@@ -259,7 +262,7 @@ void ExtenderVerbs::answer(const JobBook& book, const Plan& plan, const JobVaria
   using Reason = NodeReasons::Reason;
   NodeReasons& failed = result.failed_nodes;
   NodeReasons& unresolvable = result.failed_and_unresolvable_nodes;
-  std::optional<Reason> no_capacity, never_here, waiting;
+  std::optional<Reason> no_capacity, never_here, waiting, planned_for_others;
   std::map<int, Reason> insufficient;  // by the node's total machines
   auto once = [](std::optional<Reason>& reason, NodeReasons& in, auto text) {
     if (!reason) reason = in.reason(text());
@@ -277,6 +280,11 @@ void ExtenderVerbs::answer(const JobBook& book, const Plan& plan, const JobVaria
       unresolvable.add(node, once(never_here, unresolvable, [&] { return never; }));
     } else if (start == nullptr) {
       failed.add(node, once(waiting, failed, [&] { return wait_reason; }));
+    } else if (capacity.free > 0) {
+      // Free in the book, but every free machine there is another job's in the plan.
+      failed.add(node, once(planned_for_others, failed, [&] {
+                   return "free " + resource + " here is planned for other jobs";
+                 }));
     } else {
       // The job starts now, but no offered node of its device has a free machine.
       auto it = insufficient.find(capacity.total);

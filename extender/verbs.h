@@ -15,7 +15,9 @@
 //     comes from the plan that includes it. Refusing instead parks the pod in kube-scheduler's
 //     back-off (up to 10 s) just before the plan would start it. A job that starts now gets its
 //     planned node, for the planned device's variant (any offered node with a free machine of that
-//     device if the planned one is not offered or is full), and the answer is only that:
+//     device that the plan gives no other job, if the planned one is not offered or is full: an
+//     admitted job's machine taken by another would send it to take the next one), and the
+//     answer is only that:
 //     NodeNames (and Nodes when full objects were sent), both failed maps null. kube-scheduler
 //     v1.28 takes NodeNames as its feasible list and reads the failed maps only when no node is
 //     left (findNodesThatPassExtenders), so reasons for the other nodes would be read by nobody;

@@ -1,9 +1,9 @@
 // extender/verbs.h, /filter's answer node by node. A pod that passes is answered with the nodes
 // it passes on and nothing else: its planned node, or any offered node with a free machine of the
-// planned device when the planned one is not offered (kube-scheduler v1.28 reads the failed maps
-// only when no node is left). A pod that passes nowhere names every offered node with the reason
-// that fits it (not in the inventory, no such device, queued, no free machine): that is the
-// FitError `kubectl describe pod` shows.
+// planned device that the plan gives no other job when the planned one is not offered
+// (kube-scheduler v1.28 reads the failed maps only when no node is left). A pod that passes nowhere
+// names every offered node with the reason that fits it (not in the inventory, no such device,
+// queued, no free machine): that is the FitError `kubectl describe pod` shows.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -70,6 +70,26 @@ TEST(FilterAnswerTest, APassingPodIsAnsweredWithItsNodeAndNoReasons) {
             render(all).find("\"FailedNodes\":null,\"FailedAndUnresolvableNodes\":null"))
       << render(all);
   EXPECT_EQ(0, cluster.waits) << "a free machine is offered: nothing to wait for";
+}
+
+TEST(FilterAnswerTest, AFreeMachineThePlanGivesAnotherJobIsNotTaken) {
+  Cluster cluster;
+  ASSERT_EQ("", cluster.filter(cluster.a, {"g1"}).error);
+  const json b = testing::make_pod("lab", "b-gpu", "nvidia.com/gpu", {{"allox.io/job", "b"}});
+  ASSERT_EQ("", cluster.filter(b, {"g1", "g2"}).error);
+  cluster.planner->solve_now();
+  const std::string a_node = cluster.planned_node("lab/a"), b_node = cluster.planned_node("lab/b");
+  ASSERT_NE(a_node, b_node);
+  // kube-scheduler did not offer a's planned node: b's, free in the book, is not a's to take
+  // (b's pod would then find it gone, and take the next job's).
+  FilterResult taken = cluster.filter(cluster.a, {"c1", b_node});
+  ASSERT_EQ("", taken.error);
+  EXPECT_TRUE(taken.node_names->empty()) << render(taken);
+  EXPECT_EQ("free nvidia.com/gpu here is planned for other jobs", taken.failed_nodes.at(b_node));
+  EXPECT_EQ(0, cluster.waits);
+  // b itself is answered with its node.
+  FilterResult own = cluster.filter(b, {"c1", b_node});
+  EXPECT_EQ(std::vector<std::string>{b_node}, own.node_names->strings());
 }
 
 TEST(FilterAnswerTest, ARejectedPodNamesEveryOfferedNodeWithItsReason) {
