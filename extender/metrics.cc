@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <exception>
+#include <initializer_list>
 #include <limits>
 #include <sstream>
 
@@ -27,6 +28,13 @@ std::string label_value(const std::string& value) {
     out.push_back(c);
   }
   return out;
+}
+
+// One histogram family: its HELP and TYPE lines, then each series by its labels.
+void render_histograms(std::string& out, const std::string& name, const std::string& help,
+                       std::initializer_list<std::pair<std::string, const Histogram*>> series) {
+  out += "# HELP " + name + " " + help + "\n# TYPE " + name + " histogram\n";
+  for (const auto& [labels, histogram] : series) histogram->render(name, labels, out);
 }
 
 }  // namespace
@@ -159,29 +167,24 @@ std::string Metrics::render() const {
     latency_[v].render("allox_request_duration_seconds",
                        std::string("verb=\"") + verb_name(static_cast<Verb>(v)) + "\"", out);
   }
-  out += "# HELP allox_solve_duration_seconds Scheduling-round latency.\n";
-  out += "# TYPE allox_solve_duration_seconds histogram\n";
-  solve_.render("allox_solve_duration_seconds", "", out);
-  out +=
-      "# HELP allox_completion_to_bind_seconds From a completion that freed a machine while "
-      "jobs waited to the next bind onto that node and device (alloxd's clock).\n";
-  out += "# TYPE allox_completion_to_bind_seconds histogram\n";
-  completion_to_bind_.render("allox_completion_to_bind_seconds", "", out);
-  out += "# HELP allox_time_to_bind_seconds From a job's arrival to its bind (alloxd's clock).\n";
-  out += "# TYPE allox_time_to_bind_seconds histogram\n";
-  time_to_bind_.render("allox_time_to_bind_seconds", "", out);
-  out +=
-      "# HELP allox_store_write_duration_seconds Each committed write transaction of the store, "
-      "from BEGIN to the end of COMMIT (a synced one includes its fsync).\n";
-  out += "# TYPE allox_store_write_duration_seconds histogram\n";
-  store_synced_.render("allox_store_write_duration_seconds", "durability=\"synced\"", out);
-  store_written_.render("allox_store_write_duration_seconds", "durability=\"written\"", out);
-  out +=
-      "# HELP allox_filter_watch_wait_seconds A /filter's wait for the watch when alloxd was "
-      "behind the cluster (kube-scheduler's cycle waits with it): settled by a plan, or vain.\n";
-  out += "# TYPE allox_filter_watch_wait_seconds histogram\n";
-  watch_wait_settled_.render("allox_filter_watch_wait_seconds", "outcome=\"settled\"", out);
-  watch_wait_vain_.render("allox_filter_watch_wait_seconds", "outcome=\"vain\"", out);
+  render_histograms(out, "allox_solve_duration_seconds", "Scheduling-round latency.",
+                    {{"", &solve_}});
+  render_histograms(out, "allox_completion_to_bind_seconds",
+                    "From a completion that freed a machine while jobs waited to the next bind "
+                    "onto that node and device (alloxd's clock).",
+                    {{"", &completion_to_bind_}});
+  render_histograms(out, "allox_time_to_bind_seconds",
+                    "From a job's arrival to its bind (alloxd's clock).", {{"", &time_to_bind_}});
+  render_histograms(
+      out, "allox_store_write_duration_seconds",
+      "Each committed write transaction of the store, from BEGIN to the end of "
+      "COMMIT (a synced one includes its fsync).",
+      {{"durability=\"synced\"", &store_synced_}, {"durability=\"written\"", &store_written_}});
+  render_histograms(
+      out, "allox_filter_watch_wait_seconds",
+      "A /filter's wait for the watch when alloxd was behind the cluster "
+      "(kube-scheduler's cycle waits with it): settled by a plan, or vain.",
+      {{"outcome=\"settled\"", &watch_wait_settled_}, {"outcome=\"vain\"", &watch_wait_vain_}});
   out += "# HELP allox_bind_failures_total Binds answered with an Error.\n";
   out += "# TYPE allox_bind_failures_total counter\n";
   out += "allox_bind_failures_total " + std::to_string(bind_failures_.load()) + "\n";
