@@ -51,9 +51,7 @@ void fill_missing_starts(const ClusterState& state, const std::vector<Placement>
   }
 }
 
-}  // namespace
-
-namespace {
+// Plan::starts_on's key: the node and the device, apart.
 std::string machine_key(std::string_view node, std::string_view device) {
   std::string key;
   key.reserve(node.size() + 1 + device.size());
@@ -61,6 +59,7 @@ std::string machine_key(std::string_view node, std::string_view device) {
   key.append(device);
   return key;
 }
+
 }  // namespace
 
 int Plan::planned_on(std::string_view node, std::string_view device) const {

@@ -251,7 +251,9 @@ void ExtenderVerbs::answer(const JobBook& book, const Plan& plan, const JobVaria
     // no machine, to steal the next one in turn.
     for (std::size_t i = 0; i < candidates.size(); ++i) {
       const std::optional<NodeCapacity> found = book.find_capacity(candidates[i], start->device);
-      if (found && found->free > plan.planned_on(candidates[i], start->device)) keep(i);
+      if (found && found->free > 0 && found->free > plan.planned_on(candidates[i], start->device)) {
+        keep(i);
+      }
     }
     if (!result.node_names->empty()) return;
   }
