@@ -186,12 +186,18 @@ void Controller::reconcile() {
     released_.clear();
     recheck_.clear();
     last_plan_.reset();
+    planner_.plan_acted_on(planner_.latest_plan()->version);  // a follower admits nothing
     return;
   }
   const std::uint64_t pass_number = ++passes_;
   const auto now = Clock::now();
   const double wall = planner_.now();
   std::shared_ptr<const Plan> plan = planner_.latest_plan();
+  const std::uint64_t seen = plan->version;  // acted on below, whether used or passed over
+  // A plan solved before this controller's last admissions were in the book did not hold their
+  // machines: it may start another job on one (or move a released job), so the pass acts on
+  // the plan it last acted on until the planner publishes one that holds them.
+  if (last_plan_ != nullptr && plan->version < planner_.admitted_version()) plan = last_plan_;
   // The feed's pods as of now: only the pods changed since the last pass are copied.
   std::vector<std::string> changed;
   const std::vector<std::string> gone = feed_.sync_pods(mirror_, &changed);
@@ -313,6 +319,7 @@ void Controller::reconcile() {
     }
   });
   const std::vector<Status> admitted = planner_.admit_all(admissions);
+  planner_.plan_acted_on(seen);
   for (std::size_t i = 0; i < admitted.size(); ++i) {
     if (!admitted[i]) {
       log_warn("controller: admission failed",

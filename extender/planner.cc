@@ -132,6 +132,15 @@ void Planner::solve_now() {
   plans_.wait_for(version, std::chrono::steady_clock::now() + std::chrono::seconds(30));
 }
 
+void Planner::plan_acted_on(std::uint64_t version) {
+  {
+    std::lock_guard lock(wake_mu_);
+    if (version <= acted_on_) return;
+    acted_on_ = version;
+  }
+  wake_cv_.notify_all();
+}
+
 bool Planner::busy() const {
   std::lock_guard lock(wake_mu_);
   return wake_pending_ || !sleeping_;
@@ -153,11 +162,20 @@ void Planner::loop() {
     const auto ended = std::chrono::steady_clock::now();
     const auto resume = ended + plan_pause(std::chrono::duration<double>(ended - began).count(),
                                            options_.pace, options_.max_pause);
+    const std::uint64_t published = plans_.latest()->version;
     std::unique_lock lock(wake_mu_);
     sleeping_ = true;
     // The pause: changes made in it set wake_pending_ and are planned together after it.
     pausing_ = true;
     wake_cv_.wait_until(lock, resume, [&] { return urgent_ || stopping_; });
+    if (options_.admissions_wait > 0) {
+      // The next plan holds this one's admissions only if they are in the book before it.
+      const auto admitted_by =
+          ended + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                      std::chrono::duration<double>(options_.admissions_wait));
+      wake_cv_.wait_until(lock, admitted_by,
+                          [&] { return acted_on_ >= published || urgent_ || stopping_; });
+    }
     pausing_ = false;
     wake_cv_.wait_for(lock, tick, [&] { return wake_pending_ || stopping_; });
     sleeping_ = false;
@@ -453,8 +471,14 @@ void Planner::record_start_group(const std::vector<StartCall*>& group) {
           call->result = Started{job->record, {}};
           continue;
         }
-        auto record =
-            book_.start(variant.job_id, variant, call->node, call->preferred_slot, started_at);
+        int slot = call->preferred_slot;
+        if (auto admission = admitted_.find(variant.job_id);
+            slot < 0 && admission != admitted_.end() &&
+            admission->second.start.node == call->node &&
+            admission->second.start.device == variant.device) {
+          slot = admission->second.start.slot;  // the machine held for it (the watch names none)
+        }
+        auto record = book_.start(variant.job_id, variant, call->node, slot, started_at);
         if (!record) {
           call->result = record.error();
           continue;
@@ -655,6 +679,30 @@ std::vector<std::pair<std::string, PlannedStart>> Planner::hold_admitted(PlanInp
     return std::pair<double, std::string_view>(q.job->arrival, q.job->id) < key;
   };
   std::vector<bool> keep;
+  auto hold = [&](const std::string& job_id, const QueuedJob& queued, std::size_t queue_index,
+                  PlannedStart start, double seconds) {
+    const auto slot = static_cast<std::size_t>(start.slot);
+    state.idle[slot] = false;
+    state.machines[slot].busy_until = now + seconds;
+    state.running.push_back({queued.job, slot, now, now + seconds, 0});
+    held.emplace_back(job_id, std::move(start));
+    if (keep.empty()) keep.assign(state.queue.size(), true);
+    keep[queue_index] = false;
+  };
+  // Admissions whose slot another start took: a bind that reached a node with no slot named
+  // (the watch's, or one kube-scheduler sent elsewhere) takes the node's first free machine,
+  // which may be the one held for this job. The node still has the machine the other start was
+  // planned on, so the job keeps its node on that one (second pass, after every admission whose
+  // slot is free kept it) rather than be planned afresh while its pod is already released.
+  struct Displaced {
+    const std::string* job_id;
+    const QueuedJob* queued;
+    std::size_t queue_index;
+    const PlannedStart* start;
+    double seconds;
+  };
+  std::vector<Displaced> displaced;
+  const std::vector<MachineSlot>& slots = *input.slots;
   const auto wall = std::chrono::steady_clock::now();
   for (const auto& [job_id, admission] : admitted_) {
     if (std::chrono::duration<double>(wall - admission.at).count() > options_.admission_hold) {
@@ -667,18 +715,35 @@ std::vector<std::pair<std::string, PlannedStart>> Planner::hold_admitted(PlanInp
     if (found == state.queue.end() || found->job->id != job_id) continue;  // parked, in doubt
     const QueuedJob& queued = *found;
     const auto slot = static_cast<std::size_t>(admission.start.slot);
-    if (admission.start.slot < 0 || slot >= state.machines.size() || !state.idle[slot] ||
+    if (admission.start.slot < 0 || slot >= state.machines.size() || slot >= slots.size() ||
+        slots[slot].node != admission.start.node ||
         state.machines[slot].device != admission.start.device) {
-      continue;  // the slot is no longer free for it: planned afresh
+      continue;  // the inventory changed under it: planned afresh
     }
     auto time = queued.job->time.find(admission.start.device);
     if (time == queued.job->time.end()) continue;
-    state.idle[slot] = false;
-    state.machines[slot].busy_until = now + time->second;
-    state.running.push_back({queued.job, slot, now, now + time->second, 0});
-    held.emplace_back(job_id, admission.start);
-    if (keep.empty()) keep.assign(state.queue.size(), true);
-    keep[static_cast<std::size_t>(found - state.queue.begin())] = false;
+    const auto queue_index = static_cast<std::size_t>(found - state.queue.begin());
+    if (state.idle[slot]) {
+      hold(job_id, queued, queue_index, admission.start, time->second);
+    } else {
+      displaced.push_back({&job_id, &queued, queue_index, &admission.start, time->second});
+    }
+  }
+  for (const Displaced& d : displaced) {
+    // A node's machines of one device are adjacent slots (JobBook::set_inventory).
+    const auto at = static_cast<std::size_t>(d.start->slot);
+    auto same_machine_type = [&](std::size_t i) {
+      return slots[i].node == d.start->node && slots[i].device == d.start->device;
+    };
+    std::size_t first = at;
+    while (first > 0 && same_machine_type(first - 1)) --first;
+    for (std::size_t i = first; i < slots.size() && same_machine_type(i); ++i) {
+      if (!state.idle[i]) continue;
+      PlannedStart moved = *d.start;
+      moved.slot = static_cast<int>(i);
+      hold(*d.job_id, *d.queued, d.queue_index, std::move(moved), d.seconds);
+      break;
+    }  // no free machine left there: planned afresh
   }
   if (held.empty()) return held;
   std::size_t kept = 0;
@@ -775,10 +840,19 @@ std::vector<Status> Planner::admit_all(const std::vector<AdmitRequest>& admissio
           chunk_changed = chunk_changed || a.forgotten > 0;
           if (!outcomes[a.index]) continue;
           const AdmitRequest& request = admissions[a.index];
-          admitted_[request.job_id] = {request.pod_key, request.start, at};
+          Admission& admission = admitted_[request.job_id];
+          // A hold moved to another machine of the same node (hold_admitted) is the same
+          // commitment: its time runs from the first admission.
+          const bool moved = admission.pod_key == request.pod_key &&
+                             admission.start.node == request.start.node &&
+                             admission.start.device == request.start.device;
+          admission = {request.pod_key, request.start, moved ? admission.at : at};
           chunk_changed = true;
         }
-        if (chunk_changed) book_.touch();
+        if (chunk_changed) {
+          book_.touch();
+          admitted_version_.store(book_.version(), std::memory_order_release);
+        }
         changed = changed || chunk_changed;
       });
     });

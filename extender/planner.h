@@ -73,6 +73,11 @@ struct PlannerOptions {
   // The pause after each plan (see above). pace 0: plan again as soon as anything changed.
   double pace = 1;
   double max_pause = 0.2;  // seconds
+  // With a controller (it admits each plan's starts): how long, at most, the next snapshot waits
+  // after a plan for the controller to say it acted on it (plan_acted_on). A plan solved before
+  // the last plan's admissions were in the book does not hold their machines, so it may start
+  // other jobs on them. 0: no wait.
+  double admissions_wait = 0;  // seconds
   // The planner thread's nice value (thread_priority.h): the request threads, the watch and the
   // controller go first when the cores are busy. Never raised above the process's: 0 keeps it.
   int nice = 10;
@@ -208,6 +213,17 @@ class Planner {
   // a plan older than that may still keep a job waiting that can start now (verbs.h).
   std::uint64_t freed_version() const { return freed_version_.load(std::memory_order_acquire); }
 
+  // The controller acted on the plan of book version `version` (its admissions are in the
+  // book, or it had none to make): the next snapshot need not wait for it any longer.
+  void plan_acted_on(std::uint64_t version);
+
+  // The book version of the latest admission (admit_all). A plan of an older book was solved
+  // without that admission's hold and may give its machine to another job: the controller acts
+  // on a newer plan only.
+  std::uint64_t admitted_version() const {
+    return admitted_version_.load(std::memory_order_acquire);
+  }
+
   // Wakes the planner thread and waits until it has published a plan of the current book.
   void solve_now();
   // True while a change waits for a plan, or a plan is being made or handed to its listener.
@@ -300,13 +316,15 @@ class Planner {
   mutable std::mutex wake_mu_;
   std::condition_variable wake_cv_;
   bool wake_pending_ = false;
-  bool urgent_ = false;    // solve_now() asked: no pause (guarded by wake_mu_)
-  bool sleeping_ = false;  // the thread waits for a wake (guarded by wake_mu_)
-  bool pausing_ = false;   // the thread waits out the pause after a plan (guarded by wake_mu_)
+  bool urgent_ = false;         // solve_now() asked: no pause (guarded by wake_mu_)
+  bool sleeping_ = false;       // the thread waits for a wake (guarded by wake_mu_)
+  bool pausing_ = false;        // the thread waits out the pause after a plan (guarded by wake_mu_)
+  std::uint64_t acted_on_ = 0;  // plan_acted_on's latest version (guarded by wake_mu_)
   bool stopping_ = false;
   std::thread thread_;
   std::atomic<bool> ready_{false};
-  std::atomic<std::uint64_t> freed_version_{0};  // written under book_mu_
+  std::atomic<std::uint64_t> freed_version_{0};     // written under book_mu_
+  std::atomic<std::uint64_t> admitted_version_{0};  // written under book_mu_
   std::function<void()> plan_listener_;
   std::atomic<bool> intents_seen_{true};  // false while restored bind intents await a first look
   std::chrono::steady_clock::time_point next_history_prune_{};

@@ -26,6 +26,9 @@ Expected<std::unique_ptr<ExtenderService>> ExtenderService::create(
   PlannerOptions planner_options;
   planner_options.clock = std::move(options.clock);
   if (!cluster) planner_options.inventory = config.nodes;
+  // The controller admits each plan's starts (a short store transaction): the next plan waits
+  // for them, so it holds their machines (PlannerOptions::admissions_wait).
+  if (cluster) planner_options.admissions_wait = 0.5;
   auto planner = Planner::create(config, std::move(policy), s.metrics_, std::move(planner_options));
   if (!planner) return planner.error();
   s.planner_ = std::move(*planner);

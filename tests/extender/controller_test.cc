@@ -275,6 +275,131 @@ TEST(ControllerTest, AnAdmissionIsHeldForWallTimeWhateverThePlannersClock) {
   EXPECT_EQ(1u, f.planner->latest_plan()->starts.count("lab/a"));
 }
 
+// The node's machines of one device, as the book numbers them (JobBook::slots).
+std::vector<int> gpu_slots_of(const Planner& planner, const std::string& node) {
+  return planner.read([&](const JobBook& book) {
+    std::vector<int> out;
+    for (std::size_t i = 0; i < book.slots().size(); ++i) {
+      if (book.slots()[i].node == node && book.slots()[i].device == "gpu") {
+        out.push_back(static_cast<int>(i));
+      }
+    }
+    return out;
+  });
+}
+
+PlannedStart gpu_slot(const std::string& node, int slot) {
+  PlannedStart start;
+  start.node = node;
+  start.device = "gpu";
+  start.slot = slot;
+  return start;
+}
+
+JobVariant variant_in_book(const Planner& planner, const std::string& job) {
+  return planner.read([&](const JobBook& book) { return book.job(job)->variants.begin()->second; });
+}
+
+// A start that names no machine (the watch's, or a bind kube-scheduler sent off its planned
+// node) takes the node's first free one, which may be the one held for an admitted job. That
+// job keeps its node on the machine left there; planned afresh, the queue's head would take
+// it and the released pod would be turned away.
+TEST(ControllerTest, AnAdmissionWhoseMachineAnotherStartTookKeepsItsNodeOnTheOneLeft) {
+  Fixture f;
+  f.feed->node_handler().on_replace({testing::make_node("g1", "3", "0")});
+  f.feed->pod_handler().on_replace({variant("a-gpu", "a", "nvidia.com/gpu", true),
+                                    variant("b-gpu", "b", "nvidia.com/gpu", true),
+                                    variant("c-gpu", "c", "nvidia.com/gpu", true),
+                                    variant("d-gpu", "d", "nvidia.com/gpu", true)});
+  f.planner->solve_now();
+  const std::vector<int> slots = gpu_slots_of(*f.planner, "g1");
+  ASSERT_EQ(3u, slots.size());
+  // b and c were released for the first two machines (a, first in the queue, was not).
+  ASSERT_TRUE(f.planner->admit("lab/b", "lab/b-gpu", gpu_slot("g1", slots[0])).ok());
+  ASSERT_TRUE(f.planner->admit("lab/c", "lab/c-gpu", gpu_slot("g1", slots[1])).ok());
+  auto started = f.planner->record_start(variant_in_book(*f.planner, "lab/d"), "g1", -1);
+  ASSERT_TRUE(started.ok()) << started.message();
+  ASSERT_EQ(slots[0], f.planner->read([](const JobBook& b) { return b.job("lab/d")->slot; }))
+      << "the premise: d took the machine held for b";
+  f.planner->solve_now();
+  const auto plan = f.planner->latest_plan();
+  ASSERT_EQ(1u, plan->starts.count("lab/b"));
+  EXPECT_EQ(gpu_slot("g1", slots[2]), plan->starts.at("lab/b"));
+  ASSERT_EQ(1u, plan->starts.count("lab/c"));
+  EXPECT_EQ(gpu_slot("g1", slots[1]), plan->starts.at("lab/c"));
+  EXPECT_EQ(1u, plan->waiting.count("lab/a")) << "the queue's head waits for the next machine";
+}
+
+// The watch names a node, not a machine: an admitted job seen bound there runs on the machine
+// held for it, not on the node's first free one (another admission's).
+TEST(ControllerTest, AStartSeenByTheWatchTakesTheMachineHeldForItsJob) {
+  Fixture f;
+  f.feed->node_handler().on_replace({testing::make_node("g1", "3", "0")});
+  f.feed->pod_handler().on_replace({variant("a-gpu", "a", "nvidia.com/gpu", true),
+                                    variant("b-gpu", "b", "nvidia.com/gpu", true)});
+  f.planner->solve_now();
+  const std::vector<int> slots = gpu_slots_of(*f.planner, "g1");
+  ASSERT_EQ(3u, slots.size());
+  ASSERT_TRUE(f.planner->admit("lab/a", "lab/a-gpu", gpu_slot("g1", slots[2])).ok());
+  auto started = f.planner->record_start(variant_in_book(*f.planner, "lab/a"), "g1", -1);
+  ASSERT_TRUE(started.ok()) << started.message();
+  EXPECT_EQ(slots[2], f.planner->read([](const JobBook& b) { return b.job("lab/a")->slot; }));
+}
+
+// A hold moved to another machine of its node is the same commitment: it lapses
+// admission_hold after the first admission, not after the move.
+TEST(ControllerTest, AHoldMovedOnItsNodeLapsesFromItsFirstAdmission) {
+  PlannerOptions options;
+  options.admission_hold = 0.3;
+  Fixture f(options);
+  f.feed->node_handler().on_replace({testing::make_node("g1", "2", "0")});
+  f.feed->pod_handler().on_replace({variant("a-gpu", "a", "nvidia.com/gpu", true),
+                                    variant("b-gpu", "b", "nvidia.com/gpu", true),
+                                    variant("c-gpu", "c", "nvidia.com/gpu", true)});
+  f.planner->solve_now();
+  const std::vector<int> slots = gpu_slots_of(*f.planner, "g1");
+  ASSERT_EQ(2u, slots.size());
+  ASSERT_TRUE(f.planner->admit("lab/c", "lab/c-gpu", gpu_slot("g1", slots[0])).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  ASSERT_TRUE(f.planner->admit("lab/c", "lab/c-gpu", gpu_slot("g1", slots[1])).ok());
+  f.planner->solve_now();
+  EXPECT_EQ(1u, f.planner->latest_plan()->starts.count("lab/c")) << "held, on its new machine";
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));  // 0.4 s since the first
+  f.feed->pod_handler().on_upsert(variant("d-gpu", "d", "nvidia.com/gpu", true));
+  f.planner->solve_now();
+  const auto plan = f.planner->latest_plan();
+  EXPECT_EQ(0u, plan->starts.count("lab/c")) << "lapsed: planned afresh, behind a and b";
+  EXPECT_EQ(1u, plan->starts.count("lab/a"));
+  EXPECT_EQ(1u, plan->starts.count("lab/b"));
+}
+
+// After a plan, the next one waits for the controller to have admitted its starts (at most
+// admissions_wait): solved before they are in the book, it would not hold their machines.
+TEST(ControllerTest, TheNextPlanWaitsUntilTheControllerActedOnTheLastOne) {
+  PlannerOptions options;
+  options.admissions_wait = 30;
+  Fixture f(options);
+  f.feed->node_handler().on_replace({testing::make_node("g1", "1", "0")});
+  f.feed->pod_handler().on_replace({variant("a-gpu", "a", "nvidia.com/gpu", true)});
+  f.planner->solve_now();
+  // solve_now's own ask may be met by a plan already being made, and then be planned again.
+  while (f.planner->busy()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  const std::uint64_t acted = f.planner->latest_plan()->version;
+  f.feed->pod_handler().on_upsert(variant("b-gpu", "b", "nvidia.com/gpu", true));
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));  // well past the pause (0.2 s)
+  EXPECT_EQ(acted, f.planner->latest_plan()->version) << "planned before the controller acted";
+  f.controller->reconcile();  // admits a, and says so
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (f.planner->latest_plan()->waiting.count("lab/b") == 0 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const auto plan = f.planner->latest_plan();
+  EXPECT_EQ(1u, plan->waiting.count("lab/b"));
+  EXPECT_EQ(1u, plan->starts.count("lab/a")) << "a's admission held in it";
+  EXPECT_LT(std::chrono::steady_clock::now(), deadline);
+}
+
 // The controller admits a plan's starts together: every sibling leaves the book and the store
 // in one transaction, and each admission has its own outcome.
 TEST(ControllerTest, AdmissionsTogetherDropEverySiblingAndReportEachOutcome) {
