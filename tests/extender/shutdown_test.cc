@@ -92,11 +92,15 @@ TEST(ShutdownTest, SigtermUnderLoadExitsCleanly) {
     auto status = terminate(*alloxd, std::chrono::seconds(10), &took);
     stop = true;
     for (std::thread& t : clients) t.join();
-    ASSERT_TRUE(status.has_value()) << "run " << run << ": alloxd still running 10 s after SIGTERM";
-    EXPECT_TRUE(WIFEXITED(*status))
-        << "run " << run << ": killed by signal " << (WIFSIGNALED(*status) ? WTERMSIG(*status) : 0);
-    EXPECT_EQ(0, WEXITSTATUS(*status)) << "run " << run;
-    EXPECT_LT(took, std::chrono::seconds(5)) << "run " << run;
+    // alloxd's own account of its shutdown (drain, watchdog) says why when one of these fails.
+    ASSERT_TRUE(status.has_value())
+        << "run " << run << ": alloxd still running 10 s after SIGTERM\n"
+        << alloxd->log();
+    EXPECT_TRUE(WIFEXITED(*status)) << "run " << run << ": killed by signal "
+                                    << (WIFSIGNALED(*status) ? WTERMSIG(*status) : 0) << "\n"
+                                    << alloxd->log();
+    EXPECT_EQ(0, WEXITSTATUS(*status)) << "run " << run << "\n" << alloxd->log();
+    EXPECT_LT(took, std::chrono::seconds(5)) << "run " << run << "\n" << alloxd->log();
   }
 }
 
