@@ -28,6 +28,7 @@
 #include "extender/cluster_api.h"
 #include "extender/config.h"
 #include "extender/http_server.h"
+#include "extender/request_threads.h"
 #include "extender/routes.h"
 #include "extender/service.h"
 #include "extender/thread_priority.h"
@@ -88,25 +89,28 @@ void raise_descriptor_limit() {
 // thread_slice), so a /filter preempts them. With `idle`, the named background threads enter
 // the idle class as they start (the main thread cannot: the I/O threads it starts could not
 // leave it). Said once if the kernel refuses either.
-// With `request_threads: realtime` kube-scheduler's listener's threads (and the book's writer,
-// extender/write_delegate.h) run real-time instead; when the kernel refuses
-// (no CAP_SYS_NICE), they stay normal and that is said once.
-void run_in_background_but_answer_at_once(int slice_us, bool idle, bool realtime) {
+// kube-scheduler's listener's threads (and the book's writer, extender/write_delegate.h) run in
+// the class request_threads.h chooses: real-time by default where the kernel grants it and the
+// listener is on loopback. The choice and its reason are logged once.
+void run_in_background_but_answer_at_once(int slice_us, bool idle, RequestThreads request_threads,
+                                          const std::string& listen_host) {
   set_background_class(idle ? BackgroundClass::kIdle : BackgroundClass::kBatch);
   if (Status background = run_this_thread_in_background(); !background) {
     log_warn("alloxd's threads keep the default scheduling class",
              {{"error", background.message()}});
   }
-  if (realtime) {
-    Status granted = realtime_granted();
-    if (granted) {
-      set_request_class(RequestClass::kRealtime);
-      return;
-    }
-    log_warn("request_threads: realtime: the request threads stay in the normal class",
-             {{"error", granted.message()}});
+  const Status granted =
+      request_threads == RequestThreads::kNormal ? OkStatus() : realtime_granted();
+  const RequestClassChoice choice = choose_request_class(request_threads, listen_host, granted);
+  set_request_class(choice.chosen);
+  const bool realtime = choice.chosen == RequestClass::kRealtime;
+  if (realtime || request_threads == RequestThreads::kNormal) {
+    log_info("request threads",
+             {{"class", realtime ? "realtime" : "normal"}, {"reason", choice.reason}});
+  } else {
+    log_warn("request threads", {{"class", "normal"}, {"reason", choice.reason}});
   }
-  if (slice_us == 0) return;
+  if (realtime || slice_us == 0) return;
   Status interactive = OkStatus();
   std::thread([&] {
     interactive = run_this_thread_interactively(std::chrono::microseconds(slice_us));
@@ -154,15 +158,15 @@ int run(const Flags& flags) {
   }
   configure_log(config->log);
   raise_descriptor_limit();
-  run_in_background_but_answer_at_once(config->http_thread_slice_us,
-                                       config->idle_background_threads,
-                                       config->realtime_request_threads);
   if (!listen.empty()) {
     if (auto s = set_listen_address(*config, listen); !s) {
       log_error("--listen: " + s.message());
       return 2;
     }
   }
+  run_in_background_but_answer_at_once(config->http_thread_slice_us,
+                                       config->idle_background_threads, config->request_threads,
+                                       config->listen_host);
   if (!database.empty()) config->database = database;
 
   PolicyOptions options;

@@ -323,8 +323,7 @@ void read_root(FieldReader& reader, const YAML::Node& root, ExtenderConfig& conf
                            .value_or(config.http_thread_slice_us));
   read_either(reader, root, "background_threads", "batch", "idle", "idle",
               config.idle_background_threads);
-  read_either(reader, root, "request_threads", "normal", "realtime", "realtime",
-              config.realtime_request_threads);
+  read_choice(reader, root, "request_threads", "", parse_request_threads, config.request_threads);
   config.admin_token = reader.text(root, "admin_token", "", false).value_or("");
   if (auto token = token_file(reader, root, "admin_token_file", "")) config.admin_token = *token;
   read_devices(reader, root, config.devices);

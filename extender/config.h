@@ -24,6 +24,10 @@
 //                                   # pool). idle: a request thread that wakes always preempts
 //                                   # them; at 5,000 nodes on 2 shared cores it halved the
 //                                   # /filter p99 and cost ~17% of the bind rate (results.md)
+//   request_threads: auto           # auto | normal | realtime: the class of the threads that
+//                                   # answer kube-scheduler (request_threads.h). auto:
+//                                   # real-time (SCHED_FIFO) when the kernel grants it and
+//                                   # `listen` is on loopback, normal otherwise
 //   admin_token: s3cret             # or admin_token_file; required by the POST /v1 endpoints
 //   devices:                        # resource name -> device type
 //     - {resource: nvidia.com/gpu, device: gpu}
@@ -65,6 +69,7 @@
 #include "core/model.h"
 #include "core/result.h"
 #include "extender/pod.h"
+#include "extender/request_threads.h"
 
 namespace allox::extender {
 
@@ -135,9 +140,9 @@ struct ExtenderConfig {
   int http_thread_slice_us = 0;
   // The threads that answer no request run idle (SCHED_IDLE) rather than batch (thread_priority.h).
   bool idle_background_threads = false;
-  // The threads that answer kube-scheduler run real-time (SCHED_FIFO 1; needs CAP_SYS_NICE)
-  // rather than normal (thread_priority.h RequestClass).
-  bool realtime_request_threads = false;
+  // The class of the threads that answer kube-scheduler (request_threads.h): real-time when
+  // granted and the listener is on loopback (auto), or as set.
+  RequestThreads request_threads = RequestThreads::kAuto;
   std::string admin_token;
   DeviceMapping devices;
   std::vector<NodeInventory> nodes;

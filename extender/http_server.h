@@ -52,7 +52,7 @@ struct HttpServerOptions {
   // preempts background work instead of waiting out its slice. 0: the kernel's default slice.
   std::chrono::microseconds thread_slice{0};
   // The I/O threads enter the process's request class instead (thread_priority.h RequestClass:
-  // real-time with `request_threads: realtime`). Only for the listener kube-scheduler calls: a
+  // real-time where request_threads.h chose it). Only for the listener kube-scheduler calls: a
   // listener tenants can reach (reports, the webhook) stays normal, so no flood of requests
   // runs real-time against the node's other work.
   bool request_class = false;

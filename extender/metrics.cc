@@ -6,6 +6,8 @@
 #include <limits>
 #include <sstream>
 
+#include "extender/thread_priority.h"
+
 namespace allox::extender {
 namespace {
 
@@ -188,6 +190,12 @@ std::string Metrics::render() const {
   out += "# HELP allox_bind_failures_total Binds answered with an Error.\n";
   out += "# TYPE allox_bind_failures_total counter\n";
   out += "allox_bind_failures_total " + std::to_string(bind_failures_.load()) + "\n";
+  out +=
+      "# HELP allox_request_threads_realtime 1 when the threads that answer kube-scheduler run "
+      "real-time (request_threads), 0 when normal.\n";
+  out += "# TYPE allox_request_threads_realtime gauge\n";
+  out += std::string("allox_request_threads_realtime ") +
+         (request_class() == RequestClass::kRealtime ? "1" : "0") + "\n";
 
   std::lock_guard lock(mu_);
   out += "# HELP allox_queue_length Jobs waiting to start.\n# TYPE allox_queue_length gauge\n";

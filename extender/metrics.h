@@ -25,7 +25,10 @@
 //                                            behind the cluster, verbs.h): "settled" when a plan
 //                                            answered it in time, "vain" when the wait ran out.
 //                                            kube-scheduler's scheduling cycle waits with it
-// The last two are in alloxd's clock (simulated seconds under --time-scale).
+//   allox_request_threads_realtime           1 when kube-scheduler's request threads run
+//                                            real-time (request_threads.h), 0 when normal
+// allox_completion_to_bind_seconds and allox_time_to_bind_seconds are in alloxd's clock
+// (simulated seconds under --time-scale).
 //
 // Counters and histograms are lock-free atomics (recorded on the request path); the gauges set
 // at solve time take a mutex. Thread-safe.

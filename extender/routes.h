@@ -36,7 +36,7 @@ HttpReply route(ExtenderService& service, const HttpRequest& request);
 // (/filter, /prioritize, /preempt) and the probes (/healthz, /readyz): those are answered on the
 // I/O threads. Everything else runs on the blocking pool: /bind (an fsync and the API server),
 // and the reports, /metrics, the admin API and the status page, so a /filter never queues
-// behind a report rendered on its connection's thread, and with `request_threads: realtime` no
+// behind a report rendered on its connection's thread, and with real-time request threads no
 // report runs real-time (docs/results.md, session 38).
 bool may_block(const HttpRequest& request);
 

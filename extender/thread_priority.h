@@ -81,9 +81,9 @@ Status run_this_thread_in_realtime(int priority = kRequestThreadPriority);
 Status realtime_granted();
 
 // The class of the threads that answer kube-scheduler (alloxd's HTTP I/O threads, and the one
-// thread that applies the book's changes, which they may wait on): kNormal (the default,
-// interactive in the given slice) or kRealtime (config `request_threads: realtime`, for a
-// machine whose cores are shared with a busy control plane; docs/results.md, session 38).
+// thread that applies the book's changes, which they may wait on): kNormal (interactive in the
+// given slice) or kRealtime (for a machine whose cores are shared with a busy control plane;
+// request_threads.h chooses, by default real-time where granted; docs/results.md, session 38).
 enum class RequestClass { kNormal, kRealtime };
 // Process-wide; set once by the executable before it starts its threads.
 void set_request_class(RequestClass request);

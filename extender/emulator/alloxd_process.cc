@@ -70,8 +70,9 @@ Expected<std::unique_ptr<AlloxdProcess>> AlloxdProcess::start(const AlloxdLaunch
   if (launch.database.empty()) return Error{"alloxd launch: a database path is required"};
   auto config = write_config(launch);
   if (!config) return config.error();
-  std::vector<std::string> args = {launch.binary, "--config",   *config,        "--listen",
-                                   launch.listen, "--database", launch.database};
+  std::vector<std::string> args = launch.launcher;
+  args.insert(args.end(), {launch.binary, "--config", *config, "--listen", launch.listen,
+                           "--database", launch.database});
   if (launch.time_scale != 1) {
     std::ostringstream scale;
     scale << launch.time_scale;
@@ -79,6 +80,7 @@ Expected<std::unique_ptr<AlloxdProcess>> AlloxdProcess::start(const AlloxdLaunch
     args.push_back(scale.str());
   }
   std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   // O_CLOEXEC: no other child spawned meanwhile inherits the write end and holds stderr open.
@@ -92,7 +94,7 @@ Expected<std::unique_ptr<AlloxdProcess>> AlloxdProcess::start(const AlloxdLaunch
   posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
   auto process = std::unique_ptr<AlloxdProcess>(new AlloxdProcess());
   int rc =
-      posix_spawn(&process->pid_, launch.binary.c_str(), &actions, nullptr, argv.data(), environ);
+      posix_spawn(&process->pid_, args.front().c_str(), &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   ::close(fds[1]);
   if (rc != 0) {

@@ -14,13 +14,17 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "core/result.h"
 
 namespace allox::emulator {
 
 struct AlloxdLaunch {
-  std::string binary;         // path to alloxd
+  std::string binary;  // path to alloxd
+  // A command alloxd runs under, which must exec it in its own process (a path first: e.g.
+  // /usr/bin/setpriv and its flags, to start it without a capability); empty: none.
+  std::vector<std::string> launcher;
   std::string config;         // the alloxd config to start from (text or JSON log format)
   std::string apiserver_url;  // fake API server; "" keeps the config's own setting
   std::string apiserver_token;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # alloxd logs through core/log.h as its config asks: with `log: {format: json}` every stderr line
-# is one JSON object (listening, ready, SIGTERM, stop); a bad log level is refused at start-up naming the
+# is one JSON object (request threads, listening, ready, SIGTERM, stop); a bad log level is refused at start-up naming the
 # field, in klog's text form, with exit status 2. Lines are read as they come (a FIFO), not polled.
 set -u
 alloxd=$1
@@ -21,7 +21,14 @@ mkfifo "$work/log"
 pid=$!
 exec 3<"$work/log"
 ts='"ts":"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z"'
-# Two start-up lines, in either order: "ready" once the first plan is out (the planner thread),
+# First the class of the threads that answer kube-scheduler (request_threads: auto), said before
+# any thread starts: real-time where the kernel grants it, normal (a warning) with the reason.
+if ! read -r -t 30 -u 3 line; then
+  fail "request threads line: none within 30 s"
+elif ! [[ $line =~ ^\{$ts,\"level\":\"(info\",\"logger\":\"alloxd\",\"msg\":\"request\ threads\",\"class\":\"realtime|warning\",\"logger\":\"alloxd\",\"msg\":\"request\ threads\",\"class\":\"normal)\",\"reason\":\"request_threads:\ auto:\ [^\"]+\"\}$ ]]; then
+  fail "request threads line: $line"
+fi
+# Then two start-up lines, in either order: "ready" once the first plan is out (the planner thread),
 # and "listening on" once the HTTP server is up (the main thread).
 listening=0 ready=0
 for _ in 1 2; do

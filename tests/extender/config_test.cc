@@ -38,9 +38,9 @@ TEST(ConfigTest, DefaultsWhenKeysAreAbsent) {
     EXPECT_EQ("127.0.0.1", config->listen_host);
     EXPECT_EQ(8888, config->listen_port);
     EXPECT_DOUBLE_EQ(0.5, config->alpha);
-    EXPECT_FALSE(config->batch_rounds);              // the paper's one start per solve
-    EXPECT_FALSE(config->idle_background_threads);   // batch: safe beside busy neighbours
-    EXPECT_FALSE(config->realtime_request_threads);  // real-time only when asked for
+    EXPECT_FALSE(config->batch_rounds);             // the paper's one start per solve
+    EXPECT_FALSE(config->idle_background_threads);  // batch: safe beside busy neighbours
+    EXPECT_EQ(RequestThreads::kAuto, config->request_threads);  // real-time where granted
     EXPECT_EQ(std::size_t{1} << 20, config->max_body_bytes);
     EXPECT_TRUE(config->admin_token.empty());
     EXPECT_FALSE(config->reports_listen.has_value());
@@ -88,7 +88,7 @@ apiserver: {url: "https://k8s.local/", token: abc, ca_file: /ca.crt}
   EXPECT_EQ(8, config->http_threads);
   EXPECT_EQ(250, config->http_thread_slice_us);
   EXPECT_TRUE(config->idle_background_threads);
-  EXPECT_TRUE(config->realtime_request_threads);
+  EXPECT_EQ(RequestThreads::kRealtime, config->request_threads);
   EXPECT_EQ("t", config->admin_token);
   EXPECT_EQ("tpu", config->devices.device_for("example.com/tpu").value());
   EXPECT_FALSE(config->devices.device_for("nvidia.com/gpu").has_value());
@@ -176,7 +176,7 @@ TEST(ConfigTest, BadConfigsNameTheKey) {
       {"background_threads: low",
        R"(t.yaml:1: background_threads must be batch or idle, got "low")"},
       {"request_threads: fast",
-       R"(t.yaml:1: request_threads must be normal or realtime, got "fast")"},
+       R"(t.yaml:1: request_threads must be auto, normal or realtime, got "fast")"},
       {"admin_token_file: /nonexistent/token",
        "t.yaml:1: admin_token_file must name a readable token file: /nonexistent/token: no such "
        "file"},

@@ -301,7 +301,8 @@ std::string one_node_config(testing::ScratchDir& dir, const std::string& setting
 
 TEST(ThreadPriorityTest, AlloxdRunsItsWorkInTheBackgroundAndAnswersInteractively) {
   testing::ScratchDir dir;
-  const std::string config = one_node_config(dir, "http_thread_slice_us: 250");
+  const std::string config =
+      one_node_config(dir, "request_threads: normal\nhttp_thread_slice_us: 250");
   auto alloxd = testing::start_alloxd_binary(config, dir.file("state.db"));
   ASSERT_TRUE(alloxd.ok()) << alloxd.message();
   // The HTTP threads are ready before alloxd answers its health probe, but the other threads
@@ -333,7 +334,8 @@ TEST(ThreadPriorityTest, AlloxdRunsItsWorkInTheBackgroundAndAnswersInteractively
 // controller and the actions); the request threads stay interactive and the main thread batch.
 TEST(ThreadPriorityTest, AlloxdWithIdleBackgroundThreadsKeepsOnlyItsRequestThreadsNormal) {
   testing::ScratchDir dir;
-  const std::string config = one_node_config(dir, "background_threads: idle");
+  const std::string config =
+      one_node_config(dir, "request_threads: normal\nbackground_threads: idle");
   auto alloxd = testing::start_alloxd_binary(config, dir.file("state.db"));
   ASSERT_TRUE(alloxd.ok()) << alloxd.message();
   const std::set<std::string> background = {"allox-planner",  "allox-wal",     "allox-blocking",
@@ -387,6 +389,91 @@ TEST(ThreadPriorityTest, AlloxdWithRealtimeRequestThreadsAnswersKubeSchedulerFir
   }
   EXPECT_EQ(5u, realtime) << "kube-scheduler's listener's 4 threads and the book's writer";
   EXPECT_EQ(1u, normal_http) << "the reports listener's thread";
+  (*alloxd)->terminate(std::chrono::seconds(10));
+}
+
+// How many of alloxd's request threads (kube-scheduler's listener's and the book's writer) run
+// real-time and how many normal, once the planner and the book's writer have started.
+struct RequestThreadClasses {
+  std::size_t realtime = 0, normal = 0;
+};
+RequestThreadClasses request_thread_classes(int pid) {
+  const auto threads = threads_once(pid, [](const auto& threads) {
+    return threads.count("allox-planner") == 1 && threads.count("allox-book") == 1;
+  });
+  RequestThreadClasses classes;
+  for (const auto& [name, thread] : threads) {
+    if (name != "allox-http" && name != "allox-book") continue;
+    (thread.policy == kFifo ? classes.realtime : classes.normal) += 1;
+  }
+  return classes;
+}
+
+// alloxd's own word for its class: the allox_request_threads_realtime gauge.
+std::string realtime_gauge(const std::string& url) {
+  const testing::Response metrics = testing::http_request(url, "GET", "/metrics");
+  const auto at = metrics.body.find("\nallox_request_threads_realtime ");
+  if (at == std::string::npos) return "absent";
+  return metrics.body.substr(at + 32, 1);
+}
+
+emulator::AlloxdLaunch launch_of(const std::string& config, const std::string& database) {
+  emulator::AlloxdLaunch launch;
+  launch.binary = ALLOX_BINARY_DIR "/cli/alloxd";
+  launch.config = config;
+  launch.database = database;
+  return launch;
+}
+
+// The default (request_threads: auto) where the kernel grants real-time (CI runs as root) and
+// kube-scheduler's listener is on loopback: its 4 threads and the book's writer run SCHED_FIFO,
+// and alloxd says so in its log and its metrics.
+TEST(ThreadPriorityTest, AlloxdByDefaultAnswersKubeSchedulerInRealTimeWhereGranted) {
+  ASSERT_TRUE(realtime_granted().ok()) << "this test needs CAP_SYS_NICE, as CI has";
+  testing::ScratchDir dir;
+  auto alloxd = testing::start_alloxd_binary(one_node_config(dir, ""), dir.file("state.db"));
+  ASSERT_TRUE(alloxd.ok()) << alloxd.message();
+  const RequestThreadClasses classes = request_thread_classes((*alloxd)->pid());
+  EXPECT_EQ(5u, classes.realtime);
+  EXPECT_EQ(0u, classes.normal);
+  EXPECT_EQ("1", realtime_gauge((*alloxd)->url()));
+  EXPECT_NE(std::string::npos, (*alloxd)->log().find("real-time granted, the extender listener "
+                                                     "on loopback"))
+      << (*alloxd)->log();
+  (*alloxd)->terminate(std::chrono::seconds(10));
+}
+
+// The default without CAP_SYS_NICE (alloxd started under setpriv with the capability out of its
+// bounding set, as in a container that was not granted it): normal, and the log says why.
+TEST(ThreadPriorityTest, AlloxdByDefaultAnswersInTheNormalClassWithoutCapSysNice) {
+  testing::ScratchDir dir;
+  emulator::AlloxdLaunch launch = launch_of(one_node_config(dir, ""), dir.file("state.db"));
+  launch.launcher = {"/usr/bin/setpriv", "--bounding-set=-sys_nice", "--"};
+  auto alloxd = emulator::AlloxdProcess::start(launch);
+  ASSERT_TRUE(alloxd.ok()) << alloxd.message();
+  const RequestThreadClasses classes = request_thread_classes((*alloxd)->pid());
+  EXPECT_EQ(0u, classes.realtime);
+  EXPECT_EQ(5u, classes.normal);
+  EXPECT_EQ("0", realtime_gauge((*alloxd)->url()));
+  const std::string log = (*alloxd)->log();
+  EXPECT_NE(std::string::npos, log.find("request_threads: auto: ")) << log;
+  EXPECT_NE(std::string::npos, log.find("CAP_SYS_NICE")) << log;
+  (*alloxd)->terminate(std::chrono::seconds(10));
+}
+
+// The default on a listener other hosts can reach: normal even where real-time is granted, so
+// no remote client can make real-time threads run.
+TEST(ThreadPriorityTest, AlloxdByDefaultAnswersAListenerOffLoopbackInTheNormalClass) {
+  testing::ScratchDir dir;
+  emulator::AlloxdLaunch launch = launch_of(one_node_config(dir, ""), dir.file("state.db"));
+  launch.listen = "0.0.0.0:0";
+  auto alloxd = emulator::AlloxdProcess::start(launch);
+  ASSERT_TRUE(alloxd.ok()) << alloxd.message();
+  const RequestThreadClasses classes = request_thread_classes((*alloxd)->pid());
+  EXPECT_EQ(0u, classes.realtime);
+  EXPECT_EQ(5u, classes.normal);
+  EXPECT_EQ("0", realtime_gauge((*alloxd)->url()));
+  EXPECT_NE(std::string::npos, (*alloxd)->log().find("is not on loopback")) << (*alloxd)->log();
   (*alloxd)->terminate(std::chrono::seconds(10));
 }
 
