@@ -22,6 +22,7 @@
 #include "extender/emulator/scheduler_config.h"
 #include "extender/extender_client.h"
 #include "extender/metrics.h"
+#include "extender/request_threads.h"
 #include "extender/thread_priority.h"
 #include "profiler/throughput_table.h"
 #include "sim/synthetic.h"
@@ -72,6 +73,9 @@ void read_alloxd_filter_time(const std::string& url, ClusterBenchResult& result)
     (settled ? result.watch_waits_settled : result.watch_waits_vain) = waits.back().cumulative;
     result.watch_wait_seconds +=
         sample(*text, "allox_filter_watch_wait_seconds_sum{" + labels + "}").value_or(0);
+  }
+  if (auto realtime = sample(*text, "allox_request_threads_realtime")) {
+    result.alloxd_request_threads_realtime = *realtime == 1;
   }
   if (buckets.empty() || buckets.back().cumulative == 0) return;
   const std::uint64_t calls = buckets.back().cumulative;
@@ -165,19 +169,25 @@ Expected<ClusterBenchResult> run_cluster_bench(const ClusterBenchOptions& option
     return Error{"bench cluster: cluster_threads must be normal or idle, not '" +
                  options.cluster_threads + "'"};
   }
-  if (options.request_threads != "normal" && options.request_threads != "realtime") {
-    return Error{"bench cluster: request_threads must be normal or realtime, not '" +
+  const auto request_threads = extender::parse_request_threads(options.request_threads);
+  if (!request_threads) {
+    return Error{"bench cluster: request_threads must be " + request_threads.message() + ", not '" +
                  options.request_threads + "'"};
   }
-  if (options.request_threads == "realtime") {
-    // Probed here so a machine without CAP_SYS_NICE fails the run with the reason, rather than
-    // measuring the normal class under the realtime label.
-    Status granted = extender::realtime_granted();
-    if (!granted) return Error{"bench cluster: --request-threads realtime: " + granted.message()};
+  const Status granted = extender::realtime_granted();
+  if (*request_threads == extender::RequestThreads::kRealtime && !granted) {
+    // A machine without CAP_SYS_NICE fails the run with the reason, rather than measuring the
+    // normal class under the realtime label.
+    return Error{"bench cluster: --request-threads realtime: " + granted.message()};
   }
-  emulator::set_scheduling_thread(options.request_threads == "realtime"
-                                      ? emulator::SchedulingThread::kRealtime
-                                      : emulator::SchedulingThread::kNormal);
+  // The emulated kube-scheduler's scheduling thread takes the class alloxd's request threads
+  // take (alloxd's listener is on loopback): the client that times the round trip adds no wait
+  // for a core of its own, as a kube-scheduler on a control-plane node of its own would not.
+  const bool realtime_client =
+      extender::choose_request_class(*request_threads, "127.0.0.1", granted).chosen ==
+      extender::RequestClass::kRealtime;
+  emulator::set_scheduling_thread(realtime_client ? emulator::SchedulingThread::kRealtime
+                                                  : emulator::SchedulingThread::kNormal);
   emulator::set_cluster_threads(options.cluster_threads == "idle"
                                     ? emulator::ClusterThreads::kIdle
                                     : emulator::ClusterThreads::kNormal);
@@ -188,6 +198,7 @@ Expected<ClusterBenchResult> run_cluster_bench(const ClusterBenchOptions& option
   if (scheduler->extenders.empty()) return Error{options.scheduler_config + ": no extender"};
 
   ClusterBenchResult result;
+  result.scheduler_thread_realtime = realtime_client;
   result.nodes = options.nodes;
   result.jobs = jobs->size();
   for (const auto& job : *jobs) result.pods += job.true_time.size();

@@ -31,6 +31,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "bench/proc_cpu.h"
@@ -64,10 +65,11 @@ struct ClusterBenchOptions {
   // alloxd's on the shared cores) or idle (on what alloxd and the kube-scheduler thread leave,
   // as on machines of their own).
   std::string cluster_threads = "normal";
-  // alloxd's request_threads (extender/config.h) and the emulated kube-scheduler's scheduling
-  // thread (cluster_threads.h SchedulingThread): normal, or realtime (SCHED_FIFO; needs
-  // CAP_SYS_NICE, a run refused it fails rather than measure something else).
-  std::string request_threads = "normal";
+  // alloxd's request_threads (extender/request_threads.h) and the emulated kube-scheduler's
+  // scheduling thread (cluster_threads.h SchedulingThread), which follows alloxd's choice:
+  // auto (alloxd's default: real-time when the kernel grants it), normal, or realtime
+  // (SCHED_FIFO; a run refused it fails rather than measure something else).
+  std::string request_threads = "auto";
   // Ungated, unbound pods waiting for the chain to count a moment as saturated.
   std::size_t saturation = 100;
   std::string alloxd_binary;  // required
@@ -108,6 +110,10 @@ struct ClusterBenchResult {
   // Of those, the ones that waited for alloxd's watch (allox_filter_watch_wait_seconds): a plan
   // settled them, or the wait ran out (vain); kube-scheduler's cycle stood still meanwhile.
   std::uint64_t watch_waits_settled = 0, watch_waits_vain = 0;
+  // The class alloxd's request threads ran in (its allox_request_threads_realtime), and the
+  // emulated kube-scheduler's scheduling thread's.
+  std::optional<bool> alloxd_request_threads_realtime;
+  bool scheduler_thread_realtime = false;
   double watch_wait_seconds = 0;  // both kinds, summed
   double plan_ms = 0;             // the solve at the largest queue seen
   double plan_cpu_ms = 0;         // that solve's CPU on alloxd's planner thread

@@ -198,10 +198,11 @@ void add_cluster_command(CLI::App& parent) {
       ->check(CLI::IsMember({"normal", "idle"}))
       ->capture_default_str();
   cmd->add_option("--request-threads", o->request_threads,
-                  "alloxd's request_threads and the emulated kube-scheduler's scheduling thread: "
-                  "normal, or realtime (SCHED_FIFO, needs CAP_SYS_NICE: both ends of the /filter "
-                  "round trip get a core the moment they wake)")
-      ->check(CLI::IsMember({"normal", "realtime"}))
+                  "alloxd's request_threads, which the emulated kube-scheduler's scheduling "
+                  "thread follows: auto (alloxd's default: real-time where the kernel grants "
+                  "it), normal, or realtime (SCHED_FIFO, needs CAP_SYS_NICE: both ends of the "
+                  "/filter round trip get a core the moment they wake)")
+      ->check(CLI::IsMember({"auto", "normal", "realtime"}))
       ->capture_default_str();
   cmd->add_option("--saturation", o->saturation,
                   "ungated, unbound pods waiting that make a moment saturated (the saturated "
@@ -295,6 +296,16 @@ void add_cluster_command(CLI::App& parent) {
           "too): %llu settled by a plan, %llu vain, %.2f s in all (last run)\n",
           static_cast<unsigned long long>(last.watch_waits_settled),
           static_cast<unsigned long long>(last.watch_waits_vain), last.watch_wait_seconds);
+    }
+    {
+      const R& last = runs.back();
+      const char* alloxd_class = !last.alloxd_request_threads_realtime.has_value() ? "unknown"
+                                 : *last.alloxd_request_threads_realtime           ? "real-time"
+                                                                                   : "normal";
+      std::printf(
+          "request threads as run: alloxd's %s, the emulated kube-scheduler's scheduling "
+          "thread %s (last run)\n",
+          alloxd_class, last.scheduler_thread_realtime ? "real-time" : "normal");
     }
     std::printf("/filter over 2 ms by tenth of the calls, in order (last run):");
     for (double share : runs.back().filter_over_2ms_share_by_tenth)

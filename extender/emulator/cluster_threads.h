@@ -25,7 +25,7 @@ ClusterThreads cluster_threads();
 void become_cluster_thread(const char* name);
 
 // The emulated kube-scheduler's scheduling thread (the /filter client): kNormal (the default) or
-// kRealtime (SCHED_FIFO 1, needs CAP_SYS_NICE), with alloxd's `request_threads: realtime`: both
+// kRealtime (SCHED_FIFO 1, needs CAP_SYS_NICE), when alloxd's request threads are real-time: both
 // ends of the timed round trip on a core the moment they wake, as a kube-scheduler and an alloxd
 // with cores of their own would be.
 enum class SchedulingThread { kNormal, kRealtime };
