@@ -17,6 +17,7 @@
 
 #include "extender/admission.h"
 #include "extender/config.h"
+#include "extender/request_threads.h"
 #include "extender/routes.h"
 
 namespace allox {
@@ -215,6 +216,27 @@ TEST(Manifests, DeploymentProbesAndMountsFitTheConfigs) {
     mounted = mounted || mount["mountPath"].as<std::string>() == "/etc/allox/alloxd";
   }
   EXPECT_TRUE(mounted);
+}
+
+// alloxd's default request_threads (auto) runs kube-scheduler's listener real-time when the pod
+// grants SYS_NICE and the listener is on loopback: the deployment grants that one capability to
+// alloxd alone, and the shipped config keeps the listener where only the pod reaches it.
+TEST(Manifests, AlloxdAnswersKubeSchedulerInRealTimeWithOneCapabilityMore) {
+  const YAML::Node deployment = YAML::LoadFile((kManifests / "deployment.yaml").string());
+  const YAML::Node containers = deployment["spec"]["template"]["spec"]["containers"];
+  ASSERT_EQ(2u, containers.size());
+  EXPECT_FALSE(containers[0]["securityContext"]) << "kube-scheduler runs as the image has it";
+  const YAML::Node capabilities = containers[1]["securityContext"]["capabilities"];
+  ASSERT_TRUE(capabilities) << "alloxd's securityContext.capabilities";
+  ASSERT_EQ(1u, capabilities["add"].size());
+  EXPECT_EQ("SYS_NICE", capabilities["add"][0].as<std::string>());
+  EXPECT_FALSE(containers[1]["securityContext"]["privileged"]);
+  auto config = shipped_alloxd_config();
+  ASSERT_TRUE(config.ok()) << config.message();
+  EXPECT_EQ(extender::RequestThreads::kAuto, config->request_threads);
+  EXPECT_EQ(extender::RequestClass::kRealtime,
+            extender::choose_request_class(config->request_threads, config->listen_host, OkStatus())
+                .chosen);
 }
 
 TEST(Manifests, KustomizationRenders) {
