@@ -417,6 +417,14 @@ std::string realtime_gauge(const std::string& url) {
   return metrics.body.substr(at + 32, 1);
 }
 
+// kube-scheduler's listener's 4 threads and the book's writer all normal, as the gauge says.
+void expect_request_threads_normal(emulator::AlloxdProcess& alloxd) {
+  const RequestThreadClasses classes = request_thread_classes(alloxd.pid());
+  EXPECT_EQ(0u, classes.realtime);
+  EXPECT_EQ(5u, classes.normal);
+  EXPECT_EQ("0", realtime_gauge(alloxd.url()));
+}
+
 emulator::AlloxdLaunch launch_of(const std::string& config, const std::string& database) {
   emulator::AlloxdLaunch launch;
   launch.binary = ALLOX_BINARY_DIR "/cli/alloxd";
@@ -451,10 +459,7 @@ TEST(ThreadPriorityTest, AlloxdByDefaultAnswersInTheNormalClassWithoutCapSysNice
   launch.launcher = {"/usr/bin/setpriv", "--bounding-set=-sys_nice", "--"};
   auto alloxd = emulator::AlloxdProcess::start(launch);
   ASSERT_TRUE(alloxd.ok()) << alloxd.message();
-  const RequestThreadClasses classes = request_thread_classes((*alloxd)->pid());
-  EXPECT_EQ(0u, classes.realtime);
-  EXPECT_EQ(5u, classes.normal);
-  EXPECT_EQ("0", realtime_gauge((*alloxd)->url()));
+  expect_request_threads_normal(**alloxd);
   const std::string log = (*alloxd)->log();
   EXPECT_NE(std::string::npos, log.find("request_threads: auto: ")) << log;
   EXPECT_NE(std::string::npos, log.find("CAP_SYS_NICE")) << log;
@@ -469,10 +474,7 @@ TEST(ThreadPriorityTest, AlloxdByDefaultAnswersAListenerOffLoopbackInTheNormalCl
   launch.listen = "0.0.0.0:0";
   auto alloxd = emulator::AlloxdProcess::start(launch);
   ASSERT_TRUE(alloxd.ok()) << alloxd.message();
-  const RequestThreadClasses classes = request_thread_classes((*alloxd)->pid());
-  EXPECT_EQ(0u, classes.realtime);
-  EXPECT_EQ(5u, classes.normal);
-  EXPECT_EQ("0", realtime_gauge((*alloxd)->url()));
+  expect_request_threads_normal(**alloxd);
   EXPECT_NE(std::string::npos, (*alloxd)->log().find("is not on loopback")) << (*alloxd)->log();
   (*alloxd)->terminate(std::chrono::seconds(10));
 }
