@@ -59,7 +59,7 @@ struct ClusterBenchOptions {
   // oldest-first guard instead of the AlloX rounds this bench means to measure.
   double starvation_bound = 0;
   // alloxd's background_threads (extender/config.h): batch (its default) or idle, which trades
-  // bind rate for a shorter /filter tail (docs/results.md, session 34).
+  // bind rate for a shorter /filter tail (docs/performance.md, "The idle class").
   std::string background_threads = "batch";
   // The emulated cluster's threads (extender/emulator/cluster_threads.h): normal (equals of
   // alloxd's on the shared cores) or idle (on what alloxd and the kube-scheduler thread leave,

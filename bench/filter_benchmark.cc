@@ -1,6 +1,6 @@
 // CPU time of one /filter and one /prioritize through alloxd's request handler (routes.h: parse,
 // decide from the published plan, render), the way the HTTP server calls it, at 100 and 5,000
-// candidate nodes (issue 13: filter p99 < 2 ms at 5,000 NodeNames). No sockets: the HTTP side
+// candidate nodes (the target: filter p99 < 2 ms at 5,000 NodeNames). No sockets: the HTTP side
 // is measured by bench/filter_vs_nginx.sh.
 //
 //   build/bench/filter_benchmark [--benchmark_repetitions=3]
@@ -217,7 +217,7 @@ void BM_FilterHttp(benchmark::State& state) {
   state.counters["failed_nodes"] = static_cast<double>(failed);
 }
 
-// The same round trip with the client the emulator had before (issue 13's starting point): the
+// The same round trip with a client that builds and reads JSON trees, for comparison: the
 // body built as a JSON DOM and dumped, the answer parsed into a DOM and walked.
 void BM_FilterHttpDomClient(benchmark::State& state) {
   Cluster cluster(static_cast<int>(state.range(0)));

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# alloxd's /filter against nginx serving a static file of the same bytes, same wrk, same run
-# (issue 13). alloxd: 100 nodes, 1,000 queued jobs, a queued GPU pod's /filter naming all 100
+# alloxd's /filter against nginx serving a static file of the same bytes, same wrk, same run.
+# alloxd: 100 nodes, 1,000 queued jobs, a queued GPU pod's /filter naming all 100
 # nodes (tests/extender/load/filter_setup.sh). nginx: its Debian package, worker_processes auto,
 # serving alloxd's answer to that request as a file. Each run measures alloxd then nginx, both
 # with `wrk -t2 -c<connections> -d<duration>`; prints every run, the medians and their ratio

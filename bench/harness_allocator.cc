@@ -22,7 +22,7 @@ constexpr const char* kMarker = "ALLOX_BENCH_HARNESS_TUNABLES";
 
 const char* harness_tunables() {
   // Per-thread arenas (glibc's default count): with one, the API server's, the scheduler's and
-  // the kubelets' threads queued on its lock once alloxd kept up (session 25: /filter p99 8.9
+  // the kubelets' threads queued on its lock once alloxd kept up (/filter p99 8.9
   // against 5.6 ms, 678 against 765 pods/s, medians of 3; the same RSS).
   return "glibc.malloc.top_pad=67108864:glibc.malloc.hugetlb=1";
 }

@@ -8,7 +8,8 @@
 // the harness's CPU. The main heap grows 64 MB at a time (top_pad; glibc applies it to the
 // main heap and to each new thread heap), on transparent huge pages: a fault per 2 MB. Session
 // 24 also kept one arena for all threads; once alloxd kept up, the harness's threads waited on
-// that arena's lock, so the arenas are per thread again (docs/results.md, session 25). The API
+// that arena's lock, so the arenas are per thread again (docs/performance.md, "Allocator
+// arenas"). The API
 // behaviour is untouched: only how the process gets its memory.
 //
 // glibc reads GLIBC_TUNABLES only at start-up, so the settings need the process started again.

@@ -1,4 +1,4 @@
-// Matcher benchmark: synthetic instances at the sizes issue 3 asks for, timed solves, peak
+// Matcher benchmark: synthetic instances at the sizes the matcher is built for, timed solves, peak
 // memory, and the speed-up over the naive graph. Library code behind `allox bench matcher`.
 //
 // Each measurement runs in a forked child process that builds its instance and solves it, so the
@@ -31,7 +31,7 @@ struct BenchCase {
   // of `types`: machines = 10 per node; CPU bundles are 3-10x slower than GPUs.
   // With gpu_nodes, `types` counts the CPU bundle and the GPU types (2: alloxd's "cpu" and "gpu").
   bool gpu_nodes = false;
-  // Issue 13's target for this case's median CPU time (0: none), and the row it is measured for.
+  // The target for this case's median CPU time (0: none), and the row it is measured for.
   double target_ms = 0;
   std::string target_row{};
   // Time alloxd's planner instead of one solve: the allox policy (8 users round robin, alpha
@@ -81,9 +81,9 @@ struct BenchOptions {
   unsigned seed = 1;
 };
 
-std::vector<BenchCase> standard_cases();  // the ones with a target_ms are issue 13's rows
+std::vector<BenchCase> standard_cases();  // the ones with a target_ms are the target rows
 
-// Issue 13's simulator row: `allox simulate` on the AlloX paper workload at 10 GPUs + 20 CPU
+// The simulator's target row: `allox simulate` on the AlloX paper workload at 10 GPUs + 20 CPU
 // nodes, profiling on, policy allox at α = 1, run as a child process of `allox_binary`; the
 // child's CPU time (user + system) in ms, or an Error when it fails.
 struct SimulatorRow {

@@ -1,5 +1,5 @@
 // allox bench unseen: /filter for a pod alloxd has not seen, as kube-scheduler meets it, against
-// /filter for a pod alloxd knows, in one run of the real alloxd (issue 13).
+// /filter for a pod alloxd knows, in one run of the real alloxd.
 //
 // The cluster: a fake API server with `nodes` nodes of one GPU and one 32-core CPU bundle each,
 // every machine taken by a pod bound there (the watch records it running), and `queued` pods

@@ -1,6 +1,6 @@
 // The machine's floor for a request/response round trip over loopback while other threads want
 // the cores: what any client and server thread pair gets from the kernel, before any code of
-// alloxd or the emulator is involved. Issue 13's /filter p99 target (< 2 ms) is measured in
+// alloxd or the emulator is involved. The /filter p99 target (< 2 ms) is measured in
 // `allox bench cluster` with both cores saturated; this says how much of a 2 ms tail the
 // scheduler alone makes under such load, and which kinds of load (their class, nice value and
 // whether they run in user space or in system calls) let a woken thread in at once.
@@ -220,7 +220,7 @@ int main(int argc, char** argv) try {
   Options options;
   CLI::App app{
       "A loopback request/response round trip's latency while other threads want the cores: the "
-      "kernel's floor under issue 13's /filter p99 target"};
+      "kernel's floor under the /filter p99 target"};
   app.add_option("--calls", options.calls, "round trips per run")
       ->check(CLI::Range(100, 1'000'000));
   app.add_option("--runs", options.runs, "runs per row (medians printed)")

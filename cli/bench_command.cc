@@ -1,4 +1,4 @@
-// allox bench matcher: times the matcher at the sizes of issue 3 and prints a table.
+// allox bench matcher: times the matcher at its target sizes and prints a table.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -74,7 +74,7 @@ struct TargetLine {
 
 void print_targets(const std::vector<TargetLine>& lines, const BenchOptions& options) {
   if (lines.empty()) return;
-  std::cout << "\nissue 13 targets: median CPU time of " << options.repetitions << " runs (backend "
+  std::cout << "\ntargets: median CPU time of " << options.repetitions << " runs (backend "
             << matcher::backend_name(options.backend)
             << "); ratio = measured / target, below 1 meets it\n\n";
   std::cout << std::left << std::setw(52) << "row" << std::right << std::setw(12) << "cpu ms"
@@ -155,7 +155,7 @@ void add_cluster_command(CLI::App& parent) {
       "cluster",
       "alloxd end to end at cluster scale: a fake API server with N nodes, the real alloxd, the "
       "kube-scheduler emulator and fake kubelets; a backlog of gated jobs; bind rate, "
-      "completion-to-bind, /filter latency, plan time and alloxd's RSS against issue 13's "
+      "completion-to-bind, /filter latency, plan time and alloxd's RSS against their "
       "targets.");
   auto o = std::make_shared<bench::ClusterBenchOptions>();
   auto repeat = std::make_shared<int>(1);
@@ -257,7 +257,7 @@ void add_cluster_command(CLI::App& parent) {
         {"alloxd peak RSS", median([](const R& r) { return r.alloxd_peak_rss_mb; }), 1024, false,
          "MB"},
     };
-    std::printf("\nissue 13 targets, median of %zu run(s); ratio = measured / target\n\n",
+    std::printf("\ntargets, median of %zu run(s); ratio = measured / target\n\n",
                 runs.size());
     std::printf("%-34s %12s %12s %7s\n", "row", "measured", "target", "ratio");
     for (const Line& line : lines) {
@@ -368,7 +368,7 @@ void add_unseen_command(CLI::App& parent) {
       "unseen",
       "/filter for a pod alloxd has not seen (created on a fake API server and asked at once, or "
       "asked before the watch can deliver it) against /filter for a known queued pod, in one "
-      "run of the real alloxd; issue 13.");
+      "run of the real alloxd.");
   auto o = std::make_shared<bench::UnseenBenchOptions>();
   auto repeat = std::make_shared<int>(1);
   cmd->add_option("--nodes", o->nodes, "nodes (one GPU and one CPU bundle each, all busy)")
@@ -477,7 +477,7 @@ void add_bench_command(CLI::App& app) {
                   "skip cases with more queued jobs (boost and glpk are slow on the large ones)");
   auto targets = std::make_shared<bool>(false);
   cmd->add_flag("--targets", *targets,
-                "only issue 13's rows (at least 3 runs each), the allox alpha = 1 simulation on "
+                "only the target rows (at least 3 runs each), the allox alpha = 1 simulation on "
                 "the paper workload at 10 GPUs among them, then their targets and ratios");
   auto trace = std::make_shared<matcher::bench::SimulatorRow>();
   cmd->add_option("--trace", trace->trace, "--targets: the paper workload's trace")

@@ -1,4 +1,4 @@
-// The scheduling model every allox module shares (DESIGN section 1).
+// The scheduling model every allox module shares (docs/design.md, "Model").
 //
 // A Cluster is a list of Machines; each machine runs one job at a time on one device type and
 // may be busy until a known time. A Job has a processing time per device type it can run on

@@ -1,4 +1,4 @@
-// Completion-to-bind latency, the figure issue 10 sets a target for (p99 < 1 s): when a job
+// Completion-to-bind latency, the figure with a target of p99 < 1 s: when a job
 // completes while other jobs wait, the machine it freed (its node and device) is remembered
 // with the time; the next bind onto that node and device reports how long the machine sat
 // free. A machine freed while nothing waited is not counted (its idle time is no one's delay).

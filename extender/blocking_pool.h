@@ -5,7 +5,8 @@
 // to pick work. alloxd's pool threads run in the background (thread_priority.h), and an I/O
 // thread that wakes preempts one of them on its core, possibly while it holds that mutex; the
 // I/O thread's next post then sleeps until the preempted thread gets a core back, and the
-// /filter calls on its connections wait with it (docs/results.md, session 37). Here a post is a
+// /filter calls on its connections wait with it (docs/performance.md, "Lock inversions on the
+// request path"). Here a post is a
 // push on a lock-free queue and a semaphore release (an atomic add, and a futex wake only when
 // a thread sleeps): nothing a pool thread holds.
 //

@@ -166,7 +166,7 @@ void read_webhook(FieldReader& reader, const YAML::Node& root, std::optional<Web
   out = std::move(webhook);
 }
 
-// Tenancy (issue 11): who is charged for a pod. users maps namespace -> user;
+// Tenancy: who is charged for a pod. users maps namespace -> user;
 // user_annotation_namespaces lists the namespaces whose pods may name their user.
 void read_tenancy(FieldReader& reader, const YAML::Node& root, Tenancy& tenancy) {
   const YAML::Node node = root["tenancy"];
@@ -202,7 +202,7 @@ void read_tenancy(FieldReader& reader, const YAML::Node& root, Tenancy& tenancy)
   }
 }
 
-// Retention (issue 11): how long a finished job stays in memory and in the SQLite history.
+// Retention: how long a finished job stays in memory and in the SQLite history.
 void read_retention(FieldReader& reader, const YAML::Node& root, Retention& retention) {
   const YAML::Node node = root["retention"];
   if (!node || node.IsNull()) return;

@@ -15,7 +15,7 @@
 //   max_body_bytes: 1048576         # larger requests get 413
 //   http_threads: 4                 # HTTP I/O threads (each owns its connections); on a
 //                                   # 2-core container 2 did as well or slightly better at
-//                                   # 5,000 nodes (docs/results.md, sessions 31-32)
+//                                   # 5,000 nodes (docs/performance.md)
 //   http_thread_slice_us: 0         # their CPU slice (thread_priority.h; Linux 6.12+); 0: the
 //                                   # kernel's default. Shorter wakes them sooner on a busy
 //                                   # machine but has them yield sooner mid-request

@@ -478,7 +478,7 @@ void Controller::reconcile() {
   }
   // What expired goes with the full pass's walk: an expired entry only costs its memory (act()
   // reads its time), while a walk of every action submitted in the last 20 s on each of a dozen
-  // passes a second took 10-20% of the controller's time at 800 binds a second (issue 13).
+  // passes a second took 10-20% of the controller's time at 800 binds a second.
   if (!last_full_) return;
   for (auto it = submitted_.begin(); it != submitted_.end();) {
     it = now - it->second.at > options_.settle * 4 ? submitted_.erase(it) : std::next(it);

@@ -65,7 +65,7 @@ struct ControllerOptions {
   // second while a backlog binds) it would take a core for passes that each change little.
   double pace = 1;
   std::chrono::milliseconds max_pause{100};
-  // Incremental passes (issue 13): a pass looks only at the pods whose answer may have changed
+  // Incremental passes: a pass looks only at the pods whose answer may have changed
   // since the last one (see reconcile()); every `full_pass` one looks at every pod, the safety
   // net for a change no pod of its job shows (an operator's completion through the API).
   std::chrono::milliseconds full_pass{5000};
@@ -139,7 +139,7 @@ class Controller {
   // start, and since which pass (a pod released by an earlier pass is past its "starts now"
   // flip: it is nudged again only every renudge). Brought up to date for the starts that changed
   // between plans and the jobs whose pods changed, never by a walk over every start per pass:
-  // thousands of released jobs wait for kube-scheduler while a backlog binds (issue 13).
+  // thousands of released jobs wait for kube-scheduler while a backlog binds.
   struct Release {
     std::string pod;  // namespace/name
     PlannedStart start;

@@ -6,7 +6,8 @@
 // poster, which still holds that mutex; the I/O thread needs the mutex as soon as its wait
 // returns, and sleeps until the poster gets a core back. alloxd's /bind pool runs in the
 // background (thread_priority.h), so on a busy machine that can be milliseconds, during which
-// the I/O thread answers no /filter either (docs/results.md, session 37). Here a push takes a
+// the I/O thread answers no /filter either (docs/performance.md, "Lock inversions on the request
+// path"). Here a push takes a
 // mutex of the inbox's own for a vector push_back, releases it, and only then writes the
 // eventfd: the woken thread finds nothing held.
 //

@@ -16,7 +16,7 @@
 // per slot (busy ones until their estimated finish) and the queued jobs with estimated times on
 // the devices they have a variant pod for.
 //
-// Scale (issue 13): a plan is taken of 50,000 jobs many times a second, so nothing a snapshot
+// Scale: a plan is taken of 50,000 jobs many times a second, so nothing a snapshot
 // reads is recomputed per snapshot. Each change refreshes the one job it touches: its policy
 // Job (estimates on the offered devices) is rebuilt into a new immutable value that snapshots
 // share by pointer, and its estimate and last progress report are kept for the running time

@@ -62,7 +62,7 @@ const char* verb_name(Verb verb);
 class Histogram {
  public:
   static constexpr std::size_t kMaxBuckets = 16;
-  // Request latencies: 50 us .. 5 s, with 2 ms (the scale target for /filter, issue 13).
+  // Request latencies: 50 us .. 5 s, with 2 ms (the scale target for /filter).
   static constexpr std::array<double, 15> kLatencyBuckets = {
       0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.0025, 0.005,
       0.01,    0.025,  0.05,    0.1,    0.25,  1,     5};

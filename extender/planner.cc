@@ -199,7 +199,7 @@ Expected<Decision> Planner::decide_isolating(PlanInput& input) {
   Expected<Decision> decision = policy_->decide(input.state);
   if (decision || input.state.queue.empty()) return decision;
   // Find the queued jobs the policy cannot take on their own (one pod must not stop the round
-  // for everyone: issue 11), park them with the policy's reason, and decide again.
+  // for everyone), park them with the policy's reason, and decide again.
   std::vector<std::pair<std::string, std::string>> culprits;
   for (const QueuedJob& queued : input.state.queue) {
     PlanInput alone;

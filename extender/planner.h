@@ -1,5 +1,5 @@
 // The job queue and its planner: the job book under its lock, made durable through the Store,
-// and the thread that plans it (DESIGN section 5).
+// and the thread that plans it (docs/design.md, "alloxd").
 //
 // Every change (a new variant, a start, a completion, a profile, a new inventory) is written to
 // the Store before the book changes and before the call returns, then wakes the planner thread.
@@ -7,7 +7,7 @@
 // Plan; it plans again after a change and at least every `tick`. Readers take the latest plan
 // by pointer and read the book under a shared lock (read()), so they never wait for a solve.
 //
-// Pacing (issue 13): after a plan that took d seconds (snapshot to published), the next one
+// Pacing: after a plan that took d seconds (snapshot to published), the next one
 // starts no sooner than min(pace × d, max_pause) after it, however many changes arrive in
 // between: they are all in that next plan. Under a stream of changes (a backlog binding at
 // hundreds of pods a second, each bind and watch event a change) the thread then uses at most
@@ -18,7 +18,7 @@
 // The planner does not talk to kube-scheduler or the API server: the verbs (verbs.h) and the
 // cluster side (cluster_poller.h) call it.
 //
-// Isolation (issue 11): when the policy fails a round, each queued job is tried alone and the
+// Isolation: when the policy fails a round, each queued job is tried alone and the
 // ones it cannot take are parked (Plan::parked, BookJob::parked); the round then goes on for
 // everyone else. Bind intents restored from the store hold readiness back until
 // reconcile_binds() has looked at them once (with no API server, there is nothing to wait for).

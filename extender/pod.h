@@ -1,5 +1,5 @@
 // What allox reads from a v1.Pod: its identity, its allox.io annotations and the resources it
-// requests, turned into a JobVariant (DESIGN section 5, "Pod conventions").
+// requests, turned into a JobVariant (docs/design.md, "alloxd", pod annotations).
 //
 //   allox.io/job          job id; pods sharing it are device variants of one job
 //                         (default: name). The id always lives in the pod's namespace: "train"
@@ -36,7 +36,7 @@ struct DeviceMapping;  // extender/config.h
 
 // Bounds on any processing time alloxd accepts (hints, profile fits, estimates): 1 ms to 30
 // days. Values outside are input errors, never handed to the matcher, whose integer costs
-// would overflow on them (issue 11: one pod with time.gpu 1e300 stopped every round).
+// would overflow on them (one pod with time.gpu 1e300 would stop every round).
 inline constexpr double kMinJobSeconds = 0.001;
 inline constexpr double kMaxJobSeconds = 30.0 * 24 * 3600;
 

@@ -37,7 +37,7 @@ HttpReply route(ExtenderService& service, const HttpRequest& request);
 // I/O threads. Everything else runs on the blocking pool: /bind (an fsync and the API server),
 // and the reports, /metrics, the admin API and the status page, so a /filter never queues
 // behind a report rendered on its connection's thread, and with real-time request threads no
-// report runs real-time (docs/results.md, session 38).
+// report runs real-time (docs/performance.md, "Real-time request threads").
 bool may_block(const HttpRequest& request);
 
 }  // namespace allox::extender

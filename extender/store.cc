@@ -19,7 +19,7 @@ namespace {
 // could never start a new run, and a job row and its variant row were two transactions).
 // Version 3: variants WITHOUT ROWID, stored in their primary key's b-tree alone: a rowid table
 // kept the rows in one b-tree and the key in another, and a variant deleted when its job starts
-// elsewhere dirtied a page in each (docs/results.md, issue 13, session 33). `seq` keeps the
+// elsewhere dirtied a page in each (docs/performance.md, "Store writes"). `seq` keeps the
 // order a job's variants were recorded in, which version 2 read off the rowid.
 constexpr int kSchemaVersion = 3;
 

@@ -41,7 +41,7 @@ Status run_this_thread_in_background();
 // it back to normal either: only threads that stay background for good may enter it. Not the
 // default: on a busy machine the background work (the watch, the binds) then waits for every
 // gap, and at 5,000 nodes on 2 cores shared with the emulated cluster the /filter p99 halved
-// while the bind rate fell by about a sixth (docs/results.md, session 34).
+// while the bind rate fell by about a sixth (docs/performance.md, "The idle class").
 Status run_this_thread_when_idle();
 
 // The class alloxd's long-lived background threads enter when they start (config
@@ -83,7 +83,7 @@ Status realtime_granted();
 // The class of the threads that answer kube-scheduler (alloxd's HTTP I/O threads, and the one
 // thread that applies the book's changes, which they may wait on): kNormal (interactive in the
 // given slice) or kRealtime (for a machine whose cores are shared with a busy control plane;
-// request_threads.h chooses, by default real-time where granted; docs/results.md, session 38).
+// request_threads.h chooses: normal unless an operator opts in; docs/performance.md).
 enum class RequestClass { kNormal, kRealtime };
 // Process-wide; set once by the executable before it starts its threads.
 void set_request_class(RequestClass request);

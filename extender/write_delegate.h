@@ -6,8 +6,8 @@
 // needs the book's shared lock while such a writer holds it exclusively waits for the writer, and
 // a writer preempted by anything of a higher class gets its core back only when nothing else
 // wants it: the reader waits on the lowest class on the machine (priority inversion; docs/
-// results.md, sessions 35-38). Run on the delegate, the section holds the lock in the request
-// threads' class (RequestClass), so a reader waits only for the section's own work.
+// performance.md, "Writers of the book"). Run on the delegate, the section holds the lock in
+// the request threads' class (RequestClass), so a reader waits only for the section's own work.
 //
 // run() is thread-safe and synchronous: it returns the section's result, or rethrows what it
 // threw, once the section has run. A section must not call run() (it would wait on itself).

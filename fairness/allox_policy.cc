@@ -1,5 +1,5 @@
-// allox: AlloX's fairness rounds over the exact matcher (DESIGN sections 2 and 3; AlloX,
-// EuroSys 2020, section 4.3).
+// allox: AlloX's fairness rounds over the exact matcher (docs/design.md, "Matcher" and
+// "Fairness"; AlloX, EuroSys 2020, section 4.3).
 //
 // Per decision, on a working copy of the machines:
 //   1. Starvation guard (allox's extension, off by default): jobs queued longer than the bound

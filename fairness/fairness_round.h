@@ -1,4 +1,5 @@
-// Which queued jobs enter an AlloX matching round (DESIGN section 3). The one definition: the
+// Which queued jobs enter an AlloX matching round (docs/design.md, "Fairness"). The one
+// definition: the
 // allox policy builds every round with fairness_round(), and the tests test that function.
 //
 // Users with waiting jobs are ranked by current share L (fairness/share.h), lowest first. Ties

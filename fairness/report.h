@@ -1,6 +1,7 @@
-// Per-user fairness report (DESIGN section 3): the one definition of share, windowed share,
-// weights and Jain's index, used by alloxd's GET /v1/fairness (extender/reports.h), `allox report`
-// (a simulation's jobs.csv or alloxd's store) and the simulator, rendered as JSON or a table.
+// Per-user fairness report (docs/design.md, "Fairness"): the one definition of share, windowed
+// share, weights and Jain's index, used by alloxd's GET /v1/fairness (extender/reports.h),
+// `allox report` (a simulation's jobs.csv or alloxd's store) and the simulator, rendered as JSON
+// or a table.
 //
 // Input: one JobRun per job (user, arrival, start, finish, device, machine), the machines per
 // device type, user weights, the report time `now` and the window. At `now` a job is queued

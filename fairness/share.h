@@ -1,4 +1,4 @@
-// AlloX's current share L per user (DESIGN section 3), with weights.
+// AlloX's current share L per user (docs/design.md, "Fairness"), with weights.
 //
 // A running job holds one machine. Its share is the dominant share it would hold on its fastest
 // device type present in the cluster, 1 / (machines of that type), scaled by p_fast / p_actual

@@ -1,4 +1,4 @@
-// Cumulative usage per user over a sliding window, for reports (DESIGN section 3).
+// Cumulative usage per user over a sliding window, for reports (docs/design.md, "Fairness").
 //
 // A run is one job holding one machine of a device type from `start` to `end` (open while the
 // job still runs). A user's windowed share at time `now` is its dominant share of the window

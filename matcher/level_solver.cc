@@ -21,7 +21,7 @@ constexpr std::size_t kHintMinJobs = 250;
 // on 100 distinct + 10 identical; where many machines share a type, even at distinct residual
 // times, LEMON's grouped network is small and the assignment solver's searches long: 2,000 jobs
 // x 100 machines of 10 types, 126 ms against 595; 100 distinct + 50 identical, 431 against
-// 580), else LEMON (docs/results.md, issue 13).
+// 580), else LEMON (docs/results.md, "Matcher").
 constexpr std::size_t kTransportMaxSlots = 256;
 constexpr std::size_t kCrowdedType = 3;
 

@@ -1,5 +1,5 @@
 // Exact minimum total completion time of queued jobs on interchangeable machines (R||ΣCj),
-// DESIGN section 2.
+// docs/design.md, "Matcher".
 //
 // Problem. Queued jobs wait at time `now`. Machine m runs one job at a time on its device type t
 // and is free from busy_until (its residual time is r_m = max(0, busy_until − now)). Job j takes

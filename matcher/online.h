@@ -1,4 +1,5 @@
-// Online use of the matcher for the simulator and the extender (DESIGN section 2).
+// Online use of the matcher for the simulator and the extender (docs/design.md,
+// "Matcher").
 //
 // At every event (arrival, completion, new estimate) the caller re-plans the queue it wants
 // matched — all of it, or the jobs of the users a fairness round admits — and starts only the

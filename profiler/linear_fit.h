@@ -1,6 +1,6 @@
-// Fits a job's running time on one device type as T(n) = a + b * n (DESIGN section 4): a is the
-// start-up cost (loading data, building the model), b the time per iteration. AlloX profiles a
-// job for 1% and 2% of its iterations; two distinct n separate a from b.
+// Fits a job's running time on one device type as T(n) = a + b * n (docs/design.md, "Profiler"):
+// a is the start-up cost (loading data, building the model), b the time per iteration. AlloX
+// profiles a job for 1% and 2% of its iterations; two distinct n separate a from b.
 //
 // Algorithm: ordinary least squares over the samples when they cover two or more distinct n.
 // A negative start-up or per-iteration time means noise swamped the signal; the fit then falls

@@ -1,5 +1,5 @@
 // The profiler turns profiling runs and progress reports into per-device time estimates
-// (DESIGN section 4). It is what the simulator and the extender ask for p(j, d).
+// (docs/design.md, "Profiler"). It is what the simulator and the extender ask for p(j, d).
 //
 // Sources, tried in order for job j on device type d (each estimate records which one won):
 //   1. a fit T(n) = a + b n of j's profiling samples on d (profiler/linear_fit.h), times the

@@ -1,6 +1,6 @@
-// What the profiler says about a job on one device type, and why (DESIGN section 4). Every
-// estimate names its source and the evidence behind it, so that a report or a FailedNodes reason
-// can say how far to trust it.
+// What the profiler says about a job on one device type, and why (docs/design.md, "Profiler").
+// Every estimate names its source and the evidence behind it, so that a report or a FailedNodes
+// reason can say how far to trust it.
 #pragma once
 
 #include <cstddef>

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Kill -9 soak for alloxd's durable state (issue 11): the durability test with many kills.
+# Kill -9 soak for alloxd's durable state: the durability test with many kills.
 # The real alloxd serves a stream of filters, binds (through a fake API server), profiles and
 # completions and is killed with SIGKILL KILLS times; after each restart every acknowledged
 # change must be there, every pod the API server bound must be a started job on that node, and

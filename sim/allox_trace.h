@@ -1,4 +1,5 @@
-// Loader for the AlloX paper's workload format (lenhattan86/allox_sim; DESIGN section 6).
+// Loader for the AlloX paper's workload format (lenhattan86/allox_sim; docs/design.md,
+// "Data").
 //
 // Each job is four lines:
 //   # <index>

@@ -1,7 +1,7 @@
 // A simulation trace: the jobs to replay, with the times a scheduler *believes* and the times
 // execution *takes*.
 //
-// Decisions use estimates, completions use true times (DESIGN section 6: estimate = true ×
+// Decisions use estimates, completions use true times (docs/design.md, "Data": estimate = true ×
 // (1 + error)). TraceJob::job is what a policy sees (job.time holds the estimates);
 // TraceJob::true_time holds what the job really takes on each device, with the same device keys.
 // Loaders (allox_trace.h, trace_file.h, synthetic.h) return traces that satisfy

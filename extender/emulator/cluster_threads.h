@@ -7,7 +7,7 @@
 // kNormal (the default) shares the cores with alloxd as equals. kIdle runs the emulated cluster
 // on what alloxd and the kube-scheduler thread leave, as an API server and kubelets on machines
 // of their own would: on a 2-core machine shared at equal class, the kernel alone makes a
-// loopback round trip's p99 several ms (bench/wakeup_floor.cc, docs/results.md session 37).
+// loopback round trip's p99 several ms (bench/wakeup_floor.cc, docs/performance.md).
 #pragma once
 
 #include "core/result.h"

@@ -2,7 +2,7 @@
 // the pods the watch had shown (one it lacks was deleted), but not about a pod the book learnt
 // of elsewhere: /filter registers a pod the moment kube-scheduler asks, which may be before the
 // watch brings it in and after the list was taken. Dropping such a variant would let a /bind of
-// it find nothing (issue 10's double run came from a variant missing from the book at /bind).
+// it find nothing (a job once ran twice from a variant missing from the book at /bind).
 #include "extender/cluster_feed.h"
 
 #include <gtest/gtest.h>

@@ -734,7 +734,7 @@ TEST(ControllerTest, AQuietWaitingPodIsLookedAtAgainWhenItsQueuedEventIsDue) {
 
 // A released pod rests while kube-scheduler has it: looked at again when it changes, and, once
 // parked (turned away), every renudge for another nudge; not at every pass while thousands of
-// released pods wait for their binds (issue 13).
+// released pods wait for their binds.
 TEST(ControllerTest, AReleasedPodRestsUntilItChangesAndAParkedOneIsNudgedEveryRenudge) {
   Fixture f;
   ControllerOptions options = incremental();

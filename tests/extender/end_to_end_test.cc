@@ -1,4 +1,4 @@
-// Issue 10's done-when test: the paper's 40-job, 4-user experiment through a whole fake
+// The end-to-end test: the paper's 40-job, 4-user experiment through a whole fake
 // cluster. The emulator's fake API server serves list, watch, patch, binding, delete and events;
 // its kube-scheduler v1.28 emulator schedules through alloxd's extender verbs (own resource
 // filter first, unschedulable parking, the 5-minute timeout, gates); fake kubelets run each
@@ -262,7 +262,7 @@ Outcome run_experiment(bool webhook) {
 // completion, so when two completions come close together the pod alloxd starts at the second
 // is still backing off from its try at the first, and a nudge moves it to backoffQ, not activeQ.
 // The shipped config sets podMaxBackoffSeconds to 1, and backoffQ is flushed once a second:
-// at most 2 s (docs/results.md, issue 10 section; 9 of 9 measured runs stayed under 1 s).
+// at most 2 s (docs/results.md, "Completion to bind").
 void expect_every_job_once_and_prompt(const Outcome& out, std::size_t jobs, double p99_bound) {
   ASSERT_EQ(jobs, out.summary.jobs.size());
   for (const emulator::ReplayedJob& job : out.summary.jobs) {

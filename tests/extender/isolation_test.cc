@@ -1,4 +1,4 @@
-// Issue 11: no tenant harms another, no job stops scheduling for everyone. Tenancy of job ids,
+// Isolation: no tenant harms another, no job stops scheduling for everyone. Tenancy of job ids,
 // poisoned pods (bounded at read, or parked when the policy cannot take them), the admin's
 // DELETE, re-created pods, retention of finished jobs, and bind intents reconciled at start-up.
 #include <gtest/gtest.h>
@@ -84,7 +84,7 @@ TEST(TenancyTest, AJobAnnotationNamingAnotherNamespaceStaysInThePodsOwn) {
       {"allox.io/job", "train"}, {"allox.io/time.gpu", "10"}, {"allox.io/time.cpu", "100"}};
   json team_a_gpu = testing::pod_in_api(api, make_pod("team-a", "train", "nvidia.com/gpu", train));
   json team_a_cpu = testing::pod_in_api(api, make_pod("team-a", "train-cpu", "cpu", train));
-  // The attack from issue 11: a team-b pod claims team-a's job.
+  // The cross-tenant attack: a team-b pod claims team-a's job.
   json intruder = testing::pod_in_api(
       api, make_pod("team-b", "intruder", "nvidia.com/gpu",
                     {{"allox.io/job", "team-a/train"}, {"allox.io/time.gpu", "10"}}));
@@ -164,7 +164,7 @@ std::vector<std::string> answers(bool with_poison, std::vector<std::string>* poi
                               {{"allox.io/time.gpu", std::to_string(50 + 10 * i)},
                                {"allox.io/time.cpu", std::to_string(400 + 7 * i)}}));
   }
-  // The three poisons of issue 11, and one the policy cannot take.
+  // Three poisons bounded at read, and one the policy cannot take.
   poison.push_back(make_pod("team-z", "huge", "nvidia.com/gpu", {{"allox.io/time.gpu", "1e300"}}));
   poison.push_back(
       make_pod("team-z", "long", "nvidia.com/gpu", {{"allox.io/time.gpu", "99999999999999"}}));

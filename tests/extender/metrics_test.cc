@@ -1,5 +1,5 @@
 // extender/metrics.h and bind_latency.h: the completion-to-bind and time-to-bind histograms
-// issue 10 asks for, per-user queue gauges, and that every series the shipped Grafana dashboard
+// alloxd exports, per-user queue gauges, and that every series the shipped Grafana dashboard
 // (manifests/grafana/allox-dashboard.json) queries is one alloxd exports.
 #include "extender/metrics.h"
 
@@ -36,7 +36,7 @@ TEST(CompletionToBindTest, CountsOnlyMachinesFreedWhileJobsWaited) {
   EXPECT_EQ(std::nullopt, tracker.bound("node-a", "gpu", 112));
 }
 
-// What alloxd writes, read back as a bench reads it: the 2 ms bucket splits issue 13's /filter
+// What alloxd writes, read back as a bench reads it: the 2 ms bucket splits the /filter p99
 // target, and only the asked series counts (another verb's, or a label set that merely starts the
 // same, is not it).
 TEST(MetricsTest, ALatencyHistogramReadsBackFromItsText) {
@@ -68,7 +68,7 @@ TEST(MetricsTest, ALatencyHistogramReadsBackFromItsText) {
 TEST(MetricsTest, RendersBindWaitHistogramsAndPerUserQueues) {
   Metrics metrics;
   metrics.record_completion_to_bind(0.3);
-  metrics.record_completion_to_bind(314);  // the unschedulable timeout, as measured in issue 10
+  metrics.record_completion_to_bind(314);  // kube-scheduler's unschedulable timeout, no nudge
   metrics.record_time_to_bind(42);
   metrics.record_solve(0.01, 3, 1, {{"alice", 0.5}}, {{"alice", 2}, {"bob", 1}});
   metrics.record_solve(0.01, 1, 1, {{"alice", 0.5}}, {{"bob", 1}});

@@ -1,4 +1,4 @@
-// extender/planner.h: the planner's pacing (issue 13). After a plan, the next one waits out a
+// extender/planner.h: the planner's pacing. After a plan, the next one waits out a
 // pause of min(pace × solve time, max_pause), and every change made meanwhile is in that one
 // plan: a burst of changes costs one solve, not one each. solve_now() never waits out a pause,
 // and stop() ends one. The pause here is an hour, so what happens is ordered by calls, never by

@@ -169,7 +169,7 @@ TEST(ServiceApiTest, NotReadyUntilTheFirstListIsIn) {
   service->stop();
 }
 
-// Issue 11, "one job's variants block every bind": 3,000 variants of one job, and an API server
+// One job's variants must not block every bind: 3,000 variants of one job, and an API server
 // that takes 50 ms per DELETE (2.5 minutes of deletions). The deletions run in the background
 // behind every admission: another job's gate comes off, and both jobs bind, while they go on.
 TEST(ServiceApiTest, AJobWithThousandsOfVariantsHoldsUpNoOtherJob) {

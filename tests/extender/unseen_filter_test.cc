@@ -1,4 +1,4 @@
-// extender/verbs.h, /filter for a pod alloxd has not seen (issue 13). With a watch whose
+// extender/verbs.h, /filter for a pod alloxd has not seen. With a watch whose
 // controller nudges parked pods (VerbOptions::nudges) a pod of a job the book does not have is
 // answered from the latest plan with nothing written (the watch registers it), never held for a
 // round, and nudged once the watch shows it and a plan starts it: parked until then, never for

@@ -1,5 +1,5 @@
-// extender/verbs.h, /bind of a pod the job book does not know (issue 10, "one run per job,
-// always"): allox's pods are never bound blind, only another scheduler's pass through. The
+// extender/verbs.h, /bind of a pod the job book does not know (one run per job,
+// always): allox's pods are never bound blind, only another scheduler's pass through. The
 // watch is fed by hand (ClusterFeed's handlers), the controller runs one pass at a time, and the
 // API server behind the verbs is a recording double: every step is deterministic.
 #include "extender/verbs.h"
@@ -114,7 +114,7 @@ struct Fixture {
   }
 };
 
-// The double run seen in issue 10's end-to-end test: kube-scheduler filtered one variant while
+// A double run once seen in the end-to-end test: kube-scheduler filtered one variant while
 // the plan started its job on that device, the next plan moved the job to the other device and
 // the controller admitted that variant (dropping this one from the book), and then this
 // variant's /bind came. It used to be taken for another scheduler's pod and bound blind, so both

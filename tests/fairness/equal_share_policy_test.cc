@@ -42,7 +42,7 @@ TEST(EqualSharePolicyTest, FreedResourceGoesToTheUsersJobShortestOnThatResource)
   // Only alice's CPU node is free to her: y is shortest on CPU (30 < 50). gpu-1 is bob's.
   EXPECT_EQ((Starts{"y@cpu-0"}), starts(decide_once("es", b), b.state()));
   // es-fastest sends x, the shortest job on its fastest device, to the CPU node at 50x its GPU
-  // time: the behaviour issue 12 calls out.
+  // time: the behaviour the paper's es rule avoids.
   EXPECT_EQ((Starts{"x@cpu-0"}), starts(decide_once("es-fastest", b), b.state()));
 }
 

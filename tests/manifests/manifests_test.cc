@@ -119,7 +119,7 @@ TEST(Manifests, ExtenderStanzaUsesOnlyV1FieldNames) {
 }
 
 // Every pod of allox's scheduler must reach alloxd, CPU-only variants included: with
-// managedResources kube-scheduler binds the others itself and a job runs twice (issue 10), and
+// managedResources kube-scheduler binds the others itself and a job runs twice, and
 // an ignorable extender is skipped when it does not answer.
 TEST(Manifests, EveryPodOfAlloxsSchedulerGoesToTheExtender) {
   const YAML::Node extender = extender_stanza();
