@@ -65,7 +65,7 @@ void print_row(const BenchRow& row) {
   std::cout << "\n" << std::flush;
 }
 
-// One line of the issue-13 target table: what, the median CPU time, the target, the ratio.
+// One line of the target table: what, the median CPU time, the target, the ratio.
 struct TargetLine {
   std::string row;
   double cpu_ms = 0;
@@ -459,7 +459,7 @@ void add_bench_command(CLI::App& app) {
   add_unseen_command(*bench);
   auto* cmd = bench->add_subcommand(
       "matcher",
-      "Matcher solve time and peak memory at the issue-3 sizes, against the naive graph (all J "
+      "Matcher solve time and peak memory at the target sizes, against the naive graph (all J "
       "positions on every machine) where it fits.");
   auto options = std::make_shared<BenchOptions>();
   auto backend = std::make_shared<std::string>("auto");
