@@ -23,7 +23,7 @@
 //                                   # request (planner, controller, watch, actions, /bind's
 //                                   # pool). idle: a request thread that wakes always preempts
 //                                   # them; at 5,000 nodes on 2 shared cores it halved the
-//                                   # /filter p99 and cost ~17% of the bind rate (results.md)
+//                                   # /filter p99 and cost ~17% of the bind rate (performance.md)
 //   request_threads: auto           # auto | normal | realtime: the class of the threads that
 //                                   # answer kube-scheduler (request_threads.h). auto:
 //                                   # real-time (SCHED_FIFO) when the kernel grants it and

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Load test for alloxd's /filter (docs/results.md): 100 nodes, 1,000 queued jobs, one
+# Load test for alloxd's /filter: 100 nodes, 1,000 queued jobs, one
 # filter request naming all 100 nodes, replayed by wrk on loopback.
 #   tests/extender/load/filter_load.sh [build-dir] [policy] [wrk duration] [connections]
 # Needs: wrk, curl, python3. Starts its own alloxd on a free port with a throw-away database.
