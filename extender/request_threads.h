@@ -11,7 +11,7 @@
 //
 // Why real-time: on a machine whose cores are busy, each end of the /filter round trip waits for
 // a core when it wakes. In the normal class that wait has a p99 of several ms whatever alloxd
-// does (bench/wakeup_floor.cc, docs/results.md sessions 37 and 40); a real-time thread gets a
+// does (bench/wakeup_floor.cc, docs/performance.md); a real-time thread gets a
 // core the moment it wakes. The kernel caps all real-time threads at 95% of each second, and
 // these threads run only while a request is in hand.
 #pragma once
