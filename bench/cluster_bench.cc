@@ -180,14 +180,6 @@ Expected<ClusterBenchResult> run_cluster_bench(const ClusterBenchOptions& option
     // normal class under the realtime label.
     return Error{"bench cluster: --request-threads realtime: " + granted.message()};
   }
-  // The emulated kube-scheduler's scheduling thread takes the class alloxd's request threads
-  // take (alloxd's listener is on loopback): the client that times the round trip adds no wait
-  // for a core of its own, as a kube-scheduler on a control-plane node of its own would not.
-  const bool realtime_client =
-      extender::choose_request_class(*request_threads, "127.0.0.1", granted).chosen ==
-      extender::RequestClass::kRealtime;
-  emulator::set_scheduling_thread(realtime_client ? emulator::SchedulingThread::kRealtime
-                                                  : emulator::SchedulingThread::kNormal);
   emulator::set_cluster_threads(options.cluster_threads == "idle"
                                     ? emulator::ClusterThreads::kIdle
                                     : emulator::ClusterThreads::kNormal);
@@ -198,7 +190,6 @@ Expected<ClusterBenchResult> run_cluster_bench(const ClusterBenchOptions& option
   if (scheduler->extenders.empty()) return Error{options.scheduler_config + ": no extender"};
 
   ClusterBenchResult result;
-  result.scheduler_thread_realtime = realtime_client;
   result.nodes = options.nodes;
   result.jobs = jobs->size();
   for (const auto& job : *jobs) result.pods += job.true_time.size();

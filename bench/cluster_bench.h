@@ -65,11 +65,10 @@ struct ClusterBenchOptions {
   // alloxd's on the shared cores) or idle (on what alloxd and the kube-scheduler thread leave,
   // as on machines of their own).
   std::string cluster_threads = "normal";
-  // alloxd's request_threads (extender/request_threads.h) and the emulated kube-scheduler's
-  // scheduling thread (cluster_threads.h SchedulingThread), which follows alloxd's choice:
-  // auto (alloxd's default: real-time when the kernel grants it), normal, or realtime
-  // (SCHED_FIFO; a run refused it fails rather than measure something else).
-  std::string request_threads = "auto";
+  // alloxd's request_threads (extender/request_threads.h): normal (alloxd's default), auto or
+  // realtime (SCHED_FIFO; a run refused it fails rather than measure something else). The
+  // emulated kube-scheduler stays in the normal class either way, as the shipped one does.
+  std::string request_threads = "normal";
   // Ungated, unbound pods waiting for the chain to count a moment as saturated.
   std::size_t saturation = 100;
   std::string alloxd_binary;  // required
@@ -110,10 +109,8 @@ struct ClusterBenchResult {
   // Of those, the ones that waited for alloxd's watch (allox_filter_watch_wait_seconds): a plan
   // settled them, or the wait ran out (vain); kube-scheduler's cycle stood still meanwhile.
   std::uint64_t watch_waits_settled = 0, watch_waits_vain = 0;
-  // The class alloxd's request threads ran in (its allox_request_threads_realtime), and the
-  // emulated kube-scheduler's scheduling thread's.
+  // The class alloxd's request threads ran in (its allox_request_threads_realtime).
   std::optional<bool> alloxd_request_threads_realtime;
-  bool scheduler_thread_realtime = false;
   double watch_wait_seconds = 0;  // both kinds, summed
   double plan_ms = 0;             // the solve at the largest queue seen
   double plan_cpu_ms = 0;         // that solve's CPU on alloxd's planner thread

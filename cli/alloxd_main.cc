@@ -90,8 +90,8 @@ void raise_descriptor_limit() {
 // the idle class as they start (the main thread cannot: the I/O threads it starts could not
 // leave it). Said once if the kernel refuses either.
 // kube-scheduler's listener's threads (and the book's writer, extender/write_delegate.h) run in
-// the class request_threads.h chooses: real-time by default where the kernel grants it and the
-// listener is on loopback. The choice and its reason are logged once.
+// the class request_threads.h chooses: normal by default, real-time where the operator opted in
+// and the kernel grants it. The choice and its reason are logged once.
 void run_in_background_but_answer_at_once(int slice_us, bool idle, RequestThreads request_threads,
                                           const std::string& listen_host) {
   set_background_class(idle ? BackgroundClass::kIdle : BackgroundClass::kBatch);
@@ -122,7 +122,7 @@ void run_in_background_but_answer_at_once(int slice_us, bool idle, RequestThread
 }
 
 struct Flags {
-  std::string config_path, listen, database;
+  std::string config_path, listen, database, request_threads;
   double time_scale = 1;
 };
 
@@ -163,6 +163,15 @@ int run(const Flags& flags) {
       log_error("--listen: " + s.message());
       return 2;
     }
+  }
+  if (!flags.request_threads.empty()) {
+    auto threads = parse_request_threads(flags.request_threads);
+    if (!threads) {
+      log_error("--request-threads must be " + threads.message() + ", got \"" +
+                flags.request_threads + "\"");
+      return 2;
+    }
+    config->request_threads = *threads;
   }
   run_in_background_but_answer_at_once(config->http_thread_slice_us,
                                        config->idle_background_threads, config->request_threads,
@@ -294,6 +303,9 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   app.add_option("--listen", flags.listen, "host:port to listen on, overriding the config");
   app.add_option("--database", flags.database, "SQLite database path, overriding the config");
+  app.add_option("--request-threads", flags.request_threads,
+                 "normal, auto or realtime: the class of the threads that answer kube-scheduler, "
+                 "overriding the config's request_threads (manifests/realtime/ sets auto)");
   app.add_option("--time-scale", flags.time_scale,
                  "run alloxd's clock this many times faster than real time (demos, replays)")
       ->check(CLI::PositiveNumber);

@@ -198,10 +198,10 @@ void add_cluster_command(CLI::App& parent) {
       ->check(CLI::IsMember({"normal", "idle"}))
       ->capture_default_str();
   cmd->add_option("--request-threads", o->request_threads,
-                  "alloxd's request_threads, which the emulated kube-scheduler's scheduling "
-                  "thread follows: auto (alloxd's default: real-time where the kernel grants "
-                  "it), normal, or realtime (SCHED_FIFO, needs CAP_SYS_NICE: both ends of the "
-                  "/filter round trip get a core the moment they wake)")
+                  "alloxd's request_threads: normal (alloxd's default), auto (real-time where "
+                  "the kernel grants it and the listener is on loopback) or realtime "
+                  "(SCHED_FIFO, needs CAP_SYS_NICE); the emulated kube-scheduler stays normal, "
+                  "as the shipped one does")
       ->check(CLI::IsMember({"auto", "normal", "realtime"}))
       ->capture_default_str();
   cmd->add_option("--saturation", o->saturation,
@@ -304,8 +304,8 @@ void add_cluster_command(CLI::App& parent) {
                                                                                    : "normal";
       std::printf(
           "request threads as run: alloxd's %s, the emulated kube-scheduler's scheduling "
-          "thread %s (last run)\n",
-          alloxd_class, last.scheduler_thread_realtime ? "real-time" : "normal");
+          "thread normal (last run)\n",
+          alloxd_class);
     }
     std::printf("/filter over 2 ms by tenth of the calls, in order (last run):");
     for (double share : runs.back().filter_over_2ms_share_by_tenth)

@@ -24,10 +24,10 @@
 //                                   # pool). idle: a request thread that wakes always preempts
 //                                   # them; at 5,000 nodes on 2 shared cores it halved the
 //                                   # /filter p99 and cost ~17% of the bind rate (performance.md)
-//   request_threads: auto           # auto | normal | realtime: the class of the threads that
-//                                   # answer kube-scheduler (request_threads.h). auto:
-//                                   # real-time (SCHED_FIFO) when the kernel grants it and
-//                                   # `listen` is on loopback, normal otherwise
+//   request_threads: normal         # normal | auto | realtime: the class of the threads that
+//                                   # answer kube-scheduler (request_threads.h). An operator's
+//                                   # opt-in: auto is real-time (SCHED_FIFO) when the kernel
+//                                   # grants it and `listen` is on loopback
 //   admin_token: s3cret             # or admin_token_file; required by the POST /v1 endpoints
 //   devices:                        # resource name -> device type
 //     - {resource: nvidia.com/gpu, device: gpu}
@@ -140,9 +140,9 @@ struct ExtenderConfig {
   int http_thread_slice_us = 0;
   // The threads that answer no request run idle (SCHED_IDLE) rather than batch (thread_priority.h).
   bool idle_background_threads = false;
-  // The class of the threads that answer kube-scheduler (request_threads.h): real-time when
-  // granted and the listener is on loopback (auto), or as set.
-  RequestThreads request_threads = RequestThreads::kAuto;
+  // The class of the threads that answer kube-scheduler (request_threads.h): normal unless the
+  // operator opts in to real-time (auto or realtime).
+  RequestThreads request_threads = RequestThreads::kNormal;
   std::string admin_token;
   DeviceMapping devices;
   std::vector<NodeInventory> nodes;

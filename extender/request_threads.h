@@ -2,18 +2,19 @@
 // RequestClass): the threads that answer kube-scheduler's /filter, /prioritize and /bind on the
 // extender listener, and the book's writer they may wait on.
 //
-//   auto      (the default) real-time when the kernel grants it (CAP_SYS_NICE or an
-//             RLIMIT_RTPRIO) and the listener is on loopback, so only processes of the pod's
-//             own network namespace (kube-scheduler) can make those threads run; normal
-//             otherwise, with the reason.
+//   normal    (the default) never real-time.
+//   auto      real-time when the kernel grants it (CAP_SYS_NICE or an RLIMIT_RTPRIO) and the
+//             listener is on loopback, so only processes of the pod's own network namespace
+//             (kube-scheduler) can make those threads run; normal otherwise, with the reason.
 //   realtime  real-time whatever the listener, when granted (normal with the reason if not).
-//   normal    never real-time.
 //
-// Why real-time: on a machine whose cores are busy, each end of the /filter round trip waits for
-// a core when it wakes. In the normal class that wait has a p99 of several ms whatever alloxd
-// does (bench/wakeup_floor.cc, docs/performance.md); a real-time thread gets a
-// core the moment it wakes. The kernel caps all real-time threads at 95% of each second, and
-// these threads run only while a request is in hand.
+// Why an operator may opt in: on a machine whose cores are busy, each end of the /filter round
+// trip waits for a core when it wakes. In the normal class that wait has a p99 of several ms
+// whatever alloxd does (bench/wakeup_floor.cc, docs/performance.md); a real-time thread gets a
+// core the moment it wakes. The risk: a real-time thread busy with one expensive request holds
+// its core against every normal process on the node until the kernel's cap (95% of each
+// second). The default stays normal because the shipped kube-scheduler is normal too, and the
+// grant needs a capability that PodSecurity `baseline` refuses (manifests/realtime/).
 #pragma once
 
 #include <string>

@@ -79,6 +79,7 @@ Expected<std::unique_ptr<AlloxdProcess>> AlloxdProcess::start(const AlloxdLaunch
     args.push_back("--time-scale");
     args.push_back(scale.str());
   }
+  args.insert(args.end(), launch.extra_args.begin(), launch.extra_args.end());
   std::vector<char*> argv;
   argv.reserve(args.size() + 1);
   for (std::string& a : args) argv.push_back(a.data());

@@ -25,6 +25,7 @@ struct AlloxdLaunch {
   // A command alloxd runs under, which must exec it in its own process (a path first: e.g.
   // /usr/bin/setpriv and its flags, to start it without a capability); empty: none.
   std::vector<std::string> launcher;
+  std::vector<std::string> extra_args;  // more flags for alloxd, after the ones below
   std::string config;         // the alloxd config to start from (text or JSON log format)
   std::string apiserver_url;  // fake API server; "" keeps the config's own setting
   std::string apiserver_token;

@@ -24,15 +24,9 @@ ClusterThreads cluster_threads();
 // the idle class (a refusal leaves it in the class it inherited, which is still correct).
 void become_cluster_thread(const char* name);
 
-// The emulated kube-scheduler's scheduling thread (the /filter client): kNormal (the default) or
-// kRealtime (SCHED_FIFO 1, needs CAP_SYS_NICE), when alloxd's request threads are real-time: both
-// ends of the timed round trip on a core the moment they wake, as a kube-scheduler and an alloxd
-// with cores of their own would be.
-enum class SchedulingThread { kNormal, kRealtime };
-void set_scheduling_thread(SchedulingThread thread);
-SchedulingThread scheduling_thread();
-// Names the scheduling thread and enters its class; an error when the kernel refuses it (the
-// thread keeps its class).
-Status become_scheduling_thread(const char* name);
+// Names the emulated kube-scheduler's scheduling thread (the /filter client). It stays in the
+// normal class, as the shipped kube-scheduler's does: a benchmark whose client ran real-time
+// would time a round trip no cluster sees.
+void become_scheduling_thread(const char* name);
 
 }  // namespace allox::emulator

@@ -964,10 +964,7 @@ void KubeScheduler::start() {
       });
   if (impl.options.record_events) impl.events.emplace(impl.objects, impl.options.on_idle);
   impl.thread = std::thread([&impl] {
-    if (Status entered = become_scheduling_thread("emu-scheduler"); !entered) {
-      log_warn("the emulated kube-scheduler's thread keeps its class",
-               {{"error", entered.message()}});
-    }
+    become_scheduling_thread("emu-scheduler");
     impl.loop();
   });
   for (int i = 0; i < std::max(1, impl.options.parallel_binds); ++i) {

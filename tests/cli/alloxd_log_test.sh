@@ -21,11 +21,11 @@ mkfifo "$work/log"
 pid=$!
 exec 3<"$work/log"
 ts='"ts":"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z"'
-# First the class of the threads that answer kube-scheduler (request_threads: auto), said before
-# any thread starts: real-time where the kernel grants it, normal (a warning) with the reason.
+# First the class of the threads that answer kube-scheduler (request_threads: normal by default),
+# said before any thread starts, with the reason.
 if ! read -r -t 30 -u 3 line; then
   fail "request threads line: none within 30 s"
-elif ! [[ $line =~ ^\{$ts,\"level\":\"(info\",\"logger\":\"alloxd\",\"msg\":\"request\ threads\",\"class\":\"realtime|warning\",\"logger\":\"alloxd\",\"msg\":\"request\ threads\",\"class\":\"normal)\",\"reason\":\"request_threads:\ auto:\ [^\"]+\"\}$ ]]; then
+elif ! [[ $line =~ ^\{$ts,\"level\":\"info\",\"logger\":\"alloxd\",\"msg\":\"request\ threads\",\"class\":\"normal\",\"reason\":\"request_threads:\ normal\"\}$ ]]; then
   fail "request threads line: $line"
 fi
 # Then two start-up lines, in either order: "ready" once the first plan is out (the planner thread),

@@ -40,7 +40,7 @@ TEST(ConfigTest, DefaultsWhenKeysAreAbsent) {
     EXPECT_DOUBLE_EQ(0.5, config->alpha);
     EXPECT_FALSE(config->batch_rounds);             // the paper's one start per solve
     EXPECT_FALSE(config->idle_background_threads);  // batch: safe beside busy neighbours
-    EXPECT_EQ(RequestThreads::kAuto, config->request_threads);  // real-time where granted
+    EXPECT_EQ(RequestThreads::kNormal, config->request_threads);  // real-time is an opt-in
     EXPECT_EQ(std::size_t{1} << 20, config->max_body_bytes);
     EXPECT_TRUE(config->admin_token.empty());
     EXPECT_FALSE(config->reports_listen.has_value());

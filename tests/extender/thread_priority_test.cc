@@ -3,6 +3,7 @@
 #include "extender/thread_priority.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -433,13 +434,27 @@ emulator::AlloxdLaunch launch_of(const std::string& config, const std::string& d
   return launch;
 }
 
-// The default (request_threads: auto) where the kernel grants real-time (CI runs as root) and
-// kube-scheduler's listener is on loopback: its 4 threads and the book's writer run SCHED_FIFO,
-// and alloxd says so in its log and its metrics.
-TEST(ThreadPriorityTest, AlloxdByDefaultAnswersKubeSchedulerInRealTimeWhereGranted) {
+// The default (request_threads: normal) even where the kernel grants real-time (CI runs as
+// root): kube-scheduler's listener's 4 threads and the book's writer stay normal, and alloxd
+// says so in its log and its metrics.
+TEST(ThreadPriorityTest, AlloxdByDefaultAnswersKubeSchedulerInTheNormalClassEvenWhereGranted) {
   ASSERT_TRUE(realtime_granted().ok()) << "this test needs CAP_SYS_NICE, as CI has";
   testing::ScratchDir dir;
   auto alloxd = testing::start_alloxd_binary(one_node_config(dir, ""), dir.file("state.db"));
+  ASSERT_TRUE(alloxd.ok()) << alloxd.message();
+  expect_request_threads_normal(**alloxd);
+  EXPECT_NE(std::string::npos, (*alloxd)->log().find("request_threads: normal")) << (*alloxd)->log();
+  (*alloxd)->terminate(std::chrono::seconds(10));
+}
+
+// The operator's opt-in (request_threads: auto) where the kernel grants real-time and
+// kube-scheduler's listener is on loopback: its 4 threads and the book's writer run SCHED_FIFO,
+// and alloxd says so in its log and its metrics.
+TEST(ThreadPriorityTest, AlloxdWithAutoAnswersKubeSchedulerInRealTimeWhereGranted) {
+  ASSERT_TRUE(realtime_granted().ok()) << "this test needs CAP_SYS_NICE, as CI has";
+  testing::ScratchDir dir;
+  auto alloxd = testing::start_alloxd_binary(one_node_config(dir, "request_threads: auto"),
+                                             dir.file("state.db"));
   ASSERT_TRUE(alloxd.ok()) << alloxd.message();
   const RequestThreadClasses classes = request_thread_classes((*alloxd)->pid());
   EXPECT_EQ(5u, classes.realtime);
@@ -451,11 +466,12 @@ TEST(ThreadPriorityTest, AlloxdByDefaultAnswersKubeSchedulerInRealTimeWhereGrant
   (*alloxd)->terminate(std::chrono::seconds(10));
 }
 
-// The default without CAP_SYS_NICE (alloxd started under setpriv with the capability out of its
+// auto without CAP_SYS_NICE (alloxd started under setpriv with the capability out of its
 // bounding set, as in a container that was not granted it): normal, and the log says why.
-TEST(ThreadPriorityTest, AlloxdByDefaultAnswersInTheNormalClassWithoutCapSysNice) {
+TEST(ThreadPriorityTest, AlloxdWithAutoAnswersInTheNormalClassWithoutCapSysNice) {
   testing::ScratchDir dir;
-  emulator::AlloxdLaunch launch = launch_of(one_node_config(dir, ""), dir.file("state.db"));
+  emulator::AlloxdLaunch launch =
+      launch_of(one_node_config(dir, "request_threads: auto"), dir.file("state.db"));
   launch.launcher = {"/usr/bin/setpriv", "--bounding-set=-sys_nice", "--"};
   auto alloxd = emulator::AlloxdProcess::start(launch);
   ASSERT_TRUE(alloxd.ok()) << alloxd.message();
@@ -466,16 +482,51 @@ TEST(ThreadPriorityTest, AlloxdByDefaultAnswersInTheNormalClassWithoutCapSysNice
   (*alloxd)->terminate(std::chrono::seconds(10));
 }
 
-// The default on a listener other hosts can reach: normal even where real-time is granted, so
-// no remote client can make real-time threads run.
-TEST(ThreadPriorityTest, AlloxdByDefaultAnswersAListenerOffLoopbackInTheNormalClass) {
+// auto on a listener other hosts can reach: normal even where real-time is granted, so no
+// remote client can make real-time threads run.
+TEST(ThreadPriorityTest, AlloxdWithAutoAnswersAListenerOffLoopbackInTheNormalClass) {
   testing::ScratchDir dir;
-  emulator::AlloxdLaunch launch = launch_of(one_node_config(dir, ""), dir.file("state.db"));
+  emulator::AlloxdLaunch launch =
+      launch_of(one_node_config(dir, "request_threads: auto"), dir.file("state.db"));
   launch.listen = "0.0.0.0:0";
   auto alloxd = emulator::AlloxdProcess::start(launch);
   ASSERT_TRUE(alloxd.ok()) << alloxd.message();
   expect_request_threads_normal(**alloxd);
   EXPECT_NE(std::string::npos, (*alloxd)->log().find("is not on loopback")) << (*alloxd)->log();
+  (*alloxd)->terminate(std::chrono::seconds(10));
+}
+
+// manifests/realtime/ as the kernel sees it: uid 0 holding SYS_NICE and no other capability,
+// and --request-threads auto on the command line: the request threads run SCHED_FIFO.
+TEST(ThreadPriorityTest, TheRealtimeOverlaysOneCapabilityTakesEffectForUidZero) {
+  ASSERT_TRUE(realtime_granted().ok()) << "this test needs CAP_SYS_NICE, as CI has";
+  testing::ScratchDir dir;
+  emulator::AlloxdLaunch launch = launch_of(one_node_config(dir, ""), dir.file("state.db"));
+  launch.launcher = {"/usr/bin/setpriv", "--reuid=0", "--inh-caps=-all",
+                     "--bounding-set=-all,+sys_nice", "--"};
+  launch.extra_args = {"--request-threads", "auto"};
+  auto alloxd = emulator::AlloxdProcess::start(launch);
+  ASSERT_TRUE(alloxd.ok()) << alloxd.message();
+  const RequestThreadClasses classes = request_thread_classes((*alloxd)->pid());
+  EXPECT_EQ(5u, classes.realtime) << (*alloxd)->log();
+  EXPECT_EQ("1", realtime_gauge((*alloxd)->url()));
+  (*alloxd)->terminate(std::chrono::seconds(10));
+}
+
+// The same grant for the image's own user (uid 10001) does not take effect: without ambient
+// capabilities a non-root process holds SYS_NICE in its bounding set only, so alloxd falls back
+// to normal and says why. This is why the overlay runs alloxd as uid 0.
+TEST(ThreadPriorityTest, SysNiceForTheImagesUserDoesNotTakeEffect) {
+  testing::ScratchDir dir;
+  ASSERT_EQ(0, ::chmod(dir.path().c_str(), 0777));
+  emulator::AlloxdLaunch launch = launch_of(one_node_config(dir, ""), dir.file("state.db"));
+  launch.launcher = {"/usr/bin/setpriv", "--reuid=10001", "--regid=10001", "--clear-groups",
+                     "--inh-caps=-all", "--bounding-set=-all,+sys_nice", "--"};
+  launch.extra_args = {"--request-threads", "auto"};
+  auto alloxd = emulator::AlloxdProcess::start(launch);
+  ASSERT_TRUE(alloxd.ok()) << alloxd.message();
+  expect_request_threads_normal(**alloxd);
+  EXPECT_NE(std::string::npos, (*alloxd)->log().find("CAP_SYS_NICE")) << (*alloxd)->log();
   (*alloxd)->terminate(std::chrono::seconds(10));
 }
 
