@@ -417,6 +417,7 @@ void Controller::reconcile() {
             [this, ref, gates] { return kube::remove_gate(client_, ref, gates, kube::kQueueGate); },
             now, ActionPriority::kAdmit);
         nudged_[key] = now;  // released: a nudge is due only if it still waits after renudge
+        ungated_.insert(key);
         rest_until = now + options_.settle;  // looked at again if the removal was lost
       } else if (pod.turned_away) {
         // Parked by kube-scheduler (it said so in the pod's status): nudged the moment its plan
@@ -437,8 +438,13 @@ void Controller::reconcile() {
         last = nudged_.find(key);
         rest_until = last == nudged_.end() ? now : last->second + options_.renudge;
       }
-      say(pod.ref, "Normal", "Admitted",
-          "starts on " + start->second.node + " (" + start->second.device + ")", now);
+      // On the gate path the gate's removal and kube-scheduler's own Scheduled event, moments
+      // later, say all an Admitted event would: one API write per pod fewer. An ungated pod may
+      // wait in kube-scheduler's back-off first, so it is told where it will start.
+      if (!ungated_.contains(key)) {
+        say(pod.ref, "Normal", "Admitted",
+            "starts on " + start->second.node + " (" + start->second.device + ")", now);
+      }
       make_quiet(key, rest_until);
       continue;
     }
@@ -470,6 +476,7 @@ void Controller::reconcile() {
   // Forget what concerns pods that are gone (nothing else here names a pod the feed lost).
   for (const std::string& key : gone) {
     nudged_.erase(key);
+    ungated_.erase(key);
     auto it = said_.find(key);
     if (it == said_.end()) continue;
     auto slash = key.find('/');

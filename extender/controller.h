@@ -133,6 +133,7 @@ class Controller {
   std::unordered_map<std::string, std::map<std::string, std::pair<std::string, Clock::time_point>>>
       said_;
   std::unordered_map<std::string, Clock::time_point> nudged_;
+  std::unordered_set<std::string> ungated_;  // pods released by removing their gate
   PodMirror mirror_;  // the feed's pods as of the last pass
 
   // The plan's starts as the passes released them: job -> the pod released for it, at which
