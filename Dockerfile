@@ -21,7 +21,8 @@ RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq 
     && mkdir -p /var/lib/allox && chown allox /var/lib/allox
 COPY --from=build /build/cli/alloxd /build/cli/allox /usr/local/bin/
 COPY data/ /usr/share/allox/data/
-USER allox
+# Numeric, so that a pod's runAsNonRoot can verify it.
+USER 10001:10001
 EXPOSE 8888 9090
 ENTRYPOINT ["/usr/local/bin/alloxd"]
 CMD ["--config", "/etc/allox/alloxd/alloxd.yaml"]

@@ -218,39 +218,159 @@ TEST(Manifests, DeploymentProbesAndMountsFitTheConfigs) {
   EXPECT_TRUE(mounted);
 }
 
-// alloxd's default request_threads (auto) runs kube-scheduler's listener real-time when the pod
-// grants SYS_NICE and the listener is on loopback: the deployment grants that one capability to
-// alloxd alone, and the shipped config keeps the listener where only the pod reaches it.
-TEST(Manifests, AlloxdAnswersKubeSchedulerInRealTimeWithOneCapabilityMore) {
-  const YAML::Node deployment = YAML::LoadFile((kManifests / "deployment.yaml").string());
-  const YAML::Node containers = deployment["spec"]["template"]["spec"]["containers"];
-  ASSERT_EQ(2u, containers.size());
-  EXPECT_FALSE(containers[0]["securityContext"]) << "kube-scheduler runs as the image has it";
-  const YAML::Node capabilities = containers[1]["securityContext"]["capabilities"];
-  ASSERT_TRUE(capabilities) << "alloxd's securityContext.capabilities";
-  ASSERT_EQ(1u, capabilities["add"].size());
-  EXPECT_EQ("SYS_NICE", capabilities["add"][0].as<std::string>());
-  EXPECT_FALSE(containers[1]["securityContext"]["privileged"]);
-  auto config = shipped_alloxd_config();
-  ASSERT_TRUE(config.ok()) << config.message();
-  EXPECT_EQ(extender::RequestThreads::kAuto, config->request_threads);
-  EXPECT_EQ(extender::RequestClass::kRealtime,
-            extender::choose_request_class(config->request_threads, config->listen_host, OkStatus())
-                .chosen);
+// PodSecurity `restricted` (the 1.28 profile, which contains `baseline`) for one pod template:
+// every violation as one line naming the field.
+std::string restricted_violations(const YAML::Node& pod) {
+  std::string out;
+  auto flag = [&out](const std::string& what) { out += what + "\n"; };
+  for (const char* host : {"hostNetwork", "hostPID", "hostIPC"}) {
+    if (pod[host] && pod[host].as<bool>()) flag(std::string("spec.") + host);
+  }
+  for (const auto& volume : pod["volumes"]) {
+    if (volume["hostPath"]) flag("volume " + volume["name"].as<std::string>() + ": hostPath");
+  }
+  const YAML::Node pod_context = pod["securityContext"];
+  const bool pod_non_root = pod_context && pod_context["runAsNonRoot"] &&
+                            pod_context["runAsNonRoot"].as<bool>();
+  const bool pod_seccomp = pod_context && pod_context["seccompProfile"] &&
+                           pod_context["seccompProfile"]["type"].as<std::string>() ==
+                               "RuntimeDefault";
+  for (const auto& container : pod["containers"]) {
+    const std::string name = "container " + container["name"].as<std::string>() + ": ";
+    const YAML::Node context = container["securityContext"];
+    if (!context) {
+      flag(name + "no securityContext");
+      continue;
+    }
+    if (context["privileged"] && context["privileged"].as<bool>()) flag(name + "privileged");
+    if (!context["allowPrivilegeEscalation"] || context["allowPrivilegeEscalation"].as<bool>()) {
+      flag(name + "allowPrivilegeEscalation must be false");
+    }
+    const YAML::Node capabilities = context["capabilities"];
+    bool drops_all = false;
+    if (capabilities && capabilities["drop"]) {
+      for (const auto& c : capabilities["drop"]) drops_all |= c.as<std::string>() == "ALL";
+    }
+    if (!drops_all) flag(name + "capabilities.drop must hold ALL");
+    if (capabilities && capabilities["add"]) {
+      for (const auto& c : capabilities["add"]) {
+        if (c.as<std::string>() != "NET_BIND_SERVICE") flag(name + "adds " + c.as<std::string>());
+      }
+    }
+    const bool non_root = context["runAsNonRoot"] ? context["runAsNonRoot"].as<bool>()
+                                                  : pod_non_root;
+    if (!non_root) flag(name + "runAsNonRoot must be true");
+    if (context["runAsUser"] && context["runAsUser"].as<long>() == 0) {
+      flag(name + "runAsUser 0");
+    }
+    const bool seccomp = context["seccompProfile"]
+                             ? context["seccompProfile"]["type"].as<std::string>() ==
+                                   "RuntimeDefault"
+                             : pod_seccomp;
+    if (!seccomp) flag(name + "seccompProfile must be RuntimeDefault");
+    for (const auto& port : container["ports"]) {
+      if (port["hostPort"]) flag(name + "hostPort");
+    }
+  }
+  return out;
 }
 
-TEST(Manifests, KustomizationRenders) {
-  ASSERT_EQ(0, std::system("command -v kubectl >/dev/null 2>&1"))
-      << "kubectl is not installed: run scripts/install-deps.sh";
-  const std::string command = "kubectl kustomize " + kManifests.string() + " 2>&1";
+// The shipped Deployment passes PodSecurity `restricted`: both containers run as numeric
+// non-root users (runAsNonRoot cannot be verified against the image's named user), with no
+// capability, no privilege escalation and the runtime's seccomp profile; alloxd's threads are
+// all normal-class (request_threads: normal).
+TEST(Manifests, DeploymentPassesPodSecurityRestricted) {
+  const YAML::Node deployment = YAML::LoadFile((kManifests / "deployment.yaml").string());
+  EXPECT_EQ("", restricted_violations(deployment["spec"]["template"]["spec"]));
+  for (const auto& container : deployment["spec"]["template"]["spec"]["containers"]) {
+    EXPECT_GT(container["securityContext"]["runAsUser"].as<long>(), 0)
+        << container["name"].as<std::string>();
+  }
+  auto config = shipped_alloxd_config();
+  ASSERT_TRUE(config.ok()) << config.message();
+  EXPECT_EQ(extender::RequestThreads::kNormal, config->request_threads);
+}
+
+// The check above can fail: a SYS_NICE grant, a root user and a missing seccomp profile are
+// each named.
+TEST(Manifests, PodSecurityCheckNamesEachViolation) {
+  const YAML::Node pod = YAML::Load(R"(
+containers:
+  - name: a
+    securityContext: {runAsUser: 0, allowPrivilegeEscalation: false,
+                      capabilities: {drop: [ALL], add: [SYS_NICE]}})");
+  const std::string violations = restricted_violations(pod);
+  EXPECT_NE(std::string::npos, violations.find("container a: adds SYS_NICE")) << violations;
+  EXPECT_NE(std::string::npos, violations.find("container a: runAsUser 0")) << violations;
+  EXPECT_NE(std::string::npos, violations.find("container a: runAsNonRoot must be true"))
+      << violations;
+  EXPECT_NE(std::string::npos, violations.find("seccompProfile must be RuntimeDefault"))
+      << violations;
+}
+
+// Runs `kubectl kustomize` on `dir`; the rendered YAML, or the failure's output.
+Expected<std::string> kustomize(const fs::path& dir) {
+  if (std::system("command -v kubectl >/dev/null 2>&1") != 0) {
+    return Error{"kubectl is not installed: run scripts/install-deps.sh"};
+  }
+  const std::string command = "kubectl kustomize " + dir.string() + " 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
-  ASSERT_NE(nullptr, pipe);
+  if (pipe == nullptr) return Error{"popen failed"};
   std::string rendered;
   char buffer[4096];
   while (std::size_t n = fread(buffer, 1, sizeof buffer, pipe)) rendered.append(buffer, n);
-  ASSERT_EQ(0, pclose(pipe)) << rendered;
+  if (pclose(pipe) != 0) return Error{rendered};
+  return rendered;
+}
+
+// manifests/realtime/ as an operator uses it (a kustomization of their own with the shipped
+// manifests as its resource and the component beside): alloxd alone gets SYS_NICE, as uid 0 with
+// every other capability dropped, and is told --request-threads auto; kube-scheduler is as
+// shipped. (TheRealtimeOverlaysOneCapabilityTakesEffectForUidZero in tests/extender runs alloxd
+// under exactly these credentials.)
+TEST(Manifests, RealtimeComponentGrantsOneCapabilityToAlloxdAlone) {
+  StandInDir dir;
+  ASSERT_FALSE(dir.path().empty());
+  fs::create_directory_symlink(kManifests, dir.path() / "allox");
+  std::ofstream(dir.path() / "kustomization.yaml")
+      << "resources: [allox]\ncomponents: [allox/realtime]\n";
+  auto rendered = kustomize(dir.path());
+  ASSERT_TRUE(rendered.ok()) << rendered.message();
+  YAML::Node pod;
+  for (const YAML::Node& doc : YAML::LoadAll(*rendered)) {
+    if (doc["kind"].as<std::string>() == "Deployment") pod = doc["spec"]["template"]["spec"];
+  }
+  ASSERT_TRUE(pod) << *rendered;
+  YAML::Node scheduler, alloxd;  // kustomize may reorder the patched list
+  for (const YAML::Node& container : pod["containers"]) {
+    if (container["name"].as<std::string>() == "alloxd") {
+      alloxd = container;
+    } else {
+      scheduler = container;
+    }
+  }
+  ASSERT_TRUE(alloxd && scheduler) << *rendered;
+  EXPECT_EQ(65532, scheduler["securityContext"]["runAsUser"].as<long>());
+  EXPECT_EQ("container alloxd: adds SYS_NICE\ncontainer alloxd: runAsNonRoot must be true\n"
+            "container alloxd: runAsUser 0\n",
+            restricted_violations(pod));
+  const YAML::Node args = alloxd["args"];
+  ASSERT_EQ(4u, args.size());
+  EXPECT_EQ("--request-threads", args[2].as<std::string>());
+  EXPECT_EQ("auto", args[3].as<std::string>());
+  auto threads = extender::parse_request_threads(args[3].as<std::string>());
+  ASSERT_TRUE(threads.ok());
+  auto config = shipped_alloxd_config();
+  ASSERT_TRUE(config.ok()) << config.message();
+  EXPECT_EQ(extender::RequestClass::kRealtime,
+            extender::choose_request_class(*threads, config->listen_host, OkStatus()).chosen);
+}
+
+TEST(Manifests, KustomizationRenders) {
+  auto rendered = kustomize(kManifests);
+  ASSERT_TRUE(rendered.ok()) << rendered.message();
   std::multiset<std::string> kinds;
-  for (const YAML::Node& doc : YAML::LoadAll(rendered)) kinds.insert(doc["kind"].as<std::string>());
+  for (const YAML::Node& doc : YAML::LoadAll(*rendered)) kinds.insert(doc["kind"].as<std::string>());
   for (const char* kind : {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
                            "Deployment", "Service", "ConfigMap"}) {
     EXPECT_GE(kinds.count(kind), 1u) << kind;
