@@ -20,7 +20,13 @@ linger=()
 gates=()
 [[ ${ALLOX_DEMO_GATES:-1} == 1 ]] && gates=(--gates)
 # Interactive: keep alloxd and the fake cluster up after the replay, for the status page.
-[[ -t 0 ]] && linger=(--linger)
+if [[ -t 0 ]]; then
+  linger=(--linger)
+else
+  echo "demo: no terminal on standard input, so alloxd and the fake cluster stop when the replay" \
+    "ends: the addresses it prints close with it (run ./dev run from a terminal to keep them up" \
+    "until Ctrl-C)" >&2
+fi
 # shellcheck disable=SC2086
 exec "$build_dir/cli/allox" replay --config examples/alloxd.yaml \
   --scheduler-config manifests/scheduler-config.yaml --alloxd "$build_dir/cli/alloxd" \

