@@ -26,15 +26,28 @@ function(allox_library name)
   allox_warnings(allox_${name})
 endfunction()
 
-# allox_test(NAME SOURCES ... DEPS ...): a GoogleTest binary whose cases ctest lists one by one.
-# Tests find shipped data through ALLOX_SOURCE_DIR.
+# allox_test(NAME SOURCES ... DEPS ... [LABEL unit|integration|e2e]): a GoogleTest binary whose
+# cases ctest lists one by one, each with the binary's label (default unit), so `ctest -L unit`
+# is the fast subset. Tests find shipped data through ALLOX_SOURCE_DIR.
+#   unit         in one process, no child process, seconds in all
+#   integration  starts alloxd, servers or tools (kubectl, chromium) and talks to them
+#   e2e          a whole cluster: fake API server, kube-scheduler emulator, kubelets, alloxd
 function(allox_test name)
-  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  cmake_parse_arguments(ARG "" "LABEL" "SOURCES;DEPS" ${ARGN})
+  if(NOT ARG_LABEL)
+    set(ARG_LABEL unit)
+  endif()
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest_main GTest::gmock)
   target_compile_definitions(${name} PRIVATE ALLOX_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
                                              ALLOX_BINARY_DIR="${PROJECT_BINARY_DIR}")
   allox_warnings(${name})
   include(GoogleTest)
-  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 300)
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 300 LABELS ${ARG_LABEL})
+endfunction()
+
+# allox_script_test(NAME LABEL COMMAND ...): a test that runs a script, with its label.
+function(allox_script_test name label)
+  add_test(NAME ${name} COMMAND ${ARGN})
+  set_tests_properties(${name} PROPERTIES LABELS ${label})
 endfunction()
