@@ -212,7 +212,11 @@ int run(const Flags& flags) {
   }
   watched.store(service->get());
   (*service)->start();
+  // One pool for what may block (binds, reports, metrics, the admin API), shared by the
+  // extender and reports listeners; the webhook's handler never blocks.
+  std::shared_ptr<BlockingPool> blocking = start_blocking_pool();
   HttpServerOptions server_options;
+  server_options.blocking = blocking;
   server_options.host = config->listen_host;
   server_options.port = config->listen_port;
   server_options.max_body_bytes = config->max_body_bytes;
@@ -227,6 +231,7 @@ int run(const Flags& flags) {
   std::unique_ptr<HttpServer> reports_server;
   if (config->reports_listen) {
     HttpServerOptions reports_options;
+    reports_options.blocking = blocking;
     reports_options.host = config->reports_listen->host;
     reports_options.port = config->reports_listen->port;
     reports_options.read_only = true;

@@ -95,7 +95,11 @@ struct Shared {
   HttpServerOptions options;
   HttpHandler handler;
   std::size_t max_connections = 0;
-  BlockingPool* blocking = nullptr;  // the server's pool for handlers that may block
+  BlockingPool* blocking = nullptr;  // the pool for handlers that may block
+  // Work of this server's on the pool, possibly shared with other servers: the server is
+  // joined only once none is left.
+  std::atomic<int> pool_work{0};
+  std::condition_variable pool_idle;
 
   struct Connection {
     virtual ~Connection() = default;
@@ -351,12 +355,18 @@ class Session : public Shared::Connection, public std::enable_shared_from_this<S
     shared_->begin_reply();
     const HttpHandler& handler = shared_->handler;
     if (handler.may_block && handler.may_block(request)) {
+      shared_->pool_work.fetch_add(1);
       shared_->blocking->post(
           [self = this->shared_from_this(), request = std::move(request)]() mutable {
             auto reply = std::make_shared<HttpReply>(self->serve(request));
             // Not asio::post: that wakes the I/O thread while holding its io_context's lock
             // (io_thread_inbox.h).
             self->inbox_->push([self, reply] { self->send(std::move(*reply)); });
+            Shared& shared = *self->shared_;
+            if (shared.pool_work.fetch_sub(1) == 1) {
+              std::lock_guard lock(shared.mu);
+              shared.pool_idle.notify_all();
+            }
           });
       return;
     }
@@ -518,12 +528,9 @@ class Session : public Shared::Connection, public std::enable_shared_from_this<S
 struct HttpServer::Impl {
   std::shared_ptr<Shared> shared = std::make_shared<Shared>();
   std::optional<asio::ssl::context> tls;
-  // Binds wait on an fsync and the API server, not on the CPU, and concurrent binds share one
-  // fsync (store.h): enough threads for kube-scheduler's binds in flight to group.
-  static constexpr std::size_t kBlockingThreads = 16;
-  // Its threads name themselves (top -H, the bench's CPU by thread) and enter the background
-  // class before the pool is up.
-  BlockingPool blocking{kBlockingThreads, [] { become_background_thread("allox-blocking"); }};
+  // The pool for handlers that may block (HttpServerOptions::blocking, or the server's own).
+  // Declared before the contexts: a pool of its own is joined after them.
+  std::shared_ptr<BlockingPool> blocking;
   // One io_context per I/O thread, each run by that thread alone (concurrency hint 1: its
   // completions queue without locks or wake-ups), each owning the connections handed to it.
   // A single io_context run by every thread had them take turns on its locks, hand handlers to
@@ -597,9 +604,17 @@ struct HttpServer::Impl {
     joined = true;
     for (auto& io : contexts) io->stop();
     for (std::thread& t : threads) t.join();
-    blocking.join();
+    // Every handler of this server's that the pool still runs, then nothing of ours is left
+    // there (the pool may serve other listeners and outlive this one).
+    std::unique_lock lock(shared->mu);
+    shared->pool_idle.wait(lock, [this] { return shared->pool_work.load() == 0; });
   }
 };
+
+std::shared_ptr<BlockingPool> start_blocking_pool(std::size_t threads) {
+  return std::make_shared<BlockingPool>(threads,
+                                        [] { become_background_thread("allox-blocking"); });
+}
 
 Expected<int> pick_free_port(const std::string& host) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -645,7 +660,9 @@ Expected<std::unique_ptr<HttpServer>> HttpServer::start(HttpHandler handler,
   Shared& shared = *impl.shared;
   shared.options = options;
   shared.handler = std::move(handler);
-  shared.blocking = &impl.blocking;
+  impl.blocking = options.blocking;
+  if (!impl.blocking && shared.handler.may_block) impl.blocking = start_blocking_pool();
+  shared.blocking = impl.blocking.get();
   std::size_t descriptors = descriptor_limit();
   shared.max_connections = std::max<std::size_t>(
       1, std::min(options.max_connections, descriptors > 2 * kReservedDescriptors

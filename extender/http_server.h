@@ -17,7 +17,8 @@
 // loop and owns the connections handed to it in turn as they are accepted; a connection's
 // requests are answered one after another on its thread. Handlers run there, except requests
 // for which HttpHandler::may_block says yes (binds wait on the API server), which run on a
-// separate pool so they never hold an I/O thread.
+// blocking pool so they never hold an I/O thread: one the process's listeners share
+// (HttpServerOptions::blocking), or the server's own, started only when its handler may block.
 //
 // With tls_cert_file and tls_key_file set the listener speaks HTTPS only (TLS 1.2+).
 //
@@ -35,6 +36,7 @@
 
 namespace allox::extender {
 
+class BlockingPool;
 class ExtenderService;
 
 struct HttpServerOptions {
@@ -62,7 +64,17 @@ struct HttpServerOptions {
   // PEM files, read once at start. Both empty: plain HTTP.
   std::string tls_cert_file{};
   std::string tls_key_file{};
+  // The threads that run handlers that may block, shared by the process's listeners
+  // (start_blocking_pool()). Null: the server starts its own, if its handler may block.
+  std::shared_ptr<BlockingPool> blocking{};
 };
+
+// Threads for handlers that may block. Binds wait on an fsync and the API server, not on the
+// CPU, and concurrent binds share one fsync (store.h): enough threads for kube-scheduler's binds
+// in flight to group. Each names itself allox-blocking (top -H, the bench's CPU by thread) and
+// enters the background class before the pool is up.
+inline constexpr std::size_t kBlockingThreads = 16;
+std::shared_ptr<BlockingPool> start_blocking_pool(std::size_t threads = kBlockingThreads);
 
 struct HttpHandler {
   // The reply to one complete request. May throw: the client then gets 500.

@@ -22,6 +22,7 @@
 #include "extender/emulator/alloxd_process.h"
 #include "extender/http_server.h"
 #include "extender/planner.h"
+#include "tests/extender/api_pods.h"
 #include "tests/extender/test_support.h"
 
 namespace allox::extender {
@@ -527,6 +528,40 @@ TEST(ThreadPriorityTest, SysNiceForTheImagesUserDoesNotTakeEffect) {
   ASSERT_TRUE(alloxd.ok()) << alloxd.message();
   expect_request_threads_normal(**alloxd);
   EXPECT_NE(std::string::npos, (*alloxd)->log().find("CAP_SYS_NICE")) << (*alloxd)->log();
+  (*alloxd)->terminate(std::chrono::seconds(10));
+}
+
+// alloxd as the shipped config runs it (manifests/alloxd.yaml: an API server, the Lease, the
+// reports listener and the TLS webhook listener) starts the threads docs/design.md counts,
+// "Threads": one blocking pool for the process, none for the webhook, whose handler never blocks.
+TEST(ThreadPriorityTest, AlloxdWithTheShippedShapeOfConfigRunsItsDocumentedThreads) {
+  constexpr std::size_t kDocumented = 34;
+  emulator::FakeApiServer api(testing::api_options("api-token"));
+  api.add_node("n1", {{"cpu", "64"}, {"nvidia.com/gpu", "4"}});
+  testing::ScratchDir dir;
+  testing::write_self_signed(dir.file("tls.crt"), dir.file("tls.key"));
+  const std::string config = dir.file("alloxd.yaml");
+  {
+    std::ofstream out(config);
+    out << "policy: allox\ntick: 5\nadmin_token: t\nreports_listen: 127.0.0.1:0\n"
+        << "apiserver: {url: '" << api.url() << "', token: api-token,"
+        << " lease: {namespace: allox-system, name: alloxd}}\n"
+        << "webhook: {listen: '127.0.0.1:0', tls_cert_file: " << dir.file("tls.crt")
+        << ", tls_key_file: " << dir.file("tls.key") << "}\n";
+  }
+  auto alloxd = testing::start_alloxd_binary(config, dir.file("state.db"));
+  ASSERT_TRUE(alloxd.ok()) << alloxd.message();
+  const auto threads = threads_once((*alloxd)->pid(), [](const auto& threads) {
+    return threads.count("allox-http") == 6 && threads.count("allox-actions") == 4 &&
+           threads.count("allox-informer") == 2 && threads.count("allox-control") == 1;
+  });
+  std::map<std::string, std::size_t> by_name;
+  for (const auto& [name, thread] : threads) ++by_name[name];
+  std::string seen;
+  for (const auto& [name, count] : by_name) seen += name + " x" + std::to_string(count) + "\n";
+  EXPECT_EQ(kDocumented, threads.size()) << seen;
+  EXPECT_EQ(16u, by_name["allox-blocking"]) << "one pool for the process\n" << seen;
+  EXPECT_EQ(6u, by_name["allox-http"]) << "4 for kube-scheduler, 1 reports, 1 webhook\n" << seen;
   (*alloxd)->terminate(std::chrono::seconds(10));
 }
 
