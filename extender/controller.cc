@@ -115,7 +115,7 @@ void Controller::act(const std::string& key, const std::string& seen,
     Status status = action();
     if (status) {
       std::lock_guard lock(succeeded_mu_);
-      succeeded_[key] = {Clock::now(), seen};
+      succeeded_[key] = {this->now(), seen};
     }
     return status;
   };
@@ -190,7 +190,7 @@ void Controller::reconcile() {
     return;
   }
   const std::uint64_t pass_number = ++passes_;
-  const auto now = Clock::now();
+  const auto now = this->now();
   const double wall = planner_.now();
   std::shared_ptr<const Plan> plan = planner_.latest_plan();
   const std::uint64_t seen = plan->version;  // acted on below, whether used or passed over

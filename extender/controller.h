@@ -69,6 +69,9 @@ struct ControllerOptions {
   // since the last one (see reconcile()); every `full_pass` one looks at every pod, the safety
   // net for a change no pod of its job shows (an operator's completion through the API).
   std::chrono::milliseconds full_pass{5000};
+  // The monotonic clock every interval above is measured on (not the pacing of the passes, which
+  // waits on the thread's own time). Tests substitute a stepped one; unset: steady_clock.
+  std::function<std::chrono::steady_clock::time_point()> steady_now;
 };
 
 class Controller {
@@ -97,6 +100,7 @@ class Controller {
  private:
   using Clock = std::chrono::steady_clock;
   void loop();
+  Clock::time_point now() const { return options_.steady_now ? options_.steady_now() : Clock::now(); }
   // Submits an action unless the same key was submitted for the same `seen` (the pod's
   // resourceVersion) within `settle`, or succeeded for it within `expectation`: a pod that
   // changed since is always looked at again.

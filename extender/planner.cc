@@ -703,7 +703,7 @@ std::vector<std::pair<std::string, PlannedStart>> Planner::hold_admitted(PlanInp
   };
   std::vector<Displaced> displaced;
   const std::vector<MachineSlot>& slots = *input.slots;
-  const auto wall = std::chrono::steady_clock::now();
+  const auto wall = steady_now();
   for (const auto& [job_id, admission] : admitted_) {
     if (std::chrono::duration<double>(wall - admission.at).count() > options_.admission_hold) {
       continue;  // lapsed: planned afresh
@@ -775,7 +775,7 @@ std::vector<Status> Planner::admit_all(const std::vector<AdmitRequest>& admissio
     std::lock_guard write(write_mu_);
     {
       std::shared_lock lock(book_mu_);
-      const auto at = std::chrono::steady_clock::now();
+      const auto at = steady_now();
       for (std::size_t i = 0; i < admissions.size(); ++i) {
         const AdmitRequest& a = admissions[i];
         const BookJob* job = book_.job(a.job_id);
@@ -828,7 +828,7 @@ std::vector<Status> Planner::admit_all(const std::vector<AdmitRequest>& admissio
         outcomes[a.index] = forget(a);
       }
     }
-    const auto at = std::chrono::steady_clock::now();
+    const auto at = steady_now();
     for_each_chunk(admitting.size(), [&](std::size_t begin, std::size_t end) {
       write_book([&] {
         bool chunk_changed = false;

@@ -70,6 +70,9 @@ struct PlannerOptions {
   // How long (wall seconds, whatever `clock` says) an admitted job keeps its slot while its pod
   // is not yet bound: it waits on kube-scheduler, which runs on the wall's time.
   double admission_hold = 60;
+  // The monotonic clock admission_hold is measured on. Tests substitute a stepped one; unset:
+  // steady_clock.
+  std::function<std::chrono::steady_clock::time_point()> steady_now;
   // The pause after each plan (see above). pace 0: plan again as soon as anything changed.
   double pace = 1;
   double max_pause = 0.2;  // seconds
@@ -109,6 +112,10 @@ class Planner {
   // True once the node inventory is loaded and a first plan is published.
   bool ready() const;
   double now() const { return options_.clock(); }
+  // The monotonic clock of admission holds (PlannerOptions::steady_now).
+  std::chrono::steady_clock::time_point steady_now() const {
+    return options_.steady_now ? options_.steady_now() : std::chrono::steady_clock::now();
+  }
   const ExtenderConfig& config() const { return config_; }
 
   // Changes. Each is durable before it returns and wakes the planner thread. `durability`

@@ -27,7 +27,24 @@ json variant(const std::string& name, const std::string& job, const std::string&
   return pod;
 }
 
+// A monotonic clock the test steps by hand: the intervals the controller and the planner
+// measure (settle, renudge, requeue_event, admission_hold) pass when the test says so, never by
+// sleeping.
+class SteppedClock {
+ public:
+  std::function<std::chrono::steady_clock::time_point()> now() const {
+    return [at = at_] { return std::chrono::steady_clock::time_point(std::chrono::nanoseconds(*at)); };
+  }
+  void advance(std::chrono::nanoseconds by) { *at_ += by.count(); }
+
+ private:
+  // Far from the clock's epoch, so no interval before the first step is negative.
+  std::shared_ptr<std::atomic<std::int64_t>> at_ =
+      std::make_shared<std::atomic<std::int64_t>>(std::int64_t{1} << 50);
+};
+
 struct Fixture {
+  SteppedClock steady;
   testing::ScratchDir dir;
   ExtenderConfig config;
   Metrics metrics;
@@ -45,6 +62,7 @@ struct Fixture {
   std::unique_ptr<Controller> controller;
 
   explicit Fixture(PlannerOptions planner_options = {}) {
+    planner_options.steady_now = steady.now();
     config = testing::make_config({}, dir.file("state.db"));
     config.scheduler_name = "allox-scheduler";
     auto made = Planner::create(config, make_policy("fifo", PolicyOptions{}).value(), metrics,
@@ -52,8 +70,10 @@ struct Fixture {
     EXPECT_TRUE(made.ok()) << made.message();
     planner = std::move(*made);
     feed = std::make_unique<ClusterFeed>(client, *planner, config, nullptr);
+    ControllerOptions options;
+    options.steady_now = steady.now();
     controller = std::make_unique<Controller>(*planner, *feed, client, events, actions,
-                                              [this] { return leading; });
+                                              [this] { return leading; }, options);
     planner->start();
     actions.start();
   }
@@ -71,6 +91,7 @@ struct Fixture {
   }
   // A controller of the test's own over this feed and planner, always leading.
   std::unique_ptr<Controller> own_controller(ControllerOptions options) {
+    options.steady_now = steady.now();
     return std::make_unique<Controller>(
         *planner, *feed, client, events, actions, [] { return true; }, options);
   }
@@ -176,13 +197,14 @@ TEST(ControllerTest, ASucceededDeleteIsNotSentAgainWhileTheWatchLagsBehindIt) {
   ControllerOptions options;
   options.settle = std::chrono::milliseconds(20);
   options.full_pass = std::chrono::milliseconds(0);  // every pass looks at every pod
+  options.steady_now = f.steady.now();
   f.controller = std::make_unique<Controller>(
       *f.planner, *f.feed, f.client, f.events, f.actions, [&f] { return f.leading; }, options);
   json late = run_a_with_a_late_sibling(f);
   f.settle();
   ASSERT_EQ(1u, f.requests("DELETE").size());
   for (int pass = 0; pass < 3; ++pass) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(40));  // past settle
+    f.steady.advance(std::chrono::milliseconds(40));  // past settle
     f.settle();  // the watch has not shown the deletion
   }
   EXPECT_EQ(1u, f.requests("DELETE").size());
@@ -269,7 +291,7 @@ TEST(ControllerTest, AnAdmissionIsHeldForWallTimeWhateverThePlannersClock) {
   f.planner->solve_now();
   ASSERT_LT(admitted_version, f.planner->latest_plan()->version);
   EXPECT_EQ(1u, f.planner->latest_plan()->starts.count("lab/b")) << "an hour on the clock: held";
-  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  f.steady.advance(std::chrono::milliseconds(400));
   f.feed->pod_handler().on_upsert(variant("d-gpu", "d", "nvidia.com/gpu", true));
   f.planner->solve_now();
   EXPECT_EQ(0u, f.planner->latest_plan()->starts.count("lab/b")) << "0.4 s of wall: lapsed";
@@ -361,11 +383,11 @@ TEST(ControllerTest, AHoldMovedOnItsNodeLapsesFromItsFirstAdmission) {
   const std::vector<int> slots = gpu_slots_of(*f.planner, "g1");
   ASSERT_EQ(2u, slots.size());
   ASSERT_TRUE(f.planner->admit("lab/c", "lab/c-gpu", gpu_slot("g1", slots[0])).ok());
-  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  f.steady.advance(std::chrono::milliseconds(150));
   ASSERT_TRUE(f.planner->admit("lab/c", "lab/c-gpu", gpu_slot("g1", slots[1])).ok());
   f.planner->solve_now();
   EXPECT_EQ(1u, f.planner->latest_plan()->starts.count("lab/c")) << "held, on its new machine";
-  std::this_thread::sleep_for(std::chrono::milliseconds(250));  // 0.4 s since the first
+  f.steady.advance(std::chrono::milliseconds(250));  // 0.4 s since the first
   f.feed->pod_handler().on_upsert(variant("d-gpu", "d", "nvidia.com/gpu", true));
   f.planner->solve_now();
   const auto plan = f.planner->latest_plan();
@@ -718,6 +740,7 @@ TEST(ControllerTest, AQuietWaitingPodIsLookedAtAgainWhenItsQueuedEventIsDue) {
   ControllerOptions options;
   options.full_pass = std::chrono::hours(1);
   options.requeue_event = std::chrono::milliseconds(50);
+  options.steady_now = f.steady.now();
   Controller inc(
       *f.planner, *f.feed, f.client, f.events, f.actions, [] { return true; }, options);
   f.feed->node_handler().on_replace({testing::make_node("g1", "1", "0")});
@@ -727,7 +750,7 @@ TEST(ControllerTest, AQuietWaitingPodIsLookedAtAgainWhenItsQueuedEventIsDue) {
   inc.reconcile();
   ASSERT_TRUE(f.actions.wait_idle(std::chrono::seconds(20)));
   ASSERT_EQ(1u, f.event_reasons("b-gpu").size());
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  f.steady.advance(std::chrono::milliseconds(100));
   inc.reconcile();
   EXPECT_FALSE(inc.last_was_full());
   EXPECT_EQ(1u, as_set(inc.last_visited()).count("lab/b-gpu"));
@@ -758,7 +781,7 @@ TEST(ControllerTest, AReleasedPodRestsUntilItChangesAndAParkedOneIsNudgedEveryRe
   EXPECT_EQ(as_set({}), as_set(inc.last_visited())) << "released and unchanged: it rests";
   EXPECT_EQ(1u, f.requests("PATCH").size());
 
-  std::this_thread::sleep_for(options.renudge);  // past renudge since its release
+  f.steady.advance(options.renudge);  // past renudge since its release
   pod = turned_away(pod);
   pod["metadata"]["resourceVersion"] = "3";
   f.feed->pod_handler().on_upsert(pod);
@@ -768,7 +791,7 @@ TEST(ControllerTest, AReleasedPodRestsUntilItChangesAndAParkedOneIsNudgedEveryRe
   pass();
   EXPECT_EQ(as_set({}), as_set(inc.last_visited())) << "nudged: it rests until renudge";
   EXPECT_EQ(2u, f.requests("PATCH").size());
-  std::this_thread::sleep_for(options.renudge + std::chrono::milliseconds(20));
+  f.steady.advance(options.renudge + std::chrono::milliseconds(20));
   pass();
   EXPECT_EQ(as_set({"lab/a-gpu"}), as_set(inc.last_visited()));
   EXPECT_EQ(3u, f.requests("PATCH").size()) << "still parked after renudge: nudged again";
