@@ -99,6 +99,50 @@ class Controller {
 
  private:
   using Clock = std::chrono::steady_clock;
+  using PodEntry = std::map<std::string, ObservedPod>::value_type;
+  // What one pass reads once and every step of it shares.
+  struct Pass {
+    std::uint64_t number = 0;
+    Clock::time_point now;
+    double wall = 0;                    // the planner's clock
+    std::shared_ptr<const Plan> plan;   // the plan acted on
+    std::uint64_t seen = 0;             // the latest plan's version, acted on or passed over
+    std::vector<std::string> changed;   // pods changed since the last pass
+    std::vector<std::string> gone;      // pods that left the feed
+    std::vector<std::string> gone_jobs; // the jobs of those
+  };
+  // Where a waiting pod's job stands, read out of the book under its lock: only what the pass
+  // decides by, per pod, never a copy of every job.
+  struct PodFacts {
+    bool known = false;  // its job is in the book
+    JobPhase phase = JobPhase::kQueued;
+    bool in_book = false;  // the pod is a variant of its job in the book
+    std::string runs_as;   // namespace/name of the pod the job runs as (when running)
+  };
+  struct Admissions {
+    std::vector<std::string> rescanned;  // started jobs looked at (their pods are visited)
+    std::vector<std::string> dropped;    // jobs whose start the plan dropped
+  };
+  // The steps of reconcile(), in order; each documented where it is defined.
+  Pass begin_pass();
+  std::vector<const PodEntry*> pods_to_visit(const Pass& pass);
+  Admissions admit_starts(const Pass& pass);
+  std::vector<PodFacts> facts_of(const std::vector<const PodEntry*>& visit) const;
+  void act_on(const Pass& pass, const PodEntry& entry, const PodFacts& job);
+  void end_pass(const Pass& pass, const std::vector<const PodEntry*>& visit);
+  // act_on's answers for one pod: the reason to delete it (nullopt: it is its job's variant
+  // to run; empty: leave it alone for now), and the actions.
+  std::optional<std::string> why_delete(const std::string& key, const ObservedPod& pod,
+                                        const PodFacts& job) const;
+  void delete_variant(const Pass& pass, const std::string& key, const ObservedPod& pod,
+                      const std::string& why);
+  struct Release;
+  void release(const Pass& pass, const std::string& key, const ObservedPod& pod,
+               const PlannedStart& start, const Release& released);
+  void tell_queued(const Pass& pass, const std::string& key, const ObservedPod& pod,
+                   const PlannedWait& wait);
+  void add_pod(const std::string& key, std::vector<const PodEntry*>& visit) const;
+  void add_pods_of(const std::string& job, std::vector<const PodEntry*>& visit) const;
   void loop();
   Clock::time_point now() const { return options_.steady_now ? options_.steady_now() : Clock::now(); }
   // Submits an action unless the same key was submitted for the same `seen` (the pod's
