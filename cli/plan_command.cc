@@ -1,20 +1,26 @@
 // allox plan: what-if answers for a jobs file on a cluster, as is and with added machines, with
-// an SVG Gantt chart of each plan. A thin shell over sim/planner.h and sim/gantt.h.
+// a Gantt chart of each plan (SVG and PNG). A thin shell over sim/planner.h and sim/plots.h.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli/commands.h"
 #include "cli/exit.h"
+#include "cli/number_checks.h"
 #include "core/cluster_file.h"
+#include "core/csv.h"
 #include "core/output_file.h"
 #include "core/workload_file.h"
-#include "sim/gantt.h"
+#include "sim/plots.h"
 #include "sim/planner.h"
 
 namespace allox::cli {
@@ -52,36 +58,64 @@ std::string slug(const std::string& name) {
   return s;
 }
 
+// Column widths follow the longest scenario and user names, so every row lines up.
 void print(const std::vector<PlanScenario>& scenarios) {
-  std::cout << std::left << std::setw(24) << "scenario" << std::right << std::setw(10) << "machines"
-            << std::setw(12) << "avg_jct_s" << std::setw(12) << "makespan_s" << std::setw(10)
-            << "vs as is"
+  std::size_t name_width = std::string("scenario").size();
+  for (const PlanScenario& s : scenarios) name_width = std::max(name_width, s.name.size());
+  const int first = static_cast<int>(name_width) + 2;
+  std::cout << std::left << std::setw(first) << "scenario" << std::right << std::setw(10)
+            << "machines" << std::setw(12) << "avg_jct_s" << std::setw(12) << "makespan_s"
+            << std::setw(10) << "vs as is"
             << "\n"
             << std::fixed << std::setprecision(1);
   const double base = scenarios.front().summary.avg_jct;
   for (const PlanScenario& s : scenarios) {
-    std::cout << std::left << std::setw(24) << s.name << std::right << std::setw(10)
+    std::cout << std::left << std::setw(first) << s.name << std::right << std::setw(10)
               << s.cluster.machines.size() << std::setw(12) << s.summary.avg_jct << std::setw(12)
               << s.summary.makespan << std::setw(9)
               << (base > 0 ? 100 * (s.summary.avg_jct - base) / base : 0) << "%\n";
   }
-  std::cout << "\nlast finish per user (s)\n" << std::left << std::setw(16) << "user";
-  for (const PlanScenario& s : scenarios) std::cout << std::right << std::setw(14) << s.name;
-  std::cout << "\n";
   const auto& users = scenarios.front().summary.per_user;
+  std::size_t user_width = std::string("user").size();
+  for (const UserSummary& u : users) user_width = std::max(user_width, u.user.size());
+  const int column = std::max(12, static_cast<int>(name_width)) + 2;
+  std::cout << "\nlast finish per user (s)\n"
+            << std::left << std::setw(static_cast<int>(user_width) + 2) << "user";
+  for (const PlanScenario& s : scenarios) std::cout << std::right << std::setw(column) << s.name;
+  std::cout << "\n";
   for (std::size_t u = 0; u < users.size(); ++u) {
-    std::cout << std::left << std::setw(16) << users[u].user;
+    std::cout << std::left << std::setw(static_cast<int>(user_width) + 2) << users[u].user;
     for (const PlanScenario& s : scenarios) {
-      std::cout << std::right << std::setw(14) << s.summary.per_user[u].last_finish;
+      std::cout << std::right << std::setw(column) << s.summary.per_user[u].last_finish;
     }
     std::cout << "\n";
   }
 }
 
-void write_svg(const PlanScenario& s, const fs::path& path) {
-  check(write_output_file(path, [&](std::ostream& out) {
-    write_gantt_svg(s.result, s.cluster, "allox plan: " + s.name, out);
-  }));
+// The scenario's figures under its chart: what a slide needs to say beside the picture.
+std::string caption(const PlanScenario& s, const PlanArgs& a) {
+  std::map<DeviceType, std::size_t> per_type;
+  for (const Machine& m : s.cluster.machines) ++per_type[m.device];
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(1) << "avg JCT " << s.summary.avg_jct << " s,  makespan "
+      << s.summary.makespan << " s,  " << s.cluster.machines.size() << " machines (";
+  const char* sep = "";
+  for (const auto& [device, n] : per_type) out << std::exchange(sep, ", ") << n << " " << device;
+  out << "),  " << s.result.jobs.size() << " jobs of " << s.result.users.size() << " users,  "
+      << a.policy;
+  if (a.policy == "allox") out << " alpha = " << csv_number(a.alpha);
+  return out.str();
+}
+
+// <dir>/<stem>.svg and .png.
+void draw_gantt(const PlanScenario& s, const PlanArgs& a, const fs::path& dir,
+                const std::string& stem) {
+  const Status st =
+      plot_gantt(s.result, s.cluster, "allox plan: " + s.name, caption(s, a), dir.string(), stem);
+  if (!st.ok()) {
+    std::cerr << "allox plan: " << st.message() << "\n";
+    fail();
+  }
 }
 
 void write_json(const std::vector<PlanScenario>& scenarios, const fs::path& path) {
@@ -119,13 +153,15 @@ void run_plan(const PlanArgs& a) {
   options.policy_options.alpha = a.alpha;
   const std::vector<PlanScenario> scenarios = check(plan(workload, cluster, alternatives, options));
   print(scenarios);
-  if (!a.gantt.empty()) write_svg(scenarios.front(), a.gantt);
+  if (!a.gantt.empty()) {
+    const fs::path path(a.gantt);
+    draw_gantt(scenarios.front(), a, path.has_parent_path() ? path.parent_path() : ".",
+               path.stem().string());
+  }
   if (!a.out.empty()) {
     std::error_code ec;
     fs::create_directories(a.out, ec);
-    for (const PlanScenario& s : scenarios) {
-      write_svg(s, fs::path(a.out) / ("gantt_" + slug(s.name) + ".svg"));
-    }
+    for (const PlanScenario& s : scenarios) draw_gantt(s, a, a.out, "gantt_" + slug(s.name));
     write_json(scenarios, fs::path(a.out) / "plan.json");
   }
 }
@@ -146,9 +182,10 @@ void add_plan_command(CLI::App& app) {
                   "--add is one alternative)");
   cmd->add_option("--policy", a->policy, "scheduling policy")->capture_default_str();
   cmd->add_option("--alpha", a->alpha, "allox fairness knob α (1 = minimum total JCT)")
+      ->check(number_in(0, 1))
       ->capture_default_str();
-  cmd->add_option("--gantt", a->gantt, "write the as-is plan's Gantt chart to this SVG file");
-  cmd->add_option("--out", a->out, "folder for plan.json and gantt_<scenario>.svg per scenario");
+  cmd->add_option("--gantt", a->gantt, "write the as-is plan's Gantt chart to this SVG file, and a PNG beside it");
+  cmd->add_option("--out", a->out, "folder for plan.json and gantt_<scenario>.svg and .png per scenario");
   cmd->callback([a] { run_plan(*a); });
 }
 

@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "cli/exit.h"
+#include "cli/number_checks.h"
 #include "core/cluster_file.h"
 #include "core/workload_file.h"
 #include "extender/config.h"
@@ -154,10 +155,11 @@ void add_report_command(CLI::App& app) {
   cmd->add_option("--config", args->config, "alloxd.yaml whose nodes give the machine counts")
       ->excludes(cluster);
   cmd->add_option("--jobs", args->jobs, "jobs file whose users section gives the weights");
-  cmd->add_option("--now", args->now, "report time in seconds (default: the run's last event)");
+  cmd->add_option("--now", args->now, "report time in seconds (default: the run's last event)")
+      ->check(number_above(0, true));
   cmd->add_option("--window", args->window, "usage window in seconds")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(number_above(0));
   cmd->add_flag("--json", args->json, "print JSON instead of a table");
   cmd->callback([args] { run_report(*args); });
 }

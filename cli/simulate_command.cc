@@ -7,19 +7,23 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli/commands.h"
 #include "cli/exit.h"
+#include "cli/number_checks.h"
 #include "core/cluster_file.h"
 #include "core/output_file.h"
 #include "sim/allox_trace.h"
 #include "sim/experiment.h"
 #include "sim/plots.h"
+#include "sim/progress_line.h"
 #include "sim/report.h"
 #include "sim/synthetic.h"
 #include "sim/trace_file.h"
@@ -50,6 +54,12 @@ struct SimulateArgs {
   std::string estimates = "profiler";
   std::string matcher_backend = "auto";
   bool profiling = false;
+  std::string rules = "allox";
+  std::string srpt_rank;
+  std::string resume;
+  std::string profiling_run;
+  double startup = 1;
+  double profiling_min_run = 1;
   double round_period = -1;
   unsigned threads = 1;
 
@@ -63,11 +73,16 @@ struct SimulateArgs {
   bool no_progress = false;
 };
 
-// A one-line progress bar on stderr, shown once a run has taken more than two seconds and only
-// when stderr is a terminal (or --progress asks for it).
+// A one-line progress bar on stderr, shown when stderr is a terminal (after two seconds) or
+// --progress asks for it (at once): which runs are going (run i of n, by
+// label), the share of all runs' jobs finished, the time spent and an estimate of the time left
+// (elapsed × (1 − done) / done: runs of one command progress at comparable rates).
 class ProgressBar {
  public:
-  ProgressBar(bool enabled, std::size_t runs) : enabled_(enabled), runs_(runs) {}
+  ProgressBar(bool enabled, const std::vector<RunSpec>& specs, double delay_seconds)
+      : enabled_(enabled), delay_(delay_seconds), fractions_(specs.size(), 0.0) {
+    for (const RunSpec& spec : specs) labels_.push_back(spec.label);
+  }
   ~ProgressBar() { finish(); }
 
   std::function<void(double)> callback(std::size_t run) {
@@ -83,25 +98,19 @@ class ProgressBar {
  private:
   void update(std::size_t run, double fraction) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (fractions_.size() < runs_) fractions_.resize(runs_, 0);
     fractions_[run] = fraction;
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    if (elapsed < 2 || elapsed - last_draw_ < 0.25) return;
+    if (elapsed < delay_ || elapsed - last_draw_ < 0.25) return;
     last_draw_ = elapsed;
-    double total = 0;
-    for (double f : fractions_) total += f;
-    total /= runs_;
-    constexpr int kWidth = 40;
-    const int filled = static_cast<int>(total * kWidth);
-    std::cerr << "\rsimulating [" << std::string(filled, '#') << std::string(kWidth - filled, ' ')
-              << "] " << static_cast<int>(total * 100) << "% " << static_cast<int>(elapsed) << "s"
-              << std::flush;
+    const std::string line = progress_line(labels_, fractions_, elapsed);
+    std::cerr << "\r\033[K" << line << std::flush;
     shown_ = true;
   }
 
   bool enabled_;
-  std::size_t runs_;
+  double delay_;
+  std::vector<std::string> labels_;
   std::vector<double> fractions_;
   bool shown_ = false;
   double last_draw_ = 0;
@@ -194,11 +203,25 @@ std::vector<Run> run_with_progress(const SimulateArgs& a, const Trace& trace,
                                    const Cluster& cluster, const std::vector<RunSpec>& specs,
                                    const PolicyOptions& base, const SimOptions& sim) {
   const bool show = !a.no_progress && (a.progress || isatty(STDERR_FILENO));
-  ProgressBar bar(show, specs.size());
+  // Asked for with --progress, it shows at once; on a terminal, only for runs that take a while.
+  ProgressBar bar(show, specs, a.progress ? 0.0 : 2.0);
   std::vector<Run> runs = check(run_all(trace, cluster, specs, base, sim, a.threads,
                                         [&](std::size_t i) { return bar.callback(i); }));
   bar.finish();
   return runs;
+}
+
+// The run's setting in a plot title: "10000 jobs, 20 cpu + 20 gpu, profiling on, rules allox".
+std::string setting(const Trace& trace, const Cluster& cluster, const SimulateArgs& a) {
+  std::map<DeviceType, std::size_t> per_type;
+  for (const Machine& m : cluster.machines) ++per_type[m.device];
+  std::string text = std::to_string(trace.jobs.size()) + " jobs, ";
+  const char* plus = "";
+  for (const auto& [device, n] : per_type) {
+    text += std::exchange(plus, " + ") + std::to_string(n) + " " + device;
+  }
+  return text + ", profiling " + (a.profiling ? "on" : "off") + ", " + a.estimates +
+         " estimates, " + a.rules + " rules";
 }
 
 void simulate(const SimulateArgs& a) {
@@ -216,11 +239,30 @@ void simulate(const SimulateArgs& a) {
   sim.profiling.enabled = a.profiling;
   sim.estimates = a.estimates == "trace" ? EstimateMode::kTrace : EstimateMode::kProfiler;
   sim.round_period = a.round_period;
+  sim.profiling.startup = a.startup;
+  sim.profiling.min_run = a.profiling_min_run;
+  // --rules reference sets the reference simulator's rule wherever allox's default differs;
+  // each rule's own option overrides it.
+  const bool reference = a.rules == "reference";
+  const std::string srpt_rank = !a.srpt_rank.empty() ? a.srpt_rank
+                                : reference          ? "original"
+                                                     : "remaining";
+  const std::string resume = !a.resume.empty() ? a.resume : reference ? "exact" : "checkpoint";
+  const std::string profiling_run = !a.profiling_run.empty() ? a.profiling_run
+                                    : reference              ? "fraction"
+                                                             : "startup-plus-iterations";
+  base.srpt_rank = srpt_rank == "original" ? SrptRank::kOriginal : SrptRank::kRemaining;
+  sim.resume = resume == "exact" ? ResumeRule::kExact : ResumeRule::kCheckpoint;
+  sim.profiling.run_length = profiling_run == "fraction"
+                                 ? ProfilingRunLength::kFractionOfTime
+                                 : ProfilingRunLength::kStartupPlusIterations;
   const std::vector<RunSpec> specs = check(expand_policies(a.policy, a.alpha));
 
   std::cout << trace.jobs.size() << " jobs, " << trace.users.size() << " users, "
             << cluster.machines.size() << " machines; profiling " << (a.profiling ? "on" : "off")
-            << "; estimates from the " << a.estimates << "\n";
+            << "; estimates from the " << a.estimates << "; rules: srpt-rank " << srpt_rank
+            << ", resume " << resume << ", profiling-run " << profiling_run << ", startup "
+            << a.startup << " s\n";
   const std::vector<Run> runs = run_with_progress(a, trace, cluster, specs, base, sim);
   write_comparison_table(summaries_of(runs), std::cout);
 
@@ -237,7 +279,7 @@ void simulate(const SimulateArgs& a) {
       }));
     }
     if (a.plots) {
-      check(plot_jct_cdf(runs, a.out));
+      check(plot_jct_cdf(runs, a.out, "jct_cdf", "Job completion times: " + setting(trace, cluster, a)));
       for (const Run& r : runs) {
         check(plot_shares(r, a.out, runs.size() == 1 ? "shares" : "shares_" + r.spec.label));
       }
@@ -287,7 +329,8 @@ void simulate(const SimulateArgs& a) {
       }));
       if (a.plots) {
         check(plot_load_sweep(points, "estimate error sigma (e ~ N(0, sigma), clipped to 0.99)",
-                              a.out, "error_sweep"));
+                              a.out, "error_sweep",
+                              "avg JCT by estimation error: " + setting(trace, cluster, a)));
       }
     }
   }
@@ -310,7 +353,10 @@ void simulate(const SimulateArgs& a) {
     if (!a.out.empty()) {
       check(write_output_file(out / "load_sweep.csv",
                               [&](std::ostream& o) { write_comparison_csv(rows, o, xs, "gpus"); }));
-      if (a.plots) check(plot_load_sweep(points, "GPUs", a.out));
+      if (a.plots) {
+        check(plot_load_sweep(points, "GPUs (other machines unchanged)", a.out, "load_sweep",
+                              "avg JCT by number of GPUs: " + setting(trace, cluster, a)));
+      }
     }
   }
 }
@@ -332,19 +378,24 @@ void add_simulate_command(CLI::App& app) {
       cmd->add_option("--synthetic", a->synthetic_jobs,
                       "instead of --trace, generate this many jobs (Poisson arrivals, Gavel "
                       "job types, Pareto durations)")
-          ->check(CLI::PositiveNumber);
+          ->check(whole_at_least(1));
   trace->excludes(synthetic);
   cmd->add_option("--users", a->synthetic.users, "synthetic: number of users")
+      ->check(whole_at_least(1))
       ->capture_default_str();
   cmd->add_option("--rate", a->synthetic.arrival_rate, "synthetic: arrivals per second")
+      ->check(number_above(0))
       ->capture_default_str();
   cmd->add_option("--median-duration", a->synthetic.median_duration,
                   "synthetic: median seconds on a job's fastest device")
+      ->check(number_above(0))
       ->capture_default_str();
   cmd->add_option("--estimate-error", a->synthetic.estimate_error,
                   "synthetic: estimates are true × (1 + e), e uniform in ±this")
+      ->check(number_in(0, 1, true))
       ->capture_default_str();
   cmd->add_option("--seed", a->synthetic.seed, "random seed (synthetic traces, --sweep-error)")
+      ->check(whole_at_least(0))
       ->capture_default_str();
   cmd->add_option("--gavel", a->gavel, "synthetic: Gavel throughput table")->capture_default_str();
   cmd->add_option("--save-trace", a->save_trace,
@@ -353,8 +404,10 @@ void add_simulate_command(CLI::App& app) {
                 "decide with true times (no estimate error)");
 
   auto* cluster = cmd->add_option("--cluster", a->cluster, "cluster.yaml");
-  auto* gpus = cmd->add_option("--gpus", a->gpus, "number of GPUs (one job each)");
-  auto* cpus = cmd->add_option("--cpus", a->cpus, "number of CPU nodes (one job each)");
+  auto* gpus = cmd->add_option("--gpus", a->gpus, "number of GPUs (one job each)")
+                   ->check(whole_at_least(0));
+  auto* cpus = cmd->add_option("--cpus", a->cpus, "number of CPU nodes (one job each)")
+                   ->check(whole_at_least(0));
   auto* machines = cmd->add_option("--machines", a->machines, "device=N (repeatable), e.g. v100=4");
   cluster->excludes(gpus)->excludes(cpus)->excludes(machines);
 
@@ -362,10 +415,13 @@ void add_simulate_command(CLI::App& app) {
                   "policy name, comma-separated names, or 'all' (adds allox at α = 1 when "
                   "--alpha is not 1)")
       ->capture_default_str();
-  cmd->add_option("--alpha", a->alpha, "allox fairness knob α in (0, 1]")->capture_default_str();
+  cmd->add_option("--alpha", a->alpha, "allox fairness knob α in (0, 1]")
+      ->check(number_in(0, 1))
+      ->capture_default_str();
   cmd->add_option("--starvation-bound", a->starvation_bound,
                   "allox's extension beyond the paper: a job queued longer than this (s) enters "
                   "every round and starts first; off (inf) by default, as in the paper")
+      ->check(number_above_or_inf(0))
       ->capture_default_str();
   cmd->add_flag("--batch-rounds", a->batch_rounds,
                 "allox: start every job a round plans first on an idle machine (default: the "
@@ -380,21 +436,56 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_flag("--profiling", a->profiling,
                 "profile each job first (1% and 2% runs per device, as the reference AlloX "
                 "simulator does); JCT includes the delay");
+  cmd->add_option("--rules", a->rules,
+                  "allox: the rules a real cluster can run (srpt ranks by estimated remaining "
+                  "time, a preempted job resumes from its last whole iteration and pays its "
+                  "start-up again, a profiling run pays its start-up); reference: the reference "
+                  "AlloX simulator's (--srpt-rank original --resume exact --profiling-run "
+                  "fraction); the three options below override single rules")
+      ->check(CLI::IsMember({"allox", "reference"}))
+      ->capture_default_str();
+  cmd->add_option("--srpt-rank", a->srpt_rank,
+                  "srpt's key: remaining (estimated remaining time; a newcomer displaces a "
+                  "running job only where it finishes sooner) or original (the job's original "
+                  "estimate; every lower-ranked running job may be displaced)")
+      ->check(CLI::IsMember({"remaining", "original"}));
+  cmd->add_option("--resume", a->resume,
+                  "what a preempted job keeps: checkpoint (its last whole iteration; it pays "
+                  "its start-up again) or exact (its exact fractional progress, at no cost)")
+      ->check(CLI::IsMember({"checkpoint", "exact"}));
+  cmd->add_option("--profiling-run", a->profiling_run,
+                  "a profiling run of fraction f lasts: startup-plus-iterations (s + f·(T − s)) "
+                  "or fraction (max(f·T, min run)), where T is the job's true time there")
+      ->check(CLI::IsMember({"startup-plus-iterations", "fraction"}));
+  cmd->add_option("--startup", a->startup,
+                  "seconds every run (profiling or job) pays before its first iteration, "
+                  "capped at half the run")
+      ->check(number_above(0, true))
+      ->capture_default_str();
+  cmd->add_option("--profiling-min-run", a->profiling_min_run,
+                  "shortest profiling run, seconds")
+      ->check(number_above(0, true))
+      ->capture_default_str();
   cmd->add_option("--round-period", a->round_period,
                   "seconds between periodic scheduling rounds (default: 60 for las, none for "
-                  "the others)");
+                  "the others; 0: none)")
+      ->check(number_above(0, true));
   cmd->add_option("--threads", a->threads, "run policies in parallel on this many threads")
+      ->check(whole_at_least(1))
       ->capture_default_str();
   cmd->add_option("--sweep-alpha", a->sweep_alpha,
                   "also run allox (or the one --policy) at each α, e.g. 0.1,0.2,0.5,1")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->check(number_in(0, 1));
   cmd->add_option("--sweep-gpus", a->sweep_gpus,
                   "also run the policies with each number of GPUs (other machines unchanged)")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->check(whole_at_least(0));
   cmd->add_option("--sweep-error", a->sweep_error,
                   "also run the policies with estimates redrawn as true x (1 + e), "
                   "e ~ N(0, sigma) clipped to 0.99 (seeded by --seed), for each sigma")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->check(number_above(0, true));
   cmd->add_option("--out", a->out, "folder for summary.json, jobs.csv, shares.csv (and plots)");
   cmd->add_flag("--plots", a->plots, "draw PNG and SVG plots into --out (needs gnuplot)");
   cmd->add_flag("--progress", a->progress,

@@ -16,7 +16,7 @@ std::unique_ptr<SchedulingPolicy> make_drf_ext_fastest_policy();
 std::unique_ptr<SchedulingPolicy> make_drffifo_policy();
 std::unique_ptr<SchedulingPolicy> make_equal_share_policy();
 std::unique_ptr<SchedulingPolicy> make_equal_share_fastest_policy();
-std::unique_ptr<SchedulingPolicy> make_srpt_policy();
+std::unique_ptr<SchedulingPolicy> make_srpt_policy(SrptRank rank);
 std::unique_ptr<SchedulingPolicy> make_las_policy(const PolicyOptions& options);
 std::unique_ptr<SchedulingPolicy> make_maxmin_policy();
 std::unique_ptr<SchedulingPolicy> make_allox_policy(const PolicyOptions& options);

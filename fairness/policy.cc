@@ -24,7 +24,7 @@ const std::vector<PolicyEntry>& registry() {
       {"drf-ext", [](const PolicyOptions&) { return make_drf_ext_policy(); }},
       {"drffifo", [](const PolicyOptions&) { return make_drffifo_policy(); }},
       {"es", [](const PolicyOptions&) { return make_equal_share_policy(); }},
-      {"srpt", [](const PolicyOptions&) { return make_srpt_policy(); }},
+      {"srpt", [](const PolicyOptions& o) { return make_srpt_policy(o.srpt_rank); }},
       {"las", [](const PolicyOptions& o) { return make_las_policy(o); }},
       {"maxmin", [](const PolicyOptions&) { return make_maxmin_policy(); }},
       // allox's earlier variants of es and drf-ext, under names that say what they do.

@@ -64,6 +64,12 @@ struct Decision {
   std::map<std::string, double> estimated_start;  // advisory, for queued jobs that don't start
 };
 
+// srpt's ranking key (fairness/srpt_policy.cc states both rules in full).
+enum class SrptRank {
+  kRemaining,  // estimated remaining time; a newcomer displaces only where it finishes sooner
+  kOriginal,   // the reference simulator's: the job's original estimate, whatever it has done
+};
+
 struct PolicyOptions {
   double alpha = 0.1;  // allox: fraction of users per fairness round, in (0, 1]
   // allox: a job queued longer than this (seconds) enters every round and starts first. allox's
@@ -83,6 +89,7 @@ struct PolicyOptions {
   // service returns to the top queue (Tiresias' starvation guard).
   std::vector<double> las_queue_thresholds = {100, 1000};
   double las_promotion_factor = 4;
+  SrptRank srpt_rank = SrptRank::kRemaining;
 };
 
 class SchedulingPolicy {

@@ -1,10 +1,22 @@
-// srpt (preemptive): at every decision all active jobs are re-ranked by estimated remaining time,
-// shortest first, and the shortest ones take the machines (fairness/priority_assignment.h). A
-// queued job's remaining time is its least over the device types present; a running job's is
-// estimated_finish - now on its machine. Ties go to the running job (a preemption must gain
-// something), then to the earlier arrival, then to the id: keys that do not change when a job
-// is stopped or started, so two equal jobs never displace each other in turn. This is the
-// reference simulator's SRPT, which preempts everything at each event and re-ranks.
+// srpt (preemptive shortest-remaining-processing-time). Decisions happen at every event the
+// caller reports (arrival, completion, profiling done); at each one all active jobs (queued and
+// running) are ranked and the most urgent take the machines (fairness/priority_assignment.h):
+// each claims the unclaimed machine of the device type where it needs the least time, an idle
+// one first, else the least urgent occupant's, which is then preempted. What resuming costs is
+// the caller's (the simulator's SimOptions::resume). Two ranking rules (PolicyOptions::srpt_rank):
+//
+//   kRemaining (default; what a real cluster can run): the key is the estimated remaining time:
+//     a queued job's least remaining estimate over the device types present, a running job's
+//     estimated_finish - now. A queued job displaces a running one only if it would finish on
+//     that machine before the occupant would, so no preemption gains nothing.
+//   kOriginal (the reference AlloX simulator's SRPT): the key is the job's original full
+//     estimate, least over the device types present, for queued, running and preempted jobs
+//     alike, whatever they have done; every running job may be displaced by a job ranked ahead
+//     of it (the reference preempts everything at each event and re-ranks).
+//
+// Ties go to the running job (a preemption must gain something), then to the earlier arrival,
+// then to the id: keys that do not change when a job is stopped or started, so two equal jobs
+// never displace each other in turn.
 #include <algorithm>
 #include <limits>
 #include <tuple>
@@ -18,42 +30,55 @@ namespace {
 
 class SrptPolicy : public SchedulingPolicy {
  public:
+  explicit SrptPolicy(SrptRank rank) : rank_(rank) {}
+
   std::string name() const override { return "srpt"; }
   bool preemptive() const override { return true; }
 
   Expected<Decision> decide(const ClusterState& state) override {
     struct Ranked {
-      double remaining;
+      double key;
       bool queued;  // false sorts first: running jobs win ties
       double arrival;
       const std::string* id;
       ActiveJob job;
     };
-    std::map<DeviceType, std::size_t> counts = device_counts(state);
+    const std::map<DeviceType, std::size_t> counts = device_counts(state);
+    constexpr double kNever = std::numeric_limits<double>::infinity();
+    auto original = [&](const Job& job) {
+      auto fastest = fastest_present(job, counts);
+      return fastest ? fastest->second : kNever;
+    };
     std::vector<Ranked> ranked;
     for (std::size_t i = 0; i < state.queue.size(); ++i) {
-      double best = std::numeric_limits<double>::infinity();
-      for (const auto& [device, n] : counts) {
-        if (auto t = queued_time_on(state.queue[i], device)) best = std::min(best, *t);
+      double key = kNever;
+      if (rank_ == SrptRank::kOriginal) {
+        key = original(*state.queue[i].job);
+      } else {
+        for (const auto& [device, n] : counts) {
+          if (auto t = queued_time_on(state.queue[i], device)) key = std::min(key, *t);
+        }
       }
-      if (best == std::numeric_limits<double>::infinity()) continue;
+      if (key == kNever) continue;
       const Job& job = *state.queue[i].job;
-      ranked.push_back({best, true, job.arrival, &job.id, {false, i}});
+      ranked.push_back({key, true, job.arrival, &job.id, {false, i}});
     }
     for (std::size_t i = 0; i < state.running.size(); ++i) {
       const RunningJob& r = state.running[i];
-      ranked.push_back({std::max(0.0, r.estimated_finish - state.now),
-                        false,
-                        r.job->arrival,
-                        &r.job->id,
-                        {true, i}});
+      const double key = rank_ == SrptRank::kOriginal
+                             ? original(*r.job)
+                             : std::max(0.0, r.estimated_finish - state.now);
+      ranked.push_back({key, false, r.job->arrival, &r.job->id, {true, i}});
     }
     std::stable_sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) {
-      return std::tie(a.remaining, a.queued, a.arrival, *a.id) <
-             std::tie(b.remaining, b.queued, b.arrival, *b.id);
+      return std::tie(a.key, a.queued, a.arrival, *a.id) <
+             std::tie(b.key, b.queued, b.arrival, *b.id);
     });
     std::vector<ActiveJob> order;
     for (const Ranked& r : ranked) order.push_back(r.job);
+    if (rank_ == SrptRank::kOriginal) {
+      return assign_by_priority(state, order, [](std::size_t, std::size_t) { return true; });
+    }
     // Displacing pays only if the newcomer finishes on that machine before the occupant would.
     auto may_displace = [&](std::size_t q, std::size_t r) {
       const RunningJob& running = state.running[r];
@@ -62,12 +87,15 @@ class SrptPolicy : public SchedulingPolicy {
     };
     return assign_by_priority(state, order, may_displace);
   }
+
+ private:
+  SrptRank rank_;
 };
 
 }  // namespace
 
-std::unique_ptr<SchedulingPolicy> make_srpt_policy() {
-  return std::make_unique<SrptPolicy>();
+std::unique_ptr<SchedulingPolicy> make_srpt_policy(SrptRank rank) {
+  return std::make_unique<SrptPolicy>(rank);
 }
 
 }  // namespace allox

@@ -84,6 +84,7 @@ Expected<std::vector<Run>> run_all(const Trace& trace, const Cluster& cluster,
       SimOptions options = sim;
       if (progress_for) options.progress = progress_for(i);
       out[i].emplace(run_policy(trace, cluster, specs[i], base, options));
+      if (options.progress) options.progress(1.0);  // the replay reports only now and then
     }
   };
   threads = std::clamp<unsigned>(threads, 1, std::max<std::size_t>(specs.size(), 1));

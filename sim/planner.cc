@@ -66,7 +66,19 @@ Expected<std::vector<PlanScenario>> plan(const Workload& workload, const Cluster
                                          const PlanOptions& options) {
   const Trace trace = trace_of(workload);
   std::vector<std::pair<std::string, Cluster>> clusters = {{"as is", cluster}};
+  std::set<DeviceType> usable;
+  for (const TraceJob& tj : trace.jobs) {
+    for (const auto& [device, t] : tj.job.time) usable.insert(device);
+  }
   for (const PlanAlternative& alt : alternatives) {
+    for (const auto& [device, n] : alt.add) {
+      if (!usable.contains(device)) {
+        std::string known;
+        for (const DeviceType& d : usable) known += (known.empty() ? "" : ", ") + d;
+        return Error{"--add " + alt.name.substr(1) + ": no job can run on '" + device +
+                     "' (the jobs run on: " + known + ")"};
+      }
+    }
     clusters.push_back({alt.name, with_additions(cluster, alt)});
   }
   std::vector<PlanScenario> scenarios;

@@ -48,7 +48,8 @@ struct PlanOptions {
   }();
 };
 
-// Errors: a job that can run on no machine of a scenario, an unknown policy, a policy error.
+// Errors: an alternative adding a device type no job can run on (it could change nothing), a job
+// that can run on no machine of a scenario, an unknown policy, a policy error.
 Expected<std::vector<PlanScenario>> plan(const Workload& workload, const Cluster& cluster,
                                          const std::vector<PlanAlternative>& alternatives,
                                          const PlanOptions& options = {});

@@ -1,4 +1,7 @@
-// Plots for people, drawn by gnuplot (Debian's gnuplot-nox) as PNG and SVG.
+// Plots for people, drawn by gnuplot (Debian's gnuplot-nox) as PNG and SVG, ready for a slide:
+// a title, axis labels with units, the legend outside the plot area, every series distinct in
+// colour and line style with allox always in the same red (sim/plot_style.h), tick labels inside
+// the canvas.
 //
 // Each function writes its data (<stem>.dat) and script (<stem>.gp) into `dir`, then runs
 // `gnuplot <stem>.gp`, which writes <stem>.png (pngcairo when gnuplot has it, else png) and
@@ -18,7 +21,8 @@ namespace allox {
 
 // Empirical CDF of job completion times, one curve per run, log-scaled time axis.
 Status plot_jct_cdf(const std::vector<Run>& runs, const std::string& dir,
-                    const std::string& stem = "jct_cdf");
+                    const std::string& stem = "jct_cdf",
+                    const std::string& title = "Job completion times");
 
 // Each user's share of the machines over time (time-weighted averages over ~300 bins), stacked.
 Status plot_shares(const Run& run, const std::string& dir, const std::string& stem);
@@ -35,6 +39,14 @@ Status plot_alpha_tradeoff(const std::vector<SweepPoint>& points, const std::str
 
 // Load sweep: avg JCT against the swept machine count, one curve per policy, log-scaled JCT.
 Status plot_load_sweep(const std::vector<SweepPoint>& points, const std::string& x_label,
-                       const std::string& dir, const std::string& stem = "load_sweep");
+                       const std::string& dir, const std::string& stem = "load_sweep",
+                       const std::string& title = "avg JCT by load");
+
+// A Gantt chart of a simulated schedule: one row per machine, one bar per job run (its final
+// run when preempted), coloured by user and labelled with the job id where it fits, a grey bar
+// for a machine's busy period before the plan; `caption` (the scenario's figures) under the time
+// axis. Precondition: `result` came from simulate() on `cluster`.
+Status plot_gantt(const SimResult& result, const Cluster& cluster, const std::string& title,
+                  const std::string& caption, const std::string& dir, const std::string& stem);
 
 }  // namespace allox

@@ -1,5 +1,7 @@
 #include "sim/report.h"
 
+#include <algorithm>
+#include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -38,11 +40,24 @@ Fields user_fields(const UserSummary& u) {
           {"avg_jct", u.avg_jct}, {"rho", u.rho},   {"last_finish", u.last_finish}};
 }
 
-// One field as CSV: text quoted where needed, null empty, numbers exact.
+// A figure as CSV text: at most 12 significant digits, then the shortest text that reads back as
+// that. Simulated times and estimates are sums and products of the trace's decimals, so their
+// last binary digits are arithmetic noise (20 × 1.238 is 24.759999999999998); 12 digits keep a
+// microsecond at a day of simulated time and drop the noise (24.76).
+std::string report_number(double value) {
+  char text[40];
+  const auto written =
+      std::to_chars(text, text + sizeof text, value, std::chars_format::general, 12);
+  double rounded = 0;
+  std::from_chars(text, written.ptr, rounded);
+  return csv_number(rounded);
+}
+
+// One field as CSV: text quoted where needed, null empty, numbers at report precision.
 std::string csv_cell(const Fields& value) {
   if (value.is_null()) return "";
   if (value.is_string()) return csv_field(value.get<std::string>());
-  if (value.is_number_float()) return csv_number(value.get<double>());
+  if (value.is_number_float()) return report_number(value.get<double>());
   return value.dump();  // integers
 }
 
@@ -59,11 +74,11 @@ void write_summary_json(const SimSummary& s, std::ostream& out) {
 void write_jobs_csv(const SimResult& result, std::ostream& out) {
   out << "job,user,arrival,start,finish,device,machine,estimated_time,true_time\n";
   for (const SimJobRecord& r : result.jobs) {
-    out << csv_field(r.job) << ',' << csv_field(r.user) << ',' << csv_number(r.arrival) << ','
-        << (r.start ? csv_number(*r.start) : "") << ',' << (r.finish ? csv_number(*r.finish) : "")
+    out << csv_field(r.job) << ',' << csv_field(r.user) << ',' << report_number(r.arrival) << ','
+        << (r.start ? report_number(*r.start) : "") << ',' << (r.finish ? report_number(*r.finish) : "")
         << ',' << csv_field(r.device) << ',' << csv_field(r.machine) << ','
-        << (r.finish ? csv_number(r.estimated_time) : "") << ','
-        << (r.finish ? csv_number(r.true_time) : "") << '\n';
+        << (r.finish ? report_number(r.estimated_time) : "") << ','
+        << (r.finish ? report_number(r.true_time) : "") << '\n';
   }
 }
 
@@ -73,20 +88,24 @@ void write_shares_csv(const SimResult& result, std::ostream& out) {
   out << '\n';
   const double machines = static_cast<double>(std::max<std::size_t>(result.machines, 1));
   for (const ShareSample& s : result.shares) {
-    out << csv_number(s.time);
-    for (int busy : s.machines) out << ',' << csv_number(busy / machines);
+    out << report_number(s.time);
+    for (int busy : s.machines) out << ',' << report_number(busy / machines);
     out << '\n';
   }
 }
 
 void write_comparison_table(const std::vector<SimSummary>& summaries, std::ostream& out) {
-  out << std::left << std::setw(12) << "policy" << std::right << std::setw(7) << "alpha"
+  // The policy column fits its longest label ("drf-ext-fastest"), so every row lines up.
+  std::size_t label = std::string("policy").size();
+  for (const SimSummary& s : summaries) label = std::max(label, s.policy.size());
+  const int first = static_cast<int>(label) + 2;
+  out << std::left << std::setw(first) << "policy" << std::right << std::setw(7) << "alpha"
       << std::setw(13) << "completed" << std::setw(11) << "avg_jct" << std::setw(10) << "p50"
       << std::setw(10) << "p95" << std::setw(10) << "p99" << std::setw(11) << "makespan"
       << std::setw(7) << "jain" << std::setw(9) << "max_rho" << std::setw(9) << "wall_s" << '\n';
   out << std::fixed;
   for (const SimSummary& s : summaries) {
-    out << std::left << std::setw(12) << s.policy << std::right << std::setprecision(2)
+    out << std::left << std::setw(first) << s.policy << std::right << std::setprecision(2)
         << std::setw(7) << (s.alpha ? csv_number(*s.alpha) : std::string("-")) << std::setw(13)
         << (std::to_string(s.completed) + "/" + std::to_string(s.jobs)) << std::setprecision(1)
         << std::setw(11) << s.avg_jct << std::setw(10) << s.p50_jct << std::setw(10) << s.p95_jct

@@ -192,8 +192,14 @@ class Replay {
   }
 
   // Whole iterations job j has done `elapsed` seconds into its current run on `device`.
+  // Under ResumeRule::kExact progress is linear over the job's whole true time (start-up
+  // included), as that rule counts it.
   double iterations_at(std::size_t j, const DeviceType& device, double elapsed) const {
     const TrueSpeed t = true_speed(j, device);
+    if (options_.resume == ResumeRule::kExact) {
+      const double at = std::floor(run_from_[j] + elapsed / t.total * iterations(j) + 1e-9);
+      return std::clamp(at, run_from_[j], iterations(j));
+    }
     const double fresh = std::floor(std::max(elapsed - t.startup, 0.0) / t.per_iteration + 1e-9);
     return std::min(run_from_[j] + fresh, iterations(j));
   }
@@ -225,8 +231,11 @@ class Replay {
       const TrueSpeed t = true_speed(j, device);
       for (double fraction : options_.profiling.fractions) {
         const double n = std::max(1.0, std::round(fraction * iterations(j)));
-        const double duration =
-            std::max(options_.profiling.min_run, t.startup + n * t.per_iteration);
+        const double length =
+            options_.profiling.run_length == ProfilingRunLength::kFractionOfTime
+                ? fraction * t.total
+                : t.startup + n * t.per_iteration;
+        const double duration = std::max(options_.profiling.min_run, length);
         q.per_user[user_of(j)].push_back(ProfilingRun{j, b, n, duration});
         ++batches_[b].outstanding;
         ++result_.profiling_runs;
@@ -355,7 +364,9 @@ class Replay {
     const double done = iterations_at(j, device, elapsed);
     if (done <= run_from_[j] || done <= last_report_[j]) return;
     const TrueSpeed t = true_speed(j, device);
-    const double reported_at = t.startup + (done - run_from_[j]) * t.per_iteration;
+    const double reported_at = options_.resume == ResumeRule::kExact
+                                   ? (done - run_from_[j]) / iterations(j) * t.total
+                                   : t.startup + (done - run_from_[j]) * t.per_iteration;
     if (profiler_.add_progress({trace_.jobs[j].job.id, device, done, reported_at}).ok()) {
       last_report_[j] = done;
       last_report_elapsed_[j] = reported_at;
@@ -436,8 +447,14 @@ class Replay {
     const DeviceType& device = state_.machines[m].device;
     const double ran = state_.now - slots_[m].start;
     report_progress_of(j, device, ran);
-    // The run resumes from its last whole iteration (its checkpoint); the rest is lost.
-    iterations_done_[j] = iterations_at(j, device, ran);
+    if (options_.resume == ResumeRule::kExact) {
+      // Progress is the share of the whole job's true time this run covered, kept exactly.
+      const double done = ran / true_speed(j, device).total * iterations(j);
+      iterations_done_[j] = std::min(run_from_[j] + done, iterations(j));
+    } else {
+      // The run resumes from its last whole iteration (its checkpoint); the rest is lost.
+      iterations_done_[j] = iterations_at(j, device, ran);
+    }
     attained_[j] += ran;
     ++result_.jobs[j].preemptions;
     state_.running.erase(it);
@@ -482,9 +499,12 @@ class Replay {
 
     run_from_[j] = iterations_done_[j];
     const TrueSpeed speed = true_speed(j, device);
-    const double true_duration =
-        run_from_[j] == 0 ? speed.total
+    double true_duration = speed.total;
+    if (run_from_[j] > 0) {
+      true_duration = options_.resume == ResumeRule::kExact
+                          ? speed.total * (1 - run_from_[j] / iterations(j))
                           : speed.startup + (iterations(j) - run_from_[j]) * speed.per_iteration;
+    }
     MachineSlot& slot = slots_[p.machine];
     slot.occupant = Occupant::kJob;
     slot.job = j;

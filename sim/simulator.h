@@ -12,9 +12,13 @@
 //
 // What decisions see (never true remaining time). A job's true time T on device d (the trace's
 // true time) is a start-up cost s = min(ProfilingOptions::startup, T / 2) plus N iterations of
-// equal length (N = Job::iterations, SimOptions::default_iterations when the trace has none). A
-// run that resumes after a preemption continues from the last whole iteration done and pays s
-// again. Running jobs report progress as a real job would, at iteration granularity: after each
+// equal length (N = Job::iterations, SimOptions::default_iterations when the trace has none).
+// What a preempted run keeps is SimOptions::resume:
+//   kCheckpoint (default; what a real job can do): it resumes from the last whole iteration done
+//     (its checkpoint), losing the partial one, and pays s again.
+//   kExact (the reference simulator's): it resumes at its exact fractional progress (the share
+//     of T it ran) and pays nothing again: a resumed run lasts (1 − progress) × T.
+// Running jobs report progress as a real job would, at iteration granularity: after each
 // whole iteration, (iterations done, seconds since the run started). Completions use true times.
 // Where p(j, d) comes from is SimOptions::estimates:
 //   kProfiler (default): the profiler (profiler/profiler.h) is the single source. Profiling
@@ -32,7 +36,10 @@
 //
 // Profiling (ProfilingOptions, off by default) follows the reference AlloX simulator: each
 // arriving job first runs, on each device type of the cluster it can use, one short run per
-// fraction (1% and 2% of its iterations there: s + f × (T − s) seconds, at least min_run).
+// fraction f (1% and 2% of its iterations there). Its length is ProfilingOptions::run_length:
+//   kStartupPlusIterations (default): the start-up and f·N iterations, s + f × (T − s) seconds,
+//     at least min_run (a real profiling run pays its start-up);
+//   kFractionOfTime (the reference simulator's): max(f × T, min_run) seconds.
 // Profiling runs take precedence over jobs and are served round-robin across users; a job becomes
 // schedulable once the runs of every job that arrived at the same time are done. JCT still counts
 // from arrival. A policy that reads no estimates (SchedulingPolicy::uses_estimates(), drffifo)
@@ -58,11 +65,23 @@
 
 namespace allox {
 
+enum class ProfilingRunLength {
+  kStartupPlusIterations,  // s + f × (T − s), at least min_run
+  kFractionOfTime,         // the reference's: max(f × T, min_run)
+};
+
 struct ProfilingOptions {
   bool enabled = false;
   std::vector<double> fractions = {0.01, 0.02};  // of the job's iterations on each device type
   double min_run = 1;                            // seconds
-  double startup = 1;  // seconds every run pays before its first iteration (capped at T / 2)
+  // Seconds every run (profiling or job) pays before its first iteration, capped at T / 2.
+  double startup = 1;
+  ProfilingRunLength run_length = ProfilingRunLength::kStartupPlusIterations;
+};
+
+enum class ResumeRule {
+  kCheckpoint,  // from the last whole iteration, paying the start-up again
+  kExact,       // the reference's: at the exact fractional progress, at no cost
 };
 
 enum class EstimateMode {
@@ -73,6 +92,7 @@ enum class EstimateMode {
 struct SimOptions {
   ProfilingOptions profiling;
   EstimateMode estimates = EstimateMode::kProfiler;
+  ResumeRule resume = ResumeRule::kCheckpoint;
   std::int64_t default_iterations = 100;  // for jobs whose trace gives no iteration count
   double round_period = 0;  // seconds between periodic decide() rounds; 0 = events only
   // Called now and then with the fraction of jobs finished (0..1); for a progress bar.

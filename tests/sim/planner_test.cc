@@ -2,7 +2,6 @@
 
 #include <gtest/gtest.h>
 
-#include "sim/gantt.h"
 
 namespace allox {
 namespace {
@@ -59,26 +58,6 @@ TEST(Planner, BusyMachineAndMissingDevice) {
   auto none = plan(two_jobs_one_gpu(), cpus, {});
   ASSERT_FALSE(none.ok());
   EXPECT_NE(none.message().find("job a can run on none"), std::string::npos) << none.message();
-}
-
-TEST(Gantt, OneBarPerJobAndOneRowPerMachine) {
-  Cluster c;
-  c.machines = {{"gpu-0", "gpu", 0}, {"gpu-1", "gpu", 3}};
-  auto scenarios = plan(two_jobs_one_gpu(), c, {});
-  ASSERT_TRUE(scenarios.ok());
-  std::ostringstream svg;
-  write_gantt_svg((*scenarios)[0].result, c, "t <&>", svg);
-  const std::string s = svg.str();
-  EXPECT_EQ(s.rfind("<svg", 0), 0u);
-  EXPECT_NE(s.find("t &lt;&amp;&gt;"), std::string::npos);
-  auto count = [&](const std::string& needle) {
-    std::size_t n = 0;
-    for (auto p = s.find(needle); p != std::string::npos; p = s.find(needle, p + 1)) ++n;
-    return n;
-  };
-  EXPECT_EQ(count("<title>a (alice)"), 1u);
-  EXPECT_EQ(count("<title>b (bob)"), 1u);
-  EXPECT_EQ(count("<title>busy until 3"), 1u);
 }
 
 }  // namespace

@@ -199,6 +199,51 @@ TEST(Simulator, PreemptionKeepsProgressToTheLastWholeIteration) {
   EXPECT_EQ(r->jobs[1].preemptions, 0);
 }
 
+// The reference's resume rule on the same instance: a ran 2 s of its 10 s, a fifth of it, and
+// resumes at 5 with exactly 8 s left, paying no start-up: it ends at 13.
+TEST(Simulator, ExactResumeKeepsFractionalProgressAtNoCost) {
+  TinySrpt policy;
+  SimOptions options;
+  options.resume = ResumeRule::kExact;
+  Trace t =
+      make_trace({trace_job("a", "u", 0, {{"gpu", 10}}), trace_job("b", "u", 2, {{"gpu", 3}})});
+  auto r = simulate(t, make_cluster(0, 1), policy, options);
+  ASSERT_TRUE(r.ok()) << r.message();
+  expect_schedule(*r, {{"a", 0, 13, "gpu-0"}, {"b", 2, 5, "gpu-0"}});
+  EXPECT_EQ(r->jobs[0].preemptions, 1);
+}
+
+// The reference's profiling-run length, max(f·T, 1 s), on the job of ProfilingDelaysSchedulable-
+// Time: CPU node (100 s) runs of max(1, 1) = 1 s and max(2, 1) = 2 s, GPU (50 s) runs of
+// max(0.5, 1) = 1 s and max(1, 1) = 1 s. t=0: cpu run 1 (to 1), gpu run 1 (to 1); t=1: cpu
+// run 2 (to 3), gpu run 2 (to 2). Schedulable at 3; the job runs on the GPU until 53.
+TEST(Simulator, ReferenceProfilingRunsLastAFractionOfTheJob) {
+  SimOptions options;
+  options.profiling.enabled = true;
+  options.profiling.run_length = ProfilingRunLength::kFractionOfTime;
+  GreedyFastestIdle policy;
+  auto r = simulate(make_trace({trace_job("a", "u", 0, {{"cpu", 100}, {"gpu", 50}})}),
+                    make_cluster(1, 1), policy, options);
+  ASSERT_TRUE(r.ok()) << r.message();
+  expect_schedule(*r, {{"a", 3, 53, "gpu-0"}});
+  EXPECT_NEAR(r->jobs[0].schedulable, 3, 1e-9);
+}
+
+// A 5 s start-up (capped at T / 2): on the CPU node s = 5 and an iteration takes 0.95 s, runs
+// of 5.95 and 6.9 s; on the GPU s = 5, 0.45 s per iteration, runs of 5.45 and 5.9 s. t=0: cpu
+// run 1 (to 5.95), gpu run 1 (to 5.45); gpu run 2 5.45 to 11.35, cpu run 2 5.95 to 12.85. The
+// job is schedulable at 12.85 and runs its true 50 s on the GPU.
+TEST(Simulator, StartupIsASetting) {
+  SimOptions options;
+  options.profiling.enabled = true;
+  options.profiling.startup = 5;
+  GreedyFastestIdle policy;
+  auto r = simulate(make_trace({trace_job("a", "u", 0, {{"cpu", 100}, {"gpu", 50}})}),
+                    make_cluster(1, 1), policy, options);
+  ASSERT_TRUE(r.ok()) << r.message();
+  expect_schedule(*r, {{"a", 12.85, 62.85, "gpu-0"}});
+}
+
 TEST(Simulator, PeriodicRoundsCallThePolicy) {
   SimOptions options;
   options.round_period = 10;

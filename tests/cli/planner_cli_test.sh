@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# allox simulate, plan and report at the edge: each bad numeric option is refused with exit
+# status non-zero and a message naming the option; plan refuses a device no job can use; the
+# comparison table lines up; CSV numbers carry no binary noise; the progress line says which run
+# of how many and how long is left.
+set -u
+allox=$1
+root=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failures=0
+count=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+trace=$root/examples/trace.csv
+cluster=$root/examples/cluster.yaml
+jobs=$root/examples/jobs.yaml
+
+# refused OPTION ARGS...: the command exits non-zero and stderr names OPTION.
+refused() {
+  local option=$1; shift
+  local err status
+  err=$("$allox" "$@" 2>&1 >/dev/null)
+  status=$?
+  count=$((count + 1))
+  if [[ $status -eq 0 ]]; then
+    fail "accepted: allox $*"
+  elif ! grep -q -- "$option" <<<"$err"; then
+    fail "allox $*: message does not name $option: $err"
+  fi
+}
+
+sim=(simulate --trace "$trace" --no-progress)
+refused --gpus "${sim[@]}" --gpus -5 --cpus 2
+refused --gpus "${sim[@]}" --gpus abc --cpus 2
+refused --gpus "${sim[@]}" --gpus 2.5 --cpus 2
+refused --cpus "${sim[@]}" --gpus 2 --cpus -1
+refused --alpha "${sim[@]}" --gpus 2 --cpus 2 --alpha 0
+refused --alpha "${sim[@]}" --gpus 2 --cpus 2 --alpha 1.5
+refused --alpha "${sim[@]}" --gpus 2 --cpus 2 --alpha nan
+refused --threads "${sim[@]}" --gpus 2 --cpus 2 --threads 0
+refused --starvation-bound "${sim[@]}" --gpus 2 --cpus 2 --starvation-bound -3
+refused --round-period "${sim[@]}" --gpus 2 --cpus 2 --round-period -1
+refused --startup "${sim[@]}" --gpus 2 --cpus 2 --startup -1
+refused --startup "${sim[@]}" --gpus 2 --cpus 2 --startup x
+refused --profiling-min-run "${sim[@]}" --gpus 2 --cpus 2 --profiling-min-run -1
+refused --sweep-gpus "${sim[@]}" --gpus 2 --cpus 2 --sweep-gpus 4,-2
+refused --sweep-alpha "${sim[@]}" --gpus 2 --cpus 2 --sweep-alpha 0.5,0
+refused --sweep-error "${sim[@]}" --gpus 2 --cpus 2 --sweep-error -0.1
+refused --synthetic simulate --synthetic 0 --gpus 2 --cpus 2
+refused --users simulate --synthetic 10 --users 0 --gpus 2 --cpus 2
+refused --rate simulate --synthetic 10 --rate 0 --gpus 2 --cpus 2
+refused --seed simulate --synthetic 10 --seed -1 --gpus 2 --cpus 2
+refused --srpt-rank "${sim[@]}" --gpus 2 --cpus 2 --srpt-rank longest
+refused --resume "${sim[@]}" --gpus 2 --cpus 2 --resume sometimes
+refused --alpha plan --cluster "$cluster" --jobs "$jobs" --alpha -1
+refused --window report "$work" --window 0
+refused --now report "$work" --now -5
+# A device no job can use would change nothing: an error naming it.
+refused fpga plan --cluster "$cluster" --jobs "$jobs" --add fpga=2
+refused --add plan --cluster "$cluster" --jobs "$jobs" --add gpu=0
+
+# The comparison table lines up: every row as long as the header, drf-ext-fastest included.
+if out=$("$allox" simulate --trace "$trace" --gpus 2 --cpus 2 --no-progress \
+           --policy sjf,drf-ext-fastest,allox --out "$work/run" 2>&1); then
+  widths=$(sed -n '/^policy/,$p' <<<"$out" | awk '{ print length($0) }' | sort -u | wc -l)
+  [[ $widths -eq 1 ]] || fail "comparison table rows differ in width:"$'\n'"$out"
+  grep -q '^drf-ext-fastest ' <<<"$out" || fail "no drf-ext-fastest row: $out"
+else
+  fail "simulate failed: $out"
+fi
+count=$((count + 1))
+
+# CSV numbers: no float noise such as 24.759999999999998 (12 significant digits at most).
+if noisy=$(cat "$work"/run/*/jobs.csv "$work"/run/comparison.csv |
+           grep -E '[0-9]\.[0-9]*(9999999|0000000)[0-9]'); then
+  fail "CSV numbers with binary noise: $(head -3 <<<"$noisy")"
+fi
+count=$((count + 1))
+
+# The progress line: which run of how many and the time left.
+err=$("$allox" simulate --synthetic 3000 --users 4 --machines v100=2 --machines k80=2 \
+        --gavel "$root/data/gavel/simulation_throughputs.json" --policy sjf,fifo,srpt \
+        --progress 2>&1 >/dev/null)
+if ! grep -Eq 'run [1-3] of 3 \((sjf|fifo|srpt)' <<<"$err" || ! grep -q 'left' <<<"$err"; then
+  fail "progress line without run i of n and time left: $(tr '\r' '\n' <<<"$err" | tail -3)"
+fi
+count=$((count + 1))
+
+echo "$((count - failures)) of $count checks passed"
+exit $((failures > 0))
