@@ -129,10 +129,10 @@ Status plot_jct_cdf(const std::vector<Run>& runs, const std::string& dir, const 
     plot << (i ? ", " : "") << gp_quoted(stem + ".dat") << " index " << i << " with lines "
          << gnuplot_line(styles[i]) << " title " << gp_quoted(runs[i].spec.label);
   }
-  // The axis ends at the next power of ten above the longest JCT, so its last tick is inside.
-  const double top = std::pow(10.0, std::ceil(std::log10(longest)));
+  // The axis ends a little past the longest JCT; the legend's margin keeps its last tick label
+  // inside the canvas.
   std::ostringstream setup;
-  setup << common_setup(title) << kLogTicks << "set logscale x\nset xrange [*:" << top
+  setup << common_setup(title) << kLogTicks << "set logscale x\nset xrange [*:" << longest * 1.2
         << "]\nset xlabel 'job completion time (s, log scale)'\n"
            "set ylabel 'fraction of jobs completed'\nset yrange [0:1]\nset ytics 0.1";
   return draw(dir, stem, data.str(), script(stem, setup.str(), plot.str(), "1100,600"));
@@ -286,14 +286,14 @@ Status plot_gantt(const SimResult& result, const Cluster& cluster, const std::st
   }
   std::ostringstream setup;
   setup << common_setup(title) << "set xlabel 'time (s)'\nset ylabel 'machine'\n"
-        << "set yrange [-0.6:" << rows - 0.4 << "] reverse\nset xrange [0:" << end
+        << "set yrange [" << rows - 0.4 << ":-0.6]\nset xrange [0:" << end
         << "]\nset grid noytics\nset ytics (";
   for (std::size_t i = 0; i < rows; ++i) {
     setup << (i ? ", " : "") << gp_quoted(cluster.machines[i].name) << ' ' << i;
   }
   setup << ") scale 0\nset bmargin 7\nset label 1 " << gp_quoted(caption)
-        << " at screen 0.5, screen 0.03 center font ',11'\nset style fill solid 0.9 border lc rgb "
-           "'#ffffff'";
+        << " at graph 0.5, graph 0 offset 0,-4.5 center font ',11'\nset style fill solid 0.9 "
+           "border lc rgb '#ffffff'";
   const std::string f = gp_quoted(stem + ".dat");
   const std::string bar = " using (($2+$3)/2):1:(($3-$2)/2):(0.4) with boxxyerror";
   std::ostringstream plot;
