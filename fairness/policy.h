@@ -67,7 +67,7 @@ struct Decision {
 // srpt's ranking key (fairness/srpt_policy.cc states both rules in full).
 enum class SrptRank {
   kRemaining,  // estimated remaining time; a newcomer displaces only where it finishes sooner
-  kOriginal,   // the reference simulator's: the job's original estimate, whatever it has done
+  kOriginal,   // the job's original estimate, whatever it has done (a reading of the reference)
 };
 
 struct PolicyOptions {

@@ -9,10 +9,13 @@
 //     a queued job's least remaining estimate over the device types present, a running job's
 //     estimated_finish - now. A queued job displaces a running one only if it would finish on
 //     that machine before the occupant would, so no preemption gains nothing.
-//   kOriginal (the reference AlloX simulator's SRPT): the key is the job's original full
-//     estimate, least over the device types present, for queued, running and preempted jobs
-//     alike, whatever they have done; every running job may be displaced by a job ranked ahead
-//     of it (the reference preempts everything at each event and re-ranks).
+//   kOriginal (a reading of the reference AlloX simulator's SRPT, which preempts everything at
+//     each event and re-ranks): the key is the job's original full estimate, least over the
+//     device types present, for queued, running and preempted jobs alike, whatever they have
+//     done; every running job may be displaced by a job ranked ahead of it. On the paper
+//     workload this reading lands far from the reference's figure and kRemaining with the
+//     simulator's exact resumes lands near it (docs/results.md), so the reference's rule is
+//     likely the remaining time after all.
 //
 // Ties go to the running job (a preemption must gain something), then to the earlier arrival,
 // then to the id: keys that do not change when a job is stopped or started, so two equal jobs
