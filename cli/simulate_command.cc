@@ -101,7 +101,8 @@ class ProgressBar {
     fractions_[run] = fraction;
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    if (elapsed < delay_ || elapsed - last_draw_ < 0.25) return;
+    // The first line as soon as it is due, then at most four a second.
+    if (elapsed < delay_ || (shown_ && elapsed - last_draw_ < 0.25)) return;
     last_draw_ = elapsed;
     const std::string line = progress_line(labels_, fractions_, elapsed);
     std::cerr << "\r\033[K" << line << std::flush;
