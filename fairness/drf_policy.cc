@@ -3,9 +3,12 @@
 // longest, then by name.
 //
 // drf (the reference AlloX simulator's DRF): device types are distinct resources; a user's share
-//   is max over types of (its machines of that type / machines of that type). Each user's queued
-//   jobs are served shortest first (on the job's fastest device type), and the head job may only
-//   run on its fastest type. When that type has no idle machine the round stops (head-of-line
+//   is max over types of (its machines of that type / machines of that type), the dominant share
+//   over the vector (machines of each type). The reference takes it over (cores, memory, GPUs,
+//   GPU memory); where every job holds a whole CPU node or one GPU, as in its workload, cores
+//   and GPUs give these shares, and drf lands on the reference's figure (docs/results.md).
+//   Each user's queued jobs are served shortest first (on the job's fastest device type), and
+//   the head job may only run on its fastest type. When that type has no idle machine the round stops (head-of-line
 //   blocking, the classic DRF behaviour that the reference measures).
 // drf-ext (AlloX, EuroSys 2020, section 6.1, "DRFExt"): GPUs are converted to CPUs with one
 //   average speed-up rate beta over the workload, ignoring per-job speed-ups: a user's share is

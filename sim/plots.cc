@@ -242,7 +242,7 @@ Status plot_load_sweep(const std::vector<SweepPoint>& points, const std::string&
          << gnuplot_line(styles[i]) << " title " << gp_quoted(order[i]);
   }
   const std::string setup = common_setup(title) +
-                            "set logscale y\nset format y '%.0f'\nset xlabel " +
+                            "set logscale y\nset format y '%.0f'\nset mytics 10\nset grid mytics\nset xlabel " +
                             gp_quoted(x_label) + "\nset ylabel 'avg JCT (s, log scale)'";
   return draw(dir, stem, data.str(), script(stem, setup, plot.str(), "1100,600"));
 }
