@@ -174,8 +174,21 @@ Expected<KubeResponse> KubeClient::call(std::string_view method, const std::stri
     http::response_parser<http::string_body> parser;
     if (!error) {
       parser.header_limit(64 << 10);
-      parser.body_limit(kNoBodyLimit);
-      error = connection->read(parser, deadline);
+      parser.body_limit(impl_->options.max_answer_bytes);
+      // Beast 1.74's response parser lets a Content-Length over the limit through (and its
+      // string body would reserve all of it): judged here, before a byte of the body is read.
+      error = connection->read_header(parser, deadline);
+      if (!error && parser.content_length() &&
+          *parser.content_length() > impl_->options.max_answer_bytes) {
+        error = http::error::body_limit;
+      }
+      if (!error) error = connection->read(parser, deadline);
+    }
+    if (error == http::error::body_limit) {
+      impl_->give_back(std::move(connection), false);
+      return Error{what + ": the answer is larger than " +
+                   std::to_string(impl_->options.max_answer_bytes) +
+                   " bytes, the most alloxd reads in one answer"};
     }
     if (!error) {
       const bool reusable = parser.keep_alive() && connection->drained();

@@ -57,6 +57,10 @@ struct KubeClientOptions {
   std::chrono::milliseconds call_timeout{2000};
   // A stream line longer than this is garbage: the stream is ended with an error.
   std::size_t max_line_bytes = 16 << 20;
+  // The largest answer a one-shot call reads (a LIST page is the largest there is): a longer
+  // one is an Error as soon as it is known (its Content-Length, or a chunked body reaching it),
+  // read no further and never held whole.
+  std::size_t max_answer_bytes = 32 << 20;
 };
 
 struct KubeResponse {

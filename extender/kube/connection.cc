@@ -151,6 +151,14 @@ error_code Connection::read(http::response_parser<http::string_body>& parser,
       [&](auto& stream, auto handler) { http::async_read(stream, buffer_, parser, handler); });
 }
 
+error_code Connection::read_header(http::response_parser<http::string_body>& parser,
+                                   Clock::time_point deadline) {
+  lowest().expires_at(deadline);
+  return run_on_stream([&](auto& stream, auto handler) {
+    http::async_read_header(stream, buffer_, parser, handler);
+  });
+}
+
 error_code Connection::read_header(http::response_parser<http::buffer_body>& parser,
                                    Clock::time_point deadline) {
   lowest().expires_at(deadline);

@@ -69,6 +69,9 @@ class Connection {
   // Reads a whole answer (its first bytes may already be buffered) by the deadline.
   boost::system::error_code read(http::response_parser<http::string_body>& parser,
                                  Clock::time_point deadline);
+  // The head of a whole answer, read before its body (to judge its Content-Length).
+  boost::system::error_code read_header(http::response_parser<http::string_body>& parser,
+                                        Clock::time_point deadline);
   // Streams: the head, then the body piece by piece (each read bounded by its own deadline;
   // a full piece buffer is not an error).
   boost::system::error_code read_header(http::response_parser<http::buffer_body>& parser,

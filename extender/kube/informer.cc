@@ -69,7 +69,11 @@ Informer::Informer(KubeClient& client, InformerOptions options, InformerHandler&
     : client_(client),
       options_(std::move(options)),
       handler_(handler),
-      backoff_(options_.backoff_initial, options_.backoff_max) {}
+      pacing_({.backoff_initial = options_.backoff_initial,
+               .backoff_max = options_.backoff_max,
+               .min_relist_interval = options_.min_relist_interval,
+               .healthy_watch = options_.healthy_watch,
+               .watch_timeout = options_.watch_timeout}) {}
 
 Informer::~Informer() {
   stop();
@@ -108,6 +112,8 @@ void Informer::loop() {
   // As `top -H` shows it (extender/thread_priority.h names alloxd's other threads).
   pthread_setname_np(pthread_self(), "allox-informer");
   if (options_.on_thread_start) options_.on_thread_start();
+  using Clock = WatchPacing::Clock;
+  using End = WatchPacing::WatchEnd;
   std::string resource_version;
   bool need_list = true;
   while (true) {
@@ -117,9 +123,13 @@ void Informer::loop() {
     }
     if (relist_.exchange(false)) need_list = true;
     if (need_list) {
+      if (const auto wait = pacing_.before_list(Clock::now()); wait.count() > 0) {
+        if (!sleep_for(wait)) return;
+        continue;
+      }
       if (auto listed = list(resource_version); !listed) {
         ++failures_;
-        const auto delay = backoff_.next();
+        const auto delay = pacing_.list_failed(Clock::now());
         if (stopping()) return;  // the call failed because we are shutting down: not news
         log_warn("list failed; retrying", {{"path", options_.path},
                                            {"retry_in_ms", static_cast<long long>(delay.count())},
@@ -127,33 +137,50 @@ void Informer::loop() {
         if (!sleep_for(delay)) return;
         continue;
       }
+      if (options_.on_list) options_.on_list();
       need_list = false;
     }
     std::string why;
-    switch (watch(resource_version, why)) {
+    const auto opened = Clock::now();
+    const WatchEnd end = watch(resource_version, why);
+    if (end == WatchEnd::kRelist) {
+      need_list = true;
+      continue;
+    }
+    if (stopping()) return;
+    const End paced = end == WatchEnd::kTimeout ? End::kClean
+                      : end == WatchEnd::kGone  ? End::kGone
+                                                : End::kFailed;
+    const auto delay = pacing_.watch_ended(paced, opened, Clock::now());
+    if (options_.on_watch_end) {
+      options_.on_watch_end(paced == End::kClean ? "ended" : paced == End::kGone ? "gone" : "failed");
+    }
+    switch (end) {
       case WatchEnd::kTimeout:
-        backoff_.reset();
+        if (delay.count() > 0) {
+          log_info("watch ended early; watching again after a pause",
+                   {{"path", options_.path},
+                    {"retry_in_ms", static_cast<long long>(delay.count())}});
+        }
         break;
       case WatchEnd::kGone:
         log_info("watch expired (410 Gone); relisting",
-                 {{"path", options_.path}, {"resource_version", resource_version}});
+                 {{"path", options_.path},
+                  {"resource_version", resource_version},
+                  {"retry_in_ms", static_cast<long long>(delay.count())}});
         need_list = true;
         break;
-      case WatchEnd::kRelist:
-        need_list = true;
-        break;
-      case WatchEnd::kFailed: {
+      case WatchEnd::kFailed:
         ++failures_;
         need_list = true;
-        const auto delay = backoff_.next();
-        if (stopping()) return;
         log_warn("watch failed; relisting", {{"path", options_.path},
                                              {"retry_in_ms", static_cast<long long>(delay.count())},
                                              {"error", why}});
-        if (!sleep_for(delay)) return;
         break;
-      }
+      case WatchEnd::kRelist:
+        break;
     }
+    if (delay.count() > 0 && !sleep_for(delay)) return;
   }
 }
 
@@ -190,7 +217,6 @@ Status Informer::list(std::string& resource_version) {
   handler_.on_replace(objects);
   resource_version = version;
   ++lists_;
-  backoff_.reset();
   return OkStatus();
 }
 

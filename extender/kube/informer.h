@@ -5,11 +5,15 @@
 //   2. WATCH from it with allowWatchBookmarks=true and timeoutSeconds: ADDED and MODIFIED go to
 //      on_upsert, DELETED to on_delete, BOOKMARK only moves the resourceVersion.
 //   3. A watch the server ends cleanly (its timeout) is opened again from the last
-//      resourceVersion, at once.
-//   4. 410 Gone (an HTTP answer or an ERROR event: the resourceVersion is too old) re-lists
-//      at once. Anything else that goes wrong (a transport error, a 5xx, a broken stream, a
-//      line that is not a watch event, an object without metadata) is not trusted: back off
-//      (bounded, exponential) and re-list.
+//      resourceVersion.
+//   4. 410 Gone (an HTTP answer or an ERROR event: the resourceVersion is too old) re-lists.
+//      Anything else that goes wrong (a transport error, a 5xx, a broken stream, a line that
+//      is not a watch event, an object without metadata, a LIST answer over the client's
+//      max_answer_bytes) is not trusted: back off and re-list.
+//   When each of those happens is watch_pacing.h's: back-off with jitter that only a watch
+//   that stayed open resets, LISTs at least min_relist_interval apart, an early clean end
+//   backed off like a failure. A server that answers every watch with 410, or ends each at
+//   once, gets a LIST every backoff_max, not a loop.
 //   Failures are logged (core/log.h) as warnings naming the path: nobody else sees them.
 //
 // The handler's calls come from the informer's one thread, in order; on_caught_up follows each
@@ -33,8 +37,8 @@
 #include <thread>
 #include <vector>
 
-#include "extender/kube/backoff.h"
 #include "extender/kube/client.h"
+#include "extender/kube/watch_pacing.h"
 
 namespace allox::kube {
 
@@ -56,6 +60,14 @@ struct InformerOptions {
   int page_size = 500;
   std::chrono::milliseconds backoff_initial{200};
   std::chrono::milliseconds backoff_max{30000};
+  std::chrono::milliseconds min_relist_interval{1000};
+  // A watch open at least this long (or half of watch_timeout, if less) was healthy: it resets
+  // the back-off, and its clean end is re-watched at once.
+  std::chrono::milliseconds healthy_watch{10000};
+  // Called on the informer's thread after each list handed to on_replace, and after each watch
+  // ends with why ("ended", "gone", "failed"; not when it ends for a relist()): for metrics.
+  std::function<void()> on_list;
+  std::function<void(const char* why)> on_watch_end;
   // Runs first on the informer's thread, after it is named (alloxd puts it in its background
   // class, extender/thread_priority.h).
   std::function<void()> on_thread_start;
@@ -103,7 +115,7 @@ class Informer {
   KubeClient& client_;
   InformerOptions options_;
   InformerHandler& handler_;
-  Backoff backoff_;
+  WatchPacing pacing_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;

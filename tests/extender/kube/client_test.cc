@@ -40,6 +40,34 @@ TEST(KubeClientTest, CallSendsTokenBodyAndContentTypeAndReturnsAnyStatus) {
   EXPECT_EQ("/api/v1/namespaces/a/pods/b", requests[0].target);
 }
 
+// An answer longer than max_answer_bytes (a 2 GB LIST) is an Error as soon as that is known:
+// at its Content-Length, or once a chunked body passes the limit, while the server still sends
+// (the stream below never ends): never read to its end, never held whole.
+TEST(KubeClientTest, AnAnswerOverMaxAnswerBytesIsRefusedAsSoonAsItIsKnown) {
+  auto endless = std::make_shared<LineChannel>();
+  ScriptedServer server([&](const ScriptedRequest& r) {
+    if (r.target == "/announced") {
+      return ScriptedReply{200, "", nullptr,
+                           std::string("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                                       "Content-Length: 2147483648\r\n\r\n{\"items\":[")};
+    }
+    return ScriptedReply{200, "", endless};
+  });
+  KubeClientOptions options{server.url(), "", ""};
+  options.max_answer_bytes = 1 << 20;
+  KubeClient client(options);
+  auto announced = client.call("GET", "/announced");
+  ASSERT_FALSE(announced.ok());
+  EXPECT_NE(std::string::npos, announced.message().find("larger than 1048576 bytes"))
+      << announced.message();
+  for (int i = 0; i < 40; ++i) endless->push(std::string(64 << 10, 'x'));  // 2.5 MB, no end
+  auto chunked = client.call("GET", "/chunked");
+  ASSERT_FALSE(chunked.ok());
+  EXPECT_NE(std::string::npos, chunked.message().find("larger than 1048576 bytes"))
+      << chunked.message();
+  endless->close();
+}
+
 TEST(KubeClientTest, UnreachableServerIsAnError) {
   std::string url;
   {

@@ -113,6 +113,7 @@ InformerOptions fast_options() {
   options.selector = "fieldSelector=spec.schedulerName%3Dallox";
   options.backoff_initial = std::chrono::milliseconds(10);
   options.backoff_max = std::chrono::milliseconds(50);
+  options.min_relist_interval = std::chrono::milliseconds(10);
   return options;
 }
 
@@ -319,6 +320,139 @@ TEST(InformerTest, FailingListsBackOffAndRetryUntilTheyWork) {
             log.str().find("list failed; retrying path=\"/api/v1/pods\" retry_in_ms="))
       << log.str();
   EXPECT_NE(std::string::npos, log.str().find("error=\"HTTP 503\"")) << log.str();
+}
+
+// When each request went out, by kind (the scripted server's handler runs as it arrives).
+struct Arrivals {
+  std::mutex mu;
+  std::vector<std::chrono::steady_clock::time_point> lists, watches;
+  void note(const ScriptedRequest& r) {
+    std::lock_guard lock(mu);
+    (is_watch(r) ? watches : lists).push_back(std::chrono::steady_clock::now());
+  }
+  // The gap before the last of `times`.
+  static std::chrono::milliseconds last_gap(const std::vector<std::chrono::steady_clock::time_point>& times) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(times.back() - times[times.size() - 2]);
+  }
+};
+
+// An API server that lists fine and answers every watch with 410: each LIST succeeds, and
+// must not reset the back-off that the watches after it earn, so the LISTs slow down to one per
+// backoff_max instead of a loop.
+TEST(InformerTest, ASuccessfulListDoesNotResetTheBackOffWhileWatchesFail) {
+  for (const bool as_event : {false, true}) {
+    Script script;
+    Arrivals arrivals;
+    ScriptedApi api([&](const ScriptedRequest& r) {
+      arrivals.note(r);
+      if (!is_watch(r)) return script.handle(r);
+      if (!as_event) return ScriptedReply{410, "{}", nullptr};
+      auto c = std::make_shared<LineChannel>();
+      c->push(event("ERROR", {{"kind", "Status"}, {"code", 410}, {"reason", "Expired"}}));
+      return ScriptedReply{200, "", c};
+    });
+    InformerOptions options = fast_options();
+    options.backoff_initial = std::chrono::milliseconds(20);
+    options.backoff_max = std::chrono::milliseconds(200);
+    Recorder recorder;
+    Informer informer(api.client, options, recorder);
+    informer.start();
+    ASSERT_TRUE(wait_requests(api.server, /*watch=*/false, 8));
+    api.client.stop();
+    informer.stop();
+    std::lock_guard lock(arrivals.mu);
+    // 20, 40, 80, 160, then 200 ms at most, each jittered down by at most a fifth: the eighth
+    // LIST comes at least 160 ms after the seventh (it came at once when a LIST reset it).
+    EXPECT_GE(Arrivals::last_gap(arrivals.lists).count(), 150) << (as_event ? "event" : "answer");
+  }
+}
+
+// A server that ends every watch at once, cleanly: the watch is opened again after a growing
+// pause, never re-listed, and never in a loop.
+TEST(InformerTest, WatchesThatEndAtOnceAreReopenedAfterAGrowingPause) {
+  Script script;
+  Arrivals arrivals;
+  ScriptedApi api([&](const ScriptedRequest& r) {
+    arrivals.note(r);
+    if (!is_watch(r)) return script.handle(r);
+    auto c = std::make_shared<LineChannel>();
+    c->close();
+    return ScriptedReply{200, "", c};
+  });
+  InformerOptions options = fast_options();
+  options.backoff_initial = std::chrono::milliseconds(20);
+  options.backoff_max = std::chrono::milliseconds(200);
+  std::vector<std::string> watch_ends;
+  options.on_watch_end = [&](const char* why) { watch_ends.emplace_back(why); };
+  Recorder recorder;
+  Informer informer(api.client, options, recorder);
+  informer.start();
+  ASSERT_TRUE(wait_requests(api.server, /*watch=*/true, 8));
+  api.client.stop();
+  informer.stop();
+  EXPECT_EQ(1u, informer.lists());
+  std::lock_guard lock(arrivals.mu);
+  EXPECT_GE(Arrivals::last_gap(arrivals.watches).count(), 150);
+  ASSERT_GE(watch_ends.size(), 7u);
+  EXPECT_EQ("ended", watch_ends[0]);
+}
+
+// LISTs keep min_relist_interval between them whatever asks for them (here a 410 that comes
+// after a watch that was healthy, which resets the back-off).
+TEST(InformerTest, ListsKeepTheirMinimumInterval) {
+  Script script;
+  Arrivals arrivals;
+  ScriptedApi api([&](const ScriptedRequest& r) {
+    arrivals.note(r);
+    if (!is_watch(r)) return script.handle(r);
+    return ScriptedReply{410, "{}", nullptr};
+  });
+  InformerOptions options = fast_options();
+  options.healthy_watch = std::chrono::milliseconds(0);  // every watch counts as healthy
+  options.min_relist_interval = std::chrono::milliseconds(150);
+  int lists = 0;
+  options.on_list = [&] { ++lists; };
+  Recorder recorder;
+  Informer informer(api.client, options, recorder);
+  informer.start();
+  ASSERT_TRUE(wait_requests(api.server, /*watch=*/false, 4));
+  api.client.stop();
+  informer.stop();
+  EXPECT_GE(lists, 3);
+  std::lock_guard lock(arrivals.mu);
+  // The informer keeps 150 ms on its own clock; the server sees each LIST a moment after it
+  // is sent, so two arrivals may be a hair closer than that.
+  for (std::size_t i = 1; i < arrivals.lists.size(); ++i) {
+    EXPECT_GE(arrivals.lists[i] - arrivals.lists[i - 1], std::chrono::milliseconds(140)) << i;
+  }
+}
+
+// A LIST answer over the client's max_answer_bytes is refused as soon as it is known, logged
+// with the reason, and retried after a back-off like any failed list.
+TEST(InformerTest, AListAnswerOverTheLimitIsRefusedAndRetried) {
+  std::ostringstream log;  // read only once the informer's thread has ended
+  configure_log({"alloxd", LogLevel::kInfo, LogFormat::kText}, log);
+  ScriptedServer server([](const ScriptedRequest& r) {
+    if (is_watch(r)) return ScriptedReply{200, "", std::make_shared<LineChannel>()};
+    // Announces 2 GB and sends a little: the client must not wait for (or hold) the rest.
+    return ScriptedReply{200, "", nullptr,
+                         std::string("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                                     "Content-Length: 2147483648\r\n\r\n{\"items\":[")};
+  });
+  KubeClientOptions client_options{server.url(), "", ""};
+  client_options.max_answer_bytes = 1 << 20;
+  KubeClient client(client_options);
+  Recorder recorder;
+  Informer informer(client, fast_options(), recorder);
+  informer.start();
+  ASSERT_TRUE(wait_requests(server, /*watch=*/false, 3));
+  client.stop();
+  informer.stop();
+  configure_log(LogOptions{});
+  EXPECT_FALSE(informer.synced());
+  EXPECT_GE(informer.failures(), 2u);
+  EXPECT_NE(std::string::npos, log.str().find("the answer is larger than 1048576 bytes"))
+      << log.str();
 }
 
 TEST(InformerTest, ParseWatchEventNamesWhatIsWrong) {
