@@ -19,17 +19,41 @@ EventRecorder::EventRecorder(KubeClient& client, EventOptions options,
       tokens_(options_.burst),
       refilled_at_(clock_()) {}
 
-bool EventRecorder::take_token(Clock::time_point now) {
-  double elapsed = std::chrono::duration<double>(now - refilled_at_).count();
+bool EventRecorder::take_token(const std::string& namespace_name, Clock::time_point now) {
+  const double elapsed = std::chrono::duration<double>(now - refilled_at_).count();
   if (elapsed > 0) {
     tokens_ = std::min(options_.burst, tokens_ + elapsed * options_.qps);
     refilled_at_ = now;
   }
-  if (tokens_ < 1) {
+  // Namespaces quiet for active_window leave (once a second: a flood of record() calls does
+  // not sweep the map each time); the share is of those left.
+  if (now - shares_swept_at_ >= std::chrono::seconds(1)) {
+    shares_swept_at_ = now;
+    for (auto it = shares_.begin(); it != shares_.end();) {
+      it = now - it->second.asked_at > options_.active_window ? shares_.erase(it) : std::next(it);
+    }
+  }
+  auto [it, added] = shares_.try_emplace(namespace_name);
+  const double active = static_cast<double>(shares_.size());
+  const double share_qps = options_.qps / active;
+  const double share_burst = std::max(1.0, options_.burst / active);
+  Share& share = it->second;
+  if (added) {
+    share.tokens = share_burst;
+  } else if (const double waited = std::chrono::duration<double>(now - share.refilled_at).count();
+             waited > 0) {
+    share.tokens = std::min(share_burst, share.tokens + waited * share_qps);
+  }
+  share.refilled_at = now;
+  share.asked_at = now;
+  const bool own = share.tokens >= 1;
+  const bool spare = tokens_ - 1 >= options_.burst / 2;
+  if (tokens_ < 1 || (!own && !spare)) {
     ++dropped_;
     return false;
   }
   tokens_ -= 1;
+  if (own) share.tokens -= 1;
   return true;
 }
 
@@ -52,7 +76,7 @@ Expected<EventRecorder::Outcome> EventRecorder::record(const ObjectRef& pod,
       }
       series = it->second;
     }
-    if (!take_token(now)) return Outcome::kDropped;
+    if (!take_token(pod.namespace_name, now)) return Outcome::kDropped;
     if (!exists) {
       // Unique per replica and pod: the pod name and a hex sequence, like client-go's.
       char suffix[48];

@@ -8,6 +8,11 @@
 //   - The same (pod, reason, message) again within `repeat_after` writes nothing.
 //   - A token bucket (qps, burst) bounds all writes; a record() over the budget is dropped and
 //     counted: callers are level-triggered (the controller says it again on its next pass).
+//   - The budget is shared fairly among namespaces: each namespace that asked within the last
+//     `active_window` has a bucket of its own with an equal share of qps and burst, and takes a
+//     write from the common bucket only with a token of its own, or while the common bucket
+//     holds more than half its burst (capacity nobody else is using). One namespace flooding
+//     pods then gets its share and what is spare; another's events keep flowing.
 //   - forget(pod) drops the pod's series when the pod is gone.
 //
 // Thread-safe. record() makes at most one API call (bounded by the client's timeout).
@@ -35,6 +40,7 @@ struct EventOptions {
   double qps = 20;
   double burst = 100;
   std::chrono::seconds repeat_after{300};
+  std::chrono::seconds active_window{30};
 };
 
 class EventRecorder {
@@ -58,7 +64,13 @@ class EventRecorder {
     int count = 0;
     Clock::time_point last_write{};
   };
-  bool take_token(Clock::time_point now);
+  // The namespace's share and the common bucket (mu_ held).
+  bool take_token(const std::string& namespace_name, Clock::time_point now);
+  struct Share {
+    double tokens = 0;
+    Clock::time_point refilled_at{};
+    Clock::time_point asked_at{};
+  };
 
   KubeClient& client_;
   EventOptions options_;
@@ -67,6 +79,8 @@ class EventRecorder {
   std::map<std::tuple<std::string, std::string, std::string>, Series> series_;  // ns, pod, reason
   double tokens_;
   Clock::time_point refilled_at_;
+  std::map<std::string, Share> shares_;  // by namespace, those active within active_window
+  Clock::time_point shares_swept_at_{};
   std::uint64_t dropped_ = 0;
   std::uint64_t sequence_ = 0;
 };

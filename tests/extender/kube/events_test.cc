@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <nlohmann/json.hpp>
 
 #include "tests/extender/kube/scripted_server.h"
@@ -81,6 +83,53 @@ TEST(EventRecorderTest, WritesBeyondTheBudgetAreDroppedAndCounted) {
   }
   EXPECT_EQ(2, written);
   EXPECT_EQ(7u, f.server.requests().size());
+}
+
+// One namespace creating pods as fast as it can, another with one new pod a second, for a
+// minute at the default budget (20 qps, burst 100): the quiet namespace's every event is
+// written, the flooding one gets the rest, and the total stays within the budget.
+TEST(EventRecorderTest, AFloodingNamespaceLeavesAnothersEventsFlowing) {
+  Fixture f;
+  EventRecorder events(f.client, f.options, [&] { return f.now; });
+  using O = EventRecorder::Outcome;
+  int flood_written = 0, quiet_written = 0, quiet_asked = 0, pod = 0;
+  for (int tick = 0; tick < 1200; ++tick) {  // 60 s in steps of 50 ms
+    for (int i = 0; i < 50; ++i) {           // 1,000 new pods a second
+      ObjectRef flooder{"a-flood", "p" + std::to_string(pod++), ""};
+      if (*events.record(flooder, "Normal", "Queued", "position 9999") == O::kCreated) {
+        ++flood_written;
+      }
+    }
+    if (tick % 20 == 0) {
+      ++quiet_asked;
+      ObjectRef quiet{"b-quiet", "q" + std::to_string(tick), ""};
+      if (*events.record(quiet, "Normal", "Queued", "position 1") == O::kCreated) ++quiet_written;
+    }
+    f.now += std::chrono::milliseconds(50);
+  }
+  EXPECT_EQ(quiet_asked, quiet_written);
+  EXPECT_GE(flood_written, 60 * 10);             // at least its half of 20 qps
+  EXPECT_LE(flood_written + quiet_written, 60 * 20 + 100);  // the budget: qps for 60 s + burst
+}
+
+// Two namespaces flooding at once split the budget evenly: neither can take the other's half.
+TEST(EventRecorderTest, TwoFloodingNamespacesSplitTheBudget) {
+  Fixture f;
+  EventRecorder events(f.client, f.options, [&] { return f.now; });
+  using O = EventRecorder::Outcome;
+  std::map<std::string, int> written;
+  int pod = 0;
+  for (int tick = 0; tick < 3000; ++tick) {  // 30 s in steps of 10 ms, each asking 100 a second
+    for (const char* name : {"a-flood", "b-flood"}) {
+      ObjectRef flooder{name, "p" + std::to_string(pod++), ""};
+      if (*events.record(flooder, "Normal", "Queued", "x") == O::kCreated) ++written[name];
+    }
+    f.now += std::chrono::milliseconds(10);
+  }
+  // Each: its 10 qps for 30 s; the first may also have had the spare half of the first burst.
+  EXPECT_GE(written["a-flood"], 290);
+  EXPECT_GE(written["b-flood"], 290);
+  EXPECT_LE(written["a-flood"] + written["b-flood"], 30 * 20 + 100);
 }
 
 TEST(EventRecorderTest, ForgetStartsAFreshSeries) {
