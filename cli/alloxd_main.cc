@@ -27,6 +27,7 @@
 #include "extender/admission.h"
 #include "extender/cluster_api.h"
 #include "extender/config.h"
+#include "extender/heap.h"
 #include "extender/http_server.h"
 #include "extender/request_threads.h"
 #include "extender/routes.h"
@@ -149,6 +150,10 @@ int run(const Flags& flags) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   configure_log(LogOptions{.program = "alloxd"});
+  // Before any thread: the arena cap applies to the arenas threads create.
+  if (Status heap = tune_heap(); !heap) {
+    log_warn("the heap keeps glibc's defaults", {{"error", heap.message()}});
+  }
   auto config = load_extender_config(config_path);
   if (!config) {
     // One event per problem: the config reader reports them all, one per line.
@@ -220,6 +225,7 @@ int run(const Flags& flags) {
   server_options.host = config->listen_host;
   server_options.port = config->listen_port;
   server_options.max_body_bytes = config->max_body_bytes;
+  server_options.max_unread_reply_bytes = config->limits.unread_reply_bytes;
   server_options.threads = config->http_threads;
   server_options.thread_slice = std::chrono::microseconds(config->http_thread_slice_us);
   server_options.request_class = true;  // kube-scheduler's listener (request_threads)
@@ -236,6 +242,7 @@ int run(const Flags& flags) {
     reports_options.port = config->reports_listen->port;
     reports_options.read_only = true;
     reports_options.max_body_bytes = 0;  // GET only: any body is refused while it arrives
+    reports_options.max_unread_reply_bytes = config->limits.unread_reply_bytes;
     reports_options.threads = 1;
     auto started = HttpServer::start(**service, reports_options);
     if (!started) {

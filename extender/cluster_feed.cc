@@ -443,7 +443,7 @@ class ClusterFeed::EachEventAlone final : public kube::InformerHandler {
 };
 
 ClusterFeed::ClusterFeed(kube::KubeClient& client, Planner& planner, const ExtenderConfig& config,
-                         std::function<void()> on_change)
+                         std::function<void()> on_change, Metrics* metrics)
     : pod_handler_(std::make_unique<PodHandler>(planner, config, std::move(on_change))),
       each_event_alone_(std::make_unique<EachEventAlone>(*pod_handler_)),
       node_handler_(std::make_unique<NodeHandler>(planner, config, [this] { start_pods(); })) {
@@ -454,10 +454,19 @@ ClusterFeed::ClusterFeed(kube::KubeClient& client, Planner& planner, const Exten
   }
   // The watch's threads never answer a request: alloxd's background class.
   pods.on_thread_start = [] { become_background_thread("allox-informer"); };
-  pod_informer_ = std::make_unique<kube::Informer>(client, pods, *pod_handler_);
   kube::InformerOptions nodes;
   nodes.path = "/api/v1/nodes";
   nodes.on_thread_start = pods.on_thread_start;
+  if (metrics != nullptr) {
+    for (auto [options, collection] : {std::pair{&pods, Metrics::Collection::kPods},
+                                       std::pair{&nodes, Metrics::Collection::kNodes}}) {
+      options->on_list = [metrics, collection] { metrics->record_list(collection); };
+      options->on_watch_end = [metrics, collection](const char* why) {
+        metrics->record_watch_end(collection, why);
+      };
+    }
+  }
+  pod_informer_ = std::make_unique<kube::Informer>(client, pods, *pod_handler_);
   node_informer_ = std::make_unique<kube::Informer>(client, nodes, *node_handler_);
 }
 

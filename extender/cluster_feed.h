@@ -59,10 +59,11 @@ struct PodMirror {
 
 class ClusterFeed {
  public:
-  // client and planner must outlive the feed. on_change runs (on an informer thread) after
-  // every pod change, so the controller can look again.
+  // client and planner (and metrics, when given) must outlive the feed. on_change runs (on an
+  // informer thread) after every pod change, so the controller can look again. metrics counts
+  // the informers' lists and watch restarts.
   ClusterFeed(kube::KubeClient& client, Planner& planner, const ExtenderConfig& config,
-              std::function<void()> on_change);
+              std::function<void()> on_change, Metrics* metrics = nullptr);
   ~ClusterFeed();
 
   void start();

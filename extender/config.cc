@@ -221,6 +221,25 @@ void read_retention(FieldReader& reader, const YAML::Node& root, Retention& rete
   }
 }
 
+// What one client, one request or the API server may cost (config.h Limits).
+void read_limits(FieldReader& reader, const YAML::Node& root, Limits& limits) {
+  const YAML::Node node = root["limits"];
+  if (!node || node.IsNull()) return;
+  if (!reader.check_map(node, "limits",
+                        {"unread_reply_bytes", "apiserver_reply_bytes", "realtime_filter_body_bytes",
+                         "realtime_node_names"})) {
+    return;
+  }
+  auto read = [&](const char* key, std::int64_t min, std::int64_t max, std::size_t& out) {
+    out = static_cast<std::size_t>(
+        reader.integer(node, key, "limits", min, max, false).value_or(static_cast<std::int64_t>(out)));
+  };
+  read("unread_reply_bytes", 4096, kMaxBodyBytes, limits.unread_reply_bytes);
+  read("apiserver_reply_bytes", 65536, kMaxBodyBytes, limits.apiserver_reply_bytes);
+  read("realtime_filter_body_bytes", 1024, kMaxBodyBytes, limits.realtime_filter_body_bytes);
+  read("realtime_node_names", 1, 1'000'000, limits.realtime_node_names);
+}
+
 // One of a fixed set of names under `key`, read with `parse` (core/log.h's parse_log_level ...),
 // whose error completes "must be ...".
 template <class T, class Parse>
@@ -286,7 +305,8 @@ void read_root(FieldReader& reader, const YAML::Node& root, ExtenderConfig& conf
                          "log",
                          "apiserver",
                          "scheduler_name",
-                         "webhook"})) {
+                         "webhook",
+                         "limits"})) {
     return;
   }
   if (auto listen = listen_address(reader, root, "listen")) {
@@ -337,6 +357,7 @@ void read_root(FieldReader& reader, const YAML::Node& root, ExtenderConfig& conf
   config.scheduler_name = reader.text(root, "scheduler_name", "", false).value_or("");
   if (config.apiserver && config.scheduler_name.empty()) config.scheduler_name = "allox-scheduler";
   read_webhook(reader, root, config.webhook);
+  read_limits(reader, root, config.limits);
   // GET /v1/fairness reads the jobs held in memory; a job finished inside the window must still
   // be there, or the windowed share would forget it.
   if (config.fairness_window > config.retention.finished_seconds) {

@@ -52,6 +52,11 @@
 //     listen: 0.0.0.0:8443
 //     tls_cert_file: /etc/allox/webhook-tls/tls.crt   # with tls_key_file: HTTPS
 //     tls_key_file: /etc/allox/webhook-tls/tls.key
+//   limits:                         # what one client, request or API server may cost
+//     unread_reply_bytes: 1048576   # a reply a client leaves unread beyond a moment: reset
+//     apiserver_reply_bytes: 33554432   # the largest API-server answer read (a LIST page)
+//     realtime_filter_body_bytes: 262144   # with real-time request threads only: a larger
+//     realtime_node_names: 5000     # /filter or /prioritize body, or more node names, is 413
 //
 // Read through core's FieldReader (core/yaml_fields.h) and input-file limit (core/input_file.h):
 // unknown keys, wrong types and out-of-range values are errors in the style of every other input
@@ -121,6 +126,16 @@ struct Retention {
   double history_seconds = 30 * 24 * 3600;
 };
 
+// Bounds on what one party may cost alloxd (http_server.h, kube/client.h, routes.h).
+struct Limits {
+  std::size_t unread_reply_bytes = 1 << 20;
+  std::size_t apiserver_reply_bytes = 32 << 20;
+  // Real-time request threads run ahead of every normal process on the node: one /filter or
+  // /prioritize may then carry at most this much (5,000 nodes' NodeNames are about 70 KB).
+  std::size_t realtime_filter_body_bytes = 256 << 10;
+  std::size_t realtime_node_names = 5000;
+};
+
 struct ExtenderConfig {
   std::string listen_host = "127.0.0.1";
   int listen_port = 8888;
@@ -152,6 +167,7 @@ struct ExtenderConfig {
   std::optional<ApiServerConfig> apiserver;
   std::string scheduler_name;  // empty: every pod is allox's
   std::optional<WebhookConfig> webhook;
+  Limits limits;
 };
 
 // Loads and validates a config file. Relative paths inside (database, token_file, ca_file) are

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <openssl/ssl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -105,8 +106,15 @@ struct Shared {
     virtual ~Connection() = default;
     // Posts a close to the connection's thread unless it is answering a request by then.
     virtual void close_unless_busy() = 0;
-    std::atomic<bool> busy{false};    // a complete request is being answered
-    std::atomic<bool> served{false};  // at least one reply was sent
+    // Posts a reset to the connection's thread if it is then still waiting for its client to
+    // take a reply (the handler is done: only the client holds it up).
+    virtual void close_if_writing() = 0;
+    // Posts a reset to the connection's thread.
+    virtual void reset() = 0;
+    std::atomic<bool> busy{false};         // a complete request is being answered
+    std::atomic<bool> served{false};       // at least one reply was sent
+    std::atomic<bool> writing{false};      // its reply is composed and being sent
+    std::atomic<bool> handshaking{false};  // its TLS handshake is not done
   };
   std::mutex mu;
   std::condition_variable drained;
@@ -116,6 +124,7 @@ struct Shared {
   // wake a stop() waiting for the last reply.
   std::atomic<int> in_flight{0};
   std::atomic<bool> draining{false};
+  std::atomic<std::size_t> handshakes{0};  // TLS handshakes in progress
 
   std::list<std::weak_ptr<Connection>>::iterator add(std::weak_ptr<Connection> connection) {
     std::lock_guard lock(mu);
@@ -129,21 +138,50 @@ struct Shared {
   }
   // At the cap, asks connections to close, enough to admit one more: first those that never
   // completed a request (stalled or slow clients), oldest first, then idle kept-alive ones
-  // (kube-scheduler's), oldest first. Connections being answered are never chosen.
+  // (kube-scheduler's), oldest first, then those whose reply waits for a client that does not
+  // read it, oldest first. Connections whose handler is running are never chosen.
   void make_room() {
-    std::vector<std::shared_ptr<Connection>> victims;
+    std::vector<std::shared_ptr<Connection>> idle, writers;
     {
       std::lock_guard lock(mu);
       if (open_count < max_connections) return;
       std::size_t excess = open_count - max_connections + 1;
       for (bool served_ones : {false, true}) {
-        for (auto it = open.begin(); it != open.end() && victims.size() < excess; ++it) {
+        for (auto it = open.begin(); it != open.end() && idle.size() < excess; ++it) {
           auto c = it->lock();
-          if (c && !c->busy && c->served == served_ones) victims.push_back(std::move(c));
+          if (c && !c->busy && c->served == served_ones) idle.push_back(std::move(c));
+        }
+      }
+      for (auto it = open.begin(); it != open.end() && idle.size() + writers.size() < excess;
+           ++it) {
+        auto c = it->lock();
+        if (c && c->busy && c->writing) writers.push_back(std::move(c));
+      }
+    }
+    for (auto& c : idle) c->close_unless_busy();
+    for (auto& c : writers) c->close_if_writing();
+  }
+  // Before a TLS handshake starts: at max_handshakes in progress, the oldest are closed, so
+  // clients that open connections and never finish their handshake hold a bounded number of
+  // TLS states, and a real client's handshake (milliseconds) always gets its turn.
+  void make_handshake_room() {
+    const std::size_t cap = std::max<std::size_t>(1, options.max_handshakes);
+    const std::size_t now_in_progress = handshakes.load();
+    if (now_in_progress < cap) return;
+    std::vector<std::shared_ptr<Connection>> victims;
+    {
+      std::lock_guard lock(mu);
+      const std::size_t excess = now_in_progress - cap + 1;
+      for (auto it = open.begin(); it != open.end() && victims.size() < excess; ++it) {
+        auto c = it->lock();
+        // Claimed here, so the next accept does not pick the same one before it is closed.
+        if (c && c->handshaking.exchange(false)) {
+          --handshakes;
+          victims.push_back(std::move(c));
         }
       }
     }
-    for (auto& c : victims) c->close_unless_busy();
+    for (auto& c : victims) c->reset();
   }
   void begin_reply() { in_flight.fetch_add(1); }
   void end_reply() {
@@ -188,6 +226,7 @@ class Session : public Shared::Connection, public std::enable_shared_from_this<S
         inbox_(&inbox),
         buffer_(shared_->options.max_header_bytes + kBodyReadSize) {}
   ~Session() override {
+    end_handshake();
     if (registered_) shared_->remove(self_in_list_);
   }
 
@@ -197,9 +236,13 @@ class Session : public Shared::Connection, public std::enable_shared_from_this<S
     // Accepted just as the server stopped: stop_accepting() did not see it in the list.
     if (shared_->is_draining()) return close();
     if constexpr (kTls) {
-      arm(shared_->options.read_timeout);
+      shared_->make_handshake_room();
+      handshaking = true;
+      ++shared_->handshakes;
+      arm(std::min(shared_->options.read_timeout, shared_->options.handshake_timeout));
       stream_.async_handshake(asio::ssl::stream_base::server,
                               [self = this->shared_from_this()](error_code ec) {
+                                self->end_handshake();
                                 if (ec || self->closed_) return self->close();
                                 self->next_request();
                               });
@@ -214,18 +257,34 @@ class Session : public Shared::Connection, public std::enable_shared_from_this<S
     });
   }
 
+  void close_if_writing() override {
+    asio::post(stream_.get_executor(), [self = this->shared_from_this()] {
+      if (self->writing) self->close(/*reset=*/true);
+    });
+  }
+
+  void reset() override {
+    asio::post(stream_.get_executor(),
+               [self = this->shared_from_this()] { self->close(/*reset=*/true); });
+  }
+
  private:
   static constexpr bool kTls = !std::is_same_v<Stream, tcp::socket>;
 
   tcp::socket& socket() { return beast::get_lowest_layer(stream_); }
 
+  void end_handshake() {
+    if (handshaking.exchange(false)) --shared_->handshakes;
+  }
+
   // Cancels the pending socket operation after `timeout`; the operation then fails with
   // operation_aborted and timed_out_ set. A connection has one deadline and one timer wait: a
   // deadline moved later (every kept-alive request moves it) costs no timer operation, the wait
   // in progress re-waits when it ends early; only a deadline earlier than that wait re-arms.
-  void arm(std::chrono::milliseconds timeout) {
+  void arm(std::chrono::milliseconds timeout) { arm_until(Clock::now() + timeout); }
+  void arm_until(Clock::time_point deadline) {
     timed_out_ = false;
-    deadline_ = Clock::now() + timeout;
+    deadline_ = deadline;
     if (!waiting_ || deadline_ < wait_until_) wait();
   }
   void disarm() { deadline_ = Clock::time_point::max(); }
@@ -249,6 +308,7 @@ class Session : public Shared::Connection, public std::enable_shared_from_this<S
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(shared_->options.max_header_bytes));
     parser_->body_limit(shared_->options.max_body_bytes);
+    body_limit_ = shared_->options.max_body_bytes;
     parser_->eager(false);  // stop after the header: on_header() looks at it before the body
     header_checked_ = false;
     // Bytes of this request already read (pipelined after the last one): its read deadline
@@ -325,6 +385,22 @@ class Session : public Shared::Connection, public std::enable_shared_from_this<S
       refuse(405, "this listener serves reports only (GET); " +
                       std::string(header.method_string()) + " is not allowed");
       return false;
+    }
+    if (shared_->handler.body_limit) {
+      HttpRequest head;
+      head.method = std::string(header.method_string());
+      head.path = decode_path({header.target().data(), header.target().size()});
+      const std::size_t limit = shared_->handler.body_limit(head);
+      if (limit < body_limit_) {
+        body_limit_ = limit;
+        // Beast checks a Content-Length against its limit while reading the header, already
+        // done: this one is checked here, a chunked body as it arrives.
+        if (const auto length = parser_->content_length(); length && *length > limit) {
+          fail(http::error::body_limit);
+          return false;
+        }
+        parser_->body_limit(limit);
+      }
     }
     parser_->eager(true);
     if (!beast::iequals(header[http::field::expect], "100-continue")) return true;
@@ -418,14 +494,44 @@ class Session : public Shared::Connection, public std::enable_shared_from_this<S
     if (version_ >= 11 && !keep_alive) head_ += "\r\nConnection: close";
     if (version_ < 11 && keep_alive) head_ += "\r\nConnection: keep-alive";
     head_ += "\r\n\r\n";
-    arm(shared_->options.read_timeout);
-    const std::array<asio::const_buffer, 2> buffers{asio::buffer(head_), asio::buffer(reply_.body)};
-    asio::async_write(stream_, buffers,
-                      [self = this->shared_from_this(), done](error_code ec, std::size_t) {
-                        self->disarm();
-                        self->reply_ = {};
-                        done(!ec && !self->closed_);
-                      });
+    sent_ = 0;
+    write_deadline_ = Clock::now() + shared_->options.read_timeout;
+    writing = true;
+    write_some(std::move(done));
+  }
+
+  // Sends what is left of head_ and reply_.body as the client takes it, all of it within
+  // read_timeout. While more than max_unread_reply_bytes is left, the client must also take
+  // some every unread_reply_stall, or the connection is reset and the reply freed: a client
+  // that sends requests and reads no answer holds at most that much of the server's memory for
+  // longer than a moment. (What the kernel took is in its socket buffers, not in the heap.)
+  template <class Done>
+  void write_some(Done done) {
+    const auto& options = shared_->options;
+    const std::size_t total = head_.size() + reply_.body.size();
+    const std::size_t unsent = total - sent_;
+    arm_until(unsent > options.max_unread_reply_bytes
+                  ? std::min(write_deadline_, Clock::now() + options.unread_reply_stall)
+                  : write_deadline_);
+    std::array<asio::const_buffer, 2> buffers{asio::buffer(head_), asio::buffer(reply_.body)};
+    if (sent_ < head_.size()) {
+      buffers[0] += sent_;
+    } else {
+      buffers[0] = asio::const_buffer();
+      buffers[1] += sent_ - head_.size();
+    }
+    stream_.async_write_some(
+        buffers, [self = this->shared_from_this(), done, total](error_code ec, std::size_t n) {
+          self->sent_ += n;
+          if (!ec && !self->closed_ && self->sent_ < total) return self->write_some(done);
+          self->disarm();
+          self->writing = false;
+          self->reply_ = {};
+          // A client that took too little of its reply in time: reset, so the kernel drops
+          // what it still holds for it too.
+          if (ec && self->timed_out_) self->close(/*reset=*/true);
+          done(!ec && !self->closed_);
+        });
   }
 
   // A request the server answers itself (limits, bad syntax): reply, then close. A client that
@@ -454,8 +560,7 @@ class Session : public Shared::Connection, public std::enable_shared_from_this<S
                              std::to_string(options.max_header_bytes) + " bytes");
     }
     if (ec == http::error::body_limit) {
-      return refuse(
-          413, "request body larger than " + std::to_string(options.max_body_bytes) + " bytes");
+      return refuse(413, "request body larger than " + std::to_string(body_limit_) + " bytes");
     }
     if (timed_out_) {
       if (!got_some) return close();  // a connection that never sent a byte: nothing to answer
@@ -488,13 +593,20 @@ class Session : public Shared::Connection, public std::enable_shared_from_this<S
                              });
   }
 
-  void close() {
+  // reset: an abortive close (RST): the kernel drops the unsent bytes it holds for the client
+  // at once instead of trying to deliver them.
+  void close(bool reset = false) {
     if (closed_) return;
     closed_ = true;
     disarm();
     timer_.cancel();  // its wait holds the session
+    end_handshake();
     error_code ignored;
-    socket().shutdown(tcp::socket::shutdown_both, ignored);
+    if (reset) {
+      socket().set_option(asio::socket_base::linger(true, 0), ignored);
+    } else {
+      socket().shutdown(tcp::socket::shutdown_both, ignored);
+    }
     socket().close(ignored);
   }
 
@@ -505,9 +617,12 @@ class Session : public Shared::Connection, public std::enable_shared_from_this<S
   beast::flat_buffer buffer_;
   std::optional<Parser> parser_;
   bool header_checked_ = false;  // on_header() ran for this request
+  std::size_t body_limit_ = 0;   // this request's, set by next_request() and on_header()
   bool started_ = false;         // this request's first byte was read
   HttpReply reply_;              // the reply being sent
   std::string head_;             // its status line and headers
+  std::size_t sent_ = 0;         // bytes of head_ and then reply_.body the kernel took
+  Clock::time_point write_deadline_;  // the whole reply's
   std::unique_ptr<std::array<char, 16384>> sink_;
   std::list<std::weak_ptr<Shared::Connection>>::iterator self_in_list_;
   bool registered_ = false;
@@ -680,6 +795,9 @@ Expected<std::unique_ptr<HttpServer>> HttpServer::start(HttpHandler handler,
     if (ec) return Error{"TLS certificate " + options.tls_cert_file + ": " + ec.message()};
     impl.tls->use_private_key_file(options.tls_key_file, asio::ssl::context::pem, ec);
     if (ec) return Error{"TLS key " + options.tls_key_file + ": " + ec.message()};
+    // An idle TLS connection gives its record buffers back (about 34 KB each) until it reads
+    // or writes again: thousands of kept-alive or stalled connections hold only their state.
+    SSL_CTX_set_mode(impl.tls->native_handle(), SSL_MODE_RELEASE_BUFFERS);
     server->tls_ = true;
   }
   error_code ec;
@@ -721,6 +839,10 @@ Expected<std::unique_ptr<HttpServer>> HttpServer::start(ExtenderService& service
   HttpHandler handler;
   handler.serve = [&service](const HttpRequest& request) { return route(service, request); };
   handler.may_block = [](const HttpRequest& request) { return may_block(request); };
+  // Only real-time request threads have a tighter limit (routes.h): no cost per request else.
+  if (options.request_class && request_class() == RequestClass::kRealtime) {
+    handler.body_limit = [&service](const HttpRequest& head) { return body_limit(service, head); };
+  }
   handler.observe = [&service](const HttpRequest& request, int status, double seconds) {
     service.metrics().record_request(verb_of(request.path), status, seconds);
   };

@@ -10,9 +10,15 @@
 //   - a request not complete read_timeout after its first byte (or after the connection
 //     opened): 408, connection closed; a kept-alive connection idle for idle_timeout between
 //     requests is closed silently;
+//   - a reply is sent within read_timeout; while more than max_unread_reply_bytes of it is
+//     still to be sent, the client must take some every unread_reply_stall: a client that
+//     sends requests and reads no answer is reset and its reply freed;
 //   - at max_connections open connections, accepting a new one closes the oldest connection
-//     that is not being answered (idle or still sending), so a flood of stalled clients can
-//     never lock out kube-scheduler or a /healthz probe.
+//     that is not being answered (idle or still sending), else the oldest whose reply waits for
+//     a client that does not read it, so a flood of stalled clients can never lock out
+//     kube-scheduler or a /healthz probe;
+//   - TLS: a handshake not done within handshake_timeout is closed, and at max_handshakes in
+//     progress a new connection closes the oldest one still in its handshake.
 // Connections are kept alive (HTTP/1.1). Each of the `threads` I/O threads runs its own event
 // loop and owns the connections handed to it in turn as they are accepted; a connection's
 // requests are answered one after another on its thread. Handlers run there, except requests
@@ -48,6 +54,11 @@ struct HttpServerOptions {
   std::size_t max_header_bytes = 16 << 10;
   // Clamped to the process's descriptor limit (RLIMIT_NOFILE) minus a reserve.
   std::size_t max_connections = 4096;
+  // What one connection may leave unread of its reply beyond a moment (see above).
+  std::size_t max_unread_reply_bytes = 1 << 20;
+  std::chrono::milliseconds unread_reply_stall{1000};
+  std::size_t max_handshakes = 256;
+  std::chrono::milliseconds handshake_timeout{5000};
   int threads = 2;  // I/O threads, each with its own connections (see above)
   // The I/O threads run interactively (thread_priority.h), whatever class the thread that started
   // the server has, in slices of this: short, so a request arriving on a saturated machine
@@ -81,6 +92,9 @@ struct HttpHandler {
   std::function<HttpReply(const HttpRequest&)> serve;
   // True for requests that may wait long (network calls); they run off the I/O threads.
   std::function<bool(const HttpRequest&)> may_block;
+  // A request's own body limit, from its method and path (body and authorization empty),
+  // when lower than max_body_bytes: 413 at the header or as the body reaches it. Optional.
+  std::function<std::size_t(const HttpRequest& head)> body_limit;
   // Called once per reply sent, including the server's own 4xx (method and path may then be
   // empty), with the time from the request's last byte read to its reply composed.
   std::function<void(const HttpRequest&, int status, double seconds)> observe;

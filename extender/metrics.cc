@@ -150,6 +150,14 @@ void Metrics::record_solve(double seconds, std::size_t queued, std::size_t runni
   for (const auto& [user, count] : user_queued) user_queued_[user] = count;
 }
 
+void Metrics::record_watch_end(Collection collection, std::string_view why) {
+  for (std::size_t i = 0; i < kWatchEnds.size(); ++i) {
+    if (why == kWatchEnds[i]) {
+      watch_ends_[static_cast<std::size_t>(collection)][i].fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+}
+
 std::string Metrics::render() const {
   std::string out;
   out += "# HELP allox_requests_total Requests answered, by endpoint and HTTP status.\n";
@@ -196,6 +204,25 @@ std::string Metrics::render() const {
   out += "# TYPE allox_request_threads_realtime gauge\n";
   out += std::string("allox_request_threads_realtime ") +
          (request_class() == RequestClass::kRealtime ? "1" : "0") + "\n";
+
+  static constexpr std::array<const char*, 2> kCollections = {"pods", "nodes"};
+  out += "# HELP allox_informer_lists_total LISTs of the API server handed to the cluster feed.\n";
+  out += "# TYPE allox_informer_lists_total counter\n";
+  for (std::size_t c = 0; c < kCollections.size(); ++c) {
+    out += std::string("allox_informer_lists_total{resource=\"") + kCollections[c] + "\"} " +
+           std::to_string(lists_[c].load(std::memory_order_relaxed)) + "\n";
+  }
+  out +=
+      "# HELP allox_informer_watch_restarts_total Watches of the API server that ended: "
+      "cleanly, 410 Gone, or failed.\n";
+  out += "# TYPE allox_informer_watch_restarts_total counter\n";
+  for (std::size_t c = 0; c < kCollections.size(); ++c) {
+    for (std::size_t w = 0; w < kWatchEnds.size(); ++w) {
+      out += std::string("allox_informer_watch_restarts_total{resource=\"") + kCollections[c] +
+             "\",reason=\"" + kWatchEnds[w] + "\"} " +
+             std::to_string(watch_ends_[c][w].load(std::memory_order_relaxed)) + "\n";
+    }
+  }
 
   std::lock_guard lock(mu_);
   out += "# HELP allox_queue_length Jobs waiting to start.\n# TYPE allox_queue_length gauge\n";

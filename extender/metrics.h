@@ -27,6 +27,12 @@
 //                                            kube-scheduler's scheduling cycle waits with it
 //   allox_request_threads_realtime           1 when kube-scheduler's request threads run
 //                                            real-time (request_threads.h), 0 when normal
+//   allox_informer_lists_total{resource}     LISTs handed to the cluster feed (pods, nodes):
+//                                            one at start, then one per re-list
+//   allox_informer_watch_restarts_total{resource,reason}
+//                                            watches that ended: "ended" cleanly, "gone" (410),
+//                                            "failed"; a steady climb is a misbehaving API
+//                                            server (kube/watch_pacing.h paces the retries)
 // allox_completion_to_bind_seconds and allox_time_to_bind_seconds are in alloxd's clock
 // (simulated seconds under --time-scale).
 //
@@ -110,6 +116,12 @@ class Metrics {
     (synced ? store_synced_ : store_written_).observe(seconds);
   }
   std::uint64_t bind_failures() const { return bind_failures_.load(); }
+  enum class Collection { kPods, kNodes, kCount };
+  void record_list(Collection collection) {
+    lists_[static_cast<std::size_t>(collection)].fetch_add(1, std::memory_order_relaxed);
+  }
+  // why: "ended", "gone" or "failed" (kube/informer.h on_watch_end).
+  void record_watch_end(Collection collection, std::string_view why);
   std::uint64_t requests(Verb verb, int code) const;
 
   std::string render() const;
@@ -126,6 +138,11 @@ class Metrics {
   Histogram completion_to_bind_{Histogram::kWaitBuckets};
   Histogram time_to_bind_{Histogram::kWaitBuckets};
   std::atomic<std::uint64_t> bind_failures_{0};
+  static constexpr std::array<const char*, 3> kWatchEnds = {"ended", "gone", "failed"};
+  std::array<std::atomic<std::uint64_t>, static_cast<std::size_t>(Collection::kCount)> lists_{};
+  std::array<std::array<std::atomic<std::uint64_t>, kWatchEnds.size()>,
+             static_cast<std::size_t>(Collection::kCount)>
+      watch_ends_{};
   Histogram watch_wait_settled_;
   Histogram watch_wait_vain_;
   Histogram store_synced_;

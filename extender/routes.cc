@@ -5,6 +5,7 @@
 
 #include "extender/admission.h"
 #include "extender/status_page.h"
+#include "extender/thread_priority.h"
 
 namespace allox::extender {
 namespace {
@@ -94,11 +95,25 @@ HttpReply post_profiles(ExtenderService& service, const std::string& body) {
   return json_reply(200, {{"accepted", reports.size()}});
 }
 
+// The most candidate nodes one /filter or /prioritize may name: unbounded (the body limit
+// bounds it) unless the request threads run real-time, ahead of every normal process.
+std::size_t realtime_node_names(const ExtenderService& service) {
+  if (request_class() != RequestClass::kRealtime) return static_cast<std::size_t>(-1);
+  return service.config().limits.realtime_node_names;
+}
+
 HttpReply extender_verb(ExtenderService& service, const HttpRequest& request) {
   const std::string& path = request.path;
   if (path == "/filter" || path == "/prioritize") {
     auto args = parse_extender_args(request.body, PodFields::kRead);
     if (!args) return error_reply(400, args.message());
+    if (const std::size_t most = realtime_node_names(service);
+        args->candidates().size() > most) {
+      return error_reply(413, std::to_string(args->candidates().size()) +
+                                  " candidate nodes in one call; with real-time request threads "
+                                  "alloxd answers at most " +
+                                  std::to_string(most) + " (limits.realtime_node_names)");
+    }
     if (path == "/filter") return {200, "application/json", render(service.filter(*args))};
     return {200, "application/json", render(service.prioritize(*args))};
   }
@@ -113,6 +128,14 @@ HttpReply extender_verb(ExtenderService& service, const HttpRequest& request) {
 }
 
 }  // namespace
+
+std::size_t body_limit(const ExtenderService& service, const HttpRequest& head) {
+  if ((head.path == "/filter" || head.path == "/prioritize") &&
+      request_class() == RequestClass::kRealtime) {
+    return service.config().limits.realtime_filter_body_bytes;
+  }
+  return static_cast<std::size_t>(-1);
+}
 
 Verb verb_of(const std::string& path) {
   if (path == "/filter") return Verb::kFilter;

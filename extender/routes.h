@@ -27,6 +27,13 @@
 
 namespace allox::extender {
 
+// The largest body a request may carry, from its method and path (the listener's own
+// max_body_bytes applies too): with real-time request threads (thread_priority.h), /filter and
+// /prioritize carry at most limits.realtime_filter_body_bytes and name at most
+// limits.realtime_node_names nodes (413 beyond), so no one request holds a real-time thread for
+// long; unbounded otherwise.
+std::size_t body_limit(const ExtenderService& service, const HttpRequest& head);
+
 // Which metrics family a path belongs to.
 Verb verb_of(const std::string& path);
 

@@ -38,6 +38,7 @@ Expected<std::unique_ptr<ExtenderService>> ExtenderService::create(
     client_options.url = config.apiserver->url;
     client_options.token = config.apiserver->token;
     client_options.ca_file = config.apiserver->ca_file;
+    client_options.max_answer_bytes = config.limits.apiserver_reply_bytes;
     s.client_ = std::make_unique<kube::KubeClient>(client_options);
     if (s.binder_ == nullptr) s.binder_ = make_kube_binder(*s.client_);
     s.events_ = std::make_unique<kube::EventRecorder>(*s.client_, kube::EventOptions{});
@@ -58,7 +59,8 @@ Expected<std::unique_ptr<ExtenderService>> ExtenderService::create(
                                             [&s, on_change = options.on_change] {
                                               if (s.controller_) s.controller_->poke();
                                               if (on_change) on_change();
-                                            });
+                                            },
+                                            &s.metrics_);
     s.controller_ = std::make_unique<Controller>(
         *s.planner_, *s.feed_, *s.client_, *s.events_, *s.actions_, [&s] { return s.leading(); },
         options.controller);

@@ -21,6 +21,7 @@ Expected<std::unique_ptr<HttpServer>> start_webhook_server(ExtenderService& serv
   options.host = webhook.listen.host;
   options.port = webhook.listen.port;
   options.max_body_bytes = max_body_bytes;
+  options.max_unread_reply_bytes = service.config().limits.unread_reply_bytes;
   options.threads = 1;
   options.tls_cert_file = webhook.tls_cert_file;
   options.tls_key_file = webhook.tls_key_file;

@@ -3,7 +3,9 @@
 // with the admin token so the admin endpoints are reached too. No request may get a 5xx: a bad
 // body is the client's fault (4xx naming the field), and an exception escaping route() is what
 // the HTTP server would answer with 500. The service runs the fifo policy on a small in-memory
-// cluster and is re-created every few thousand inputs, so its book stays small and fast.
+// cluster and is re-created every few thousand inputs, so its book stays small and fast. Every
+// other input is routed as with real-time request threads, whose per-call caps (at most 4
+// candidate nodes here) must answer 413, never more work.
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -15,6 +17,8 @@
 
 #include "extender/routes.h"
 #include "extender/service.h"
+#include "extender/thread_priority.h"
+#include "extender/wire.h"
 #include "fairness/policy.h"
 
 namespace {
@@ -29,6 +33,7 @@ std::unique_ptr<ExtenderService> make_service() {
   config.database = ":memory:";
   config.policy = "fifo";
   config.admin_token = kToken;
+  config.limits.realtime_node_names = 4;
   config.devices.resources = {{"nvidia.com/gpu", "gpu"}};
   config.nodes = {{"gpu-node-1", {{"gpu", 2}}},
                   {"gpu-node-2", {{"gpu", 1}, {"cpu", 1}}},
@@ -71,6 +76,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   request.authorization = std::string("Bearer ") + kToken;
   request.body = line_end == std::string::npos ? "" : input.substr(line_end + 1);
 
+  const bool realtime = size % 2 == 1;
+  set_request_class(realtime ? RequestClass::kRealtime : RequestClass::kNormal);
   HttpReply reply;
   try {
     reply = route(*service, request);
@@ -78,6 +85,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::fprintf(stderr, "fuzz_routes: %s %s threw (HTTP 500): %s\n", request.method.c_str(),
                  request.path.c_str(), e.what());
     std::abort();
+  }
+  if (realtime && (request.path == "/filter" || request.path == "/prioritize") &&
+      reply.status == 200) {
+    auto args = parse_extender_args(request.body, PodFields::kRead);
+    if (args && args->candidates().size() > 4) {
+      std::fprintf(stderr, "fuzz_routes: a real-time %s of %zu nodes was served\n",
+                   request.path.c_str(), args->candidates().size());
+      std::abort();
+    }
   }
   if (reply.status >= 500) {
     std::fprintf(stderr, "fuzz_routes: %s %s answered %d: %s\n", request.method.c_str(),

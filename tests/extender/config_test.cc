@@ -123,7 +123,7 @@ TEST(ConfigTest, BadConfigsNameTheKey) {
        R"(max_body_bytes, http_threads, http_thread_slice_us, background_threads, )"
        R"(request_threads, admin_token, )"
        R"(admin_token_file, devices, cpu, nodes, )"
-       R"(tenancy, retention, log, apiserver, scheduler_name, webhook))"},
+       R"(tenancy, retention, log, apiserver, scheduler_name, webhook, limits))"},
       {"nodes: [{name: a, machines: {gpu: 1}, gpus: 2}]",
        R"(t.yaml:1: nodes[0]: unknown key "gpus" (expected one of: name, machines))"},
       {"apiserver: {url: http://x, tokn: y}",
@@ -188,7 +188,7 @@ TEST(ConfigTest, BadConfigsNameTheKey) {
        "admin_token_file, "
        "devices, cpu, nodes, "
        "tenancy, retention, "
-       "log, apiserver, scheduler_name, webhook, got a list"},
+       "log, apiserver, scheduler_name, webhook, limits, got a list"},
       {"log: {level: loud}",
        R"(t.yaml:1: log: level must be one of debug, info, warn, error, got "loud")"},
       {"log: {format: logfmt}", R"(t.yaml:1: log: format must be one of text, json, got "logfmt")"},
@@ -215,6 +215,11 @@ TEST(ConfigTest, BadConfigsNameTheKey) {
       {"retention: {finished_seconds: 1e9}",
        "t.yaml:1: retention: history_seconds must be >= finished_seconds (1e+09), got 2.592e+06"},
       {"alpha: [", "t.yaml:1: not valid YAML or JSON: end of sequence flow not found"},
+      {"limits: {realtime_node_names: 0}",
+       "t.yaml:1: limits: realtime_node_names must be a whole number from 1 to 1000000, got 0"},
+      {"limits: {unread_bytes: 5}",
+       R"(t.yaml:1: limits: unknown key "unread_bytes" (expected one of: unread_reply_bytes, )"
+       R"(apiserver_reply_bytes, realtime_filter_body_bytes, realtime_node_names))"},
   };
   for (const Case& c : cases) {
     auto config = parse_extender_config(c.yaml, "t.yaml");

@@ -33,6 +33,9 @@ class RawClient {
  public:
   explicit RawClient(int port) {
     fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    // A small receive window: the kernel holds little of a reply the test does not read.
+    const int window = 16 << 10;
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &window, sizeof window);
     sockaddr_in address{};
     address.sin_family = AF_INET;
     address.sin_port = htons(static_cast<std::uint16_t>(port));
@@ -49,6 +52,7 @@ class RawClient {
   RawClient& operator=(const RawClient&) = delete;
 
   bool connected() const { return fd_ >= 0; }
+  int fd() const { return fd_; }
   // Sends all of `data`; false when the server closed or reset the connection first.
   bool send(const std::string& data) {
     for (std::size_t sent = 0; sent < data.size();) {
@@ -248,6 +252,129 @@ TEST(HttpLimitsTest, ConnectionCapClosesStalledClientsNotHealthz) {
   EXPECT_GE(closed_count, 64 - 16);
 }
 
+// A server whose every reply is `size` bytes, counting what it served.
+std::unique_ptr<HttpServer> start_big_reply_server(HttpServerOptions options, std::size_t size,
+                                                   std::atomic<int>& served) {
+  options.port = 0;
+  HttpHandler handler;
+  handler.serve = [&served, size](const HttpRequest&) {
+    ++served;
+    return HttpReply{200, "text/plain", std::string(size, 'x')};
+  };
+  auto server = HttpServer::start(std::move(handler), options);
+  EXPECT_TRUE(server.ok()) << server.message();
+  return server ? std::move(*server) : nullptr;
+}
+
+// A client with a small receive buffer (the kernel takes little of a reply for it) that sends
+// five pipelined requests and reads nothing.
+std::unique_ptr<RawClient> non_reading_client(int port) {
+  auto client = std::make_unique<RawClient>(port);
+  const std::string get = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+  client->send(get + get + get + get + get);
+  return client;
+}
+
+// Waits (poll, no read) until the server reset the connection: POLLHUP or POLLERR.
+bool reset_within(int fd, milliseconds timeout) {
+  pollfd p{fd, 0, 0};
+  return ::poll(&p, 1, static_cast<int>(timeout.count())) == 1 &&
+         (p.revents & (POLLHUP | POLLERR)) != 0;
+}
+
+TEST(HttpLimitsTest, AClientThatReadsNoReplyIsResetOnceItHoldsMoreThanTheCap) {
+  HttpServerOptions options;
+  options.read_timeout = std::chrono::seconds(60);  // not what ends it
+  options.max_unread_reply_bytes = 1 << 20;
+  options.unread_reply_stall = milliseconds(200);
+  std::atomic<int> served{0};
+  auto server = start_big_reply_server(options, 32 << 20, served);
+  ASSERT_NE(nullptr, server);
+  auto client = non_reading_client(server->port());
+  const auto begin = Clock::now();
+  EXPECT_TRUE(reset_within(client->fd(), milliseconds(10000)));
+  EXPECT_LT(Clock::now() - begin, std::chrono::seconds(5));
+  EXPECT_EQ(1, served.load());  // the pipelined four were never composed
+  // The server goes on serving others.
+  RawClient probe(server->port());
+  probe.send(kGetHealthz);
+  EXPECT_EQ(200, status_of(probe.read_some(milliseconds(5000))));
+}
+
+TEST(HttpLimitsTest, AReplyUnderTheCapWaitsForASlowReader) {
+  HttpServerOptions options;
+  options.max_unread_reply_bytes = 8 << 20;
+  options.unread_reply_stall = milliseconds(100);
+  std::atomic<int> served{0};
+  auto server = start_big_reply_server(options, 4 << 20, served);
+  ASSERT_NE(nullptr, server);
+  RawClient client(server->port());
+  client.send(kGetHealthz);
+  EXPECT_FALSE(reset_within(client.fd(), milliseconds(500)));  // several stalls long
+  std::string reply = client.read_until_closed(milliseconds(3000));
+  EXPECT_EQ(200, status_of(reply));
+  EXPECT_GT(reply.size(), std::size_t{4} << 20);
+}
+
+TEST(HttpLimitsTest, TheConnectionCapEvictsAConnectionWhoseReplyIsNotRead) {
+  HttpServerOptions options;
+  options.max_connections = 4;
+  options.read_timeout = std::chrono::seconds(60);
+  options.unread_reply_stall = std::chrono::seconds(60);  // only the cap can end them
+  std::atomic<int> served{0};
+  auto server = start_big_reply_server(options, 32 << 20, served);
+  ASSERT_NE(nullptr, server);
+  std::vector<std::unique_ptr<RawClient>> stuck;
+  for (int i = 0; i < 4; ++i) {
+    stuck.push_back(non_reading_client(server->port()));
+    // Its reply has started (bytes arrived): the connection is writing, not in its handler.
+    pollfd p{stuck.back()->fd(), POLLIN, 0};
+    ASSERT_EQ(1, ::poll(&p, 1, 10000)) << i;
+  }
+  RawClient probe(server->port());
+  probe.send(kGetHealthz);
+  EXPECT_EQ(200, status_of(probe.read_some(milliseconds(5000))));
+  EXPECT_TRUE(reset_within(stuck[0]->fd(), milliseconds(5000)));  // the oldest
+}
+
+// A server-wide hook may lower one request's body limit from its method and path (alloxd's
+// real-time /filter): 413 at the header for a Content-Length over it, while a chunked body
+// reaches it; other paths keep max_body_bytes.
+TEST(HttpLimitsTest, ARequestsOwnBodyLimitIsEnforcedWhileItIsRead) {
+  HttpServerOptions options;
+  options.port = 0;
+  HttpHandler handler;
+  handler.serve = [](const HttpRequest& request) {
+    return HttpReply{200, "text/plain", std::to_string(request.body.size())};
+  };
+  handler.body_limit = [](const HttpRequest& head) {
+    return head.path == "/filter" ? std::size_t{1000} : static_cast<std::size_t>(-1);
+  };
+  auto started = HttpServer::start(std::move(handler), options);
+  ASSERT_TRUE(started) << started.message();
+  const int port = (*started)->port();
+  {
+    RawClient client(port);
+    client.send("POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n");
+    std::string reply = client.read_some(milliseconds(5000));
+    EXPECT_EQ(413, status_of(reply)) << reply;
+  }
+  {
+    RawClient client(port);
+    client.send("POST /filter HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n");
+    for (int i = 0; i < 3; ++i) client.send("258\r\n" + std::string(600, 'a') + "\r\n");
+    std::string reply = client.read_some(milliseconds(5000));
+    EXPECT_EQ(413, status_of(reply)) << reply;
+    EXPECT_NE(std::string::npos, reply.find("larger than 1000 bytes")) << reply;
+  }
+  {
+    RawClient client(port);
+    client.send("POST /bind HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n" +
+                std::string(5000, 'b'));
+    EXPECT_EQ(200, status_of(client.read_some(milliseconds(5000))));
+  }
+}
+
 TEST(HttpLimitsTest, StopDrainsRepliesInFlightAndRefusesNewConnections) {
   std::mutex mu;
   std::condition_variable cv;
@@ -315,6 +442,47 @@ TEST(HttpLimitsTest, TlsModeServesHttpsOnly) {
   ASSERT_FALSE(bad);
   EXPECT_NE(std::string::npos, bad.message().find("missing.key")) << bad.message();
 }
+
+// Clients that open TLS connections and never finish a handshake: at max_handshakes in
+// progress the oldest are closed, so a real client still gets through at once, and each is
+// closed at handshake_timeout in any case.
+TEST(HttpLimitsTest, StalledTlsHandshakesAreBoundedInNumberAndTime) {
+  testing::ScratchDir dir;
+  testing::write_self_signed(dir.file("tls.crt"), dir.file("tls.key"));
+  HttpServerOptions options;
+  options.tls_cert_file = dir.file("tls.crt");
+  options.tls_key_file = dir.file("tls.key");
+  options.read_timeout = std::chrono::seconds(60);  // not what ends them
+  options.max_handshakes = 8;
+  options.handshake_timeout = milliseconds(1500);
+  auto server = start_server(options);
+  ASSERT_NE(nullptr, server);
+  std::vector<std::unique_ptr<RawClient>> stalled;
+  for (int i = 0; i < 32; ++i) {
+    stalled.push_back(std::make_unique<RawClient>(server->port()));
+    stalled.back()->send("\x16\x03\x01");  // the start of a ClientHello, and nothing more
+  }
+  web::http::client::http_client_config config;
+  config.set_validate_certificates(false);
+  config.set_timeout(std::chrono::seconds(5));
+  web::http::client::http_client client(server->url(), config);
+  EXPECT_EQ(200, client.request(web::http::methods::GET, "/healthz").get().status_code());
+  // The oldest were closed to make room, without waiting for any timeout.
+  int closed_count = 0;
+  for (int i = 0; i < 16; ++i) {
+    bool closed = false;
+    stalled[i]->read_until_closed(milliseconds(200), &closed);
+    closed_count += closed ? 1 : 0;
+  }
+  EXPECT_GE(closed_count, 16);
+  // The newest ones go at handshake_timeout.
+  const auto begin = Clock::now();
+  bool closed = false;
+  stalled.back()->read_until_closed(milliseconds(10000), &closed);
+  EXPECT_TRUE(closed);
+  EXPECT_LT(Clock::now() - begin, std::chrono::seconds(5));
+}
+
 
 }  // namespace
 }  // namespace allox::extender

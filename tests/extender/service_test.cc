@@ -12,6 +12,8 @@
 #include <set>
 
 #include "extender/http_server.h"
+#include "extender/routes.h"
+#include "extender/thread_priority.h"
 #include "fairness/usage_window.h"
 #include "tests/extender/test_support.h"
 
@@ -309,6 +311,44 @@ TEST(ServiceTest, FairnessReportUsesTheInventoryTheWindowAndL) {
   EXPECT_DOUBLE_EQ(jain_index({alice.windowed_share, bob.windowed_share}),
                    report->jain_windowed_share);
   EXPECT_EQ(2u, report->running);
+}
+
+}  // namespace
+}  // namespace allox::extender
+
+namespace allox::extender {
+namespace {
+
+// With real-time request threads, one /filter or /prioritize may cost only so much: a body over
+// limits.realtime_filter_body_bytes is refused at its header (routes.h body_limit), and more
+// candidate nodes than limits.realtime_node_names get 413 before any is looked at. In the
+// normal class both pass as before.
+TEST(RealtimeLimitsTest, OneFilterCallIsBoundedOnlyWhenRequestThreadsAreRealtime) {
+  testing::ScratchDir dir;
+  auto config = testing::make_config({{"g", {{"gpu", 1}}}}, dir.file("s.db"));
+  config.limits.realtime_node_names = 5000;
+  auto service = make_service(config);
+  std::vector<std::string> unknown;
+  for (int i = 0; i < 10200; ++i) unknown.push_back("unknown-node-" + std::to_string(i));
+  HttpRequest request{"POST", "/filter", "",
+                      testing::filter_body(make_pod("lab", "p", "nvidia.com/gpu"), unknown)};
+  HttpRequest head{"POST", "/filter", "", ""};
+  HttpRequest bind_head{"POST", "/bind", "", ""};
+  ASSERT_EQ(RequestClass::kNormal, request_class());
+  EXPECT_EQ(200, route(*service, request).status);
+  EXPECT_EQ(static_cast<std::size_t>(-1), body_limit(*service, head));
+
+  set_request_class(RequestClass::kRealtime);
+  const HttpReply refused = route(*service, request);
+  const std::size_t filter_limit = body_limit(*service, head);
+  const std::size_t bind_limit = body_limit(*service, bind_head);
+  set_request_class(RequestClass::kNormal);
+  EXPECT_EQ(413, refused.status);
+  EXPECT_NE(std::string::npos, refused.body.find("10200 candidate nodes")) << refused.body;
+  EXPECT_NE(std::string::npos, refused.body.find("limits.realtime_node_names")) << refused.body;
+  EXPECT_EQ(config.limits.realtime_filter_body_bytes, filter_limit);
+  EXPECT_EQ(static_cast<std::size_t>(-1), bind_limit);
+  EXPECT_LT(refused.body.size(), 200u);  // not 10,200 reasons
 }
 
 }  // namespace
