@@ -39,6 +39,30 @@ TEST(CompletionToBindTest, CountsOnlyMachinesFreedWhileJobsWaited) {
 // What alloxd writes, read back as a bench reads it: the 2 ms bucket splits the /filter p99
 // target, and only the asked series counts (another verb's, or a label set that merely starts the
 // same, is not it).
+// The informers' LISTs and watch ends (kube/informer.h on_list, on_watch_end) are counters per
+// collection and reason, present from the start (a flat 0 is news too).
+TEST(MetricsTest, InformerListsAndWatchRestartsAreCountedPerCollectionAndReason) {
+  Metrics metrics;
+  const std::string empty = metrics.render();
+  EXPECT_NE(std::string::npos, empty.find("allox_informer_lists_total{resource=\"pods\"} 0\n"));
+  metrics.record_list(Metrics::Collection::kPods);
+  metrics.record_list(Metrics::Collection::kPods);
+  metrics.record_list(Metrics::Collection::kNodes);
+  for (int i = 0; i < 3; ++i) metrics.record_watch_end(Metrics::Collection::kPods, "gone");
+  metrics.record_watch_end(Metrics::Collection::kNodes, "ended");
+  metrics.record_watch_end(Metrics::Collection::kNodes, "nonsense");  // not a reason: ignored
+  const std::string text = metrics.render();
+  EXPECT_NE(std::string::npos, text.find("# TYPE allox_informer_lists_total counter\n"));
+  EXPECT_NE(std::string::npos, text.find("allox_informer_lists_total{resource=\"pods\"} 2\n"));
+  EXPECT_NE(std::string::npos, text.find("allox_informer_lists_total{resource=\"nodes\"} 1\n"));
+  EXPECT_NE(std::string::npos,
+            text.find("allox_informer_watch_restarts_total{resource=\"pods\",reason=\"gone\"} 3\n"));
+  EXPECT_NE(std::string::npos,
+            text.find("allox_informer_watch_restarts_total{resource=\"nodes\",reason=\"ended\"} 1\n"));
+  EXPECT_NE(std::string::npos,
+            text.find("allox_informer_watch_restarts_total{resource=\"nodes\",reason=\"failed\"} 0\n"));
+}
+
 TEST(MetricsTest, ALatencyHistogramReadsBackFromItsText) {
   Metrics metrics;
   for (double seconds : {0.0003, 0.0015, 0.0019, 0.0021, 0.004, 7.0}) {
