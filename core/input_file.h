@@ -15,4 +15,10 @@ inline constexpr std::size_t kMaxInputBytes = 32u << 20;
 // The whole file. Errors name the path: missing, unreadable, a directory, or over `limit` bytes.
 Expected<std::string> read_input_file(const std::string& path, std::size_t limit = kMaxInputBytes);
 
+// The same for a file a service reads at start-up (its config, a token file): only a regular file
+// (or a symlink to one) is read. A FIFO, device or socket is refused without waiting for a writer,
+// so a wrong path can never block start-up; /dev/null is refused rather than read as empty.
+Expected<std::string> read_regular_file(const std::string& path,
+                                        std::size_t limit = kMaxInputBytes);
+
 }  // namespace allox

@@ -1,9 +1,12 @@
 #include "core/yaml_fields.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <unordered_map>
+#include <vector>
 
 #include "core/csv.h"
 
@@ -27,13 +30,54 @@ std::string join(std::initializer_list<std::string_view> items) {
 
 }  // namespace
 
+// Every mapping in the document, at any depth, checked for a key given twice. yaml-cpp keeps
+// both entries and lookups see the first, so a later line that seems to change a setting would
+// silently not. An explicit stack: the document's depth is the input's to choose.
+std::string repeated_keys(const YAML::Node& root, const std::string& source) {
+  std::vector<std::pair<int, std::string>> found;  // line, message
+  std::vector<YAML::Node> pending = {root};
+  while (!pending.empty()) {
+    const YAML::Node node = pending.back();
+    pending.pop_back();
+    if (node.IsSequence()) {
+      for (const YAML::Node& item : node) pending.push_back(item);
+      continue;
+    }
+    if (!node.IsMap()) continue;
+    std::unordered_map<std::string, int> first_line;
+    for (const auto& entry : node) {
+      pending.push_back(entry.second);
+      if (!entry.first.IsScalar()) continue;
+      const int line = line_of(entry.first);
+      auto [at, added] = first_line.emplace(entry.first.Scalar(), line);
+      if (added) continue;
+      found.emplace_back(line, source + ":" + std::to_string(line) + ": duplicate key \"" +
+                                   at->first + "\" (first on line " +
+                                   std::to_string(at->second) + ")");
+    }
+  }
+  std::stable_sort(found.begin(), found.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::string problems;
+  for (const auto& [line, message] : found) {
+    if (!problems.empty()) problems += '\n';
+    problems += message;
+  }
+  return problems;
+}
+
 Expected<YAML::Node> parse_yaml(const std::string& text, const std::string& source) {
+  YAML::Node root;
   try {
-    return YAML::Load(text);
+    root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     return Error{source + ":" + std::to_string(e.mark.line + 1) +
                  ": not valid YAML or JSON: " + e.msg};
   }
+  if (std::string repeated = repeated_keys(root, source); !repeated.empty()) {
+    return Error{repeated};
+  }
+  return root;
 }
 
 std::string describe(const YAML::Node& node) {

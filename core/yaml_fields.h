@@ -20,7 +20,8 @@
 
 namespace allox {
 
-// Parses `text` as one YAML document; a syntax error names the line.
+// Parses `text` as one YAML document; a syntax error names the line. A key given twice in one
+// mapping is an error too ("f.yaml:9: duplicate key \"tick\" (first on line 3)"), every one.
 Expected<YAML::Node> parse_yaml(const std::string& text, const std::string& source);
 
 class FieldReader {

@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cstdio>
+#include <iterator>
 #include <set>
 
 #include "core/input_file.h"
@@ -15,6 +16,47 @@ namespace {
 constexpr std::size_t kMaxTokenFileBytes = 64u << 10;
 constexpr std::int64_t kMaxBodyBytes = std::int64_t{1} << 30;
 constexpr std::int64_t kMaxMachinesPerNode = 100000;
+// The top-level keys, for telling an alloxd config from some other file (not_a_config).
+constexpr const char* kRootKeys[] = {"listen",
+                                     "reports_listen",
+                                     "database",
+                                     "policy",
+                                     "alpha",
+                                     "starvation_bound",
+                                     "batch_rounds",
+                                     "tick",
+                                     "default_job_seconds",
+                                     "fairness_window",
+                                     "max_body_bytes",
+                                     "http_threads",
+                                     "http_thread_slice_us",
+                                     "background_threads",
+                                     "request_threads",
+                                     "admin_token",
+                                     "admin_token_file",
+                                     "devices",
+                                     "cpu",
+                                     "nodes",
+                                     "tenancy",
+                                     "retention",
+                                     "log",
+                                     "apiserver",
+                                     "scheduler_name",
+                                     "webhook"};
+
+// Scheduling rounds at most 20 times a second, at least once an hour.
+constexpr double kMinTickSeconds = 0.05;
+constexpr double kMaxTickSeconds = 3600;
+// Any other duration (starvation bound, windows, retention): at most ten years.
+constexpr double kMaxDurationSeconds = 10.0 * 365 * 24 * 3600;
+
+// Printable ASCII without spaces: what an Authorization header carries after "Bearer ".
+bool is_token(std::string_view token) {
+  for (char c : token) {
+    if (c <= ' ' || c >= 0x7f) return false;
+  }
+  return !token.empty();
+}
 
 std::string trim(std::string s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
@@ -28,7 +70,7 @@ std::optional<std::string> token_file(FieldReader& reader, const YAML::Node& map
                                       std::string_view subject) {
   const auto path = reader.text(map, key, subject, false);
   if (!path) return std::nullopt;
-  auto text = read_input_file(*path, kMaxTokenFileBytes);
+  auto text = read_regular_file(*path, kMaxTokenFileBytes);
   if (!text) {
     reader.fail(map[key], subject,
                 std::string(key) + " must name a readable token file: " + text.message());
@@ -41,7 +83,99 @@ std::optional<std::string> token_file(FieldReader& reader, const YAML::Node& map
                     "\", which is empty");
     return std::nullopt;
   }
+  if (!is_token(token)) {
+    // The file's contents are a secret (or not a token at all): never quoted.
+    reader.fail(map[key], subject,
+                std::string(key) + " must name a file holding one token, got \"" + *path +
+                    "\", which holds spaces or control characters");
+    return std::nullopt;
+  }
   return token;
+}
+
+// A token given inline: non-empty, no whitespace or control characters (a bearer token is
+// compared with the Authorization header byte for byte, so " " or "s3cret " could never match
+// what a client sends, or would match a padded header). Its value is never quoted.
+std::optional<std::string> inline_token(FieldReader& reader, const YAML::Node& map,
+                                        const char* key, std::string_view subject) {
+  const YAML::Node node = map[key];
+  if (!node || node.IsNull()) return std::nullopt;
+  if (!node.IsScalar() || node.Scalar().empty()) {
+    reader.fail(node, subject, std::string(key) + " must be a non-empty token");
+    return std::nullopt;
+  }
+  if (trim(node.Scalar()).empty()) {
+    reader.fail(node, subject, std::string(key) + " must be a token, got only whitespace");
+    return std::nullopt;
+  }
+  if (!is_token(node.Scalar())) {
+    reader.fail(node, subject,
+                std::string(key) + " must be a token without spaces or control characters");
+    return std::nullopt;
+  }
+  return node.Scalar();
+}
+
+// What is wrong with an http(s):// URL's authority, if anything: it must name a host (and a
+// port from 1 to 65535 if it gives one); no spaces or control characters anywhere.
+std::optional<std::string> url_problem(const std::string& url) {
+  for (char c : url) {
+    if (static_cast<unsigned char>(c) <= ' ' || c == 0x7f) {
+      return std::string("it holds spaces or control characters");
+    }
+  }
+  const std::size_t start = url.find("://") + 3;
+  const std::size_t end = url.find_first_of("/?#", start);
+  const std::string authority =
+      url.substr(start, end == std::string::npos ? std::string::npos : end - start);
+  if (authority.find('@') != std::string::npos) {
+    return std::string("credentials belong in token or token_file, not in the URL");
+  }
+  std::string host = authority;
+  std::string port;
+  if (!host.empty() && host.front() == '[') {  // [IPv6]:port
+    const std::size_t close = host.find(']');
+    if (close == std::string::npos) return std::string("an IPv6 host needs its closing ']'");
+    port = host.substr(close + 1);
+    host = host.substr(0, close + 1);
+    if (!port.empty() && port.front() != ':') return std::string("junk after the IPv6 host");
+    if (!port.empty()) port.erase(0, 1);
+  } else if (const std::size_t colon = host.rfind(':'); colon != std::string::npos) {
+    port = host.substr(colon + 1);
+    host.resize(colon);
+  } else {
+    port.clear();
+  }
+  if (host.empty() || host == "[]") return std::string("no host");
+  if (authority.find(':') != std::string::npos && authority.front() != '[' && port.empty()) {
+    return std::string("an empty port");
+  }
+  if (!port.empty()) {
+    int number = 0;
+    auto [at, ec] = std::from_chars(port.data(), port.data() + port.size(), number);
+    if (ec != std::errc() || at != port.data() + port.size() || number < 1 || number > 65535) {
+      return std::string("the port must be from 1 to 65535");
+    }
+  }
+  return std::nullopt;
+}
+
+// A duration in seconds under `key` within [min, max], into `out` (unchanged when absent).
+// Bounded both ways: `tick: 1e-300` would plan hundreds of times a second, and a duration near
+// DBL_MAX overflows to infinity in the sums it enters.
+void read_seconds(FieldReader& reader, const YAML::Node& map, const char* key,
+                  std::string_view subject, double min, double max, double& out) {
+  const YAML::Node node = map[key];
+  if (!node || node.IsNull()) return;
+  char range[96];
+  std::snprintf(range, sizeof range, "a number of seconds from %g to %g", min, max);
+  const auto value = reader.number_at(node, subject, key, range, false);
+  if (!value) return;
+  if (*value < min || *value > max) {
+    reader.fail(node, subject, std::string(key) + " must be " + range + ", got " + describe(node));
+    return;
+  }
+  out = *value;
 }
 
 std::optional<ListenAddress> listen_address(FieldReader& reader, const YAML::Node& map,
@@ -128,11 +262,17 @@ void read_apiserver(FieldReader& reader, const YAML::Node& root,
     if (url->rfind("http://", 0) != 0 && url->rfind("https://", 0) != 0) {
       reader.fail(api["url"], "apiserver",
                   "url must be an http:// or https:// URL, got " + describe(api["url"]));
+    } else if (auto problem = url_problem(*url)) {
+      // A URL with credentials in it is not quoted back.
+      const bool secret = url->find('@') != std::string::npos;
+      reader.fail(api["url"], "apiserver",
+                  "url must be an http:// or https:// URL with a host, got " +
+                      (secret ? std::string("a URL") : describe(api["url"])) + ": " + *problem);
     }
     server.url = *url;
     while (!server.url.empty() && server.url.back() == '/') server.url.pop_back();
   }
-  server.token = reader.text(api, "token", "apiserver", false).value_or("");
+  server.token = inline_token(reader, api, "token", "apiserver").value_or("");
   if (auto token = token_file(reader, api, "token_file", "apiserver")) server.token = *token;
   server.ca_file = reader.text(api, "ca_file", "apiserver", false).value_or("");
   const YAML::Node lease = api["lease"];
@@ -207,12 +347,10 @@ void read_retention(FieldReader& reader, const YAML::Node& root, Retention& rete
   const YAML::Node node = root["retention"];
   if (!node || node.IsNull()) return;
   if (!reader.check_map(node, "retention", {"finished_seconds", "history_seconds"})) return;
-  retention.finished_seconds =
-      reader.non_negative(node, "finished_seconds", "retention", "seconds", false)
-          .value_or(retention.finished_seconds);
-  retention.history_seconds =
-      reader.non_negative(node, "history_seconds", "retention", "seconds", false)
-          .value_or(retention.history_seconds);
+  read_seconds(reader, node, "finished_seconds", "retention", 0, kMaxDurationSeconds,
+               retention.finished_seconds);
+  read_seconds(reader, node, "history_seconds", "retention", 0, kMaxDurationSeconds,
+               retention.history_seconds);
   if (retention.history_seconds < retention.finished_seconds) {
     char text[96];
     std::snprintf(text, sizeof text, "history_seconds must be >= finished_seconds (%g), got %g",
@@ -279,6 +417,7 @@ void read_log(FieldReader& reader, const YAML::Node& root, LogOptions& log) {
 }
 
 void read_root(FieldReader& reader, const YAML::Node& root, ExtenderConfig& config) {
+  static_assert(std::size(kRootKeys) == 26, "kRootKeys lists the keys allowed below");
   if (!reader.check_map(root, "",
                         {"listen",
                          "reports_listen",
@@ -325,14 +464,14 @@ void read_root(FieldReader& reader, const YAML::Node& root, ExtenderConfig& conf
       config.alpha = *alpha;
     }
   }
-  config.starvation_bound = reader.positive(root, "starvation_bound", "", "seconds", false)
-                                .value_or(config.starvation_bound);
+  read_seconds(reader, root, "starvation_bound", "", 1, kMaxDurationSeconds,
+               config.starvation_bound);
   read_either(reader, root, "batch_rounds", "true", "false", "true", config.batch_rounds);
-  config.tick = reader.positive(root, "tick", "", "seconds", false).value_or(config.tick);
-  config.default_job_seconds = reader.positive(root, "default_job_seconds", "", "seconds", false)
-                                   .value_or(config.default_job_seconds);
-  config.fairness_window = reader.positive(root, "fairness_window", "", "seconds", false)
-                               .value_or(config.fairness_window);
+  read_seconds(reader, root, "tick", "", kMinTickSeconds, kMaxTickSeconds, config.tick);
+  read_seconds(reader, root, "default_job_seconds", "", kMinJobSeconds, kMaxJobSeconds,
+               config.default_job_seconds);
+  read_seconds(reader, root, "fairness_window", "", 1, kMaxDurationSeconds,
+               config.fairness_window);
   config.max_body_bytes = static_cast<std::size_t>(
       reader.integer(root, "max_body_bytes", "", 1024, kMaxBodyBytes, false)
           .value_or(static_cast<std::int64_t>(config.max_body_bytes)));
@@ -344,7 +483,7 @@ void read_root(FieldReader& reader, const YAML::Node& root, ExtenderConfig& conf
   read_either(reader, root, "background_threads", "batch", "idle", "idle",
               config.idle_background_threads);
   read_choice(reader, root, "request_threads", "", parse_request_threads, config.request_threads);
-  config.admin_token = reader.text(root, "admin_token", "", false).value_or("");
+  config.admin_token = inline_token(reader, root, "admin_token", "").value_or("");
   if (auto token = token_file(reader, root, "admin_token_file", "")) config.admin_token = *token;
   read_devices(reader, root, config.devices);
   read_cpu(reader, root, config.devices);
@@ -368,6 +507,32 @@ void read_root(FieldReader& reader, const YAML::Node& root, ExtenderConfig& conf
                   config.retention.finished_seconds, config.fairness_window);
     reader.fail(root["fairness_window"] ? root["fairness_window"] : root, "", text);
   }
+}
+
+// A document that is not an alloxd config at all (the path names some other file, perhaps a
+// secret): refused without quoting a byte of it. One whose top level is a mapping holding at
+// least one of alloxd's keys is a config, and its problems are reported field by field.
+std::optional<Error> not_a_config(const YAML::Node& root, const std::string& source) {
+  const char* what = nullptr;
+  if (root.IsSequence()) {
+    what = "a list";
+  } else if (!root.IsMap()) {
+    what = "plain text";
+  } else if (root.size() == 0) {
+    return std::nullopt;  // {}: every default, said on purpose
+  } else {
+    for (const auto& entry : root) {
+      const std::string key = entry.first.as<std::string>("");
+      for (const char* known : kRootKeys) {
+        if (key == known) return std::nullopt;
+      }
+    }
+    what = "a mapping none of whose keys is an alloxd setting";
+  }
+  std::string keys;
+  for (const char* known : kRootKeys) keys += std::string(keys.empty() ? "" : ", ") + known;
+  return Error{source + ":1: not an alloxd config: expected a mapping of settings (" + keys +
+               "), got " + what + " (its contents are not shown)"};
 }
 
 }  // namespace
@@ -411,7 +576,14 @@ Expected<ExtenderConfig> parse_extender_config(const std::string& yaml, const st
   auto root = parse_yaml(yaml, source);
   if (!root) return root.error();
   ExtenderConfig config;
-  if (root->IsNull()) return config;
+  if (root->IsNull()) {
+    // An empty file is far more often a mistake (a wrong mount, a truncated ConfigMap) than a
+    // wish for every default; `{}` says that wish.
+    return Error{source +
+                 ":1: the config is empty; give at least one setting, or {} to start on "
+                 "every default"};
+  }
+  if (auto refused = not_a_config(*root, source)) return *refused;
   FieldReader reader(source);
   read_root(reader, *root, config);
   if (!reader.ok()) return reader.error();
@@ -419,7 +591,7 @@ Expected<ExtenderConfig> parse_extender_config(const std::string& yaml, const st
 }
 
 Expected<ExtenderConfig> load_extender_config(const std::string& path) {
-  auto text = read_input_file(path);
+  auto text = read_regular_file(path);
   if (!text) return text.error();
   return parse_extender_config(*text, path);
 }

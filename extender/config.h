@@ -59,10 +59,17 @@
 //     realtime_node_names: 5000     # /filter or /prioritize body, or more node names, is 413
 //
 // Read through core's FieldReader (core/yaml_fields.h) and input-file limit (core/input_file.h):
-// unknown keys, wrong types and out-of-range values are errors in the style of every other input
-// file, "alloxd.yaml:7: node \"a\": machines.gpu must be a whole number from 0 to 100000, got -1",
-// all of them at once. Token files are read under a 64 KiB limit. Thread-safe: pure functions; a
-// loaded config is an immutable value.
+// unknown keys, keys given twice, wrong types and out-of-range values are errors in the style of
+// every other input file, "alloxd.yaml:7: node \"a\": machines.gpu must be a whole number from 0
+// to 100000, got -1", all of them at once. Durations are bounded both ways (tick from 0.05 to
+// 3600 s, default_job_seconds from 1 ms to 30 days, the others at most ten years); the API
+// server URL needs a host; tokens (inline or from a file) must be non-blank with no spaces or
+// control characters, and are never quoted. The config and token files must be regular files
+// (a FIFO is refused without blocking; token files under a 64 KiB limit). An empty config is an
+// error (`{}` asks for every default), and a document with none of alloxd's keys at top level is
+// refused as "not an alloxd config" without quoting any of it: a path pointing at some other file
+// (a secret) never has its lines echoed. Thread-safe: pure functions; a loaded config is an
+// immutable value.
 #pragma once
 
 #include <map>

@@ -89,6 +89,21 @@ machines:
 - b
 )",
      R"(cluster.yaml:1: expected a mapping with keys machines, pools, got a list)"},
+    // A key given twice, at any depth: yaml-cpp would keep the first silently.
+    {R"(pools:
+  - {device: gpu, count: 2}
+pools:
+  - {device: cpu, count: 4}
+)",
+     R"(cluster.yaml:3: duplicate key "pools" (first on line 1))"},
+    {R"(machines:
+  - {name: g0, device: gpu, device: cpu}
+  - name: g1
+    device: gpu
+    name: g2
+)",
+     "cluster.yaml:2: duplicate key \"device\" (first on line 2)\n"
+     "cluster.yaml:5: duplicate key \"name\" (first on line 3)"},
     {R"(machines:
   - gpu-0
 )",

@@ -2,6 +2,7 @@
 #include "core/input_file.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -49,6 +50,27 @@ TEST_F(InputFileTest, EnforcesTheLimitOnStreamsToo) {
   EXPECT_EQ(path + ": file is 2000 bytes, over the 1000 bytes limit for input files",
             text.message());
   EXPECT_EQ(std::string(2000, 'x'), read_input_file(path, 2000).value());
+}
+
+// A service's own files (its config, a token) must be regular files: a FIFO is refused at once
+// instead of blocking until some writer opens it, and devices are named as such.
+TEST_F(InputFileTest, RegularFilesOnlyAndAFifoNeverBlocks) {
+  const std::string fifo = (dir_ / "fifo").string();
+  ASSERT_EQ(0, ::mkfifo(fifo.c_str(), 0600));
+  EXPECT_EQ(fifo + ": is a FIFO, expected a regular file", read_regular_file(fifo).message());
+  EXPECT_EQ(dir_.string() + ": is a directory, expected a regular file",
+            read_regular_file(dir_.string()).message());
+  EXPECT_EQ("/dev/null: is a character device, expected a regular file",
+            read_regular_file("/dev/null").message());
+  EXPECT_EQ((dir_ / "nope").string() + ": no such file",
+            read_regular_file((dir_ / "nope").string()).message());
+  const std::string text = write("ok.yaml", "tick: 5\n");
+  EXPECT_EQ("tick: 5\n", read_regular_file(text).value());
+  EXPECT_EQ(text + ": file is 8 bytes, over the 4 bytes limit for input files",
+            read_regular_file(text, 4).message());
+  // A symlink to a regular file is that file.
+  fs::create_symlink(text, dir_ / "link.yaml");
+  EXPECT_EQ("tick: 5\n", read_regular_file((dir_ / "link.yaml").string()).value());
 }
 
 TEST_F(InputFileTest, NamesMissingFilesAndDirectories) {

@@ -3,6 +3,7 @@
 #include "extender/config.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -29,7 +30,7 @@ TEST(ConfigTest, ShippedExampleLoads) {
 }
 
 TEST(ConfigTest, DefaultsWhenKeysAreAbsent) {
-  for (const char* yaml : {"", "policy: fifo"}) {
+  for (const char* yaml : {"{}", "policy: fifo"}) {
     auto config = parse_extender_config(yaml, "t.yaml");
     ASSERT_TRUE(config.ok()) << config.message();
     EXPECT_EQ("gpu", config->devices.device_for("nvidia.com/gpu").value_or("none")) << yaml;
@@ -115,15 +116,76 @@ TEST(ConfigTest, BadConfigsNameTheKey) {
     std::string yaml;
     std::string error;
   };
+  const std::string keys =
+      "listen, reports_listen, database, policy, alpha, starvation_bound, batch_rounds, tick, "
+      "default_job_seconds, fairness_window, max_body_bytes, http_threads, "
+      "http_thread_slice_us, background_threads, request_threads, admin_token, "
+      "admin_token_file, devices, cpu, nodes, tenancy, retention, log, apiserver, "
+      "scheduler_name, webhook, limits";
+  const std::string not_a_config =
+      "t.yaml:1: not an alloxd config: expected a mapping of settings (" + keys + "), got ";
   const Case cases[] = {
+      {"policy: fifo\nlisen: 1.2.3.4:5",
+       R"(t.yaml:2: unknown key "lisen" (expected one of: )" + keys + ")"},
+      // A document with none of alloxd's keys is some other file: nothing of it is quoted.
       {"lisen: 1.2.3.4:5",
-       R"(t.yaml:1: unknown key "lisen" (expected one of: listen, reports_listen, database, )"
-       R"(policy, alpha, starvation_bound, batch_rounds, tick, default_job_seconds, )"
-       R"(fairness_window, )"
-       R"(max_body_bytes, http_threads, http_thread_slice_us, background_threads, )"
-       R"(request_threads, admin_token, )"
-       R"(admin_token_file, devices, cpu, nodes, )"
-       R"(tenancy, retention, log, apiserver, scheduler_name, webhook, limits))"},
+       not_a_config + "a mapping none of whose keys is an alloxd setting (its contents are not "
+                      "shown)"},
+      {"hunter2", not_a_config + "plain text (its contents are not shown)"},
+      {"root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1::/:/usr/sbin/nologin",
+       not_a_config + "plain text (its contents are not shown)"},
+      {"", "t.yaml:1: the config is empty; give at least one setting, or {} to start on every "
+           "default"},
+      {"# only comments\n\n", "t.yaml:1: the config is empty; give at least one setting, or {} "
+                              "to start on every default"},
+      {"tick: 1\npolicy: fifo\ntick: 2", R"(t.yaml:3: duplicate key "tick" (first on line 1))"},
+      {"nodes:\n  - name: a\n    machines: {gpu: 1}\n    machines: {gpu: 2}",
+       R"(t.yaml:4: duplicate key "machines" (first on line 3))"},
+      {"nodes: [{name: a, machines: {gpu: 1, gpu: 2}}]",
+       R"(t.yaml:1: duplicate key "gpu" (first on line 1))"},
+      {"tick: 1e-300", "t.yaml:1: tick must be a number of seconds from 0.05 to 3600, got 1e-300"},
+      {"tick: 0", "t.yaml:1: tick must be a number of seconds from 0.05 to 3600, got 0"},
+      {"tick: 1e308", "t.yaml:1: tick must be a number of seconds from 0.05 to 3600, got 1e308"},
+      {"tick: .nan", R"(t.yaml:1: tick must be a number of seconds from 0.05 to 3600, got ".nan")"},
+      {"tick: .inf", R"(t.yaml:1: tick must be a number of seconds from 0.05 to 3600, got ".inf")"},
+      {"starvation_bound: 1e300",
+       "t.yaml:1: starvation_bound must be a number of seconds from 1 to 3.1536e+08, got 1e300"},
+      {"default_job_seconds: 1e-9",
+       "t.yaml:1: default_job_seconds must be a number of seconds from 0.001 to 2.592e+06, got "
+       "1e-9"},
+      {"fairness_window: -5",
+       "t.yaml:1: fairness_window must be a number of seconds from 1 to 3.1536e+08, got -5"},
+      {"retention: {history_seconds: 1e300}",
+       "t.yaml:1: retention: history_seconds must be a number of seconds from 0 to 3.1536e+08, "
+       "got 1e300"},
+      {"apiserver: {url: 'http://'}",
+       R"(t.yaml:1: apiserver: url must be an http:// or https:// URL with a host, got )"
+       R"("http://": no host)"},
+      {"apiserver: {url: 'https:///api'}",
+       R"(t.yaml:1: apiserver: url must be an http:// or https:// URL with a host, got )"
+       R"("https:///api": no host)"},
+      {"apiserver: {url: 'https://:6443'}",
+       R"(t.yaml:1: apiserver: url must be an http:// or https:// URL with a host, got )"
+       R"("https://:6443": no host)"},
+      {"apiserver: {url: 'https://k8s:'}",
+       R"(t.yaml:1: apiserver: url must be an http:// or https:// URL with a host, got )"
+       R"("https://k8s:": an empty port)"},
+      {"apiserver: {url: 'https://k8s:70000'}",
+       R"(t.yaml:1: apiserver: url must be an http:// or https:// URL with a host, got )"
+       R"("https://k8s:70000": the port must be from 1 to 65535)"},
+      {"apiserver: {url: 'https://k8s .local'}",
+       R"(t.yaml:1: apiserver: url must be an http:// or https:// URL with a host, got )"
+       R"("https://k8s .local": it holds spaces or control characters)"},
+      {"apiserver: {url: 'https://admin:pw@k8s'}",
+       "t.yaml:1: apiserver: url must be an http:// or https:// URL with a host, got a URL: "
+       "credentials belong in token or token_file, not in the URL"},
+      {"admin_token: ' '", "t.yaml:1: admin_token must be a token, got only whitespace"},
+      {"admin_token: \"\\t\\n\"", "t.yaml:1: admin_token must be a token, got only whitespace"},
+      {"admin_token: 's3cret '",
+       "t.yaml:1: admin_token must be a token without spaces or control characters"},
+      {"admin_token: [a]", "t.yaml:1: admin_token must be a non-empty token"},
+      {"apiserver: {url: 'https://k8s', token: ' '}",
+       "t.yaml:1: apiserver: token must be a token, got only whitespace"},
       {"nodes: [{name: a, machines: {gpu: 1}, gpus: 2}]",
        R"(t.yaml:1: nodes[0]: unknown key "gpus" (expected one of: name, machines))"},
       {"apiserver: {url: http://x, tokn: y}",
@@ -139,9 +201,9 @@ TEST(ConfigTest, BadConfigsNameTheKey) {
       {"alpha: 1.5", "t.yaml:1: alpha must be a number in (0, 1], got 1.5"},
       {"alpha: lots", R"(t.yaml:1: alpha must be a number in (0, 1], got "lots")"},
       {"batch_rounds: yes", R"(t.yaml:1: batch_rounds must be true or false, got "yes")"},
-      {"tick: -1", "t.yaml:1: tick must be a positive number of seconds, got -1"},
+      {"tick: -1", "t.yaml:1: tick must be a number of seconds from 0.05 to 3600, got -1"},
       {"starvation_bound: [1]",
-       "t.yaml:1: starvation_bound must be a positive number of seconds, got a list"},
+       "t.yaml:1: starvation_bound must be a number of seconds from 1 to 3.1536e+08, got a list"},
       {"listen: nohost",
        R"(t.yaml:1: listen must be host:port with a port from 0 to 65535, got "nohost")"},
       {"listen: h:99999",
@@ -180,15 +242,7 @@ TEST(ConfigTest, BadConfigsNameTheKey) {
       {"admin_token_file: /nonexistent/token",
        "t.yaml:1: admin_token_file must name a readable token file: /nonexistent/token: no such "
        "file"},
-      {"[1, 2]",
-       "t.yaml:1: expected a mapping with keys listen, reports_listen, database, policy, alpha, "
-       "starvation_bound, batch_rounds, tick, default_job_seconds, fairness_window, "
-       "max_body_bytes, "
-       "http_threads, http_thread_slice_us, background_threads, request_threads, admin_token, "
-       "admin_token_file, "
-       "devices, cpu, nodes, "
-       "tenancy, retention, "
-       "log, apiserver, scheduler_name, webhook, limits, got a list"},
+      {"[1, 2]", not_a_config + "a list (its contents are not shown)"},
       {"log: {level: loud}",
        R"(t.yaml:1: log: level must be one of debug, info, warn, error, got "loud")"},
       {"log: {format: logfmt}", R"(t.yaml:1: log: format must be one of text, json, got "logfmt")"},
@@ -206,14 +260,15 @@ TEST(ConfigTest, BadConfigsNameTheKey) {
       {"tenancy: {user_annotation_namespaces: [{a: b}]}",
        "t.yaml:1: tenancy: user_annotation_namespaces[0] must be a namespace name, got a mapping"},
       {"retention: {finished_seconds: -1}",
-       "t.yaml:1: retention: finished_seconds must be a non-negative number of seconds, got -1"},
+       "t.yaml:1: retention: finished_seconds must be a number of seconds from 0 to 3.1536e+08, "
+       "got -1"},
       {"{fairness_window: 1, retention: {finished_seconds: 600, history_seconds: 60}}",
        "t.yaml:1: retention: history_seconds must be >= finished_seconds (600), got 60"},
       {"{fairness_window: 7200, retention: {finished_seconds: 600}}",
        "t.yaml:1: fairness_window must be <= retention.finished_seconds (600): the windowed "
        "share counts the jobs kept in memory, got 7200"},
-      {"retention: {finished_seconds: 1e9}",
-       "t.yaml:1: retention: history_seconds must be >= finished_seconds (1e+09), got 2.592e+06"},
+      {"retention: {finished_seconds: 1e8}",
+       "t.yaml:1: retention: history_seconds must be >= finished_seconds (1e+08), got 2.592e+06"},
       {"alpha: [", "t.yaml:1: not valid YAML or JSON: end of sequence flow not found"},
       {"limits: {realtime_node_names: 0}",
        "t.yaml:1: limits: realtime_node_names must be a whole number from 1 to 1000000, got 0"},
@@ -302,6 +357,56 @@ TEST_F(ConfigFileTest, OversizedConfigFileIsRefused) {
   EXPECT_NE(std::string::npos, config.message().find(path + ": file is 32.0 MiB"))
       << config.message();
   EXPECT_EQ(path + ".missing: no such file", load_extender_config(path + ".missing").message());
+}
+
+// A config path that names something other than a regular file is refused at once: a FIFO
+// never blocks start-up waiting for a writer, a directory and /dev/null are named as such.
+TEST_F(ConfigFileTest, NonRegularConfigFilesAreRefusedWithoutBlocking) {
+  const std::string fifo = (dir_ / "fifo.yaml").string();
+  ASSERT_EQ(0, ::mkfifo(fifo.c_str(), 0600));
+  EXPECT_EQ(fifo + ": is a FIFO, expected a regular file", load_extender_config(fifo).message());
+  EXPECT_EQ(dir_.string() + ": is a directory, expected a regular file",
+            load_extender_config(dir_.string()).message());
+  EXPECT_EQ("/dev/null: is a character device, expected a regular file",
+            load_extender_config("/dev/null").message());
+  const std::string empty = write("empty.yaml", "");
+  EXPECT_EQ(empty + ":1: the config is empty; give at least one setting, or {} to start on every "
+                    "default",
+            load_extender_config(empty).message());
+  // A token file is read the same way.
+  auto config = parse_extender_config("admin_token_file: " + fifo, "t.yaml");
+  EXPECT_EQ("t.yaml:1: admin_token_file must name a readable token file: " + fifo +
+                ": is a FIFO, expected a regular file",
+            config.message());
+}
+
+// A config symlinked to some other file (a secret) is refused without a byte of it in the error.
+TEST_F(ConfigFileTest, AConfigLinkedToASecretFileIsNotQuoted) {
+  const std::string secrets[] = {
+      "SECRET-one-4f2a\nSECRET-two-99b1\n",
+      "-----BEGIN OPENSSH PRIVATE KEY-----\nSECRETb3BlbnNzaC1rZXktdjEAAAAA\n"
+      "-----END OPENSSH PRIVATE KEY-----\n",
+      "DB_PASSWORD=SECRET-hunter2\nAPI_KEY=SECRET-abc\n",
+      "password: SECRET-hunter2\nuser: SECRET-admin\n",
+      "- SECRET-a\n- SECRET-b\n",
+      "SECRET: [unclosed\n",
+  };
+  for (const std::string& secret : secrets) {
+    const std::string target = write("secret", secret);
+    const std::filesystem::path link = dir_ / "alloxd.yaml";
+    std::filesystem::remove(link);
+    std::filesystem::create_symlink(target, link);
+    auto config = load_extender_config(link.string());
+    ASSERT_FALSE(config.ok()) << secret;
+    EXPECT_EQ(std::string::npos, config.message().find("SECRET")) << config.message();
+    EXPECT_EQ(0u, config.message().rfind(link.string() + ":", 0)) << config.message();
+  }
+  // A token file's contents are never quoted either, even when they are not a token.
+  const std::string token = write("token", "SECRET part-two\n");
+  auto config = parse_extender_config("admin_token_file: " + token, "t.yaml");
+  EXPECT_EQ("t.yaml:1: admin_token_file must name a file holding one token, got \"" + token +
+                "\", which holds spaces or control characters",
+            config.message());
 }
 
 TEST(ConfigTest, ListenAddressOverride) {
