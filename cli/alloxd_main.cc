@@ -212,6 +212,7 @@ int run(const Flags& flags) {
   auto service =
       ExtenderService::create(*config, std::move(*policy), std::move(api), service_options);
   if (!service) {
+    // The store's error names the path and its cause (store.h); nothing has started yet.
     log_error(service.message());
     return 1;
   }
@@ -231,7 +232,7 @@ int run(const Flags& flags) {
   server_options.request_class = true;  // kube-scheduler's listener (request_threads)
   auto server = HttpServer::start(**service, server_options);
   if (!server) {
-    log_error(server.message());
+    log_error("listen: " + server.message());
     return 1;
   }
   std::unique_ptr<HttpServer> reports_server;

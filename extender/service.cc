@@ -84,6 +84,8 @@ Expected<std::unique_ptr<ExtenderService>> ExtenderService::create(
   return service;
 }
 
+// create() may give up half-way (a store that cannot be opened leaves even the planner unmade),
+// so the destructor and stop() touch only the rooms that exist.
 ExtenderService::~ExtenderService() {
   stop();
 }
@@ -102,7 +104,7 @@ void ExtenderService::stop() {
   if (client_) client_->stop();  // every call in flight ends now
   if (feed_) feed_->stop();
   if (actions_) actions_->stop();
-  planner_->stop();
+  if (planner_) planner_->stop();
 }
 
 bool ExtenderService::ready() const {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string_view>
@@ -349,8 +350,50 @@ const char* phase_name(JobPhase phase) {
 
 Store::Store(sqlite3* db) : db_(db), statements_(std::make_unique<StatementCache>(db)) {}
 
+namespace {
+
+// Why `path` cannot hold alloxd's database, checked before SQLite sees it: SQLite's own words for
+// these ("unable to open database file", "disk I/O error") do not say which is the case.
+std::optional<std::string> unusable_database_path(const std::string& path) {
+  if (path == ":memory:" || path.empty()) return std::nullopt;
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);
+  if (fs::exists(status)) {
+    if (fs::is_directory(status)) return "it is a directory";
+    if (!fs::is_regular_file(status)) return "it is not a regular file (a device, FIFO or socket)";
+    return std::nullopt;
+  }
+  fs::path parent = fs::path(path).parent_path();
+  if (parent.empty()) parent = ".";
+  const fs::file_status dir = fs::status(parent, ec);
+  if (!fs::exists(dir)) return "its directory " + parent.string() + " does not exist";
+  if (!fs::is_directory(dir)) return parent.string() + " is not a directory";
+  return std::nullopt;
+}
+
+}  // namespace
+
 Expected<std::unique_ptr<Store>> Store::open(const std::string& path,
                                              std::chrono::milliseconds busy_timeout) {
+  if (auto problem = unusable_database_path(path)) {
+    return Error{"store: cannot use '" + path + "' as the database: " + *problem};
+  }
+  auto opened = open_sqlite(path, busy_timeout);
+  if (!opened) {
+    // SQLite's own message ("file is not a database") with the path it is about.
+    std::string message = opened.message();
+    if (message.find(path) == std::string::npos) {
+      message = "store: cannot use '" + path + "' as the database: " +
+                (message.rfind("store: ", 0) == 0 ? message.substr(7) : message);
+    }
+    return Error{message};
+  }
+  return opened;
+}
+
+Expected<std::unique_ptr<Store>> Store::open_sqlite(const std::string& path,
+                                                    std::chrono::milliseconds busy_timeout) {
   sqlite3* db = nullptr;
   int rc =
       sqlite3_open_v2(path.c_str(), &db,

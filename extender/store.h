@@ -134,6 +134,8 @@ class Store {
   // database an older alloxd wrote (version 1: before job runs had rows; version 2: variants in
   // a rowid table) is migrated in one transaction; one a newer alloxd wrote is refused. A write
   // waits up to `busy_timeout` for another connection's lock, then fails with SQLite's BUSY.
+  // Errors name the path and the cause: a missing directory, a directory, a device or FIFO (such
+  // as /dev/null), a file that is not an SQLite database.
   static Expected<std::unique_ptr<Store>> open(
       const std::string& path, std::chrono::milliseconds busy_timeout = std::chrono::seconds(5));
   ~Store();
@@ -225,6 +227,8 @@ class Store {
   void observe_writes(WriteObserver observer);
 
  private:
+  static Expected<std::unique_ptr<Store>> open_sqlite(const std::string& path,
+                                                      std::chrono::milliseconds busy_timeout);
   explicit Store(sqlite3* db);
   // Opens the checkpointer's connection to `path` and starts its thread; in place of SQLite's
   // automatic checkpoint (a WAL hook on the writing connection).
