@@ -1,9 +1,11 @@
 #include "extender/metrics.h"
 
+#include <algorithm>
 #include <cmath>
 #include <exception>
 #include <initializer_list>
 #include <limits>
+#include <set>
 #include <sstream>
 
 #include "extender/thread_priority.h"
@@ -18,19 +20,68 @@ std::string number(double value) {
   return out.str();
 }
 
-// Label values escape backslash, quote and newline (exposition format).
-std::string label_value(const std::string& value) {
+// How many bytes of a valid UTF-8 sequence start at text[at], or 0 if none does.
+std::size_t utf8_length(std::string_view text, std::size_t at) {
+  const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[i]); };
+  const unsigned char lead = byte(at);
+  std::size_t length = 0;
+  unsigned int code = 0;
+  if (lead >= 0xc2 && lead <= 0xdf) {
+    length = 2;
+    code = lead & 0x1fu;
+  } else if (lead >= 0xe0 && lead <= 0xef) {
+    length = 3;
+    code = lead & 0x0fu;
+  } else if (lead >= 0xf0 && lead <= 0xf4) {
+    length = 4;
+    code = lead & 0x07u;
+  } else {
+    return 0;
+  }
+  if (at + length > text.size()) return 0;
+  for (std::size_t i = 1; i < length; ++i) {
+    if ((byte(at + i) & 0xc0u) != 0x80u) return 0;
+    code = (code << 6) | (byte(at + i) & 0x3fu);
+  }
+  // Overlong forms, surrogates and code points past U+10FFFF are not UTF-8.
+  if ((length == 3 && code < 0x800) || (length == 4 && (code < 0x10000 || code > 0x10ffff)) ||
+      (code >= 0xd800 && code <= 0xdfff)) {
+    return 0;
+  }
+  return length;
+}
+
+}  // namespace
+
+std::string prometheus_label_value(std::string_view value) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
   std::string out;
-  for (char c : value) {
-    if (c == '\\' || c == '"') out.push_back('\\');
-    if (c == '\n') {
+  out.reserve(value.size());
+  for (std::size_t i = 0; i < value.size();) {
+    const auto c = static_cast<unsigned char>(value[i]);
+    if (c == '\\' || c == '"') {
+      out.push_back('\\');
+      out.push_back(static_cast<char>(c));
+    } else if (c == '\n') {
       out += "\\n";
-      continue;
+    } else if (c < 0x20 || c == 0x7f || c == '%') {
+      out += {'%', kHex[c >> 4], kHex[c & 15]};
+    } else if (c >= 0x80) {
+      if (const std::size_t length = utf8_length(value, i); length != 0) {
+        out.append(value.substr(i, length));
+        i += length;
+        continue;
+      }
+      out += {'%', kHex[c >> 4], kHex[c & 15]};
+    } else {
+      out.push_back(static_cast<char>(c));
     }
-    out.push_back(c);
+    ++i;
   }
   return out;
 }
+
+namespace {
 
 // One histogram family: its HELP and TYPE lines, then each series by its labels.
 void render_histograms(std::string& out, const std::string& name, const std::string& help,
@@ -139,15 +190,59 @@ void Metrics::record_solve(double seconds, std::size_t queued, std::size_t runni
                            std::map<std::string, int> user_queued,
                            std::optional<double> cpu_seconds) {
   solve_.observe(seconds);
+  // Every user active now, then the busiest first.
+  std::map<std::string, UserSeries> active;
+  for (const auto& [user, share] : user_shares) {
+    if (share != 0) active[user] = {user, share, 0};
+  }
+  for (const auto& [user, count] : user_queued) {
+    if (count == 0) continue;
+    UserSeries& series = active[user];
+    series.user = user;
+    series.queued = count;
+  }
+  // A user with a share of 0 and no queued jobs in user_shares is still one the solve saw.
+  for (const auto& [user, share] : user_shares) {
+    if (share == 0 && !active.count(user)) active[user] = {user, 0, 0};
+  }
+  std::vector<UserSeries> ranked;
+  ranked.reserve(active.size());
+  for (auto& [user, series] : active) ranked.push_back(std::move(series));
+  const auto busier = [](const UserSeries& a, const UserSeries& b) {
+    if (a.share != b.share) return a.share > b.share;
+    if (a.queued != b.queued) return a.queued > b.queued;
+    return a.user < b.user;
+  };
+  const std::size_t kept = std::min(ranked.size(), kMaxUserSeries);
+  std::partial_sort(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(kept),
+                    ranked.end(), busier);
+  std::optional<UserSeries> other;
+  for (std::size_t i = kept; i < ranked.size(); ++i) {
+    if (!other) other = UserSeries{"(other)", 0, 0};
+    other->share += ranked[i].share;
+    other->queued += ranked[i].queued;
+  }
+  ranked.resize(kept);
+  // A user with a series at the last solve and gone now reads 0 once, while there is room.
+  std::set<std::string> shown;
+  for (const UserSeries& series : ranked) shown.insert(series.user);
   std::lock_guard lock(mu_);
+  for (const UserSeries& was : user_series_) {
+    if (ranked.size() >= kMaxUserSeries) break;
+    if (was.share == 0 && was.queued == 0) continue;  // already read 0 once
+    if (!active.count(was.user) && shown.insert(was.user).second) {
+      ranked.push_back({was.user, 0, 0});
+    }
+  }
+  std::sort(ranked.begin(), ranked.end(),
+            [](const UserSeries& a, const UserSeries& b) { return a.user < b.user; });
   queued_ = queued;
   running_ = running;
   last_solve_seconds_ = seconds;
   last_solve_cpu_seconds_ = cpu_seconds;
-  user_shares_ = std::move(user_shares);
-  // A user whose queue emptied reads 0 rather than vanishing from the series.
-  for (auto& [user, count] : user_queued_) count = 0;
-  for (const auto& [user, count] : user_queued) user_queued_[user] = count;
+  active_users_ = active.size();
+  user_series_ = std::move(ranked);
+  other_users_ = std::move(other);
 }
 
 void Metrics::record_watch_end(Collection collection, std::string_view why) {
@@ -239,16 +334,25 @@ std::string Metrics::render() const {
     out += "# TYPE allox_last_solve_cpu_seconds gauge\n";
     out += "allox_last_solve_cpu_seconds " + number(*last_solve_cpu_seconds_) + "\n";
   }
-  out += "# HELP allox_user_share Each user's current share L (AlloX).\n";
+  out += "# HELP allox_users Users holding a share or queued jobs at the latest solve.\n";
+  out += "# TYPE allox_users gauge\n";
+  out += "allox_users " + std::to_string(active_users_) + "\n";
+  std::vector<const UserSeries*> series;
+  for (const UserSeries& s : user_series_) series.push_back(&s);
+  if (other_users_) series.push_back(&*other_users_);
+  out +=
+      "# HELP allox_user_share Each user's current share L (AlloX); the users past the busiest " +
+      std::to_string(kMaxUserSeries) + " summed as user=\"(other)\".\n";
   out += "# TYPE allox_user_share gauge\n";
-  for (const auto& [user, share] : user_shares_) {
-    out += "allox_user_share{user=\"" + label_value(user) + "\"} " + number(share) + "\n";
+  for (const UserSeries* s : series) {
+    out += "allox_user_share{user=\"" + prometheus_label_value(s->user) + "\"} " +
+           number(s->share) + "\n";
   }
-  out += "# HELP allox_user_queued_jobs Each user's jobs waiting to start.\n";
+  out += "# HELP allox_user_queued_jobs Each user's jobs waiting to start (the same users).\n";
   out += "# TYPE allox_user_queued_jobs gauge\n";
-  for (const auto& [user, count] : user_queued_) {
-    out += "allox_user_queued_jobs{user=\"" + label_value(user) + "\"} " + std::to_string(count) +
-           "\n";
+  for (const UserSeries* s : series) {
+    out += "allox_user_queued_jobs{user=\"" + prometheus_label_value(s->user) + "\"} " +
+           std::to_string(s->queued) + "\n";
   }
   return out;
 }

@@ -12,6 +12,15 @@
 //                                            lower priority than the request threads)
 //   allox_user_share{user}                   each user's current share L, sampled at each solve
 //   allox_user_queued_jobs{user}             each user's queued jobs, sampled at each solve
+//   allox_users                              users holding a share or queued jobs at that solve
+// The per-user series are bounded by configuration, not by tenants: at most kMaxUserSeries users
+// have series of their own, those with the largest share (then the most queued jobs, then by
+// name); the others are summed under user="(other)". Only users active at the latest solve (a
+// share or a queued job) have series; one whose activity ended reads 0 at the next solve, if
+// there is room, and its series ends after that (Prometheus marks it stale). So 10,000 users
+// cost the same /metrics as 100. Label values are escaped as the text format asks (backslash,
+// quote, newline), and bytes the format cannot carry (other control bytes, invalid UTF-8) and
+// '%' are percent-encoded, so two distinct names never share a series.
 //   allox_store_write_duration_seconds{durability}
 //                                            each committed write transaction of the store,
 //                                            BEGIN to the end of COMMIT: "synced" ones include
@@ -94,8 +103,14 @@ class Histogram {
   std::atomic<std::uint64_t> sum_nanos_{0};
 };
 
+// A Prometheus label value for `value`: see the per-user series above.
+std::string prometheus_label_value(std::string_view value);
+
 class Metrics {
  public:
+  // Users with series of their own; the rest are summed under user="(other)".
+  static constexpr std::size_t kMaxUserSeries = 100;
+
   void record_request(Verb verb, int code, double seconds);
   // cpu_seconds: the solving thread's CPU in the round, when known.
   void record_solve(double seconds, std::size_t queued, std::size_t running,
@@ -152,8 +167,15 @@ class Metrics {
   std::size_t queued_ = 0, running_ = 0;
   double last_solve_seconds_ = 0;
   std::optional<double> last_solve_cpu_seconds_;
-  std::map<std::string, double> user_shares_;
-  std::map<std::string, int> user_queued_;
+  // One user's series at the latest solve.
+  struct UserSeries {
+    std::string user;
+    double share = 0;
+    long long queued = 0;
+  };
+  std::vector<UserSeries> user_series_;  // at most kMaxUserSeries
+  std::optional<UserSeries> other_users_;  // the sum of the users left out, if any
+  std::size_t active_users_ = 0;
 };
 
 }  // namespace allox::extender

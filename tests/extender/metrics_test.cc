@@ -112,6 +112,83 @@ TEST(MetricsTest, RendersBindWaitHistogramsAndPerUserQueues) {
   EXPECT_EQ(2u, metrics.completion_to_bind().count());
 }
 
+// 10,000 distinct users (the limit on a name is 63 bytes) cost /metrics no more than 100 do:
+// the busiest kMaxUserSeries have series of their own, the rest are summed as "(other)".
+TEST(MetricsTest, TenThousandUsersKeepMetricsUnder100Kilobytes) {
+  Metrics metrics;
+  std::map<std::string, double> shares;
+  std::map<std::string, int> queued;
+  for (int u = 0; u < 10000; ++u) {
+    std::string user = "user-" + std::to_string(u) + "-";
+    user.resize(63, 'x');
+    shares[user] = u < 50 ? 0.01 * (u + 1) : 0;  // 50 users hold machines
+    queued[user] = 1 + u % 3;
+  }
+  metrics.record_solve(0.01, 20000, 50, shares, queued);
+  const std::string text = metrics.render();
+  EXPECT_LT(text.size(), 100u << 10) << text.size() << " bytes";
+  std::size_t share_series = 0, queued_series = 0;
+  for (std::size_t at = text.find("\nallox_user_share{"); at != std::string::npos;
+       at = text.find("\nallox_user_share{", at + 1)) {
+    ++share_series;
+  }
+  for (std::size_t at = text.find("\nallox_user_queued_jobs{"); at != std::string::npos;
+       at = text.find("\nallox_user_queued_jobs{", at + 1)) {
+    ++queued_series;
+  }
+  EXPECT_EQ(Metrics::kMaxUserSeries + 1, share_series) << "the busiest, and (other)";
+  EXPECT_EQ(Metrics::kMaxUserSeries + 1, queued_series);
+  EXPECT_NE(std::string::npos, text.find("\nallox_users 10000\n"));
+  // Every user holding a share has its own series: they rank first.
+  std::string busiest = "user-49-";
+  busiest.resize(63, 'x');
+  EXPECT_NE(std::string::npos, text.find("allox_user_share{user=\"" + busiest + "\"} 0.5\n"));
+  // The others' queued jobs are summed: 10,000 users hold 19,999 jobs (1 + u % 3 each).
+  long long shown = 0;
+  for (std::size_t at = text.find("allox_user_queued_jobs{"); at != std::string::npos;
+       at = text.find("allox_user_queued_jobs{", at + 1)) {
+    shown += std::stoll(text.substr(text.find("} ", at) + 2));
+  }
+  EXPECT_EQ(19999, shown) << "the series, (other) included, add up to every queued job";
+
+  // A second solve with 10 users: the rest are gone, not kept at 0 for an hour.
+  metrics.record_solve(0.01, 10, 0, {}, {{"a", 1}, {"b", 1}});
+  const std::string after = metrics.render();
+  EXPECT_EQ(std::string::npos, after.find("{user=\"(other)\"}"));
+  EXPECT_NE(std::string::npos, after.find("allox_user_queued_jobs{user=\"a\"} 1\n"));
+  EXPECT_LT(after.size(), 40u << 10);
+}
+
+// Label values carry any name safely: the text format's escapes for backslash, quote and
+// newline, and percent-encoding for what it cannot carry (NUL and other control bytes, invalid
+// UTF-8) and for '%' itself, so two names never collapse into one series.
+TEST(MetricsTest, LabelValuesAreSanitised) {
+  struct Case {
+    std::string user;
+    std::string label;
+  };
+  const Case cases[] = {
+      {"alice", "alice"},
+      {"a\\b", "a\\\\b"},
+      {"say \"hi\"", "say \\\"hi\\\""},
+      {"two\nlines", "two\\nlines"},
+      {std::string("nul\0byte", 8), "nul%00byte"},
+      {"tab\there\x7f", "tab%09here%7F"},
+      {"100%", "100%25"},
+      {"caf\xc3\xa9", "caf\xc3\xa9"},              // UTF-8 passes
+      {"bad\xff\xc3", "bad%FF%C3"},                  // invalid UTF-8 does not
+      {"over\xc0\xaflong", "over%C0%AFlong"},        // an overlong '/'
+      {"\xed\xa0\x80surrogate", "%ED%A0%80surrogate"},
+  };
+  for (const Case& c : cases) EXPECT_EQ(c.label, prometheus_label_value(c.user)) << c.label;
+  Metrics metrics;
+  metrics.record_solve(0.01, 1, 0, {{std::string("x\0\"\n", 4), 0}},
+                       {{std::string("x\0\"\n", 4), 1}});
+  const std::string text = metrics.render();
+  EXPECT_EQ(std::string::npos, text.find('\0'));
+  EXPECT_NE(std::string::npos, text.find("allox_user_queued_jobs{user=\"x%00\\\"\\n\"} 1\n")) << text;
+}
+
 // The latest round's CPU beside its latency; a round whose CPU was not measured shows none
 // (not a stale one, not a zero).
 TEST(MetricsTest, TheLatestSolvesCpuIsExportedOnlyWhenMeasured) {
