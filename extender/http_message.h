@@ -11,6 +11,7 @@ struct HttpRequest {
   std::string path;           // percent-decoded, without the query string
   std::string authorization;  // the Authorization header, if any
   std::string body;
+  std::string query;  // what follows '?' in the target, as sent (not decoded)
 };
 
 struct HttpReply {

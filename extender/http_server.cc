@@ -82,6 +82,12 @@ std::string decode_path(std::string_view target) {
   return out.empty() ? "/" : out;
 }
 
+// The query string of a request target: what follows the first '?', as sent.
+std::string query_of(std::string_view target) {
+  const std::size_t mark = target.find('?');
+  return mark == std::string_view::npos ? std::string() : std::string(target.substr(mark + 1));
+}
+
 std::size_t descriptor_limit() {
   rlimit limit{};
   if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) {
@@ -424,6 +430,7 @@ class Session : public Shared::Connection, public std::enable_shared_from_this<S
     HttpRequest request;
     request.method = std::string(message.method_string());
     request.path = decode_path({message.target().data(), message.target().size()});
+    request.query = query_of({message.target().data(), message.target().size()});
     request.authorization = std::string(message[http::field::authorization]);
     request.body = std::move(message.body());
     parser_.reset();

@@ -1,7 +1,9 @@
 #include "extender/reports.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <limits>
+#include <optional>
 #include <tuple>
 
 #include "fairness/share.h"
@@ -135,10 +137,14 @@ json to_json(const JobView& job) {
   return out;
 }
 
-json to_json(const QueueView& queue) {
+namespace {
+
+// The queue's JSON with the jobs of queued[q_begin, q_end) and running[r_begin, r_end).
+json queue_json(const QueueView& queue, std::pair<std::size_t, std::size_t> q,
+                std::pair<std::size_t, std::size_t> r) {
   json queued = json::array(), running = json::array();
-  for (const JobView& j : queue.queued) queued.push_back(to_json(j));
-  for (const JobView& j : queue.running) running.push_back(to_json(j));
+  for (std::size_t i = q.first; i < q.second; ++i) queued.push_back(to_json(queue.queued[i]));
+  for (std::size_t i = r.first; i < r.second; ++i) running.push_back(to_json(queue.running[i]));
   return {{"now", queue.now},
           {"plan",
            {{"solved_at", queue.plan_solved_at},
@@ -149,6 +155,97 @@ json to_json(const QueueView& queue) {
           {"idle_machines", queue.idle_machines},
           {"queued", queued},
           {"running", running}};
+}
+
+}  // namespace
+
+json to_json(const QueueView& queue) {
+  return queue_json(queue, {0, queue.queued.size()}, {0, queue.running.size()});
+}
+
+namespace {
+
+// The bounds of the page of a list of `total` items.
+std::pair<std::size_t, std::size_t> page_bounds(const ListPage& page, std::size_t total) {
+  const std::size_t begin = std::min(page.offset, total);
+  return {begin, begin + std::min(page.limit, total - begin)};
+}
+
+
+// The next page's token, "" when every list ends within this page.
+std::string next_token(const ListPage& page, std::size_t longest) {
+  if (page.offset >= longest || longest - page.offset <= page.limit) return "";
+  return std::to_string(page.offset + page.limit);
+}
+
+// A whole number in [min, max] written in plain digits.
+std::optional<std::size_t> whole_number(std::string_view text, std::size_t min, std::size_t max) {
+  if (text.empty() || text.size() > 12) return std::nullopt;
+  std::size_t value = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    value = value * 10 + static_cast<std::size_t>(c - '0');
+  }
+  if (value < min || value > max) return std::nullopt;
+  return value;
+}
+
+}  // namespace
+
+Expected<ListPage> parse_list_page(std::string_view query) {
+  ListPage page;
+  while (!query.empty()) {
+    const std::size_t amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    const std::size_t eq = pair.find('=');
+    const std::string_view key = pair.substr(0, eq);
+    const std::string_view value =
+        eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1);
+    if (key == "limit") {
+      auto limit = whole_number(value, 1, kMaxPageLimit);
+      if (!limit) {
+        return Error{"limit: expected a whole number from 1 to " + std::to_string(kMaxPageLimit)};
+      }
+      page.limit = *limit;
+    } else if (key == "continue") {
+      if (value.empty()) continue;  // the first page
+      auto offset = whole_number(value, 0, std::numeric_limits<std::uint32_t>::max());
+      if (!offset) return Error{"continue: expected the token of a previous page's page.continue"};
+      page.offset = *offset;
+    }
+  }
+  return page;
+}
+
+json to_json(const QueueView& queue, const ListPage& page) {
+  json doc = queue_json(queue, page_bounds(page, queue.queued.size()),
+                        page_bounds(page, queue.running.size()));
+  doc["page"] = {{"limit", page.limit},
+                 {"queued_total", queue.queued.size()},
+                 {"running_total", queue.running.size()},
+                 {"continue",
+                  next_token(page, std::max(queue.queued.size(), queue.running.size()))}};
+  return doc;
+}
+
+json fairness_to_json(const FairnessReport& report, const ListPage& page) {
+  FairnessReport shown;  // the totals, and only this page's users
+  shown.now = report.now;
+  shown.window = report.window;
+  shown.jain_windowed_share = report.jain_windowed_share;
+  shown.queued = report.queued;
+  shown.running = report.running;
+  shown.done = report.done;
+  shown.mean_jct = report.mean_jct;
+  const auto [begin, end] = page_bounds(page, report.users.size());
+  shown.users.assign(report.users.begin() + static_cast<std::ptrdiff_t>(begin),
+                     report.users.begin() + static_cast<std::ptrdiff_t>(end));
+  json doc = report_to_json(shown);
+  doc["page"] = {{"limit", page.limit},
+                 {"users_total", report.users.size()},
+                 {"continue", next_token(page, report.users.size())}};
+  return doc;
 }
 
 }  // namespace allox::extender

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "extender/estimates.h"
@@ -54,5 +55,28 @@ JobView job_view(const JobBook& book, const BookJob& job, const Plan& plan, doub
 
 nlohmann::json to_json(const JobView& job);
 nlohmann::json to_json(const QueueView& queue);
+
+// Lists are paged as Kubernetes pages them: ?limit=N (1 to kMaxPageLimit, kDefaultPageLimit when
+// absent) and ?continue=<the previous page's page.continue>. The token is the position of the
+// page's first item in the list's order (plan order, start order, user name), so a list that
+// changes between two requests may repeat or skip an item at the seam; the totals say how many
+// there are.
+inline constexpr std::size_t kDefaultPageLimit = 500;
+inline constexpr std::size_t kMaxPageLimit = 5000;
+struct ListPage {
+  std::size_t limit = kDefaultPageLimit;
+  std::size_t offset = 0;
+};
+// Reads limit and continue from a query string ("limit=100&continue=500"; other parameters are
+// ignored). The error names the parameter.
+Expected<ListPage> parse_list_page(std::string_view query);
+
+// GET /v1/queue: the page of each list (queued and running, from the same position), with
+//   "page": {"limit": L, "queued_total": Q, "running_total": R, "continue": "<token>"}
+// where continue is "" on the last page.
+nlohmann::json to_json(const QueueView& queue, const ListPage& page);
+// GET /v1/fairness: the report (its totals over every user) with its users paged the same way:
+//   "page": {"limit": L, "users_total": U, "continue": "<token>"}.
+nlohmann::json fairness_to_json(const FairnessReport& report, const ListPage& page);
 
 }  // namespace allox::extender

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "extender/admission.h"
+#include "extender/pod.h"
 #include "extender/status_page.h"
 #include "extender/thread_priority.h"
 
@@ -22,6 +23,13 @@ HttpReply error_reply(int status, const std::string& message) {
 
 constexpr std::string_view kJobsPrefix = "/v1/jobs/";
 constexpr std::string_view kDoneSuffix = "/done";
+
+// A job id from a path is checked before it is looked up: "team-b/../team-a/train" (sent as is,
+// or with its dots percent-encoded) names no job and is refused as such, never normalised.
+std::optional<HttpReply> bad_job_id(const std::string& id) {
+  if (auto s = check_job_id(id); !s) return error_reply(400, "job id: " + s.message());
+  return std::nullopt;
+}
 
 std::optional<HttpReply> check_admin(const ExtenderService& service, const HttpRequest& request) {
   const std::string& token = service.config().admin_token;
@@ -48,6 +56,7 @@ Expected<ProfileReport> parse_profile(const json& value, const std::string& wher
     return OkStatus();
   };
   if (auto s = text("job", report.job_id); !s) return s.error();
+  if (auto s = check_job_id(report.job_id); !s) return Error{where + ".job: " + s.message()};
   if (auto s = text("device", report.device); !s) return s.error();
   const json* iterations = find_key(value, "iterations");
   // Above int64 the parser gives an unsigned number, which would wrap negative.
@@ -184,11 +193,17 @@ HttpReply route(ExtenderService& service, const HttpRequest& request) {
                                service.timeline(6 * 3600))};
   }
   if (path == "/v1/fairness" && get) {
+    auto page = parse_list_page(request.query);
+    if (!page) return error_reply(400, page.message());
     auto report = service.fairness();
     if (!report) return error_reply(500, "fairness report: " + report.message());
-    return json_reply(200, report_to_json(*report));
+    return json_reply(200, fairness_to_json(*report, *page));
   }
-  if (path == "/v1/queue" && get) return json_reply(200, to_json(service.queue()));
+  if (path == "/v1/queue" && get) {
+    auto page = parse_list_page(request.query);
+    if (!page) return error_reply(400, page.message());
+    return json_reply(200, to_json(service.queue(), *page));
+  }
   if (path == "/v1/profiles" && post) {
     if (auto denied = check_admin(service, request)) return *denied;
     return post_profiles(service, request.body);
@@ -198,6 +213,7 @@ HttpReply route(ExtenderService& service, const HttpRequest& request) {
     if (post && rest.size() > kDoneSuffix.size() && rest.ends_with(kDoneSuffix)) {
       if (auto denied = check_admin(service, request)) return *denied;
       std::string id = rest.substr(0, rest.size() - kDoneSuffix.size());
+      if (auto bad = bad_job_id(id)) return *bad;
       if (!service.job(id)) return error_reply(404, "job " + id + " is unknown to allox");
       auto done = [&](bool already_recorded) {
         return json_reply(200,
@@ -216,11 +232,13 @@ HttpReply route(ExtenderService& service, const HttpRequest& request) {
     }
     if (del) {  // an admin removes a queued job (one its pods can no longer rejoin)
       if (auto denied = check_admin(service, request)) return *denied;
+      if (auto bad = bad_job_id(rest)) return *bad;
       if (!service.job(rest)) return error_reply(404, "job " + rest + " is unknown to allox");
       if (auto s = service.remove(rest); !s) return error_reply(409, s.message());
       return json_reply(200, {{"job", rest}, {"phase", "removed"}});
     }
     if (get) {
+      if (auto bad = bad_job_id(rest)) return *bad;
       auto job = service.job(rest);
       if (!job) return error_reply(404, job.message());
       return json_reply(200, to_json(*job));

@@ -44,6 +44,17 @@ th { background: #f3f3f3; }
 small { color: #666; }
 )css";
 
+// The rows of each list the page shows: the first page of /v1/queue and /v1/fairness at this
+// limit, then a line saying how many more there are and where to read them.
+constexpr std::size_t kRows = 100;
+
+std::string more_line(std::size_t shown, std::size_t total, const char* what, const char* path) {
+  if (total <= shown) return "";
+  const std::string next = std::string(path) + "?limit=500&amp;continue=" + std::to_string(shown);
+  return "<p><small>and " + std::to_string(total - shown) + " more " + what +
+         ": <a href=\"" + next + "\">" + path + "</a></small></p>\n";
+}
+
 }  // namespace
 
 std::string render_status_page(const QueueView& queue, const FairnessReport& fairness,
@@ -79,11 +90,12 @@ std::string render_status_page(const QueueView& queue, const FairnessReport& fai
     for (const UserReport& u : fairness.users)
       top = std::max({top, u.current_share, u.windowed_share});
     if (top <= 0) top = 1;
-    int height = row * static_cast<int>(fairness.users.size()) + 10;
+    const std::size_t users = std::min(fairness.users.size(), kRows);
+    int height = row * static_cast<int>(users) + 10;
     html += "<svg role=\"img\" aria-label=\"per-user share chart\" width=\"" +
             std::to_string(label + width + 160) + "\" height=\"" + std::to_string(height) +
             "\" xmlns=\"http://www.w3.org/2000/svg\" font-family=\"sans-serif\" font-size=\"13\">";
-    for (std::size_t i = 0; i < fairness.users.size(); ++i) {
+    for (std::size_t i = 0; i < users; ++i) {
       const UserReport& u = fairness.users[i];
       int y = static_cast<int>(i) * row + 5;
       int bar = static_cast<int>(std::lround(u.current_share / top * width));
@@ -103,14 +115,15 @@ std::string render_status_page(const QueueView& queue, const FairnessReport& fai
     html +=
         "</svg>\n<table><tr><th>User</th><th>Share</th><th>Window share</th><th>Queued</th>"
         "<th>Running</th><th>Done</th><th>Mean JCT</th></tr>\n";
-    for (const UserReport& u : fairness.users) {
+    for (std::size_t i = 0; i < users; ++i) {
+      const UserReport& u = fairness.users[i];
       html += "<tr><td>" + markup_escape(u.user) + "</td><td>" + fixed(u.current_share, 3) +
               "</td><td>" + fixed(u.windowed_share, 3) + "</td><td>" + std::to_string(u.queued) +
               "</td><td>" + std::to_string(u.running) + "</td><td>" + std::to_string(u.done) +
               "</td><td>" + (u.mean_jct ? duration(*u.mean_jct) : std::string("-")) +
               "</td></tr>\n";
     }
-    html += "</table>\n";
+    html += "</table>\n" + more_line(users, fairness.users.size(), "users", "/v1/fairness");
   }
 
   if (!timeline.machines.empty()) {
@@ -129,7 +142,9 @@ std::string render_status_page(const QueueView& queue, const FairnessReport& fai
     html +=
         "<table><tr><th>#</th><th>Job</th><th>User</th><th>Estimates</th><th>Plan</th>"
         "<th>Waiting</th></tr>\n";
-    for (const JobView& job : queue.queued) {
+    const std::size_t queued = std::min(queue.queued.size(), kRows);
+    for (std::size_t i = 0; i < queued; ++i) {
+      const JobView& job = queue.queued[i];
       std::string plan = "not planned yet";
       std::string position = "-";
       if (job.planned_start) {
@@ -146,7 +161,7 @@ std::string render_status_page(const QueueView& queue, const FairnessReport& fai
               markup_escape(job.record.user) + "</td><td>" + variants_cell(job) + "</td><td>" +
               plan + "</td><td>" + duration(queue.now - job.record.arrival) + "</td></tr>\n";
     }
-    html += "</table>\n";
+    html += "</table>\n" + more_line(queued, queue.queued.size(), "queued jobs", "/v1/queue");
   }
 
   html += "<h2>Placements</h2>\n";
@@ -156,7 +171,9 @@ std::string render_status_page(const QueueView& queue, const FairnessReport& fai
     html +=
         "<table><tr><th>Job</th><th>User</th><th>Pod</th><th>Node</th><th>Device</th>"
         "<th>Running for</th><th>Est. remaining</th></tr>\n";
-    for (const JobView& job : queue.running) {
+    const std::size_t running = std::min(queue.running.size(), kRows);
+    for (std::size_t i = 0; i < running; ++i) {
+      const JobView& job = queue.running[i];
       const JobRecord& r = job.record;
       html += "<tr><td>" + markup_escape(r.id) + "</td><td>" + markup_escape(r.user) + "</td><td>" +
               markup_escape(r.pod_namespace + "/" + r.pod_name) + "</td><td>" +
@@ -164,7 +181,7 @@ std::string render_status_page(const QueueView& queue, const FairnessReport& fai
               duration(queue.now - r.start) + "</td><td>" +
               (job.remaining ? duration(*job.remaining) : std::string("-")) + "</td></tr>\n";
     }
-    html += "</table>\n";
+    html += "</table>\n" + more_line(running, queue.running.size(), "running jobs", "/v1/queue");
   }
   html +=
       "<p><small>JSON: <a href=\"/v1/queue\">/v1/queue</a> · "

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <set>
 #include <thread>
 
 #include "extender/http_server.h"
@@ -70,7 +71,7 @@ std::string admitted_node(const FilterResult& r) {
                                                 : std::string();
 }
 
-TEST(TenancyTest, AJobAnnotationNamingAnotherNamespaceStaysInThePodsOwn) {
+TEST(TenancyTest, AJobAnnotationNamingAnotherNamespaceIsRefused) {
   emulator::FakeApiServer api(testing::api_options("t"));
   api.add_node("node-1", {{"cpu", "32"}, {"nvidia.com/gpu", "2"}});
   testing::ScratchDir dir;
@@ -84,25 +85,33 @@ TEST(TenancyTest, AJobAnnotationNamingAnotherNamespaceStaysInThePodsOwn) {
       {"allox.io/job", "train"}, {"allox.io/time.gpu", "10"}, {"allox.io/time.cpu", "100"}};
   json team_a_gpu = testing::pod_in_api(api, make_pod("team-a", "train", "nvidia.com/gpu", train));
   json team_a_cpu = testing::pod_in_api(api, make_pod("team-a", "train-cpu", "cpu", train));
-  // The cross-tenant attack: a team-b pod claims team-a's job.
+  // The cross-tenant attack: a team-b pod claims team-a's job, directly or climbing out of its
+  // namespace with "..".
   json intruder = testing::pod_in_api(
       api, make_pod("team-b", "intruder", "nvidia.com/gpu",
                     {{"allox.io/job", "team-a/train"}, {"allox.io/time.gpu", "10"}}));
+  json climber = testing::pod_in_api(
+      api, make_pod("team-b", "climber", "nvidia.com/gpu",
+                    {{"allox.io/job", "team-b/../team-a/train"}, {"allox.io/time.gpu", "10"}}));
   service->filter(args_for(team_a_gpu, {"node-1"}));
   service->filter(args_for(team_a_cpu, {"node-1"}));
-  // The watch registers the pods (the filter leaves a pod of a job the book lacks to it): ask
-  // until a plan that holds all three answers.
-  std::string intruder_node;
+  for (const json* pod : {&intruder, &climber}) {
+    const FilterResult refused = service->filter(args_for(*pod, {"node-1"}));
+    EXPECT_TRUE(refused.node_names && refused.node_names->empty());
+    EXPECT_EQ("allox cannot read this pod: annotation allox.io/job: the job id has a '/' beyond "
+              "the one between namespace and name",
+              refused.failed_and_unresolvable_nodes.at("node-1"));
+  }
+  EXPECT_FALSE(service->job("team-b/team-a/train").ok()) << "no nested job is made";
+  // The watch registers team-a's pods: ask until a plan holds team-a's job.
+  std::string node;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (intruder_node.empty() && std::chrono::steady_clock::now() < deadline) {
+  while (node.empty() && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
     service->solve_now();
-    intruder_node = admitted_node(service->filter(args_for(intruder, {"node-1"})));
+    node = admitted_node(service->filter(args_for(team_a_gpu, {"node-1"})));
   }
-
-  auto theirs = service->job("team-b/team-a/train");
-  ASSERT_TRUE(theirs.ok()) << "the intruder's job lives in team-b";
-  EXPECT_EQ("team-b", theirs->record.user);
+  ASSERT_EQ("node-1", node);
   // team-a's job holds only team-a's pods (one of them once the controller admitted it).
   auto ours = service->job("team-a/train");
   ASSERT_TRUE(ours.ok());
@@ -110,22 +119,50 @@ TEST(TenancyTest, AJobAnnotationNamingAnotherNamespaceStaysInThePodsOwn) {
   for (const VariantView& v : ours->variants) {
     EXPECT_EQ(0u, v.pod.rfind("team-a/", 0)) << "team-a's job is team-a's: " << v.pod;
   }
-
-  ASSERT_EQ("node-1", intruder_node);
-  ASSERT_EQ("", service->bind({"intruder", "team-b", intruder["metadata"]["uid"], "node-1"}).error);
-  // (team-a's CPU variant may already be gone: the controller deletes it once team-a's own job
-  // is admitted as its GPU variant.)
-  EXPECT_TRUE(testing::pod_exists(api, "team-a", "train"))
-      << "binding the intruder deleted someone's pod";
-
-  service->solve_now();
-  ASSERT_EQ("node-1", admitted_node(service->filter(args_for(team_a_gpu, {"node-1"}))));
+  EXPECT_NE("", service->bind({"intruder", "team-b", intruder["metadata"]["uid"], "node-1"}).error)
+      << "the intruder was bound";
   ASSERT_EQ("", service->bind({"train", "team-a", team_a_gpu["metadata"]["uid"], "node-1"}).error)
       << "team-a's own pod was refused";
   // The unused variant goes, in the background, and only in team-a.
   EXPECT_TRUE(changes.until([&] { return !testing::pod_exists(api, "team-a", "train-cpu"); }))
       << "the unused variant stays";
   EXPECT_TRUE(testing::pod_exists(api, "team-b", "intruder"));
+}
+
+// A tenant's pod with a 100 KB allox.io/user is refused with a short reason on every node, and
+// however often it is offered, the book, the plan and the answers stay as small as before.
+TEST(IsolationTest, AHundredKilobyteUserIsRefusedAndCostsNothing) {
+  testing::ScratchDir dir;
+  auto config = testing::make_config({{"g", {{"gpu", 1}}}, {"h", {{"gpu", 1}}}},
+                                     dir.file("state.db"));
+  config.tenancy.user_annotation_namespaces = {"lab"};
+  auto service = start_service(config, policy_named("allox"), nullptr, nullptr);
+  const std::string huge(100 << 10, 'u');
+  std::vector<json> pods;
+  for (int i = 0; i < 20; ++i) {
+    pods.push_back(make_pod("lab", "long-user-" + std::to_string(i), "nvidia.com/gpu",
+                            {{"allox.io/user", huge}, {"allox.io/time.gpu", "10"}}));
+  }
+  std::size_t largest_answer = 0;
+  for (int round = 0; round < 50; ++round) {
+    for (const json& pod : pods) {
+      const FilterResult answer = service->filter(args_for(pod, {"g", "h"}));
+      EXPECT_TRUE(answer.node_names && answer.node_names->empty());
+      EXPECT_EQ("allox cannot read this pod: annotation allox.io/user: 102400 bytes, over "
+                "Kubernetes' limit of 63 for label values",
+                answer.failed_and_unresolvable_nodes.at("g"));
+      largest_answer = std::max(largest_answer, render(answer).size());
+    }
+  }
+  EXPECT_LT(largest_answer, 1000u) << "the reason never carries the name";
+  service->solve_now();
+  const QueueView queue = service->queue();
+  EXPECT_TRUE(queue.queued.empty()) << "no job was made for a refused pod";
+  EXPECT_TRUE(service->plan()->parked.empty());
+  const auto fairness = service->fairness();
+  ASSERT_TRUE(fairness.ok());
+  EXPECT_TRUE(fairness->users.empty());
+  EXPECT_LT(service->metrics().render().size(), 100u << 10);
 }
 
 // Fails every round whose queue holds `poison` (as the matcher does for costs that overflow).
@@ -213,11 +250,12 @@ TEST(IsolationTest, PoisonedPodsLeaveEveryOtherPodsAnswerUnchanged) {
   }
 }
 
-HttpReply call(ExtenderService& service, const std::string& method, const std::string& path,
+HttpReply call(ExtenderService& service, const std::string& method, const std::string& target,
                const std::string& token = "test-token") {
   HttpRequest request;
   request.method = method;
-  request.path = path;
+  request.path = target.substr(0, target.find('?'));
+  if (target.find('?') != std::string::npos) request.query = target.substr(target.find('?') + 1);
   if (!token.empty()) request.authorization = "Bearer " + token;
   return route(service, request);
 }
@@ -247,6 +285,122 @@ TEST(IsolationTest, AnAdminRemovesAQueuedJobForGoodAcrossRestarts) {
   EXPECT_TRUE(again.node_names->empty());
   EXPECT_EQ("job lab/stuck was removed by an admin", again.failed_and_unresolvable_nodes.at("g"));
   EXPECT_TRUE(service->queue().queued.empty());
+}
+
+// The admin routes take a job id as the path gives it and check it first: ".." (sent as is or
+// percent-decoded by the server), a '/' beyond the namespace separator or a control character
+// is a 400 naming the field, never normalised into another job's id.
+TEST(IsolationTest, AdminRoutesRefuseJobIdsThatEscapeTheirNamespace) {
+  testing::ScratchDir dir;
+  auto config = testing::make_config({{"g", {{"gpu", 1}}}}, dir.file("state.db"));
+  auto service = start_service(config, policy_named("fifo"), nullptr, nullptr);
+  service->filter(args_for(make_pod("team-a", "busy", "nvidia.com/gpu"), {"g"}));
+  service->filter(args_for(make_pod("team-a", "train", "nvidia.com/gpu"), {"g"}));
+  service->solve_now();
+  struct Case {
+    std::string method, target, error;
+  };
+  const std::string beyond = "job id: has a '/' beyond the one between namespace and name";
+  const Case cases[] = {
+      {"DELETE", "/v1/jobs/team-b/../team-a/train", beyond},
+      {"DELETE", "/v1/jobs/team-a/..", "job id: has a \"..\" segment"},
+      {"DELETE", "/v1/jobs/../team-a", "job id: has a \"..\" segment"},
+      {"DELETE", "/v1/jobs/team-a/train/extra", beyond},
+      {"DELETE", "/v1/jobs/train", "job id: expected <namespace>/<name>, got no '/'"},
+      {"DELETE", std::string("/v1/jobs/team-a/tr\0ain", 23), "job id: holds a control character"},
+      {"POST", "/v1/jobs/team-b/../team-a/train/done", beyond},
+      {"POST", "/v1/jobs/team-a/../done", "job id: has a \"..\" segment"},
+      {"GET", "/v1/jobs/team-b/../team-a/train", beyond},
+      {"GET", "/v1/jobs/team-a/train\r\nX: y", "job id: holds a control character"},
+      {"GET", "/v1/jobs/team-a/" + std::string(300, 'x'),
+       "job id: name of 300 bytes, over Kubernetes' limit of 253 for names"},
+  };
+  for (const Case& c : cases) {
+    HttpReply reply = call(*service, c.method, c.target);
+    EXPECT_EQ(400, reply.status) << c.method << " " << c.target;
+    EXPECT_EQ(c.error, json::parse(reply.body).value("error", "")) << c.target;
+  }
+  HttpRequest profiles;
+  profiles.method = "POST";
+  profiles.path = "/v1/profiles";
+  profiles.authorization = "Bearer test-token";
+  profiles.body = R"({"job": "team-b/../team-a/train", "device": "gpu", "iterations": 5,
+                      "seconds": 2})";
+  HttpReply reply = route(*service, profiles);
+  EXPECT_EQ(400, reply.status);
+  EXPECT_EQ("samples[0].job: has a '/' beyond the one between namespace and name",
+            json::parse(reply.body).value("error", ""));
+  // The job the attacks aimed at is untouched, and a well-formed id still works.
+  EXPECT_EQ(JobPhase::kQueued, service->job("team-a/train")->record.phase);
+  EXPECT_EQ(200, call(*service, "GET", "/v1/jobs/team-a/train").status);
+  EXPECT_EQ(200, call(*service, "DELETE", "/v1/jobs/team-a/train").status);
+}
+
+// /v1/queue and /v1/fairness are paged (?limit=&continue=) with their totals, 500 by default;
+// the status page shows the first 100 of each list and says how many more there are.
+TEST(IsolationTest, ListsArePagedAndTheStatusPageShowsTheFirstPage) {
+  testing::ScratchDir dir;
+  auto config = testing::make_config({{"g", {{"gpu", 1}}}}, dir.file("state.db"));
+  config.tenancy.user_annotation_namespaces = {"lab"};
+  auto service = start_service(config, policy_named("fifo"), nullptr, nullptr);
+  constexpr int kJobs = 1203;
+  for (int i = 0; i < kJobs; ++i) {
+    service->filter(args_for(make_pod("lab", "job-" + std::to_string(i), "nvidia.com/gpu",
+                                      {{"allox.io/user", "user-" + std::to_string(i)}}),
+                             {"g"}));
+  }
+  service->solve_now();
+  ASSERT_EQ(static_cast<std::size_t>(kJobs), service->queue().queued.size());
+
+  json first = json::parse(call(*service, "GET", "/v1/queue").body);
+  EXPECT_EQ(500u, first["queued"].size()) << "500 by default";
+  EXPECT_EQ(kJobs, first["page"]["queued_total"]);
+  EXPECT_EQ("500", first["page"]["continue"]);
+  // Walk every page of 400: each job once, in plan order, and the last page says so.
+  std::set<std::string> seen;
+  std::string token;
+  int pages = 0;
+  do {
+    json page = json::parse(
+        call(*service, "GET", "/v1/queue?limit=400&continue=" + token).body);
+    for (const json& job : page["queued"]) seen.insert(job["id"].get<std::string>());
+    token = page["page"]["continue"].get<std::string>();
+    ++pages;
+  } while (!token.empty() && pages < 10);
+  EXPECT_EQ(4, pages);
+  EXPECT_EQ(static_cast<std::size_t>(kJobs), seen.size());
+
+  json users = json::parse(call(*service, "GET", "/v1/fairness?limit=1000").body);
+  EXPECT_EQ(1000u, users["users"].size());
+  EXPECT_EQ(kJobs, users["page"]["users_total"]);
+  EXPECT_EQ("1000", users["page"]["continue"]);
+  EXPECT_EQ(static_cast<std::size_t>(kJobs), users["queued"].get<std::size_t>())
+      << "the totals count every user";
+  json last = json::parse(call(*service, "GET", "/v1/fairness?limit=1000&continue=1000").body);
+  EXPECT_EQ(203u, last["users"].size());
+  EXPECT_EQ("", last["page"]["continue"]);
+
+  for (const char* bad : {"limit=0", "limit=5001", "limit=x", "limit=-1", "limit="}) {
+    HttpReply reply = call(*service, "GET", std::string("/v1/queue?") + bad);
+    EXPECT_EQ(400, reply.status) << bad;
+    EXPECT_EQ("limit: expected a whole number from 1 to 5000",
+              json::parse(reply.body).value("error", ""))
+        << bad;
+  }
+  HttpReply reply = call(*service, "GET", "/v1/fairness?continue=abc");
+  EXPECT_EQ(400, reply.status);
+  EXPECT_EQ("continue: expected the token of a previous page's page.continue",
+            json::parse(reply.body).value("error", ""));
+  EXPECT_EQ(0u, json::parse(call(*service, "GET", "/v1/queue?continue=99999").body)["queued"]
+                    .size())
+      << "past the end: an empty page";
+
+  const std::string page = call(*service, "GET", "/").body;
+  EXPECT_NE(std::string::npos, page.find("Queued jobs: 1203")) << "the summary counts all";
+  EXPECT_NE(std::string::npos, page.find("and 1103 more queued jobs")) << page.substr(0, 2000);
+  EXPECT_NE(std::string::npos, page.find("and 1103 more users"));
+  EXPECT_NE(std::string::npos, page.find("/v1/queue?limit=500&amp;continue=100"));
+  EXPECT_LT(page.size(), 300u << 10);
 }
 
 TEST(IsolationTest, ARecreatedPodIsANewJobAndFinishedJobsLeaveMemory) {

@@ -70,7 +70,6 @@ TEST(PodTest, AJobIdAlwaysLivesInThePodsNamespace) {
       {"team-a", nullptr, "team-a/p"},
       {"team-a", "train", "team-a/train"},
       {"team-a", "team-a/train", "team-a/train"},
-      {"team-b", "team-a/train", "team-b/team-a/train"},  // never team-a's job
       {"team-b", "team-a", "team-b/team-a"},
   };
   for (const Case& c : cases) {
@@ -81,6 +80,130 @@ TEST(PodTest, AJobIdAlwaysLivesInThePodsNamespace) {
     ASSERT_TRUE(v.ok()) << v.message();
     EXPECT_EQ(c.want, v->job_id) << c.namespace_name << " " << (c.annotation ? c.annotation : "");
   }
+}
+
+// A job id is "<namespace>/<name>" and nothing else: an annotation that names another
+// namespace, climbs out with "..", or carries control characters is refused naming the
+// annotation, never nested or normalised into some other job's id.
+TEST(PodTest, JobIdAnnotationsThatEscapeTheNamespaceAreRefused) {
+  struct Case {
+    std::string annotation;
+    std::string error;
+  };
+  const Case cases[] = {
+      {"team-a/train",
+       "annotation allox.io/job: the job id has a '/' beyond the one between namespace and name"},
+      {"team-b/../team-a/train",
+       "annotation allox.io/job: the job id has a '/' beyond the one between namespace and name"},
+      {"..", "annotation allox.io/job: the job id has a \"..\" segment"},
+      {"team-b/..", "annotation allox.io/job: the job id has a \"..\" segment"},
+      {".", "annotation allox.io/job: the job id has a \".\" segment"},
+      {"team-b/", "annotation allox.io/job: the job id expected <namespace>/<name>, got an empty "
+                  "name"},
+      {"train\nnext", "annotation allox.io/job: the job id holds a control character"},
+      {std::string("tr\0ain", 6), "annotation allox.io/job: the job id holds a control character"},
+      {std::string(254, 'j'),
+       "annotation allox.io/job: the job id name of 254 bytes, over Kubernetes' limit of 253 for "
+       "names"},
+  };
+  for (const Case& c : cases) {
+    auto v = read_job_variant(
+        testing::make_pod("team-b", "p", "cpu", {{"allox.io/job", c.annotation}}),
+        DeviceMapping{});
+    ASSERT_FALSE(v.ok()) << c.annotation;
+    EXPECT_EQ(c.error, v.message()) << c.annotation;
+  }
+  EXPECT_TRUE(read_job_variant(testing::make_pod("team-b", "p", "cpu",
+                                                 {{"allox.io/job", std::string(253, 'j')}}),
+                               DeviceMapping{})
+                  .ok());
+  EXPECT_TRUE(
+      read_job_variant(testing::make_pod("team-b", "p", "cpu", {{"allox.io/job", "a..b.c"}}),
+                       DeviceMapping{})
+          .ok())
+      << "dots inside a name are fine";
+}
+
+TEST(PodTest, CheckJobIdTable) {
+  struct Case {
+    std::string id;
+    std::string error;  // "" when valid
+  };
+  const Case cases[] = {
+      {"lab/train", ""},
+      {"lab/a..b", ""},
+      {std::string(63, 'n') + "/" + std::string(253, 'j'), ""},
+      {"train", "expected <namespace>/<name>, got no '/'"},
+      {"/train", "expected <namespace>/<name>, got an empty namespace"},
+      {"lab/", "expected <namespace>/<name>, got an empty name"},
+      {"lab/a/b", "has a '/' beyond the one between namespace and name"},
+      {"../lab", "has a \"..\" segment"},
+      {"lab/..", "has a \"..\" segment"},
+      {"lab/.", "has a \".\" segment"},
+      {"lab/a\x7f", "holds a control character"},
+      {"l\tb/a", "holds a control character"},
+      {std::string(64, 'n') + "/j", "namespace of 64 bytes, over Kubernetes' limit of 63"},
+      {"n/" + std::string(100 << 10, 'j'),
+       "name of 102400 bytes, over Kubernetes' limit of 253 for names"},
+  };
+  for (const Case& c : cases) {
+    const Status s = check_job_id(c.id);
+    EXPECT_EQ(c.error, s ? std::string() : s.message()) << c.id.substr(0, 80);
+  }
+}
+
+// Kubernetes' own limits on what a pod hands allox: a value over its limit is refused by its
+// size, and the error carries at most a short prefix of it, whatever its length.
+TEST(PodTest, OverlongNamesAndValuesAreRefusedWithoutEchoingThem) {
+  Tenancy tenancy;
+  tenancy.user_annotation_namespaces = {"lab"};
+  const std::string huge(100 << 10, 'u');
+  struct Case {
+    nlohmann::json pod;
+    std::string error;
+  };
+  nlohmann::json long_name = testing::make_pod("lab", "p", "cpu");
+  long_name["metadata"]["name"] = std::string(254, 'p');
+  nlohmann::json long_namespace = testing::make_pod("lab", "p", "cpu");
+  long_namespace["metadata"]["namespace"] = std::string(64, 'n');
+  const Case cases[] = {
+      {testing::make_pod("lab", "p", "cpu", {{"allox.io/user", huge}}),
+       "annotation allox.io/user: 102400 bytes, over Kubernetes' limit of 63 for label values"},
+      {testing::make_pod("lab", "p", "cpu", {{"allox.io/user", std::string(64, 'u')}}),
+       "annotation allox.io/user: 64 bytes, over Kubernetes' limit of 63 for label values"},
+      {testing::make_pod("lab", "p", "cpu", {{"allox.io/user", "ali\nce"}}),
+       "annotation allox.io/user: holds a control character"},
+      {testing::make_pod("lab", "p", "cpu", {{"allox.io/device", huge}}),
+       "annotation allox.io/device: 102400 bytes, over Kubernetes' limit of 63 for label values"},
+      {testing::make_pod("lab", "p", "cpu", {{"allox.io/time." + std::string(64, 'd'), "5"}}),
+       "annotation allox.io/time." + std::string(64, 'd') +
+           ": the device type is 64 bytes, over Kubernetes' limit of 63 for label values"},
+      {testing::make_pod("lab", "p", "cpu", {{"allox.io/time.gpu", huge}}),
+       "annotation allox.io/time.gpu: \"" + std::string(64, 'u') +
+           "\"... (102400 bytes) is not a number of seconds"},
+      {testing::make_pod("lab", "p", "cpu", {{"allox.io/iterations", huge}}),
+       "annotation allox.io/iterations: \"" + std::string(64, 'u') +
+           "\"... (102400 bytes) is not a positive whole number within int64"},
+      {long_name, "Pod.metadata.name: 254 bytes, over Kubernetes' limit of 253 for names"},
+      {long_namespace,
+       "Pod.metadata.namespace: 64 bytes, over Kubernetes' limit of 63 for label values"},
+  };
+  for (const Case& c : cases) {
+    auto v = read_job_variant(c.pod, DeviceMapping{}, tenancy);
+    ASSERT_FALSE(v.ok()) << c.error;
+    EXPECT_EQ(c.error, v.message());
+  }
+  // Where allox.io/user is not read (the namespace is the user), its size does not matter.
+  auto ignored =
+      read_job_variant(testing::make_pod("team-a", "p", "cpu", {{"allox.io/user", huge}}),
+                       DeviceMapping{}, tenancy);
+  ASSERT_TRUE(ignored.ok()) << ignored.message();
+  EXPECT_EQ("team-a", ignored->user);
+  auto at_limit = read_job_variant(
+      testing::make_pod("lab", "p", "cpu", {{"allox.io/user", std::string(63, 'u')}}),
+      DeviceMapping{}, tenancy);
+  ASSERT_TRUE(at_limit.ok()) << at_limit.message();
+  EXPECT_EQ(std::string(63, 'u'), at_limit->user);
 }
 
 TEST(PodTest, TheChargedUserFollowsTheTenancyRules) {

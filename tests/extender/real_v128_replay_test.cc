@@ -151,7 +151,7 @@ class Replay {
 
  private:
   json post(const std::string& verb, const std::string& body) {
-    HttpReply reply = route(*service_, {"POST", "/" + verb, "", body});
+    HttpReply reply = route(*service_, {"POST", "/" + verb, "", body, ""});
     EXPECT_EQ(200, reply.status) << reply.body;
     return json::parse(reply.body);
   }
