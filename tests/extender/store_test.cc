@@ -12,6 +12,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <mutex>
 #include <set>
@@ -808,10 +809,31 @@ TEST(StoreTest, ANewStoreUsesSmallPagesAndAnOldOneKeepsItsOwn) {
   EXPECT_EQ("lab/b", state->jobs[0].id);
 }
 
-TEST(StoreTest, UnopenablePathIsAnError) {
-  auto store = Store::open("/nonexistent-dir/x/state.db");
-  ASSERT_FALSE(store.ok());
-  EXPECT_NE(std::string::npos, store.message().find("cannot open"));
+// Each unusable database path is refused naming the path and its cause.
+TEST(StoreTest, UnusablePathsAreErrorsNamingTheirCause) {
+  testing::ScratchDir dir;
+  const std::string not_sqlite = dir.file("not-sqlite.db");
+  std::ofstream(not_sqlite) << std::string(4096, 'x');
+  const std::string directory = dir.file("a-directory");
+  std::filesystem::create_directory(directory);
+  struct Case {
+    std::string path, error;
+  };
+  const Case cases[] = {
+      {"/nonexistent-dir/x/state.db",
+       "store: cannot use '/nonexistent-dir/x/state.db' as the database: its directory "
+       "/nonexistent-dir/x does not exist"},
+      {directory, "store: cannot use '" + directory + "' as the database: it is a directory"},
+      {"/dev/null",
+       "store: cannot use '/dev/null' as the database: it is not a regular file (a device, FIFO "
+       "or socket)"},
+      {not_sqlite, "store: cannot use '" + not_sqlite + "' as the database: file is not a database"},
+  };
+  for (const Case& c : cases) {
+    auto store = Store::open(c.path);
+    ASSERT_FALSE(store.ok()) << c.path;
+    EXPECT_EQ(c.error, store.message());
+  }
 }
 
 }  // namespace
