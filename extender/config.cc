@@ -131,29 +131,31 @@ std::optional<std::string> url_problem(const std::string& url) {
   if (authority.find('@') != std::string::npos) {
     return std::string("credentials belong in token or token_file, not in the URL");
   }
+  // host, [IPv6], host:port or [IPv6]:port
+  if (authority.empty()) return std::string("no host");
   std::string host = authority;
-  std::string port;
-  if (!host.empty() && host.front() == '[') {  // [IPv6]:port
-    const std::size_t close = host.find(']');
-    if (close == std::string::npos) return std::string("an IPv6 host needs its closing ']'");
-    port = host.substr(close + 1);
-    host = host.substr(0, close + 1);
-    if (!port.empty() && port.front() != ':') return std::string("junk after the IPv6 host");
-    if (!port.empty()) port.erase(0, 1);
-  } else if (const std::size_t colon = host.rfind(':'); colon != std::string::npos) {
+  std::optional<std::string> port;
+  const bool bracketed = host.front() == '[';
+  const std::size_t close = bracketed ? host.find(']') : std::string::npos;
+  if (bracketed && close == std::string::npos) {
+    return std::string("an IPv6 host needs its closing ']'");
+  }
+  const std::size_t colon = host.find(':', close == std::string::npos ? 0 : close);
+  if (colon != std::string::npos) {
+    if (close != std::string::npos && colon != close + 1) {
+      return std::string("junk after the IPv6 host");
+    }
     port = host.substr(colon + 1);
     host.resize(colon);
-  } else {
-    port.clear();
+  } else if (close != std::string::npos && close + 1 != host.size()) {
+    return std::string("junk after the IPv6 host");
   }
   if (host.empty() || host == "[]") return std::string("no host");
-  if (authority.find(':') != std::string::npos && authority.front() != '[' && port.empty()) {
-    return std::string("an empty port");
-  }
-  if (!port.empty()) {
+  if (port && port->empty()) return std::string("an empty port");
+  if (port) {
     int number = 0;
-    auto [at, ec] = std::from_chars(port.data(), port.data() + port.size(), number);
-    if (ec != std::errc() || at != port.data() + port.size() || number < 1 || number > 65535) {
+    auto [at, ec] = std::from_chars(port->data(), port->data() + port->size(), number);
+    if (ec != std::errc() || at != port->data() + port->size() || number < 1 || number > 65535) {
       return std::string("the port must be from 1 to 65535");
     }
   }

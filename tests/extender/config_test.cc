@@ -107,6 +107,15 @@ apiserver: {url: "https://k8s.local/", token: abc, ca_file: /ca.crt}
   EXPECT_EQ("abc", config->apiserver->token);
 }
 
+TEST(ConfigTest, ApiServerUrlsWithAHostAreAccepted) {
+  for (const char* url : {"https://kubernetes.default.svc", "https://10.0.0.1:6443/",
+                          "http://127.0.0.1:8080", "https://[::1]:6443", "https://[fd00::1]",
+                          "https://k8s.local/prefix?x=1"}) {
+    auto config = parse_extender_config(std::string("apiserver: {url: '") + url + "'}", "t.yaml");
+    EXPECT_TRUE(config.ok()) << url << ": " << config.message();
+  }
+}
+
 // Each bad value gives one message in core's style (file:line: subject: field must be ..., got X).
 TEST(ConfigTest, BadConfigsNameTheKey) {
   const std::string devices =
@@ -176,6 +185,12 @@ TEST(ConfigTest, BadConfigsNameTheKey) {
       {"apiserver: {url: 'https://k8s .local'}",
        R"(t.yaml:1: apiserver: url must be an http:// or https:// URL with a host, got )"
        R"("https://k8s .local": it holds spaces or control characters)"},
+      {"apiserver: {url: 'https://[::1'}",
+       R"(t.yaml:1: apiserver: url must be an http:// or https:// URL with a host, got )"
+       R"("https://[::1": an IPv6 host needs its closing ']')"},
+      {"apiserver: {url: 'https://[::1]x:6443'}",
+       R"(t.yaml:1: apiserver: url must be an http:// or https:// URL with a host, got )"
+       R"("https://[::1]x:6443": junk after the IPv6 host)"},
       {"apiserver: {url: 'https://admin:pw@k8s'}",
        "t.yaml:1: apiserver: url must be an http:// or https:// URL with a host, got a URL: "
        "credentials belong in token or token_file, not in the URL"},
