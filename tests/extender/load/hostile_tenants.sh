@@ -3,7 +3,8 @@
 # 100 KB, offered again and again, then 10,000 distinct users queued; prints RSS growth, the
 # refusal, and the sizes of /metrics, /v1/fairness, /v1/queue and the status page.
 #   tests/extender/load/hostile_tenants.sh [build-dir] [users]
-# Needs python3. Starts its own alloxd (free port, throw-away database); bounded to 10 minutes.
+# Needs python3. Starts its own alloxd (free port, throw-away database); about 10 minutes on 2
+# busy cores (each new job's /filter waits for a plan), bounded to 15.
 set -euo pipefail
 build=${1:-build}
 users=${2:-10000}
@@ -28,6 +29,6 @@ YAML
 pid=$!
 wait_alloxd_ready "$work/alloxd.log" "$pid"
 status=0
-timeout 600 python3 "$here/hostile_tenants.py" "$pid" "$port" "$users" || status=$?
+timeout 900 python3 "$here/hostile_tenants.py" "$pid" "$port" "$users" || status=$?
 kill -0 "$pid" 2>/dev/null || { echo "FAIL alloxd died:" >&2; tail -5 "$work/alloxd.log" >&2; exit 1; }
 exit $status
