@@ -19,7 +19,7 @@ int line_of(const YAML::Node& node) {
   return line < 0 ? 1 : line + 1;
 }
 
-std::string join(std::initializer_list<std::string_view> items) {
+std::string join(std::span<const std::string_view> items) {
   std::string out;
   for (std::string_view item : items) {
     if (!out.empty()) out += ", ";
@@ -113,6 +113,11 @@ Error FieldReader::error() const {
 
 bool FieldReader::check_map(const YAML::Node& node, std::string_view subject,
                             std::initializer_list<std::string_view> allowed) {
+  return check_map(node, subject, std::span<const std::string_view>(allowed.begin(), allowed.size()));
+}
+
+bool FieldReader::check_map(const YAML::Node& node, std::string_view subject,
+                            std::span<const std::string_view> allowed) {
   if (!node.IsMap()) {
     fail(node, subject,
          "expected a mapping with keys " + join(allowed) + ", got " + describe(node));

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,6 +38,8 @@ class FieldReader {
   // True when `node` is a mapping whose keys are all in `allowed`; records what is wrong.
   bool check_map(const YAML::Node& node, std::string_view subject,
                  std::initializer_list<std::string_view> allowed);
+  bool check_map(const YAML::Node& node, std::string_view subject,
+                 std::span<const std::string_view> allowed);
   // A sequence under `key` (absent: empty). Records an error if present but not a sequence.
   std::vector<YAML::Node> sequence(const YAML::Node& map, const char* key,
                                    std::string_view subject);

@@ -16,33 +16,14 @@ namespace {
 constexpr std::size_t kMaxTokenFileBytes = 64u << 10;
 constexpr std::int64_t kMaxBodyBytes = std::int64_t{1} << 30;
 constexpr std::int64_t kMaxMachinesPerNode = 100000;
-// The top-level keys, for telling an alloxd config from some other file (not_a_config).
-constexpr const char* kRootKeys[] = {"listen",
-                                     "reports_listen",
-                                     "database",
-                                     "policy",
-                                     "alpha",
-                                     "starvation_bound",
-                                     "batch_rounds",
-                                     "tick",
-                                     "default_job_seconds",
-                                     "fairness_window",
-                                     "max_body_bytes",
-                                     "http_threads",
-                                     "http_thread_slice_us",
-                                     "background_threads",
-                                     "request_threads",
-                                     "admin_token",
-                                     "admin_token_file",
-                                     "devices",
-                                     "cpu",
-                                     "nodes",
-                                     "tenancy",
-                                     "retention",
-                                     "log",
-                                     "apiserver",
-                                     "scheduler_name",
-                                     "webhook"};
+// The top-level keys: the ones read_root allows, and how an alloxd config is told from some other
+// file (not_a_config).
+constexpr std::string_view kRootKeys[] = {
+    "listen", "reports_listen", "database", "policy", "alpha", "starvation_bound", "batch_rounds",
+    "tick", "default_job_seconds", "fairness_window", "max_body_bytes", "http_threads",
+    "http_thread_slice_us", "background_threads", "request_threads", "admin_token",
+    "admin_token_file", "devices", "cpu", "nodes", "tenancy", "retention", "log", "apiserver",
+    "scheduler_name", "webhook", "limits"};
 
 // Scheduling rounds at most 20 times a second, at least once an hour.
 constexpr double kMinTickSeconds = 0.05;
@@ -419,35 +400,7 @@ void read_log(FieldReader& reader, const YAML::Node& root, LogOptions& log) {
 }
 
 void read_root(FieldReader& reader, const YAML::Node& root, ExtenderConfig& config) {
-  static_assert(std::size(kRootKeys) == 26, "kRootKeys lists the keys allowed below");
-  if (!reader.check_map(root, "",
-                        {"listen",
-                         "reports_listen",
-                         "database",
-                         "policy",
-                         "alpha",
-                         "starvation_bound",
-                         "batch_rounds",
-                         "tick",
-                         "default_job_seconds",
-                         "fairness_window",
-                         "max_body_bytes",
-                         "http_threads",
-                         "http_thread_slice_us",
-                         "background_threads",
-                         "request_threads",
-                         "admin_token",
-                         "admin_token_file",
-                         "devices",
-                         "cpu",
-                         "nodes",
-                         "tenancy",
-                         "retention",
-                         "log",
-                         "apiserver",
-                         "scheduler_name",
-                         "webhook",
-                         "limits"})) {
+  if (!reader.check_map(root, "", kRootKeys)) {
     return;
   }
   if (auto listen = listen_address(reader, root, "listen")) {
@@ -525,14 +478,16 @@ std::optional<Error> not_a_config(const YAML::Node& root, const std::string& sou
   } else {
     for (const auto& entry : root) {
       const std::string key = entry.first.as<std::string>("");
-      for (const char* known : kRootKeys) {
+      for (std::string_view known : kRootKeys) {
         if (key == known) return std::nullopt;
       }
     }
     what = "a mapping none of whose keys is an alloxd setting";
   }
   std::string keys;
-  for (const char* known : kRootKeys) keys += std::string(keys.empty() ? "" : ", ") + known;
+  for (std::string_view known : kRootKeys) {
+    keys += std::string(keys.empty() ? "" : ", ") + std::string(known);
+  }
   return Error{source + ":1: not an alloxd config: expected a mapping of settings (" + keys +
                "), got " + what + " (its contents are not shown)"};
 }

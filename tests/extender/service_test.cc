@@ -331,9 +331,9 @@ TEST(RealtimeLimitsTest, OneFilterCallIsBoundedOnlyWhenRequestThreadsAreRealtime
   std::vector<std::string> unknown;
   for (int i = 0; i < 10200; ++i) unknown.push_back("unknown-node-" + std::to_string(i));
   HttpRequest request{"POST", "/filter", "",
-                      testing::filter_body(make_pod("lab", "p", "nvidia.com/gpu"), unknown)};
-  HttpRequest head{"POST", "/filter", "", ""};
-  HttpRequest bind_head{"POST", "/bind", "", ""};
+                      testing::filter_body(make_pod("lab", "p", "nvidia.com/gpu"), unknown), ""};
+  HttpRequest head{"POST", "/filter", "", "", ""};
+  HttpRequest bind_head{"POST", "/bind", "", "", ""};
   ASSERT_EQ(RequestClass::kNormal, request_class());
   EXPECT_EQ(200, route(*service, request).status);
   EXPECT_EQ(static_cast<std::size_t>(-1), body_limit(*service, head));
