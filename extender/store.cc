@@ -457,10 +457,22 @@ int Store::on_wal_commit(void* store, sqlite3* db, const char*, int pages) {
     // The checkpointer has fallen this far behind (its thread starved of a core, or of the
     // store's lock by back-to-back writes): this commit restarts the WAL itself, as SQLite's own
     // automatic checkpoint would, rather than let the file grow without bound.
-    if (sqlite3_wal_checkpoint_v2(db, nullptr, SQLITE_CHECKPOINT_RESTART, nullptr, nullptr) ==
-        SQLITE_OK) {
-      self->wal_restarts_.fetch_add(1, std::memory_order_relaxed);
+    auto restart = [db] {
+      return sqlite3_wal_checkpoint_v2(db, nullptr, SQLITE_CHECKPOINT_RESTART, nullptr, nullptr);
+    };
+    int rc = restart();
+    if (rc == SQLITE_BUSY) {
+      // The checkpointer's PASSIVE copy holds the checkpoint lock: on a starved machine it can
+      // take long enough for the writes to outgrow the cap. This commit waits for that copy to
+      // end (never for the checkpointer's own restart, which needs the lock this commit holds)
+      // and restarts then: the bound holds whatever the load, at the cost of this one commit.
+      std::unique_lock lock(self->checkpoint_mu_);
+      self->passive_done_.wait_for(lock, std::chrono::seconds(2),
+                                   [self] { return !self->passive_running_; });
+      lock.unlock();
+      rc = restart();
     }
+    if (rc == SQLITE_OK) self->wal_restarts_.fetch_add(1, std::memory_order_relaxed);
     return SQLITE_OK;
   }
   if (pages >= self->next_checkpoint_at_.load(std::memory_order_relaxed)) {
@@ -501,8 +513,17 @@ int Store::checkpoint_wal() {
   // commits; until then the file grows, each commit appending to new blocks (on ext4, a block
   // written for the first time costs a kworker's extent conversion on the request threads' cores).
   int frames = -1;
+  {
+    std::lock_guard lock(checkpoint_mu_);
+    passive_running_ = true;
+  }
   int rc = sqlite3_wal_checkpoint_v2(checkpoint_db_, nullptr, SQLITE_CHECKPOINT_PASSIVE, &frames,
                                      nullptr);
+  {
+    std::lock_guard lock(checkpoint_mu_);
+    passive_running_ = false;
+  }
+  passive_done_.notify_all();
   if (rc != SQLITE_OK && rc != SQLITE_BUSY) {
     log_warn("store: WAL checkpoint failed", {{"error", sqlite3_errmsg(checkpoint_db_)}});
   }

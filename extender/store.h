@@ -278,6 +278,10 @@ class Store {
   mutable std::mutex checkpoint_mu_;
   std::condition_variable checkpoint_cv_;
   bool checkpoint_due_ = false;
+  // True while the checkpointer's PASSIVE copy runs (it holds SQLite's checkpoint lock then, so a
+  // commit's own restart past kWalCapPages gets BUSY); passive_done_ is notified when it ends.
+  bool passive_running_ = false;
+  std::condition_variable passive_done_;
   bool checkpoint_stop_ = false;
   std::uint64_t checkpoints_ = 0;
   std::atomic<int> next_checkpoint_at_{kCheckpointPages};  // read by the WAL hook in commits
