@@ -1,4 +1,5 @@
-# Sourced by the load scripts here (and bench/filter_vs_nginx.sh through filter_setup.sh).
+# Sourced by the load scripts here (and bench/filter_vs_nginx.sh through filter_setup.sh): waiting
+# for alloxd, and free ports.
 #   wait_alloxd_ready <log> <pid> [seconds]
 # Returns once alloxd (process <pid>, stderr to <log>) has logged its one 'ready' line (the
 # inventory read, a first plan: /readyz answers 200 from then on), instead of polling /readyz.
@@ -12,3 +13,6 @@ wait_alloxd_ready() {
   done < <(timeout "$seconds" tail -n +1 -F --pid="$pid" "$log" 2>/dev/null)
   return 1
 }
+
+# A loopback TCP port that was free a moment ago.
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }

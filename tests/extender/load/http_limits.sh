@@ -17,7 +17,6 @@ trap '[[ -n $pid ]] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"
 ulimit -n "$(ulimit -Hn)"
 (( $(ulimit -n) > stalled + 200 )) || { echo "ulimit -n $(ulimit -n) too low for $stalled connections" >&2; exit 2; }
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 port=$(free_port)
 reports=$(free_port)
 cat > "$work/alloxd.yaml" <<YAML

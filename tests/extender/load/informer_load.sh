@@ -15,10 +15,10 @@ modes=("$@")
 (( ${#modes[@]} )) || modes=(gone end big-length big-chunked)
 seconds=${SECONDS_PER_MODE:-90}
 here=$(cd "$(dirname "$0")" && pwd)
+source "$here/alloxd_ready.sh"
 work=$(mktemp -d)
 pids=()
 trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$work"' EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
 status=0
 for mode in "${modes[@]}"; do

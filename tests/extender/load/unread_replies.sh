@@ -19,7 +19,6 @@ pid=
 trap '[[ -n $pid ]] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT
 ulimit -n "$(ulimit -Hn)"
 (( $(ulimit -n) > handshakes + 300 )) || { echo "ulimit -n $(ulimit -n) too low" >&2; exit 2; }
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 port=$(free_port)
 reports=$(free_port)
 webhook=$(free_port)
