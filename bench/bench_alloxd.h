@@ -7,7 +7,7 @@
 #include <string>
 
 #include "core/result.h"
-#include "extender/emulator/alloxd_process.h"
+#include "kubesim/alloxd_process.h"
 
 namespace allox::bench {
 

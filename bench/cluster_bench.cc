@@ -15,15 +15,15 @@
 
 #include "bench/bench_alloxd.h"
 #include "bench/proc_cpu.h"
-#include "extender/emulator/alloxd_process.h"
-#include "extender/emulator/cluster_threads.h"
-#include "extender/emulator/fake_api_server.h"
-#include "extender/emulator/replay.h"
-#include "extender/emulator/scheduler_config.h"
-#include "extender/extender_client.h"
-#include "extender/metrics.h"
-#include "extender/request_threads.h"
-#include "extender/thread_priority.h"
+#include "kubesim/alloxd_process.h"
+#include "kubesim/cluster_threads.h"
+#include "kubesim/fake_api_server.h"
+#include "kubesim/replay.h"
+#include "kubesim/scheduler_config.h"
+#include "extender_api/extender_client.h"
+#include "alloxd/web/metrics.h"
+#include "alloxd/http/request_threads.h"
+#include "core/thread_priority.h"
 #include "profiler/throughput_table.h"
 #include "sim/synthetic.h"
 
@@ -174,7 +174,7 @@ Expected<ClusterBenchResult> run_cluster_bench(const ClusterBenchOptions& option
     return Error{"bench cluster: request_threads must be " + request_threads.message() + ", not '" +
                  options.request_threads + "'"};
   }
-  const Status granted = extender::realtime_granted();
+  const Status granted = allox::realtime_granted();
   if (*request_threads == extender::RequestThreads::kRealtime && !granted) {
     // A machine without CAP_SYS_NICE fails the run with the reason, rather than measuring the
     // normal class under the realtime label.

@@ -5,7 +5,7 @@
 // schedules through alloxd's verbs with NodeNames, and fake kubelets run bound pods.
 //
 // The workload: `pending` jobs arrive at once, each as a gated GPU pod and a gated CPU pod
-// (extender/emulator/replay.h). Job speeds come from Gavel's measured throughput table
+// (kubesim/replay.h). Job speeds come from Gavel's measured throughput table
 // (sim/synthetic.h): a job's GPU time is its steps over the V100 rate; Gavel has no CPU column,
 // so a 32-core CPU bundle is modelled as `cpu_slowdown` times slower than a K80 (a job that does
 // not fit a K80 gets no CPU pod). Durations follow sim/synthetic.h's Pareto (median
@@ -50,7 +50,7 @@ struct ClusterBenchOptions {
   std::size_t users = 8;
   double max_wall_s = 300;
   std::uint64_t seed = 1;
-  // alloxd's batch_rounds (extender/config.h): every job a round's plan puts first on an idle
+  // alloxd's batch_rounds (alloxd/config.h): every job a round's plan puts first on an idle
   // machine starts at once, instead of the paper's one start per matcher solve.
   bool batch_rounds = false;
   // alloxd's starvation_bound (simulated seconds; 0: the run's horizon, max_wall_s × speedup).
@@ -58,14 +58,14 @@ struct ClusterBenchOptions {
   // whole backlog "starved" after 36 wall seconds at 100×, and the policy would run its
   // oldest-first guard instead of the AlloX rounds this bench means to measure.
   double starvation_bound = 0;
-  // alloxd's background_threads (extender/config.h): batch (its default) or idle, which trades
+  // alloxd's background_threads (alloxd/config.h): batch (its default) or idle, which trades
   // bind rate for a shorter /filter tail (docs/performance.md, "The idle class").
   std::string background_threads = "batch";
-  // The emulated cluster's threads (extender/emulator/cluster_threads.h): normal (equals of
+  // The emulated cluster's threads (kubesim/cluster_threads.h): normal (equals of
   // alloxd's on the shared cores) or idle (on what alloxd and the kube-scheduler thread leave,
   // as on machines of their own).
   std::string cluster_threads = "normal";
-  // alloxd's request_threads (extender/request_threads.h): normal (alloxd's default), auto or
+  // alloxd's request_threads (alloxd/http/request_threads.h): normal (alloxd's default), auto or
   // realtime (SCHED_FIFO; a run refused it fails rather than measure something else). The
   // emulated kube-scheduler stays in the normal class either way, as the shipped one does.
   std::string request_threads = "normal";

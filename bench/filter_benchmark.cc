@@ -21,11 +21,11 @@
 #include <string>
 #include <vector>
 
-#include "extender/emulator/extender_client.h"
-#include "extender/extender_client.h"
-#include "extender/http_server.h"
-#include "extender/routes.h"
-#include "extender/service.h"
+#include "kubesim/extender_client.h"
+#include "extender_api/extender_client.h"
+#include "alloxd/http/http_server.h"
+#include "alloxd/http/routes.h"
+#include "alloxd/service.h"
 
 namespace {
 
@@ -180,7 +180,7 @@ void report_quantiles(benchmark::State& state, std::vector<double> ms) {
 }
 
 // Wall time of one /filter round trip over HTTP (loopback, a kept-alive connection) through the
-// real server and the emulated kube-scheduler's extender client (extender/emulator/
+// real server and the emulated kube-scheduler's extender client (kubesim/
 // extender_client.h): the body rendered from the pod and the node names, posted, the answer read
 // in one pass and its kept nodes checked against those sent as kube-scheduler does. This is what
 // `allox bench cluster` times as /filter, minus the load of everything else. p50 and p99 of the

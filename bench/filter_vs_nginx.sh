@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # alloxd's /filter against nginx serving a static file of the same bytes, same wrk, same run.
 # alloxd: 100 nodes, 1,000 queued jobs, a queued GPU pod's /filter naming all 100
-# nodes (tests/extender/load/filter_setup.sh). nginx: its Debian package, worker_processes auto,
+# nodes (tests/alloxd/load/filter_setup.sh). nginx: its Debian package, worker_processes auto,
 # serving alloxd's answer to that request as a file. Each run measures alloxd then nginx, both
 # with `wrk -t2 -c<connections> -d<duration>`; prints every run, the medians and their ratio
 # (target: alloxd >= 0.5 x nginx). Each run also prints the CPU time each server spent per request
@@ -29,7 +29,7 @@ if [[ ! -x $nginx ]]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends nginx >&2
 fi
 
-source "$root/tests/extender/load/filter_setup.sh"
+source "$root/tests/alloxd/load/filter_setup.sh"
 start_loaded_alloxd "$build" allox "$work"
 
 # The static file: alloxd's answer to the measured request, byte for byte.

@@ -60,7 +60,7 @@ struct PolicyInstance {
 };
 
 constexpr std::size_t kPolicyUsers = 8;
-constexpr double kStarvationBound = 3600;  // alloxd's default (extender/config.h)
+constexpr double kStarvationBound = 3600;  // alloxd's default (alloxd/config.h)
 
 PolicyInstance policy_instance(const BenchInstance& instance, double starved) {
   PolicyInstance out;

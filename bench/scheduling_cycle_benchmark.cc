@@ -26,11 +26,11 @@
 #include <mutex>
 #include <string>
 
-#include "extender/emulator/api_objects.h"
-#include "extender/emulator/kube_scheduler.h"
-#include "extender/emulator/replay.h"
-#include "extender/emulator/scheduler_config.h"
-#include "extender/emulator/sim_clock.h"
+#include "kubesim/api_objects.h"
+#include "kubesim/kube_scheduler.h"
+#include "kubesim/replay.h"
+#include "kubesim/scheduler_config.h"
+#include "kubesim/sim_clock.h"
 
 namespace {
 

@@ -13,11 +13,11 @@
 #include <vector>
 
 #include "bench/bench_alloxd.h"
-#include "extender/emulator/alloxd_process.h"
-#include "extender/emulator/extender_client.h"
-#include "extender/emulator/fake_api_server.h"
-#include "extender/emulator/replay.h"
-#include "extender/extender_client.h"
+#include "kubesim/alloxd_process.h"
+#include "kubesim/extender_client.h"
+#include "kubesim/fake_api_server.h"
+#include "kubesim/replay.h"
+#include "extender_api/extender_client.h"
 
 namespace allox::bench {
 namespace {
@@ -145,7 +145,7 @@ Expected<UnseenBenchResult> run_unseen_bench(const UnseenBenchOptions& options) 
 
   // Ready once a queued GPU pod's and a queued CPU pod's /filter answer from a plan that has
   // them. These first calls also take the one watch_wait each device's busy nodes cost per
-  // vain_wait_cooldown (extender/verbs.h: every offered node here is full), out of the figures.
+  // vain_wait_cooldown (alloxd/verbs/verbs.h: every offered node here is full), out of the figures.
   {
     extender::ExtenderClient client(url, "", std::chrono::seconds(30));
     const auto deadline = Clock::now() + std::chrono::seconds(120);

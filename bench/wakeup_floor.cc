@@ -31,12 +31,12 @@
 #include <thread>
 #include <vector>
 
-#include "extender/thread_priority.h"
+#include "core/thread_priority.h"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-namespace priority = allox::extender;
+namespace priority = allox;
 
 enum class LoadClass { kNormal, kBatch, kNice10, kIdle };
 enum class LoadKind { kUser, kSyscalls };

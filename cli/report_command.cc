@@ -12,8 +12,8 @@
 #include "cli/number_checks.h"
 #include "core/cluster_file.h"
 #include "core/workload_file.h"
-#include "extender/config.h"
-#include "extender/store.h"
+#include "alloxd/config.h"
+#include "alloxd/store/store.h"
 #include "fairness/jobs_csv.h"
 #include "fairness/report.h"
 

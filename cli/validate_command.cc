@@ -11,7 +11,7 @@
 #include "core/input_file.h"
 #include "core/workload_file.h"
 #include "core/yaml_fields.h"
-#include "extender/config.h"
+#include "alloxd/config.h"
 #include "sim/allox_trace.h"
 #include "sim/trace_file.h"
 

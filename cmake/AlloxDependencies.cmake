@@ -9,6 +9,9 @@ function(allox_require found what debian_package)
 endfunction()
 
 find_package(Threads REQUIRED)
+# OpenSSL (libssl-dev): TLS to the API server (kube/) and alloxd's HTTPS listener, both through
+# Boost.Asio's ssl.
+find_package(OpenSSL REQUIRED)
 
 # LEMON ships a CMake config but its imported target differs across releases: find it by hand.
 find_path(LEMON_INCLUDE_DIR lemon/network_simplex.h)
@@ -38,7 +41,7 @@ allox_require(BOOST_BEAST_INCLUDE_DIR "Boost.Beast" libboost-dev)
 add_library(allox::boost_beast INTERFACE IMPORTED)
 target_include_directories(allox::boost_beast SYSTEM INTERFACE ${BOOST_BEAST_INCLUDE_DIR})
 
-# RapidJSON (header-only): the SAX reader under extender/wire.cc's one-pass readers.
+# RapidJSON (header-only): the SAX reader under extender_api/wire.cc's one-pass readers.
 find_path(RAPIDJSON_INCLUDE_DIR rapidjson/reader.h)
 allox_require(RAPIDJSON_INCLUDE_DIR "RapidJSON" rapidjson-dev)
 add_library(allox::rapidjson INTERFACE IMPORTED)

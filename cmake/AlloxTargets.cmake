@@ -7,7 +7,7 @@
 option(ALLOX_WERROR "Treat compiler warnings as errors (on in ./dev and CI)" OFF)
 # g++ 12 at -O3 (Release) reports a false -Wrestrict inside libstdc++'s inlined
 # operator+(const char*, std::string&&) for the everyday `"j" + std::to_string(i)` (GCC bug
-# 105651, fixed in GCC 13): seen in extender/wire.cc, bench/matcher_bench.cc and tests/matcher.
+# 105651, fixed in GCC 13): seen in extender_api/wire.cc, bench/matcher_bench.cc and tests/matcher.
 # Only that warning, only for g++ < 13, only in Release, is off.
 set(ALLOX_GCC12_O3_RESTRICT
     $<$<AND:$<CXX_COMPILER_ID:GNU>,$<VERSION_LESS:$<CXX_COMPILER_VERSION>,13>,$<CONFIG:Release>>:-Wno-restrict>)

@@ -1,4 +1,4 @@
-// The scheduling-policy contract shared by the simulator (sim/) and the extender (extender/).
+// The scheduling-policy contract shared by the simulator (sim/) and the extender (alloxd/).
 //
 // A policy sees a snapshot of the cluster (ClusterState) and says which queued jobs start now on
 // which idle machines, and, for preemptive policies, which running jobs to stop. It never mutates

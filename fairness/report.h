@@ -1,5 +1,5 @@
 // Per-user fairness report (docs/design.md, "Fairness"): the one definition of share, windowed
-// share, weights and Jain's index, used by alloxd's GET /v1/fairness (extender/reports.h),
+// share, weights and Jain's index, used by alloxd's GET /v1/fairness (alloxd/web/reports.h),
 // `allox report` (a simulation's jobs.csv or alloxd's store) and the simulator, rendered as JSON
 // or a table.
 //

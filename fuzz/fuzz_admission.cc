@@ -1,4 +1,4 @@
-// The gate admission webhook (extender/admission.h) on arbitrary bytes. Nothing may throw or
+// The gate admission webhook (alloxd/verbs/admission.h) on arbitrary bytes. Nothing may throw or
 // crash. An accepted review is answered with an AdmissionReview v1 that allows the object, echoes
 // request.uid, and, when it patches, carries a base64 JSONPatch that decodes to an array of
 // operations on /spec/schedulingGates: the webhook may delay a pod, never deny or rewrite it.
@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-#include "extender/admission.h"
+#include "alloxd/verbs/admission.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// alloxd's config loader (extender/config.h) on arbitrary YAML text. It returns a config or an
+// alloxd's config loader (alloxd/config.h) on arbitrary YAML text. It returns a config or an
 // Error naming the key, never throws or crashes; an accepted config holds the ranges the header
 // promises (ports 0..65535, alpha in (0, 1], positive tick and estimates).
 #include <cmath>
@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "extender/config.h"
+#include "alloxd/config.h"
 
 namespace {
 

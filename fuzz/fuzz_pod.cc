@@ -1,4 +1,4 @@
-// The pod reader (extender/pod.h) on arbitrary JSON: the whole document, or its `Pod` member
+// The pod reader (alloxd/model/pod.h) on arbitrary JSON: the whole document, or its `Pod` member
 // when it is an ExtenderArgs body, is read as a job variant, and the raw bytes as a quantity.
 // Nothing may throw or crash (UBSan aborts on an out-of-range conversion too), and an accepted
 // variant holds what the scheduler assumes: a name, a job id, a user, a device, and hints and
@@ -10,9 +10,10 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "extender/config.h"
-#include "extender/pod.h"
-#include "extender/wire.h"
+#include "alloxd/config.h"
+#include "alloxd/model/pod.h"
+#include "kube/quantity.h"
+#include "extender_api/wire.h"
 
 namespace {
 
@@ -43,7 +44,7 @@ void read(const nlohmann::json& pod, const DeviceMapping& mapping) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   if (size <= 64) {
-    auto quantity = parse_quantity(text);
+    auto quantity = allox::kube::parse_quantity(text);
     if (quantity && !(*quantity >= 0)) fail("negative or NaN quantity");
   }
   static const DeviceMapping mapping = [] {

@@ -1,4 +1,4 @@
-// alloxd's HTTP routes (extender/routes.h route()) with a live service, on arbitrary requests.
+// alloxd's HTTP routes (alloxd/http/routes.h route()) with a live service, on arbitrary requests.
 // An input is "METHOD PATH\nBODY" (seeds: the real kube-scheduler bodies under their verbs), sent
 // with the admin token so the admin endpoints are reached too. No request may get a 5xx: a bad
 // body is the client's fault (4xx naming the field), and an exception escaping route() is what
@@ -15,10 +15,10 @@
 #include <memory>
 #include <string>
 
-#include "extender/routes.h"
-#include "extender/service.h"
-#include "extender/thread_priority.h"
-#include "extender/wire.h"
+#include "alloxd/http/routes.h"
+#include "alloxd/service.h"
+#include "core/thread_priority.h"
+#include "extender_api/wire.h"
 #include "fairness/policy.h"
 
 namespace {
@@ -77,7 +77,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   request.body = line_end == std::string::npos ? "" : input.substr(line_end + 1);
 
   const bool realtime = size % 2 == 1;
-  set_request_class(realtime ? RequestClass::kRealtime : RequestClass::kNormal);
+  allox::set_request_class(realtime ? allox::RequestClass::kRealtime : allox::RequestClass::kNormal);
   HttpReply reply;
   try {
     reply = route(*service, request);

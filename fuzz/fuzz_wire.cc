@@ -1,4 +1,4 @@
-// The extender wire parser (extender/wire.h) on arbitrary bytes. Every parser returns a value or
+// The extender wire parser (extender_api/wire.h) on arbitrary bytes. Every parser returns a value or
 // an Error, never throws or crashes; what it accepts renders back (render(), the one renderer),
 // and a rendered value parses again to the same text byte for byte (the round trip alloxd's
 // clients rely on).
@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "extender/wire.h"
+#include "extender_api/wire.h"
 
 namespace {
 

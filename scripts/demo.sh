@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The main job (./dev run): a fake cluster on this machine, sped up. `allox replay` starts a fake
+# The main job (./dev run): a fake cluster on this machine, sped up. `kubesim replay` starts a fake
 # Kubernetes API server holding the example nodes, launches alloxd (embedded SQLite store,
 # examples/alloxd.yaml) against it, and plays kube-scheduler v1.28 with the shipped
 # KubeSchedulerConfiguration (manifests/scheduler-config.yaml) over the paper's 40-job, 4-user
@@ -10,7 +10,7 @@
 #   ALLOX_DEMO_GATES    1 (default): pods are created with the allox.io/queue scheduling gate and
 #                       alloxd releases them (as the webhook does in a cluster); 0: ungated pods,
 #                       released by nudges
-#   ALLOX_DEMO_ARGS     more `allox replay` flags (--verbose, --no-report-done)
+#   ALLOX_DEMO_ARGS     more `kubesim replay` flags (--verbose, --no-report-done)
 set -euo pipefail
 build_dir=${1:-build}
 speedup=${ALLOX_DEMO_SPEEDUP:-100}
@@ -28,6 +28,6 @@ else
     "until Ctrl-C)" >&2
 fi
 # shellcheck disable=SC2086
-exec "$build_dir/cli/allox" replay --config examples/alloxd.yaml \
+exec "$build_dir/cli/kubesim" replay --config examples/alloxd.yaml \
   --scheduler-config manifests/scheduler-config.yaml --alloxd "$build_dir/cli/alloxd" \
   --listen "$listen" --state "$state_dir" --speedup "$speedup" "${gates[@]}" "${linger[@]}" ${ALLOX_DEMO_ARGS:-}

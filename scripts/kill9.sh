@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 kills=${1:-100}
 limit=${2:-900}
 build_dir=${ALLOX_BUILD_DIR:-build}
-test_binary="$build_dir/tests/extender/extender_test"
+test_binary="$build_dir/tests/alloxd/alloxd_test"
 [[ -x $test_binary ]] || { echo "kill9: build first (./dev build): no $test_binary" >&2; exit 2; }
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "extender/store.h"
+#include "alloxd/store/store.h"
 
 namespace allox {
 namespace {

@@ -15,10 +15,10 @@
 #include <set>
 #include <string>
 
-#include "extender/admission.h"
-#include "extender/config.h"
-#include "extender/request_threads.h"
-#include "extender/routes.h"
+#include "alloxd/verbs/admission.h"
+#include "alloxd/config.h"
+#include "alloxd/http/request_threads.h"
+#include "alloxd/http/routes.h"
 
 namespace allox {
 namespace {
@@ -326,7 +326,7 @@ Expected<std::string> kustomize(const fs::path& dir) {
 // manifests/realtime/ as an operator uses it (a kustomization of their own with the shipped
 // manifests as its resource and the component beside): alloxd alone gets SYS_NICE, as uid 0 with
 // every other capability dropped, and is told --request-threads auto; kube-scheduler is as
-// shipped. (TheRealtimeOverlaysOneCapabilityTakesEffectForUidZero in tests/extender runs alloxd
+// shipped. (TheRealtimeOverlaysOneCapabilityTakesEffectForUidZero in tests/alloxd runs alloxd
 // under exactly these credentials.)
 TEST(Manifests, RealtimeComponentGrantsOneCapabilityToAlloxdAlone) {
   StandInDir dir;
@@ -362,7 +362,7 @@ TEST(Manifests, RealtimeComponentGrantsOneCapabilityToAlloxdAlone) {
   ASSERT_TRUE(threads.ok());
   auto config = shipped_alloxd_config();
   ASSERT_TRUE(config.ok()) << config.message();
-  EXPECT_EQ(extender::RequestClass::kRealtime,
+  EXPECT_EQ(allox::RequestClass::kRealtime,
             extender::choose_request_class(*threads, config->listen_host, OkStatus()).chosen);
 }
 

@@ -1,0 +1,92 @@
+// ClusterApi over kube::KubeClient (see cluster_api.h).
+#include <cmath>
+
+#include "alloxd/control/cluster_api.h"
+#include "alloxd/model/pod.h"
+#include "kube/quantity.h"
+
+namespace allox::extender {
+namespace {
+
+using nlohmann::json;
+
+class KubeBinder final : public ClusterApi {
+ public:
+  explicit KubeBinder(kube::KubeClient& client) : client_(client) {}
+
+  Status bind(const BindingArgs& binding) override {
+    const std::string namespace_name =
+        binding.pod_namespace.empty() ? "default" : binding.pod_namespace;
+    json body = {
+        {"apiVersion", "v1"},
+        {"kind", "Binding"},
+        {"metadata",
+         {{"name", binding.pod_name}, {"namespace", namespace_name}, {"uid", binding.pod_uid}}},
+        {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", binding.node}}}};
+    const std::string what =
+        "binding " + namespace_name + "/" + binding.pod_name + " to " + binding.node;
+    auto reply = client_.call("POST",
+                              "/api/v1/namespaces/" + kube::escape(namespace_name) + "/pods/" +
+                                  kube::escape(binding.pod_name) + "/binding",
+                              body.dump());
+    if (!reply) return Error{what + ": " + reply.message()};
+    if (reply->status != 201 && reply->status != 200) {
+      return Error{what + ": API server answered " + std::to_string(reply->status) + ": " +
+                   reply->body.substr(0, 300)};
+    }
+    return OkStatus();
+  }
+
+  Expected<std::optional<json>> pod(const std::string& namespace_name,
+                                    const std::string& name) override {
+    const std::string what = "reading pod " + namespace_name + "/" + name;
+    auto reply = client_.call("GET", "/api/v1/namespaces/" + kube::escape(namespace_name) +
+                                         "/pods/" + kube::escape(name));
+    if (!reply) return Error{what + ": " + reply.message()};
+    if (reply->status == 404) return std::optional<json>{};
+    if (reply->status != 200) {
+      return Error{what + ": API server answered " + std::to_string(reply->status) + ": " +
+                   reply->body.substr(0, 300)};
+    }
+    json pod = json::parse(reply->body, nullptr, false);
+    if (!pod.is_object()) return Error{what + ": the reply is not a JSON object"};
+    return std::optional<json>{std::move(pod)};
+  }
+
+ private:
+  kube::KubeClient& client_;
+};
+
+}  // namespace
+
+std::unique_ptr<ClusterApi> make_kube_binder(kube::KubeClient& client) {
+  return std::make_unique<KubeBinder>(client);
+}
+Expected<NodeInventory> node_inventory(const json& node, const DeviceMapping& devices) {
+  if (!node.is_object()) return Error{"node: expected an object"};
+  NodeInventory inventory;
+  const json* metadata = find_key(node, "metadata");
+  const json* name =
+      metadata != nullptr && metadata->is_object() ? find_key(*metadata, "name") : nullptr;
+  if (name == nullptr || !name->is_string()) return Error{"node: metadata.name missing"};
+  inventory.name = name->get<std::string>();
+  const json* status = find_key(node, "status");
+  const json* allocatable =
+      status != nullptr && status->is_object() ? find_key(*status, "allocatable") : nullptr;
+  if (allocatable == nullptr || !allocatable->is_object()) return inventory;
+  for (const auto& [resource, quantity] : allocatable->items()) {
+    if (!quantity.is_string()) continue;
+    auto amount = kube::parse_quantity(quantity.get<std::string>());
+    if (!amount) return Error{"node " + inventory.name + ": " + resource + ": " + amount.message()};
+    if (resource == "cpu") {
+      int machines = static_cast<int>(std::floor(*amount / devices.cores_per_machine));
+      if (machines > 0) inventory.machines[devices.cpu_device] += machines;
+    } else if (auto device = devices.device_for(resource)) {
+      int machines = static_cast<int>(std::floor(*amount));
+      if (machines > 0) inventory.machines[*device] += machines;
+    }
+  }
+  return inventory;
+}
+
+}  // namespace allox::extender

@@ -1,0 +1,274 @@
+#include "alloxd/model/pod.h"
+
+#include <charconv>
+#include <cmath>
+
+#include "alloxd/config.h"
+#include "extender_api/wire.h"
+#include "kube/quantity.h"
+
+namespace allox::extender {
+namespace {
+
+using kube::parse_quantity;
+
+using nlohmann::json;
+
+constexpr std::string_view kAnnotationPrefix = "allox.io/";
+constexpr std::string_view kTimePrefix = "allox.io/time.";
+
+std::optional<double> parse_number(std::string_view text) {
+  double value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(value)) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+// A positive whole number that fits int64: "1000", "1e3" and "1000.0" read as 1000.
+std::optional<std::int64_t> parse_iterations(std::string_view text) {
+  std::int64_t whole = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), whole);
+  if (ec == std::errc() && end == text.data() + text.size()) {
+    return whole >= 1 ? std::optional(whole) : std::nullopt;
+  }
+  auto n = parse_number(text);
+  // 2^63 is exactly representable; anything at or above it does not fit.
+  if (!n || *n < 1 || *n != std::floor(*n) || *n >= 9223372036854775808.0) return std::nullopt;
+  return static_cast<std::int64_t>(*n);
+}
+
+// How a value appears in an error: quoted, and cut to its first 64 bytes with its size when
+// longer, so a 100 KB annotation never comes back in every node's filter reason.
+std::string shown_value(std::string_view text) {
+  constexpr std::size_t kShown = 64;
+  std::string out = "\"";
+  for (char c : text.substr(0, kShown)) {
+    const auto byte = static_cast<unsigned char>(c);
+    out += byte < 0x20 || byte == 0x7f ? '?' : c;
+  }
+  out += '"';
+  if (text.size() > kShown) out += "... (" + std::to_string(text.size()) + " bytes)";
+  return out;
+}
+
+bool has_control_character(std::string_view text) {
+  for (char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7f) return true;
+  }
+  return false;
+}
+
+// Why a label-like value (a user, a device type) is unusable, if it is.
+std::optional<std::string> label_problem(std::string_view text) {
+  if (text.size() > kMaxLabelLength) {
+    return std::to_string(text.size()) + " bytes, over Kubernetes' limit of " +
+           std::to_string(kMaxLabelLength) + " for label values";
+  }
+  if (has_control_character(text)) return std::string("holds a control character");
+  return std::nullopt;
+}
+
+std::string string_at(const json& object, std::string_view key) {
+  const json* value = find_key(object, key);
+  return value != nullptr && value->is_string() ? value->get<std::string>() : std::string();
+}
+
+// Sums requests (limits where a resource has no request) over the pod's containers.
+Expected<std::map<std::string, double>> requested_resources(const json& pod) {
+  std::map<std::string, double> total;
+  const json* spec = find_key(pod, "spec");
+  if (spec == nullptr || !spec->is_object()) return total;
+  const json* containers = find_key(*spec, "containers");
+  if (containers == nullptr || !containers->is_array()) return total;
+  for (std::size_t i = 0; i < containers->size(); ++i) {
+    const json& container = (*containers)[i];
+    if (!container.is_object()) continue;
+    const json* resources = find_key(container, "resources");
+    if (resources == nullptr || !resources->is_object()) continue;
+    std::map<std::string, double> own;
+    for (const char* kind : {"limits", "requests"}) {  // requests override limits
+      const json* list = find_key(*resources, kind);
+      if (list == nullptr || !list->is_object()) continue;
+      for (const auto& [name, quantity] : list->items()) {
+        std::string where =
+            "Pod.spec.containers[" + std::to_string(i) + "].resources." + kind + "." + name;
+        std::optional<double> amount;
+        if (quantity.is_string()) {
+          auto parsed = parse_quantity(quantity.get<std::string>());
+          if (!parsed) return Error{where + ": " + parsed.message()};
+          amount = *parsed;
+        } else if (quantity.is_number()) {
+          amount = quantity.get<double>();
+        } else {
+          return Error{where + ": expected a quantity"};
+        }
+        own[name] = *amount;
+      }
+    }
+    for (const auto& [name, amount] : own) total[name] += amount;
+  }
+  return total;
+}
+
+}  // namespace
+
+Expected<PodIdentity> pod_identity(const json& pod) {
+  if (!pod.is_object()) return Error{"Pod: expected an object"};
+  const json* metadata = find_key(pod, "metadata");
+  if (metadata == nullptr || !metadata->is_object()) return Error{"Pod.metadata: missing"};
+  const json* name = find_key(*metadata, "name");
+  if (name == nullptr || !name->is_string() || name->get<std::string>().empty()) {
+    return Error{"Pod.metadata.name: missing"};
+  }
+  const std::string& pod_name = name->get_ref<const std::string&>();
+  if (pod_name.size() > kMaxNameLength) {
+    return Error{"Pod.metadata.name: " + std::to_string(pod_name.size()) +
+                 " bytes, over Kubernetes' limit of " + std::to_string(kMaxNameLength) +
+                 " for names"};
+  }
+  PodIdentity id;
+  id.name = pod_name;
+  id.namespace_name = string_at(*metadata, "namespace");
+  if (id.namespace_name.empty()) id.namespace_name = "default";
+  if (auto problem = label_problem(id.namespace_name)) {
+    return Error{"Pod.metadata.namespace: " + *problem};
+  }
+  id.uid = string_at(*metadata, "uid");
+  if (id.uid.size() > kMaxNameLength) return Error{"Pod.metadata.uid: too long for a UID"};
+  return id;
+}
+
+Status check_job_id(std::string_view id) {
+  const std::size_t slash = id.find('/');
+  if (slash == std::string_view::npos) return Error{"expected <namespace>/<name>, got no '/'"};
+  const std::string_view namespace_name = id.substr(0, slash);
+  const std::string_view name = id.substr(slash + 1);
+  if (name.find('/') != std::string_view::npos) {
+    return Error{"has a '/' beyond the one between namespace and name"};
+  }
+  if (namespace_name.empty() || name.empty()) {
+    return Error{"expected <namespace>/<name>, got an empty " +
+                 std::string(namespace_name.empty() ? "namespace" : "name")};
+  }
+  for (std::string_view segment : {namespace_name, name}) {
+    if (segment == "." || segment == "..") return Error{"has a \"" + std::string(segment) + "\" segment"};
+  }
+  if (namespace_name.size() > kMaxLabelLength) {
+    return Error{"namespace of " + std::to_string(namespace_name.size()) +
+                 " bytes, over Kubernetes' limit of " + std::to_string(kMaxLabelLength)};
+  }
+  if (name.size() > kMaxNameLength) {
+    return Error{"name of " + std::to_string(name.size()) + " bytes, over Kubernetes' limit of " +
+                 std::to_string(kMaxNameLength) + " for names"};
+  }
+  if (has_control_character(id)) return Error{"holds a control character"};
+  return OkStatus();
+}
+
+std::string Tenancy::charged_user(const std::string& namespace_name,
+                                  const std::string& annotated) const {
+  if (!annotated.empty() && user_annotation_namespaces.count(namespace_name)) return annotated;
+  auto mapped = namespace_users.find(namespace_name);
+  return mapped != namespace_users.end() ? mapped->second : namespace_name;
+}
+
+std::string job_id_in_namespace(const std::string& namespace_name, const std::string& annotated) {
+  const std::string prefix = namespace_name + "/";
+  if (std::string_view(annotated).starts_with(prefix)) return annotated;
+  return prefix + annotated;
+}
+
+Expected<JobVariant> read_job_variant(const json& pod, const DeviceMapping& mapping,
+                                      const Tenancy& tenancy) {
+  auto id = pod_identity(pod);
+  if (!id) return id.error();
+  JobVariant variant;
+  variant.pod = std::move(*id);
+  std::string job_annotation = variant.pod.name;
+  bool annotated_job = false;
+  std::string user_annotation;
+
+  const json* metadata = find_key(pod, "metadata");
+  const json* annotations = find_key(*metadata, "annotations");
+  std::string device_annotation;
+  if (annotations != nullptr && annotations->is_object()) {
+    for (const auto& [key, value] : annotations->items()) {
+      if (!std::string_view(key).starts_with(kAnnotationPrefix)) continue;
+      // An annotation key is the pod's to choose too: a long one is cut like a value.
+      const std::string named = key.size() <= kMaxNameLength ? key : shown_value(key);
+      if (!value.is_string()) return Error{"annotation " + named + ": expected a string"};
+      const std::string text = value.get<std::string>();
+      std::string where = "annotation " + named + ": ";
+      if (key == "allox.io/job") {
+        if (text.empty()) return Error{where + "empty job id"};
+        job_annotation = text;
+        annotated_job = true;
+      } else if (key == "allox.io/user") {
+        if (text.empty()) return Error{where + "empty user"};
+        user_annotation = text;
+      } else if (key == "allox.io/device") {
+        if (auto problem = label_problem(text)) return Error{where + *problem};
+        device_annotation = text;
+      } else if (key == "allox.io/iterations") {
+        auto n = parse_iterations(text);
+        if (!n) {
+          return Error{where + shown_value(text) + " is not a positive whole number within int64"};
+        }
+        variant.iterations = *n;
+      } else if (std::string_view(key).starts_with(kTimePrefix)) {
+        const std::string device = key.substr(kTimePrefix.size());
+        if (auto problem = label_problem(device)) {
+          return Error{where + "the device type is " + *problem};
+        }
+        auto seconds = parse_number(text);
+        if (!seconds || *seconds <= 0) {
+          return Error{where + shown_value(text) + " is not a number of seconds"};
+        }
+        if (*seconds < kMinJobSeconds || *seconds > kMaxJobSeconds) {
+          return Error{where + shown_value(text) +
+                       " seconds is out of range: 0.001 to 2592000 (30 days)"};
+        }
+        variant.time_hints[device] = *seconds;
+      }
+      // Other allox.io/ annotations (allox.io/admitted, set by allox itself) carry no input.
+    }
+  }
+
+  // The job id: the annotation names a job of the pod's own namespace ("train" or
+  // "<namespace>/train"); any other '/' is refused rather than nested under the namespace.
+  variant.job_id = job_id_in_namespace(variant.pod.namespace_name, job_annotation);
+  if (auto s = check_job_id(variant.job_id); !s) {
+    return Error{std::string(annotated_job ? "annotation allox.io/job" : "Pod.metadata.name") +
+                 ": the job id " + s.message()};
+  }
+  // allox.io/user counts only where the tenancy lets a namespace name its user; elsewhere it is
+  // ignored, whatever its size.
+  if (!user_annotation.empty() &&
+      tenancy.user_annotation_namespaces.count(variant.pod.namespace_name) != 0) {
+    if (auto problem = label_problem(user_annotation)) {
+      return Error{"annotation allox.io/user: " + *problem};
+    }
+  }
+  variant.user = tenancy.charged_user(variant.pod.namespace_name, user_annotation);
+
+  if (!device_annotation.empty()) {
+    variant.device = device_annotation;
+  } else {
+    auto requests = requested_resources(pod);
+    if (!requests) return requests.error();
+    for (const auto& [resource, amount] : *requests) {
+      if (amount <= 0) continue;
+      if (auto device = mapping.device_for(resource)) {
+        variant.device = *device;
+        break;
+      }
+    }
+    if (variant.device.empty()) variant.device = mapping.cpu_device;
+  }
+  return variant;
+}
+
+}  // namespace allox::extender

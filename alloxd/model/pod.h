@@ -1,0 +1,98 @@
+// What allox reads from a v1.Pod: its identity, its allox.io annotations and the resources it
+// requests, turned into a JobVariant (docs/design.md, "alloxd", pod annotations).
+//
+//   allox.io/job          job id; pods sharing it are device variants of one job
+//                         (default: name). The id always lives in the pod's namespace: "train"
+//                         and "team-a/train" in namespace team-a name job team-a/train, while
+//                         "team-a/train" in namespace team-b is refused (a '/' beyond the
+//                         namespace separator), so one tenant can never join, block or delete
+//                         another's job; check_job_id's rules apply
+//   allox.io/user         the user charged for the job, read only in namespaces the Tenancy
+//                         rules list (elsewhere it is ignored: the charged user is the
+//                         namespace, or the user the rules map the namespace to)
+//   allox.io/device       device type of this variant (default: inferred from the requested
+//                         resources through the config's resource mapping, else the CPU device)
+//   allox.io/iterations   total iterations (profiler input), a whole number within int64
+//   allox.io/time.<dev>   processing-time hint in seconds on device <dev>, within
+//                         [kMinJobSeconds, kMaxJobSeconds]
+//
+// Resource requests are summed over containers (limits stand in for missing requests, as in
+// Kubernetes). Quantities use Kubernetes suffixes (500m, 2, 1k, 32Gi). Thread-safe: pure.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+
+#include "core/model.h"
+#include "core/result.h"
+
+namespace allox::extender {
+
+struct DeviceMapping;  // alloxd/config.h
+
+// Bounds on any processing time alloxd accepts (hints, profile fits, estimates): 1 ms to 30
+// days. Values outside are input errors, never handed to the matcher, whose integer costs
+// would overflow on them (one pod with time.gpu 1e300 would stop every round).
+inline constexpr double kMinJobSeconds = 0.001;
+inline constexpr double kMaxJobSeconds = 30.0 * 24 * 3600;
+
+// Kubernetes' own limits, applied to what a pod or a client hands alloxd so that no tenant can
+// make it hold (or repeat in every answer) an unbounded string: 253 for names (a pod's name, the
+// name part of a job id), 63 for label-like values (a namespace, allox.io/user, a device type).
+inline constexpr std::size_t kMaxNameLength = 253;
+inline constexpr std::size_t kMaxLabelLength = 63;
+
+// Checks a job id: "<namespace>/<name>", the namespace at most kMaxLabelLength bytes and the name
+// at most kMaxNameLength, neither empty, "." or "..", with no '/' beyond the separator and no
+// control characters. The error says what is wrong without quoting the id, e.g.
+// `has a ".." segment`; callers prefix the field ("annotation allox.io/job: ", "job id: ").
+Status check_job_id(std::string_view id);
+
+// Who pays for a pod's job. By default the namespace is the user; an operator may map
+// namespaces to users, or let listed namespaces name their user with allox.io/user.
+struct Tenancy {
+  std::map<std::string, std::string> namespace_users;
+  std::set<std::string> user_annotation_namespaces;
+
+  // The user charged for a pod in `namespace_name` whose allox.io/user is `annotated` ("" when
+  // absent).
+  std::string charged_user(const std::string& namespace_name, const std::string& annotated) const;
+};
+
+struct PodIdentity {
+  std::string name;
+  std::string namespace_name;
+  std::string uid;
+};
+
+struct JobVariant {
+  PodIdentity pod;
+  std::string job_id;
+  std::string user;
+  DeviceType device;
+  std::optional<std::int64_t> iterations;
+  std::map<DeviceType, double> time_hints;  // seconds, from allox.io/time.<dev>
+};
+
+// The pod's identity, or an error naming the missing or invalid field (metadata.name is
+// required, at most kMaxNameLength bytes; a namespace at most kMaxLabelLength; a missing
+// namespace reads as "default", a missing uid as "").
+Expected<PodIdentity> pod_identity(const nlohmann::json& pod);
+
+// The id of the job that allox.io/job value `annotated` names for a pod in `namespace_name`
+// ("" means the pod's own name): always "<namespace_name>/...".
+std::string job_id_in_namespace(const std::string& namespace_name, const std::string& annotated);
+
+// Reads the pod as a job variant. Errors name the field, e.g.
+// `annotation allox.io/time.gpu: "fast" is not a number of seconds`; a value over its length
+// limit (allox.io/user, allox.io/device, allox.io/job, a time.<dev> key) is refused by its size,
+// and no error quotes more than the first 64 bytes of any value.
+Expected<JobVariant> read_job_variant(const nlohmann::json& pod, const DeviceMapping& mapping,
+                                      const Tenancy& tenancy = {});
+
+}  // namespace allox::extender

@@ -1,0 +1,152 @@
+#include "alloxd/plan/plan.h"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+namespace allox::extender {
+namespace {
+
+// Policies may leave estimated starts out (they are advisory). For those jobs, list-schedule in
+// the given order: each goes to the machine where it would finish first, starting when that
+// machine frees up (busy machines at their estimated finish, machines taken by this round's
+// starts after those jobs). O(jobs × machines).
+template <class Waiting>
+void fill_missing_starts(const ClusterState& state, const std::vector<Placement>& starts,
+                         std::vector<Waiting>& waiting) {
+  // The policy usually estimates every start: then there is nothing to schedule (and no index
+  // of a 50,000-job queue to build).
+  if (std::none_of(waiting.begin(), waiting.end(), [](const Waiting& w) {
+        return w.estimated_start == std::numeric_limits<double>::infinity();
+      })) {
+    return;
+  }
+  std::vector<double> free_at(state.machines.size(), state.now);
+  for (std::size_t m = 0; m < state.machines.size(); ++m) {
+    if (!state.idle[m]) free_at[m] = std::max(state.now, state.machines[m].busy_until);
+  }
+  std::map<std::string, const Job*> queued_jobs;
+  for (const QueuedJob& q : state.queue) queued_jobs[q.job->id] = q.job;
+  for (const Placement& p : starts) {
+    auto job = queued_jobs.find(p.job_id);
+    if (job == queued_jobs.end() || p.machine >= free_at.size()) continue;
+    free_at[p.machine] =
+        state.now + job->second->time_on(state.machines[p.machine].device).value_or(0);
+  }
+  for (Waiting& w : waiting) {
+    if (w.estimated_start != std::numeric_limits<double>::infinity()) continue;
+    const Job& job = *w.queued->job;
+    std::size_t best = free_at.size();
+    double best_finish = std::numeric_limits<double>::infinity();
+    for (std::size_t m = 0; m < free_at.size(); ++m) {
+      auto p = job.time_on(state.machines[m].device);
+      if (p && free_at[m] + *p < best_finish) best = m, best_finish = free_at[m] + *p;
+    }
+    if (best == free_at.size()) continue;
+    w.estimated_start = free_at[best];
+    free_at[best] = best_finish;
+  }
+}
+
+// Plan::starts_on's key: the node and the device, apart.
+std::string machine_key(std::string_view node, std::string_view device) {
+  std::string key;
+  key.reserve(node.size() + 1 + device.size());
+  key.append(node).push_back('\0');
+  key.append(device);
+  return key;
+}
+
+}  // namespace
+
+int Plan::planned_on(std::string_view node, std::string_view device) const {
+  if (starts_on.empty()) return 0;
+  auto found = starts_on.find(machine_key(node, device));
+  return found == starts_on.end() ? 0 : found->second;
+}
+
+void index_starts(Plan& plan) {
+  plan.starts_on.clear();
+  for (const auto& [job, start] : plan.starts)
+    ++plan.starts_on[machine_key(start.node, start.device)];
+}
+
+Plan make_plan(const PlanInput& input, const Expected<Decision>& decision,
+               const std::vector<MachineSlot>& slots, double solve_seconds) {
+  Plan plan;
+  plan.version = input.version;
+  plan.solved_at = input.state.now;
+  plan.solve_seconds = solve_seconds;
+  plan.unrunnable.insert(input.unrunnable.begin(), input.unrunnable.end());
+  if (!decision) {
+    plan.error = decision.message();
+    return plan;
+  }
+  for (const Placement& placement : decision->start) {
+    if (placement.machine >= slots.size()) continue;  // a policy bug; the job stays queued
+    const MachineSlot& slot = slots[placement.machine];
+    plan.starts[placement.job_id] = {slot.node, slot.device, static_cast<int>(placement.machine)};
+  }
+  struct Waiting {
+    double estimated_start;
+    double arrival;
+    const QueuedJob* queued;
+  };
+  std::vector<Waiting> waiting;
+  waiting.reserve(input.state.queue.size());
+  for (const QueuedJob& queued : input.state.queue) {
+    if (plan.starts.count(queued.job->id)) continue;
+    auto estimate = decision->estimated_start.find(queued.job->id);
+    double start = estimate == decision->estimated_start.end()
+                       ? std::numeric_limits<double>::infinity()
+                       : estimate->second;
+    waiting.push_back({start, queued.job->arrival, &queued});
+  }
+  auto by_start = [](const Waiting& a, const Waiting& b) {
+    return std::tie(a.estimated_start, a.arrival, a.queued->job->id) <
+           std::tie(b.estimated_start, b.arrival, b.queued->job->id);
+  };
+  std::sort(waiting.begin(), waiting.end(), by_start);
+  fill_missing_starts(input.state, decision->start, waiting);
+  std::sort(waiting.begin(), waiting.end(), by_start);
+  plan.waiting.reserve(waiting.size());
+  for (std::size_t i = 0; i < waiting.size(); ++i) {
+    PlannedWait wait{static_cast<int>(i + 1), static_cast<int>(waiting.size()), std::nullopt};
+    if (waiting[i].estimated_start != std::numeric_limits<double>::infinity()) {
+      wait.estimated_start = waiting[i].estimated_start;
+    }
+    plan.waiting[waiting[i].queued->job->id] = wait;
+  }
+  index_starts(plan);
+  return plan;
+}
+
+void PlanBoard::publish(std::shared_ptr<const Plan> plan) {
+  std::shared_ptr<const Plan> previous;
+  {
+    std::lock_guard lock(mu_);
+    previous = std::exchange(latest_, std::move(plan));
+  }
+  published_.notify_all();
+  // A retired plan held by the board alone stays so: no reader can reach it any more.
+  std::erase_if(retired_, [](const auto& retired) { return retired.use_count() == 1; });
+  if (previous.use_count() > 1) retired_.push_back(std::move(previous));
+  // else `previous` is freed here, on this thread, outside the lock
+}
+
+std::shared_ptr<const Plan> PlanBoard::latest() const {
+  std::lock_guard lock(mu_);
+  return latest_;
+}
+
+std::shared_ptr<const Plan> PlanBoard::wait_for(
+    std::uint64_t version, std::chrono::steady_clock::time_point deadline) const {
+  std::unique_lock lock(mu_);
+  published_.wait_until(lock, deadline, [&] { return latest_->version >= version; });
+  return latest_;
+}
+
+}  // namespace allox::extender

@@ -1,0 +1,91 @@
+// The latest scheduling plan, read by every filter and prioritize call.
+//
+// A plan is the policy's Decision turned into per-job answers: the slot each job that starts
+// now goes to, and for the others their position in the queue and estimated start (the
+// policy's, else a list schedule: O(jobs × machines) per plan). Plans are
+// immutable once made and shared by pointer (PlanBoard), so readers never wait for a solve.
+//
+// make_plan is pure. PlanBoard is thread-safe: publish() from one thread (the planner's),
+// latest() and wait_for() from any thread.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "alloxd/store/job_book.h"
+
+namespace allox::extender {
+
+struct PlannedStart {
+  std::string node;
+  DeviceType device;
+  int slot = -1;  // index into JobBook::slots()
+
+  bool operator==(const PlannedStart&) const = default;
+};
+
+struct PlannedWait {
+  int position = 0;  // 1-based, by estimated start (then arrival)
+  int queue_length = 0;
+  // Unix seconds: the policy's estimate, or, where it gave none, a list schedule of the waiting
+  // jobs in the policy's order onto the machines as they free up (see make_plan). Unset only
+  // for a job no machine can run.
+  std::optional<double> estimated_start;
+};
+
+struct Plan {
+  std::uint64_t version = 0;  // JobBook::version() of the input
+  double solved_at = 0;
+  double solve_seconds = 0;
+  std::unordered_map<std::string, PlannedStart> starts;
+  std::unordered_map<std::string, PlannedWait> waiting;
+  // How many starts the plan puts on each machine type of a node (index_starts()): the free
+  // machines there that a start planned elsewhere may take without taking another job's.
+  std::unordered_map<std::string, int> starts_on;
+  int planned_on(std::string_view node, std::string_view device) const;
+  std::unordered_set<std::string> unrunnable;
+  std::string error;  // the policy's error, when it failed
+  // Queued jobs the policy cannot take (job id -> reason); left out of the round so it goes on
+  // for everyone else. Event writers post these as FailedAndUnresolvableNodes reasons.
+  std::unordered_map<std::string, std::string> parked;
+};
+
+// Indexed (index_starts) before it returns.
+Plan make_plan(const PlanInput& input, const Expected<Decision>& decision,
+               const std::vector<MachineSlot>& slots, double solve_seconds);
+// Recounts plan.starts_on from plan.starts (after starts were added to a made plan).
+void index_starts(Plan& plan);
+
+// A plan replaced by a newer one is destroyed on the publishing thread, never under the board's
+// lock nor by the reader that happened to hold it last: at 10,000 queued jobs freeing one is
+// tens of thousands of frees, which readers (a /filter) would otherwise wait on or pay for.
+// The board keeps each replaced plan until a later publish() finds no reader holding it.
+class PlanBoard {
+ public:
+  PlanBoard() : latest_(std::make_shared<const Plan>()) {}
+  void publish(std::shared_ptr<const Plan> plan);
+  // Replaced plans some reader still held at the last publish() (kept for the publisher to free).
+  std::size_t retired() const { return retired_.size(); }
+  std::shared_ptr<const Plan> latest() const;
+  // The latest plan once it reflects book version `version`, or whatever is latest at the
+  // deadline.
+  std::shared_ptr<const Plan> wait_for(std::uint64_t version,
+                                       std::chrono::steady_clock::time_point deadline) const;
+
+ private:
+  mutable std::mutex mu_;
+  mutable std::condition_variable published_;
+  std::shared_ptr<const Plan> latest_;
+  std::vector<std::shared_ptr<const Plan>> retired_;  // the publisher's alone
+};
+
+}  // namespace allox::extender

@@ -1,0 +1,340 @@
+// The job queue and its planner: the job book under its lock, made durable through the Store,
+// and the thread that plans it (docs/design.md, "alloxd").
+//
+// Every change (a new variant, a start, a completion, a profile, a new inventory) is written to
+// the Store before the book changes and before the call returns, then wakes the planner thread.
+// The thread snapshots the book, runs the policy (fairness round + matcher) and publishes a
+// Plan; it plans again after a change and at least every `tick`. Readers take the latest plan
+// by pointer and read the book under a shared lock (read()), so they never wait for a solve.
+//
+// Pacing: after a plan that took d seconds (snapshot to published), the next one
+// starts no sooner than min(pace × d, max_pause) after it, however many changes arrive in
+// between: they are all in that next plan. Under a stream of changes (a backlog binding at
+// hundreds of pods a second, each bind and watch event a change) the thread then uses at most
+// 1 / (1 + pace) of a core instead of re-solving the whole queue after every change, and a
+// change waits at most max_pause longer for the plan that includes it. solve_now() never waits
+// out a pause.
+//
+// The planner does not talk to kube-scheduler or the API server: the verbs (verbs.h) and the
+// cluster side (cluster_poller.h) call it.
+//
+// Isolation: when the policy fails a round, each queued job is tried alone and the
+// ones it cannot take are parked (Plan::parked, BookJob::parked); the round then goes on for
+// everyone else. Bind intents restored from the store hold readiness back until
+// reconcile_binds() has looked at them once (with no API server, there is nothing to wait for).
+// Finished runs leave the book after retention.finished_seconds and the store after
+// retention.history_seconds.
+//
+// Thread-safe: all public methods may be called concurrently.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "alloxd/web/bind_latency.h"
+#include "alloxd/control/cluster_api.h"
+#include "alloxd/config.h"
+#include "alloxd/store/job_book.h"
+#include "alloxd/web/metrics.h"
+#include "alloxd/plan/plan.h"
+#include "alloxd/store/store.h"
+#include "alloxd/web/timeline.h"
+#include "alloxd/store/write_delegate.h"
+#include "fairness/policy.h"
+
+namespace allox::extender {
+
+// A profiling or progress report (POST /v1/profiles).
+struct ProfileReport {
+  std::string job_id;
+  DeviceType device;
+  ProfileSample::Kind kind = ProfileSample::Kind::kProfile;
+  std::int64_t iterations = 0;
+  double seconds = 0;
+};
+
+struct PlannerOptions {
+  // Unix seconds; tests substitute a fake clock. Unset: the wall clock.
+  std::function<double()> clock;
+  // A fixed node inventory (no API server); set before the stored jobs are restored.
+  std::optional<std::vector<NodeInventory>> inventory;
+  // How long (wall seconds, whatever `clock` says) an admitted job keeps its slot while its pod
+  // is not yet bound: it waits on kube-scheduler, which runs on the wall's time.
+  double admission_hold = 60;
+  // The monotonic clock admission_hold is measured on. Tests substitute a stepped one; unset:
+  // steady_clock.
+  std::function<std::chrono::steady_clock::time_point()> steady_now;
+  // The pause after each plan (see above). pace 0: plan again as soon as anything changed.
+  double pace = 1;
+  double max_pause = 0.2;  // seconds
+  // With a controller (it admits each plan's starts): how long, at most, the next snapshot waits
+  // after a plan for the controller to say it acted on it (plan_acted_on). A plan solved before
+  // the last plan's admissions were in the book does not hold their machines, so it may start
+  // other jobs on them. 0: no wait.
+  double admissions_wait = 0;  // seconds
+  // The planner thread's nice value (thread_priority.h): the request threads, the watch and the
+  // controller go first when the cores are busy. Never raised above the process's: 0 keeps it.
+  int nice = 10;
+};
+
+// The pause after a plan that took `solve_seconds`: min(pace × solve_seconds, max_pause), and
+// never negative.
+std::chrono::steady_clock::duration plan_pause(double solve_seconds, double pace, double max_pause);
+
+class Planner {
+ public:
+  // The batched writers (register_variants, complete_all, admit_all: the watch's bursts and a
+  // new plan's admissions) change the book this many at a time, each chunk under its own hold
+  // of the book's lock: a /filter waits for one chunk at most, not for thousands of changes.
+  // Every change is whole on its own, so a reader between chunks sees the book that the same
+  // calls made one after another would have left.
+  static constexpr std::size_t kBookWriteChunk = 64;
+
+  // Opens the store and restores the book from it. metrics must outlive the planner.
+  static Expected<std::unique_ptr<Planner>> create(const ExtenderConfig& config,
+                                                   std::unique_ptr<SchedulingPolicy> policy,
+                                                   Metrics& metrics, PlannerOptions options = {});
+  ~Planner();
+
+  // Starts and stops the planner thread. stop() is idempotent; the destructor calls it.
+  void start();
+  void stop();
+
+  // True once the node inventory is loaded and a first plan is published.
+  bool ready() const;
+  double now() const { return options_.clock(); }
+  // The monotonic clock of admission holds (PlannerOptions::steady_now).
+  std::chrono::steady_clock::time_point steady_now() const {
+    return options_.steady_now ? options_.steady_now() : std::chrono::steady_clock::now();
+  }
+  const ExtenderConfig& config() const { return config_; }
+
+  // Changes. Each is durable before it returns and wakes the planner thread. `durability`
+  // (store.h): kWritten for what the API server also holds (the watch's pods, a start whose
+  // bind intent is on disk), which then costs no fsync of its own.
+  void set_inventory(const std::vector<NodeInventory>& nodes);
+  // Registers a pod as a variant of its job (persisted when new or changed). Returns the book
+  // version a plan must reach to include it (0 when nothing changed).
+  Expected<std::uint64_t> register_variant(const JobVariant& variant,
+                                           Durability durability = Durability::kSynced);
+  // register_variant for each, in order, in one store transaction (the watch's burst of new
+  // pods); an outcome per variant. When the transaction fails, each is registered alone so one
+  // bad pod fails only itself. A pod must appear at most once.
+  std::vector<Status> register_variants(const std::vector<JobVariant>& variants,
+                                        Durability durability = Durability::kSynced);
+  struct Started {
+    JobRecord record;
+    std::vector<PodIdentity> unused_variants;  // the job's other variants, which never run
+  };
+  // Durable before the API server is asked to bind (store.h); dropped when it refuses.
+  Status record_bind_intent(const BindIntent& intent);
+  Status drop_bind_intent(std::int64_t job_row);
+  // Records that `variant` was bound to `node` (on `preferred_slot` when it is free there).
+  // unused_variants holds only pods in variant's namespace: a job never spans tenants. Idempotent:
+  // a start already recorded for this pod on this node (the watch saw the binding first, and
+  // perhaps the pod's end too) is returned. Concurrent calls (kube-scheduler's binds run side by
+  // side) are recorded as one group: one hold of the writers' lock, one store transaction.
+  Expected<Started> record_start(const JobVariant& variant, const std::string& node,
+                                 int preferred_slot, Durability durability = Durability::kSynced);
+  // The job finished (its pod succeeded, failed or vanished, or an operator said so).
+  Status complete(const std::string& job_id, Durability durability = Durability::kSynced);
+  // complete() for each (the watch's burst of ended pods): one hold of the writers' lock, one
+  // store transaction (each alone when it fails), one update of the book; an outcome per id. An
+  // id given twice is completed once (the second is answered as the first).
+  std::vector<Status> complete_all(const std::vector<std::string>& job_ids,
+                                   Durability durability = Durability::kSynced);
+  // An admin removes a queued job for good; its pods are refused from then on.
+  Status remove(const std::string& job_id);
+  // Settles bind intents from pods as the API server shows them: a pod with spec.nodeName was
+  // bound there (the job starts), one without was not (the intent is dropped). With `complete`
+  // (a full list, e.g. an informer's first list) an intent whose pod is absent is dropped too;
+  // otherwise absent pods are left for a later call.
+  void reconcile_binds(const std::vector<PodPlacement>& pods, bool complete);
+  Status add_profile(const ProfileReport& report);
+  // The pod is no longer a variant of its job (it was deleted); a waiting job left without
+  // variants leaves the queue. The pod a job runs as is never removed. Written, not synced: the
+  // API server is where the deletion lives (a re-list after a power cut shows it again).
+  Status remove_variant(const PodIdentity& pod);
+  // The plan starts `job_id` as the variant `pod_key` ("namespace/name") at `start`, and the
+  // controller releases that pod: its other variants leave the book and the store, so no later
+  // plan picks them (the controller deletes them), and an admission is a commitment: later
+  // plans keep starting the job on that slot (held for it, as if it ran) until it binds or for
+  // `admission_hold` seconds. A released pod is never turned away by a plan that changed its
+  // mind in between (it would be parked by kube-scheduler, waiting for a nudge or 5 minutes).
+  // Admitting again as before changes nothing and does not wake the planner. The siblings'
+  // removal is written, not synced: the admission itself lives in memory only.
+  Status admit(const std::string& job_id, const std::string& pod_key, const PlannedStart& start);
+  struct AdmitRequest {
+    std::string job_id;
+    std::string pod_key;  // namespace/name
+    PlannedStart start;
+  };
+  // admit() for each (a job at most once), the siblings' removals in one store transaction
+  // (falling back to one by one when it fails); an outcome per admission.
+  std::vector<Status> admit_all(const std::vector<AdmitRequest>& admissions);
+  // The variant ("namespace/name") `job_id` was admitted as, if it was.
+  std::optional<std::string> admitted_as(const std::string& job_id) const;
+  // Runs on the planner thread after each plan is published. Set before start().
+  void set_plan_listener(std::function<void()> listener) { plan_listener_ = std::move(listener); }
+
+  // Reads. `read` runs under the book's shared lock and must not call back into the planner.
+  template <typename Read>
+  auto read(Read&& read) const {
+    std::shared_lock lock(book_mu_);
+    return read(static_cast<const JobBook&>(book_));
+  }
+  // As read(), for a variant that needs no registration: its job is in the book, and the variant
+  // is in it as it is (or stays out: its job was admitted as another). Then `read` (returning
+  // bool) runs under the same shared lock and its answer is returned; otherwise false, unread.
+  template <typename Read>
+  bool read_registered(const JobVariant& variant, Read&& read) const {
+    std::shared_lock lock(book_mu_);
+    if (book_.job(variant.job_id) == nullptr) return false;
+    if (!admitted_as_another(variant) && book_.classify(variant) != JobBook::Change::kNone) {
+      return false;
+    }
+    return read(static_cast<const JobBook&>(book_));
+  }
+  std::shared_ptr<const Plan> latest_plan() const { return plans_.latest(); }
+  // The latest plan once it reflects book version `version`, or whatever is latest at deadline.
+  std::shared_ptr<const Plan> wait_for_plan(std::uint64_t version,
+                                            std::chrono::steady_clock::time_point deadline) const {
+    return plans_.wait_for(version, deadline);
+  }
+  Expected<std::vector<UsageRecord>> usage_since(double since) const {
+    return store_->usage_since(since);
+  }
+  // Every user's share as sampled at each solve since `from` (the status page's chart).
+  std::vector<ShareSample> shares_since(double from) const { return share_history_.since(from); }
+
+  // The book version of the latest change that freed capacity (a completion, a new inventory):
+  // a plan older than that may still keep a job waiting that can start now (verbs.h).
+  std::uint64_t freed_version() const { return freed_version_.load(std::memory_order_acquire); }
+
+  // The controller acted on the plan of book version `version` (its admissions are in the
+  // book, or it had none to make): the next snapshot need not wait for it any longer.
+  void plan_acted_on(std::uint64_t version);
+
+  // The book version of the latest admission (admit_all). A plan of an older book was solved
+  // without that admission's hold and may give its machine to another job: the controller acts
+  // on a newer plan only.
+  std::uint64_t admitted_version() const {
+    return admitted_version_.load(std::memory_order_acquire);
+  }
+
+  // Wakes the planner thread and waits until it has published a plan of the current book.
+  void solve_now();
+  // True while a change waits for a plan, or a plan is being made or handed to its listener.
+  bool busy() const;
+
+ private:
+  Planner(ExtenderConfig config, std::unique_ptr<SchedulingPolicy> policy,
+          std::unique_ptr<Store> store, Metrics& metrics, PlannerOptions options);
+  void loop();
+  void solve_once();
+  void wake();
+  void prune_store_history();
+  // Runs the policy; when it fails, parks the queued jobs it cannot take alone and runs again.
+  Expected<Decision> decide_isolating(PlanInput& input);
+
+  // A variant's registration, written to the store and not yet applied to the book.
+  struct VariantChange {
+    JobBook::Change kind = JobBook::Change::kNone;
+    JobRecord record;  // its run (row set)
+    const JobVariant* variant = nullptr;
+  };
+  // Under book_mu_ (shared): a sibling of a job admitted as another variant stays out.
+  bool admitted_as_another(const JobVariant& variant) const;
+  // Under write_mu_: classifies the variant against the book, or against `new_runs` (the runs a
+  // batch has written and not applied yet: job id -> record), and writes its change.
+  Expected<VariantChange> write_variant(const JobVariant& variant,
+                                        const std::unordered_map<std::string, JobRecord>& new_runs,
+                                        Durability durability);
+  // Under book_mu_ (exclusive), after write_variant.
+  void apply_variant(const VariantChange& change);
+  // Runs `section` holding book_mu_ exclusively on book_writer_, in the request threads' class,
+  // and returns its result: the changes made at the cluster's rate (registrations, starts,
+  // finishes, admissions, the retention sweep). The rare ones (an admin's removal, a profile
+  // report, a parked job, the inventory, the intents at start-up) take the lock on their own
+  // thread; some write the store under it.
+  template <typename Section>
+  auto write_book(Section&& section) {
+    return book_writer_.run([&] {
+      std::unique_lock lock(book_mu_);
+      return section();
+    });
+  }
+
+  const ExtenderConfig config_;
+  std::unique_ptr<SchedulingPolicy> policy_;  // used by the planner thread only
+  std::unique_ptr<Store> store_;
+  Metrics& metrics_;
+  PlannerOptions options_;
+  PlanBoard plans_;
+
+  // The book's writers, one at a time: each holds write_mu_ across its store write and its
+  // change to the book, so a writer may read the book under a shared lock, write the store
+  // holding no lock that readers (/filter, the controller) or the planner's snapshot wait on,
+  // and apply its change under book_mu_ with nothing changed in between (register_variant: a
+  // SQLite commit can take tens of ms on a loaded disk). Order: write_mu_, then book_mu_.
+  std::mutex write_mu_;
+  mutable std::shared_mutex book_mu_;
+  JobBook book_;
+  // The thread write_book's sections run on (write_delegate.h: a reader of the book never waits
+  // on a writer preempted in the idle class).
+  WriteDelegate book_writer_;
+  // job -> the variant it was admitted as (guarded by book_mu_); a sibling seen again later
+  // (a status update before its deletion) does not re-enter the book.
+  struct Admission {
+    std::string pod_key;
+    PlannedStart start;
+    // When admitted, on the steady clock: the hold waits on kube-scheduler, whose pace is the
+    // wall's whatever the planner's clock (a simulation's runs 100 times faster).
+    std::chrono::steady_clock::time_point at;
+  };
+  std::unordered_map<std::string, Admission> admitted_;
+  // Holds the admitted jobs' slots in `input` (run on the planner thread, under book_mu_ shared);
+  // returns the starts they keep.
+  std::vector<std::pair<std::string, PlannedStart>> hold_admitted(PlanInput& input,
+                                                                  double now) const;
+  CompletionToBind completion_to_bind_;  // under book_mu_
+
+  // record_start's groups (leader/follower, as the store's bind intents): a call joins the
+  // forming group; whoever finds no group being recorded records the whole forming group. With
+  // 16 binds in flight, one each would queue 16 holds of write_mu_ (each a store commit) ahead of
+  // the watch's changes, and the watch would fall seconds behind the cluster.
+  struct StartCall;
+  void record_start_group(const std::vector<StartCall*>& group);
+  std::mutex start_group_mu_;
+  std::condition_variable start_group_cv_;
+  std::vector<StartCall*> start_forming_;  // under start_group_mu_
+  bool start_recording_ = false;           // under start_group_mu_
+  ShareHistory share_history_;
+
+  mutable std::mutex wake_mu_;
+  std::condition_variable wake_cv_;
+  bool wake_pending_ = false;
+  bool urgent_ = false;         // solve_now() asked: no pause (guarded by wake_mu_)
+  bool sleeping_ = false;       // the thread waits for a wake (guarded by wake_mu_)
+  bool pausing_ = false;        // the thread waits out the pause after a plan (guarded by wake_mu_)
+  std::uint64_t acted_on_ = 0;  // plan_acted_on's latest version (guarded by wake_mu_)
+  bool stopping_ = false;
+  std::thread thread_;
+  std::atomic<bool> ready_{false};
+  std::atomic<std::uint64_t> freed_version_{0};     // written under book_mu_
+  std::atomic<std::uint64_t> admitted_version_{0};  // written under book_mu_
+  std::function<void()> plan_listener_;
+  std::atomic<bool> intents_seen_{true};  // false while restored bind intents await a first look
+  std::chrono::steady_clock::time_point next_history_prune_{};
+};
+
+}  // namespace allox::extender

@@ -1,0 +1,490 @@
+#include "alloxd/store/job_book.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+namespace allox::extender {
+namespace {
+
+std::string pod_key(const std::string& namespace_name, const std::string& name) {
+  return namespace_name + "/" + name;
+}
+
+}  // namespace
+
+JobBook::JobBook(DeviceMapping devices, double default_job_seconds)
+    : devices_(std::move(devices)), default_job_seconds_(default_job_seconds) {}
+
+void JobBook::set_inventory(const std::vector<NodeInventory>& nodes) {
+  nodes_.clear();
+  slots_.clear();
+  machines_.clear();
+  std::set<DeviceType> offered;
+  for (const NodeInventory& node : nodes) {
+    nodes_[node.name] = node;
+    for (const auto& [device, count] : node.machines) {
+      for (int i = 0; i < count; ++i) {
+        slots_.push_back({node.name, device, i, ""});
+        machines_.push_back({node.name + "/" + device + "-" + std::to_string(i), device, 0});
+        offered.insert(device);
+      }
+    }
+  }
+  layout_ = std::make_shared<const std::vector<MachineSlot>>(slots_);
+  for (auto& [id, job] : jobs_) {
+    job.slot = -1;
+    if (job.record.phase != JobPhase::kRunning) continue;
+    for (std::size_t s = 0; s < slots_.size(); ++s) {
+      MachineSlot& slot = slots_[s];
+      if (slot.node == job.record.node && slot.device == job.record.device &&
+          slot.index == job.record.machine && slot.running_job.empty()) {
+        slot.running_job = id;
+        job.slot = static_cast<int>(s);
+        break;
+      }
+    }
+  }
+  recount_capacity();
+  has_inventory_ = true;
+  if (offered != offered_) {
+    // A job's planned times cover the offered devices only.
+    offered_ = std::move(offered);
+    for (auto& [id, job] : jobs_) refresh(job);
+  }
+  ++version_;
+}
+
+NodeCapacity JobBook::capacity(std::string_view node, std::string_view device) const {
+  return find_capacity(node, device).value_or(NodeCapacity{});
+}
+
+std::optional<NodeCapacity> JobBook::find_capacity(std::string_view node,
+                                                   std::string_view device) const {
+  auto it = capacity_.find(node);
+  if (it == capacity_.end()) return std::nullopt;
+  auto c = it->second.find(device);
+  return c == it->second.end() ? NodeCapacity{} : c->second;
+}
+
+void JobBook::recount_capacity() {
+  capacity_.clear();
+  for (const auto& [name, node] : nodes_) capacity_[name];  // nodes without machines count too
+  for (const MachineSlot& slot : slots_) {
+    NodeCapacity& c = capacity_[slot.node][slot.device];
+    ++c.total;
+    if (slot.running_job.empty()) ++c.free;
+  }
+}
+
+namespace {
+
+bool same_variant(const JobVariant& a, const JobVariant& b) {
+  return a.device == b.device && a.time_hints == b.time_hints && a.iterations == b.iterations &&
+         a.pod.uid == b.pod.uid && a.user == b.user;
+}
+
+// A pod this run has seen: one of its variants, or the pod it ran as. An empty UID cannot tell
+// a re-created pod from the old one, so it counts as seen.
+bool seen_by_run(const BookJob& job, const JobVariant& variant) {
+  if (variant.pod.uid.empty() || variant.pod.uid == job.record.pod_uid) return true;
+  for (const auto& [key, known] : job.variants) {
+    if (known.pod.uid == variant.pod.uid) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+JobBook::Change JobBook::classify(const JobVariant& variant) const {
+  auto it = jobs_.find(variant.job_id);
+  if (it == jobs_.end()) return Change::kNewRun;
+  const BookJob& job = it->second;
+  if (job.record.phase == JobPhase::kDone || job.record.phase == JobPhase::kRemoved) {
+    if (seen_by_run(job, variant)) return Change::kNone;
+    // A new UID under a name the run had is that pod re-created: a new run. Under another
+    // name it is a variant the run never saw (still pending when the job finished): starting
+    // it would run the job twice.
+    const bool recreated =
+        job.variants.count(pod_key(variant.pod.namespace_name, variant.pod.name)) != 0;
+    return recreated ? Change::kNewRun : Change::kNone;
+  }
+  auto existing = job.variants.find(pod_key(variant.pod.namespace_name, variant.pod.name));
+  if (existing != job.variants.end() && same_variant(existing->second, variant)) {
+    return Change::kNone;
+  }
+  return Change::kVariant;
+}
+
+void JobBook::add_run(const JobRecord& record, const JobVariant& first) {
+  auto it = jobs_.find(record.id);
+  if (it != jobs_.end()) {
+    // The old run is finished or removed: its pods no longer lead here.
+    for (const auto& [key, variant] : it->second.variants) pod_to_job_.erase(key);
+    if (it->second.record.phase == JobPhase::kQueued) --queued_;
+    if (it->second.record.phase == JobPhase::kRunning) --running_;
+    erase_job(it);
+  }
+  BookJob& job = jobs_[record.id];
+  job.record = record;
+  job.record.phase = JobPhase::kQueued;
+  ++queued_;
+  add_variant(first);
+}
+
+void JobBook::add_variant(const JobVariant& variant) {
+  auto it = jobs_.find(variant.job_id);
+  if (it == jobs_.end()) return;
+  BookJob& job = it->second;
+  std::string key = pod_key(variant.pod.namespace_name, variant.pod.name);
+  job.variants[key] = variant;
+  if (variant.iterations) job.iterations = variant.iterations;
+  job.parked.clear();  // a changed pod may now be one the policy can take
+  pod_to_job_[key] = variant.job_id;
+  refresh(job);
+  ++version_;
+}
+
+bool JobBook::remove_variant(const std::string& namespace_name, const std::string& name) {
+  std::string key = pod_key(namespace_name, name);
+  auto owner = pod_to_job_.find(key);
+  if (owner == pod_to_job_.end()) return false;
+  auto it = jobs_.find(owner->second);
+  pod_to_job_.erase(owner);
+  if (it == jobs_.end()) return false;
+  BookJob& job = it->second;
+  bool removed = job.variants.erase(key) > 0;
+  if (job.variants.empty() && job.record.phase == JobPhase::kQueued) {
+    erase_job(it);
+    --queued_;
+  } else {
+    refresh(job);
+  }
+  ++version_;
+  return removed;
+}
+
+void JobBook::restore(const StoredState& state) {
+  for (const JobRecord& record : state.jobs) {
+    auto it = jobs_.find(record.id);
+    if (it != jobs_.end()) {
+      if (it->second.record.phase == JobPhase::kQueued) --queued_;
+      if (it->second.record.phase == JobPhase::kRunning) --running_;
+      erase_job(it);
+    }
+    BookJob& job = jobs_[record.id];
+    job.record = record;
+    if (record.phase == JobPhase::kQueued) ++queued_;
+    if (record.phase == JobPhase::kRunning) ++running_;
+  }
+  auto run_of = [&](const std::string& id, std::int64_t row) -> BookJob* {
+    auto it = jobs_.find(id);
+    return it != jobs_.end() && it->second.record.row == row ? &it->second : nullptr;
+  };
+  for (const StoredVariant& stored : state.variants) {
+    const JobVariant& variant = stored.variant;
+    BookJob* job = run_of(variant.job_id, stored.job_row);
+    if (job == nullptr) continue;  // a variant of an older run
+    std::string key = pod_key(variant.pod.namespace_name, variant.pod.name);
+    job->variants[key] = variant;
+    if (variant.iterations) job->iterations = variant.iterations;
+    pod_to_job_[key] = variant.job_id;
+  }
+  for (const ProfileSample& sample : state.profiles) {
+    if (BookJob* job = run_of(sample.job_id, sample.job_row)) job->samples.push_back(sample);
+  }
+  for (const BindIntent& intent : state.intents) {
+    BookJob* job = run_of(intent.job_id, intent.job_row);
+    if (job != nullptr && job->record.phase == JobPhase::kQueued) job->intent = intent;
+  }
+  if (has_inventory_) {
+    std::vector<NodeInventory> nodes;
+    for (const auto& [name, node] : nodes_) nodes.push_back(node);
+    set_inventory(nodes);
+  }
+  for (auto& [id, job] : jobs_) refresh(job);
+  ++version_;
+}
+
+void JobBook::park(const std::string& job_id, const std::string& reason) {
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end() || it->second.record.phase != JobPhase::kQueued) return;
+  it->second.parked = reason;
+  refresh(it->second);
+  ++version_;
+}
+
+Expected<JobRecord> JobBook::remove(const std::string& job_id, double now) {
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) return Error{"job " + job_id + " is unknown to allox"};
+  BookJob& job = it->second;
+  if (job.record.phase != JobPhase::kQueued) {
+    return Error{"job " + job_id + " is " + phase_name(job.record.phase) +
+                 "; only a queued job can be removed"};
+  }
+  if (job.intent) {
+    return Error{"job " + job_id + " has a bind to " + job.intent->node +
+                 " in doubt; try again once it is reconciled"};
+  }
+  job.record.phase = JobPhase::kRemoved;
+  job.record.finish = now;
+  job.parked.clear();
+  refresh(job);
+  --queued_;
+  ++version_;
+  return job.record;
+}
+
+std::size_t JobBook::forget_finished(double before) {
+  // The finished runs in finish order: only those that go are looked at.
+  std::size_t forgotten = 0;
+  while (!finished_.empty() && (*finished_.begin())->record.finish < before) {
+    const BookJob& job = **finished_.begin();
+    for (const auto& [key, variant] : job.variants) {
+      auto pod = pod_to_job_.find(key);
+      if (pod != pod_to_job_.end() && pod->second == job.record.id) pod_to_job_.erase(pod);
+    }
+    erase_job(jobs_.find(job.record.id));
+    ++forgotten;
+  }
+  if (forgotten > 0) ++version_;
+  return forgotten;
+}
+
+void JobBook::clear_intent(const std::string& job_id) {
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end() || !it->second.intent) return;
+  it->second.intent.reset();
+  ++version_;
+}
+
+const BookJob* JobBook::job(const std::string& id) const {
+  auto it = jobs_.find(id);
+  return it == jobs_.end() ? nullptr : &it->second;
+}
+
+const BookJob* JobBook::job_of_pod(const std::string& namespace_name,
+                                   const std::string& name) const {
+  auto it = pod_to_job_.find(pod_key(namespace_name, name));
+  return it == pod_to_job_.end() ? nullptr : job(it->second);
+}
+
+int JobBook::find_slot(const std::string& node, const DeviceType& device,
+                       const std::string& job) const {
+  for (std::size_t s = 0; s < slots_.size(); ++s) {
+    const MachineSlot& slot = slots_[s];
+    if (slot.node == node && slot.device == device && slot.running_job == job) {
+      return static_cast<int>(s);
+    }
+  }
+  return -1;
+}
+
+Expected<JobRecord> JobBook::start(const std::string& job_id, const JobVariant& pod_variant,
+                                   const std::string& node, int preferred_slot, double now) {
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) return Error{"job " + job_id + " is unknown to allox"};
+  BookJob& job = it->second;
+  if (job.record.phase == JobPhase::kRunning) {
+    return Error{"job " + job_id + " is already running as pod " + job.record.pod_namespace + "/" +
+                 job.record.pod_name + " on " + job.record.node};
+  }
+  if (job.record.phase == JobPhase::kDone) return Error{"job " + job_id + " has finished"};
+  if (!has_node(node)) return Error{"node " + node + " is not in allox's inventory"};
+  int slot = -1;
+  if (preferred_slot >= 0 && preferred_slot < static_cast<int>(slots_.size()) &&
+      slots_[preferred_slot].node == node && slots_[preferred_slot].device == pod_variant.device &&
+      slots_[preferred_slot].running_job.empty()) {
+    slot = preferred_slot;
+  } else {
+    slot = find_slot(node, pod_variant.device, "");
+  }
+  if (slot < 0) {
+    NodeCapacity c = capacity(node, pod_variant.device);
+    return Error{"node " + node + " has no free " + devices_.resource_for(pod_variant.device) +
+                 " (" + std::to_string(c.free) + " of " + std::to_string(c.total) + " free)"};
+  }
+  MachineSlot& machine = slots_[slot];
+  machine.running_job = job_id;
+  --capacity_[node][pod_variant.device].free;
+  job.slot = slot;
+  job.record.phase = JobPhase::kRunning;
+  job.record.pod_namespace = pod_variant.pod.namespace_name;
+  job.record.pod_name = pod_variant.pod.name;
+  job.record.pod_uid = pod_variant.pod.uid;
+  job.record.node = node;
+  job.record.device = pod_variant.device;
+  job.record.machine = machine.index;
+  job.record.start = now;
+  job.intent.reset();
+  job.parked.clear();
+  refresh(job);
+  --queued_;
+  ++running_;
+  ++version_;
+  return job.record;
+}
+
+Expected<JobRecord> JobBook::finish(const std::string& job_id, double now) {
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) return Error{"job " + job_id + " is unknown to allox"};
+  BookJob& job = it->second;
+  if (job.record.phase != JobPhase::kRunning) {
+    return Error{"job " + job_id + " is " + phase_name(job.record.phase) + ", not running"};
+  }
+  if (job.slot >= 0) {
+    MachineSlot& machine = slots_[job.slot];
+    machine.running_job.clear();
+    ++capacity_[machine.node][machine.device].free;
+  }
+  job.slot = -1;
+  job.record.phase = JobPhase::kDone;
+  job.record.finish = now;
+  refresh(job);
+  --running_;
+  ++version_;
+  return job.record;
+}
+
+void JobBook::add_sample(const ProfileSample& sample) {
+  auto it = jobs_.find(sample.job_id);
+  if (it == jobs_.end()) return;
+  it->second.samples.push_back(sample);
+  refresh(it->second);
+  ++version_;
+}
+
+TimeEstimate JobBook::estimate(const BookJob& job, const DeviceType& device) const {
+  std::vector<ProfileSample> samples;
+  for (const ProfileSample& s : job.samples) {
+    if (s.device == device) samples.push_back(s);
+  }
+  std::optional<double> hint;
+  for (const auto& [key, variant] : job.variants) {
+    auto h = variant.time_hints.find(device);
+    if (h != variant.time_hints.end()) hint = h->second;
+  }
+  TimeEstimate estimate = estimate_time(samples, job.iterations, hint, default_job_seconds_);
+  // Bounded here, where every estimate is read: a fit may come out NaN or astronomically large
+  // (iterations near 2^63), and the matcher must never see either.
+  if (!std::isfinite(estimate.seconds)) {
+    estimate = estimate_time({}, job.iterations, hint, default_job_seconds_);
+  }
+  estimate.seconds = std::clamp(estimate.seconds, kMinJobSeconds, kMaxJobSeconds);
+  return estimate;
+}
+
+namespace {
+
+// The job's latest progress report on the device it runs on (the last of equal times).
+std::optional<ProfileSample> latest_progress(const BookJob& job) {
+  std::optional<ProfileSample> progress;
+  for (const ProfileSample& s : job.samples) {
+    if (s.kind == ProfileSample::Kind::kProgress && s.device == job.record.device &&
+        (!progress || s.at >= progress->at)) {
+      progress = s;
+    }
+  }
+  return progress;
+}
+
+}  // namespace
+
+double JobBook::remaining(const BookJob& job, double now) const {
+  return estimate_remaining(estimate(job, job.record.device).seconds, job.record.start, now,
+                            job.iterations, latest_progress(job));
+}
+
+void JobBook::refresh(BookJob& book_job) {
+  auto job = std::make_shared<Job>();
+  job->id = book_job.record.id;
+  job->user = book_job.record.user;
+  job->arrival = book_job.record.arrival;
+  job->iterations = book_job.iterations;
+  for (const auto& [key, variant] : book_job.variants) {
+    if (offered_.count(variant.device) && !job->time.count(variant.device)) {
+      job->time[variant.device] = estimate(book_job, variant.device).seconds;
+    }
+  }
+  const JobPhase phase = book_job.record.phase;
+  if (phase == JobPhase::kRunning) {
+    book_job.run_estimate = estimate(book_job, book_job.record.device).seconds;
+    book_job.progress = latest_progress(book_job);
+    job->time[book_job.record.device] = book_job.run_estimate;
+  } else {
+    book_job.run_estimate = 0;
+    book_job.progress.reset();
+  }
+  book_job.planned = std::move(job);
+  // Filed where its phase belongs. Its keys (arrival, id; finish once done) do not change
+  // while it is filed, so a set finds it by them.
+  if (phase == JobPhase::kQueued || phase == JobPhase::kRunning) {
+    active_.insert(&book_job);
+  } else {
+    active_.erase(&book_job);
+  }
+  if (phase == JobPhase::kDone) {
+    finished_.insert(&book_job);
+  } else {
+    finished_.erase(&book_job);
+  }
+  if (phase == JobPhase::kQueued && !book_job.parked.empty()) {
+    parked_.insert(book_job.record.id);
+  } else {
+    parked_.erase(book_job.record.id);
+  }
+}
+
+void JobBook::erase_job(std::unordered_map<std::string, BookJob>::iterator it) {
+  active_.erase(&it->second);
+  finished_.erase(&it->second);
+  parked_.erase(it->first);
+  jobs_.erase(it);
+}
+
+PlanInput JobBook::snapshot(double now, const std::string* only) const {
+  PlanInput input;
+  input.version = version_;
+  input.slots = layout_;
+  ClusterState& state = input.state;
+  state.now = now;
+  state.machines = machines_;
+  state.idle.resize(slots_.size());
+  for (std::size_t s = 0; s < slots_.size(); ++s) {
+    state.machines[s].busy_until = now;
+    state.idle[s] = slots_[s].running_job.empty();
+  }
+  // The active jobs, kept in plan order (arrival, then id): running ones on their slots
+  // (busy until their estimated finish), queued ones unless parked or with a bind in doubt.
+  std::set<std::string_view> users;
+  for (const BookJob* book_job : active_) {
+    const JobRecord& record = book_job->record;
+    const bool running = record.phase == JobPhase::kRunning;
+    if (!running && (!book_job->parked.empty() || book_job->intent ||
+                     (only != nullptr && *only != record.id))) {
+      continue;
+    }
+    const std::shared_ptr<const Job>& job = book_job->planned;
+    users.insert(job->user);
+    if (running) {
+      if (book_job->slot < 0) continue;  // its node left the inventory
+      const auto slot = static_cast<std::size_t>(book_job->slot);
+      const double finish = now + estimate_remaining(book_job->run_estimate, record.start, now,
+                                                     book_job->iterations, book_job->progress);
+      state.machines[slot].busy_until = finish;
+      input.jobs.push_back(job);
+      state.running.push_back({job.get(), slot, record.start, finish, now - record.start});
+      continue;
+    }
+    if (job->time.empty()) {
+      input.unrunnable.push_back(record.id);
+      continue;
+    }
+    input.jobs.push_back(job);
+    state.queue.push_back({job.get(), record.arrival, 0, {}});
+  }
+  for (std::string_view user : users) state.users.push_back({std::string(user), 1});
+  return input;
+}
+
+}  // namespace allox::extender

@@ -1,0 +1,221 @@
+// The extender's live picture of the cluster: machine slots per node (from the inventory), the
+// jobs it has seen with their device-variant pods, which job runs on which slot, and the
+// profiling samples behind each estimate.
+//
+// A node offers machines per device type (8 GPUs, 2 CPU bundles); each machine slot runs one job.
+// A job is queued until one of its variants is bound, then running on one slot until done. A
+// queued job leaves the plan while it is parked (the policy could not take it: the reason says
+// why) or while a bind of it is in doubt (a bind intent found at start-up, until reconciled).
+// An admin may remove a queued job; its pods are refused from then on.
+//
+// Runs: a job id names one run at a time. When a pod of a finished or removed run is re-created
+// (its name with a new UID), it starts a new run of that id; pods of the old run are refused,
+// and so is a variant the run never saw (another name), which would run the job twice. Finished
+// runs leave memory after the retention window (forget_finished); their history stays in the store.
+// snapshot() turns the book into the scheduling policy's input (fairness/policy.h): one Machine
+// per slot (busy ones until their estimated finish) and the queued jobs with estimated times on
+// the devices they have a variant pod for.
+//
+// Scale: a plan is taken of 50,000 jobs many times a second, so nothing a snapshot
+// reads is recomputed per snapshot. Each change refreshes the one job it touches: its policy
+// Job (estimates on the offered devices) is rebuilt into a new immutable value that snapshots
+// share by pointer, and its estimate and last progress report are kept for the running time
+// left. The book also keeps its active jobs in plan order (arrival, id), its finished runs in
+// finish order (forget_finished pops the front), its parked jobs and the machines' names; a
+// snapshot is then one pass over the slots and one over the active jobs, with no estimate,
+// sort or string built. tests/alloxd/store/job_book_test.cc holds it equal to a snapshot computed
+// from scratch after random sequences of changes.
+//
+// Not thread-safe: the owner (ExtenderService) guards it with a reader/writer lock; const
+// methods may run concurrently.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "alloxd/config.h"
+#include "alloxd/model/estimates.h"
+#include "alloxd/model/pod.h"
+#include "alloxd/store/store.h"
+#include "fairness/policy.h"
+
+namespace allox::extender {
+
+struct MachineSlot {
+  std::string node;
+  DeviceType device;
+  int index = 0;            // among the node's machines of this device
+  std::string running_job;  // empty when idle
+};
+
+struct BookJob {
+  JobRecord record;
+  std::map<std::string, JobVariant> variants;  // by "namespace/name"
+  std::optional<std::int64_t> iterations;
+  std::vector<ProfileSample> samples;
+  int slot = -1;  // index into JobBook::slots() while running
+  // Why the policy cannot take this queued job (empty when it can). Cleared when a variant
+  // changes, so a fixed pod is tried again.
+  std::string parked;
+  std::optional<BindIntent> intent;  // a bind whose outcome alloxd has not yet seen
+
+  // Kept current by the book on every change of this job (never set them elsewhere): the
+  // policy's view of the job (estimated times on the offered devices of its variants, and on
+  // the device it runs on), shared with the snapshots that hold it; the estimate on the device
+  // it runs on and its latest progress report there, for the time it has left.
+  std::shared_ptr<const Job> planned;
+  double run_estimate = 0;
+  std::optional<ProfileSample> progress;
+};
+
+// The policy's input, owning (sharing) the Job values its pointers refer to.
+struct PlanInput {
+  std::vector<std::shared_ptr<const Job>> jobs;
+  ClusterState state;
+  std::vector<std::string> unrunnable;  // queued jobs no machine in the cluster can run
+  std::uint64_t version = 0;            // JobBook::version() it was taken at
+  // The slots the machines are, as the inventory was (running_job left empty): a plan's
+  // machine index names a node and device by it, whatever the inventory became since.
+  std::shared_ptr<const std::vector<MachineSlot>> slots;
+};
+
+struct NodeCapacity {
+  int total = 0;
+  int free = 0;
+};
+
+// Hashes any string-like key as its characters, so a map keyed by std::string is looked up with
+// a std::string_view (with std::equal_to<>) and no copy.
+struct NameHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view name) const noexcept {
+    return std::hash<std::string_view>{}(name);
+  }
+};
+
+class JobBook {
+ public:
+  JobBook(DeviceMapping devices, double default_job_seconds);
+
+  // Replaces the node inventory. Running jobs keep their slots when their node and device are
+  // still offered; a running job whose node disappeared keeps running without a slot.
+  void set_inventory(const std::vector<NodeInventory>& nodes);
+  bool has_inventory() const { return has_inventory_; }
+  // The capacity index: every inventory node's machines of each device, kept up to date by
+  // start() and finish(). Looked up by name without a copy, one hash lookup per call: the
+  // verbs ask it for each of thousands of offered nodes per /filter.
+  bool has_node(std::string_view node) const { return capacity_.count(node) > 0; }
+  // A node's machines of `device`, total and free; {0, 0} when it has none of that device or is
+  // not in the inventory (has_node tells them apart).
+  NodeCapacity capacity(std::string_view node, std::string_view device) const;
+  // capacity() and has_node() in one lookup: std::nullopt when the node is not in the inventory.
+  std::optional<NodeCapacity> find_capacity(std::string_view node, std::string_view device) const;
+  const std::vector<MachineSlot>& slots() const { return slots_; }
+  const DeviceMapping& devices() const { return devices_; }
+  std::size_t node_count() const { return nodes_.size(); }
+
+  // What registering `variant` would change: nothing (a known pod as it was, or a pod of a
+  // finished or removed run), a new run of its job id, or a new or changed variant of the run.
+  enum class Change { kNone, kNewRun, kVariant };
+  Change classify(const JobVariant& variant) const;
+  // Starts a new run (record.row set by the store) with its first pod, replacing a finished or
+  // removed run of the same id.
+  void add_run(const JobRecord& record, const JobVariant& first);
+  // Adds or updates a variant of the current run of variant.job_id (which must exist).
+  void add_variant(const JobVariant& variant);
+  // Restores state read from the store: runs by row (a later run of an id replaces an earlier
+  // one), then the variants, samples and intents of the runs kept.
+  // The pod is no longer a variant of its run (deleted, or its job was admitted as another
+  // variant). A queued run left without variants leaves the book. Returns whether it was one.
+  bool remove_variant(const std::string& namespace_name, const std::string& name);
+  void restore(const StoredState& state);
+
+  // Parks a queued job: the plan leaves it out until a variant changes.
+  void park(const std::string& job_id, const std::string& reason);
+  // Removes a queued job for good (an admin's DELETE); its pods are refused from now on.
+  Expected<JobRecord> remove(const std::string& job_id, double now);
+  // Drops runs that finished before `before` from memory. Returns how many went.
+  std::size_t forget_finished(double before);
+  // A restored bind intent was settled: it did not happen, or (via start) it did.
+  void clear_intent(const std::string& job_id);
+
+  const BookJob* job(const std::string& id) const;
+  const BookJob* job_of_pod(const std::string& namespace_name, const std::string& name) const;
+  const std::unordered_map<std::string, BookJob>& jobs() const { return jobs_; }
+  // The queued jobs that are parked (BookJob::parked set), by id.
+  const std::set<std::string>& parked_jobs() const { return parked_; }
+
+  // Puts the job on a free slot of `device` on `node` (preferring `preferred_slot`), phase
+  // running. Errors name why it cannot (unknown job, already running, no free machine).
+  Expected<JobRecord> start(const std::string& job_id, const JobVariant& pod_variant,
+                            const std::string& node, int preferred_slot, double now);
+  Expected<JobRecord> finish(const std::string& job_id, double now);
+  void add_sample(const ProfileSample& sample);
+
+  TimeEstimate estimate(const BookJob& job, const DeviceType& device) const;
+  // Estimated seconds left for a running job.
+  double remaining(const BookJob& job, double now) const;
+
+  // The policy's input. Parked jobs and jobs with a bind in doubt are left out; when `only` is
+  // set, the queue holds that one job alone (to find which job a failed round cannot take).
+  PlanInput snapshot(double now, const std::string* only = nullptr) const;
+  std::size_t queued_count() const { return queued_; }
+  std::size_t running_count() const { return running_; }
+  // Bumped by every change that can alter a plan.
+  std::uint64_t version() const { return version_; }
+  // The planning input changed outside the book (an admission): plans must be made again.
+  void touch() { ++version_; }
+
+ private:
+  // Plan order: arrival, then id (the policy's tie-breaks depend on it).
+  struct ByArrival {
+    bool operator()(const BookJob* a, const BookJob* b) const {
+      return std::tie(a->record.arrival, a->record.id) < std::tie(b->record.arrival, b->record.id);
+    }
+  };
+  struct ByFinish {
+    bool operator()(const BookJob* a, const BookJob* b) const {
+      return std::tie(a->record.finish, a->record.id) < std::tie(b->record.finish, b->record.id);
+    }
+  };
+  // Recomputes the job's kept values and files it in the indexes its phase belongs to; call
+  // after every change of it. unfile() takes it out of them; call before a change of its phase,
+  // arrival, finish or id, and before it leaves jobs_.
+  void refresh(BookJob& job);
+  void unfile(BookJob& job);
+  void erase_job(std::unordered_map<std::string, BookJob>::iterator it);
+  void recount_capacity();
+  int find_slot(const std::string& node, const DeviceType& device, const std::string& job) const;
+
+  DeviceMapping devices_;
+  double default_job_seconds_;
+  bool has_inventory_ = false;
+  std::map<std::string, NodeInventory> nodes_;
+  std::vector<MachineSlot> slots_;
+  // node -> device -> machines; one entry per inventory node, with no devices when it has none
+  std::unordered_map<std::string, std::map<DeviceType, NodeCapacity, std::less<>>, NameHash,
+                     std::equal_to<>>
+      capacity_;
+  std::unordered_map<std::string, BookJob> jobs_;
+  std::unordered_map<std::string, std::string> pod_to_job_;  // "namespace/name" -> job id
+  // Indexes into jobs_ (its nodes do not move): queued and running jobs in plan order, done
+  // runs in finish order, parked queued jobs; and per slot its Machine as the policy names it.
+  std::set<BookJob*, ByArrival> active_;
+  std::set<BookJob*, ByFinish> finished_;
+  std::set<std::string> parked_;
+  std::vector<Machine> machines_;
+  std::shared_ptr<const std::vector<MachineSlot>> layout_ =
+      std::make_shared<const std::vector<MachineSlot>>();
+  std::set<DeviceType> offered_;  // the device types the slots offer
+  std::size_t queued_ = 0, running_ = 0;
+  std::uint64_t version_ = 1;
+};
+
+}  // namespace allox::extender

@@ -1,0 +1,263 @@
+// alloxd/cache/cluster_feed.h: what a (re-)list does to the book. A list is the whole truth about
+// the pods the watch had shown (one it lacks was deleted), but not about a pod the book learnt
+// of elsewhere: /filter registers a pod the moment kube-scheduler asks, which may be before the
+// watch brings it in and after the list was taken. Dropping such a variant would let a /bind of
+// it find nothing (a job once ran twice from a variant missing from the book at /bind).
+#include "alloxd/cache/cluster_feed.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <set>
+
+#include "tests/alloxd/testing/test_support.h"
+
+namespace allox::extender {
+namespace {
+
+using nlohmann::json;
+
+json variant(const std::string& name, const std::string& job, const std::string& resource) {
+  return testing::make_pod("lab", name, resource, {{"allox.io/job", job}});
+}
+
+struct Fixture {
+  testing::ScratchDir dir;
+  ExtenderConfig config;
+  Metrics metrics;
+  std::unique_ptr<Planner> planner;
+  // Never called: the handlers are fed by hand and the feed is not started.
+  kube::KubeClient client{{"http://127.0.0.1:1", "", ""}};
+  std::unique_ptr<ClusterFeed> feed;
+
+  Fixture() {
+    config = testing::make_config({}, dir.file("state.db"));
+    config.scheduler_name = "allox-scheduler";
+    auto made = Planner::create(config, make_policy("fifo", PolicyOptions{}).value(), metrics);
+    EXPECT_TRUE(made.ok()) << made.message();
+    planner = std::move(*made);
+    feed = std::make_unique<ClusterFeed>(client, *planner, config, nullptr);
+    feed->node_handler().on_replace({testing::make_node("g1", "1")});
+  }
+  std::vector<std::string> variants(const std::string& job) const {
+    return planner->read([&](const JobBook& book) {
+      std::vector<std::string> keys;
+      if (const BookJob* j = book.job(job)) {
+        for (const auto& [key, v] : j->variants) keys.push_back(key);
+      }
+      return keys;
+    });
+  }
+  void filter(const json& pod) {  // what /filter does with a pod it sees first
+    auto v = read_job_variant(pod, config.devices, config.tenancy);
+    ASSERT_TRUE(v.ok()) << v.message();
+    ASSERT_TRUE(planner->register_variant(*v).ok());
+  }
+};
+
+TEST(ClusterFeedTest, AListOlderThanAFilterRegisteredPodKeepsIt) {
+  Fixture f;
+  // The watch's first list was taken before the pods existed; /filter registered them first.
+  f.filter(variant("a-gpu", "a", "nvidia.com/gpu"));
+  f.filter(variant("a-cpu", "a", "cpu"));
+  f.feed->pod_handler().on_replace({});
+  EXPECT_EQ((std::vector<std::string>{"lab/a-cpu", "lab/a-gpu"}), f.variants("lab/a"));
+  // A re-list that shows one of them (taken between their creations) keeps the other too.
+  f.feed->pod_handler().on_replace({variant("a-gpu", "a", "nvidia.com/gpu")});
+  EXPECT_EQ((std::vector<std::string>{"lab/a-cpu", "lab/a-gpu"}), f.variants("lab/a"));
+  ASSERT_TRUE(f.feed->watched_job("lab", "a-gpu").has_value());
+  EXPECT_FALSE(f.feed->watched_job("lab", "a-cpu").has_value());
+}
+
+TEST(ClusterFeedTest, AReListWithoutAPodTheWatchShowedForgetsIt) {
+  Fixture f;
+  f.feed->pod_handler().on_replace({variant("a-gpu", "a", "nvidia.com/gpu")});
+  f.feed->pod_handler().on_upsert(variant("a-cpu", "a", "cpu"));
+  EXPECT_EQ((std::vector<std::string>{"lab/a-cpu", "lab/a-gpu"}), f.variants("lab/a"));
+  // Deleted while the watch was down: the next list is the truth.
+  f.feed->pod_handler().on_replace({variant("a-gpu", "a", "nvidia.com/gpu")});
+  EXPECT_EQ(std::vector<std::string>{"lab/a-gpu"}, f.variants("lab/a"));
+  EXPECT_FALSE(f.feed->watched_job("lab", "a-cpu").has_value());
+  EXPECT_EQ(std::optional<std::string>("lab/a"), f.feed->watched_job("lab", "a-gpu"));
+}
+
+// The informer's own handler: a burst of waiting pods read at once is registered at
+// on_caught_up, in one store transaction; until then the feed is busy. A pod whose registration
+// is pending is registered before anything else reads or changes it, so the order of the watch
+// is kept where it matters.
+TEST(ClusterFeedTest, AWatchBurstOfWaitingPodsIsRegisteredWhenTheWatchCatchesUp) {
+  Fixture f;
+  kube::InformerHandler& watch = f.feed->pod_watch_handler();
+  watch.on_replace({});
+  watch.on_upsert(variant("a-gpu", "a", "nvidia.com/gpu"));
+  watch.on_upsert(variant("a-cpu", "a", "cpu"));
+  json relabelled = variant("a-cpu", "a", "cpu");
+  relabelled["metadata"]["labels"]["team"] = "x";
+  watch.on_upsert(relabelled);  // the same pod again: what pended is registered first
+  watch.on_upsert(variant("b-gpu", "b", "nvidia.com/gpu"));
+  EXPECT_TRUE(f.feed->busy());
+  EXPECT_EQ((std::vector<std::string>{"lab/a-cpu", "lab/a-gpu"}), f.variants("lab/a"));
+  EXPECT_TRUE(f.variants("lab/b").empty());
+  watch.on_caught_up();
+  EXPECT_FALSE(f.feed->busy());
+  EXPECT_EQ(std::vector<std::string>{"lab/b-gpu"}, f.variants("lab/b"));
+
+  // A waiting pod, then the same pod bound: the bind finds its job registered.
+  watch.on_upsert(variant("c-gpu", "c", "nvidia.com/gpu"));
+  json bound = variant("c-gpu", "c", "nvidia.com/gpu");
+  bound["spec"]["nodeName"] = "g1";
+  watch.on_upsert(bound);
+  EXPECT_EQ(std::optional<std::string>("lab/c-gpu"), f.planner->read([](const JobBook& book) {
+    const BookJob* job = book.job("lab/c");
+    return job != nullptr && job->record.phase == JobPhase::kRunning
+               ? std::optional<std::string>(job->record.pod_namespace + "/" + job->record.pod_name)
+               : std::nullopt;
+  }));
+  watch.on_caught_up();
+
+  // All of it is in the store: a planner restored from it holds the same jobs.
+  f.feed.reset();
+  f.planner.reset();
+  auto restored =
+      Planner::create(f.config, make_policy("fifo", PolicyOptions{}).value(), f.metrics);
+  ASSERT_TRUE(restored.ok()) << restored.message();
+  f.planner = std::move(*restored);
+  EXPECT_EQ((std::vector<std::string>{"lab/a-cpu", "lab/a-gpu"}), f.variants("lab/a"));
+  EXPECT_EQ(std::vector<std::string>{"lab/b-gpu"}, f.variants("lab/b"));
+}
+
+JobPhase phase_of(const Planner& planner, const std::string& job) {
+  return planner.read([&](const JobBook& book) {
+    const BookJob* j = book.job(job);
+    return j == nullptr ? JobPhase::kRemoved : j->record.phase;
+  });
+}
+
+// The pods that ended in a burst are completed at on_caught_up, in one store transaction, each
+// job once (its pod's Succeeded and then its deletion are one end); until then the feed is busy.
+// A start seen in the same burst that needs a machine one of them frees finds it free.
+TEST(ClusterFeedTest, AWatchBurstOfEndedPodsIsCompletedOnceWhenTheWatchCatchesUp) {
+  Fixture f;
+  f.feed->node_handler().on_replace({testing::make_node("g1", "1"), testing::make_node("g2", "1")});
+  kube::InformerHandler& watch = f.feed->pod_watch_handler();
+  auto on = [](json pod, const std::string& node, const std::string& phase) {
+    pod["spec"]["nodeName"] = node;
+    if (!phase.empty()) pod["status"]["phase"] = phase;
+    return pod;
+  };
+  const json a = variant("a-gpu", "a", "nvidia.com/gpu");
+  const json b = variant("b-gpu", "b", "nvidia.com/gpu");
+  watch.on_replace({on(a, "g1", "Running"), on(b, "g2", "Running")});
+  ASSERT_EQ(JobPhase::kRunning, phase_of(*f.planner, "lab/a"));
+  ASSERT_EQ(JobPhase::kRunning, phase_of(*f.planner, "lab/b"));
+
+  watch.on_upsert(on(a, "g1", "Succeeded"));
+  watch.on_upsert(on(b, "g2", "Failed"));
+  watch.on_delete(on(a, "g1", "Succeeded"));
+  EXPECT_TRUE(f.feed->busy());
+  EXPECT_EQ(JobPhase::kRunning, phase_of(*f.planner, "lab/a"));
+  EXPECT_EQ(JobPhase::kRunning, phase_of(*f.planner, "lab/b"));
+  watch.on_caught_up();
+  EXPECT_FALSE(f.feed->busy());
+  EXPECT_EQ(JobPhase::kDone, phase_of(*f.planner, "lab/a"));
+  EXPECT_EQ(JobPhase::kDone, phase_of(*f.planner, "lab/b"));
+
+  // c's pod is bound to g2 in the burst that shows d's end there: d's end is recorded first.
+  const json c = variant("c-gpu", "c", "nvidia.com/gpu");
+  const json d = variant("d-gpu", "d", "nvidia.com/gpu");
+  watch.on_upsert(on(d, "g2", "Running"));
+  watch.on_caught_up();
+  ASSERT_EQ(JobPhase::kRunning, phase_of(*f.planner, "lab/d"));
+  watch.on_upsert(c);
+  watch.on_upsert(on(d, "g2", "Succeeded"));
+  watch.on_upsert(on(c, "g2", ""));
+  EXPECT_EQ(JobPhase::kDone, phase_of(*f.planner, "lab/d"));
+  EXPECT_EQ(JobPhase::kRunning, phase_of(*f.planner, "lab/c"));
+  watch.on_caught_up();
+  f.planner->read([](const JobBook& book) { EXPECT_EQ(0, book.capacity("g2", "gpu").free); });
+
+  // The ends are in the store: a planner restored from it has them.
+  f.feed.reset();
+  f.planner.reset();
+  auto restored =
+      Planner::create(f.config, make_policy("fifo", PolicyOptions{}).value(), f.metrics);
+  ASSERT_TRUE(restored.ok()) << restored.message();
+  EXPECT_EQ(JobPhase::kDone, phase_of(**restored, "lab/a"));
+  EXPECT_EQ(JobPhase::kDone, phase_of(**restored, "lab/b"));
+  EXPECT_EQ(JobPhase::kDone, phase_of(**restored, "lab/d"));
+  EXPECT_EQ(JobPhase::kRunning, phase_of(**restored, "lab/c"));
+}
+
+// sync_pods copies only what changed since a mirror's last sync; the definition it must meet is
+// pods() (a full copy) and the keys that left, after random upserts, deletes and re-lists, with
+// a second mirror syncing now and then (each then needs a full copy again).
+TEST(ClusterFeedTest, SyncedMirrorsEqualAFullCopyAfterRandomChanges) {
+  Fixture f;
+  std::mt19937 rng(7);
+  auto pick = [&](int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng); };
+  auto pod = [&](int i, int version) {
+    json p = variant("p" + std::to_string(i), "j" + std::to_string(i % 5),
+                     i % 2 ? "cpu" : "nvidia.com/gpu");
+    p["metadata"]["resourceVersion"] = std::to_string(version);
+    if (pick(4) == 0) p["spec"]["nodeName"] = "g1";
+    return p;
+  };
+  PodMirror a, b;
+  std::set<std::string> in_a;
+  int version = 0;
+  for (int step = 0; step < 400; ++step) {
+    switch (pick(8)) {
+      case 0:
+        if (pick(4) == 0) {  // a re-list of some of the pods
+          std::vector<json> listed;
+          for (int i = 0; i < 12; ++i) {
+            if (pick(2)) listed.push_back(pod(i, ++version));
+          }
+          f.feed->pod_handler().on_replace(listed);
+        }
+        break;
+      case 1:
+      case 2:
+        f.feed->pod_handler().on_delete(pod(pick(12), ++version));
+        break;
+      default:
+        f.feed->pod_handler().on_upsert(pod(pick(12), ++version));
+    }
+    if (pick(3) != 0) continue;
+    PodMirror& mirror = pick(5) == 0 ? b : a;
+    std::set<std::string> before;
+    std::map<std::string, std::string> versions_before;
+    for (const auto& [key, p] : mirror.pods) {
+      before.insert(key);
+      versions_before[key] = p.resource_version;
+    }
+    std::vector<std::string> written;
+    std::vector<std::string> gone = f.feed->sync_pods(mirror, &written);
+    const std::map<std::string, ObservedPod> full = f.feed->pods();
+    // Every pod that is new or changed since the mirror's last sync is among the keys written
+    // (what the controller's incremental pass looks at), and each of those is in the mirror.
+    const std::set<std::string> written_set(written.begin(), written.end());
+    for (const auto& [key, p] : full) {
+      auto was = versions_before.find(key);
+      if (was == versions_before.end() || was->second != p.resource_version) {
+        EXPECT_EQ(1u, written_set.count(key)) << "step " << step << ": " << key << " not reported";
+      }
+    }
+    for (const std::string& key : written) EXPECT_EQ(1u, mirror.pods.count(key)) << key;
+    ASSERT_EQ(full.size(), mirror.pods.size()) << "step " << step;
+    for (const auto& [key, p] : full) {
+      ASSERT_EQ(1u, mirror.pods.count(key)) << key;
+      EXPECT_EQ(p.resource_version, mirror.pods.at(key).resource_version) << key;
+      EXPECT_EQ(p.node_name, mirror.pods.at(key).node_name) << key;
+    }
+    std::set<std::string> left;
+    for (const std::string& key : before) {
+      if (!full.count(key)) left.insert(key);
+    }
+    EXPECT_EQ(left, std::set<std::string>(gone.begin(), gone.end())) << "step " << step;
+    EXPECT_EQ(left.size(), gone.size()) << "a key reported twice";
+  }
+}
+
+}  // namespace
+}  // namespace allox::extender

@@ -1,0 +1,839 @@
+// alloxd/cache/cluster_feed.h + controller.h: pods and nodes fed as the watch would hand them over,
+// the controller's actions observed at a scripted API server.
+#include "alloxd/control/controller.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "kube/pods.h"
+#include "tests/kube/scripted_server.h"
+#include "tests/alloxd/testing/test_support.h"
+
+namespace allox::extender {
+namespace {
+
+using kube::testing::ScriptedReply;
+using kube::testing::ScriptedRequest;
+using kube::testing::ScriptedServer;
+using nlohmann::json;
+
+// A variant pod of `job` for allox's scheduler, gated or not.
+json variant(const std::string& name, const std::string& job, const std::string& resource,
+             bool gated, const std::string& ns = "lab") {
+  json pod = testing::make_pod(ns, name, resource, {{"allox.io/job", job}});
+  if (gated) pod["spec"]["schedulingGates"] = json::array({{{"name", "allox.io/queue"}}});
+  return pod;
+}
+
+// A monotonic clock the test steps by hand: the intervals the controller and the planner
+// measure (settle, renudge, requeue_event, admission_hold) pass when the test says so, never by
+// sleeping.
+class SteppedClock {
+ public:
+  std::function<std::chrono::steady_clock::time_point()> now() const {
+    return [at = at_] { return std::chrono::steady_clock::time_point(std::chrono::nanoseconds(*at)); };
+  }
+  void advance(std::chrono::nanoseconds by) { *at_ += by.count(); }
+
+ private:
+  // Far from the clock's epoch, so no interval before the first step is negative.
+  std::shared_ptr<std::atomic<std::int64_t>> at_ =
+      std::make_shared<std::atomic<std::int64_t>>(std::int64_t{1} << 50);
+};
+
+struct Fixture {
+  SteppedClock steady;
+  testing::ScratchDir dir;
+  ExtenderConfig config;
+  Metrics metrics;
+  std::unique_ptr<Planner> planner;
+  std::atomic<int> delete_status{200};  // what the API server answers a DELETE
+  ScriptedServer server{[this](const ScriptedRequest& r) {
+    if (r.method == "DELETE") return ScriptedReply{delete_status.load(), "{}", nullptr};
+    return ScriptedReply{r.method == "POST" ? 201 : 200, "{}", nullptr};
+  }};
+  kube::KubeClient client{{server.url(), "", ""}};
+  kube::EventRecorder events{client, {}};
+  ActionQueue actions;
+  bool leading = true;
+  std::unique_ptr<ClusterFeed> feed;
+  std::unique_ptr<Controller> controller;
+
+  explicit Fixture(PlannerOptions planner_options = {}) {
+    planner_options.steady_now = steady.now();
+    config = testing::make_config({}, dir.file("state.db"));
+    config.scheduler_name = "allox-scheduler";
+    auto made = Planner::create(config, make_policy("fifo", PolicyOptions{}).value(), metrics,
+                                std::move(planner_options));
+    EXPECT_TRUE(made.ok()) << made.message();
+    planner = std::move(*made);
+    feed = std::make_unique<ClusterFeed>(client, *planner, config, nullptr);
+    ControllerOptions options;
+    options.steady_now = steady.now();
+    controller = std::make_unique<Controller>(*planner, *feed, client, events, actions,
+                                              [this] { return leading; }, options);
+    planner->start();
+    actions.start();
+  }
+  ~Fixture() {
+    actions.stop();
+    planner->stop();
+  }
+  // A pass over the current book and plan, and its actions carried out.
+  void settle() { pass(*controller); }
+  // A pass of `c` over the current book and plan, and its actions carried out.
+  void pass(Controller& c) {
+    planner->solve_now();
+    c.reconcile();
+    EXPECT_TRUE(actions.wait_idle(std::chrono::seconds(20)));
+  }
+  // A controller of the test's own over this feed and planner, always leading.
+  std::unique_ptr<Controller> own_controller(ControllerOptions options) {
+    options.steady_now = steady.now();
+    return std::make_unique<Controller>(
+        *planner, *feed, client, events, actions, [] { return true; }, options);
+  }
+  std::vector<ScriptedRequest> requests(const std::string& method) const {
+    std::vector<ScriptedRequest> out;
+    for (const auto& r : server.requests()) {
+      if (r.method == method) out.push_back(r);
+    }
+    return out;
+  }
+  std::vector<std::string> event_reasons(const std::string& pod) const {
+    std::vector<std::string> reasons;
+    for (const auto& r : server.requests()) {
+      if (r.method != "POST" || r.target.find("/events") == std::string::npos) continue;
+      json e = json::parse(r.body);
+      if (e["involvedObject"]["name"] == pod)
+        reasons.push_back(e["reason"].get<std::string>() + ": " + e["message"].get<std::string>());
+    }
+    return reasons;
+  }
+};
+
+TEST(ControllerTest, StartingJobLosesItsGateOnExactlyTheChosenVariantAndItsSiblingsAreDeleted) {
+  Fixture f;
+  f.feed->node_handler().on_replace({testing::make_node("g1", "1", "0")});
+  f.feed->pod_handler().on_replace({variant("a-gpu", "a", "nvidia.com/gpu", true),
+                                    variant("a-cpu", "a", "cpu", true),
+                                    variant("b-gpu", "b", "nvidia.com/gpu", true)});
+  f.settle();
+
+  // a starts on the only GPU: its GPU pod is released, its CPU pod deleted (same namespace).
+  auto patches = f.requests("PATCH");
+  ASSERT_EQ(1u, patches.size());
+  EXPECT_EQ("/api/v1/namespaces/lab/pods/a-gpu", patches[0].target);
+  EXPECT_EQ("application/json-patch+json", patches[0].content_type);
+  EXPECT_EQ("remove", json::parse(patches[0].body)[1]["op"]);
+  auto deletes = f.requests("DELETE");
+  ASSERT_EQ(1u, deletes.size());
+  EXPECT_EQ("/api/v1/namespaces/lab/pods/a-cpu", deletes[0].target);
+  // A gated pod is told nothing more: the gate's removal and kube-scheduler's Scheduled say it.
+  EXPECT_EQ((std::vector<std::string>{}), f.event_reasons("a-gpu"));
+  EXPECT_EQ((std::vector<std::string>{"Deleted: job lab/a runs as variant lab/a-gpu"}),
+            f.event_reasons("a-cpu"));
+  // b waits for the GPU and is told so; the book no longer offers a's CPU variant.
+  auto b = f.event_reasons("b-gpu");
+  ASSERT_EQ(1u, b.size());
+  EXPECT_EQ(0u, b[0].rfind("Queued: position 1 of 1 for gpu, est. start ", 0)) << b[0];
+  auto job =
+      f.planner->read([](const JobBook& book) { return book.job("lab/a")->variants.size(); });
+  EXPECT_EQ(1u, job);
+
+  // A status update of the doomed sibling does not bring it back into the book.
+  f.feed->pod_handler().on_upsert(variant("a-cpu", "a", "cpu", true));
+  EXPECT_EQ(
+      1u, f.planner->read([](const JobBook& book) { return book.job("lab/a")->variants.size(); }));
+}
+
+TEST(ControllerTest, LateVariantOfARunningJobIsDeletedWithTheReason) {
+  Fixture f;
+  f.feed->node_handler().on_replace({testing::make_node("g1", "1", "0")});
+  json running = variant("a-gpu", "a", "nvidia.com/gpu", false);
+  f.feed->pod_handler().on_replace({running});
+  f.planner->solve_now();
+  running["spec"]["nodeName"] = "g1";  // bound: the watch says so
+  f.feed->pod_handler().on_upsert(running);
+  ASSERT_EQ(JobPhase::kRunning,
+            f.planner->read([](const JobBook& book) { return book.job("lab/a")->record.phase; }));
+  f.feed->pod_handler().on_upsert(variant("a-cpu-late", "a", "cpu", true));
+  f.settle();
+  auto deletes = f.requests("DELETE");
+  ASSERT_EQ(1u, deletes.size());
+  EXPECT_EQ("/api/v1/namespaces/lab/pods/a-cpu-late", deletes[0].target);
+  EXPECT_EQ((std::vector<std::string>{"Deleted: job lab/a runs as variant lab/a-gpu"}),
+            f.event_reasons("a-cpu-late"));
+
+  // Its pod succeeds: the job is done, and the GPU is free for the next.
+  running["status"]["phase"] = "Succeeded";
+  f.feed->pod_handler().on_upsert(running);
+  EXPECT_EQ(JobPhase::kDone,
+            f.planner->read([](const JobBook& book) { return book.job("lab/a")->record.phase; }));
+}
+
+// Job a runs as a-gpu on g1 (the watch shows it bound); its CPU variant a-cpu, seen at
+// resourceVersion 7, is late: the controller deletes it. Returns that sibling as seen.
+json run_a_with_a_late_sibling(Fixture& f) {
+  f.feed->node_handler().on_replace({testing::make_node("g1", "1", "0")});
+  json running = variant("a-gpu", "a", "nvidia.com/gpu", false);
+  f.feed->pod_handler().on_replace({running});
+  f.planner->solve_now();
+  running["spec"]["nodeName"] = "g1";
+  f.feed->pod_handler().on_upsert(running);
+  json late = variant("a-cpu", "a", "cpu", true);
+  late["metadata"]["resourceVersion"] = "7";
+  f.feed->pod_handler().on_upsert(late);
+  return late;
+}
+
+// Controller expectations (ControllerOptions::expectation): a DELETE that succeeded is not sent
+// again while the watch, lagging, still shows the pod at the version deleted, even past
+// `settle` and on a full pass; the pod seen at a new version is acted on again.
+TEST(ControllerTest, ASucceededDeleteIsNotSentAgainWhileTheWatchLagsBehindIt) {
+  Fixture f;
+  ControllerOptions options;
+  options.settle = std::chrono::milliseconds(20);
+  options.full_pass = std::chrono::milliseconds(0);  // every pass looks at every pod
+  options.steady_now = f.steady.now();
+  f.controller = std::make_unique<Controller>(
+      *f.planner, *f.feed, f.client, f.events, f.actions, [&f] { return f.leading; }, options);
+  json late = run_a_with_a_late_sibling(f);
+  f.settle();
+  ASSERT_EQ(1u, f.requests("DELETE").size());
+  for (int pass = 0; pass < 3; ++pass) {
+    f.steady.advance(std::chrono::milliseconds(40));  // past settle
+    f.settle();  // the watch has not shown the deletion
+  }
+  EXPECT_EQ(1u, f.requests("DELETE").size());
+
+  late["metadata"]["resourceVersion"] = "9";  // the watch shows the pod as it is now
+  f.feed->pod_handler().on_upsert(late);
+  f.settle();
+  auto deletes = f.requests("DELETE");
+  ASSERT_EQ(2u, deletes.size());
+  EXPECT_EQ("9", json::parse(deletes[1].body)["preconditions"]["resourceVersion"]);
+}
+
+TEST(ControllerTest,
+     DeletedEventOnlyOnceTheDeleteSucceededAndARefusedDeleteIsRetriedWhenThePodChanges) {
+  Fixture f;
+  json late = run_a_with_a_late_sibling(f);
+
+  // The pod changed since alloxd saw it (409, resourceVersion precondition): nothing deleted,
+  // so no Deleted event.
+  f.delete_status = 409;
+  f.settle();
+  auto deletes = f.requests("DELETE");
+  ASSERT_EQ(1u, deletes.size());
+  EXPECT_EQ("7", json::parse(deletes[0].body)["preconditions"]["resourceVersion"]);
+  EXPECT_TRUE(f.event_reasons("a-cpu").empty());
+  f.settle();  // nothing new seen: not asked again
+  EXPECT_EQ(1u, f.requests("DELETE").size());
+
+  // The watch shows the changed pod: it is deleted as it is now, and only then the event.
+  f.delete_status = 200;
+  late["metadata"]["resourceVersion"] = "8";
+  f.feed->pod_handler().on_upsert(late);
+  f.settle();
+  deletes = f.requests("DELETE");
+  ASSERT_EQ(2u, deletes.size());
+  EXPECT_EQ("8", json::parse(deletes[1].body)["preconditions"]["resourceVersion"]);
+  EXPECT_EQ((std::vector<std::string>{"Deleted: job lab/a runs as variant lab/a-gpu"}),
+            f.event_reasons("a-cpu"));
+}
+
+TEST(ControllerTest, AnAdmittedJobKeepsItsSlotInLaterPlans) {
+  Fixture f;
+  f.feed->node_handler().on_replace({testing::make_node("g1", "1", "0")});
+  f.feed->pod_handler().on_replace({variant("a-gpu", "a", "nvidia.com/gpu", true),
+                                    variant("b-gpu", "b", "nvidia.com/gpu", true)});
+  f.planner->solve_now();
+  auto plan = f.planner->latest_plan();
+  ASSERT_EQ(1u, plan->starts.count("lab/a"));  // fifo: a came first
+  const PlannedStart slot = plan->starts.at("lab/a");
+  // b was released for that slot (by a plan that has since changed its mind): every later plan
+  // keeps starting b there, so the released pod is never turned away and parked.
+  ASSERT_TRUE(f.planner->admit("lab/b", "lab/b-gpu", slot).ok());
+  f.planner->solve_now();
+  plan = f.planner->latest_plan();
+  ASSERT_EQ(1u, plan->starts.count("lab/b"));
+  EXPECT_EQ("g1", plan->starts.at("lab/b").node);
+  EXPECT_EQ(0u, plan->starts.count("lab/a"));
+  EXPECT_EQ(1u, plan->waiting.count("lab/a"));
+  // Admitting again as before is no change: the book is not planned again for it.
+  const auto version = plan->version;
+  ASSERT_TRUE(f.planner->admit("lab/b", "lab/b-gpu", slot).ok());
+  f.planner->solve_now();
+  EXPECT_EQ(version, f.planner->latest_plan()->version);
+}
+
+// The hold waits on kube-scheduler, so it is wall time: a planner clock that jumps an hour (a
+// simulation's runs 100 times faster than the wall) does not end it; the wall passing it does.
+TEST(ControllerTest, AnAdmissionIsHeldForWallTimeWhateverThePlannersClock) {
+  std::atomic<double> clock{1'000'000};
+  PlannerOptions options;
+  options.clock = [&clock] { return clock.load(); };
+  options.admission_hold = 0.3;
+  Fixture f(options);
+  f.feed->node_handler().on_replace({testing::make_node("g1", "1", "0")});
+  f.feed->pod_handler().on_replace({variant("a-gpu", "a", "nvidia.com/gpu", true),
+                                    variant("b-gpu", "b", "nvidia.com/gpu", true)});
+  f.planner->solve_now();
+  const PlannedStart slot = f.planner->latest_plan()->starts.at("lab/a");  // fifo: a first
+  ASSERT_TRUE(f.planner->admit("lab/b", "lab/b-gpu", slot).ok());
+  const std::uint64_t admitted_version = f.planner->latest_plan()->version;
+  // Each plan below follows a new job, so it is made afresh (not the last one kept).
+  clock = clock + 3600;
+  f.feed->pod_handler().on_upsert(variant("c-gpu", "c", "nvidia.com/gpu", true));
+  f.planner->solve_now();
+  ASSERT_LT(admitted_version, f.planner->latest_plan()->version);
+  EXPECT_EQ(1u, f.planner->latest_plan()->starts.count("lab/b")) << "an hour on the clock: held";
+  f.steady.advance(std::chrono::milliseconds(400));
+  f.feed->pod_handler().on_upsert(variant("d-gpu", "d", "nvidia.com/gpu", true));
+  f.planner->solve_now();
+  EXPECT_EQ(0u, f.planner->latest_plan()->starts.count("lab/b")) << "0.4 s of wall: lapsed";
+  EXPECT_EQ(1u, f.planner->latest_plan()->starts.count("lab/a"));
+}
+
+// The node's machines of one device, as the book numbers them (JobBook::slots).
+std::vector<int> gpu_slots_of(const Planner& planner, const std::string& node) {
+  return planner.read([&](const JobBook& book) {
+    std::vector<int> out;
+    for (std::size_t i = 0; i < book.slots().size(); ++i) {
+      if (book.slots()[i].node == node && book.slots()[i].device == "gpu") {
+        out.push_back(static_cast<int>(i));
+      }
+    }
+    return out;
+  });
+}
+
+PlannedStart gpu_slot(const std::string& node, int slot) {
+  PlannedStart start;
+  start.node = node;
+  start.device = "gpu";
+  start.slot = slot;
+  return start;
+}
+
+JobVariant variant_in_book(const Planner& planner, const std::string& job) {
+  return planner.read([&](const JobBook& book) { return book.job(job)->variants.begin()->second; });
+}
+
+// A start that names no machine (the watch's, or a bind kube-scheduler sent off its planned
+// node) takes the node's first free one, which may be the one held for an admitted job. That
+// job keeps its node on the machine left there; planned afresh, the queue's head would take
+// it and the released pod would be turned away.
+TEST(ControllerTest, AnAdmissionWhoseMachineAnotherStartTookKeepsItsNodeOnTheOneLeft) {
+  Fixture f;
+  f.feed->node_handler().on_replace({testing::make_node("g1", "3", "0")});
+  f.feed->pod_handler().on_replace({variant("a-gpu", "a", "nvidia.com/gpu", true),
+                                    variant("b-gpu", "b", "nvidia.com/gpu", true),
+                                    variant("c-gpu", "c", "nvidia.com/gpu", true),
+                                    variant("d-gpu", "d", "nvidia.com/gpu", true)});
+  f.planner->solve_now();
+  const std::vector<int> slots = gpu_slots_of(*f.planner, "g1");
+  ASSERT_EQ(3u, slots.size());
+  // b and c were released for the first two machines (a, first in the queue, was not).
+  ASSERT_TRUE(f.planner->admit("lab/b", "lab/b-gpu", gpu_slot("g1", slots[0])).ok());
+  ASSERT_TRUE(f.planner->admit("lab/c", "lab/c-gpu", gpu_slot("g1", slots[1])).ok());
+  auto started = f.planner->record_start(variant_in_book(*f.planner, "lab/d"), "g1", -1);
+  ASSERT_TRUE(started.ok()) << started.message();
+  ASSERT_EQ(slots[0], f.planner->read([](const JobBook& b) { return b.job("lab/d")->slot; }))
+      << "the premise: d took the machine held for b";
+  f.planner->solve_now();
+  const auto plan = f.planner->latest_plan();
+  ASSERT_EQ(1u, plan->starts.count("lab/b"));
+  EXPECT_EQ(gpu_slot("g1", slots[2]), plan->starts.at("lab/b"));
+  ASSERT_EQ(1u, plan->starts.count("lab/c"));
+  EXPECT_EQ(gpu_slot("g1", slots[1]), plan->starts.at("lab/c"));
+  EXPECT_EQ(1u, plan->waiting.count("lab/a")) << "the queue's head waits for the next machine";
+}
+
+// The watch names a node, not a machine: an admitted job seen bound there runs on the machine
+// held for it, not on the node's first free one (another admission's).
+TEST(ControllerTest, AStartSeenByTheWatchTakesTheMachineHeldForItsJob) {
+  Fixture f;
+  f.feed->node_handler().on_replace({testing::make_node("g1", "3", "0")});
+  f.feed->pod_handler().on_replace({variant("a-gpu", "a", "nvidia.com/gpu", true),
+                                    variant("b-gpu", "b", "nvidia.com/gpu", true)});
+  f.planner->solve_now();
+  const std::vector<int> slots = gpu_slots_of(*f.planner, "g1");
+  ASSERT_EQ(3u, slots.size());
+  ASSERT_TRUE(f.planner->admit("lab/a", "lab/a-gpu", gpu_slot("g1", slots[2])).ok());
+  auto started = f.planner->record_start(variant_in_book(*f.planner, "lab/a"), "g1", -1);
+  ASSERT_TRUE(started.ok()) << started.message();
+  EXPECT_EQ(slots[2], f.planner->read([](const JobBook& b) { return b.job("lab/a")->slot; }));
+}
+
+// A hold moved to another machine of its node is the same commitment: it lapses
+// admission_hold after the first admission, not after the move.
+TEST(ControllerTest, AHoldMovedOnItsNodeLapsesFromItsFirstAdmission) {
+  PlannerOptions options;
+  options.admission_hold = 0.3;
+  Fixture f(options);
+  f.feed->node_handler().on_replace({testing::make_node("g1", "2", "0")});
+  f.feed->pod_handler().on_replace({variant("a-gpu", "a", "nvidia.com/gpu", true),
+                                    variant("b-gpu", "b", "nvidia.com/gpu", true),
+                                    variant("c-gpu", "c", "nvidia.com/gpu", true)});
+  f.planner->solve_now();
+  const std::vector<int> slots = gpu_slots_of(*f.planner, "g1");
+  ASSERT_EQ(2u, slots.size());
+  ASSERT_TRUE(f.planner->admit("lab/c", "lab/c-gpu", gpu_slot("g1", slots[0])).ok());
+  f.steady.advance(std::chrono::milliseconds(150));
+  ASSERT_TRUE(f.planner->admit("lab/c", "lab/c-gpu", gpu_slot("g1", slots[1])).ok());
+  f.planner->solve_now();
+  EXPECT_EQ(1u, f.planner->latest_plan()->starts.count("lab/c")) << "held, on its new machine";
+  f.steady.advance(std::chrono::milliseconds(250));  // 0.4 s since the first
+  f.feed->pod_handler().on_upsert(variant("d-gpu", "d", "nvidia.com/gpu", true));
+  f.planner->solve_now();
+  const auto plan = f.planner->latest_plan();
+  EXPECT_EQ(0u, plan->starts.count("lab/c")) << "lapsed: planned afresh, behind a and b";
+  EXPECT_EQ(1u, plan->starts.count("lab/a"));
+  EXPECT_EQ(1u, plan->starts.count("lab/b"));
+}
+
+// After a plan, the next one waits for the controller to have admitted its starts (at most
+// admissions_wait): solved before they are in the book, it would not hold their machines.
+TEST(ControllerTest, TheNextPlanWaitsUntilTheControllerActedOnTheLastOne) {
+  PlannerOptions options;
+  options.admissions_wait = 30;
+  Fixture f(options);
+  f.feed->node_handler().on_replace({testing::make_node("g1", "1", "0")});
+  f.feed->pod_handler().on_replace({variant("a-gpu", "a", "nvidia.com/gpu", true)});
+  f.planner->solve_now();
+  // solve_now's own ask may be met by a plan already being made, and then be planned again.
+  while (f.planner->busy()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  const std::uint64_t acted = f.planner->latest_plan()->version;
+  f.feed->pod_handler().on_upsert(variant("b-gpu", "b", "nvidia.com/gpu", true));
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));  // well past the pause (0.2 s)
+  EXPECT_EQ(acted, f.planner->latest_plan()->version) << "planned before the controller acted";
+  f.controller->reconcile();  // admits a, and says so
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (f.planner->latest_plan()->waiting.count("lab/b") == 0 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const auto plan = f.planner->latest_plan();
+  EXPECT_EQ(1u, plan->waiting.count("lab/b"));
+  EXPECT_EQ(1u, plan->starts.count("lab/a")) << "a's admission held in it";
+  EXPECT_LT(std::chrono::steady_clock::now(), deadline);
+}
+
+// The controller admits a plan's starts together: every sibling leaves the book and the store
+// in one transaction, and each admission has its own outcome.
+TEST(ControllerTest, AdmissionsTogetherDropEverySiblingAndReportEachOutcome) {
+  Fixture f;
+  f.feed->node_handler().on_replace({testing::make_node("g1", "2", "2")});
+  f.feed->pod_handler().on_replace(
+      {variant("a-gpu", "a", "nvidia.com/gpu", true), variant("a-cpu", "a", "cpu", true),
+       variant("b-gpu", "b", "nvidia.com/gpu", true), variant("b-cpu", "b", "cpu", true)});
+  f.planner->solve_now();
+  PlannedStart slot;
+  slot.node = "g1";
+  slot.device = "gpu";
+  const std::vector<Status> outcomes = f.planner->admit_all({{"lab/a", "lab/a-gpu", slot},
+                                                             {"lab/ghost", "lab/ghost-gpu", slot},
+                                                             {"lab/b", "lab/b-cpu", slot}});
+  ASSERT_EQ(3u, outcomes.size());
+  EXPECT_TRUE(outcomes[0].ok()) << outcomes[0].message();
+  EXPECT_FALSE(outcomes[1].ok());
+  EXPECT_NE(std::string::npos, outcomes[1].message().find("unknown")) << outcomes[1].message();
+  EXPECT_TRUE(outcomes[2].ok()) << outcomes[2].message();
+  EXPECT_EQ("lab/a-gpu", f.planner->admitted_as("lab/a").value_or(""));
+  EXPECT_EQ("lab/b-cpu", f.planner->admitted_as("lab/b").value_or(""));
+  auto variants_of = [](const Planner& planner, const std::string& job) {
+    return planner.read([&](const JobBook& book) {
+      std::vector<std::string> keys;
+      for (const auto& [key, v] : book.job(job)->variants) keys.push_back(key);
+      return keys;
+    });
+  };
+  EXPECT_EQ(std::vector<std::string>{"lab/a-gpu"}, variants_of(*f.planner, "lab/a"));
+  EXPECT_EQ(std::vector<std::string>{"lab/b-cpu"}, variants_of(*f.planner, "lab/b"));
+  // The store holds what the book does: a planner restored from it knows no sibling.
+  Metrics metrics;
+  auto restored = Planner::create(f.config, make_policy("fifo", PolicyOptions{}).value(), metrics);
+  ASSERT_TRUE(restored.ok()) << restored.message();
+  EXPECT_EQ(std::vector<std::string>{"lab/a-gpu"}, variants_of(**restored, "lab/a"));
+  EXPECT_EQ(std::vector<std::string>{"lab/b-cpu"}, variants_of(**restored, "lab/b"));
+}
+
+// kube-scheduler's status for a pod it tried and parked (handleSchedulingFailure).
+json turned_away(json pod) {
+  pod["status"]["conditions"] = json::array({{{"type", "PodScheduled"},
+                                              {"status", "False"},
+                                              {"reason", "Unschedulable"},
+                                              {"message", "0/1 nodes are available"}}});
+  return pod;
+}
+
+TEST(ControllerTest, AnUngatedPodTheSchedulerHasNotTurnedAwayIsLeftToIt) {
+  Fixture f;
+  f.feed->node_handler().on_replace({testing::make_node("g1", "1", "0")});
+  json pod = variant("a-gpu", "a", "nvidia.com/gpu", false);
+  // Gated once: the API server's SchedulingGated condition stays until the scheduler writes.
+  pod["status"]["conditions"] =
+      json::array({{{"type", "PodScheduled"}, {"status", "False"}, {"reason", "SchedulingGated"}}});
+  f.feed->pod_handler().on_replace({pod});
+  f.settle();
+  ASSERT_EQ(1u, f.planner->latest_plan()->starts.count("lab/a"));
+  EXPECT_TRUE(f.requests("PATCH").empty()) << "no nudge for a pod in the active queue";
+  // Then the scheduler turns it away: nudged.
+  pod = turned_away(pod);
+  pod["metadata"]["resourceVersion"] = "2";
+  f.feed->pod_handler().on_upsert(pod);
+  f.settle();
+  EXPECT_EQ(1u, f.requests("PATCH").size());
+}
+
+TEST(ControllerTest, UngatedPodIsNudgedWhenItsPlanSaysStartNow) {
+  Fixture f;
+  f.feed->node_handler().on_replace({testing::make_node("g1", "1", "0")});
+  f.feed->pod_handler().on_replace({turned_away(variant("a-gpu", "a", "nvidia.com/gpu", false))});
+  f.settle();
+  auto patches = f.requests("PATCH");
+  ASSERT_EQ(1u, patches.size());
+  EXPECT_EQ("application/merge-patch+json", patches[0].content_type);
+  EXPECT_TRUE(json::parse(patches[0].body)["metadata"]["annotations"].contains("allox.io/nudge"));
+  f.settle();  // not again at once
+  EXPECT_EQ(1u, f.requests("PATCH").size());
+}
+
+TEST(ControllerTest, OnlyTheLeaderActs) {
+  Fixture f;
+  f.leading = false;
+  f.feed->node_handler().on_replace({testing::make_node("g1", "1", "0")});
+  f.feed->pod_handler().on_replace(
+      {variant("a-gpu", "a", "nvidia.com/gpu", true), variant("a-cpu", "a", "cpu", true)});
+  f.settle();
+  EXPECT_TRUE(f.server.requests().empty());
+  // It still knows the queue: a second replica serves reads.
+  EXPECT_EQ(
+      2u, f.planner->read([](const JobBook& book) { return book.job("lab/a")->variants.size(); }));
+}
+
+TEST(ClusterFeedTest, OtherSchedulersPodsAndDeletionsAreHandled) {
+  Fixture f;
+  f.feed->node_handler().on_replace({testing::make_node("g1", "2", "64")});
+  json other = variant("x", "x", "nvidia.com/gpu", false);
+  other["spec"]["schedulerName"] = "default-scheduler";
+  f.feed->pod_handler().on_replace({other, variant("a-gpu", "a", "nvidia.com/gpu", true)});
+  EXPECT_TRUE(f.planner->read([](const JobBook& book) { return book.job("lab/x") == nullptr; }));
+  EXPECT_EQ(1u, f.feed->pods().size());
+  // The only variant is deleted before it ran: the job leaves the queue.
+  f.feed->pod_handler().on_delete(variant("a-gpu", "a", "nvidia.com/gpu", true));
+  EXPECT_TRUE(f.planner->read([](const JobBook& book) { return book.job("lab/a") == nullptr; }));
+  // Capacity from the nodes: 2 GPUs and 64 / 32 = 2 CPU bundles.
+  EXPECT_EQ(2,
+            f.planner->read([](const JobBook& book) { return book.capacity("g1", "gpu").total; }));
+  EXPECT_EQ(2,
+            f.planner->read([](const JobBook& book) { return book.capacity("g1", "cpu").total; }));
+  // A re-list without a node removes it.
+  f.feed->node_handler().on_replace({});
+  EXPECT_FALSE(f.planner->read([](const JobBook& book) { return book.has_node("g1"); }));
+}
+
+// /bind asks the API server to bind, then records the start. A short job can be bound, run and
+// finish on the watch in between: recording this same run again is not a refusal (kube-scheduler
+// would count a bind failure for a pod that ran), and it is not a second start either.
+TEST(ClusterFeedTest, BindRecordedAfterTheWatchSawThePodBoundAndFinished) {
+  Fixture f;
+  f.feed->node_handler().on_replace({testing::make_node("g1", "1", "0")});
+  json pod = variant("a-gpu", "a", "nvidia.com/gpu", false);
+  f.feed->pod_handler().on_replace({pod});
+  const JobVariant chosen = f.planner->read(
+      [](const JobBook& book) { return book.job("lab/a")->variants.at("lab/a-gpu"); });
+  pod["spec"]["nodeName"] = "g1";
+  f.feed->pod_handler().on_upsert(pod);
+  pod["status"]["phase"] = "Succeeded";
+  f.feed->pod_handler().on_upsert(pod);
+  ASSERT_EQ(JobPhase::kDone,
+            f.planner->read([](const JobBook& book) { return book.job("lab/a")->record.phase; }));
+
+  auto started = f.planner->record_start(chosen, "g1", -1);
+  ASSERT_TRUE(started.ok()) << started.message();
+  EXPECT_EQ(JobPhase::kDone, started->record.phase);
+  EXPECT_TRUE(started->unused_variants.empty());
+  // Still done, and the GPU it used is free again: nothing was started twice.
+  EXPECT_EQ(1,
+            f.planner->read([](const JobBook& book) { return book.capacity("g1", "gpu").free; }));
+  // The same pod on another node is a different claim and is still refused.
+  EXPECT_FALSE(f.planner->record_start(chosen, "g2", -1).ok());
+}
+
+// A discrete-event driver calls alloxd quiet only when it has seen every pod and is not busy.
+// The feed shows a pod (pods()) before the planner has heard of it, so the feed itself must
+// count as busy until the planner has the change and the controller was told (on_change):
+// otherwise the driver jumps the clock past a completion nobody has acted on yet.
+TEST(ClusterFeedTest, BusyFromShowingAPodUntilThePlannerAndTheControllerHaveIt) {
+  Fixture f;
+  struct Seen {
+    bool busy = false;
+    std::string version;
+    JobPhase phase = JobPhase::kQueued;
+  };
+  std::vector<Seen> seen;
+  ClusterFeed* feed = nullptr;
+  ClusterFeed watched(f.client, *f.planner, f.config, [&] {
+    const BookJob* job = nullptr;
+    Seen s;
+    s.busy = feed->busy();
+    s.version = feed->pods().at("lab/a-gpu").resource_version;
+    s.phase = f.planner->read([&](const JobBook& book) {
+      job = book.job("lab/a");
+      return job == nullptr ? JobPhase::kRemoved : job->record.phase;
+    });
+    seen.push_back(s);
+  });
+  feed = &watched;
+  EXPECT_FALSE(watched.busy());
+  watched.node_handler().on_replace({testing::make_node("g1", "1", "0")});
+  EXPECT_FALSE(watched.busy());
+  json pod = variant("a-gpu", "a", "nvidia.com/gpu", false);
+  pod["metadata"]["resourceVersion"] = "5";
+  watched.pod_handler().on_replace({pod});
+  pod["spec"]["nodeName"] = "g1";
+  pod["metadata"]["resourceVersion"] = "6";
+  watched.pod_handler().on_upsert(pod);
+  pod["status"]["phase"] = "Succeeded";
+  pod["metadata"]["resourceVersion"] = "7";
+  watched.pod_handler().on_upsert(pod);
+  EXPECT_FALSE(watched.busy());
+
+  ASSERT_EQ(3u, seen.size());
+  const std::vector<std::pair<std::string, JobPhase>> want = {
+      {"5", JobPhase::kQueued}, {"6", JobPhase::kRunning}, {"7", JobPhase::kDone}};
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    EXPECT_TRUE(seen[i].busy) << "change " << i;
+    EXPECT_EQ(want[i].first, seen[i].version) << "change " << i;
+    EXPECT_EQ(want[i].second, seen[i].phase) << "change " << i;
+  }
+}
+
+}  // namespace
+}  // namespace allox::extender
+
+namespace allox::extender {
+namespace {
+
+// ControllerOptions' pacing: pokes that arrive in the pause after a pass wait for it (and are
+// then one pass); stop() ends the pause. The pause is an hour here, so only the order of calls
+// matters, never a timer.
+TEST(ControllerTest, PokesInThePauseAfterAPassWaitForItAndStopEndsIt) {
+  Fixture f;
+  ControllerOptions options;
+  options.pace = 1e9;
+  options.max_pause = std::chrono::hours(1);
+  options.resync = std::chrono::hours(1);
+  Controller paced(
+      *f.planner, *f.feed, f.client, f.events, f.actions, [] { return true; }, options);
+  paced.start();
+  // A controller starts due: its first pass runs at once.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while ((paced.passes() < 1 || paced.busy()) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_EQ(1u, paced.passes());
+  for (int i = 0; i < 30; ++i) paced.poke();
+  EXPECT_EQ(1u, paced.passes());
+  EXPECT_TRUE(paced.busy());  // a pass is due: after the pause
+  paced.stop();
+  EXPECT_EQ(1u, paced.passes());
+}
+
+}  // namespace
+}  // namespace allox::extender
+
+namespace allox::extender {
+namespace {
+
+std::set<std::string> as_set(const std::vector<std::string>& keys) {
+  return {keys.begin(), keys.end()};
+}
+
+// Options under which every pass but the first is incremental and no pod gets a second Queued
+// event: what a pass looks at is then only what may have changed.
+ControllerOptions incremental() {
+  ControllerOptions options;
+  options.full_pass = std::chrono::hours(1);
+  options.requeue_event = std::chrono::hours(1);
+  return options;
+}
+
+// The incremental pass (ControllerOptions::full_pass): after a first, full pass, a pass looks
+// at the pods still in motion, the pods that changed and their jobs' other pods, and the pods of
+// the jobs whose start the plan added, changed or dropped; never at a waiting pod whose Queued
+// event is recent and whose job did not change, nor at a released pod that did not change. And it
+// misses none of those: a sibling is deleted when its job starts elsewhere, a job the plan starts
+// later is released, though none of its pods changed.
+TEST(ControllerTest, AnIncrementalPassLooksAtExactlyWhatMayHaveChangedAndMissesNone) {
+  Fixture f;
+  std::unique_ptr<Controller> own = f.own_controller(incremental());
+  Controller& inc = *own;
+  auto pass = [&] { f.pass(inc); };
+  f.feed->node_handler().on_replace({testing::make_node("g1", "1", "0")});
+  std::vector<json> pods;
+  for (std::string job : {"a", "b", "c", "d"}) {
+    pods.push_back(variant(job + "-gpu", job, "nvidia.com/gpu", true));
+    pods.push_back(variant(job + "-cpu", job, "cpu", true));
+  }
+  f.feed->pod_handler().on_replace(pods);
+
+  pass();  // the first pass is full: a is released on the GPU, the rest are told they wait
+  EXPECT_TRUE(inc.last_was_full());
+  EXPECT_EQ(8u, inc.last_visited().size());
+  EXPECT_EQ(1u, f.requests("PATCH").size());
+  EXPECT_EQ(1u, f.requests("DELETE").size());  // a-cpu
+  for (std::string pod : {"b-gpu", "b-cpu", "c-gpu", "c-cpu", "d-gpu", "d-cpu"}) {
+    ASSERT_EQ(1u, f.event_reasons(pod).size()) << pod;
+  }
+
+  // Nothing changed: nobody. a's GPU pod was released and a's CPU pod deleted; both rest until
+  // the watch shows what came of it (or the actions' settle time passes).
+  pass();
+  EXPECT_FALSE(inc.last_was_full());
+  EXPECT_EQ(as_set({}), as_set(inc.last_visited()));
+
+  // c's CPU pod changes: it and its sibling are looked at, nobody else's.
+  json c_cpu = variant("c-cpu", "c", "cpu", true);
+  c_cpu["metadata"]["resourceVersion"] = "9";
+  f.feed->pod_handler().on_upsert(c_cpu);
+  pass();
+  EXPECT_EQ(as_set({"lab/c-cpu", "lab/c-gpu"}), as_set(inc.last_visited()));
+
+  // a's pod binds and finishes; its sibling's deletion shows. The next plan starts b, none of
+  // whose pods changed: b's GPU pod is released and its CPU pod deleted all the same.
+  json a_gpu = variant("a-gpu", "a", "nvidia.com/gpu", false);
+  a_gpu["spec"]["nodeName"] = "g1";
+  f.feed->pod_handler().on_upsert(a_gpu);
+  a_gpu["status"]["phase"] = "Succeeded";
+  f.feed->pod_handler().on_upsert(a_gpu);
+  f.feed->pod_handler().on_delete(variant("a-cpu", "a", "cpu", true));
+  pass();
+  EXPECT_FALSE(inc.last_was_full());
+  auto patches = f.requests("PATCH");
+  ASSERT_EQ(2u, patches.size());
+  EXPECT_EQ("/api/v1/namespaces/lab/pods/b-gpu", patches[1].target);
+  auto deletes = f.requests("DELETE");
+  ASSERT_EQ(2u, deletes.size());
+  EXPECT_EQ("/api/v1/namespaces/lab/pods/b-cpu", deletes[1].target);
+  EXPECT_EQ(0u, as_set(inc.last_visited()).count("lab/d-gpu"));  // still quiet
+
+  // A waiting pod whose job runs elsewhere (the /bind of its sibling, seen by the watch) is
+  // deleted though it did not change itself: d's GPU pod binds without a plan saying so.
+  json d_gpu = variant("d-gpu", "d", "nvidia.com/gpu", false);
+  d_gpu["spec"]["nodeName"] = "g1";
+  f.feed->pod_handler().on_upsert(d_gpu);
+  pass();
+  deletes = f.requests("DELETE");
+  ASSERT_EQ(3u, deletes.size());
+  EXPECT_EQ("/api/v1/namespaces/lab/pods/d-cpu", deletes[2].target);
+}
+
+// A quiet pod is looked at again once its Queued event may be followed by another.
+TEST(ControllerTest, AQuietWaitingPodIsLookedAtAgainWhenItsQueuedEventIsDue) {
+  Fixture f;
+  ControllerOptions options;
+  options.full_pass = std::chrono::hours(1);
+  options.requeue_event = std::chrono::milliseconds(50);
+  options.steady_now = f.steady.now();
+  Controller inc(
+      *f.planner, *f.feed, f.client, f.events, f.actions, [] { return true; }, options);
+  f.feed->node_handler().on_replace({testing::make_node("g1", "1", "0")});
+  f.feed->pod_handler().on_replace({variant("a-gpu", "a", "nvidia.com/gpu", true),
+                                    variant("b-gpu", "b", "nvidia.com/gpu", true)});
+  f.planner->solve_now();
+  inc.reconcile();
+  ASSERT_TRUE(f.actions.wait_idle(std::chrono::seconds(20)));
+  ASSERT_EQ(1u, f.event_reasons("b-gpu").size());
+  f.steady.advance(std::chrono::milliseconds(100));
+  inc.reconcile();
+  EXPECT_FALSE(inc.last_was_full());
+  EXPECT_EQ(1u, as_set(inc.last_visited()).count("lab/b-gpu"));
+}
+
+// A released pod rests while kube-scheduler has it: looked at again when it changes, and, once
+// parked (turned away), every renudge for another nudge; not at every pass while thousands of
+// released pods wait for their binds.
+TEST(ControllerTest, AReleasedPodRestsUntilItChangesAndAParkedOneIsNudgedEveryRenudge) {
+  Fixture f;
+  ControllerOptions options = incremental();
+  options.renudge = std::chrono::milliseconds(200);
+  std::unique_ptr<Controller> own = f.own_controller(options);
+  Controller& inc = *own;
+  auto pass = [&] { f.pass(inc); };
+  f.feed->node_handler().on_replace({testing::make_node("g1", "1", "0")});
+  json pod = variant("a-gpu", "a", "nvidia.com/gpu", true);
+  f.feed->pod_handler().on_replace({pod});
+  pass();  // full: released
+  ASSERT_EQ(1u, f.requests("PATCH").size());
+
+  pod = variant("a-gpu", "a", "nvidia.com/gpu", false);  // the watch shows it ungated
+  pod["metadata"]["resourceVersion"] = "2";
+  f.feed->pod_handler().on_upsert(pod);
+  pass();
+  EXPECT_EQ(as_set({"lab/a-gpu"}), as_set(inc.last_visited()));
+  pass();
+  EXPECT_EQ(as_set({}), as_set(inc.last_visited())) << "released and unchanged: it rests";
+  EXPECT_EQ(1u, f.requests("PATCH").size());
+
+  f.steady.advance(options.renudge);  // past renudge since its release
+  pod = turned_away(pod);
+  pod["metadata"]["resourceVersion"] = "3";
+  f.feed->pod_handler().on_upsert(pod);
+  pass();
+  EXPECT_EQ(as_set({"lab/a-gpu"}), as_set(inc.last_visited()));
+  EXPECT_EQ(2u, f.requests("PATCH").size()) << "parked: nudged";
+  pass();
+  EXPECT_EQ(as_set({}), as_set(inc.last_visited())) << "nudged: it rests until renudge";
+  EXPECT_EQ(2u, f.requests("PATCH").size());
+  f.steady.advance(options.renudge + std::chrono::milliseconds(20));
+  pass();
+  EXPECT_EQ(as_set({"lab/a-gpu"}), as_set(inc.last_visited()));
+  EXPECT_EQ(3u, f.requests("PATCH").size()) << "still parked after renudge: nudged again";
+}
+
+// A full pass looks at every released pod again but remembers which it released before: a
+// parked one is not nudged again before renudge because a full pass came.
+TEST(ControllerTest, AFullPassDoesNotNudgeAParkedReleasedPodAgainBeforeRenudge) {
+  Fixture f;
+  ControllerOptions options;
+  options.full_pass = std::chrono::milliseconds(0);  // every pass is full
+  options.renudge = std::chrono::hours(1);
+  std::unique_ptr<Controller> own = f.own_controller(options);
+  Controller& full = *own;
+  f.feed->node_handler().on_replace({testing::make_node("g1", "1", "0")});
+  f.feed->pod_handler().on_replace({turned_away(variant("a-gpu", "a", "nvidia.com/gpu", false))});
+  for (int i = 0; i < 3; ++i) {
+    f.planner->solve_now();
+    full.reconcile();
+    EXPECT_TRUE(full.last_was_full());
+    ASSERT_TRUE(f.actions.wait_idle(std::chrono::seconds(20)));
+  }
+  EXPECT_EQ(1u, f.requests("PATCH").size()) << "nudged once, when its plan said start now";
+}
+
+// A start the plan drops (here: its node left) is noticed by an incremental pass though none of
+// the job's pods changed: the released pod is looked at again.
+TEST(ControllerTest, AStartThePlanDropsIsLookedAtThoughItsPodDidNotChange) {
+  Fixture f;
+  std::unique_ptr<Controller> own = f.own_controller(incremental());
+  Controller& inc = *own;
+  auto pass = [&] { f.pass(inc); };
+  f.feed->node_handler().on_replace({testing::make_node("g1", "1", "0")});
+  f.feed->pod_handler().on_replace({variant("a-gpu", "a", "nvidia.com/gpu", false)});
+  pass();  // full
+  pass();
+  ASSERT_EQ(as_set({}), as_set(inc.last_visited()));
+  f.feed->node_handler().on_replace({testing::make_node("c1", "0", "4")});
+  pass();
+  ASSERT_EQ(0u, f.planner->latest_plan()->starts.count("lab/a"));
+  EXPECT_EQ(as_set({"lab/a-gpu"}), as_set(inc.last_visited()));
+}
+
+}  // namespace
+}  // namespace allox::extender

@@ -1,0 +1,101 @@
+// What a reader of alloxd/plan/planner.h's book waits for. read_registered is the one shared lock
+// a /filter of a registered pod takes: it reads only for a variant that needs no registration, so
+// the filter's answer and the check that nothing needs writing come from the same book. The
+// batched writers change the book a chunk at a time.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "alloxd/plan/planner.h"
+#include "tests/alloxd/testing/test_support.h"
+
+namespace allox::extender {
+namespace {
+
+struct Books {
+  testing::ScratchDir dir;
+  ExtenderConfig config =
+      testing::make_config({{"n0", {{"gpu", 1}, {"cpu", 1}}}}, dir.file("state.db"));
+  Metrics metrics;
+  std::unique_ptr<Planner> planner = open();
+
+  std::unique_ptr<Planner> open() {
+    auto planner = testing::open_fifo_planner(config, metrics);
+    if (planner) planner->start();
+    return planner;
+  }
+  JobVariant variant(const std::string& pod, const std::string& resource) const {
+    auto read = read_job_variant(testing::make_pod("lab", pod, resource, {{"allox.io/job", "a"}}),
+                                 config.devices);
+    EXPECT_TRUE(read.ok()) << read.message();
+    return *read;
+  }
+  // Whether read_registered ran its read (which answers true).
+  bool reads(const JobVariant& v) const {
+    int calls = 0;
+    const bool answered = planner->read_registered(v, [&](const JobBook& book) {
+      ++calls;
+      return book.job(v.job_id) != nullptr;
+    });
+    EXPECT_EQ(answered, calls == 1);
+    return calls == 1;
+  }
+};
+
+TEST(PlannerReadsTest, AVariantIsReadUnderOneLockOnlyWhenItNeedsNoRegistration) {
+  Books books;
+  ASSERT_NE(nullptr, books.planner);
+  const JobVariant gpu = books.variant("a-gpu", "nvidia.com/gpu");
+  const JobVariant cpu = books.variant("a-cpu", "cpu");
+
+  EXPECT_FALSE(books.reads(gpu));  // its job is not in the book: the filter registers it
+  ASSERT_TRUE(books.planner->register_variant(gpu, Durability::kWritten).ok());
+  EXPECT_TRUE(books.reads(gpu));
+  EXPECT_FALSE(books.reads(cpu));  // a variant its job does not have yet
+
+  // The read's own answer is returned: false sends the filter down the path that may wait.
+  EXPECT_FALSE(books.planner->read_registered(gpu, [](const JobBook&) { return false; }));
+
+  // Once the job is admitted as its GPU variant, the CPU one stays out: nothing to register.
+  books.planner->solve_now();
+  auto plan = books.planner->latest_plan();
+  ASSERT_EQ(1u, plan->starts.count(gpu.job_id));
+  ASSERT_TRUE(books.planner->admit(gpu.job_id, "lab/a-gpu", plan->starts.at(gpu.job_id)).ok());
+  EXPECT_TRUE(books.reads(cpu));
+}
+
+// A new plan can admit thousands of jobs at once. They reach the book a chunk at a time, each
+// under its own hold of the lock, so a /filter never waits for the whole burst: the book's
+// version moves once per chunk, and a reader between two chunks sees whole admissions.
+TEST(PlannerReadsTest, ABurstOfAdmissionsReachesTheBookAChunkAtATime) {
+  Books books;
+  ASSERT_NE(nullptr, books.planner);
+  constexpr std::size_t kJobs = 3 * Planner::kBookWriteChunk + 8;  // 3 full chunks and a part
+  std::vector<JobVariant> variants;
+  std::vector<Planner::AdmitRequest> admissions;
+  for (std::size_t j = 0; j < kJobs; ++j) {
+    const std::string name = "p" + std::to_string(j);
+    auto read = read_job_variant(testing::make_pod("lab", name, "nvidia.com/gpu",
+                                                   {{"allox.io/job", "j" + std::to_string(j)}}),
+                                 books.config.devices);
+    ASSERT_TRUE(read.ok()) << read.message();
+    variants.push_back(*read);
+    admissions.push_back({read->job_id, "lab/" + name, PlannedStart{"n0", "gpu", 0}});
+  }
+  for (const Status& s : books.planner->register_variants(variants, Durability::kWritten)) {
+    ASSERT_TRUE(s.ok()) << s.message();
+  }
+  auto version = [&] { return books.planner->read([](const JobBook& b) { return b.version(); }); };
+  const std::uint64_t before = version();
+  for (const Status& s : books.planner->admit_all(admissions)) ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(before + 4, version());
+  for (const Planner::AdmitRequest& a : admissions) {
+    EXPECT_EQ(a.pod_key, books.planner->admitted_as(a.job_id).value_or("(none)"));
+  }
+}
+
+}  // namespace
+}  // namespace allox::extender
