@@ -1,23 +1,10 @@
 #include "kube/quantity.h"
 
-#include <charconv>
-#include <cmath>
-#include <optional>
 #include <string>
 
+#include "core/number_text.h"
+
 namespace allox::kube {
-namespace {
-
-std::optional<double> parse_number(std::string_view text) {
-  double value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(value)) {
-    return std::nullopt;
-  }
-  return value;
-}
-
-}  // namespace
 
 Expected<double> parse_quantity(std::string_view text) {
   struct Suffix {
@@ -42,12 +29,12 @@ Expected<double> parse_quantity(std::string_view text) {
   if (text.empty()) return Error{"empty quantity"};
   for (const Suffix& suffix : kSuffixes) {
     if (text.size() > suffix.text.size() && text.ends_with(suffix.text)) {
-      auto number = parse_number(text.substr(0, text.size() - suffix.text.size()));
+      auto number = parse_finite_number(text.substr(0, text.size() - suffix.text.size()));
       if (number && *number >= 0) return *number * suffix.factor;
       break;
     }
   }
-  auto number = parse_number(text);  // plain or exponent form (1e3)
+  auto number = parse_finite_number(text);  // plain or exponent form (1e3)
   if (number && *number >= 0) return *number;
   // Appended rather than `"'" + std::string(text) + ...`: g++ 12 at -O3 misreads that insert at
   // the front of a temporary as an overlapping memcpy (a false -Wrestrict, GCC bug 105651).

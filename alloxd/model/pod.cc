@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "alloxd/config.h"
+#include "core/number_text.h"
 #include "extender_api/wire.h"
 #include "kube/quantity.h"
 
@@ -17,15 +18,6 @@ using nlohmann::json;
 constexpr std::string_view kAnnotationPrefix = "allox.io/";
 constexpr std::string_view kTimePrefix = "allox.io/time.";
 
-std::optional<double> parse_number(std::string_view text) {
-  double value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(value)) {
-    return std::nullopt;
-  }
-  return value;
-}
-
 // A positive whole number that fits int64: "1000", "1e3" and "1000.0" read as 1000.
 std::optional<std::int64_t> parse_iterations(std::string_view text) {
   std::int64_t whole = 0;
@@ -33,7 +25,7 @@ std::optional<std::int64_t> parse_iterations(std::string_view text) {
   if (ec == std::errc() && end == text.data() + text.size()) {
     return whole >= 1 ? std::optional(whole) : std::nullopt;
   }
-  auto n = parse_number(text);
+  auto n = parse_finite_number(text);
   // 2^63 is exactly representable; anything at or above it does not fit.
   if (!n || *n < 1 || *n != std::floor(*n) || *n >= 9223372036854775808.0) return std::nullopt;
   return static_cast<std::int64_t>(*n);
@@ -223,7 +215,7 @@ Expected<JobVariant> read_job_variant(const json& pod, const DeviceMapping& mapp
         if (auto problem = label_problem(device)) {
           return Error{where + "the device type is " + *problem};
         }
-        auto seconds = parse_number(text);
+        auto seconds = parse_finite_number(text);
         if (!seconds || *seconds <= 0) {
           return Error{where + shown_value(text) + " is not a number of seconds"};
         }
