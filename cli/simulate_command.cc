@@ -169,9 +169,10 @@ Expected<Cluster> load_cluster(const SimulateArgs& a) {
     const long long n = whole(value.substr(0, x));
     const long long u = x == std::string::npos ? 1 : whole(value.substr(x + 1));
     if (eq == 0 || n <= 0 || u < 1 || u > kMaxUnits || n * u > 100000) {
-      return Error{"--machines expects device=N or device=NxU (N >= 1 machines, or N nodes of U "
-                   "units, U at most " + std::to_string(kMaxUnits) +
-                   ", at most 100000 devices), got '" + m + "'"};
+      return Error{
+          "--machines expects device=N or device=NxU (N >= 1 machines, or N nodes of U "
+          "units, U at most " +
+          std::to_string(kMaxUnits) + ", at most 100000 devices), got '" + m + "'"};
     }
     const DeviceType device = m.substr(0, eq);
     if (auto [it, fresh] = units.try_emplace(device, static_cast<int>(u));
@@ -413,8 +414,8 @@ void add_simulate_command(CLI::App& app) {
       ->check(number_in(0, 1, true))
       ->capture_default_str();
   cmd->add_flag("--multi-device", a->synthetic.multi_device,
-               "synthetic: jobs need 1, 2, 4 or 8 devices of one node (Gavel's scale factors, "
-               "probabilities 0.7/0.1/0.15/0.05), with the table's speeds at that scale");
+                "synthetic: jobs need 1, 2, 4 or 8 devices of one node (Gavel's scale factors, "
+                "probabilities 0.7/0.1/0.15/0.05), with the table's speeds at that scale");
   cmd->add_option("--seed", a->synthetic.seed, "random seed (synthetic traces, --sweep-error)")
       ->check(whole_at_least(0))
       ->capture_default_str();

@@ -160,8 +160,7 @@ void run_solve(const SolveArgs& args) {
     const matcher::GangSchedule plan = or_fail(matcher::solve_gangs(
         {.now = args.now, .machines = cluster.machines, .jobs = jobs}, {.backend = backend}));
     const double solve_ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-            .count();
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     print_gangs(cluster, workload, plan, solve_ms, args.format == "table");
     return;
   }

@@ -53,8 +53,8 @@ std::optional<Job> read_job(FieldReader& reader, const YAML::Node& node, std::si
   if (node.IsMap() && node["id"] && node["id"].IsScalar() && !node["id"].Scalar().empty()) {
     subject = "job \"" + node["id"].Scalar() + "\"";
   }
-  if (!reader.check_map(node, subject, {"id", "user", "arrival", "time", "iterations", "family",
-                                          "units"})) {
+  if (!reader.check_map(node, subject,
+                        {"id", "user", "arrival", "time", "iterations", "family", "units"})) {
     return std::nullopt;
   }
   Job job;
@@ -144,10 +144,11 @@ Status check_runnable(const Cluster& cluster, const Workload& workload, const st
       }
     }
     if (most > 0 && job.units > most) {
-      problems += (problems.empty() ? "" : "\n") + source + ": job \"" + job.id + "\": units " +
-                  std::to_string(job.units) +
-                  " is more than any node of its device types offers (largest: " +
-                  std::to_string(most) + ")";
+      problems +=
+          (problems.empty() ? "" : "\n") + source + ": job \"" + job.id + "\": units " +
+          std::to_string(job.units) +
+          " is more than any node of its device types offers (largest: " + std::to_string(most) +
+          ")";
     }
   }
   if (!problems.empty()) return Error{problems};

@@ -269,7 +269,8 @@ class AlloxPolicy : public SchedulingPolicy {
       quality_.bound += online->plan.lower_bound;
       quality_.worst_gap = std::max(quality_.worst_gap, online->plan.gap());
       matcher::OnlineDecision out;
-      for (const matcher::GangStart& s : online->start_now) out.start_now.push_back({s.job, s.machine});
+      for (const matcher::GangStart& s : online->start_now)
+        out.start_now.push_back({s.job, s.machine});
       out.estimated_start = online->estimated_start;
       out.objective = online->plan.objective;
       return out;

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <limits>
-#include <tuple>
 #include <optional>
+#include <tuple>
 
 #include "fairness/cluster_view.h"
 
@@ -85,9 +85,8 @@ Decision assign_gangs_by_priority(const ClusterState& state, const std::vector<A
       if (have < k) continue;
       // Faster first; then fewer preemptions; then the node with the fewest free units.
       if (!best || option.time < best->time ||
-          (option.time == best->time &&
-           std::make_pair(option.victims.size(), option.free) <
-               std::make_pair(best->victims.size(), best->free))) {
+          (option.time == best->time && std::make_pair(option.victims.size(), option.free) <
+                                            std::make_pair(best->victims.size(), best->free))) {
         best = std::move(option);
       }
     }
@@ -112,11 +111,10 @@ Decision assign_gangs_by_priority(const ClusterState& state, const std::vector<A
 
 Decision assign_by_priority(const ClusterState& state, const std::vector<ActiveJob>& order,
                             const DisplaceRule& may_displace) {
-  const bool gangs =
-      std::any_of(state.machines.begin(), state.machines.end(),
-                  [](const Machine& m) { return !m.node.empty(); }) ||
-      std::any_of(state.queue.begin(), state.queue.end(),
-                  [](const QueuedJob& q) { return q.job->units != 1; });
+  const bool gangs = std::any_of(state.machines.begin(), state.machines.end(),
+                                 [](const Machine& m) { return !m.node.empty(); }) ||
+                     std::any_of(state.queue.begin(), state.queue.end(),
+                                 [](const QueuedJob& q) { return q.job->units != 1; });
   if (gangs) return assign_gangs_by_priority(state, order, may_displace);
   const std::size_t machines = state.machines.size();
   constexpr std::size_t kIdle = std::numeric_limits<std::size_t>::max();

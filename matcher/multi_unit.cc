@@ -20,8 +20,8 @@ double seconds(Ticks t) {
 
 struct Node {
   DeviceType device;
-  std::vector<std::size_t> units;  // machine indices, ascending
-  std::vector<Ticks> residual;     // per unit, for the plan
+  std::vector<std::size_t> units;     // machine indices, ascending
+  std::vector<Ticks> residual;        // per unit, for the plan
   std::vector<Ticks> bound_residual;  // per unit, ascending, busy flag ignored: for the bounds
 };
 
@@ -31,8 +31,8 @@ class Profile {
   Profile(const std::vector<Ticks>& residuals) {
     std::vector<Ticks> ends(residuals);
     std::sort(ends.begin(), ends.end());
-    int busy = static_cast<int>(std::count_if(ends.begin(), ends.end(),
-                                              [](Ticks r) { return r > 0; }));
+    int busy =
+        static_cast<int>(std::count_if(ends.begin(), ends.end(), [](Ticks r) { return r > 0; }));
     steps_.push_back({0, busy});
     for (Ticks r : ends) {
       if (r <= 0) continue;
@@ -136,8 +136,8 @@ std::vector<std::size_t> start_order(const Schedule& plan) {
 }  // namespace
 
 double GangSchedule::gap() const {
-  if (lower_bound_ticks <= 0) return objective_ticks > 0 ? std::numeric_limits<double>::infinity()
-                                                         : 0.0;
+  if (lower_bound_ticks <= 0)
+    return objective_ticks > 0 ? std::numeric_limits<double>::infinity() : 0.0;
   return static_cast<double>(objective_ticks - lower_bound_ticks) /
          static_cast<double>(lower_bound_ticks);
 }
@@ -173,8 +173,8 @@ Expected<GangSchedule> solve_gangs(const GangProblem& problem, const SolveOption
 
   // Jobs: validation and times per node in ticks.
   std::vector<int> units(J);
-  std::vector<std::vector<std::optional<Ticks>>> time_on(J,
-                                                         std::vector<std::optional<Ticks>>(nodes.size()));
+  std::vector<std::vector<std::optional<Ticks>>> time_on(
+      J, std::vector<std::optional<Ticks>>(nodes.size()));
   bool all_single = true;
   for (std::size_t j = 0; j < J; ++j) {
     const GangJob& job = problem.jobs[j];
@@ -227,8 +227,7 @@ Expected<GangSchedule> solve_gangs(const GangProblem& problem, const SolveOption
     }
     unit_jobs[j] = PendingJob{problem.jobs[j].id, &unit_times[j]};
   }
-  MatchingProblem unit_problem{.now = 0, .machines = unit_machines, .jobs = unit_jobs,
-                               .idle = {}};
+  MatchingProblem unit_problem{.now = 0, .machines = unit_machines, .jobs = unit_jobs, .idle = {}};
   if (!problem.idle.empty()) {
     unit_problem.idle = problem.idle;
     unit_problem.idle.resize(machines.size(), false);
@@ -240,8 +239,8 @@ Expected<GangSchedule> solve_gangs(const GangProblem& problem, const SolveOption
     out.exact = true;
     out.objective_ticks = out.lower_bound_ticks = unit_plan->objective_ticks;
     for (const Assignment& a : unit_plan->assignments) {
-      out.assignments.push_back({a.job, {a.machine}, problem.now + a.start,
-                                 problem.now + a.finish});
+      out.assignments.push_back(
+          {a.job, {a.machine}, problem.now + a.start, problem.now + a.finish});
     }
   } else {
     // The squashed relaxation: one machine per node, a device type per (type, units).
@@ -262,8 +261,8 @@ Expected<GangSchedule> solve_gangs(const GangProblem& problem, const SolveOption
       }
       squashed_jobs[j] = PendingJob{problem.jobs[j].id, &squashed_times[j]};
     }
-    MatchingProblem squashed_problem{.now = 0, .machines = squashed, .jobs = squashed_jobs,
-                                     .idle = {}};
+    MatchingProblem squashed_problem{
+        .now = 0, .machines = squashed, .jobs = squashed_jobs, .idle = {}};
     SolveOptions plain = options;
     plain.memory = nullptr;  // other device names: keep the caller's memory for its own problem
     Expected<Schedule> squashed_plan = solve(squashed_problem, plain);

@@ -32,8 +32,8 @@ Expected<Cluster> with_additions(const Cluster& base, const PlanAlternative& alt
       }
       if (n % units != 0) {
         return Error{"--add " + alt.name.substr(1) + ": the cluster's " + device + " nodes have " +
-                     std::to_string(units) + " units; add a multiple of " +
-                     std::to_string(units) + " or give the node shape (" + device + "=NxU)"};
+                     std::to_string(units) + " units; add a multiple of " + std::to_string(units) +
+                     " or give the node shape (" + device + "=NxU)"};
       }
     }
     int index = 0;

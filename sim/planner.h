@@ -7,8 +7,8 @@
 // "<device>-added-<i>". On a cluster of multi-unit nodes (core/model.h) devices come as nodes:
 // "v100=8" adds 8 devices as nodes shaped like the cluster's largest v100 node (8 must be a
 // multiple of its units), "v100=2x4" adds 2 nodes of 4 units whatever the cluster has; a node's
-// units are named "<node>/<i>". The default policy is allox at α = 1 without starvation guard (minimum
-// total completion time); any registered policy may be used instead.
+// units are named "<node>/<i>". The default policy is allox at α = 1 without starvation guard
+// (minimum total completion time); any registered policy may be used instead.
 #pragma once
 
 #include <limits>

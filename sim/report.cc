@@ -87,9 +87,9 @@ void write_jobs_csv(const SimResult& result, std::ostream& out) {
       << (units ? ",units\n" : "\n");
   for (const SimJobRecord& r : result.jobs) {
     out << csv_field(r.job) << ',' << csv_field(r.user) << ',' << report_number(r.arrival) << ','
-        << (r.start ? report_number(*r.start) : "") << ',' << (r.finish ? report_number(*r.finish) : "")
-        << ',' << csv_field(r.device) << ',' << csv_field(r.machine) << ','
-        << (r.finish ? report_number(r.estimated_time) : "") << ','
+        << (r.start ? report_number(*r.start) : "") << ','
+        << (r.finish ? report_number(*r.finish) : "") << ',' << csv_field(r.device) << ','
+        << csv_field(r.machine) << ',' << (r.finish ? report_number(r.estimated_time) : "") << ','
         << (r.finish ? report_number(r.true_time) : "");
     if (units) out << ',' << r.units;
     out << '\n';

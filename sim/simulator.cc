@@ -548,8 +548,8 @@ class Replay {
       slots_[m].occupant = Occupant::kJob;
       slots_[m].job = j;
     }
-    state_.running.push_back(RunningJob{&job(j), first, state_.now, slot.estimated_end,
-                                        attained_[j], slot.others});
+    state_.running.push_back(
+        RunningJob{&job(j), first, state_.now, slot.estimated_end, attained_[j], slot.others});
     user_busy_[user_of(j)] += units;
     if (!result_.jobs[j].start) result_.jobs[j].start = state_.now;
     result_.jobs[j].last_start = state_.now;

@@ -42,9 +42,9 @@ void read_yaml_job(FieldReader& reader, const YAML::Node& node, std::size_t inde
   if (node.IsMap() && node["id"] && node["id"].IsScalar() && !node["id"].Scalar().empty()) {
     subject = "job \"" + node["id"].Scalar() + "\"";
   }
-  if (!reader.check_map(node, subject,
-                        {"id", "user", "arrival", "time", "estimate", "iterations", "family",
-                         "units"})) {
+  if (!reader.check_map(
+          node, subject,
+          {"id", "user", "arrival", "time", "estimate", "iterations", "family", "units"})) {
     return;
   }
   TraceJob tj;

@@ -181,9 +181,9 @@ pools:
                                       "p100-1/0", "p100-1/1"}),
             names);
   // units: 1 is a plain machine, a node of its own.
-  EXPECT_EQ((std::vector<std::string>{"dgx", "dgx", "dgx", "", "p100-0", "p100-0", "p100-1",
-                                      "p100-1"}),
-            nodes);
+  EXPECT_EQ(
+      (std::vector<std::string>{"dgx", "dgx", "dgx", "", "p100-0", "p100-0", "p100-1", "p100-1"}),
+      nodes);
   EXPECT_EQ(5, cluster->machines[2].busy_until);
   EXPECT_EQ(3u, cluster->count("v100"));
   EXPECT_EQ((std::vector<std::size_t>{0, 0, 0, 1, 2, 2, 3, 3}), node_ids(cluster->machines));

@@ -168,8 +168,8 @@ TEST(WorkloadFile, CrossCheckNamesUnknownDeviceTypes) {
 }
 
 TEST(WorkloadFile, CrossCheckNamesAJobWiderThanEveryNode) {
-  auto cluster = parse_cluster("pools: [{device: v100, count: 2, units: 4}, {device: k80, count: 1}]",
-                               "c");
+  auto cluster =
+      parse_cluster("pools: [{device: v100, count: 2, units: 4}, {device: k80, count: 1}]", "c");
   auto workload = parse_workload(
       "jobs:\n  - {id: a, time: {v100: 1}, units: 4}\n  - {id: b, time: {v100: 3, k80: 9}, "
       "units: 8}\n",
@@ -178,9 +178,10 @@ TEST(WorkloadFile, CrossCheckNamesAJobWiderThanEveryNode) {
   EXPECT_EQ(4, workload->jobs[0].units);
   auto status = check_runnable(*cluster, *workload, "jobs.yaml");
   ASSERT_FALSE(status.ok());
-  EXPECT_EQ("jobs.yaml: job \"b\": units 8 is more than any node of its device types offers "
-            "(largest: 4)",
-            status.message());
+  EXPECT_EQ(
+      "jobs.yaml: job \"b\": units 8 is more than any node of its device types offers "
+      "(largest: 4)",
+      status.message());
 }
 
 }  // namespace

@@ -118,7 +118,8 @@ class BruteForce {
     int used = 0;
     for (Ticks r : nodes_[n].residual) used += r > at ? 1 : 0;
     for (std::size_t j = 0; j < placed_.size(); ++j) {
-      if (placed_[j] && placed_[j]->node == n && placed_[j]->start <= at && at < placed_[j]->finish) {
+      if (placed_[j] && placed_[j]->node == n && placed_[j]->start <= at &&
+          at < placed_[j]->finish) {
         used += in_.units[j];
       }
     }
@@ -219,7 +220,8 @@ TEST(MultiUnit, PlansAreFeasibleAndBoundedByTheOptimumOnSmallRandomInstances) {
   for (int round = 0; round < 300; ++round) {
     const Instance in = random_instance(rng, std::uniform_int_distribution<int>(1, 5)(rng), false);
     const std::vector<GangJob> jobs = in.jobs();
-    Expected<GangSchedule> plan = solve_gangs({.now = in.now, .machines = in.machines, .jobs = jobs});
+    Expected<GangSchedule> plan =
+        solve_gangs({.now = in.now, .machines = in.machines, .jobs = jobs});
     ASSERT_TRUE(plan.ok()) << plan.message() << "\n" << in.describe();
     expect_feasible(in, *plan);
     const Ticks best = BruteForce(in).optimum();
@@ -242,8 +244,7 @@ TEST(MultiUnit, PlansAreFeasibleAndBoundedByTheOptimumOnSmallRandomInstances) {
   // bound says they may be (docs/results.md quotes this line).
   std::cout << rounds << " instances, " << wide << " with multi-unit jobs; plan optimal on "
             << optimal << "; above the optimum: mean " << 100 * true_sum / rounds << "%, worst "
-            << 100 * worst_true << "%; reported gap: mean " << 100 * reported_sum / rounds
-            << "%\n";
+            << 100 * worst_true << "%; reported gap: mean " << 100 * reported_sum / rounds << "%\n";
 }
 
 TEST(MultiUnit, OneUnitJobsAreSolvedExactlyAsSolveDoes) {
@@ -251,7 +252,8 @@ TEST(MultiUnit, OneUnitJobsAreSolvedExactlyAsSolveDoes) {
   for (int round = 0; round < 100; ++round) {
     const Instance in = random_instance(rng, std::uniform_int_distribution<int>(0, 6)(rng), true);
     const std::vector<GangJob> jobs = in.jobs();
-    Expected<GangSchedule> plan = solve_gangs({.now = in.now, .machines = in.machines, .jobs = jobs});
+    Expected<GangSchedule> plan =
+        solve_gangs({.now = in.now, .machines = in.machines, .jobs = jobs});
     ASSERT_TRUE(plan.ok()) << plan.message();
     expect_feasible(in, *plan);
     std::vector<PendingJob> pending;
@@ -273,7 +275,8 @@ TEST(MultiUnit, OneUnitJobsAreSolvedExactlyAsSolveDoes) {
 TEST(MultiUnit, AWideJobTakesAWholeNode) {
   Instance in;
   for (std::string node : {"a", "b"}) {
-    for (int u = 0; u < 2; ++u) in.machines.push_back({node + "/" + std::to_string(u), "gpu", 0, node});
+    for (int u = 0; u < 2; ++u)
+      in.machines.push_back({node + "/" + std::to_string(u), "gpu", 0, node});
   }
   in.ids = {"wide", "x", "y", "z"};
   in.times = {{{"gpu", 10}}, {{"gpu", 10}}, {{"gpu", 10}}, {{"gpu", 10}}};
@@ -313,8 +316,7 @@ TEST(MultiUnit, HostileInputIsAnErrorNamingTheField) {
   std::vector<Machine> machines = {{"n/0", "v100", 0, "n"}, {"n/1", "v100", 0, "n"}};
   const std::string id = "big";
   std::map<DeviceType, double> time = {{"v100", 10}};
-  auto error = [&](int units, const std::map<DeviceType, double>& t,
-                   std::span<const Machine> ms) {
+  auto error = [&](int units, const std::map<DeviceType, double>& t, std::span<const Machine> ms) {
     std::vector<GangJob> jobs = {{&id, &t, units}};
     Expected<GangSchedule> plan = solve_gangs({.now = 0, .machines = ms, .jobs = jobs});
     EXPECT_FALSE(plan.ok());

@@ -88,8 +88,8 @@ TEST(MultiUnitSim, EveryPolicyRunsEveryJobWithoutOverCommittingANode) {
     c.machines.push_back({"k80-solo", "k80", 0});
     return c;
   }();
-  for (const std::string name : {"allox", "fifo", "sjf", "las", "maxmin", "drf", "srpt", "es",
-                                 "drf-ext", "drffifo"}) {
+  for (const std::string name :
+       {"allox", "fifo", "sjf", "las", "maxmin", "drf", "srpt", "es", "drf-ext", "drffifo"}) {
     PolicyOptions options;
     auto inner = make_policy(name, options);
     ASSERT_TRUE(inner.ok()) << inner.message();
@@ -119,9 +119,8 @@ TEST(MultiUnitSim, EveryPolicyRunsEveryJobWithoutOverCommittingANode) {
 
 TEST(MultiUnitSim, NonPreemptiveRunsNeverExceedANodesUnits) {
   const Trace trace = multi_device_trace(80, 0.05, 11);
-  const Cluster cluster =
-      make_uniform_cluster({{"v100", 2}, {"p100", 2}, {"k80", 1}},
-                           {{"v100", 8}, {"p100", 4}, {"k80", 8}});
+  const Cluster cluster = make_uniform_cluster({{"v100", 2}, {"p100", 2}, {"k80", 1}},
+                                               {{"v100", 8}, {"p100", 4}, {"k80", 8}});
   const std::vector<std::size_t> node_of = node_ids(cluster.machines);
   std::map<std::string, std::size_t> node_of_name;
   std::map<std::size_t, int> capacity;
@@ -177,9 +176,10 @@ TEST(MultiUnitSim, AJobNoNodeCanHoldIsRefusedNamingItsUnits) {
   ASSERT_TRUE(policy.ok());
   auto result = simulate(trace, cluster, **policy);
   ASSERT_FALSE(result.ok());
-  EXPECT_EQ("simulate: job huge has units 8, but no node of a device type it can use has that "
-            "many (largest: 4)",
-            result.message());
+  EXPECT_EQ(
+      "simulate: job huge has units 8, but no node of a device type it can use has that "
+      "many (largest: 4)",
+      result.message());
   trace.jobs[0].job.units = 0;
   EXPECT_FALSE(simulate(trace, cluster, **policy).ok());
 }
@@ -235,9 +235,10 @@ TEST(MultiUnitSim, PlannerAddsNodesShapedLikeTheClusters) {
   ASSERT_TRUE(uneven.ok());
   auto refused = plan(w, cluster, {*uneven});
   ASSERT_FALSE(refused.ok());
-  EXPECT_EQ("--add v100=6: the cluster's v100 nodes have 4 units; add a multiple of 4 or give the "
-            "node shape (v100=NxU)",
-            refused.message());
+  EXPECT_EQ(
+      "--add v100=6: the cluster's v100 nodes have 4 units; add a multiple of 4 or give the "
+      "node shape (v100=NxU)",
+      refused.message());
   for (const char* bad : {"v100=0x4", "v100=2x0", "v100=2x65", "v100=2x", "v100=x4",
                           "v100=99999999999", "=4", "v100=1x4,v100=4"}) {
     EXPECT_FALSE(parse_alternative(bad).ok()) << bad;
