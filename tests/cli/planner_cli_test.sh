@@ -88,8 +88,8 @@ fi
 count=$((count + 1))
 
 # Multi-GPU nodes: jobs of several GPUs, what-ifs in node shapes, hostile shapes refused.
-gpu_cluster=$root/examples/gpu-cluster.yaml
-gpu_jobs=$root/examples/gpu-jobs.yaml
+gpu_cluster=$root/examples/gpu/cluster.yaml
+gpu_jobs=$root/examples/gpu/jobs.yaml
 gavel=(--gavel "$root/data/gavel/simulation_throughputs.json")
 refused --add plan --cluster "$gpu_cluster" --jobs "$gpu_jobs" --add v100=6
 refused --add plan --cluster "$gpu_cluster" --jobs "$gpu_jobs" --add v100=2x0
