@@ -151,21 +151,38 @@ Expected<Trace> load_trace(const SimulateArgs& a) {
 Expected<Cluster> load_cluster(const SimulateArgs& a) {
   if (!a.cluster.empty()) return load_cluster_file(a.cluster);
   std::map<DeviceType, int> count;
+  std::map<DeviceType, int> units;
   if (a.gpus > 0) count["gpu"] = a.gpus;
   if (a.cpus > 0) count["cpu"] = a.cpus;
   for (const std::string& m : a.machines) {
+    // device=N (N one-device machines) or device=NxU (N nodes of U units).
     const auto eq = m.find('=');
-    int n = 0;
-    try {
-      n = eq == std::string::npos ? 0 : std::stoi(m.substr(eq + 1));
-    } catch (const std::exception&) {
-      n = 0;
+    const std::string value = eq == std::string::npos ? "" : m.substr(eq + 1);
+    const auto x = value.find('x');
+    auto whole = [](const std::string& digits) -> long long {
+      if (digits.empty() || digits.size() > 9 ||
+          digits.find_first_not_of("0123456789") != std::string::npos) {
+        return 0;
+      }
+      return std::stoll(digits);
+    };
+    const long long n = whole(value.substr(0, x));
+    const long long u = x == std::string::npos ? 1 : whole(value.substr(x + 1));
+    if (eq == 0 || n <= 0 || u < 1 || u > kMaxUnits || n * u > 100000) {
+      return Error{
+          "--machines expects device=N or device=NxU (N >= 1 machines, or N nodes of U "
+          "units, U at most " +
+          std::to_string(kMaxUnits) + ", at most 100000 devices), got '" + m + "'"};
     }
-    if (eq == 0 || n <= 0) return Error{"--machines expects device=N with N >= 1, got '" + m + "'"};
-    count[m.substr(0, eq)] += n;
+    const DeviceType device = m.substr(0, eq);
+    if (auto [it, fresh] = units.try_emplace(device, static_cast<int>(u));
+        !fresh && it->second != u) {
+      return Error{"--machines: two node shapes for " + device + " ('" + m + "')"};
+    }
+    count[device] += static_cast<int>(n);
   }
   if (count.empty()) return Error{"give --cluster FILE, or --gpus/--cpus/--machines counts"};
-  return make_uniform_cluster(count);
+  return make_uniform_cluster(count, units);
 }
 
 // The cluster with its gpu machines replaced by `gpus` fresh ones.
@@ -396,6 +413,9 @@ void add_simulate_command(CLI::App& app) {
                   "synthetic: estimates are true × (1 + e), e uniform in ±this")
       ->check(number_in(0, 1, true))
       ->capture_default_str();
+  cmd->add_flag("--multi-device", a->synthetic.multi_device,
+                "synthetic: jobs need 1, 2, 4 or 8 devices of one node (Gavel's scale factors, "
+                "probabilities 0.7/0.1/0.15/0.05), with the table's speeds at that scale");
   cmd->add_option("--seed", a->synthetic.seed, "random seed (synthetic traces, --sweep-error)")
       ->check(whole_at_least(0))
       ->capture_default_str();
@@ -410,7 +430,9 @@ void add_simulate_command(CLI::App& app) {
                    ->check(whole_at_least(0));
   auto* cpus = cmd->add_option("--cpus", a->cpus, "number of CPU nodes (one job each)")
                    ->check(whole_at_least(0));
-  auto* machines = cmd->add_option("--machines", a->machines, "device=N (repeatable), e.g. v100=4");
+  auto* machines = cmd->add_option(
+      "--machines", a->machines,
+      "device=N (repeatable), e.g. v100=4; device=NxU for N nodes of U units each, e.g. v100=2x4");
   cluster->excludes(gpus)->excludes(cpus)->excludes(machines);
 
   cmd->add_option("--policy", a->policy,

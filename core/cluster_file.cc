@@ -15,23 +15,40 @@ constexpr std::int64_t kMaxPoolSize = 100000;
 // Where each machine was declared, for messages about it (a pool declares several).
 using Origins = std::vector<YAML::Node>;
 
+// A node of `units` devices: one machine named `name` with no node when it has one unit (a plain
+// machine), else `units` machines "<name>/0" .. sharing node `name`.
+void add_node(const std::string& name, const DeviceType& device, double busy_until,
+              std::int64_t units, const YAML::Node& origin, Cluster& cluster, Origins& origins) {
+  if (units == 1) {
+    cluster.machines.push_back({name, device, busy_until, ""});
+    origins.push_back(origin);
+    return;
+  }
+  for (std::int64_t u = 0; u < units; ++u) {
+    cluster.machines.push_back({name + "/" + std::to_string(u), device, busy_until, name});
+    origins.push_back(origin);
+  }
+}
+
 void read_machine(FieldReader& reader, const YAML::Node& node, std::size_t index, Cluster& cluster,
                   Origins& origins) {
   const std::string subject = "machines[" + std::to_string(index) + "]";
-  if (!reader.check_map(node, subject, {"name", "device", "busy_until"})) return;
+  if (!reader.check_map(node, subject, {"name", "device", "busy_until", "units"})) return;
   const auto name = reader.text(node, "name", subject, true);
   const std::string named = name ? "machine \"" + *name + "\"" : subject;
   const auto device = reader.text(node, "device", named, true);
   const auto busy_until = reader.non_negative(node, "busy_until", named, "seconds", false);
+  const auto units = reader.integer(node, "units", named, 1, kMaxUnits, false);
   if (!name || !device || !reader.device_name(node["device"], named, "device", *device)) return;
-  cluster.machines.push_back({*name, *device, busy_until.value_or(0)});
-  origins.push_back(node);
+  if (node["units"] && !units) return;
+  add_node(*name, *device, busy_until.value_or(0), units.value_or(1), node, cluster, origins);
 }
 
 void read_pool(FieldReader& reader, const YAML::Node& node, std::size_t index, Cluster& cluster,
                Origins& origins) {
   const std::string subject = "pools[" + std::to_string(index) + "]";
-  if (!reader.check_map(node, subject, {"device", "count", "prefix", "start", "busy_until"})) {
+  if (!reader.check_map(node, subject,
+                        {"device", "count", "prefix", "start", "busy_until", "units"})) {
     return;
   }
   const auto device = reader.text(node, "device", subject, true);
@@ -39,14 +56,20 @@ void read_pool(FieldReader& reader, const YAML::Node& node, std::size_t index, C
   const auto prefix = reader.text(node, "prefix", subject, false);
   const auto start = reader.integer(node, "start", subject, 0, 1'000'000'000, false);
   const auto busy_until = reader.non_negative(node, "busy_until", subject, "seconds", false);
+  const auto units = reader.integer(node, "units", subject, 1, kMaxUnits, false);
   if (!device || !count || !reader.device_name(node["device"], subject, "device", *device)) {
+    return;
+  }
+  if (node["units"] && !units) return;
+  if (*count * units.value_or(1) > kMaxPoolSize) {
+    reader.fail(node["count"], subject,
+                "count x units must be at most " + std::to_string(kMaxPoolSize) + " devices");
     return;
   }
   const std::string stem = prefix.value_or(*device + "-");
   for (std::int64_t i = 0; i < *count; ++i) {
-    cluster.machines.push_back(
-        {stem + std::to_string(start.value_or(0) + i), *device, busy_until.value_or(0)});
-    origins.push_back(node);
+    add_node(stem + std::to_string(start.value_or(0) + i), *device, busy_until.value_or(0),
+             units.value_or(1), node, cluster, origins);
   }
 }
 

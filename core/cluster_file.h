@@ -3,11 +3,16 @@
 //   machines:                       # one entry per machine (one job at a time each)
 //     - {name: gpu-0, device: gpu}
 //     - {name: cpu-0, device: cpu, busy_until: 120}
+//     - {name: dgx-0, device: v100, units: 8}    # a node of 8 devices: dgx-0/0 .. dgx-0/7
 //   pools:                          # shorthand for identical machines: gpu-1 .. gpu-20
 //     - {device: gpu, count: 20, prefix: gpu-, start: 1}
+//     - {device: p100, count: 2, units: 4}      # 2 nodes of 4: p100-0/0 .. p100-1/3
 //
-// Pool keys: device (required), count (1..100000, required), prefix (default "<device>-"),
-// start (default 0), busy_until (default 0). Machine names must be unique across both lists.
+// `units` (1..kMaxUnits, default 1) makes an entry a node of that many devices of its type: one
+// Machine per device, named "<node>/<i>", with Machine::node the entry's name; units: 1 is the
+// plain one-device machine. Pool keys: device (required), count (nodes, 1..100000, required;
+// count x units at most 100000), prefix (default "<device>-"), start (default 0), busy_until
+// (default 0, for every unit), units. Machine names must be unique across both lists.
 // Every problem is reported with file, line and field (see core/yaml_fields.h); an empty
 // cluster is an error.
 #pragma once

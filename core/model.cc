@@ -1,6 +1,7 @@
 #include "core/model.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 namespace allox {
@@ -14,6 +15,22 @@ std::vector<DeviceType> Cluster::device_types() const {
 std::size_t Cluster::count(const DeviceType& device) const {
   return static_cast<std::size_t>(std::count_if(
       machines.begin(), machines.end(), [&](const Machine& m) { return m.device == device; }));
+}
+
+std::vector<std::size_t> node_ids(const std::vector<Machine>& machines) {
+  std::vector<std::size_t> ids(machines.size());
+  std::map<std::pair<std::string, DeviceType>, std::size_t> named;
+  std::size_t next = 0;
+  for (std::size_t i = 0; i < machines.size(); ++i) {
+    if (machines[i].node.empty()) {
+      ids[i] = next++;
+      continue;
+    }
+    auto [it, fresh] = named.try_emplace({machines[i].node, machines[i].device}, next);
+    if (fresh) ++next;
+    ids[i] = it->second;
+  }
+  return ids;
 }
 
 std::optional<double> Job::time_on(const DeviceType& device) const {

@@ -1,10 +1,19 @@
 // The scheduling model every allox module shares (docs/design.md, "Model").
 //
-// A Cluster is a list of Machines; each machine runs one job at a time on one device type and
-// may be busy until a known time. A Job has a processing time per device type it can run on
-// (seconds); a device type missing from Job::time means the job cannot run there. Users are the
-// unit of fairness. These are plain values: validation happens where they are loaded
-// (core/cluster_file.h, core/workload_file.h), so code that receives them may trust them.
+// A Cluster is a list of Machines; a machine is one device (a GPU, or a CPU bundle) that runs at
+// most one job at a time, of one device type, and may be busy until a known time. Machines that
+// name the same Machine::node and device type are the units of one node: a job that needs k
+// devices (Job::units) runs on k units of one node at once, all of one type, and holds them all
+// until it ends (a gang on one node, as a pod asking for `nvidia.com/gpu: 4` does). A machine
+// with an empty node is a node of its own with one unit; on a cluster of such machines with
+// k = 1 jobs everything is the plain one-job-per-machine model (R||ΣCj for the matcher).
+//
+// A Job has a processing time per device type it can run on (seconds): with Job::units = k it is
+// the time on k devices of that type (k is the job's request, fixed as in Gavel's traces; the
+// scheduler does not choose it). A device type missing from Job::time means the job cannot run
+// there. Users are the unit of fairness. These are plain values: validation happens where they
+// are loaded (core/cluster_file.h, core/workload_file.h, sim/trace.h), so code that receives them
+// may trust them.
 #pragma once
 
 #include <cstdint>
@@ -23,14 +32,23 @@ struct Machine {
   std::string name;
   DeviceType device;
   double busy_until = 0;  // seconds; the machine is free from this time on
+  std::string node{};     // the node this unit belongs to; empty: a one-unit node of its own
 };
+
+// Largest number of devices a job may ask for, and a node may offer, of one type.
+inline constexpr int kMaxUnits = 64;
+
+// Dense node ids: node_ids(m)[i] is the same for machines sharing a non-empty node and device
+// type, distinct otherwise (a machine with an empty node gets one of its own). Ids follow the
+// order of each node's first machine. O(M log M).
+std::vector<std::size_t> node_ids(const std::vector<Machine>& machines);
 
 struct Cluster {
   std::vector<Machine> machines;
 
   // Device types present, sorted, each once.
   std::vector<DeviceType> device_types() const;
-  std::size_t count(const DeviceType& device) const;
+  std::size_t count(const DeviceType& device) const;  // machines (units) of the type
   bool has_device(const DeviceType& device) const { return count(device) > 0; }
 };
 
@@ -41,6 +59,7 @@ struct Job {
   std::map<DeviceType, double> time;       // processing time in seconds per runnable device
   std::optional<std::int64_t> iterations;  // total iterations, when known (profiler input)
   std::string family;                      // model family or image, for rate prediction
+  int units = 1;  // devices of one type on one node the job needs at once (1..kMaxUnits)
 
   std::optional<double> time_on(const DeviceType& device) const;
   // The device type with the smallest processing time (ties: the alphabetically first).

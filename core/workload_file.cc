@@ -1,5 +1,7 @@
 #include "core/workload_file.h"
 
+#include <algorithm>
+#include <map>
 #include <optional>
 #include <set>
 
@@ -51,7 +53,8 @@ std::optional<Job> read_job(FieldReader& reader, const YAML::Node& node, std::si
   if (node.IsMap() && node["id"] && node["id"].IsScalar() && !node["id"].Scalar().empty()) {
     subject = "job \"" + node["id"].Scalar() + "\"";
   }
-  if (!reader.check_map(node, subject, {"id", "user", "arrival", "time", "iterations", "family"})) {
+  if (!reader.check_map(node, subject,
+                        {"id", "user", "arrival", "time", "iterations", "family", "units"})) {
     return std::nullopt;
   }
   Job job;
@@ -60,6 +63,7 @@ std::optional<Job> read_job(FieldReader& reader, const YAML::Node& node, std::si
   const auto arrival = reader.non_negative(node, "arrival", subject, "seconds", false);
   const auto iterations = reader.integer(node, "iterations", subject, 1, kMaxIterations, false);
   const auto family = reader.text(node, "family", subject, false);
+  const auto units = reader.integer(node, "units", subject, 1, kMaxUnits, false);
   read_times(reader, node, subject, job);
   if (!id) return std::nullopt;
   job.id = *id;
@@ -67,6 +71,7 @@ std::optional<Job> read_job(FieldReader& reader, const YAML::Node& node, std::si
   job.arrival = arrival.value_or(0);
   job.iterations = iterations;
   job.family = family.value_or("");
+  job.units = static_cast<int>(units.value_or(1));
   return job;
 }
 
@@ -116,14 +121,34 @@ Status check_runnable(const Cluster& cluster, const Workload& workload, const st
   const std::set<DeviceType> known(available.begin(), available.end());
   std::string known_list;
   for (const DeviceType& d : available) known_list += (known_list.empty() ? "" : ", ") + d;
+  // Units of the largest node per device type.
+  std::map<DeviceType, int> largest;
+  {
+    const std::vector<std::size_t> node_of = node_ids(cluster.machines);
+    std::map<std::size_t, int> units;
+    for (std::size_t m = 0; m < cluster.machines.size(); ++m) {
+      int& n = largest[cluster.machines[m].device];
+      n = std::max(n, ++units[node_of[m]]);
+    }
+  }
   std::string problems;
   for (const Job& job : workload.jobs) {
+    int most = 0;
     for (const auto& [device, seconds] : job.time) {
       if (known.count(device) == 0) {
         problems += (problems.empty() ? "" : "\n") + source + ": job \"" + job.id +
                     "\": unknown device type \"" + device +
                     "\" in time (the cluster has: " + known_list + ")";
+      } else {
+        most = std::max(most, largest[device]);
       }
+    }
+    if (most > 0 && job.units > most) {
+      problems +=
+          (problems.empty() ? "" : "\n") + source + ": job \"" + job.id + "\": units " +
+          std::to_string(job.units) +
+          " is more than any node of its device types offers (largest: " + std::to_string(most) +
+          ")";
     }
   }
   if (!problems.empty()) return Error{problems};

@@ -8,11 +8,14 @@
 //
 // Job keys: id (required, unique), user (default "default"), arrival (seconds >= 0, default 0),
 // time (required: device type -> positive seconds, at least one), iterations (optional, >= 1),
-// family (optional model family or image, used to predict unprofiled jobs). Users that own jobs
+// family (optional model family or image, used to predict unprofiled jobs), units (optional,
+// 1..kMaxUnits, default 1: devices of one node the job needs at once; its times are on that
+// many devices). Users that own jobs
 // but are not declared get weight 1. Problems are reported with file, line and field.
 //
 // check_runnable() cross-checks a workload against a cluster: a device type the cluster lacks
-// is an error, and so is a job that can run on none of the cluster's machines.
+// is an error, and so is a job that can run on none of the cluster's machines, or whose units
+// are more than any node of its device types offers.
 #pragma once
 
 #include <string>

@@ -17,6 +17,13 @@
 //      machine). That last round planned every queued job, so its estimated starts are returned;
 //      PolicyOptions::estimate_starts asks for them in the other cases too.
 //
+// Multi-unit jobs (Job::units > 1): a round whose entering jobs include one plans with
+// matcher::decide_gangs_online() (matcher/multi_unit.h: a feasible plan, a lower bound and its
+// gap, not exact); rounds of one-unit jobs use the exact matcher. A started job holds
+// the lowest idle units of the node the plan names (fairness/policy.h, Placement); the starvation
+// guard puts a starved multi-unit job on the fastest type with a node that fits it, best fit.
+// plan_quality() sums every multi-unit solve's cost and bound.
+//
 // How this calls the matcher: one matcher::decide_online() per round, over the entering users'
 // waiting jobs and every machine (busy ones at busy_until, machines started in this decision
 // included), with one PriceMemory kept for the policy's life, so consecutive solves of nearly the
@@ -33,6 +40,7 @@
 #include "fairness/fairness_round.h"
 #include "fairness/policies.h"
 #include "fairness/share.h"
+#include "matcher/multi_unit.h"
 #include "matcher/online.h"
 
 namespace allox {
@@ -74,12 +82,19 @@ class AlloxPolicy : public SchedulingPolicy {
       }
       for (std::size_t i : starved) {
         if (!r.waiting.contains(i)) continue;
+        if (r.jobs[i]->units > 1) {
+          if (auto machine = r.fastest_fit(i)) r.start(i, *machine, decision);
+          continue;
+        }
         std::deque<std::size_t>* best = nullptr;
         double best_time = 0;
         for (const auto& [device, t] : *r.times[i]) {
           auto it = idle_of_device.find(device);
-          if (it == idle_of_device.end() || it->second.empty()) continue;
+          if (it == idle_of_device.end()) continue;
           std::deque<std::size_t>& idle = it->second;
+          // Units taken by a multi-unit start above are no longer idle.
+          while (!idle.empty() && !r.idle[idle.front()]) idle.pop_front();
+          if (idle.empty()) continue;
           if (best == nullptr || t < best_time ||
               (t == best_time && idle.front() < best->front())) {
             best = &idle;
@@ -140,6 +155,7 @@ class AlloxPolicy : public SchedulingPolicy {
         : now(state.now),
           machines(state.machines),
           idle(state.idle),
+          node_of(node_ids(state.machines)),
           shares(current_shares(state)),
           counts(device_counts(state)) {
       idle.resize(machines.size(), false);
@@ -159,14 +175,42 @@ class AlloxPolicy : public SchedulingPolicy {
 
     bool any_idle() const { return std::find(idle.begin(), idle.end(), true) != idle.end(); }
 
+    // Callers pass a machine whose node has the job's units idle.
     void start(std::size_t i, std::size_t machine, Decision& decision) {
       const DeviceType& device = machines[machine].device;
       decision.start.push_back({jobs[i]->id, machine});
-      idle[machine] = false;
-      machines[machine].busy_until = now + times[i]->at(device);
+      std::optional<std::vector<std::size_t>> units =
+          gang_units(machines, idle, node_of, machine, jobs[i]->units);
+      for (std::size_t m : units.value_or(std::vector<std::size_t>{machine})) {
+        idle[m] = false;
+        machines[m].busy_until = now + times[i]->at(device);
+      }
       waiting.erase(i);
       double weight = user_weight(jobs[i]->user);
       shares[jobs[i]->user] += running_job_share(*jobs[i], device, counts) / weight;
+    }
+
+    // The lowest machine of the best-fitting node (fewest idle units that hold the job) on the
+    // job's fastest type with such a node; nullopt if no node fits it now.
+    std::optional<std::size_t> fastest_fit(std::size_t i) const {
+      std::map<std::size_t, std::pair<std::size_t, std::size_t>> free;  // node -> (idle, first)
+      for (std::size_t m = machines.size(); m-- > 0;) {
+        if (!idle[m]) continue;
+        auto& [count, first] = free[node_of[m]];
+        ++count;
+        first = m;
+      }
+      std::optional<std::tuple<double, std::size_t, std::size_t>> best;  // (time, idle, first)
+      for (const auto& [node, entry] : free) {
+        const auto& [count, first] = entry;
+        if (count < static_cast<std::size_t>(jobs[i]->units)) continue;
+        auto t = times[i]->find(machines[first].device);
+        if (t == times[i]->end()) continue;
+        auto key = std::make_tuple(t->second, count, first);
+        if (!best || key < *best) best = key;
+      }
+      if (!best) return std::nullopt;
+      return std::get<2>(*best);
     }
 
     double user_weight(const std::string& user) const {
@@ -177,6 +221,7 @@ class AlloxPolicy : public SchedulingPolicy {
     double now;
     std::vector<Machine> machines;
     std::vector<bool> idle;
+    std::vector<std::size_t> node_of;  // node_ids(machines)
     std::map<std::string, double> shares;
     std::map<DeviceType, std::size_t> counts;
     std::map<std::string, double> weights;
@@ -204,6 +249,32 @@ class AlloxPolicy : public SchedulingPolicy {
 
   Expected<matcher::OnlineDecision> plan(const ClusterState& state, const Round& r,
                                          const std::vector<std::size_t>& entering) {
+    const bool gangs = std::any_of(entering.begin(), entering.end(),
+                                   [&](std::size_t i) { return r.jobs[i]->units > 1; });
+    if (gangs) {
+      std::vector<matcher::GangJob> jobs;
+      for (std::size_t i : entering) {
+        jobs.push_back({&state.queue[i].job->id, r.times[i], r.jobs[i]->units});
+      }
+      matcher::GangProblem problem;
+      problem.now = r.now;
+      problem.machines = r.machines;
+      problem.jobs = jobs;
+      problem.idle = r.idle;
+      Expected<matcher::GangOnline> online =
+          matcher::decide_gangs_online(problem, {.backend = backend_, .memory = &memory_});
+      if (!online.ok()) return online.error();
+      ++quality_.solves;
+      quality_.cost += online->plan.objective;
+      quality_.bound += online->plan.lower_bound;
+      quality_.worst_gap = std::max(quality_.worst_gap, online->plan.gap());
+      matcher::OnlineDecision out;
+      for (const matcher::GangStart& s : online->start_now)
+        out.start_now.push_back({s.job, s.machine});
+      out.estimated_start = online->estimated_start;
+      out.objective = online->plan.objective;
+      return out;
+    }
     std::vector<matcher::PendingJob> pending;
     for (std::size_t i : entering) pending.push_back({&state.queue[i].job->id, r.times[i]});
     matcher::MatchingProblem problem;
@@ -214,7 +285,13 @@ class AlloxPolicy : public SchedulingPolicy {
     return matcher::decide_online(problem, {.backend = backend_, .memory = &memory_});
   }
 
+  std::optional<PlanQuality> plan_quality() const override {
+    if (quality_.solves == 0) return std::nullopt;
+    return quality_;
+  }
+
   PolicyOptions options_;
+  PlanQuality quality_;
   matcher::Backend backend_;
   matcher::PriceMemory memory_;  // warm starts across this policy's solves; a hint only
 };

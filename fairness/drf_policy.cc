@@ -111,7 +111,9 @@ Decision fill_by_dominant_share(
     const std::function<std::optional<DeviceType>(const QueuedJob&)>& device_for) {
   const std::map<DeviceType, std::size_t> counts = device_counts(state);
   std::map<std::string, std::map<DeviceType, std::size_t>> used;
-  for (const RunningJob& r : state.running) ++used[r.job->user][state.machines[r.machine].device];
+  for (const RunningJob& r : state.running) {
+    used[r.job->user][state.machines[r.machine].device] += static_cast<std::size_t>(r.job->units);
+  }
   std::map<std::string, std::size_t> next;
   std::map<std::string, double> share;
   for (const auto& [user, jobs] : queues) {
@@ -130,10 +132,10 @@ Decision fill_by_dominant_share(
       ++next[user];
       continue;
     }
-    std::optional<std::size_t> machine = idle.take(*device);
+    std::optional<std::size_t> machine = idle.take(*device, head.job->units);
     if (!machine) break;  // head-of-line blocking
     decision.start.push_back({head.job->id, *machine});
-    ++used[user][*device];
+    used[user][*device] += static_cast<std::size_t>(head.job->units);
     ++next[user];
     share[user] = dominant_share(state, counts, used[user], user);
   }
@@ -144,15 +146,16 @@ class DrfPolicy : public SchedulingPolicy {
  public:
   std::string name() const override { return "drf"; }
 
-  // Shortest first, each job on its fastest type present (per_user_queues keeps only jobs that
-  // have one).
+  // Shortest first, each job on its fastest type present with a node that can hold it
+  // (per_user_queues keeps only jobs that have one type present).
   Expected<Decision> decide(const ClusterState& state) override {
-    const std::map<DeviceType, std::size_t> counts = device_counts(state);
+    const std::map<DeviceType, int> largest = largest_nodes(state);
     return fill_by_dominant_share(state, per_user_queues(state),
                                   [&](const QueuedJob& job) -> std::optional<DeviceType> {
                                     std::optional<DeviceType> device;
                                     double fastest = std::numeric_limits<double>::infinity();
-                                    for (const auto& [d, n] : counts) {
+                                    for (const auto& [d, n] : largest) {
+                                      if (n < job.job->units) continue;
                                       auto t = queued_time_on(job, d);
                                       if (t && *t < fastest) {
                                         fastest = *t;
@@ -186,7 +189,7 @@ class DrfExtFastestPolicy : public SchedulingPolicy {
         next[user] = queues[user].size();  // sits out this round
         continue;
       }
-      decision.start.push_back({head.job->id, *idle.take(best->first)});
+      decision.start.push_back({head.job->id, *idle.take(best->first, head.job->units)});
       ++next[user];
       share[user] += running_job_share(*head.job, best->first, counts) / weight_of(state, user);
     }
@@ -214,8 +217,8 @@ class DrfExtPolicy : public SchedulingPolicy {
 
     std::map<std::string, double> share;
     for (const RunningJob& r : state.running) {
-      share[r.job->user] +=
-          beta.at(state.machines[r.machine].device) / capacity / weight_of(state, r.job->user);
+      share[r.job->user] += beta.at(state.machines[r.machine].device) * r.job->units / capacity /
+                            weight_of(state, r.job->user);
     }
     std::map<std::string, std::vector<std::size_t>> queues;
     for (std::size_t i = 0; i < state.queue.size(); ++i) {
@@ -238,7 +241,7 @@ class DrfExtPolicy : public SchedulingPolicy {
         for (std::size_t k = 0; k < jobs.size(); ++k) {
           const QueuedJob& q = state.queue[jobs[k]];
           std::optional<double> t = queued_time_on(q, device);
-          if (!t) continue;
+          if (!t || !idle.fits(device, q.job->units)) continue;
           auto key = std::make_tuple(*t, q.queued_since, q.job->id);
           if (!best || key < *best) {
             best = key;
@@ -252,8 +255,9 @@ class DrfExtPolicy : public SchedulingPolicy {
         continue;
       }
       const auto& [k, device] = *pick;
-      decision.start.push_back({state.queue[jobs[k]].job->id, *idle.take(device)});
-      share[user] += beta.at(device) / capacity / weight_of(state, user);
+      const int units = state.queue[jobs[k]].job->units;
+      decision.start.push_back({state.queue[jobs[k]].job->id, *idle.take(device, units)});
+      share[user] += beta.at(device) * units / capacity / weight_of(state, user);
       jobs.erase(jobs.begin() + static_cast<std::ptrdiff_t>(k));
     }
     return decision;
@@ -326,11 +330,14 @@ class DrfFifoPolicy : public SchedulingPolicy {
                std::tie(state.queue[b].queued_since, state.queue[b].job->id);
       });
     }
-    const std::map<DeviceType, std::size_t> counts = device_counts(state);
+    const std::map<DeviceType, int> largest = largest_nodes(state);
     return fill_by_dominant_share(state, queues,
                                   [&](const QueuedJob& job) -> std::optional<DeviceType> {
                                     std::optional<DeviceType> device = variant(*job.job);
-                                    if (device && !counts.contains(*device)) return std::nullopt;
+                                    auto n = device ? largest.find(*device) : largest.end();
+                                    if (n == largest.end() || n->second < job.job->units) {
+                                      return std::nullopt;  // never runs here
+                                    }
                                     return device;
                                   });
   }

@@ -13,6 +13,8 @@
 // es-fastest (allox's earlier variant, kept for comparison): the user's jobs, shortest on their
 //   fastest device first, each take the idle device type of the user's part that runs it
 //   fastest.
+// A job of k units counts k machines of its user's part; one wider than the whole part may run
+// when the user holds nothing else of that type, so that it is not shut out forever.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -57,8 +59,18 @@ std::map<std::string, std::map<DeviceType, std::size_t>> quotas(const ClusterSta
 std::map<std::string, std::map<DeviceType, std::size_t>> machines_in_use(
     const ClusterState& state) {
   std::map<std::string, std::map<DeviceType, std::size_t>> used;
-  for (const RunningJob& r : state.running) ++used[r.job->user][state.machines[r.machine].device];
+  for (const RunningJob& r : state.running) {
+    used[r.job->user][state.machines[r.machine].device] += static_cast<std::size_t>(r.job->units);
+  }
   return used;
+}
+
+// Whether a job of k units fits its user's part of `part` machines of a type where the user
+// holds `used`: used + k <= part, or, for a job wider than the part, when the user holds nothing
+// there (otherwise it could never run).
+bool within_part(std::size_t used, const QueuedJob& q, std::size_t part) {
+  const auto units = static_cast<std::size_t>(q.job->units);
+  return part > 0 && (used + units <= part || used == 0);
 }
 
 class EqualSharePolicy : public SchedulingPolicy {
@@ -95,7 +107,9 @@ class EqualSharePolicy : public SchedulingPolicy {
         for (std::size_t k = 0; k < jobs.size(); ++k) {
           const QueuedJob& q = state.queue[jobs[k]];
           for (const auto& [device, n] : quota[user]) {
-            if (idle.count(device) == 0 || used[user][device] >= n) continue;
+            if (!idle.fits(device, q.job->units) || !within_part(used[user][device], q, n)) {
+              continue;
+            }
             std::optional<double> t = queued_time_on(q, device);
             if (!t) continue;
             auto candidate = std::make_tuple(*t, q.queued_since, q.job->id, k, device);
@@ -104,8 +118,9 @@ class EqualSharePolicy : public SchedulingPolicy {
         }
         if (!best) break;
         const auto& [t, since, id, k, device] = *best;
-        decision.start.push_back({id, *idle.take(device)});
-        ++used[user][device];
+        const int units = state.queue[jobs[k]].job->units;
+        decision.start.push_back({id, *idle.take(device, units)});
+        used[user][device] += static_cast<std::size_t>(units);
         jobs.erase(jobs.begin() + static_cast<std::ptrdiff_t>(k));
       }
     }
@@ -143,13 +158,16 @@ class EqualShareFastestPolicy : public SchedulingPolicy {
       const std::string& user = q.job->user;
       std::optional<std::pair<DeviceType, double>> best;
       for (const auto& [device, n] : counts) {
-        if (idle.count(device) == 0 || used[user][device] >= quota[user][device]) continue;
+        if (!idle.fits(device, q.job->units) ||
+            !within_part(used[user][device], q, quota[user][device])) {
+          continue;
+        }
         auto t = queued_time_on(q, device);
         if (t && (!best || *t < best->second)) best = {device, *t};
       }
       if (!best) continue;
-      decision.start.push_back({q.job->id, *idle.take(best->first)});
-      ++used[user][best->first];
+      decision.start.push_back({q.job->id, *idle.take(best->first, q.job->units)});
+      used[user][best->first] += static_cast<std::size_t>(q.job->units);
     }
     return decision;
   }

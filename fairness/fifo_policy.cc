@@ -28,7 +28,8 @@ class FifoPolicy : public SchedulingPolicy {
       if (!idle.any()) break;
       auto best = idle.best_for(state.queue[i]);
       if (!best) continue;
-      decision.start.push_back({state.queue[i].job->id, *idle.take(best->first)});
+      decision.start.push_back(
+          {state.queue[i].job->id, *idle.take(best->first, state.queue[i].job->units)});
     }
     return decision;
   }

@@ -1,5 +1,6 @@
 #include "fairness/jobs_csv.h"
 
+#include <cmath>
 #include <map>
 #include <sstream>
 
@@ -52,6 +53,14 @@ Expected<std::vector<JobRun>> read_jobs_csv(std::istream& in, const std::string&
     run.arrival = **arrival;
     run.start = *start;
     run.finish = *finish;
+    if (column.contains("units")) {
+      std::optional<double> units = parse_decimal(field("units"));
+      if (!units || *units < 1 || *units > kMaxUnits || *units != std::floor(*units)) {
+        return Error{where + "units: expected a whole number of devices in 1.." +
+                     std::to_string(kMaxUnits) + ", got '" + field("units") + "'"};
+      }
+      run.units = static_cast<int>(*units);
+    }
     if (column.contains("true_time") && run.finish) {
       auto true_time = time("true_time", true);
       if (!true_time.ok()) return true_time.error();

@@ -1,18 +1,23 @@
 // maxmin: Gavel-style heterogeneity-aware max-min fairness (Narayanan et al., OSDI 2020), solved
 // as a linear program with GLPK at each decision and rounded into placements.
 //
-// A job's normalised rate on device type d is p_fast / p(j, d), the fraction of its best speed.
-// Running jobs contribute their rate as a constant c_u to their user. Over the idle machines the
-// LP chooses x[j][d] in [0, 1], the share of a machine of type d given to queued job j:
+// A job's normalised rate on device type d is k_j · p_fast / p(j, d): the fraction of its best
+// speed, times the k_j devices (Job::units) it holds, so a user's rate counts devices' worth of
+// useful work and a 4-GPU job at full speed weighs as four 1-GPU jobs (Gavel weighs allocations by
+// scale factor the same way). Running jobs contribute their rate as a constant c_u to their user.
+// Over the idle machines the LP chooses x[j][d] in [0, 1], the share of time job j runs on k_j
+// idle devices of type d:
 //   maximise   t + eps * sum_j,d rate(j,d) x[j][d]
-//   subject to sum_d x[j][d] <= 1                      (a job runs on one machine at a time)
-//              sum_j x[j][d] <= idle_d                 (machines of each type)
+//   subject to sum_d x[j][d] <= 1                      (a job runs in one place at a time)
+//              sum_j k_j x[j][d] <= idle_d             (idle devices of each type)
 //              t <= (c_u + sum_{j in u,d} rate(j,d) x[j][d]) / w_u   for each user with queued jobs
 // The eps term picks, among max-min optimal allocations, an efficient one (Gavel water-fills for
 // the same reason). Each user offers at most idle-machine-count jobs, oldest first, which bounds
 // the LP at U * idle * D variables.
 //
-// Rounding: (job, type) pairs by decreasing x take idle machines; machines still idle then go,
+// Rounding: (job, type) pairs by decreasing x take idle machines (k_j units of one node, best
+// fit: fairness/cluster_view.h; a pair whose job fits no node's idle units is skipped, since the
+// LP counts devices, not nodes); machines still idle then go,
 // one at a time, to the user with the lowest normalised rate so far (its oldest queued job, on
 // the idle type that runs it fastest), so the policy is work-conserving.
 #include <glpk.h>
@@ -50,7 +55,9 @@ class MaxMinPolicy : public SchedulingPolicy {
     for (const RunningJob& r : state.running) {
       auto fast = fastest_present(*r.job, counts);
       auto actual = r.job->time_on(state.machines[r.machine].device);
-      if (fast && actual && *actual > 0) rate_of_user[r.job->user] += fast->second / *actual;
+      if (fast && actual && *actual > 0) {
+        rate_of_user[r.job->user] += r.job->units * fast->second / *actual;
+      }
     }
 
     // Each user's oldest queued jobs, at most as many as there are idle machines.
@@ -73,8 +80,8 @@ class MaxMinPolicy : public SchedulingPolicy {
       mine.push_back(i);
       for (const auto& [device, n] : counts) {
         auto t = q.job->time_on(device);
-        if (idle.count(device) > 0 && t && *t > 0) {
-          candidates.push_back({i, device, fast->second / *t});
+        if (idle.fits(device, q.job->units) && t && *t > 0) {
+          candidates.push_back({i, device, q.job->units * fast->second / *t});
         }
       }
     }
@@ -87,7 +94,8 @@ class MaxMinPolicy : public SchedulingPolicy {
     });
     std::set<std::size_t> started;
     auto start = [&](std::size_t queue_index, const DeviceType& device, double rate) {
-      decision.start.push_back({state.queue[queue_index].job->id, *idle.take(device)});
+      const QueuedJob& q = state.queue[queue_index];
+      decision.start.push_back({q.job->id, *idle.take(device, q.job->units)});
       started.insert(queue_index);
       rate_of_user[state.queue[queue_index].job->user] += rate;
     };
@@ -95,7 +103,10 @@ class MaxMinPolicy : public SchedulingPolicy {
     for (std::size_t c : ranked) {
       const Candidate& cand = candidates[c];
       if (x[c] < kPlaced) break;
-      if (started.contains(cand.queue_index) || idle.count(cand.device) == 0) continue;
+      if (started.contains(cand.queue_index) ||
+          !idle.fits(cand.device, state.queue[cand.queue_index].job->units)) {
+        continue;
+      }
       start(cand.queue_index, cand.device, cand.rate);
     }
 
@@ -119,7 +130,7 @@ class MaxMinPolicy : public SchedulingPolicy {
       }
       if (!pick) break;
       auto fast = fastest_present(*state.queue[*pick].job, counts);
-      start(*pick, where.first, fast->second / where.second);
+      start(*pick, where.first, state.queue[*pick].job->units * fast->second / where.second);
     }
     return decision;
   }
@@ -177,7 +188,7 @@ class MaxMinPolicy : public SchedulingPolicy {
       }
       const std::string& user = state.queue[cand.queue_index].job->user;
       entry(job_row[cand.queue_index], cand.column, 1);
-      entry(device_row[cand.device], cand.column, 1);
+      entry(device_row[cand.device], cand.column, state.queue[cand.queue_index].job->units);
       entry(user_row[user], cand.column, -cand.rate / weight_of(state, user));
     }
     glp_load_matrix(lp, static_cast<int>(rows.size()) - 1, rows.data(), cols.data(), values.data());

@@ -36,10 +36,12 @@ struct QueuedJob {
 
 struct RunningJob {
   const Job* job = nullptr;
-  std::size_t machine = 0;  // index into ClusterState::machines
+  std::size_t machine = 0;  // index into ClusterState::machines (the lowest of a job's units)
   double start = 0;
   double estimated_finish = 0;
   double attained_service = 0;  // seconds run up to now, earlier runs and this one
+  // A job of k > 1 units (Job::units) also holds these k − 1 machines of the same node.
+  std::vector<std::size_t> other_machines{};
 };
 
 struct ClusterState {
@@ -51,6 +53,9 @@ struct ClusterState {
   std::vector<User> users;  // weights; users absent here have weight 1
 };
 
+// A job of k units (Job::units) runs on the k lowest-index machines of `machine`'s node that are
+// idle when it starts (after this Decision's preemptions and earlier starts): on a cluster of
+// one-unit nodes, on `machine` itself. fairness/cluster_view.h's IdleMachines follows this rule.
 struct Placement {
   std::string job_id;
   std::size_t machine = 0;  // into ClusterState::machines; idle, or freed by this Decision
@@ -92,6 +97,15 @@ struct PolicyOptions {
   SrptRank srpt_rank = SrptRank::kRemaining;
 };
 
+// What a policy's plans cost against their lower bounds, summed over the solves that were not
+// exact (allox's multi-unit rounds, matcher/multi_unit.h): Σ cost / Σ bound − 1 is the overall gap.
+struct PlanQuality {
+  std::size_t solves = 0;
+  double cost = 0;       // Σ planned Σ (finish − now), seconds
+  double bound = 0;      // Σ lower bounds of the same
+  double worst_gap = 0;  // the largest single solve's (cost − bound) / bound
+};
+
 class SchedulingPolicy {
  public:
   virtual ~SchedulingPolicy() = default;
@@ -102,6 +116,8 @@ class SchedulingPolicy {
   // then runs no profiling for it, as the paper's DRFFIFO has none.
   virtual bool uses_estimates() const { return true; }
   virtual Expected<Decision> decide(const ClusterState& state) = 0;
+  // Set by a policy whose plans may be inexact (allox with multi-unit jobs), after some solves.
+  virtual std::optional<PlanQuality> plan_quality() const { return std::nullopt; }
 };
 
 // Names: allox, fifo, sjf, drf, drf-ext, drffifo, es, srpt, las, maxmin, and the earlier

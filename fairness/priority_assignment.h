@@ -9,7 +9,16 @@
 // that gain nothing (and against two jobs displacing each other in turn). Preempted jobs return
 // to the caller's queue and compete again at the next decision.
 //
-// O(A * M) for A active jobs and M machines.
+// Multi-unit jobs (Job::units = k, or any node of several units): the same walk by node. A
+// running job keeps all its units; a queued job of k units claims a node of a type it can run on
+// where its unclaimed idle units plus the units of displaceable, unclaimed running jobs (least
+// urgent first, each whole) reach k: the fastest type first, then the fewest preemptions, then
+// the node with the fewest idle units, then the lowest node. A displaced job's other units go
+// back to the pool for less urgent claims. The Placement names the node's first machine
+// (fairness/policy.h: the job takes its node's lowest idle units).
+//
+// O(A * M) for A active jobs and M machines (O(A * M * R log R) with R running jobs per node on
+// multi-unit nodes).
 #pragma once
 
 #include <cstddef>

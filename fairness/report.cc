@@ -77,7 +77,7 @@ Expected<FairnessReport> make_report(const ReportInput& input) {
     if (j.start && *j.start <= now) {
       std::optional<double> end;
       if (j.finish && *j.finish <= now) end = j.finish;
-      usage.add_run(j.job, j.user, j.device, *j.start, end);
+      usage.add_run(j.job, j.user, j.device, *j.start, end, j.units);
     }
     if (j.finish && *j.finish <= now) {
       ++u.done;
@@ -86,7 +86,7 @@ Expected<FairnessReport> make_report(const ReportInput& input) {
       all_jct += jct;
       double isolated =
           isolated_seconds(j.run_time.value_or(*j.finish - *j.start), u.weight / total_weight,
-                           static_cast<double>(input.machines.at(j.device)));
+                           static_cast<double>(input.machines.at(j.device)), j.units);
       if (isolated > 0) {
         double rho = jct / isolated;
         if (!u.worst_rho || rho > *u.worst_rho) {
@@ -96,7 +96,7 @@ Expected<FairnessReport> make_report(const ReportInput& input) {
       }
     } else if (j.start && *j.start <= now) {
       ++u.running;
-      Job job{j.job, j.user, j.arrival, j.times, std::nullopt, {}};
+      Job job{j.job, j.user, j.arrival, j.times, std::nullopt, {}, j.units};
       if (!job.time.contains(j.device)) job.time = {{j.device, 1.0}};
       held[j.user] += running_job_share(job, j.device, input.machines);
     } else {

@@ -46,6 +46,7 @@ struct JobRun {
   std::string machine;
   std::optional<double> run_time;      // true processing time on `device`, when known
   std::map<DeviceType, double> times;  // estimated seconds per runnable device type, if known
+  int units = 1;                       // devices it held (jobs.csv's optional units column)
 };
 
 struct ReportInput {

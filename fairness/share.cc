@@ -23,7 +23,7 @@ double running_job_share(const Job& job, const DeviceType& running_on,
     }
   }
   if (fast_count == nullptr || !actual || *actual <= 0) return 0;
-  const double dominant = 1.0 / static_cast<double>(*fast_count);
+  const double dominant = static_cast<double>(job.units) / static_cast<double>(*fast_count);
   return dominant * fast_time / *actual;
 }
 
@@ -38,8 +38,8 @@ std::map<std::string, double> current_shares(const ClusterState& state) {
   return shares;
 }
 
-double isolated_seconds(double seconds, double weight_share, double machines) {
-  return seconds / std::min(1.0, weight_share * machines);
+double isolated_seconds(double seconds, double weight_share, double machines, int units) {
+  return seconds / std::min(1.0, weight_share * machines / units);
 }
 
 }  // namespace allox

@@ -1,7 +1,8 @@
 // AlloX's current share L per user (docs/design.md, "Fairness"), with weights.
 //
-// A running job holds one machine. Its share is the dominant share it would hold on its fastest
-// device type present in the cluster, 1 / (machines of that type), scaled by p_fast / p_actual
+// A running job holds k machines (Job::units, devices, not jobs, are what a share counts). Its
+// share is the dominant share it would hold on its fastest device type present in the cluster,
+// k / (machines of that type), scaled by p_fast / p_actual
 // when it runs on a slower type: a slow placement delivers less of the cluster's useful work, so
 // it counts less. A user's L is the sum over its running jobs divided by its weight.
 //
@@ -29,8 +30,8 @@ std::map<std::string, double> current_shares(const ClusterState& state);
 
 // Finish-time fairness' denominator, for the simulator's summary and the fairness report: a job
 // of `seconds` alone on its user's slice of the cluster, `weight_share` (w_u / sum of weights)
-// of the `machines` machines of its device type, at most one of them:
-// seconds / min(1, weight_share x machines).
-double isolated_seconds(double seconds, double weight_share, double machines);
+// of the `machines` machines of its device type, at most the `units` it needs:
+// seconds / min(1, weight_share x machines / units).
+double isolated_seconds(double seconds, double weight_share, double machines, int units = 1);
 
 }  // namespace allox

@@ -41,7 +41,7 @@ class SjfPolicy : public SchedulingPolicy {
     for (const Pair& p : pairs) {
       if (!idle.any()) break;
       if (started[p.job]) continue;
-      std::optional<std::size_t> machine = idle.take(p.device);
+      std::optional<std::size_t> machine = idle.take(p.device, state.queue[p.job].job->units);
       if (!machine) continue;
       started[p.job] = true;
       decision.start.push_back({state.queue[p.job].job->id, *machine});

@@ -9,8 +9,8 @@ UsageWindow::UsageWindow(double window, std::map<DeviceType, std::size_t> machin
     : window_(window), machines_(std::move(machines)), weights_(std::move(weights)) {}
 
 void UsageWindow::add_run(const std::string& run, const std::string& user, const DeviceType& device,
-                          double start, std::optional<double> end) {
-  runs_[run] = Run{user, device, start, end};
+                          double start, std::optional<double> end, int units) {
+  runs_[run] = Run{user, device, start, end, units};
 }
 
 void UsageWindow::close_run(const std::string& run, double end) {
@@ -30,7 +30,7 @@ std::map<std::string, double> UsageWindow::windowed_shares(double now) const {
   for (const auto& [id, run] : runs_) {
     double end = std::min(run.end.value_or(now), now);
     double overlap = end - std::max(run.start, from);
-    if (overlap > 0) held[run.user][run.device] += overlap;
+    if (overlap > 0) held[run.user][run.device] += overlap * run.units;
   }
   std::map<std::string, double> shares;
   for (const auto& [user, per_device] : held) {

@@ -1,9 +1,9 @@
 // Cumulative usage per user over a sliding window, for reports (docs/design.md, "Fairness").
 //
-// A run is one job holding one machine of a device type from `start` to `end` (open while the
-// job still runs). A user's windowed share at time `now` is its dominant share of the window
-// [now - window, now]: max over device types d of (machine-seconds the user held on d in the
-// window) / (machines of type d x window), divided by the user's weight. Runs that ended before
+// A run is one job holding `units` machines (devices) of a device type from `start` to `end`
+// (open while the job still runs). A user's windowed share at time `now` is its dominant share of
+// the window [now - window, now]: max over device types d of (machine-seconds the user held on d in
+// the window) / (machines of type d x window), divided by the user's weight. Runs that ended before
 // the window can no longer count and are dropped by prune().
 //
 // add_run and close_run are O(log R); windowed_shares is O(R) for R runs kept. Not thread-safe.
@@ -26,7 +26,7 @@ class UsageWindow {
               std::map<std::string, double> weights = {});
 
   void add_run(const std::string& run, const std::string& user, const DeviceType& device,
-               double start, std::optional<double> end = std::nullopt);
+               double start, std::optional<double> end = std::nullopt, int units = 1);
   void close_run(const std::string& run, double end);  // a job finished or was preempted
   void prune(double now);                              // drops runs ended before now - window
 
@@ -40,6 +40,7 @@ class UsageWindow {
     DeviceType device;
     double start = 0;
     std::optional<double> end;
+    int units = 1;
   };
   double window_;
   std::map<DeviceType, std::size_t> machines_;

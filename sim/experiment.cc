@@ -100,11 +100,22 @@ Expected<std::vector<Run>> run_all(const Trace& trace, const Cluster& cluster,
   return runs;
 }
 
-Cluster make_uniform_cluster(const std::map<DeviceType, int>& count) {
+Cluster make_uniform_cluster(const std::map<DeviceType, int>& count,
+                             const std::map<DeviceType, int>& units) {
   Cluster cluster;
   for (const auto& [device, n] : count) {
-    for (int i = 0; i < n; ++i)
-      cluster.machines.push_back({device + "-" + std::to_string(i), device, 0});
+    auto u = units.find(device);
+    const int per_node = u == units.end() ? 1 : u->second;
+    for (int i = 0; i < n; ++i) {
+      const std::string node = device + "-" + std::to_string(i);
+      if (per_node == 1) {
+        cluster.machines.push_back({node, device, 0});
+        continue;
+      }
+      for (int k = 0; k < per_node; ++k) {
+        cluster.machines.push_back({node + "/" + std::to_string(k), device, 0, node});
+      }
+    }
   }
   return cluster;
 }

@@ -53,7 +53,9 @@ Expected<std::vector<Run>> run_all(const Trace& trace, const Cluster& cluster,
                                    const SimOptions& sim, unsigned threads,
                                    const ProgressFactory& progress_for = {});
 
-// A cluster of `count[d]` machines per device type d, named <d>-0, <d>-1, ...
-Cluster make_uniform_cluster(const std::map<DeviceType, int>& count);
+// A cluster of `count[d]` machines per device type d, named <d>-0, <d>-1, ...; with units[d] = U
+// > 1, count[d] nodes of U units each, units named <d>-0/0 .. <d>-0/<U-1>, ...
+Cluster make_uniform_cluster(const std::map<DeviceType, int>& count,
+                             const std::map<DeviceType, int>& units = {});
 
 }  // namespace allox

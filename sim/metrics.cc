@@ -27,6 +27,7 @@ SimSummary summarize(const SimResult& result, const Trace& trace, const Cluster&
   s.alpha = alpha;
   s.jobs = result.jobs.size();
   s.sim_wall_s = result.wall_seconds;
+  s.plan = result.plan_quality;
 
   std::map<DeviceType, double> machines;
   for (const Machine& m : cluster.machines) machines[m.device] += 1;
@@ -64,7 +65,7 @@ SimSummary summarize(const SimResult& result, const Trace& trace, const Cluster&
     for (const auto& [device, time] : tj.true_time) {
       auto n = machines.find(device);
       if (n == machines.end()) continue;
-      isolated = std::min(isolated, isolated_seconds(time, slice, n->second));
+      isolated = std::min(isolated, isolated_seconds(time, slice, n->second, tj.job.units));
     }
     isolated_sum[u] += isolated;
   }

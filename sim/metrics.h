@@ -48,6 +48,7 @@ struct SimSummary {
   double max_rho = 0;
   double sim_wall_s = 0;
   std::vector<UserSummary> per_user;  // trace user order
+  std::optional<PlanQuality> plan;    // inexact plans' cost against their bounds (SimResult)
 };
 
 // Linear-interpolation percentile of `values` (need not be sorted); 0 for an empty list.

@@ -1,5 +1,6 @@
 #include "sim/planner.h"
 
+#include <algorithm>
 #include <set>
 #include <sstream>
 
@@ -15,19 +16,40 @@ Trace trace_of(const Workload& workload) {
   return trace;
 }
 
-Cluster with_additions(const Cluster& base, const PlanAlternative& alt) {
+Expected<Cluster> with_additions(const Cluster& base, const PlanAlternative& alt) {
   Cluster c = base;
   std::set<std::string> names;
   for (const Machine& m : base.machines) names.insert(m.name);
+  const std::vector<std::size_t> node_of = node_ids(base.machines);
   for (const auto& [device, n] : alt.add) {
+    int units = 1;
+    if (auto given = alt.units.find(device); given != alt.units.end()) {
+      units = given->second;
+    } else {
+      std::map<std::size_t, int> per_node;
+      for (std::size_t m = 0; m < base.machines.size(); ++m) {
+        if (base.machines[m].device == device) units = std::max(units, ++per_node[node_of[m]]);
+      }
+      if (n % units != 0) {
+        return Error{"--add " + alt.name.substr(1) + ": the cluster's " + device + " nodes have " +
+                     std::to_string(units) + " units; add a multiple of " + std::to_string(units) +
+                     " or give the node shape (" + device + "=NxU)"};
+      }
+    }
     int index = 0;
-    for (int k = 0; k < n; ++k) {
+    for (int k = 0; k < n / units; ++k) {
       std::string name;
       do {
         name = device + "-added-" + std::to_string(index++);
-      } while (names.count(name));
+      } while (names.count(name) || names.count(name + "/0"));
       names.insert(name);
-      c.machines.push_back(Machine{name, device, 0});
+      if (units == 1) {
+        c.machines.push_back(Machine{name, device, 0});
+        continue;
+      }
+      for (int u = 0; u < units; ++u) {
+        c.machines.push_back(Machine{name + "/" + std::to_string(u), device, 0, name});
+      }
     }
   }
   return c;
@@ -38,23 +60,36 @@ Cluster with_additions(const Cluster& base, const PlanAlternative& alt) {
 Expected<PlanAlternative> parse_alternative(const std::string& text) {
   PlanAlternative alt;
   std::stringstream in(text);
+  const std::string usage =
+      "--add expects device=N or device=NxU (N >= 1 devices, or N nodes of U units, at most " +
+      std::to_string(kMaxUnits) + "; e.g. gpu=4, gpu=4,cpu=8 or v100=2x4), got '" + text + "'";
+  auto whole = [](const std::string& digits) -> long long {
+    if (digits.empty() || digits.size() > 9 ||
+        digits.find_first_not_of("0123456789") != std::string::npos) {
+      return 0;
+    }
+    return std::stoll(digits);
+  };
   for (std::string part; std::getline(in, part, ',');) {
     const auto eq = part.find('=');
-    int n = 0;
-    if (eq != std::string::npos && eq > 0) {
-      try {
-        std::size_t used = 0;
-        n = std::stoi(part.substr(eq + 1), &used);
-        if (used != part.size() - eq - 1) n = 0;
-      } catch (const std::exception&) {
-        n = 0;
+    if (eq == std::string::npos || eq == 0) return Error{usage};
+    const std::string count = part.substr(eq + 1);
+    const auto x = count.find('x');
+    const long long n = whole(count.substr(0, x));
+    const long long units = x == std::string::npos ? 1 : whole(count.substr(x + 1));
+    if (n < 1 || units < 1 || units > kMaxUnits || n * units > 100000) return Error{usage};
+    const DeviceType device = part.substr(0, eq);
+    if (x != std::string::npos) {
+      auto [it, fresh] = alt.units.try_emplace(device, static_cast<int>(units));
+      if (!fresh && it->second != units) {
+        return Error{"--add " + text + ": two node shapes for " + device};
       }
+    } else if (alt.units.contains(device)) {
+      return Error{"--add " + text + ": give " + device + " as NxU every time or never"};
     }
-    if (n < 1) {
-      return Error{"--add expects device=N with N >= 1 (e.g. gpu=4 or gpu=4,cpu=8), got '" + text +
-                   "'"};
-    }
-    alt.add[part.substr(0, eq)] += n;
+    int& total = alt.add[device];
+    total += static_cast<int>(n * units);
+    if (total > 100000) return Error{usage};
   }
   if (alt.add.empty()) return Error{"--add: nothing to add in '" + text + "'"};
   alt.name = "+" + text;
@@ -79,7 +114,9 @@ Expected<std::vector<PlanScenario>> plan(const Workload& workload, const Cluster
                      "' (the jobs run on: " + known + ")"};
       }
     }
-    clusters.push_back({alt.name, with_additions(cluster, alt)});
+    Expected<Cluster> bigger = with_additions(cluster, alt);
+    if (!bigger.ok()) return bigger.error();
+    clusters.push_back({alt.name, std::move(*bigger)});
   }
   std::vector<PlanScenario> scenarios;
   for (auto& [name, c] : clusters) {

@@ -4,8 +4,11 @@
 // A plan is a simulation in which estimates are taken as true (the jobs file's times are the best
 // knowledge available), without profiling, honouring machines' busy_until. The base scenario is
 // the cluster as is; each alternative adds machines (e.g. {gpu: 4}), named
-// "<device>-added-<i>". The default policy is allox at α = 1 without starvation guard (minimum
-// total completion time); any registered policy may be used instead.
+// "<device>-added-<i>". On a cluster of multi-unit nodes (core/model.h) devices come as nodes:
+// "v100=8" adds 8 devices as nodes shaped like the cluster's largest v100 node (8 must be a
+// multiple of its units), "v100=2x4" adds 2 nodes of 4 units whatever the cluster has; a node's
+// units are named "<node>/<i>". The default policy is allox at α = 1 without starvation guard
+// (minimum total completion time); any registered policy may be used instead.
 #pragma once
 
 #include <limits>
@@ -23,10 +26,13 @@ namespace allox {
 
 struct PlanAlternative {
   std::string name;               // e.g. "+gpu=4,cpu=8"
-  std::map<DeviceType, int> add;  // machines to add per device type, each >= 1
+  std::map<DeviceType, int> add;  // machines (devices) to add per device type, each >= 1
+  // Units per added node, per device type given as NxU; absent: like the cluster's nodes.
+  std::map<DeviceType, int> units;
 };
 
-// "gpu=4" or "gpu=4,cpu=8" (one alternative); errors name the argument.
+// "gpu=4", "gpu=4,cpu=8" or "v100=2x4" (2 nodes of 4 units) as one alternative; errors name the
+// argument. N x U is at most 100,000 devices, U at most kMaxUnits.
 Expected<PlanAlternative> parse_alternative(const std::string& text);
 
 struct PlanScenario {

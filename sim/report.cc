@@ -68,17 +68,31 @@ void write_summary_json(const SimSummary& s, std::ostream& out) {
   Fields users = Fields::array();
   for (const UserSummary& u : s.per_user) users.push_back(user_fields(u));
   j["per_user"] = users;
+  if (s.plan) {  // only runs with inexact (multi-unit) plans
+    j["plan"] = {{"solves", s.plan->solves},
+                 {"cost", s.plan->cost},
+                 {"lower_bound", s.plan->bound},
+                 {"gap", s.plan->bound > 0 ? s.plan->cost / s.plan->bound - 1 : 0.0},
+                 {"worst_gap", s.plan->worst_gap}};
+  }
   out << j.dump(2) << "\n";
 }
 
 void write_jobs_csv(const SimResult& result, std::ostream& out) {
-  out << "job,user,arrival,start,finish,device,machine,estimated_time,true_time\n";
+  // The units column only when some job held several devices: single-device runs write the plain
+  // format.
+  const bool units = std::any_of(result.jobs.begin(), result.jobs.end(),
+                                 [](const SimJobRecord& r) { return r.units != 1; });
+  out << "job,user,arrival,start,finish,device,machine,estimated_time,true_time"
+      << (units ? ",units\n" : "\n");
   for (const SimJobRecord& r : result.jobs) {
     out << csv_field(r.job) << ',' << csv_field(r.user) << ',' << report_number(r.arrival) << ','
-        << (r.start ? report_number(*r.start) : "") << ',' << (r.finish ? report_number(*r.finish) : "")
-        << ',' << csv_field(r.device) << ',' << csv_field(r.machine) << ','
-        << (r.finish ? report_number(r.estimated_time) : "") << ','
-        << (r.finish ? report_number(r.true_time) : "") << '\n';
+        << (r.start ? report_number(*r.start) : "") << ','
+        << (r.finish ? report_number(*r.finish) : "") << ',' << csv_field(r.device) << ','
+        << csv_field(r.machine) << ',' << (r.finish ? report_number(r.estimated_time) : "") << ','
+        << (r.finish ? report_number(r.true_time) : "");
+    if (units) out << ',' << r.units;
+    out << '\n';
   }
 }
 
@@ -112,6 +126,12 @@ void write_comparison_table(const std::vector<SimSummary>& summaries, std::ostre
         << std::setw(10) << s.p99_jct << std::setw(11) << s.makespan << std::setprecision(3)
         << std::setw(7) << s.jain << std::setprecision(2) << std::setw(9) << s.max_rho
         << std::setw(9) << s.sim_wall_s << '\n';
+  }
+  for (const SimSummary& s : summaries) {
+    if (!s.plan || s.plan->bound <= 0) continue;
+    out << s.policy << ": " << s.plan->solves << " multi-unit plans, cost " << std::setprecision(2)
+        << 100 * (s.plan->cost / s.plan->bound - 1) << "% above their lower bounds (worst "
+        << 100 * s.plan->worst_gap << "%)\n";
   }
   out.unsetf(std::ios::fixed);
 }

@@ -8,6 +8,7 @@
 #include <queue>
 #include <unordered_map>
 
+#include "fairness/cluster_view.h"
 #include "profiler/profiler.h"
 
 namespace allox {
@@ -40,6 +41,8 @@ struct MachineSlot {
   double start = 0;
   double estimated_end = 0;
   double iterations = 0;  // kProfiling: the run's iterations
+  // kJob on a job's lowest unit: the job's other units (held by the same job, no events).
+  std::vector<std::size_t> others;
 };
 
 struct ProfilingRun {
@@ -89,6 +92,7 @@ class Replay {
         options_(options),
         profiling_(options.profiling.enabled && policy.uses_estimates()) {
     state_.machines = cluster.machines;
+    node_of_ = node_ids(cluster.machines);
     state_.idle.assign(cluster.machines.size(), true);
     state_.users = trace.users;
     slots_.resize(cluster.machines.size());
@@ -170,6 +174,7 @@ class Replay {
     }
     result_.wall_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+    result_.plan_quality = policy_.plan_quality();
     return std::move(result_);
   }
 
@@ -286,9 +291,11 @@ class Replay {
         r.machine = state_.machines[e.subject].name;
         r.estimated_time = job(slot.job).time.at(device);
         r.true_time = trace_.jobs[slot.job].true_time.at(device);
+        r.units = job(slot.job).units;
         ++finished_;
         remove_running(e.subject);
-        --user_busy_[user_of(slot.job)];
+        user_busy_[user_of(slot.job)] -= job(slot.job).units;
+        release_others(slot, now);
         break;
       }
       case Occupant::kProfiling: {
@@ -312,6 +319,17 @@ class Replay {
     state_.idle[e.subject] = true;
     state_.machines[e.subject].busy_until = now;
     return true;
+  }
+
+  // Frees the other units of the job on `slot` (a multi-unit job's lowest unit).
+  void release_others(MachineSlot& slot, double now) {
+    for (std::size_t m : slot.others) {
+      slots_[m].occupant = Occupant::kNone;
+      ++slots_[m].generation;
+      state_.idle[m] = true;
+      state_.machines[m].busy_until = now;
+    }
+    slot.others.clear();
   }
 
   void remove_running(std::size_t machine) {
@@ -355,6 +373,7 @@ class Replay {
       r.attained_service = attained_[j] + elapsed;
       r.estimated_finish = now + estimated_remaining(j, device, elapsed);
       state_.machines[r.machine].busy_until = r.estimated_finish;
+      for (std::size_t m : r.other_machines) state_.machines[m].busy_until = r.estimated_finish;
     }
   }
 
@@ -458,7 +477,8 @@ class Replay {
     attained_[j] += ran;
     ++result_.jobs[j].preemptions;
     state_.running.erase(it);
-    --user_busy_[user_of(j)];
+    user_busy_[user_of(j)] -= job(j).units;
+    release_others(slots_[m], state_.now);
     slots_[m].occupant = Occupant::kNone;
     ++slots_[m].generation;  // cancels the pending finish event
     state_.idle[m] = true;
@@ -485,11 +505,20 @@ class Replay {
       return fail("start of job " + p.job_id + " on machine index " + std::to_string(p.machine) +
                   " (cluster has " + std::to_string(state_.machines.size()) + ")");
     }
-    if (!state_.idle[p.machine]) {
-      return fail("start of job " + p.job_id + " on busy machine " +
-                  state_.machines[p.machine].name);
+    const int units = job(j).units;
+    std::optional<std::vector<std::size_t>> gang =
+        gang_units(state_.machines, state_.idle, node_of_, p.machine, units);
+    if (!gang) {
+      if (units == 1) {
+        return fail("start of job " + p.job_id + " on busy machine " +
+                    state_.machines[p.machine].name);
+      }
+      return fail("start of job " + p.job_id + " (" + std::to_string(units) +
+                  " units) on the node of machine " + state_.machines[p.machine].name +
+                  ", which has fewer idle units");
     }
-    const DeviceType& device = state_.machines[p.machine].device;
+    const std::size_t first = gang->front();
+    const DeviceType& device = state_.machines[first].device;
     auto estimate = job(j).time.find(device);
     if (estimate == job(j).time.end()) {
       return fail("job " + p.job_id + " cannot run on " + device + " (machine " +
@@ -505,19 +534,26 @@ class Replay {
                           ? speed.total * (1 - run_from_[j] / iterations(j))
                           : speed.startup + (iterations(j) - run_from_[j]) * speed.per_iteration;
     }
-    MachineSlot& slot = slots_[p.machine];
+    MachineSlot& slot = slots_[first];
     slot.occupant = Occupant::kJob;
     slot.job = j;
     slot.start = state_.now;
     slot.estimated_end = state_.now + estimated_remaining(j, device, 0);
-    state_.idle[p.machine] = false;
-    state_.machines[p.machine].busy_until = slot.estimated_end;
+    slot.others.assign(gang->begin() + 1, gang->end());
+    for (std::size_t m : *gang) {
+      state_.idle[m] = false;
+      state_.machines[m].busy_until = slot.estimated_end;
+    }
+    for (std::size_t m : slot.others) {
+      slots_[m].occupant = Occupant::kJob;
+      slots_[m].job = j;
+    }
     state_.running.push_back(
-        RunningJob{&job(j), p.machine, state_.now, slot.estimated_end, attained_[j]});
-    ++user_busy_[user_of(j)];
+        RunningJob{&job(j), first, state_.now, slot.estimated_end, attained_[j], slot.others});
+    user_busy_[user_of(j)] += units;
     if (!result_.jobs[j].start) result_.jobs[j].start = state_.now;
     result_.jobs[j].last_start = state_.now;
-    push(state_.now + true_duration, EventKind::kMachineFree, p.machine, slot.generation);
+    push(state_.now + true_duration, EventKind::kMachineFree, first, slot.generation);
     return OkStatus();
   }
 
@@ -549,6 +585,7 @@ class Replay {
 
   std::unordered_map<std::string, std::size_t> user_index_;
   std::unordered_map<std::string, std::size_t> job_index_;
+  std::vector<std::size_t> node_of_;  // node_ids() of the cluster's machines
   std::map<DeviceType, std::size_t> device_count_;
   std::vector<Job> declared_;  // trace jobs with the trace's estimates and an iteration count
   std::vector<Job> believed_;  // what policies see: declared_ with the profiler's estimates
@@ -590,6 +627,28 @@ Expected<SimResult> simulate(const Trace& trace, const Cluster& cluster, Schedul
   }
   for (const Machine& m : cluster.machines) {
     if (m.busy_until < 0) return Error{"simulate: machine " + m.name + " has busy_until < 0"};
+  }
+  // A job of k units that no node of its device types can hold would wait forever: refuse it.
+  std::map<DeviceType, int> largest;
+  {
+    const std::vector<std::size_t> node_of = node_ids(cluster.machines);
+    std::map<std::size_t, int> units;
+    for (std::size_t m = 0; m < cluster.machines.size(); ++m) {
+      int& n = largest[cluster.machines[m].device];
+      n = std::max(n, ++units[node_of[m]]);
+    }
+  }
+  for (const TraceJob& tj : trace.jobs) {
+    if (tj.job.units == 1) continue;
+    int most = 0;
+    for (const auto& [device, t] : tj.job.time) {
+      if (auto it = largest.find(device); it != largest.end()) most = std::max(most, it->second);
+    }
+    if (most < tj.job.units) {
+      return Error{"simulate: job " + tj.job.id + " has units " + std::to_string(tj.job.units) +
+                   ", but no node of a device type it can use has that many (largest: " +
+                   std::to_string(most) + ")"};
+    }
   }
   Replay replay(trace, cluster, policy, options);
   return replay.run();

@@ -45,6 +45,11 @@
 // from arrival. A policy that reads no estimates (SchedulingPolicy::uses_estimates(), drffifo)
 // gets no profiling runs.
 //
+// Multi-unit jobs (Job::units = k): a Placement's job takes the k lowest-index idle units of the
+// named machine's node (fairness/policy.h) and holds them all until it finishes or is preempted;
+// a node runs several jobs at once while its units allow. A placement on a node with fewer idle
+// units is a contract error. Profiling runs take one unit each.
+//
 // Cost: O(E log E) for E events plus the policy's decide() calls (at most one per event, more when
 // a policy starts one job per call) and O(M + Q) bookkeeping per decision for M machines and Q
 // queued jobs. Deterministic: same trace, cluster, policy and options give the same result.
@@ -108,14 +113,16 @@ struct SimJobRecord {
   std::optional<double> start;  // first start
   std::optional<double> finish;
   DeviceType device;          // device type it finished on
-  std::string machine;        // machine it finished on
+  std::string machine;        // machine it finished on (the lowest of its units)
   double estimated_time = 0;  // estimate on that device (full job)
   double true_time = 0;       // true time on that device (full job)
   int preemptions = 0;
   std::optional<double> last_start;  // start of the final run (differs from start if preempted)
+  int units = 1;                     // devices it held (Job::units)
 };
 
-// Each user's busy machines (jobs and profiling runs) from `time` until the next sample.
+// Each user's busy machines (devices: a job of k units counts k; jobs and profiling runs) from
+// `time` until the next sample.
 struct ShareSample {
   double time = 0;
   std::vector<int> machines;  // indexed like SimResult::users
@@ -130,6 +137,8 @@ struct SimResult {
   std::size_t decide_calls = 0;
   std::size_t profiling_runs = 0;
   double wall_seconds = 0;  // host time spent simulating
+  // The policy's SchedulingPolicy::plan_quality() at the end (allox with multi-unit jobs).
+  std::optional<PlanQuality> plan_quality;
 };
 
 // Errors: an invalid trace, a cluster without machines, and any policy answer that breaks the

@@ -12,6 +12,26 @@ double uniform01(std::mt19937_64& rng) {
   return static_cast<double>(rng() >> 11) * 0x1.0p-53;
 }
 
+// Gavel's scale-factor draw (scheduler/utils.py, generate_job): 1 below 0.7, 2 below 0.8, 4 below
+// 0.95, else 8.
+int scale_factor(double r) {
+  if (r < 0.7) return 1;
+  if (r < 0.8) return 2;
+  if (r < 0.95) return 4;
+  return 8;
+}
+
+// The table's k-worker steps/s of `model` on the plain device types; empty if it has none.
+std::map<DeviceType, double> rates_at(const ThroughputTable& table, const std::string& model,
+                                      int k) {
+  std::map<DeviceType, double> rates;
+  for (const DeviceType& device : table.devices()) {
+    if (device.find('_') != std::string::npos) continue;
+    if (auto rate = table.steps_per_second({model, k}, device)) rates[device] = *rate;
+  }
+  return rates;
+}
+
 }  // namespace
 
 Expected<std::vector<JobType>> synthetic_job_types(const ThroughputTable& table) {
@@ -42,6 +62,20 @@ Expected<Trace> generate_synthetic_trace(const ThroughputTable& table, const Syn
   if (!(o.estimate_error >= 0 && o.estimate_error < 1)) {
     return Error{"synthetic: estimate_error must be in [0, 1)"};
   }
+  // Indices into `types` of the models the table has at each scale factor.
+  std::map<int, std::vector<std::size_t>> models_at;
+  for (std::size_t t = 0; t < types.size(); ++t) models_at[1].push_back(t);
+  if (o.multi_device) {
+    for (int k : {2, 4, 8}) {
+      for (std::size_t t = 0; t < types.size(); ++t) {
+        if (!rates_at(table, types[t].model, k).empty()) models_at[k].push_back(t);
+      }
+      if (models_at[k].empty()) {
+        return Error{"synthetic: the throughput table has no " + std::to_string(k) +
+                     "-worker configuration for multi_device"};
+      }
+    }
+  }
   std::mt19937_64 rng(o.seed);
   // Pareto with median m: scale x_m = m / 2^(1/shape).
   const double scale = o.median_duration / std::pow(2.0, 1.0 / o.pareto_shape);
@@ -53,12 +87,18 @@ Expected<Trace> generate_synthetic_trace(const ThroughputTable& table, const Syn
   for (std::size_t i = 0; i < o.jobs; ++i) {
     if (i > 0) now += -std::log1p(-uniform01(rng)) / o.arrival_rate;
     const std::size_t user = std::min<std::size_t>(uniform01(rng) * o.users, o.users - 1);
+    // Multi-device: the scale factor first, then a model among those the table has at it.
+    const int units = o.multi_device ? scale_factor(uniform01(rng)) : 1;
+    const std::vector<std::size_t>& pool = models_at.at(units);
     const JobType& type =
-        types[std::min<std::size_t>(uniform01(rng) * types.size(), types.size() - 1)];
+        types[pool[std::min<std::size_t>(uniform01(rng) * pool.size(), pool.size() - 1)]];
     const double duration =
         std::min(cap, scale * std::pow(1 - uniform01(rng), -1 / o.pareto_shape));
+    const std::map<DeviceType, double> wide =
+        units > 1 ? rates_at(table, type.model, units) : std::map<DeviceType, double>{};
+    const std::map<DeviceType, double>* speeds = units > 1 ? &wide : &type.steps_per_second;
     double fastest = 0;
-    for (const auto& [device, rate] : type.steps_per_second) fastest = std::max(fastest, rate);
+    for (const auto& [device, rate] : *speeds) fastest = std::max(fastest, rate);
     const double steps = duration * fastest;
 
     TraceJob tj;
@@ -67,7 +107,8 @@ Expected<Trace> generate_synthetic_trace(const ThroughputTable& table, const Syn
     tj.job.arrival = now;
     tj.job.family = type.model;
     tj.job.iterations = static_cast<std::int64_t>(std::ceil(steps));
-    for (const auto& [device, rate] : type.steps_per_second) {
+    tj.job.units = units;
+    for (const auto& [device, rate] : *speeds) {
       const double t = steps / rate;
       tj.true_time[device] = t;
       tj.job.time[device] = t * (1 + o.estimate_error * (2 * uniform01(rng) - 1));

@@ -12,6 +12,15 @@
 // max_duration_factor × median); its step count follows, and its time on every other device is
 // steps / throughput there. Estimates are true × (1 + e), e uniform in ±estimate_error.
 //
+// Multi-device jobs (SyntheticOptions::multi_device), after Gavel's generator: each job first
+// draws its scale factor k (devices on one node, Job::units) with Gavel's probabilities, 1: 0.7,
+// 2: 0.1, 4: 0.15, 8: 0.05, then its model uniformly among those the table has at k workers
+// (Gavel's distributed job types; A3C, CycleGAN and Recommendation have none), and its speeds are
+// the table's k-worker throughputs (steps/s of the whole job; a device that cannot hold the
+// k-worker job is left out). Its duration is drawn on its fastest device with k devices of it. Off,
+// no draw is added, so a seed gives the same one-device trace whether or not multi-device
+// generation exists.
+//
 // Deterministic for a seed on every platform: the generator draws from std::mt19937_64 (fully
 // specified by the standard) and maps draws to doubles itself rather than through the
 // implementation-defined <random> distributions. O(jobs).
@@ -44,6 +53,7 @@ struct SyntheticOptions {
   double pareto_shape = 1.5;      // smaller is heavier-tailed; > 0
   double max_duration_factor = 50;
   double estimate_error = 0.2;  // in [0, 1)
+  bool multi_device = false;    // draw scale factors 1/2/4/8 (see above)
   std::uint64_t seed = 1;
 };
 

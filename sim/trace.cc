@@ -38,6 +38,10 @@ Status validate_trace(const Trace& trace) {
     }
     if (!weights.count(job.user)) return Error{where + ": user " + job.user + " is not listed"};
     if (job.time.empty()) return Error{where + ": no device it can run on"};
+    if (job.units < 1 || job.units > kMaxUnits) {
+      return Error{where + ": units must be 1.." + std::to_string(kMaxUnits) + ", got " +
+                   std::to_string(job.units)};
+    }
     if (job.time.size() != tj.true_time.size()) {
       return Error{where + ": estimated and true times name different devices"};
     }

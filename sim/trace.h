@@ -28,7 +28,8 @@ struct Trace {
   std::vector<TraceJob> jobs;
 };
 
-// Checks: unique non-empty job ids, arrival >= 0, at least one device per job, estimated and true
+// Checks: unique non-empty job ids, arrival >= 0, units in 1..kMaxUnits, at least one device per
+// job, estimated and true
 // times finite and > 0 with identical device keys, every job's user listed once in users with a
 // weight > 0. The error names the first offending job.
 Status validate_trace(const Trace& trace);

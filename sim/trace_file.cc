@@ -1,5 +1,6 @@
 #include "sim/trace_file.h"
 
+#include <algorithm>
 #include <cmath>
 #include <iomanip>
 #include <set>
@@ -41,8 +42,9 @@ void read_yaml_job(FieldReader& reader, const YAML::Node& node, std::size_t inde
   if (node.IsMap() && node["id"] && node["id"].IsScalar() && !node["id"].Scalar().empty()) {
     subject = "job \"" + node["id"].Scalar() + "\"";
   }
-  if (!reader.check_map(node, subject,
-                        {"id", "user", "arrival", "time", "estimate", "iterations", "family"})) {
+  if (!reader.check_map(
+          node, subject,
+          {"id", "user", "arrival", "time", "estimate", "iterations", "family", "units"})) {
     return;
   }
   TraceJob tj;
@@ -51,6 +53,7 @@ void read_yaml_job(FieldReader& reader, const YAML::Node& node, std::size_t inde
   const auto arrival = reader.non_negative(node, "arrival", subject, "seconds", false);
   const auto iterations = reader.integer(node, "iterations", subject, 1, 1'000'000'000'000, false);
   const auto family = reader.text(node, "family", subject, false);
+  const auto units = reader.integer(node, "units", subject, 1, kMaxUnits, false);
   if (!node["time"] || node["time"].IsNull()) {
     reader.fail(node, subject, "time is required (device type -> seconds, e.g. {gpu: 60})");
   }
@@ -69,6 +72,7 @@ void read_yaml_job(FieldReader& reader, const YAML::Node& node, std::size_t inde
   tj.job.arrival = arrival.value_or(0);
   tj.job.iterations = iterations;
   tj.job.family = family.value_or("");
+  tj.job.units = static_cast<int>(units.value_or(1));
   tj.job.time = tj.true_time;
   for (const auto& [device, seconds] : estimate) {
     if (tj.job.time.count(device)) tj.job.time[device] = seconds;
@@ -142,7 +146,7 @@ Expected<Trace> parse_csv_trace(const std::string& text, const std::string& sour
   }
   if (header.empty()) return fail("empty trace: expected a header row");
 
-  enum class Column { kJob, kUser, kArrival, kTime, kEstimate };
+  enum class Column { kJob, kUser, kArrival, kUnits, kTime, kEstimate };
   std::vector<std::pair<Column, DeviceType>> columns;
   bool has_job = false, has_time = false;
   std::set<std::string> seen;
@@ -155,6 +159,8 @@ Expected<Trace> parse_csv_trace(const std::string& text, const std::string& sour
       columns.push_back({Column::kUser, ""});
     } else if (name == "arrival") {
       columns.push_back({Column::kArrival, ""});
+    } else if (name == "units") {
+      columns.push_back({Column::kUnits, ""});
     } else if (name.rfind("time.", 0) == 0 && name.size() > 5) {
       columns.push_back({Column::kTime, name.substr(5)});
       has_time = true;
@@ -162,7 +168,7 @@ Expected<Trace> parse_csv_trace(const std::string& text, const std::string& sour
       columns.push_back({Column::kEstimate, name.substr(9)});
     } else {
       return fail("unknown column '" + name +
-                  "' (expected job, user, arrival, time.<device>, estimate.<device>)");
+                  "' (expected job, user, arrival, units, time.<device>, estimate.<device>)");
     }
   }
   if (!has_job) return fail("a 'job' column is required");
@@ -200,6 +206,15 @@ Expected<Trace> parse_csv_trace(const std::string& text, const std::string& sour
             return fail(column + " must be a number of seconds >= 0, got '" + value + "'");
           }
           tj.job.arrival = *x;
+          break;
+        case Column::kUnits:
+          if (value.empty()) break;
+          x = parse_decimal(value);
+          if (!x || *x < 1 || *x > kMaxUnits || *x != std::floor(*x)) {
+            return fail(column + " must be a whole number of devices in 1.." +
+                        std::to_string(kMaxUnits) + ", got '" + value + "'");
+          }
+          tj.job.units = static_cast<int>(*x);
           break;
         case Column::kTime:
         case Column::kEstimate:
@@ -243,13 +258,19 @@ void write_csv_trace(const Trace& trace, std::ostream& out) {
   for (const TraceJob& tj : trace.jobs) {
     for (const auto& [device, t] : tj.true_time) devices.insert(device);
   }
+  // The units column only when some job needs more than one device: single-device traces stay
+  // in the plain format that other tools read.
+  const bool units = std::any_of(trace.jobs.begin(), trace.jobs.end(),
+                                 [](const TraceJob& tj) { return tj.job.units != 1; });
   out << "job,user,arrival";
+  if (units) out << ",units";
   for (const DeviceType& d : devices) out << ",time." << d;
   for (const DeviceType& d : devices) out << ",estimate." << d;
   out << '\n';
   for (const TraceJob& tj : trace.jobs) {
     out << csv_field(tj.job.id) << ',' << csv_field(tj.job.user) << ','
         << csv_number(tj.job.arrival);
+    if (units) out << ',' << tj.job.units;
     for (const DeviceType& d : devices) {
       auto t = tj.true_time.find(d);
       out << ',' << (t == tj.true_time.end() ? "" : csv_number(t->second));

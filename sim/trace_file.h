@@ -14,7 +14,9 @@
 //   j1,alice,0,97,49,,55
 //
 // Columns job and time.<device> (one or more) are required; user (default "default"), arrival
-// (default 0) and estimate.<device> are optional; an empty time cell means the job cannot run on
+// (default 0), units (devices on one node the job needs at once, default 1; with units k,
+// time.<device> is the time on k devices) and estimate.<device> are optional; YAML takes the same
+// `units` key per job; an empty time cell means the job cannot run on
 // that device, an empty estimate cell means "exact". Fields may be double-quoted. Users get
 // weight 1. Errors name the file, line and field. Loaded traces are sorted by arrival and pass
 // validate_trace().

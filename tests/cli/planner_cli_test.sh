@@ -87,5 +87,40 @@ if ! grep -Eq 'run [1-3] of 3 \((sjf|fifo|srpt)' <<<"$err" || ! grep -q 'left' <
 fi
 count=$((count + 1))
 
+# Multi-GPU nodes: jobs of several GPUs, what-ifs in node shapes, hostile shapes refused.
+gpu_cluster=$root/examples/gpu/cluster.yaml
+gpu_jobs=$root/examples/gpu/jobs.yaml
+gavel=(--gavel "$root/data/gavel/simulation_throughputs.json")
+refused --add plan --cluster "$gpu_cluster" --jobs "$gpu_jobs" --add v100=6
+refused --add plan --cluster "$gpu_cluster" --jobs "$gpu_jobs" --add v100=2x0
+refused --machines simulate --synthetic 20 --multi-device "${gavel[@]}" --machines v100=2x65
+refused --machines simulate --synthetic 20 --multi-device "${gavel[@]}" --machines v100=1x4 \
+  --machines v100=1x8
+refused "units 8" simulate --synthetic 200 --multi-device "${gavel[@]}" --no-progress \
+  --machines v100=2x4 --machines p100=2x4 --machines k80=2x4
+if out=$("$allox" plan --cluster "$gpu_cluster" --jobs "$gpu_jobs" --add v100=8 --add p100=2x2 2>&1); then
+  grep -q '+v100=8' <<<"$out" && grep -q '+p100=2x2' <<<"$out" ||
+    fail "plan without its node-shaped alternatives: $out"
+else
+  fail "plan on multi-GPU nodes failed: $out"
+fi
+count=$((count + 1))
+if out=$("$allox" solve --cluster "$gpu_cluster" --jobs "$gpu_jobs" --format table 2>&1); then
+  grep -q 'lower bound' <<<"$out" && grep -q 'resnet50-8 *dgx-0 *v100 *8' <<<"$out" ||
+    fail "solve of multi-GPU jobs without its bound or the 8-GPU job on the 8-GPU node: $out"
+else
+  fail "solve of multi-GPU jobs failed: $out"
+fi
+count=$((count + 1))
+if out=$("$allox" simulate --synthetic 80 --multi-device "${gavel[@]}" --no-progress \
+           --machines v100=1x8 --machines p100=1x8 --machines k80=1x8 --policy allox,las \
+           --out "$work/gpus" 2>&1); then
+  grep -q '^allox.*multi-unit plans' <<<"$out" || fail "no plan gap under the table: $out"
+  head -1 "$work"/gpus/allox*/jobs.csv | grep -q ',units$' || fail "jobs.csv without units"
+else
+  fail "simulate on multi-GPU nodes failed: $out"
+fi
+count=$((count + 1))
+
 echo "$((count - failures)) of $count checks passed"
 exit $((failures > 0))

@@ -16,6 +16,9 @@ done
 if ! out=$("$allox" validate "$root"/examples/cluster.json "$root"/examples/jobs.json 2>&1); then
   echo "FAIL: JSON examples rejected: $out"; failures=$((failures + 1))
 fi
+if ! out=$("$allox" validate "$root"/examples/gpu/cluster.yaml "$root"/examples/gpu/jobs.yaml 2>&1); then
+  echo "FAIL: multi-GPU examples rejected: $out"; failures=$((failures + 1))
+fi
 
 cd "$root/tests/cli/fixtures" || exit 1
 check() {  # file expected-message

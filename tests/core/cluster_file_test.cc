@@ -75,7 +75,7 @@ machines:
     {R"(pools:
   - {device: gpu, count: 2, colour: red}
 )",
-     R"(cluster.yaml:2: pools[0]: unknown key "colour" (expected one of: device, count, prefix, start, busy_until))"},
+     R"(cluster.yaml:2: pools[0]: unknown key "colour" (expected one of: device, count, prefix, start, busy_until, units))"},
     {R"(machines: {name: g0}
 )",
      R"(cluster.yaml:1: machines must be a list, got a mapping)"},
@@ -107,7 +107,29 @@ pools:
     {R"(machines:
   - gpu-0
 )",
-     R"(cluster.yaml:2: machines[0]: expected a mapping with keys name, device, busy_until, got "gpu-0")"},
+     R"(cluster.yaml:2: machines[0]: expected a mapping with keys name, device, busy_until, units, got "gpu-0")"},
+    // Nodes of several units.
+    {R"(machines:
+  - {name: dgx, device: v100, units: 0}
+)",
+     R"(cluster.yaml:2: machine "dgx": units must be a whole number from 1 to 64, got 0)"},
+    {R"(pools:
+  - {device: v100, count: 2, units: 1000000}
+)",
+     R"(cluster.yaml:2: pools[0]: units must be a whole number from 1 to 64, got 1000000)"},
+    {R"(pools:
+  - {device: v100, count: 2, units: four}
+)",
+     R"(cluster.yaml:2: pools[0]: units must be a whole number from 1 to 64, got "four")"},
+    {R"(pools:
+  - {device: v100, count: 50000, units: 4}
+)",
+     R"(cluster.yaml:2: pools[0]: count x units must be at most 100000 devices)"},
+    {R"(machines:
+  - {name: n/0, device: v100}
+  - {name: n, device: v100, units: 2}
+)",
+     R"(cluster.yaml:3: machine "n/0": duplicate machine name)"},
 };
 
 TEST(ClusterFile, RejectsEachBadInputWithItsExactMessage) {
@@ -138,6 +160,33 @@ pools:
   EXPECT_EQ((std::vector<DeviceType>{"cpu", "gpu", "tpu"}), cluster->device_types());
   EXPECT_EQ(3u, cluster->count("gpu"));
   EXPECT_EQ(3u, cluster->count("cpu"));
+}
+
+TEST(ClusterFile, UnitsMakeNodesOfSeveralMachines) {
+  auto cluster = parse_cluster(R"(
+machines:
+  - {name: dgx, device: v100, units: 3, busy_until: 5}
+  - {name: solo, device: k80, units: 1}
+pools:
+  - {device: p100, count: 2, units: 2}
+)",
+                               "cluster.yaml");
+  ASSERT_TRUE(cluster.ok()) << cluster.message();
+  std::vector<std::string> names, nodes;
+  for (const Machine& m : cluster->machines) {
+    names.push_back(m.name);
+    nodes.push_back(m.node);
+  }
+  EXPECT_EQ((std::vector<std::string>{"dgx/0", "dgx/1", "dgx/2", "solo", "p100-0/0", "p100-0/1",
+                                      "p100-1/0", "p100-1/1"}),
+            names);
+  // units: 1 is a plain machine, a node of its own.
+  EXPECT_EQ(
+      (std::vector<std::string>{"dgx", "dgx", "dgx", "", "p100-0", "p100-0", "p100-1", "p100-1"}),
+      nodes);
+  EXPECT_EQ(5, cluster->machines[2].busy_until);
+  EXPECT_EQ(3u, cluster->count("v100"));
+  EXPECT_EQ((std::vector<std::size_t>{0, 0, 0, 1, 2, 2, 3, 3}), node_ids(cluster->machines));
 }
 
 TEST(ClusterFile, JsonGivesTheSameClusterAsYaml) {

@@ -49,7 +49,7 @@ const BadInput kBadWorkloads[] = {
     {R"(jobs:
   - {id: j1, time: {gpu: 10}, priority: 3}
 )",
-     R"(jobs.yaml:2: job "j1": unknown key "priority" (expected one of: id, user, arrival, time, iterations, family))"},
+     R"(jobs.yaml:2: job "j1": unknown key "priority" (expected one of: id, user, arrival, time, iterations, family, units))"},
     {R"(jobs:
   - {time: {gpu: 10}}
 )",
@@ -105,6 +105,14 @@ jobs: []
     {R"({"jobs": [{"id": "j1", "time": {"gpu": -3}}]}
 )",
      R"(jobs.yaml:1: job "j1": time.gpu must be a positive number of seconds, got -3)"},
+    {R"(jobs:
+  - {id: j1, time: {gpu: 3}, units: 0}
+)",
+     R"(jobs.yaml:2: job "j1": units must be a whole number from 1 to 64, got 0)"},
+    {R"(jobs:
+  - {id: j1, time: {gpu: 3}, units: 1e9}
+)",
+     R"(jobs.yaml:2: job "j1": units must be a whole number from 1 to 64, got 1e9)"},
 };
 
 TEST(WorkloadFile, RejectsEachBadInputWithItsExactMessage) {
@@ -157,6 +165,23 @@ TEST(WorkloadFile, CrossCheckNamesUnknownDeviceTypes) {
             status.message());
   workload->jobs.pop_back();
   EXPECT_TRUE(check_runnable(*cluster, *workload, "jobs.yaml").ok());
+}
+
+TEST(WorkloadFile, CrossCheckNamesAJobWiderThanEveryNode) {
+  auto cluster =
+      parse_cluster("pools: [{device: v100, count: 2, units: 4}, {device: k80, count: 1}]", "c");
+  auto workload = parse_workload(
+      "jobs:\n  - {id: a, time: {v100: 1}, units: 4}\n  - {id: b, time: {v100: 3, k80: 9}, "
+      "units: 8}\n",
+      "jobs.yaml");
+  ASSERT_TRUE(cluster.ok() && workload.ok()) << cluster.message() << workload.message();
+  EXPECT_EQ(4, workload->jobs[0].units);
+  auto status = check_runnable(*cluster, *workload, "jobs.yaml");
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ(
+      "jobs.yaml: job \"b\": units 8 is more than any node of its device types offers "
+      "(largest: 4)",
+      status.message());
 }
 
 }  // namespace
