@@ -30,12 +30,63 @@ std::vector<std::string> scheduling_gates(const json& pod) {
   return gates;
 }
 
-Expected<json> remove_gate_patch(const std::vector<std::string>& gates, std::string_view gate) {
+AffinityRoom affinity_room(const json& pod) {
+  auto present = [](const json& object, const char* key) -> const json* {
+    if (!object.is_object()) return nullptr;
+    auto it = object.find(key);
+    return it == object.end() || it->is_null() ? nullptr : &*it;
+  };
+  const json* spec = present(pod, "spec");
+  const json* affinity = spec != nullptr ? present(*spec, "affinity") : nullptr;
+  if (affinity == nullptr) return AffinityRoom::kNoAffinity;
+  const json* node = present(*affinity, "nodeAffinity");
+  if (node == nullptr) return AffinityRoom::kNoNodeAffinity;
+  // An empty required selector (no terms) is refused by the API server on creation; treated as
+  // the owner's own all the same, never overwritten.
+  return present(*node, "requiredDuringSchedulingIgnoredDuringExecution") == nullptr
+             ? AffinityRoom::kNoRequired
+             : AffinityRoom::kRequired;
+}
+
+Expected<json> remove_gate_patch(const std::vector<std::string>& gates, std::string_view gate,
+                                 const NodePin& pin) {
   for (std::size_t i = 0; i < gates.size(); ++i) {
     if (gates[i] != gate) continue;
     std::string at = "/spec/schedulingGates/" + std::to_string(i);
-    return json::array({{{"op", "test"}, {"path", at + "/name"}, {"value", gate}},
-                        {{"op", "remove"}, {"path", at}}});
+    json patch = json::array({{{"op", "test"}, {"path", at + "/name"}, {"value", gate}},
+                              {{"op", "remove"}, {"path", at}}});
+    if (pin.node.empty() || pin.room == AffinityRoom::kRequired) return patch;
+    // Each `add` creates only what the pod lacked when seen, so the rest of its affinity
+    // (pod affinity, preferred terms) stays as written.
+    json required = {
+        {"nodeSelectorTerms",
+         json::array({{{"matchFields", json::array({{{"key", "metadata.name"},
+                                                     {"operator", "In"},
+                                                     {"values", json::array({pin.node})}}})}}})}};
+    switch (pin.room) {
+      case AffinityRoom::kNoAffinity:
+        patch.push_back(
+            {{"op", "add"},
+             {"path", "/spec/affinity"},
+             {"value",
+              {{"nodeAffinity", {{"requiredDuringSchedulingIgnoredDuringExecution", required}}}}}});
+        break;
+      case AffinityRoom::kNoNodeAffinity:
+        patch.push_back(
+            {{"op", "add"},
+             {"path", "/spec/affinity/nodeAffinity"},
+             {"value", {{"requiredDuringSchedulingIgnoredDuringExecution", required}}}});
+        break;
+      case AffinityRoom::kNoRequired:
+        patch.push_back(
+            {{"op", "add"},
+             {"path", "/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution"},
+             {"value", required}});
+        break;
+      case AffinityRoom::kRequired:
+        break;
+    }
+    return patch;
   }
   return Error{"the pod has no scheduling gate " + std::string(gate)};
 }
@@ -58,21 +109,23 @@ json add_gate_patch(const json& pod, std::string_view gate) {
 }
 
 Status remove_gate(KubeClient& client, const ObjectRef& pod, const std::vector<std::string>& gates,
-                   std::string_view gate) {
-  auto patch = remove_gate_patch(gates, gate);
+                   std::string_view gate, const NodePin& pin) {
+  auto patch = remove_gate_patch(gates, gate, pin);
   if (!patch) return OkStatus();  // already gone
   auto reply = client.call("PATCH", pod_path(pod), patch->dump(), "application/json-patch+json");
   if (!reply) return reply.error();
   if (reply->status == 422) {
     // The gates changed since they were seen: most often an earlier ungate of the same pod
     // already won while the watch lagged (at 100,000 pods every such retry failed five times
-    // and held up the one action worker). Look at the pod as it is now, once.
+    // and held up the one action worker). Look at the pod as it is now, once: the gate's index
+    // and the affinity's room are read again (the pin is kept; the pod's own terms, if it
+    // gained some meanwhile, are still never overwritten).
     auto now = client.call("GET", pod_path(pod));
     if (!now) return now.error();
     if (now->status == 404) return OkStatus();
     if (now->status == 200) {
-      auto fresh =
-          remove_gate_patch(scheduling_gates(json::parse(now->body, nullptr, false)), gate);
+      const json seen = json::parse(now->body, nullptr, false);
+      auto fresh = remove_gate_patch(scheduling_gates(seen), gate, {pin.node, affinity_room(seen)});
       if (!fresh) return OkStatus();  // removed by the earlier call
       reply = client.call("PATCH", pod_path(pod), fresh->dump(), "application/json-patch+json");
       if (!reply) return reply.error();

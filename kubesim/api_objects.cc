@@ -6,6 +6,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 
 #include "kubesim/json_equal.h"
@@ -92,9 +93,21 @@ bool is_terminal(const json& pod) {
 
 // Whether an update keeps the parts of a pod spec it may not change (ValidatePodUpdate in
 // v1.28, simplified to what clients of allox touch): all but container images,
-// activeDeadlineSeconds, tolerations, and gates. Compared in place: no copy of either spec.
-bool same_frozen_spec(const json& before, const json& after) {
+// activeDeadlineSeconds, tolerations, and gates; on a pod gated before the update
+// (`directives`: mutable pod scheduling directives, on by default since 1.27) also
+// spec.nodeSelector and spec.affinity.nodeAffinity, whose changes scheduling_directive_error
+// judges. Compared in place: no copy of either spec.
+bool same_frozen_spec(const json& before, const json& after, bool directives) {
   if (!before.is_object() || !after.is_object()) return before == after;
+  if (directives) {
+    // ValidatePodUpdate's munging: the rest of spec.affinity (pod (anti-)affinity) stays frozen,
+    // and an affinity holding nothing else reads as none.
+    static const json none = json::object();
+    auto a = before.find("affinity"), b = after.find("affinity");
+    const json& old_affinity = a == before.end() || a->is_null() ? none : *a;
+    const json& new_affinity = b == after.end() || b->is_null() ? none : *b;
+    if (!equal_except(old_affinity, new_affinity, {"nodeAffinity"})) return false;
+  }
   auto images_aside = [](const json& a, const json& b) {
     if (!a.is_array() || !b.is_array()) return a == b;
     if (a.size() != b.size()) return false;
@@ -104,9 +117,12 @@ bool same_frozen_spec(const json& before, const json& after) {
     }
     return true;
   };
-  if (!equal_except(before, after,
-                    {"schedulingGates", "activeDeadlineSeconds", "tolerations", "containers",
-                     "initContainers"})) {
+  if (directives ? !equal_except(before, after,
+                                 {"schedulingGates", "activeDeadlineSeconds", "tolerations",
+                                  "containers", "initContainers", "nodeSelector", "affinity"})
+                 : !equal_except(before, after,
+                                 {"schedulingGates", "activeDeadlineSeconds", "tolerations",
+                                  "containers", "initContainers"})) {
     return false;
   }
   for (const char* list : {"containers", "initContainers"}) {
@@ -115,6 +131,63 @@ bool same_frozen_spec(const json& before, const json& after) {
     if (a != before.end() && !images_aside(*a, *b)) return false;
   }
   return true;
+}
+
+// ValidatePodUpdate's checks of the scheduling directives a gated pod may change (v1.28,
+// validateNodeSelectorMutation and validateNodeAffinityMutation): spec.nodeSelector may only
+// gain keys; required node affinity may be set when it had no terms, else each term may only
+// gain requirements (the list keeps its length and every term its requirements, in order).
+// Preferred terms may change freely. The message is kube-apiserver's, with the value rendered
+// as JSON where Go prints its own syntax. std::nullopt when the change is allowed.
+std::optional<ApiError> scheduling_directive_error(const std::string& name, const json& before,
+                                                   const json& after) {
+  const json& old_selector = object_at(before, "nodeSelector");
+  const json& new_selector = object_at(after, "nodeSelector");
+  for (auto it = old_selector.begin(); it != old_selector.end(); ++it) {
+    auto kept = new_selector.find(it.key());
+    if (kept == new_selector.end() || *kept != *it) {
+      return invalid("Pod", name, "spec.nodeSelector",
+                     "Invalid value: " + new_selector.dump() +
+                         ": only additions to spec.nodeSelector are allowed (no mutations or "
+                         "deletions)");
+    }
+  }
+  auto terms_of = [](const json& spec) -> const json& {
+    static const json none = json::array();
+    const json& required = object_at(object_at(object_at(spec, "affinity"), "nodeAffinity"),
+                                     "requiredDuringSchedulingIgnoredDuringExecution");
+    auto terms = required.find("nodeSelectorTerms");
+    return terms != required.end() && terms->is_array() ? *terms : none;
+  };
+  const json& old_terms = terms_of(before);
+  if (old_terms.empty()) return std::nullopt;
+  const json& new_terms = terms_of(after);
+  const std::string path =
+      "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution."
+      "nodeSelectorTerms";
+  if (old_terms.size() != new_terms.size()) {
+    return invalid("Pod", name, path,
+                   "Invalid value: " + new_terms.dump() +
+                       ": no additions/deletions to non-empty NodeSelectorTerms list are allowed");
+  }
+  for (std::size_t i = 0; i < old_terms.size(); ++i) {
+    for (const char* list : {"matchExpressions", "matchFields"}) {
+      static const json none = json::array();
+      auto o = old_terms[i].is_object() ? old_terms[i].find(list) : old_terms[i].end();
+      auto n = new_terms[i].is_object() ? new_terms[i].find(list) : new_terms[i].end();
+      const json& old_list = o != old_terms[i].end() && o->is_array() ? *o : none;
+      const json& new_list = n != new_terms[i].end() && n->is_array() ? *n : none;
+      bool prefix = old_list.size() <= new_list.size();
+      for (std::size_t k = 0; prefix && k < old_list.size(); ++k)
+        prefix = old_list[k] == new_list[k];
+      if (!prefix) {
+        return invalid("Pod", name, path + "[" + std::to_string(i) + "]",
+                       "Invalid value: " + new_terms[i].dump() +
+                           ": only additions are allowed (no mutations or deletions)");
+      }
+    }
+  }
+  return std::nullopt;
 }
 
 // The object's `key` member, or an empty object when absent or not an object (no copy).
@@ -497,7 +570,13 @@ ApiResult<json> prepare_update(const ResourceType& type, const json& old, json u
     }
     static const json no_spec = json::object();
     auto old_spec = old.find("spec");
-    if (!same_frozen_spec(old_spec != old.end() ? *old_spec : no_spec, spec)) {
+    const json& before_spec = old_spec != old.end() ? *old_spec : no_spec;
+    // Gated before this update (the update may remove the last gate in the same write).
+    const bool directives = !before.empty();
+    if (directives) {
+      if (auto error = scheduling_directive_error(name, before_spec, spec)) return *error;
+    }
+    if (!same_frozen_spec(before_spec, spec, directives)) {
       return invalid("Pod", name, "spec",
                      "Forbidden: pod updates may not change fields other than "
                      "`spec.containers[*].image`,`spec.initContainers[*].image`,"

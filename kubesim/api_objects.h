@@ -12,7 +12,10 @@
 //   - a watch with resourceVersion "" or "0" first sends an ADDED event per matching object;
 //   - a watch whose selector stops matching an object sends DELETED (and ADDED when it starts);
 //   - pods: spec is immutable except spec.schedulingGates (removals only, 422 otherwise) and
-//     the few fields upstream allows; status changes only through the status subresource;
+//     the few fields upstream allows; while a pod is gated (before the update), its scheduling
+//     directives may narrow: spec.nodeSelector may gain keys, required node affinity may be
+//     set when it had no terms (or its terms gain requirements), preferred node affinity may
+//     change; status changes only through the status subresource;
 //     creating a pod with both gates and spec.nodeName is 422;
 //   - binding (POST pods/{name}/binding): 409 Conflict when the pod is already bound, still has
 //     scheduling gates, is being deleted, or the Binding's uid does not match; 201 with a Status;

@@ -125,6 +125,7 @@ struct PodInfo {
   std::string ns, name, uid, node, nominated, scheduler;
   ResourceAmounts requests;  // NodeSnapshot's ids, milli-units
   std::set<std::string> resource_names;
+  NodeAffinity affinity;  // spec.nodeSelector and required node affinity
   int priority = 0;
   bool terminal = false, gated = false, deleting = false;
   bool assumed = false;  // bound by us, not yet seen bound in the store
@@ -152,6 +153,7 @@ PodInfo read_pod(const ObjectPtr& object, NodeSnapshot& snapshot) {
   pod.deleting = meta.contains("deletionTimestamp");
   pod.requests = snapshot.amounts(pod_requests(*object));
   pod.resource_names = named_resources(*object);
+  pod.affinity = NodeAffinity(*object);
   return pod;
 }
 
@@ -493,17 +495,19 @@ struct KubeScheduler::Impl {
                                     const std::string& only, Diagnosis& d) {
     count_nominated_for(pod, key);
     std::vector<std::string> feasible;
+    const NodeAffinity* affinity = pod.affinity.any() ? &pod.affinity : nullptr;
     if (!only.empty()) {
       const std::size_t i = nodes.index_of(only);
       if (i == nodes.size()) return feasible;
       NodeSnapshot::Failures failures;
-      if (nodes.fits(i, pod.requests, &failures)) feasible.push_back(only);
+      if (nodes.fits(i, pod.requests, &failures, affinity)) feasible.push_back(only);
       failures.flush(nodes, d);
       return feasible;
     }
     const std::size_t want = nodes_to_find(nodes.size());
     feasible.reserve(std::min(want, nodes.size()));
-    const std::size_t processed = nodes.find_fit(pod.requests, next_start_node, want, feasible, d);
+    const std::size_t processed =
+        nodes.find_fit(pod.requests, next_start_node, want, feasible, d, affinity);
     if (nodes.size() > 0) next_start_node = (next_start_node + processed) % nodes.size();
     return feasible;
   }
@@ -523,7 +527,8 @@ struct KubeScheduler::Impl {
       return false;
     }
     if (const NodeSnapshot::Node* nominated = nodes.find(pod.nominated);
-        nominated != nullptr && !d.unresolvable(nominated->name) && !nominated->unschedulable) {
+        nominated != nullptr && !d.unresolvable(nominated->name) && !nominated->unschedulable &&
+        pod.affinity.matches(nominated->object.get(), nominated->name)) {
       for (const auto& [other, priority] : nominated->pods) {
         auto found = pods.find(other);
         if (priority < pod.priority && found != pods.end() && found->second.deleting) {
@@ -540,7 +545,10 @@ struct KubeScheduler::Impl {
     std::map<std::string, std::vector<std::string>> candidates;  // node -> victim keys
     for (std::size_t i = 0; i < nodes.size(); ++i) {
       const NodeSnapshot::Node& node = nodes[i];
-      if (node.unschedulable || d.unresolvable(node.name)) {
+      // UnschedulableAndUnresolvable in the filters (NodeAffinity's rejections among them):
+      // no victim can change that.
+      if (node.unschedulable || d.unresolvable(node.name) ||
+          (pod.affinity.any() && !pod.affinity.matches(node.object.get(), node.name))) {
         statuses.add("Preemption is not helpful for scheduling");
         continue;
       }

@@ -2,11 +2,127 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 
 namespace allox::emulator {
 
 std::int64_t to_milli(double quantity) {
   return static_cast<std::int64_t>(std::llround(quantity * 1000));
+}
+
+namespace {
+
+using nlohmann::json;
+
+const json* member(const json* object, const char* key) {
+  if (object == nullptr || !object->is_object()) return nullptr;
+  auto it = object->find(key);
+  return it == object->end() || it->is_null() ? nullptr : &*it;
+}
+
+std::string string_of(const json& value) {
+  return value.is_string() ? value.get<std::string>() : "";
+}
+
+}  // namespace
+
+NodeAffinity::NodeAffinity(const json& pod) {
+  const json* spec = member(&pod, "spec");
+  if (const json* selector = member(spec, "nodeSelector"); selector && selector->is_object()) {
+    for (auto it = selector->begin(); it != selector->end(); ++it)
+      selector_.emplace_back(it.key(), string_of(*it));
+  }
+  const json* required = member(member(member(spec, "affinity"), "nodeAffinity"),
+                                "requiredDuringSchedulingIgnoredDuringExecution");
+  if (required == nullptr) return;
+  required_ = true;
+  auto read = [](const json* list) {
+    std::vector<Requirement> out;
+    if (list == nullptr || !list->is_array()) return out;
+    for (const json& r : *list) {
+      if (!r.is_object()) continue;
+      Requirement requirement{
+          string_of(r.value("key", json())), string_of(r.value("operator", json())), {}};
+      if (const json* values = member(&r, "values"); values && values->is_array()) {
+        for (const json& v : *values) requirement.values.push_back(string_of(v));
+      }
+      out.push_back(std::move(requirement));
+    }
+    return out;
+  };
+  std::set<std::string> names;
+  bool every_term_names = true;
+  if (const json* terms = member(required, "nodeSelectorTerms"); terms && terms->is_array()) {
+    for (const json& t : *terms) {
+      Term term{read(member(&t, "matchExpressions")), read(member(&t, "matchFields"))};
+      // The nodes this term allows by name: the intersection of its `metadata.name In` lists.
+      std::optional<std::set<std::string>> named;
+      for (const Requirement& r : term.fields) {
+        if (r.key != "metadata.name" || r.op != "In") continue;
+        std::set<std::string> these(r.values.begin(), r.values.end());
+        if (named) {
+          std::set<std::string> both;
+          std::set_intersection(named->begin(), named->end(), these.begin(), these.end(),
+                                std::inserter(both, both.end()));
+          these = std::move(both);
+        }
+        named = std::move(these);
+      }
+      if (named) {
+        names.insert(named->begin(), named->end());
+      } else {
+        every_term_names = false;  // terms are ORed: this one may allow any node
+      }
+      terms_.push_back(std::move(term));
+    }
+  }
+  if (every_term_names && !terms_.empty()) names_.emplace(names.begin(), names.end());
+}
+
+bool NodeAffinity::matches(const json* node, std::string_view name) const {
+  const json* labels = member(member(node, "metadata"), "labels");
+  auto label = [&](const std::string& key) -> const json* { return member(labels, key.c_str()); };
+  for (const auto& [key, value] : selector_) {
+    const json* have = label(key);
+    if (have == nullptr || string_of(*have) != value) return false;
+  }
+  if (!required_) return true;
+  auto in = [](const std::vector<std::string>& values, std::string_view v) {
+    return std::find(values.begin(), values.end(), v) != values.end();
+  };
+  for (const Term& term : terms_) {
+    if (term.expressions.empty() && term.fields.empty()) continue;  // matches no node
+    bool all = true;
+    for (const Requirement& r : term.expressions) {
+      const json* have = label(r.key);
+      if (r.op == "Exists") {
+        all = have != nullptr;
+      } else if (r.op == "DoesNotExist") {
+        all = have == nullptr;
+      } else if (r.op == "In") {
+        all = have != nullptr && in(r.values, string_of(*have));
+      } else if (r.op == "NotIn") {
+        all = have == nullptr || !in(r.values, string_of(*have));
+      } else {
+        all = false;
+      }
+      if (!all) break;
+    }
+    for (std::size_t k = 0; all && k < term.fields.size(); ++k) {
+      const Requirement& r = term.fields[k];
+      if (r.key != "metadata.name") {
+        all = false;
+      } else if (r.op == "In") {
+        all = in(r.values, name);
+      } else if (r.op == "NotIn") {
+        all = !in(r.values, name);
+      } else {
+        all = false;
+      }
+    }
+    if (all) return true;
+  }
+  return false;
 }
 
 NodeSnapshot::NodeSnapshot(const std::set<std::string>& ignored) {
@@ -161,17 +277,22 @@ void NodeSnapshot::set_nominated(const std::vector<Nominated>& nominated) {
   }
 }
 
-bool NodeSnapshot::fits(std::size_t i, const ResourceAmounts& pod, Failures* failures) const {
+bool NodeSnapshot::fits(std::size_t i, const ResourceAmounts& pod, Failures* failures,
+                        const NodeAffinity* affinity) const {
   static const std::vector<const ResourceAmounts*> none;
-  return fits_without(i, pod, none, failures);
+  return fits_without(i, pod, none, failures, affinity);
 }
 
 bool NodeSnapshot::fits_without(std::size_t i, const ResourceAmounts& pod,
                                 const std::vector<const ResourceAmounts*>& freed,
-                                Failures* failures) const {
+                                Failures* failures, const NodeAffinity* affinity) const {
   const Node& node = *nodes_[i];
   if (node.unschedulable) {
     if (failures != nullptr) ++failures->unschedulable;
+    return false;
+  }
+  if (affinity != nullptr && !affinity->matches(node.object.get(), node.name)) {
+    if (failures != nullptr) ++failures->affinity;
     return false;
   }
   const bool nominated = any_nominated_ && node.nominated_cycle == nominated_cycle_;
@@ -205,6 +326,10 @@ void NodeSnapshot::Failures::flush(const NodeSnapshot& snapshot, Diagnosis& d) {
     d.add("node(s) were unschedulable", unschedulable);
     d.plugins.insert("NodeUnschedulable");
   }
+  if (affinity > 0) {
+    d.add("node(s) didn't match Pod's node affinity/selector", affinity);
+    d.plugins.insert("NodeAffinity");
+  }
   bool resources = too_many_pods > 0;
   if (too_many_pods > 0) d.add("Too many pods", too_many_pods);
   for (std::size_t r = 0; r < insufficient.size(); ++r) {
@@ -213,14 +338,32 @@ void NodeSnapshot::Failures::flush(const NodeSnapshot& snapshot, Diagnosis& d) {
     resources = true;
   }
   if (resources) d.plugins.insert("NodeResourcesFit");
-  unschedulable = too_many_pods = 0;
+  unschedulable = affinity = too_many_pods = 0;
   std::fill(insufficient.begin(), insufficient.end(), 0);
 }
 
 std::size_t NodeSnapshot::find_fit(const ResourceAmounts& pod, std::size_t start, std::size_t want,
-                                   std::vector<std::string>& feasible, Diagnosis& d) const {
+                                   std::vector<std::string>& feasible, Diagnosis& d,
+                                   const NodeAffinity* affinity) const {
   const std::size_t all = nodes_.size();
   if (all == 0) return 0;
+  if (affinity != nullptr && affinity->names()) {
+    // The PreFilter's nodes alone; those it left out (and names no node holds) are the
+    // filter's rejections.
+    Failures failures;
+    std::size_t evaluated = 0;
+    for (const std::string& name : *affinity->names()) {
+      const std::size_t i = index_of(name);
+      if (i == all) continue;
+      ++evaluated;
+      if (fits(i, pod, &failures, affinity)) {
+        feasible.push_back(nodes_[i]->name);
+      }
+    }
+    failures.affinity += all - evaluated;
+    failures.flush(*this, d);
+    return 0;
+  }
   start %= all;
   // The pod's checked requests, resolved once: amount > 0 and not ignored.
   struct Check {
@@ -243,6 +386,10 @@ std::size_t NodeSnapshot::find_fit(const ResourceAmounts& pod, std::size_t start
     bool fit = true;
     if ((flags & kUnschedulable) != 0) {
       ++failures.unschedulable;
+      fit = false;
+    } else if (affinity != nullptr &&
+               !affinity->matches(nodes_[i]->object.get(), nodes_[i]->name)) {
+      ++failures.affinity;
       fit = false;
     } else if (any_nominated_ && nodes_[i]->nominated_cycle == nominated_cycle_) {
       fit = fits(i, pod, &failures);  // pods nominated here count: the general path

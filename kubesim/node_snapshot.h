@@ -11,14 +11,18 @@
 // A pod's fit on a node: for each resource it requests (amount > 0, not ignored by an extender's
 // ignoredByScheduler), requested on the node + the requests of pods nominated there that the
 // caller counts + the pod's request <= allocatable. "pods" is checked only on a node that
-// declares it. The reasons are kube-scheduler's: "node(s) were unschedulable", "Too many pods",
-// "Insufficient <resource>".
+// declares it. Between the two, when the pod has a node selector or required node affinity,
+// NodeAffinity (below), in kube-scheduler's filter order. The reasons are kube-scheduler's:
+// "node(s) were unschedulable", "node(s) didn't match Pod's node affinity/selector", "Too many
+// pods", "Insufficient <resource>".
 // Not thread-safe: owned by the emulator's scheduling thread.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -40,6 +44,43 @@ struct ResourceAmount {
 using ResourceAmounts = std::vector<ResourceAmount>;  // one entry per resource
 
 std::int64_t to_milli(double quantity);
+
+// kube-scheduler v1.28's NodeAffinity plugin for one pod. Filter: every spec.nodeSelector label
+// equal, and one of the required node affinity terms matching (a term matches when all its
+// requirements do; one with none matches no node): matchExpressions on the node's labels with
+// In, NotIn, Exists, DoesNotExist, matchFields on metadata.name with In, NotIn (other operators
+// and keys match nothing here). A node it rejects is UnschedulableAndUnresolvable: preemption
+// does not try it.
+// PreFilter: when every term names nodes by `metadata.name In`, only those nodes are evaluated
+// (framework.PreFilterResult), the way a pod pinned by name (a DaemonSet's, or one alloxd
+// released) is filtered on its one node instead of the whole cluster. The nodes left out are
+// counted under this plugin's reason. kube-scheduler 1.28 patch releases differ on them (an
+// error when a named node is not in the cache, or "node is filtered out by the prefilter
+// result"); the emulator counts what the filter itself would say of them.
+class NodeAffinity {
+ public:
+  NodeAffinity() = default;  // no selector, no required terms: every node
+  explicit NodeAffinity(const nlohmann::json& pod);
+  // False when the plugin has nothing to check (its PreFilter's Skip).
+  bool any() const { return !selector_.empty() || required_; }
+  // `node`: the v1.Node object (null reads as a node without labels).
+  bool matches(const nlohmann::json* node, std::string_view name) const;
+  // The PreFilter's node names (sorted, unique); std::nullopt when every node is a candidate.
+  const std::optional<std::vector<std::string>>& names() const { return names_; }
+
+ private:
+  struct Requirement {
+    std::string key, op;
+    std::vector<std::string> values;
+  };
+  struct Term {
+    std::vector<Requirement> expressions, fields;
+  };
+  std::vector<std::pair<std::string, std::string>> selector_;
+  bool required_ = false;
+  std::vector<Term> terms_;
+  std::optional<std::vector<std::string>> names_;
+};
 
 class NodeSnapshot {
  public:
@@ -102,26 +143,30 @@ class NodeSnapshot {
   };
   void set_nominated(const std::vector<Nominated>& nominated);
 
-  // In-tree filters on node i. On failure, each reason is counted in `failures` and the
-  // plugins that failed are added to `plugins`.
+  // In-tree filters on node i (NodeAffinity when `affinity` is given). On failure, each reason
+  // is counted in `failures` and the plugins that failed are added to `plugins`.
   struct Failures {
-    std::size_t unschedulable = 0, too_many_pods = 0;
+    std::size_t unschedulable = 0, affinity = 0, too_many_pods = 0;
     std::vector<std::size_t> insufficient;  // by resource id
     // Adds the counts to `d` with kube-scheduler's reason texts, then clears them.
     void flush(const NodeSnapshot& snapshot, Diagnosis& d);
   };
-  bool fits(std::size_t i, const ResourceAmounts& pod, Failures* failures = nullptr) const;
+  bool fits(std::size_t i, const ResourceAmounts& pod, Failures* failures = nullptr,
+            const NodeAffinity* affinity = nullptr) const;
   // The same with `freed` taken off the node's requests (preemption's dry run: the pod's fit
   // once those pods are gone).
   bool fits_without(std::size_t i, const ResourceAmounts& pod,
-                    const std::vector<const ResourceAmounts*>& freed,
-                    Failures* failures = nullptr) const;
+                    const std::vector<const ResourceAmounts*>& freed, Failures* failures = nullptr,
+                    const NodeAffinity* affinity = nullptr) const;
 
-  // NodeUnschedulable + NodeResourcesFit over the nodes from `start` in rotation, stopping once
-  // `want` fit: their names are appended to `feasible`, the others' reasons counted in `d`.
-  // Returns the nodes processed (kube-scheduler advances its next start index by that).
+  // NodeUnschedulable + NodeAffinity (when given) + NodeResourcesFit over the nodes from `start`
+  // in rotation, stopping once `want` fit: their names are appended to `feasible`, the others'
+  // reasons counted in `d`. Returns the nodes processed (kube-scheduler advances its next start
+  // index by that). When the affinity's PreFilter names nodes, only those are evaluated, all
+  // of them (in name order; the rotation is not moved: 0 is returned).
   std::size_t find_fit(const ResourceAmounts& pod, std::size_t start, std::size_t want,
-                       std::vector<std::string>& feasible, Diagnosis& d) const;
+                       std::vector<std::string>& feasible, Diagnosis& d,
+                       const NodeAffinity* affinity = nullptr) const;
 
  private:
   struct Resource {

@@ -30,6 +30,7 @@
 #include "kube/client.h"
 #include "kube/events.h"
 #include "kube/informer.h"
+#include "kube/pods.h"
 #include "alloxd/plan/planner.h"
 
 namespace allox::extender {
@@ -40,6 +41,8 @@ struct ObservedPod {
   std::optional<JobVariant> variant;  // unset when its annotations cannot be read
   std::string read_error;
   std::vector<std::string> gates;  // spec.schedulingGates names
+  // Where spec.affinity has room for the node pin a gate's removal adds (kube/pods.h).
+  kube::AffinityRoom affinity_room = kube::AffinityRoom::kNoAffinity;
   std::string node_name;           // spec.nodeName, set once bound
   std::string phase;               // status.phase
   std::string nudge;               // the allox.io/nudge annotation

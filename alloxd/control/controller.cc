@@ -443,9 +443,13 @@ void Controller::release(const Pass& pass, const std::string& key, const Observe
   if (!pod.gates.empty() &&
       std::find(pod.gates.begin(), pod.gates.end(), kube::kQueueGate) != pod.gates.end()) {
     std::vector<std::string> gates = pod.gates;
+    // Pinned to its planned node in the same patch: kube-scheduler then filters that one node.
+    kube::NodePin pin{start.node, pod.affinity_room};
     act(
         "ungate " + key, pod.resource_version,
-        [this, ref, gates] { return kube::remove_gate(client_, ref, gates, kube::kQueueGate); },
+        [this, ref, gates, pin] {
+          return kube::remove_gate(client_, ref, gates, kube::kQueueGate, pin);
+        },
         now, ActionPriority::kAdmit);
     nudged_[key] = now;  // released: a nudge is due only if it still waits after renudge
     ungated_.insert(key);

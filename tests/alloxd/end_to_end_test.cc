@@ -70,8 +70,22 @@ class BindCounter {
       };
       if (node(change.before).empty() && !node(change.after).empty()) {
         const json annotations = (*change.after)["metadata"].value("annotations", json::object());
+        // The node alloxd pinned the pod to when it removed the gate (its plan's node).
+        const json terms =
+            (*change.after)["spec"]
+                .value("affinity", json::object())
+                .value("nodeAffinity", json::object())
+                .value("requiredDuringSchedulingIgnoredDuringExecution", json::object())
+                .value("nodeSelectorTerms", json::array());
+        const std::string pin =
+            terms.size() == 1 ? terms[0]["matchFields"][0]["values"][0].get<std::string>() : "";
         std::lock_guard lock(mu_);
         ++binds_[annotations.value("allox.io/job", "?")];
+        if (pin.empty()) {
+          ++unpinned_;
+        } else if (pin != node(change.after)) {
+          ++bound_off_pin_;
+        }
       }
     });
   }
@@ -80,17 +94,28 @@ class BindCounter {
     std::lock_guard lock(mu_);
     return binds_;
   }
+  // Bound pods without a pin, and pinned ones bound to another node than their pin's.
+  int unpinned() const {
+    std::lock_guard lock(mu_);
+    return unpinned_;
+  }
+  int bound_off_pin() const {
+    std::lock_guard lock(mu_);
+    return bound_off_pin_;
+  }
 
  private:
   emulator::ApiObjects& objects_;
   int id_ = 0;
   mutable std::mutex mu_;
   std::map<std::string, int> binds_;
+  int unpinned_ = 0, bound_off_pin_ = 0;
 };
 
 struct Outcome {
   emulator::ReplaySummary summary;
   std::map<std::string, int> binds;       // job -> bindings (the API server's record)
+  int unpinned_binds = 0, binds_off_pin = 0;  // BindCounter::unpinned, bound_off_pin
   std::vector<std::string> pending_left;  // pods without a node at the end
   int quiet_points = 0;
   std::vector<std::string> missing_from_queue;  // "t=...: ns/name" at quiet points
@@ -237,6 +262,8 @@ Outcome run_experiment(bool webhook) {
     EXPECT_TRUE(summary.ok()) << summary.message();
     if (summary) out.summary = *summary;
     out.binds = counter.binds();
+    out.unpinned_binds = counter.unpinned();
+    out.binds_off_pin = counter.bound_off_pin();
   }
   for (const emulator::ObjectPtr& pod : objects.objects(emulator::pods_resource())) {
     const json& meta = (*pod)["metadata"];
@@ -305,6 +332,14 @@ TEST(EndToEndTest, FortyJobsThroughGatesRunOnceEachAndNoReleasedPodIsParked) {
   // slot until it binds: no pod is ever parked, so none waits for the 5-minute timeout.
   EXPECT_EQ(0u, out.summary.scheduler.unschedulable);
   EXPECT_EQ(0u, out.summary.scheduler.timeouts);
+  // Every released pod carried the pin to its planned node in the gate's patch and was bound
+  // there; kube-scheduler's NodeAffinity left the extender that one node to look at.
+  EXPECT_EQ(0, out.unpinned_binds);
+  EXPECT_EQ(0, out.binds_off_pin);
+  const auto& sent = out.summary.scheduler.filter_nodes;
+  ASSERT_FALSE(sent.empty());
+  EXPECT_EQ(0, std::count_if(sent.begin(), sent.end(), [](std::size_t n) { return n != 1; }))
+      << "of " << sent.size() << " /filter calls";
 }
 
 TEST(EndToEndTest, FortyJobsWithoutTheWebhookAreReleasedByNudges) {
@@ -315,6 +350,8 @@ TEST(EndToEndTest, FortyJobsWithoutTheWebhookAreReleasedByNudges) {
   // each cluster event or the 5-minute timeout); the ones that ran were woken by nudges.
   EXPECT_GT(out.summary.scheduler.unschedulable, 0u);
   EXPECT_GT(out.nudged_pods, 0);
+  // Nothing can be added to an ungated pod's scheduling directives: none is pinned.
+  EXPECT_EQ(40, out.unpinned_binds);
 }
 
 }  // namespace

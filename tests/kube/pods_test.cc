@@ -23,6 +23,63 @@ TEST(PodsTest, RemoveGatePatchTestsTheIndexItRemoves) {
   EXPECT_FALSE(remove_gate_patch({"example.com/other"}, kQueueGate).ok());
 }
 
+// The pin rides in the gate's patch, after the `test`: one PATCH, refused whole when the gate
+// moved. Each `add` creates only what the pod lacked; a pod with required node affinity of its
+// own keeps it and is not pinned.
+TEST(PodsTest, RemoveGatePatchPinsToTheNodeWhereTheAffinityHasRoom) {
+  const json pin_terms = json::parse(
+      R"({"nodeSelectorTerms":[{"matchFields":[{"key":"metadata.name","operator":"In","values":["node-7"]}]}]})");
+  auto patch =
+      remove_gate_patch({"allox.io/queue"}, kQueueGate, {"node-7", AffinityRoom::kNoAffinity});
+  ASSERT_TRUE(patch.ok());
+  ASSERT_EQ(3u, patch->size());
+  EXPECT_EQ("test", (*patch)[0]["op"]);
+  EXPECT_EQ("/spec/schedulingGates/0", (*patch)[1]["path"]);
+  EXPECT_EQ(
+      json({{"op", "add"},
+            {"path", "/spec/affinity"},
+            {"value",
+             {{"nodeAffinity", {{"requiredDuringSchedulingIgnoredDuringExecution", pin_terms}}}}}}),
+      (*patch)[2]);
+  patch =
+      remove_gate_patch({"allox.io/queue"}, kQueueGate, {"node-7", AffinityRoom::kNoNodeAffinity});
+  ASSERT_TRUE(patch.ok());
+  EXPECT_EQ(json({{"op", "add"},
+                  {"path", "/spec/affinity/nodeAffinity"},
+                  {"value", {{"requiredDuringSchedulingIgnoredDuringExecution", pin_terms}}}}),
+            (*patch)[2]);
+  patch = remove_gate_patch({"allox.io/queue"}, kQueueGate, {"node-7", AffinityRoom::kNoRequired});
+  ASSERT_TRUE(patch.ok());
+  EXPECT_EQ(
+      json({{"op", "add"},
+            {"path", "/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution"},
+            {"value", pin_terms}}),
+      (*patch)[2]);
+  // Its own required terms, or no node: only the gate's removal.
+  EXPECT_EQ(2u,
+            remove_gate_patch({"allox.io/queue"}, kQueueGate, {"node-7", AffinityRoom::kRequired})
+                ->size());
+  EXPECT_EQ(
+      2u,
+      remove_gate_patch({"allox.io/queue"}, kQueueGate, {"", AffinityRoom::kNoAffinity})->size());
+  EXPECT_FALSE(remove_gate_patch({}, kQueueGate, {"node-7", AffinityRoom::kNoAffinity}).ok());
+}
+
+TEST(PodsTest, AffinityRoomReadsWhatThePodHas) {
+  EXPECT_EQ(AffinityRoom::kNoAffinity, affinity_room(json::parse(R"({"spec":{}})")));
+  EXPECT_EQ(AffinityRoom::kNoAffinity, affinity_room(json::parse(R"({"spec":{"affinity":null}})")));
+  EXPECT_EQ(AffinityRoom::kNoNodeAffinity,
+            affinity_room(json::parse(R"({"spec":{"affinity":{"podAffinity":{}}}})")));
+  EXPECT_EQ(
+      AffinityRoom::kNoRequired,
+      affinity_room(json::parse(
+          R"({"spec":{"affinity":{"nodeAffinity":{"preferredDuringSchedulingIgnoredDuringExecution":[]}}}})")));
+  EXPECT_EQ(
+      AffinityRoom::kRequired,
+      affinity_room(json::parse(
+          R"({"spec":{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[]}}}}})")));
+}
+
 TEST(PodsTest, AddGatePatchCreatesOrAppendsAndIsEmptyWhenPresent) {
   json bare = {{"spec", {{"schedulerName", "allox-scheduler"}}}};
   EXPECT_EQ(
@@ -100,6 +157,42 @@ TEST(PodsTest, RemoveGateAfterA422ReadsThePodOnce) {
   ASSERT_EQ(5u, r.size());
   EXPECT_EQ("GET", r[3].method);
   EXPECT_EQ("/spec/schedulingGates/1/name", json::parse(r[4].body)[0]["path"]);
+}
+
+// The retry after a 422 keeps the pin, with the room read from the pod as it is now: a pod that
+// gained required node affinity of its own meanwhile keeps it and is only ungated.
+TEST(PodsTest, RemoveGateRetryKeepsThePinAndRereadsTheRoom) {
+  std::string pod_now =
+      R"({"spec":{"schedulingGates":[{"name":"example.com/other"},{"name":"allox.io/queue"}],
+                  "affinity":{"podAntiAffinity":{}}}})";
+  ScriptedApi api([&](const ScriptedRequest& request) {
+    if (request.method == "GET") return ScriptedReply{200, pod_now, nullptr};
+    auto patch = json::parse(request.body);
+    const bool stale = patch[0]["path"] == "/spec/schedulingGates/0/name";
+    return ScriptedReply{stale ? 422 : 200, "{}", nullptr};
+  });
+  ObjectRef pod{"team-a", "train-gpu", "u-1"};
+  ASSERT_TRUE(remove_gate(api.client, pod, {"allox.io/queue"}, kQueueGate,
+                          {"node-3", AffinityRoom::kNoAffinity})
+                  .ok());
+  auto r = api.server.requests();
+  ASSERT_EQ(3u, r.size());
+  EXPECT_EQ("/spec/affinity", json::parse(r[0].body)[2]["path"]);
+  auto retry = json::parse(r[2].body);
+  ASSERT_EQ(3u, retry.size());
+  EXPECT_EQ("/spec/schedulingGates/1/name", retry[0]["path"]);
+  EXPECT_EQ("/spec/affinity/nodeAffinity", retry[2]["path"]);
+  EXPECT_EQ("node-3", retry[2]["value"]["requiredDuringSchedulingIgnoredDuringExecution"]
+                           ["nodeSelectorTerms"][0]["matchFields"][0]["values"][0]);
+  pod_now = R"({"spec":{"schedulingGates":[{"name":"example.com/other"},{"name":"allox.io/queue"}],
+                 "affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":
+                   {"nodeSelectorTerms":[{"matchExpressions":[{"key":"zone","operator":"In","values":["a"]}]}]}}}}})";
+  ASSERT_TRUE(remove_gate(api.client, pod, {"allox.io/queue"}, kQueueGate,
+                          {"node-3", AffinityRoom::kNoAffinity})
+                  .ok());
+  r = api.server.requests();
+  ASSERT_EQ(6u, r.size());
+  EXPECT_EQ(2u, json::parse(r[5].body).size());
 }
 
 }  // namespace

@@ -93,6 +93,87 @@ TEST(ApiObjectsTest, AGatedPodIsStoredWithTheSchedulingGatedCondition) {
   EXPECT_EQ("True", (*kept)["status"]["conditions"][0]["status"]);
 }
 
+std::string patch_error(ApiObjects& objects, const std::string& name, const std::string& patch) {
+  auto result = objects.patch(pods_resource(), "lab", name, PatchType::kJson, patch, false);
+  auto* error = std::get_if<ApiError>(&result);
+  if (error == nullptr) return "";
+  EXPECT_EQ(422, error->code);
+  return error->message;
+}
+
+// kube-apiserver 1.28's mutable scheduling directives: a pod gated before the update may gain
+// nodeSelector keys and required node affinity (set when it had none, narrowed when it had
+// some), in the same write that removes its last gate; anything else in the spec stays frozen.
+TEST(ApiObjectsTest, AGatedPodMayNarrowItsNodeSelectorAndNodeAffinityOnly) {
+  ApiObjects objects;
+  stored(objects.create(pods_resource(), "lab", gated_pod("pin")));
+  const std::string pin =
+      R"({"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":
+          [{"matchFields":[{"key":"metadata.name","operator":"In","values":["node-a"]}]}]}}})";
+  ObjectPtr released = stored(objects.patch(
+      pods_resource(), "lab", "pin", PatchType::kJson,
+      R"([{"op":"test","path":"/spec/schedulingGates/0/name","value":"allox.io/queue"},
+          {"op":"remove","path":"/spec/schedulingGates/0"},
+          {"op":"add","path":"/spec/affinity","value":)" +
+          pin + "}]",
+      false));
+  ASSERT_TRUE(released);
+  EXPECT_FALSE((*released)["spec"].contains("schedulingGates"));
+  EXPECT_EQ(json::parse(pin), (*released)["spec"]["affinity"]);
+  // Ungated now: nothing more may be added.
+  EXPECT_NE(std::string::npos,
+            patch_error(objects, "pin",
+                        R"([{"op":"add","path":"/spec/nodeSelector","value":{"zone":"a"}}])")
+                .find("spec: Forbidden: pod updates may not change fields other than"));
+
+  json labelled = gated_pod("sel");
+  labelled["spec"]["nodeSelector"] = {{"zone", "a"}};
+  stored(objects.create(pods_resource(), "lab", labelled));
+  stored(objects.patch(pods_resource(), "lab", "sel", PatchType::kJson,
+                       R"([{"op":"add","path":"/spec/nodeSelector/rack","value":"r1"}])", false));
+  EXPECT_EQ(
+      "Pod \"sel\" is invalid: spec.nodeSelector: Invalid value: {\"rack\":\"r1\",\"zone\":\"b\"}: "
+      "only additions to spec.nodeSelector are allowed (no mutations or deletions)",
+      patch_error(objects, "sel",
+                  R"([{"op":"replace","path":"/spec/nodeSelector/zone","value":"b"}])"));
+  // Pod affinity is not a scheduling directive a gated pod may change.
+  EXPECT_NE(std::string::npos,
+            patch_error(objects, "sel",
+                        R"([{"op":"add","path":"/spec/affinity","value":{"podAffinity":{}}}])")
+                .find("spec: Forbidden"));
+
+  json own = gated_pod("own");
+  own["spec"]["affinity"] = json::parse(
+      R"({"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":
+          [{"matchExpressions":[{"key":"zone","operator":"In","values":["a"]}]}]}}})");
+  stored(objects.create(pods_resource(), "lab", own));
+  const std::string terms =
+      "/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/"
+      "nodeSelectorTerms";
+  EXPECT_NE(std::string::npos,
+            patch_error(objects, "own",
+                        R"([{"op":"replace","path":")" + terms + R"(","value":[{"matchFields":
+                            [{"key":"metadata.name","operator":"In","values":["node-a"]}]}]}])")
+                .find("nodeSelectorTerms[0]: Invalid value: {\"matchFields\""));
+  EXPECT_NE(std::string::npos,
+            patch_error(objects, "own",
+                        R"([{"op":"add","path":")" + terms + R"(/-","value":{"matchFields":
+                            [{"key":"metadata.name","operator":"In","values":["node-a"]}]}}])")
+                .find("nodeSelectorTerms: Invalid value: ["));
+  EXPECT_NE(std::string::npos,
+            patch_error(objects, "own",
+                        R"([{"op":"add","path":")" + terms + R"(/-","value":{"matchFields":
+                            [{"key":"metadata.name","operator":"In","values":["node-a"]}]}}])")
+                .find("no additions/deletions to non-empty NodeSelectorTerms list are allowed"));
+  // Narrowing a term (a requirement added to it) is allowed, as are preferred terms.
+  stored(objects.patch(pods_resource(), "lab", "own", PatchType::kJson,
+                       R"([{"op":"add","path":")" + terms + R"(/0/matchFields","value":
+                           [{"key":"metadata.name","operator":"In","values":["node-a"]}]},
+                           {"op":"add","path":"/spec/affinity/nodeAffinity/preferredDuringSchedulingIgnoredDuringExecution",
+                            "value":[]}])",
+                       false));
+}
+
 TEST(ApiObjectsTest, AStatusWriteKeepsEverythingButTheStatus) {
   ApiObjects objects;
   ObjectPtr created = stored(objects.create(pods_resource(), "lab", gated_pod("p")));

@@ -573,6 +573,58 @@ TEST_F(KubeSchedulerTest, PreemptionNominatesANodeAndTheRetryFiltersOnlyThatNode
   EXPECT_EQ(json({nominated}), extender.calls("filter").back().body["NodeNames"]);
 }
 
+// `pod` pinned to `node` by name, as alloxd's gate removal pins it.
+json pinned(json pod, const std::string& node) {
+  pod["spec"]["affinity"] = json::parse(
+      R"({"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":
+          [{"matchFields":[{"key":"metadata.name","operator":"In","values":[")" +
+      node + R"("]}]}]}}})");
+  return pod;
+}
+
+// NodeAffinity runs before the extender: a pod pinned by name is sent with its one node, and a
+// pod no node's labels match never reaches the extender and carries the filter's reason.
+TEST_F(KubeSchedulerTest, NodeAffinityFiltersBeforeTheExtenderSeesTheNodes) {
+  add_node("node-a", "1");
+  add_node("node-b", "1");
+  add_node("node-c", "1");
+  start();
+  create(pinned(gpu_pod("p"), "node-b"));
+  ASSERT_TRUE(eventually([&] { return node_of("p") == "node-b"; }));
+  ASSERT_EQ(1u, extender.calls("filter").size());
+  EXPECT_EQ(json({"node-b"}), extender.calls("filter")[0].body["NodeNames"]);
+  EXPECT_EQ(0u, extender.calls("prioritize").size());  // one node left
+
+  json labelled = gpu_pod("s");
+  labelled["spec"]["nodeSelector"] = {{"zone", "nowhere"}};
+  create(labelled);
+  ASSERT_TRUE(eventually([&] { return count(SchedulerEvent::Kind::kUnschedulable) > 0; }));
+  EXPECT_EQ(1u, extender.calls("filter").size());
+  EXPECT_EQ(1, count(SchedulerEvent::Kind::kUnschedulable,
+                     "0/3 nodes are available: 3 node(s) didn't match Pod's node "
+                     "affinity/selector. preemption: 0/3 nodes are available: 3 Preemption is "
+                     "not helpful for scheduling.."));
+}
+
+// The pinned node is gone before the pod is tried: the pod stays Pending with NodeAffinity's
+// reason (as a DaemonSet pod whose node left), and only a node event may move it.
+TEST_F(SteppedSchedulerTest, APodPinnedToAVanishedNodeWaitsWithTheAffinityReason) {
+  add_node("node-a", "1");
+  start();
+  create(pinned(gpu_pod("p"), "node-gone"));
+  ASSERT_TRUE(eventually([&] { return count(SchedulerEvent::Kind::kUnschedulable) > 0; }));
+  EXPECT_EQ(0u, extender.calls("filter").size());
+  const std::string reason =
+      "0/1 nodes are available: 1 node(s) didn't match Pod's node "
+      "affinity/selector.";
+  EXPECT_NE(std::string::npos,
+            get("p")["status"]["conditions"][0].value("message", "").find(reason));
+  EXPECT_EQ("Pending", get("p")["status"]["phase"]);
+  // The node comes (back): NodeAdd moves the pod, which binds there.
+  add_node("node-gone", "1");
+  ASSERT_TRUE(step_until([&] { return node_of("p") == "node-gone"; }, 60));
+}
+
 TEST_F(KubeSchedulerTest, WithoutNodeCacheTheExtenderGetsFullNodes) {
   add_node("node-a", "1");
   SchedulerConfiguration config;

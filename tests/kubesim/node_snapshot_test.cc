@@ -78,6 +78,120 @@ TEST_F(NodeSnapshotTest, FindFitRotatesStopsAtWantAndCountsEveryReason) {
   EXPECT_EQ((std::set<std::string>{"NodeResourcesFit", "NodeUnschedulable"}), all.plugins);
 }
 
+nlohmann::json labelled(const std::string& name, const nlohmann::json& labels) {
+  return {{"metadata", {{"name", name}, {"labels", labels}}}};
+}
+
+// NodeAffinity's filter: the node selector and the required terms (ORed; each term's
+// requirements ANDed), on labels and on the node's name.
+TEST(NodeAffinityTest, SelectorAndRequiredTermsMatchAsKubeSchedulerDoes) {
+  using nlohmann::json;
+  const json a = labelled("a", {{"zone", "z1"}, {"gpu", "a100"}});
+  const json b = labelled("b", {{"zone", "z2"}});
+  EXPECT_FALSE(NodeAffinity(json::parse(R"({"spec":{}})")).any());
+  EXPECT_TRUE(NodeAffinity(json::parse(R"({"spec":{}})")).matches(&a, "a"));
+
+  NodeAffinity selector(json::parse(R"({"spec":{"nodeSelector":{"zone":"z1"}}})"));
+  EXPECT_TRUE(selector.any());
+  EXPECT_TRUE(selector.matches(&a, "a"));
+  EXPECT_FALSE(selector.matches(&b, "b"));
+  EXPECT_FALSE(selector.matches(nullptr, "c"));
+  EXPECT_FALSE(selector.names());
+
+  auto required = [](const std::string& terms) {
+    return NodeAffinity(json::parse(
+        R"({"spec":{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":
+            {"nodeSelectorTerms":)" +
+        terms + "}}}}}"));
+  };
+  NodeAffinity expressions = required(
+      R"([{"matchExpressions":[{"key":"gpu","operator":"Exists"},
+                               {"key":"zone","operator":"NotIn","values":["z2"]}]},
+          {"matchExpressions":[{"key":"gpu","operator":"DoesNotExist"},
+                               {"key":"zone","operator":"In","values":["z2","z3"]}]}])");
+  EXPECT_TRUE(expressions.matches(&a, "a"));  // first term
+  EXPECT_TRUE(expressions.matches(&b, "b"));  // second term
+  EXPECT_FALSE(expressions.matches(nullptr, "c"));
+  EXPECT_FALSE(expressions.names());
+
+  NodeAffinity pinned =
+      required(R"([{"matchFields":[{"key":"metadata.name","operator":"In","values":["b"]}]}])");
+  EXPECT_FALSE(pinned.matches(&a, "a"));
+  EXPECT_TRUE(pinned.matches(&b, "b"));
+  ASSERT_TRUE(pinned.names());
+  EXPECT_EQ((std::vector<std::string>{"b"}), *pinned.names());
+  NodeAffinity not_b =
+      required(R"([{"matchFields":[{"key":"metadata.name","operator":"NotIn","values":["b"]}]}])");
+  EXPECT_TRUE(not_b.matches(&a, "a"));
+  EXPECT_FALSE(not_b.matches(&b, "b"));
+  EXPECT_FALSE(not_b.names());
+  // A term naming nodes beside one that does not: every node is a candidate.
+  EXPECT_FALSE(
+      required(R"([{"matchFields":[{"key":"metadata.name","operator":"In","values":["b"]}]},
+                            {"matchExpressions":[{"key":"gpu","operator":"Exists"}]}])")
+          .names());
+  // An empty term matches no node.
+  EXPECT_FALSE(required(R"([{}])").matches(&a, "a"));
+}
+
+// A pod pinned by name is evaluated on its node alone; every other node counts under
+// NodeAffinity's reason, as does a pinned node that is gone.
+TEST_F(NodeSnapshotTest, APinnedPodIsEvaluatedOnItsNodeAlone) {
+  for (const char* name : {"n0", "n1", "n2", "n3"}) add(name, {{"cpu", 4}, {"nvidia.com/gpu", 1}});
+  const ResourceAmounts gpu = pod({{"cpu", 1}, {"nvidia.com/gpu", 1}});
+  auto pin = [](const std::string& node) {
+    return NodeAffinity(nlohmann::json::parse(
+        R"({"spec":{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":
+            {"nodeSelectorTerms":[{"matchFields":[{"key":"metadata.name","operator":"In",
+            "values":[")" +
+        node + R"("]}]}]}}}}})"));
+  };
+  const NodeAffinity on_n2 = pin("n2");
+  std::vector<std::string> feasible;
+  Diagnosis d;
+  EXPECT_EQ(0u, nodes.find_fit(gpu, 1, 100, feasible, d, &on_n2));
+  EXPECT_EQ((std::vector<std::string>{"n2"}), feasible);
+  // Full: the node's own reason, the others NodeAffinity's.
+  nodes.add_pod("n2", "ns/busy", 0, pod({{"cpu", 1}, {"nvidia.com/gpu", 1}}));
+  feasible.clear();
+  Diagnosis full;
+  nodes.find_fit(gpu, 0, 100, feasible, full, &on_n2);
+  EXPECT_TRUE(feasible.empty());
+  EXPECT_EQ(
+      "0/4 nodes are available: 1 Insufficient nvidia.com/gpu, 3 node(s) didn't match Pod's node "
+      "affinity/selector.",
+      full.message(4));
+  EXPECT_EQ((std::set<std::string>{"NodeAffinity", "NodeResourcesFit"}), full.plugins);
+  // Gone: nothing to evaluate.
+  const NodeAffinity on_gone = pin("n9");
+  Diagnosis gone;
+  nodes.find_fit(gpu, 0, 100, feasible, gone, &on_gone);
+  EXPECT_TRUE(feasible.empty());
+  EXPECT_EQ("0/4 nodes are available: 4 node(s) didn't match Pod's node affinity/selector.",
+            gone.message(4));
+}
+
+// A node selector filters in the rotation, after NodeUnschedulable and before the resources.
+TEST_F(NodeSnapshotTest, ANodeSelectorFiltersBeforeTheResources) {
+  nodes.upsert("a", std::make_shared<const nlohmann::json>(labelled("a", {{"zone", "z1"}})),
+               {{"cpu", 4}}, false);
+  nodes.upsert("b", std::make_shared<const nlohmann::json>(labelled("b", {{"zone", "z2"}})),
+               {{"cpu", 4}}, false);
+  nodes.upsert("c", std::make_shared<const nlohmann::json>(labelled("c", {{"zone", "z1"}})),
+               {{"cpu", 4}}, true);
+  const NodeAffinity z1(nlohmann::json::parse(R"({"spec":{"nodeSelector":{"zone":"z1"}}})"));
+  std::vector<std::string> feasible;
+  Diagnosis d;
+  EXPECT_EQ(3u, nodes.find_fit(pod({{"cpu", 8}}), 0, 3, feasible, d, &z1));
+  EXPECT_TRUE(feasible.empty());
+  EXPECT_EQ(
+      "0/3 nodes are available: 1 Insufficient cpu, 1 node(s) didn't match Pod's node "
+      "affinity/selector, 1 node(s) were unschedulable.",
+      d.message(3));
+  EXPECT_EQ(3u, nodes.find_fit(pod({{"cpu", 1}}), 0, 3, feasible, d, &z1));
+  EXPECT_EQ((std::vector<std::string>{"a"}), feasible);
+}
+
 TEST_F(NodeSnapshotTest, NominatedPodsTakeTheirRequestsUntilReplaced) {
   add("a", {{"nvidia.com/gpu", 2}});
   add("b", {{"nvidia.com/gpu", 2}});

@@ -114,6 +114,33 @@ struct Fixture {
   }
 };
 
+// A pod with required node affinity of its own keeps it: only its gate is removed, and
+// kube-scheduler filters it over every node as before. Other affinity gets the pin beside it.
+TEST(ControllerTest, APodWithItsOwnRequiredNodeAffinityIsReleasedUnpinned) {
+  Fixture f;
+  f.feed->node_handler().on_replace(
+      {testing::make_node("g1", "1", "0"), testing::make_node("g2", "1", "0")});
+  json own = variant("a-gpu", "a", "nvidia.com/gpu", true);
+  own["spec"]["affinity"] = json::parse(
+      R"({"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":
+          [{"matchExpressions":[{"key":"zone","operator":"Exists"}]}]}}})");
+  json other = variant("b-gpu", "b", "nvidia.com/gpu", true);
+  other["spec"]["affinity"] = json::parse(R"({"podAntiAffinity":{}})");
+  f.feed->pod_handler().on_replace({own, other});
+  f.settle();
+  auto patches = f.requests("PATCH");
+  ASSERT_EQ(2u, patches.size());
+  for (const auto& patch : patches) {
+    json body = json::parse(patch.body);
+    if (patch.target == "/api/v1/namespaces/lab/pods/a-gpu") {
+      EXPECT_EQ(2u, body.size()) << body;
+    } else {
+      ASSERT_EQ(3u, body.size()) << body;
+      EXPECT_EQ("/spec/affinity/nodeAffinity", body[2]["path"]);
+    }
+  }
+}
+
 TEST(ControllerTest, StartingJobLosesItsGateOnExactlyTheChosenVariantAndItsSiblingsAreDeleted) {
   Fixture f;
   f.feed->node_handler().on_replace({testing::make_node("g1", "1", "0")});
@@ -127,7 +154,14 @@ TEST(ControllerTest, StartingJobLosesItsGateOnExactlyTheChosenVariantAndItsSibli
   ASSERT_EQ(1u, patches.size());
   EXPECT_EQ("/api/v1/namespaces/lab/pods/a-gpu", patches[0].target);
   EXPECT_EQ("application/json-patch+json", patches[0].content_type);
-  EXPECT_EQ("remove", json::parse(patches[0].body)[1]["op"]);
+  // One patch: the gate's test and removal, and the pin to the planned node by its name.
+  EXPECT_EQ(json::parse(R"([
+      {"op":"test","path":"/spec/schedulingGates/0/name","value":"allox.io/queue"},
+      {"op":"remove","path":"/spec/schedulingGates/0"},
+      {"op":"add","path":"/spec/affinity","value":{"nodeAffinity":{
+        "requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[
+          {"matchFields":[{"key":"metadata.name","operator":"In","values":["g1"]}]}]}}}}])"),
+            json::parse(patches[0].body));
   auto deletes = f.requests("DELETE");
   ASSERT_EQ(1u, deletes.size());
   EXPECT_EQ("/api/v1/namespaces/lab/pods/a-cpu", deletes[0].target);
