@@ -230,6 +230,11 @@ int nice_of_thread_named(const std::string& name) {
 }
 
 TEST(ThreadPriorityTest, ThePlannerThreadRunsBehindTheRequestThreads) {
+  // The thread names itself and lowers its nice before its first plan: read it once that plan
+  // is published (the listener runs on the planner thread, after the plan). Declared before
+  // the planner, so they outlive its thread.
+  std::promise<void> planned;
+  std::atomic<bool> said{false};
   testing::ScratchDir dir;
   ExtenderConfig config = testing::make_config({{"g1", {{"gpu", 1}}}}, dir.file("state.db"));
   Metrics metrics;
@@ -238,10 +243,6 @@ TEST(ThreadPriorityTest, ThePlannerThreadRunsBehindTheRequestThreads) {
   auto planner =
       Planner::create(config, make_policy("fifo", PolicyOptions{}).value(), metrics, options);
   ASSERT_TRUE(planner.ok()) << planner.message();
-  // The thread names itself and lowers its nice before its first plan: read it once that plan
-  // is published (the listener runs on the planner thread, after the plan).
-  std::promise<void> planned;
-  std::atomic<bool> said{false};
   (*planner)->set_plan_listener([&] {
     if (!said.exchange(true)) planned.set_value();
   });
