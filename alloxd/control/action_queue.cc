@@ -1,6 +1,7 @@
 #include "alloxd/control/action_queue.h"
 
 #include <algorithm>
+#include <future>
 
 #include "core/log.h"
 #include "kube/backoff.h"
@@ -16,11 +17,21 @@ ActionQueue::~ActionQueue() {
 }
 
 void ActionQueue::start() {
-  std::lock_guard lock(mu_);
-  if (!workers_.empty() || stopping_) return;
-  for (int i = 0; i < std::max(1, options_.workers); ++i) {
-    workers_.emplace_back([this] { loop(); });
+  std::vector<std::future<void>> running;
+  {
+    std::lock_guard lock(mu_);
+    if (!workers_.empty() || stopping_) return;
+    for (int i = 0; i < std::max(1, options_.workers); ++i) {
+      std::promise<void> named;
+      running.push_back(named.get_future());
+      workers_.emplace_back([this, named = std::move(named)]() mutable {
+        become_background_thread("allox-actions");
+        named.set_value();
+        loop();
+      });
+    }
   }
+  for (std::future<void>& worker : running) worker.wait();
 }
 
 void ActionQueue::stop() {
@@ -82,7 +93,6 @@ bool ActionQueue::wait_idle(std::chrono::milliseconds timeout) const {
 }
 
 void ActionQueue::loop() {
-  become_background_thread("allox-actions");
   kube::Backoff backoff(options_.backoff_initial, options_.backoff_max);
   std::unique_lock lock(mu_);
   while (true) {

@@ -52,6 +52,8 @@ class ActionQueue {
   explicit ActionQueue(ActionQueueOptions options = {}, std::function<bool()> allowed = nullptr);
   ~ActionQueue();
 
+  // start() returns once every worker runs, named and in its class (thread_priority.h), as
+  // HttpServer::start's: whoever looks at the process after start-up (`top -H`, a test) sees them.
   void start();
   void stop();
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <future>
 
 #include "core/log.h"
 #include "core/time_text.h"
@@ -34,7 +35,14 @@ Controller::~Controller() {
 
 void Controller::start() {
   if (thread_.joinable()) return;
-  thread_ = std::thread([this] { loop(); });
+  std::promise<void> named;
+  std::future<void> running = named.get_future();
+  thread_ = std::thread([this, named = std::move(named)]() mutable {
+    become_background_thread("allox-control");
+    named.set_value();
+    loop();
+  });
+  running.wait();
 }
 
 void Controller::stop() {
@@ -59,12 +67,12 @@ void Controller::poke() {
 }
 
 void Controller::loop() {
-  become_background_thread("allox-control");
   auto resume = Clock::now();
   while (true) {
     {
       std::unique_lock lock(mu_);
       passing_ = false;
+      idle_cv_.notify_all();
       // The pause after the last pass: pokes meanwhile set dirty_ and are one pass after it.
       pausing_ = true;
       cv_.wait_until(lock, resume, [&] { return stopping_; });
@@ -85,6 +93,11 @@ void Controller::loop() {
 bool Controller::busy() const {
   std::lock_guard lock(mu_);
   return dirty_ || passing_;
+}
+
+bool Controller::wait_until_idle(std::chrono::steady_clock::time_point deadline) const {
+  std::unique_lock lock(mu_);
+  return idle_cv_.wait_until(lock, deadline, [&] { return !dirty_ && !passing_; });
 }
 
 void Controller::act(const std::string& key, const std::string& seen,

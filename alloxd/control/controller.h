@@ -82,6 +82,8 @@ class Controller {
              ControllerOptions options = {});
   ~Controller();
 
+  // start() returns once the thread runs, named and in its class (thread_priority.h), as
+  // HttpServer::start's: whoever looks at the process after start-up (`top -H`, a test) sees it.
   void start();
   void stop();
   // Asks for a pass soon (a new plan, a pod change, a new leader).
@@ -90,6 +92,9 @@ class Controller {
   void reconcile();
   // True while a pass is due or running.
   bool busy() const;
+  // Blocks until busy() is false, or until `deadline`; whether it is. The thread announces the
+  // end of each pass, so the caller (a test) waits on that, never on a timer or a poll.
+  bool wait_until_idle(std::chrono::steady_clock::time_point deadline) const;
   // Passes run so far (while leading), on the controller's thread or by reconcile().
   std::uint64_t passes() const { return passes_.load(); }
   // The pods ("namespace/name") the last pass looked at, in order, and whether it was a full
@@ -224,6 +229,9 @@ class Controller {
   std::condition_variable cv_;
   bool dirty_ = true, stopping_ = false, passing_ = false;
   bool pausing_ = false;  // the thread waits out the pause after a pass
+  // Notified at the end of each of the thread's passes (wait_until_idle). Not cv_, whose
+  // notify_one must reach the controller's thread.
+  mutable std::condition_variable idle_cv_;
   std::thread thread_;
 };
 

@@ -146,6 +146,17 @@ bool Planner::busy() const {
   return wake_pending_ || !sleeping_;
 }
 
+bool Planner::wait_until_idle(std::chrono::steady_clock::time_point deadline) const {
+  std::unique_lock lock(wake_mu_);
+  return rest_cv_.wait_until(lock, deadline, [&] { return sleeping_ && !wake_pending_; });
+}
+
+bool Planner::wait_until_holding_for_controller(
+    std::chrono::steady_clock::time_point deadline) const {
+  std::unique_lock lock(wake_mu_);
+  return rest_cv_.wait_until(lock, deadline, [&] { return holding_; });
+}
+
 void Planner::loop() {
   become_background_thread("allox-planner");
   if (options_.nice > this_thread_nice()) {  // lowered, never raised
@@ -165,6 +176,7 @@ void Planner::loop() {
     const std::uint64_t published = plans_.latest()->version;
     std::unique_lock lock(wake_mu_);
     sleeping_ = true;
+    rest_cv_.notify_all();
     // The pause: changes made in it set wake_pending_ and are planned together after it.
     pausing_ = true;
     wake_cv_.wait_until(lock, resume, [&] { return urgent_ || stopping_; });
@@ -173,8 +185,11 @@ void Planner::loop() {
       const auto admitted_by =
           ended + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                       std::chrono::duration<double>(options_.admissions_wait));
-      wake_cv_.wait_until(lock, admitted_by,
-                          [&] { return acted_on_ >= published || urgent_ || stopping_; });
+      auto acted = [&] { return acted_on_ >= published || urgent_ || stopping_; };
+      holding_ = !acted();
+      if (holding_) rest_cv_.notify_all();
+      wake_cv_.wait_until(lock, admitted_by, acted);
+      holding_ = false;
     }
     pausing_ = false;
     wake_cv_.wait_for(lock, tick, [&] { return wake_pending_ || stopping_; });

@@ -235,6 +235,16 @@ class Planner {
   void solve_now();
   // True while a change waits for a plan, or a plan is being made or handed to its listener.
   bool busy() const;
+  // The two states below are announced by the planner thread as it enters them, so a caller
+  // blocks on that announcement, never on a timer or a poll of busy(): the tests, which must
+  // tell "not planned yet" from "held back" without sleeping through the pause. Each returns
+  // whether the state was reached before `deadline`.
+  // busy() is false: every change so far is in the published plan and the thread rests.
+  bool wait_until_idle(std::chrono::steady_clock::time_point deadline) const;
+  // The pause after the last plan is over and the thread holds the next plan back for the
+  // controller (admissions_wait): a change made now waits for plan_acted_on (or solve_now, or
+  // the bound).
+  bool wait_until_holding_for_controller(std::chrono::steady_clock::time_point deadline) const;
 
  private:
   Planner(ExtenderConfig config, std::unique_ptr<SchedulingPolicy> policy,
@@ -327,6 +337,10 @@ class Planner {
   bool sleeping_ = false;       // the thread waits for a wake (guarded by wake_mu_)
   bool pausing_ = false;        // the thread waits out the pause after a plan (guarded by wake_mu_)
   std::uint64_t acted_on_ = 0;  // plan_acted_on's latest version (guarded by wake_mu_)
+  bool holding_ = false;        // waits for plan_acted_on, the pause over (guarded by wake_mu_)
+  // Notified when the thread comes to rest (sleeping_) or starts holding_: the waits above.
+  // Not wake_cv_, whose notify_one must reach the planner thread.
+  mutable std::condition_variable rest_cv_;
   bool stopping_ = false;
   std::thread thread_;
   std::atomic<bool> ready_{false};

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <future>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string_view>
@@ -447,7 +448,14 @@ Status Store::start_checkpointer(const std::string& path) {
   // Replaces the writing connection's automatic checkpoint (sqlite3_wal_autocheckpoint is a WAL
   // hook too): its commits only say when one is due.
   sqlite3_wal_hook(db_, &Store::on_wal_commit, this);
-  checkpointer_ = std::thread([this] { checkpoint_loop(); });
+  std::promise<void> named;
+  std::future<void> running = named.get_future();
+  checkpointer_ = std::thread([this, named = std::move(named)]() mutable {
+    become_background_thread("allox-wal");
+    named.set_value();
+    checkpoint_loop();
+  });
+  running.wait();
   return OkStatus();
 }
 
@@ -486,7 +494,6 @@ int Store::on_wal_commit(void* store, sqlite3* db, const char*, int pages) {
 }
 
 void Store::checkpoint_loop() {
-  become_background_thread("allox-wal");
   std::unique_lock lock(checkpoint_mu_);
   while (true) {
     checkpoint_cv_.wait(lock, [&] { return checkpoint_due_ || checkpoint_stop_; });

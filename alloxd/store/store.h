@@ -231,7 +231,9 @@ class Store {
                                                       std::chrono::milliseconds busy_timeout);
   explicit Store(sqlite3* db);
   // Opens the checkpointer's connection to `path` and starts its thread; in place of SQLite's
-  // automatic checkpoint (a WAL hook on the writing connection).
+  // automatic checkpoint (a WAL hook on the writing connection). Returns once the thread runs,
+  // named and in its class, as HttpServer::start's: whoever looks at the process after start-up
+  // (`top -H`, a test) sees it.
   Status start_checkpointer(const std::string& path);
   void checkpoint_loop();
   // One checkpoint: PASSIVE, then RESTART once the WAL holds kRestartPages. Returns the WAL

@@ -103,14 +103,13 @@ TEST(TenancyTest, AJobAnnotationNamingAnotherNamespaceIsRefused) {
               refused.failed_and_unresolvable_nodes.at("node-1"));
   }
   EXPECT_FALSE(service->job("team-b/team-a/train").ok()) << "no nested job is made";
-  // The watch registers team-a's pods: ask until a plan holds team-a's job.
+  // The watch registers team-a's pods: asked again after each plan and watch change, until a
+  // plan holds team-a's job.
   std::string node;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (node.empty() && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    service->solve_now();
+  EXPECT_TRUE(changes.until([&] {
     node = admitted_node(service->filter(args_for(team_a_gpu, {"node-1"})));
-  }
+    return !node.empty();
+  }));
   ASSERT_EQ("node-1", node);
   // team-a's job holds only team-a's pods (one of them once the controller admitted it).
   auto ours = service->job("team-a/train");

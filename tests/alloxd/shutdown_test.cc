@@ -105,7 +105,7 @@ TEST(ShutdownTest, SigtermUnderLoadExitsCleanly) {
 }
 
 // An API server that lists one GPU node and one pending pod (lab/p, which the watch registers),
-// and never answers a binding until released. (A watch gets the list again, which the informer
+// notes the controller's Admitted event for it, and never answers a binding until released. (A watch gets the list again, which the informer
 // takes as a broken stream and re-lists after its back-off: enough for alloxd to be ready.)
 class StuckApiServer {
  public:
@@ -127,6 +127,12 @@ class StuckApiServer {
                               {"metadata", {{"resourceVersion", "1"}}},
                               {"items", json::array({make_pod("lab", "p", "nvidia.com/gpu")})}}
                              .dump()};
+      }
+      if (request.method == "POST" && request.path == "/api/v1/namespaces/lab/events" &&
+          request.body.find("\"Admitted\"") != std::string::npos) {
+        std::lock_guard lock(mu_);
+        admitted_seen_ = true;
+        cv_.notify_all();
       }
       if (request.path.ends_with("/binding")) {
         std::unique_lock lock(mu_);
@@ -155,11 +161,17 @@ class StuckApiServer {
     std::unique_lock lock(mu_);
     return cv_.wait_for(lock, limit, [this] { return binding_seen_; });
   }
+  // The controller admitted lab/p (its plan starts p now, and every later plan keeps it there).
+  bool wait_for_admission(std::chrono::seconds limit) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, limit, [this] { return admitted_seen_; });
+  }
 
  private:
   std::mutex mu_;
   std::condition_variable cv_;
   bool binding_seen_ = false;
+  bool admitted_seen_ = false;
   bool released_ = false;
   std::unique_ptr<HttpServer> server_;  // last: stopped before the state its handler uses
 };
@@ -171,17 +183,13 @@ TEST(ShutdownTest, SigtermDuringABindStuckOnTheApiServerExitsWithin5s) {
   std::string config = write_config(dir, "apiserver: {url: " + api.url() + ", token: x}\n");
   auto alloxd = start_alloxd(dir, config);
   ASSERT_TRUE(alloxd);
-  // Asked until the plan has the pod the watch listed (a pod the book lacks is left to the
-  // watch) and keeps it on g.
-  testing::Response filter;
-  for (int i = 0; i < 200; ++i) {
-    filter =
-        testing::http_request(alloxd->url(), "POST", "/filter",
-                              testing::filter_body(make_pod("lab", "p", "nvidia.com/gpu"), {"g"}));
-    ASSERT_EQ(200, filter.status) << filter.body;
-    if (json::parse(filter.body)["NodeNames"] == json::array({"g"})) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  // Asked once the controller admitted the pod the watch listed (a pod the book lacks is left
+  // to the watch): the plan keeps it on g.
+  ASSERT_TRUE(api.wait_for_admission(std::chrono::seconds(10))) << alloxd->log();
+  const testing::Response filter =
+      testing::http_request(alloxd->url(), "POST", "/filter",
+                            testing::filter_body(make_pod("lab", "p", "nvidia.com/gpu"), {"g"}));
+  ASSERT_EQ(200, filter.status) << filter.body;
   ASSERT_EQ(json::array({"g"}), json::parse(filter.body)["NodeNames"]) << filter.body;
   std::thread bind([&] {
     testing::http_request(alloxd->url(), "POST", "/bind",

@@ -4,10 +4,10 @@
 #include <pthread.h>
 #include <unistd.h>
 
-#include <atomic>
-#include <chrono>
+#include <condition_variable>
 #include <ctime>
 #include <map>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -32,25 +32,39 @@ TEST(ProcCpuTest, ReadsUtimeAndStimeAfterTheLastParenthesis) {
 }
 
 TEST(ProcCpuTest, AThreadsCpuIsCountedUnderItsName) {
-  std::atomic<bool> stop{false};
-  std::atomic<double> burned{0};
+  // Each thread burns 0.3 s of its own CPU, says so, then stays alive, idle, until /proc was
+  // read. (A mutex and a condition variable, not std::latch: GCC 12's can lose a wake-up.)
+  std::mutex mu;
+  std::condition_variable cv;
+  double burned = 0;  // under mu
+  int done = 0;       // threads that burned their share (under mu)
+  bool read = false;  // /proc was read: the threads may end (under mu)
   auto burn = [&](const char* name) {
     pthread_setname_np(pthread_self(), name);
     volatile unsigned long sink = 0;
-    while (!stop.load()) {
+    while (thread_cpu_seconds() < 0.3) {
       for (int i = 0; i < 100000; ++i) sink = sink + static_cast<unsigned long>(i);
-      if (thread_cpu_seconds() >= 0.3) break;
     }
-    burned = burned + thread_cpu_seconds();
-    while (!stop.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::unique_lock lock(mu);
+    burned += thread_cpu_seconds();
+    ++done;
+    cv.notify_all();
+    cv.wait(lock, [&] { return read; });
   };
   const auto before = cpu_by_thread_name(::getpid());
   std::thread first(burn, "proc-cpu-burn");
   std::thread second(burn, "proc-cpu-burn");
-  while (burned.load() < 0.6) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  {
+    std::unique_lock lock(mu);
+    cv.wait(lock, [&] { return done == 2; });
+  }
   const auto after = cpu_by_thread_name(::getpid());
   const double process = process_cpu_seconds(::getpid());
-  stop = true;
+  {
+    std::lock_guard lock(mu);
+    read = true;
+  }
+  cv.notify_all();
   first.join();
   second.join();
 
@@ -59,7 +73,7 @@ TEST(ProcCpuTest, AThreadsCpuIsCountedUnderItsName) {
   EXPECT_EQ(2, group.threads);
   // /proc counts in clock ticks (10 ms at 100 Hz): 0.6 s burned shows as at least 0.5 s.
   EXPECT_GE(group.seconds, 0.5);
-  EXPECT_LE(group.seconds, burned.load() + 0.05);
+  EXPECT_LE(group.seconds, burned + 0.05);
   EXPECT_FALSE(before.count("proc-cpu-burn"));
   double live = 0;
   for (const auto& [name, g] : after) live += g.seconds;

@@ -4,7 +4,8 @@
 
 #include <gtest/gtest.h>
 
-#include <thread>
+#include <condition_variable>
+#include <mutex>
 
 #include "alloxd/http/http_server.h"
 
@@ -60,15 +61,25 @@ TEST(ExtenderClientTest, BigAnswersAreReadWhole) {
 
 TEST(ExtenderClientTest, FaultsAreErrorsNamingTheCall) {
   {
+    // A server too slow for the client: it answers only once the client has given up.
+    std::mutex mu;
+    std::condition_variable cv;
+    bool gave_up = false;
     HttpHandler handler;
-    handler.serve = [](const HttpRequest&) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(500));  // a server that is slow
+    handler.serve = [&](const HttpRequest&) {
+      std::unique_lock lock(mu);
+      cv.wait(lock, [&] { return gave_up; });
       return HttpReply{200, "application/json", "{}"};
     };
     auto server = serving(handler);
     ASSERT_TRUE(server);
     ExtenderClient client(server->url(), "", std::chrono::milliseconds(50));
     auto answer = client.post_text("/filter", "{}");
+    {
+      std::lock_guard lock(mu);
+      gave_up = true;
+    }
+    cv.notify_all();
     ASSERT_FALSE(answer.ok());
     EXPECT_EQ("POST /filter: timed out after 50 ms", answer.message());
   }

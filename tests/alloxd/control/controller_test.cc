@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <thread>
+#include <chrono>
 
 #include "kube/pods.h"
 #include "tests/kube/scripted_server.h"
@@ -439,22 +439,21 @@ TEST(ControllerTest, TheNextPlanWaitsUntilTheControllerActedOnTheLastOne) {
   f.feed->node_handler().on_replace({testing::make_node("g1", "1", "0")});
   f.feed->pod_handler().on_replace({variant("a-gpu", "a", "nvidia.com/gpu", true)});
   f.planner->solve_now();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   // solve_now's own ask may be met by a plan already being made, and then be planned again.
-  while (f.planner->busy()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_TRUE(f.planner->wait_until_idle(deadline));
   const std::uint64_t acted = f.planner->latest_plan()->version;
   f.feed->pod_handler().on_upsert(variant("b-gpu", "b", "nvidia.com/gpu", true));
-  std::this_thread::sleep_for(std::chrono::milliseconds(400));  // well past the pause (0.2 s)
+  const std::uint64_t with_b = f.planner->read([](const JobBook& b) { return b.version(); });
+  // The pause after the plan (0.2 s) is over and the thread holds b's plan back: it says so.
+  ASSERT_TRUE(f.planner->wait_until_holding_for_controller(deadline));
   EXPECT_EQ(acted, f.planner->latest_plan()->version) << "planned before the controller acted";
+  EXPECT_TRUE(f.planner->busy()) << "b's change waits";
   f.controller->reconcile();  // admits a, and says so
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (f.planner->latest_plan()->waiting.count("lab/b") == 0 &&
-         std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  const auto plan = f.planner->latest_plan();
+  const auto plan = f.planner->wait_for_plan(with_b, deadline);
+  EXPECT_GE(plan->version, with_b);
   EXPECT_EQ(1u, plan->waiting.count("lab/b"));
   EXPECT_EQ(1u, plan->starts.count("lab/a")) << "a's admission held in it";
-  EXPECT_LT(std::chrono::steady_clock::now(), deadline);
 }
 
 // The controller admits a plan's starts together: every sibling leaves the book and the store
@@ -667,10 +666,7 @@ TEST(ControllerTest, PokesInThePauseAfterAPassWaitForItAndStopEndsIt) {
       *f.planner, *f.feed, f.client, f.events, f.actions, [] { return true; }, options);
   paced.start();
   // A controller starts due: its first pass runs at once.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while ((paced.passes() < 1 || paced.busy()) && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  ASSERT_TRUE(paced.wait_until_idle(std::chrono::steady_clock::now() + std::chrono::seconds(20)));
   ASSERT_EQ(1u, paced.passes());
   for (int i = 0; i < 30; ++i) paced.poke();
   EXPECT_EQ(1u, paced.passes());

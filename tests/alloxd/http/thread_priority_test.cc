@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <map>
 #include <set>
 #include <sstream>
@@ -45,6 +46,7 @@ TEST(ThreadPriorityTest, NiceChangesOnlyTheCallingThread) {
 TEST(ThreadPriorityTest, AThreadsCpuTimeCountsItsWorkNotItsWaits) {
   const std::optional<double> start = this_thread_cpu_seconds();
   ASSERT_TRUE(start.has_value());
+  // Not a wait for anything: the sleep is the thing measured (200 ms of wall, no CPU).
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   const std::optional<double> slept = this_thread_cpu_seconds();
   ASSERT_TRUE(slept.has_value());
@@ -228,21 +230,26 @@ int nice_of_thread_named(const std::string& name) {
 }
 
 TEST(ThreadPriorityTest, ThePlannerThreadRunsBehindTheRequestThreads) {
+  // The thread names itself and lowers its nice before its first plan: read it once that plan
+  // is published (the listener runs on the planner thread, after the plan). Declared before
+  // the planner, so they outlive its thread.
+  std::promise<void> planned;
+  std::atomic<bool> said{false};
   testing::ScratchDir dir;
-  ExtenderConfig config = testing::make_config({}, dir.file("state.db"));
+  ExtenderConfig config = testing::make_config({{"g1", {{"gpu", 1}}}}, dir.file("state.db"));
   Metrics metrics;
-  auto planner = Planner::create(config, make_policy("fifo", PolicyOptions{}).value(), metrics);
+  PlannerOptions options;
+  options.inventory = config.nodes;  // so the thread publishes a plan
+  auto planner =
+      Planner::create(config, make_policy("fifo", PolicyOptions{}).value(), metrics, options);
   ASSERT_TRUE(planner.ok()) << planner.message();
+  (*planner)->set_plan_listener([&] {
+    if (!said.exchange(true)) planned.set_value();
+  });
   (*planner)->start();
+  ASSERT_EQ(std::future_status::ready, planned.get_future().wait_for(std::chrono::seconds(10)));
   // Lowered to 10, never raised (a process already at 15 stays at 15).
-  const int expected = std::max(this_thread_nice(), 10);
-  int seen = -100;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (seen != expected && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    seen = nice_of_thread_named("allox-planner");
-  }
-  EXPECT_EQ(expected, seen);
+  EXPECT_EQ(std::max(this_thread_nice(), 10), nice_of_thread_named("allox-planner"));
   (*planner)->stop();
 }
 
@@ -277,17 +284,6 @@ std::multimap<std::string, KernelThread> threads_of(int pid) {
   return out;
 }
 
-// threads_of(pid) once `settled` holds for it, or as it is after 10 s.
-template <typename Settled>
-std::multimap<std::string, KernelThread> threads_once(int pid, Settled settled) {
-  auto threads = threads_of(pid);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!settled(threads) && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    threads = threads_of(pid);
-  }
-  return threads;
-}
 
 // The kernel's policy numbers as sched_getattr reports them.
 constexpr std::uint32_t kNormal = 0, kFifo = 1, kBatch = 3, kIdle = 5;
@@ -307,10 +303,10 @@ TEST(ThreadPriorityTest, AlloxdRunsItsWorkInTheBackgroundAndAnswersInteractively
       one_node_config(dir, "request_threads: normal\nhttp_thread_slice_us: 250");
   auto alloxd = testing::start_alloxd_binary(config, dir.file("state.db"));
   ASSERT_TRUE(alloxd.ok()) << alloxd.message();
-  // The HTTP threads are ready before alloxd answers its health probe, but the other threads
-  // name themselves once running: read until the planner has its name (or a deadline).
-  const auto threads = threads_once(
-      (*alloxd)->pid(), [](const auto& threads) { return threads.count("allox-planner") == 1; });
+  // Read once: start_alloxd_binary returned on alloxd's 'ready' and 'listening' lines, and by
+  // then every thread runs named and in its class (each start-up returns only then; the
+  // planner's thread before its first plan).
+  const auto threads = threads_of((*alloxd)->pid());
   std::size_t http = 0, background = 0;
   for (const auto& [name, thread] : threads) {
     if (name == "allox-http") {
@@ -342,14 +338,8 @@ TEST(ThreadPriorityTest, AlloxdWithIdleBackgroundThreadsKeepsOnlyItsRequestThrea
   ASSERT_TRUE(alloxd.ok()) << alloxd.message();
   const std::set<std::string> background = {"allox-planner",  "allox-wal",     "allox-blocking",
                                             "allox-informer", "allox-control", "allox-actions"};
-  // Each background thread enters its class right after naming itself: read until all 16 of
-  // the pool and the planner are named and idle (or a deadline), then check every thread.
-  const auto threads = threads_once((*alloxd)->pid(), [](const auto& threads) {
-    std::size_t idle = 0;
-    for (const auto& [name, thread] : threads) idle += thread.policy == kIdle;
-    return threads.count("allox-planner") == 1 && threads.count("allox-blocking") == 16 &&
-           idle >= 17;
-  });
+  // Read once alloxd is ready and listening: every thread runs named and in its class by then.
+  const auto threads = threads_of((*alloxd)->pid());
   std::size_t http = 0, idle = 0;
   for (const auto& [name, thread] : threads) {
     if (name == "allox-http" || name == "allox-book") {
@@ -375,9 +365,7 @@ TEST(ThreadPriorityTest, AlloxdWithRealtimeRequestThreadsAnswersKubeSchedulerFir
       one_node_config(dir, "request_threads: realtime\nreports_listen: 127.0.0.1:0");
   auto alloxd = testing::start_alloxd_binary(config, dir.file("state.db"));
   ASSERT_TRUE(alloxd.ok()) << alloxd.message();
-  const auto threads = threads_once((*alloxd)->pid(), [](const auto& threads) {
-    return threads.count("allox-planner") == 1 && threads.count("allox-book") == 1;
-  });
+  const auto threads = threads_of((*alloxd)->pid());  // ready and listening: all in their class
   std::size_t realtime = 0, normal_http = 0;
   for (const auto& [name, thread] : threads) {
     if (name == "allox-http" && thread.policy == kNormal) {
@@ -395,14 +383,12 @@ TEST(ThreadPriorityTest, AlloxdWithRealtimeRequestThreadsAnswersKubeSchedulerFir
 }
 
 // How many of alloxd's request threads (kube-scheduler's listener's and the book's writer) run
-// real-time and how many normal, once the planner and the book's writer have started.
+// real-time and how many normal (alloxd ready and listening: every thread in its class).
 struct RequestThreadClasses {
   std::size_t realtime = 0, normal = 0;
 };
 RequestThreadClasses request_thread_classes(int pid) {
-  const auto threads = threads_once(pid, [](const auto& threads) {
-    return threads.count("allox-planner") == 1 && threads.count("allox-book") == 1;
-  });
+  const auto threads = threads_of(pid);
   RequestThreadClasses classes;
   for (const auto& [name, thread] : threads) {
     if (name != "allox-http" && name != "allox-book") continue;
@@ -551,10 +537,8 @@ TEST(ThreadPriorityTest, AlloxdWithTheShippedShapeOfConfigRunsItsDocumentedThrea
   }
   auto alloxd = testing::start_alloxd_binary(config, dir.file("state.db"));
   ASSERT_TRUE(alloxd.ok()) << alloxd.message();
-  const auto threads = threads_once((*alloxd)->pid(), [](const auto& threads) {
-    return threads.count("allox-http") == 6 && threads.count("allox-actions") == 4 &&
-           threads.count("allox-informer") == 2 && threads.count("allox-control") == 1;
-  });
+  // Read once alloxd is ready (the watch listed) and listening: every thread runs by then.
+  const auto threads = threads_of((*alloxd)->pid());
   std::map<std::string, std::size_t> by_name;
   for (const auto& [name, thread] : threads) ++by_name[name];
   std::string seen;

@@ -26,7 +26,12 @@ for mode in "${modes[@]}"; do
   port=$(free_port)
   span=$seconds
   [[ $mode == big-* ]] && span=20
-  python3 "$here/misbehaving_apiserver.py" "$api" "$mode" "$((span + 5))" "$work/$mode.requests" &
+  # The fake server writes a line to this FIFO once it listens; opened read-write so neither side
+  # blocks on the open, and read with a bound in case the server never starts.
+  mkfifo "$work/$mode.up"
+  exec {up}<>"$work/$mode.up"
+  python3 "$here/misbehaving_apiserver.py" "$api" "$mode" "$((span + 5))" "$work/$mode.requests" \
+    "$work/$mode.up" &
   pids+=($!)
   cat > "$work/$mode.yaml" <<YAML
 listen: 127.0.0.1:$port
@@ -35,7 +40,8 @@ policy: fifo
 request_threads: normal
 apiserver: {url: "http://127.0.0.1:$api"}
 YAML
-  sleep 0.3  # the fake server's listen socket (a python start-up)
+  read -r -t 10 -u "$up" _ || { echo "FAIL $mode: the fake API server did not start" >&2; exit 1; }
+  exec {up}<&-
   "$build/cli/alloxd" --config "$work/$mode.yaml" 2> "$work/$mode.log" &
   pid=$!
   pids+=($pid)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A misbehaving Kubernetes API server for alloxd's informer (driven by informer_load.sh).
 
-  misbehaving_apiserver.py PORT MODE SECONDS COUNTS_FILE
+  misbehaving_apiserver.py PORT MODE SECONDS COUNTS_FILE [READY_FILE]
 
 Serves GET /api/v1/nodes and /api/v1/pods. LISTs answer an empty list at resourceVersion 1,
 except in the big-list modes. MODE says what the watches (and lists) do:
@@ -12,7 +12,8 @@ except in the big-list modes. MODE says what the watches (and lists) do:
   big-chunked  every LIST is a chunked 200 that sends 2 GB of list items, or until the client
                goes away
 Every request is logged as "<seconds since start> LIST|WATCH <path>" to COUNTS_FILE; the
-server ends itself after SECONDS. Anything else (events, leases, bindings) gets 404.
+server ends itself after SECONDS. Anything else (events, leases, bindings) gets 404. Once it
+listens it writes a line to READY_FILE (a FIFO the caller reads: an event, not a guessed delay).
 """
 import socket
 import sys
@@ -94,6 +95,9 @@ def main():
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", port))
     listener.listen(128)
+    if len(sys.argv) > 5:
+        with open(sys.argv[5], "w") as ready:
+            ready.write("listening\n")
     listener.settimeout(0.5)
     begin = time.monotonic()
     lock = threading.Lock()

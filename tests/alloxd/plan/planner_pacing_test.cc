@@ -6,8 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <memory>
-#include <thread>
 
 #include "alloxd/plan/planner.h"
 #include "alloxd/model/pod.h"
@@ -63,9 +63,7 @@ TEST(PlannerPacingTest, ABurstOfChangesInThePauseIsPlannedOnceAndSolveNowDoesNot
   // solve_now() may return on the thread's own first plan while the round it asked for is still
   // to come: wait until the planner rests in its pause with nothing due.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (planner->busy() && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  ASSERT_TRUE(planner->wait_until_idle(deadline));
   ASSERT_FALSE(planner->busy());
   const int first = rounds.load();
   ASSERT_GE(first, 1);
