@@ -33,7 +33,6 @@
 #include <cmath>
 #include <deque>
 #include <limits>
-#include <set>
 #include <tuple>
 
 #include "fairness/cluster_view.h"
@@ -63,7 +62,7 @@ class AlloxPolicy : public SchedulingPolicy {
     for (std::size_t i = 0; i < state.queue.size(); ++i) {
       for (const auto& [device, t] : *r.times[i]) {
         if (counts.contains(device)) {
-          r.waiting.insert(i);
+          r.wait(i);
           break;
         }
       }
@@ -81,7 +80,7 @@ class AlloxPolicy : public SchedulingPolicy {
         if (r.idle[m]) idle_of_device[r.machines[m].device].push_back(m);
       }
       for (std::size_t i : starved) {
-        if (!r.waiting.contains(i)) continue;
+        if (!r.is_waiting(i)) continue;
         if (r.jobs[i]->units > 1) {
           if (auto machine = r.fastest_fit(i)) r.start(i, *machine, decision);
           continue;
@@ -110,8 +109,8 @@ class AlloxPolicy : public SchedulingPolicy {
 
     bool planned_all = false;
     double alpha = options_.alpha;
-    while (r.any_idle() && !r.waiting.empty()) {
-      std::vector<std::size_t> waiting(r.waiting.begin(), r.waiting.end());
+    while (r.any_idle() && r.waiting_count > 0) {
+      const std::vector<std::size_t> waiting = r.waiting_jobs();
       const std::vector<std::size_t> entering =
           fairness_round(state, waiting, r.shares, alpha, options_.starvation_bound).jobs;
       Expected<matcher::OnlineDecision> online = plan(state, r, entering);
@@ -137,8 +136,8 @@ class AlloxPolicy : public SchedulingPolicy {
       }
       alpha = std::min(1.0, 2 * alpha);
     }
-    if (options_.estimate_starts && !planned_all && !r.waiting.empty()) {
-      std::vector<std::size_t> all(r.waiting.begin(), r.waiting.end());
+    if (options_.estimate_starts && !planned_all && r.waiting_count > 0) {
+      const std::vector<std::size_t> all = r.waiting_jobs();
       Expected<matcher::OnlineDecision> online = plan(state, r, all);
       if (!online.ok()) return Error{"allox estimated starts: " + online.message()};
       for (std::size_t k = 0; k < all.size(); ++k) {
@@ -171,9 +170,25 @@ class AlloxPolicy : public SchedulingPolicy {
         }
         jobs.push_back(q.job);
       }
+      waiting.assign(state.queue.size(), 0);
     }
 
     bool any_idle() const { return std::find(idle.begin(), idle.end(), true) != idle.end(); }
+
+    void wait(std::size_t i) {
+      waiting[i] = 1;
+      ++waiting_count;
+    }
+    bool is_waiting(std::size_t i) const { return waiting[i] != 0; }
+    // Queue indices neither started nor unrunnable, ascending.
+    std::vector<std::size_t> waiting_jobs() const {
+      std::vector<std::size_t> out;
+      out.reserve(waiting_count);
+      for (std::size_t i = 0; i < waiting.size(); ++i) {
+        if (waiting[i] != 0) out.push_back(i);
+      }
+      return out;
+    }
 
     // Callers pass a machine whose node has the job's units idle.
     void start(std::size_t i, std::size_t machine, Decision& decision) {
@@ -185,7 +200,8 @@ class AlloxPolicy : public SchedulingPolicy {
         idle[m] = false;
         machines[m].busy_until = now + times[i]->at(device);
       }
-      waiting.erase(i);
+      waiting[i] = 0;
+      --waiting_count;
       double weight = user_weight(jobs[i]->user);
       shares[jobs[i]->user] += running_job_share(*jobs[i], device, counts) / weight;
     }
@@ -229,7 +245,10 @@ class AlloxPolicy : public SchedulingPolicy {
     // Per queue index: the job's times, or its remaining ones from `overlaid`.
     std::vector<const std::map<DeviceType, double>*> times;
     std::vector<const Job*> jobs;
-    std::set<std::size_t> waiting;  // queue indices neither started nor unrunnable
+    // Per queue index: neither started nor unrunnable. A flag per job rather than an ordered
+    // set: a decision over thousands of queued jobs built and freed the set's nodes each time.
+    std::vector<char> waiting;
+    std::size_t waiting_count = 0;
   };
 
   // The job of a round's start_now that starts when only one does: shortest estimated time on

@@ -5,8 +5,14 @@
 // drf (the reference AlloX simulator's DRF): device types are distinct resources; a user's share
 //   is max over types of (its machines of that type / machines of that type), the dominant share
 //   over the vector (machines of each type). The reference takes it over (cores, memory, GPUs,
-//   GPU memory); where every job holds a whole CPU node or one GPU, as in its workload, cores
-//   and GPUs give these shares, and drf lands on the reference's figure (docs/results.md).
+//   GPU memory). On its workload the two give equal shares: a CPU job holds a whole node (32 of
+//   32 cores, at most 16 GB of memory) and a GPU job one GPU (2 GB of GPU memory), so with c CPU
+//   and g GPU jobs on N nodes and N GPUs the user's cores share is c/N, its GPUs share g/N, its
+//   memory share at most 16c/(N × node memory) <= c/N and its GPU memory share
+//   2g/(N × GPU memory) <= g/N whenever a job fits its node or GPU. (Not so if a GPU job also
+//   held host memory; the reference's description does not say so.) allox's cluster model has
+//   no cores or memory, so the vector is not offered; drf lands within 0.4% of the reference's
+//   figure with its profiling runs (docs/results.md).
 //   Each user's queued jobs are served shortest first (on the job's fastest device type), and
 //   the head job may only run on its fastest type. When that type has no idle machine the round stops (head-of-line
 //   blocking, the classic DRF behaviour that the reference measures).

@@ -93,6 +93,12 @@ class Transport {
       }
     }
     for (std::size_t level : net_.slot_level) level_.push_back(static_cast<std::int64_t>(level));
+    for (std::size_t s = 0; s < slots_; ++s) {
+      if (runs_.empty() || runs_.back().type != net_.slot_type[s]) {
+        runs_.push_back({net_.slot_type[s], s, s});
+      }
+      runs_.back().end = s + 1;
+    }
     price_.assign(slots_ + 1, 0);
     if (hint != nullptr && hint->slot_price.size() == slots_) {
       std::copy(hint->slot_price.begin(), hint->slot_price.end(), price_.begin());
@@ -130,6 +136,24 @@ class Transport {
     if (net_.implicit == nullptr) return cost_[j * slots_ + s];
     const std::int64_t time = net_.implicit->time(j, net_.slot_type[s]);
     return time == kCannotRun ? kNoArc : time * level_[s];
+  }
+  // Visits job j's arcs as visit(slot, cost), slots ascending. Implicit networks keep a type's
+  // slots contiguous: the job's time is read once per type and the cost of each level is one
+  // multiplication, which is what makes the O(J·S) passes (start, check) cheap.
+  template <typename Visit>
+  void for_each_arc(std::size_t j, Visit visit) const {
+    if (net_.implicit == nullptr) {
+      const std::int64_t* row = &cost_[j * slots_];
+      for (std::size_t s = 0; s < slots_; ++s) {
+        if (row[s] != kNoArc) visit(s, row[s]);
+      }
+      return;
+    }
+    for (const TypeRun& run : runs_) {
+      const std::int64_t time = net_.implicit->time(j, run.type);
+      if (time == kCannotRun) continue;
+      for (std::size_t s = run.first; s < run.end; ++s) visit(s, time * level_[s]);
+    }
   }
 
   // Outflow bookkeeping of slot s: out_[s] units fill its outlets cheapest first; cursor_[s] is
@@ -237,11 +261,10 @@ class Transport {
     for (std::size_t j = 0; j < jobs_; ++j) {
       std::size_t best = kNone;
       std::int64_t best_value = 0;
-      for (std::size_t s = 0; s < slots_; ++s) {
-        if (cost(j, s) == kNoArc) continue;
-        const std::int64_t value = cost(j, s) + price_[s];
+      for_each_arc(j, [&](std::size_t s, std::int64_t c) {
+        const std::int64_t value = c + price_[s];
         if (best == kNone || value < best_value) best = s, best_value = value;
-      }
+      });
       if (best == kNone) return Error{"transport backend: a job has no slot (a bug)"};
       slot_of_[j] = best;
       ++held_[best];
@@ -370,11 +393,9 @@ class Transport {
     }
     for (std::size_t j = 0; j < jobs_; ++j) {
       const std::int64_t mine = cost(j, slot_of_[j]) + price_[slot_of_[j]];
-      for (std::size_t s = 0; s < slots_; ++s) {
-        if (cost(j, s) != kNoArc && cost(j, s) + price_[s] < mine) {
-          return fail("a job has a cheaper slot");
-        }
-      }
+      bool cheaper = false;
+      for_each_arc(j, [&](std::size_t s, std::int64_t c) { cheaper |= c + price_[s] < mine; });
+      if (cheaper) return fail("a job has a cheaper slot");
     }
     for (std::size_t s = 0; s < slots_; ++s) {
       const std::int64_t price = price_[s] - price_[sink_];
@@ -424,6 +445,11 @@ class Transport {
   const std::size_t sink_;           // node id; slots are 0..S−1
   std::vector<std::int64_t> cost_;   // explicit arcs: job-major, kNoArc where the job has none
   std::vector<std::int64_t> level_;  // per slot
+  // Maximal runs of consecutive slots of one device type, ascending.
+  struct TypeRun {
+    std::size_t type, first, end;
+  };
+  std::vector<TypeRun> runs_;
   std::vector<std::int64_t> price_;  // per slot, then the sink
   std::vector<std::vector<std::size_t>> outlets_;
   std::vector<std::int64_t> capacity_;

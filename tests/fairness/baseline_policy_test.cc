@@ -96,6 +96,28 @@ TEST(DrfPolicyTest, WeightDividesDominantShare) {
   EXPECT_EQ((Starts{"b2@cpu-0", "a1@gpu-1"}), decide("drf", b));
 }
 
+TEST(DrfPolicyTest, DominantShareIsTheLargestTypeShareNotTheirSum) {
+  // 4 GPUs and 6 CPU nodes. alice holds gpu-0 and cpu-0: max(1/4, 1/6) = 1/4 (a sum would give
+  // 5/12); bob holds cpu-1 and cpu-2: 2/6 = 1/3; carol holds gpu-2 and gpu-3 and queues nothing.
+  // alice (1/4) goes first: a1 takes the only idle GPU, her share becomes max(2/4, 1/6) = 1/2;
+  // bob (1/3) is next and his b1 wants a GPU: none is idle, the round stops. Summed shares would
+  // have let bob (1/3 < 5/12) take gpu-1 first.
+  StateBuilder b(10);
+  for (const char* gpu : {"gpu-0", "gpu-1", "gpu-2", "gpu-3"}) b.machine(gpu, "gpu");
+  for (const char* cpu : {"cpu-0", "cpu-1", "cpu-2", "cpu-3", "cpu-4", "cpu-5"}) {
+    b.machine(cpu, "cpu");
+  }
+  b.running("ra", "alice", "gpu-0", 0, {{"gpu", 10}, {"cpu", 20}});
+  b.running("rb", "alice", "cpu-0", 0, {{"gpu", 10}, {"cpu", 20}});
+  b.running("rc", "bob", "cpu-1", 0, {{"gpu", 10}, {"cpu", 20}});
+  b.running("rd", "bob", "cpu-2", 0, {{"gpu", 10}, {"cpu", 20}});
+  b.running("re", "carol", "gpu-2", 0, {{"gpu", 10}, {"cpu", 20}});
+  b.running("rf", "carol", "gpu-3", 0, {{"gpu", 10}, {"cpu", 20}});
+  b.queued("b1", "bob", 1, {{"gpu", 10}, {"cpu", 20}});
+  b.queued("a1", "alice", 2, {{"gpu", 10}, {"cpu", 20}});
+  EXPECT_EQ((Starts{"a1@gpu-1"}), decide("drf", b));
+}
+
 TEST(DrfExtFastestPolicyTest, LeastShareUserTakesTheFasterFreeDevice) {
   StateBuilder b = two_users();
   // L: alice 1/2 (a GPU), bob 0. bob's b1 takes gpu-1 (L_bob = 1/2 * 4/4 = 1/2). Tie, alice's
