@@ -27,10 +27,10 @@
 #include <vector>
 
 #include "alloxd/config.h"
+#include "alloxd/plan/planner.h"
 #include "kube/client.h"
 #include "kube/events.h"
 #include "kube/informer.h"
-#include "alloxd/plan/planner.h"
 
 namespace allox::extender {
 

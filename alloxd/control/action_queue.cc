@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "core/log.h"
-#include "kube/backoff.h"
 #include "core/thread_priority.h"
+#include "kube/backoff.h"
 
 namespace allox::extender {
 
