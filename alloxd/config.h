@@ -77,11 +77,11 @@
 #include <string>
 #include <vector>
 
+#include "alloxd/http/request_threads.h"
+#include "alloxd/model/pod.h"
 #include "core/log.h"
 #include "core/model.h"
 #include "core/result.h"
-#include "alloxd/model/pod.h"
-#include "alloxd/http/request_threads.h"
 
 namespace allox::extender {
 

@@ -23,17 +23,17 @@
 #include <sstream>
 #include <thread>
 
-#include "core/log.h"
-#include "alloxd/verbs/admission.h"
-#include "alloxd/control/cluster_api.h"
 #include "alloxd/config.h"
+#include "alloxd/control/cluster_api.h"
 #include "alloxd/heap.h"
 #include "alloxd/http/http_server.h"
 #include "alloxd/http/request_threads.h"
 #include "alloxd/http/routes.h"
-#include "alloxd/service.h"
-#include "core/thread_priority.h"
 #include "alloxd/http/webhook_server.h"
+#include "alloxd/service.h"
+#include "alloxd/verbs/admission.h"
+#include "core/log.h"
+#include "core/thread_priority.h"
 #include "fairness/policy.h"
 
 namespace {

@@ -20,20 +20,20 @@
 #include <memory>
 #include <string>
 
-#include "alloxd/control/action_queue.h"
-#include "alloxd/control/cluster_api.h"
 #include "alloxd/cache/cluster_feed.h"
 #include "alloxd/config.h"
+#include "alloxd/control/action_queue.h"
+#include "alloxd/control/cluster_api.h"
 #include "alloxd/control/controller.h"
+#include "alloxd/plan/planner.h"
+#include "alloxd/verbs/verbs.h"
+#include "alloxd/web/metrics.h"
+#include "alloxd/web/reports.h"
+#include "alloxd/web/timeline.h"
+#include "fairness/policy.h"
 #include "kube/client.h"
 #include "kube/events.h"
 #include "kube/lease.h"
-#include "alloxd/web/metrics.h"
-#include "alloxd/plan/planner.h"
-#include "alloxd/web/reports.h"
-#include "alloxd/web/timeline.h"
-#include "alloxd/verbs/verbs.h"
-#include "fairness/policy.h"
 
 namespace allox::extender {
 

@@ -1,4 +1,6 @@
 // allox bench matcher: times the matcher at its target sizes and prints a table.
+#include "bench/bench_command.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -14,7 +16,6 @@
 #include "bench/harness_allocator.h"
 #include "bench/matcher_bench.h"
 #include "bench/unseen_bench.h"
-#include "bench/bench_command.h"
 #include "cli/exit.h"
 
 namespace allox::cli {

@@ -13,17 +13,17 @@
 #include <unordered_set>
 #include <vector>
 
+#include "alloxd/http/request_threads.h"
+#include "alloxd/web/metrics.h"
 #include "bench/bench_alloxd.h"
 #include "bench/proc_cpu.h"
+#include "core/thread_priority.h"
+#include "extender_api/extender_client.h"
 #include "kubesim/alloxd_process.h"
 #include "kubesim/cluster_threads.h"
 #include "kubesim/fake_api_server.h"
 #include "kubesim/replay.h"
 #include "kubesim/scheduler_config.h"
-#include "extender_api/extender_client.h"
-#include "alloxd/web/metrics.h"
-#include "alloxd/http/request_threads.h"
-#include "core/thread_priority.h"
 #include "profiler/throughput_table.h"
 #include "sim/synthetic.h"
 

@@ -21,11 +21,11 @@
 #include <string>
 #include <vector>
 
-#include "kubesim/extender_client.h"
-#include "extender_api/extender_client.h"
 #include "alloxd/http/http_server.h"
 #include "alloxd/http/routes.h"
 #include "alloxd/service.h"
+#include "extender_api/extender_client.h"
+#include "kubesim/extender_client.h"
 
 namespace {
 

@@ -13,11 +13,11 @@
 #include <vector>
 
 #include "bench/bench_alloxd.h"
+#include "extender_api/extender_client.h"
 #include "kubesim/alloxd_process.h"
 #include "kubesim/extender_client.h"
 #include "kubesim/fake_api_server.h"
 #include "kubesim/replay.h"
-#include "extender_api/extender_client.h"
 
 namespace allox::bench {
 namespace {

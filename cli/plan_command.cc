@@ -20,8 +20,8 @@
 #include "core/csv.h"
 #include "core/output_file.h"
 #include "core/workload_file.h"
-#include "sim/plots.h"
 #include "sim/planner.h"
+#include "sim/plots.h"
 
 namespace allox::cli {
 namespace {

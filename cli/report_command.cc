@@ -7,13 +7,13 @@
 #include <optional>
 #include <string>
 
+#include "alloxd/config.h"
+#include "alloxd/store/store.h"
 #include "cli/commands.h"
 #include "cli/exit.h"
 #include "cli/number_checks.h"
 #include "core/cluster_file.h"
 #include "core/workload_file.h"
-#include "alloxd/config.h"
-#include "alloxd/store/store.h"
 #include "fairness/jobs_csv.h"
 #include "fairness/report.h"
 

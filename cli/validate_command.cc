@@ -5,13 +5,13 @@
 #include <string>
 #include <vector>
 
+#include "alloxd/config.h"
 #include "cli/commands.h"
 #include "cli/exit.h"
 #include "core/cluster_file.h"
 #include "core/input_file.h"
 #include "core/workload_file.h"
 #include "core/yaml_fields.h"
-#include "alloxd/config.h"
 #include "sim/allox_trace.h"
 #include "sim/trace_file.h"
 

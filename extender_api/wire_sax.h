@@ -17,7 +17,7 @@
 // unsigned, negative ones signed, the rest double (read to full precision, so a rendered double
 // reads back the same).
 //
-// Not a public header: only wire.cc includes it. Cost: linear in the body, one copy of it.
+// Not a public header: only wire_readers.cc includes it. Cost: linear in the body, one copy of it.
 #pragma once
 
 #include <algorithm>

@@ -12,8 +12,8 @@
 
 #include "alloxd/config.h"
 #include "alloxd/model/pod.h"
-#include "kube/quantity.h"
 #include "extender_api/wire.h"
+#include "kube/quantity.h"
 
 namespace {
 

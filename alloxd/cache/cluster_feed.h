@@ -27,11 +27,11 @@
 #include <vector>
 
 #include "alloxd/config.h"
+#include "alloxd/plan/planner.h"
 #include "kube/client.h"
 #include "kube/events.h"
 #include "kube/informer.h"
 #include "kube/pods.h"
-#include "alloxd/plan/planner.h"
 
 namespace allox::extender {
 

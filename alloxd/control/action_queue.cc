@@ -4,8 +4,8 @@
 #include <future>
 
 #include "core/log.h"
-#include "kube/backoff.h"
 #include "core/thread_priority.h"
+#include "kube/backoff.h"
 
 namespace allox::extender {
 

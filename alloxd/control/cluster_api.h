@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
-#include "core/result.h"
 #include "alloxd/config.h"
-#include "kube/client.h"
+#include "core/result.h"
 #include "extender_api/wire.h"
+#include "kube/client.h"
 
 namespace allox::extender {
 

@@ -40,11 +40,11 @@
 #include <unordered_set>
 #include <vector>
 
-#include "alloxd/control/action_queue.h"
 #include "alloxd/cache/cluster_feed.h"
+#include "alloxd/control/action_queue.h"
+#include "alloxd/plan/planner.h"
 #include "kube/client.h"
 #include "kube/events.h"
-#include "alloxd/plan/planner.h"
 
 namespace allox::extender {
 

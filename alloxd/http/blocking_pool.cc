@@ -5,8 +5,8 @@
 #include <memory>
 #include <stdexcept>
 
-#include "core/log.h"
 #include "alloxd/http/countdown.h"
+#include "core/log.h"
 
 namespace allox::extender {
 

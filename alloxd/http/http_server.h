@@ -37,8 +37,8 @@
 #include <memory>
 #include <string>
 
-#include "core/result.h"
 #include "alloxd/http/http_message.h"
+#include "core/result.h"
 
 namespace allox::extender {
 

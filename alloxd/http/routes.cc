@@ -3,8 +3,8 @@
 #include <cmath>
 #include <limits>
 
-#include "alloxd/verbs/admission.h"
 #include "alloxd/model/pod.h"
+#include "alloxd/verbs/admission.h"
 #include "alloxd/web/status_page.h"
 #include "core/thread_priority.h"
 
@@ -136,6 +136,51 @@ HttpReply extender_verb(ExtenderService& service, const HttpRequest& request) {
   return {200, "application/json", render(service.preempt(*args))};
 }
 
+// POST /v1/jobs/<id>/done, the admin checked: the job's completion, once.
+HttpReply post_job_done(ExtenderService& service, const std::string& id) {
+  if (auto bad = bad_job_id(id)) return *bad;
+  if (!service.job(id)) return error_reply(404, "job " + id + " is unknown to allox");
+  auto done = [&](bool already_recorded) {
+    return json_reply(200,
+                      {{"job", id}, {"phase", "done"}, {"already_recorded", already_recorded}});
+  };
+  if (auto s = service.complete(id); !s) {
+    // A report of a completion already recorded (the pod's Succeeded phase read off the
+    // watch came first, or a retry after a lost answer) is a repeat, not a conflict: a job
+    // can report its own end without racing the watch. A job that never ran conflicts.
+    if (auto now = service.job(id); now && now->record.phase == JobPhase::kDone) {
+      return done(true);
+    }
+    return error_reply(409, s.message());
+  }
+  return done(false);
+}
+
+// /v1/jobs/<rest>: a job's completion (POST <id>/done), removal (DELETE) or view (GET); nullopt
+// for any other request there.
+std::optional<HttpReply> job_route(ExtenderService& service, const HttpRequest& request,
+                                   const std::string& rest) {
+  if (request.method == "POST" && rest.size() > kDoneSuffix.size() && rest.ends_with(kDoneSuffix)) {
+    if (auto denied = check_admin(service, request)) return *denied;
+    return post_job_done(service, rest.substr(0, rest.size() - kDoneSuffix.size()));
+  }
+  // An admin removes a queued job (one its pods can no longer rejoin).
+  if (request.method == "DELETE") {
+    if (auto denied = check_admin(service, request)) return *denied;
+    if (auto bad = bad_job_id(rest)) return *bad;
+    if (!service.job(rest)) return error_reply(404, "job " + rest + " is unknown to allox");
+    if (auto s = service.remove(rest); !s) return error_reply(409, s.message());
+    return json_reply(200, {{"job", rest}, {"phase", "removed"}});
+  }
+  if (request.method == "GET") {
+    if (auto bad = bad_job_id(rest)) return *bad;
+    auto job = service.job(rest);
+    if (!job) return error_reply(404, job.message());
+    return json_reply(200, to_json(*job));
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::size_t body_limit(const ExtenderService& service, const HttpRequest& head) {
@@ -165,7 +210,6 @@ HttpReply route(ExtenderService& service, const HttpRequest& request) {
   const std::string& path = request.path;
   const bool get = request.method == "GET";
   const bool post = request.method == "POST";
-  const bool del = request.method == "DELETE";
   Verb verb = verb_of(path);
   if (verb == Verb::kFilter || verb == Verb::kPrioritize || verb == Verb::kBind ||
       verb == Verb::kPreempt) {
@@ -209,40 +253,7 @@ HttpReply route(ExtenderService& service, const HttpRequest& request) {
     return post_profiles(service, request.body);
   }
   if (path.size() > kJobsPrefix.size() && path.rfind(kJobsPrefix, 0) == 0) {
-    std::string rest = path.substr(kJobsPrefix.size());
-    if (post && rest.size() > kDoneSuffix.size() && rest.ends_with(kDoneSuffix)) {
-      if (auto denied = check_admin(service, request)) return *denied;
-      std::string id = rest.substr(0, rest.size() - kDoneSuffix.size());
-      if (auto bad = bad_job_id(id)) return *bad;
-      if (!service.job(id)) return error_reply(404, "job " + id + " is unknown to allox");
-      auto done = [&](bool already_recorded) {
-        return json_reply(200,
-                          {{"job", id}, {"phase", "done"}, {"already_recorded", already_recorded}});
-      };
-      if (auto s = service.complete(id); !s) {
-        // A report of a completion already recorded (the pod's Succeeded phase read off the
-        // watch came first, or a retry after a lost answer) is a repeat, not a conflict: a job
-        // can report its own end without racing the watch. A job that never ran conflicts.
-        if (auto now = service.job(id); now && now->record.phase == JobPhase::kDone) {
-          return done(true);
-        }
-        return error_reply(409, s.message());
-      }
-      return done(false);
-    }
-    if (del) {  // an admin removes a queued job (one its pods can no longer rejoin)
-      if (auto denied = check_admin(service, request)) return *denied;
-      if (auto bad = bad_job_id(rest)) return *bad;
-      if (!service.job(rest)) return error_reply(404, "job " + rest + " is unknown to allox");
-      if (auto s = service.remove(rest); !s) return error_reply(409, s.message());
-      return json_reply(200, {{"job", rest}, {"phase", "removed"}});
-    }
-    if (get) {
-      if (auto bad = bad_job_id(rest)) return *bad;
-      auto job = service.job(rest);
-      if (!job) return error_reply(404, job.message());
-      return json_reply(200, to_json(*job));
-    }
+    if (auto reply = job_route(service, request, path.substr(kJobsPrefix.size()))) return *reply;
   }
   return error_reply(404, "no route for " + request.method + " " + path);
 }

@@ -22,8 +22,8 @@
 #include <string>
 
 #include "alloxd/http/http_message.h"
-#include "alloxd/web/metrics.h"
 #include "alloxd/service.h"
+#include "alloxd/web/metrics.h"
 
 namespace allox::extender {
 

@@ -1,8 +1,8 @@
 #include "alloxd/http/webhook_server.h"
 
-#include "alloxd/verbs/admission.h"
 #include "alloxd/http/routes.h"
 #include "alloxd/service.h"
+#include "alloxd/verbs/admission.h"
 
 namespace allox::extender {
 

@@ -9,9 +9,9 @@
 #include <cstddef>
 #include <memory>
 
-#include "core/result.h"
 #include "alloxd/config.h"
 #include "alloxd/http/http_server.h"
+#include "core/result.h"
 
 namespace allox::extender {
 

@@ -70,6 +70,11 @@ struct PodIdentity {
   std::string uid;
 };
 
+// A pod's key in the book and in admissions: "namespace/name".
+inline std::string pod_key(const PodIdentity& pod) {
+  return pod.namespace_name + "/" + pod.name;
+}
+
 struct JobVariant {
   PodIdentity pod;
   std::string job_id;

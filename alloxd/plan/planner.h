@@ -28,6 +28,7 @@
 // Thread-safe: all public methods may be called concurrently.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -40,15 +41,15 @@
 #include <unordered_map>
 #include <vector>
 
-#include "alloxd/web/bind_latency.h"
-#include "alloxd/control/cluster_api.h"
 #include "alloxd/config.h"
-#include "alloxd/store/job_book.h"
-#include "alloxd/web/metrics.h"
+#include "alloxd/control/cluster_api.h"
 #include "alloxd/plan/plan.h"
+#include "alloxd/store/job_book.h"
 #include "alloxd/store/store.h"
-#include "alloxd/web/timeline.h"
 #include "alloxd/store/write_delegate.h"
+#include "alloxd/web/bind_latency.h"
+#include "alloxd/web/metrics.h"
+#include "alloxd/web/timeline.h"
 #include "fairness/policy.h"
 
 namespace allox::extender {
@@ -283,6 +284,15 @@ class Planner {
       return section();
     });
   }
+  // section(begin, end) for consecutive ranges of at most kBookWriteChunk of [0, count), each
+  // range one write_book section: the batched writers' chunks.
+  template <typename Section>
+  void write_book_in_chunks(std::size_t count, Section&& section) {
+    for (std::size_t begin = 0; begin < count; begin += kBookWriteChunk) {
+      const std::size_t end = std::min(count, begin + kBookWriteChunk);
+      write_book([&] { section(begin, end); });
+    }
+  }
 
   const ExtenderConfig config_;
   std::unique_ptr<SchedulingPolicy> policy_;  // used by the planner thread only
@@ -316,6 +326,16 @@ class Planner {
   // returns the starts they keep.
   std::vector<std::pair<std::string, PlannedStart>> hold_admitted(PlanInput& input,
                                                                   double now) const;
+  // admit_all's steps, as its one writer (write_mu_): the admissions that change something
+  // (read under a shared lock; the others' outcomes set), their siblings out of the store, then
+  // the book (returns whether it changed).
+  struct Admitting;
+  std::vector<Admitting> admissions_to_write(const std::vector<AdmitRequest>& admissions,
+                                             std::vector<Status>& outcomes) const;
+  void forget_siblings(std::vector<Admitting>& admitting, std::vector<Status>& outcomes);
+  bool book_admissions(const std::vector<AdmitRequest>& admissions,
+                       const std::vector<Admitting>& admitting,
+                       const std::vector<Status>& outcomes);
   CompletionToBind completion_to_bind_;  // under book_mu_
 
   // record_start's groups (leader/follower, as the store's bind intents): a call joins the

@@ -50,13 +50,13 @@
 #include <thread>
 #include <vector>
 
-#include "core/result.h"
 #include "alloxd/model/pod.h"
+#include "core/result.h"
 
 struct sqlite3;
 
 namespace allox::extender {
-class StatementCache;  // store.cc
+class StatementCache;  // statement.h
 }  // namespace allox::extender
 
 namespace allox::extender {

@@ -58,8 +58,8 @@
 #include <vector>
 
 #include "alloxd/control/cluster_api.h"
-#include "alloxd/web/metrics.h"
 #include "alloxd/plan/planner.h"
+#include "alloxd/web/metrics.h"
 #include "extender_api/wire.h"
 
 namespace allox::extender {
@@ -124,6 +124,13 @@ class ExtenderVerbs {
   bool ours(const nlohmann::json& pod) const;
   // A bind of a pod the book does not know (see the class comment), outside bind_mu_.
   BindingResult bind_unknown(const BindingArgs& args, const std::string& namespace_name);
+  // bind's check, under bind_mu_ and the book's shared lock: the pod's job, variant and node,
+  // or why the bind is refused (or that the book does not know the pod).
+  struct BindCheck;
+  BindCheck check_bind(const JobBook& book, const BindingArgs& args,
+                       const std::string& namespace_name) const;
+  // A refused bind, counted.
+  BindingResult refuse_bind(std::string why);
   // The answer to a filter of `variant` from `book` and `plan` (under the book's shared lock).
   // unregistered: the job is answered as one no plan has yet (the watch registers it).
   void answer(const JobBook& book, const Plan& plan, const JobVariant& variant,

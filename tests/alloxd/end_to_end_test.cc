@@ -35,14 +35,14 @@
 #include <string>
 #include <vector>
 
+#include "alloxd/http/http_server.h"
+#include "alloxd/http/webhook_server.h"
+#include "alloxd/service.h"
+#include "fairness/policy.h"
 #include "kubesim/fake_api_server.h"
 #include "kubesim/replay.h"
 #include "kubesim/scheduler_config.h"
 #include "kubesim/sim_clock.h"
-#include "alloxd/http/http_server.h"
-#include "alloxd/service.h"
-#include "alloxd/http/webhook_server.h"
-#include "fairness/policy.h"
 #include "sim/allox_trace.h"
 #include "tests/alloxd/testing/test_support.h"
 

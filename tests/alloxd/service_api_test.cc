@@ -4,10 +4,10 @@
 // watch, binding rules (uid, gates), deletions and events.
 #include <gtest/gtest.h>
 
-#include "kubesim/fake_api_server.h"
 #include "alloxd/http/http_server.h"
-#include "kube/pods.h"
 #include "alloxd/service.h"
+#include "kube/pods.h"
+#include "kubesim/fake_api_server.h"
 #include "tests/alloxd/testing/api_pods.h"
 #include "tests/alloxd/testing/changes.h"
 #include "tests/alloxd/testing/test_support.h"

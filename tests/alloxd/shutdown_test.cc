@@ -11,8 +11,8 @@
 #include <mutex>
 #include <thread>
 
-#include "kubesim/alloxd_process.h"
 #include "alloxd/http/http_server.h"
+#include "kubesim/alloxd_process.h"
 #include "tests/alloxd/testing/changes.h"
 #include "tests/alloxd/testing/test_support.h"
 

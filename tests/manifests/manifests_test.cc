@@ -15,10 +15,10 @@
 #include <set>
 #include <string>
 
-#include "alloxd/verbs/admission.h"
 #include "alloxd/config.h"
 #include "alloxd/http/request_threads.h"
 #include "alloxd/http/routes.h"
+#include "alloxd/verbs/admission.h"
 
 namespace allox {
 namespace {

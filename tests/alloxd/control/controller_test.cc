@@ -8,8 +8,8 @@
 #include <chrono>
 
 #include "kube/pods.h"
-#include "tests/kube/scripted_server.h"
 #include "tests/alloxd/testing/test_support.h"
+#include "tests/kube/scripted_server.h"
 
 namespace allox::extender {
 namespace {

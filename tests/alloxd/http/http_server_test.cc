@@ -11,8 +11,8 @@
 #include <cstring>
 #include <thread>
 
-#include "alloxd/web/metrics.h"
 #include "alloxd/http/routes.h"
+#include "alloxd/web/metrics.h"
 #include "tests/alloxd/testing/server_fixture.h"
 
 namespace allox::extender {

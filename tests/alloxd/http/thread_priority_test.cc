@@ -20,9 +20,9 @@
 #include <string>
 #include <thread>
 
-#include "kubesim/alloxd_process.h"
 #include "alloxd/http/http_server.h"
 #include "alloxd/plan/planner.h"
+#include "kubesim/alloxd_process.h"
 #include "tests/alloxd/testing/api_pods.h"
 #include "tests/alloxd/testing/test_support.h"
 

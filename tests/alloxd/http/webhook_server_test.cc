@@ -13,9 +13,9 @@
 #include <boost/asio/ssl.hpp>
 #include <nlohmann/json.hpp>
 
-#include "kubesim/fake_api_server.h"
 #include "alloxd/service.h"
 #include "fairness/policy.h"
+#include "kubesim/fake_api_server.h"
 #include "tests/alloxd/testing/test_support.h"
 
 namespace allox::extender {

@@ -9,8 +9,8 @@
 #include <chrono>
 #include <memory>
 
-#include "alloxd/plan/planner.h"
 #include "alloxd/model/pod.h"
+#include "alloxd/plan/planner.h"
 #include "fairness/policy.h"
 #include "tests/alloxd/testing/test_support.h"
 

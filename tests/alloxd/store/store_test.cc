@@ -206,7 +206,7 @@ TEST(StoreTest, ALockedDatabaseIsAnErrorAndLeavesNothingHalfWritten) {
   EXPECT_TRUE((*store)->record_arrival(arrival("ns/a", "u", 1), pod_of("ns/a", "a", "u1")).ok());
 }
 
-// The write paths reuse their prepared statements (store.cc's StatementCache): a statement that
+// The write paths reuse their prepared statements (statement.h's StatementCache): a statement that
 // failed is reset before its next use, and a thousand uses write a thousand rows.
 TEST(StoreTest, AReusedStatementRecoversFromAFailureAndWritesEveryTime) {
   testing::ScratchDir dir;

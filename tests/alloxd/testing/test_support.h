@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "core/result.h"
 #include "alloxd/config.h"
-#include "kubesim/alloxd_process.h"
 #include "alloxd/plan/planner.h"
+#include "core/result.h"
+#include "kubesim/alloxd_process.h"
 
 namespace allox::extender::testing {
 

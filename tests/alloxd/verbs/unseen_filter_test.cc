@@ -15,8 +15,8 @@
 #include "alloxd/control/controller.h"
 #include "alloxd/store/store.h"
 #include "alloxd/verbs/verbs.h"
-#include "tests/kube/scripted_server.h"
 #include "tests/alloxd/testing/test_support.h"
+#include "tests/kube/scripted_server.h"
 
 namespace allox::extender {
 namespace {

@@ -7,8 +7,8 @@
 #include <gtest/gtest.h>
 
 #include "alloxd/control/controller.h"
-#include "tests/kube/scripted_server.h"
 #include "tests/alloxd/testing/test_support.h"
+#include "tests/kube/scripted_server.h"
 
 namespace allox::extender {
 namespace {
