@@ -17,6 +17,23 @@ std::size_t Cluster::count(const DeviceType& device) const {
       machines.begin(), machines.end(), [&](const Machine& m) { return m.device == device; }));
 }
 
+std::map<DeviceType, int> largest_node_units(const std::vector<Machine>& machines) {
+  std::map<DeviceType, int> largest;
+  const bool plain = std::none_of(machines.begin(), machines.end(),
+                                  [](const Machine& m) { return !m.node.empty(); });
+  if (plain) {  // every node one unit: no map of nodes needed
+    for (const Machine& m : machines) largest[m.device] = 1;
+    return largest;
+  }
+  const std::vector<std::size_t> node_of = node_ids(machines);
+  std::map<std::size_t, int> units;
+  for (std::size_t m = 0; m < machines.size(); ++m) {
+    int& n = largest[machines[m].device];
+    n = std::max(n, ++units[node_of[m]]);
+  }
+  return largest;
+}
+
 std::vector<std::size_t> node_ids(const std::vector<Machine>& machines) {
   std::vector<std::size_t> ids(machines.size());
   std::map<std::pair<std::string, DeviceType>, std::size_t> named;

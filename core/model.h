@@ -43,6 +43,10 @@ inline constexpr int kMaxUnits = 64;
 // order of each node's first machine. O(M log M).
 std::vector<std::size_t> node_ids(const std::vector<Machine>& machines);
 
+// Units of the largest node of each device type (node_ids' nodes): a job of more units than
+// largest_node_units(m)[d] can never run on d. O(M log M), O(M) when no machine names a node.
+std::map<DeviceType, int> largest_node_units(const std::vector<Machine>& machines);
+
 struct Cluster {
   std::vector<Machine> machines;
 

@@ -121,16 +121,7 @@ Status check_runnable(const Cluster& cluster, const Workload& workload, const st
   const std::set<DeviceType> known(available.begin(), available.end());
   std::string known_list;
   for (const DeviceType& d : available) known_list += (known_list.empty() ? "" : ", ") + d;
-  // Units of the largest node per device type.
-  std::map<DeviceType, int> largest;
-  {
-    const std::vector<std::size_t> node_of = node_ids(cluster.machines);
-    std::map<std::size_t, int> units;
-    for (std::size_t m = 0; m < cluster.machines.size(); ++m) {
-      int& n = largest[cluster.machines[m].device];
-      n = std::max(n, ++units[node_of[m]]);
-    }
-  }
+  std::map<DeviceType, int> largest = largest_node_units(cluster.machines);
   std::string problems;
   for (const Job& job : workload.jobs) {
     int most = 0;

@@ -54,20 +54,7 @@ std::optional<std::vector<std::size_t>> gang_units(const std::vector<Machine>& m
 }
 
 std::map<DeviceType, int> largest_nodes(const ClusterState& state) {
-  std::map<DeviceType, int> largest;
-  const bool plain = std::none_of(state.machines.begin(), state.machines.end(),
-                                  [](const Machine& m) { return !m.node.empty(); });
-  if (plain) {  // every node one unit: no map of nodes needed
-    for (const Machine& m : state.machines) largest[m.device] = 1;
-    return largest;
-  }
-  const std::vector<std::size_t> node_of = node_ids(state.machines);
-  std::map<std::size_t, int> units;
-  for (std::size_t m = 0; m < state.machines.size(); ++m) {
-    int& n = largest[state.machines[m].device];
-    n = std::max(n, ++units[node_of[m]]);
-  }
-  return largest;
+  return largest_node_units(state.machines);
 }
 
 IdleMachines::IdleMachines(const ClusterState& state) {

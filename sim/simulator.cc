@@ -629,15 +629,7 @@ Expected<SimResult> simulate(const Trace& trace, const Cluster& cluster, Schedul
     if (m.busy_until < 0) return Error{"simulate: machine " + m.name + " has busy_until < 0"};
   }
   // A job of k units that no node of its device types can hold would wait forever: refuse it.
-  std::map<DeviceType, int> largest;
-  {
-    const std::vector<std::size_t> node_of = node_ids(cluster.machines);
-    std::map<std::size_t, int> units;
-    for (std::size_t m = 0; m < cluster.machines.size(); ++m) {
-      int& n = largest[cluster.machines[m].device];
-      n = std::max(n, ++units[node_of[m]]);
-    }
-  }
+  const std::map<DeviceType, int> largest = largest_node_units(cluster.machines);
   for (const TraceJob& tj : trace.jobs) {
     if (tj.job.units == 1) continue;
     int most = 0;
