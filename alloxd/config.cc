@@ -19,9 +19,8 @@ using namespace config_yaml;
 constexpr std::string_view kRootKeys[] = {
     "listen", "reports_listen", "database", "policy", "alpha", "starvation_bound", "batch_rounds",
     "tick", "default_job_seconds", "fairness_window", "max_body_bytes", "http_threads",
-    "http_thread_slice_us", "background_threads", "request_threads", "admin_token",
-    "admin_token_file", "devices", "cpu", "nodes", "tenancy", "retention", "log", "apiserver",
-    "scheduler_name", "webhook", "limits"};
+    "request_threads", "admin_token", "admin_token_file", "devices", "cpu", "nodes", "tenancy",
+    "retention", "log", "apiserver", "scheduler_name", "webhook", "limits"};
 
 // Scheduling rounds at most 20 times a second, at least once an hour.
 constexpr double kMinTickSeconds = 0.05;
@@ -60,11 +59,6 @@ void read_root(FieldReader& reader, const YAML::Node& root, ExtenderConfig& conf
           .value_or(static_cast<std::int64_t>(config.max_body_bytes)));
   config.http_threads = static_cast<int>(
       reader.integer(root, "http_threads", "", 1, 256, false).value_or(config.http_threads));
-  config.http_thread_slice_us =
-      static_cast<int>(reader.integer(root, "http_thread_slice_us", "", 0, 100'000, false)
-                           .value_or(config.http_thread_slice_us));
-  read_either(reader, root, "background_threads", "batch", "idle", "idle",
-              config.idle_background_threads);
   read_choice(reader, root, "request_threads", "", parse_request_threads, config.request_threads);
   config.admin_token = inline_token(reader, root, "admin_token", "").value_or("");
   if (auto token = token_file(reader, root, "admin_token_file", "")) config.admin_token = *token;

@@ -16,14 +16,6 @@
 //   http_threads: 4                 # HTTP I/O threads (each owns its connections); on a
 //                                   # 2-core container 2 did as well or slightly better at
 //                                   # 5,000 nodes (docs/performance.md)
-//   http_thread_slice_us: 0         # their CPU slice (thread_priority.h; Linux 6.12+); 0: the
-//                                   # kernel's default. Shorter wakes them sooner on a busy
-//                                   # machine but has them yield sooner mid-request
-//   background_threads: batch       # batch | idle: the class of the threads that answer no
-//                                   # request (planner, controller, watch, actions, /bind's
-//                                   # pool). idle: a request thread that wakes always preempts
-//                                   # them; at 5,000 nodes on 2 shared cores it halved the
-//                                   # /filter p99 and cost ~17% of the bind rate (performance.md)
 //   request_threads: normal         # normal | auto | realtime: the class of the threads that
 //                                   # answer kube-scheduler (request_threads.h). An operator's
 //                                   # opt-in: auto is real-time (SCHED_FIFO) when the kernel
@@ -159,9 +151,6 @@ struct ExtenderConfig {
   double fairness_window = 3600;  // seconds: the windowed share of GET /v1/fairness
   std::size_t max_body_bytes = 1 << 20;
   int http_threads = 4;
-  int http_thread_slice_us = 0;
-  // The threads that answer no request run idle (SCHED_IDLE) rather than batch (thread_priority.h).
-  bool idle_background_threads = false;
   // The class of the threads that answer kube-scheduler (request_threads.h): normal unless the
   // operator opts in to real-time (auto or realtime).
   RequestThreads request_threads = RequestThreads::kNormal;

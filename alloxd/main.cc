@@ -84,18 +84,14 @@ void raise_descriptor_limit() {
   }
 }
 
-// Every thread alloxd starts from here on inherits the background class (thread_priority.h): the
-// watch, the controller, the store, the binds' API calls and the planner wait their turn when
-// they wake. The HTTP servers' I/O threads make themselves interactive (HttpServerOptions::
-// thread_slice), so a /filter preempts them. With `idle`, the named background threads enter
-// the idle class as they start (the main thread cannot: the I/O threads it starts could not
-// leave it). Said once if the kernel refuses either.
-// kube-scheduler's listener's threads (and the book's writer, alloxd/store/write_delegate.h) run in
-// the class request_threads.h chooses: normal by default, real-time where the operator opted in
-// and the kernel grants it. The choice and its reason are logged once.
-void run_in_background_but_answer_at_once(int slice_us, bool idle, RequestThreads request_threads,
+// Every thread alloxd starts from here on inherits the background class (SCHED_BATCH,
+// thread_priority.h): the watch, the controller, the store, the binds' API calls and the planner
+// wait their turn when they wake. The HTTP servers' I/O threads make themselves interactive, so a
+// /filter preempts them. kube-scheduler's listener's threads run in the class request_threads.h
+// chooses: normal by default, real-time where the operator opted in and the kernel grants it.
+// The choice and its reason are logged once; a refused background class is said once too.
+void run_in_background_but_answer_at_once(RequestThreads request_threads,
                                           const std::string& listen_host) {
-  set_background_class(idle ? BackgroundClass::kIdle : BackgroundClass::kBatch);
   if (Status background = run_this_thread_in_background(); !background) {
     log_warn("alloxd's threads keep the default scheduling class",
              {{"error", background.message()}});
@@ -110,15 +106,6 @@ void run_in_background_but_answer_at_once(int slice_us, bool idle, RequestThread
              {{"class", realtime ? "realtime" : "normal"}, {"reason", choice.reason}});
   } else {
     log_warn("request threads", {{"class", "normal"}, {"reason", choice.reason}});
-  }
-  if (realtime || slice_us == 0) return;
-  Status interactive = OkStatus();
-  std::thread([&] {
-    interactive = run_this_thread_interactively(std::chrono::microseconds(slice_us));
-  }).join();
-  if (!interactive) {
-    log_warn("http_thread_slice_us: the request threads keep the kernel's default slice",
-             {{"error", interactive.message()}});
   }
 }
 
@@ -178,9 +165,7 @@ int run(const Flags& flags) {
     }
     config->request_threads = *threads;
   }
-  run_in_background_but_answer_at_once(config->http_thread_slice_us,
-                                       config->idle_background_threads, config->request_threads,
-                                       config->listen_host);
+  run_in_background_but_answer_at_once(config->request_threads, config->listen_host);
   if (!database.empty()) config->database = database;
 
   PolicyOptions options;
@@ -228,7 +213,6 @@ int run(const Flags& flags) {
   server_options.max_body_bytes = config->max_body_bytes;
   server_options.max_unread_reply_bytes = config->limits.unread_reply_bytes;
   server_options.threads = config->http_threads;
-  server_options.thread_slice = std::chrono::microseconds(config->http_thread_slice_us);
   server_options.request_class = true;  // kube-scheduler's listener (request_threads)
   auto server = HttpServer::start(**service, server_options);
   if (!server) {

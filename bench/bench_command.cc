@@ -108,12 +108,12 @@ void print_cluster_header(const bench::ClusterBenchOptions& o, int repeat) {
       "bench cluster: %zu nodes x (%d GPUs + %d CPU bundles), %zu jobs queued at once as gated "
       "GPU + CPU pods (Gavel speeds), the real alloxd (%s) behind a fake API server and the "
       "kube-scheduler v1.28 emulator, %gx simulated time, allox rounds: %s, starvation bound "
-      "%g s, background threads: %s, cluster threads: %s, request threads: %s; %d run(s). "
+      "%g s, cluster threads: %s, request threads: %s; %d run(s). "
       "Wall-clock figures on a "
       "shared machine: under load.\n\n",
       o.nodes, o.gpus_per_node, o.cpu_bundles_per_node, o.pending, o.alloxd_binary.c_str(),
       o.speedup, o.batch_rounds ? "batch" : "one start per solve (paper)",
-      bench::effective_starvation_bound(o), o.background_threads.c_str(), o.cluster_threads.c_str(),
+      bench::effective_starvation_bound(o), o.cluster_threads.c_str(),
       o.request_threads.c_str(), repeat);
   std::printf("%4s %13s %6s %8s %8s %9s %9s %8s %9s %9s %8s %10s %8s %8s %7s\n", "run",
               "bound once", "twice", "unbound", "pods/s", "c2b p50", "c2b p99", "filters",
@@ -187,11 +187,6 @@ void add_cluster_command(CLI::App& parent) {
                   "alloxd's starvation_bound in simulated seconds (default: the run's horizon, "
                   "--max-wall x --speedup, so the backlog runs AlloX rounds, not the guard)")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--background-threads", o->background_threads,
-                  "alloxd's background_threads: batch (its default) or idle (a /filter always "
-                  "preempts the threads that answer no request)")
-      ->check(CLI::IsMember({"idle", "batch"}))
-      ->capture_default_str();
   cmd->add_option("--cluster-threads", o->cluster_threads,
                   "the emulated cluster's threads (API server, kubelets, binders): normal "
                   "(equals of alloxd's on these cores) or idle (on what alloxd and the "

@@ -137,7 +137,6 @@ Status write_alloxd_config(const std::string& path, const ClusterBenchOptions& o
          "alpha: 0.5\n"
       << "batch_rounds: " << (options.batch_rounds ? "true" : "false") << "\n"
       << "starvation_bound: " << std::to_string(effective_starvation_bound(options)) << "\n"
-      << "background_threads: " << options.background_threads << "\n"
       << "request_threads: " << options.request_threads << "\n"
       << "tick: 2\n"
          "default_job_seconds: 3600\n"

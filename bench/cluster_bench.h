@@ -58,9 +58,6 @@ struct ClusterBenchOptions {
   // whole backlog "starved" after 36 wall seconds at 100×, and the policy would run its
   // oldest-first guard instead of the AlloX rounds this bench means to measure.
   double starvation_bound = 0;
-  // alloxd's background_threads (alloxd/config.h): batch (its default) or idle, which trades
-  // bind rate for a shorter /filter tail (docs/performance.md, "The idle class").
-  std::string background_threads = "batch";
   // The emulated cluster's threads (kubesim/cluster_threads.h): normal (equals of
   // alloxd's on the shared cores) or idle (on what alloxd and the kube-scheduler thread leave,
   // as on machines of their own).

@@ -97,23 +97,6 @@ Status run_this_thread_when_idle() {
   return set_this_thread_policy(kSchedIdle, 0, 0, "run the thread in the idle class");
 }
 
-namespace {
-std::atomic<BackgroundClass> process_background_class{BackgroundClass::kBatch};
-}  // namespace
-
-void set_background_class(BackgroundClass background) {
-  process_background_class.store(background, std::memory_order_relaxed);
-}
-
-BackgroundClass background_class() {
-  return process_background_class.load(std::memory_order_relaxed);
-}
-
-Status enter_background_class() {
-  return background_class() == BackgroundClass::kIdle ? run_this_thread_when_idle()
-                                                      : run_this_thread_in_background();
-}
-
 Status run_this_thread_interactively(std::chrono::microseconds slice) {
   const auto slice_ns = static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(slice).count());
@@ -157,9 +140,10 @@ RequestClass request_class() {
   return process_request_class.load(std::memory_order_relaxed);
 }
 
-Status enter_request_class(std::chrono::microseconds slice, int realtime_priority) {
-  return request_class() == RequestClass::kRealtime ? run_this_thread_in_realtime(realtime_priority)
-                                                    : run_this_thread_interactively(slice);
+Status enter_request_class() {
+  return request_class() == RequestClass::kRealtime
+             ? run_this_thread_in_realtime()
+             : run_this_thread_interactively(std::chrono::microseconds(0));
 }
 
 bool this_thread_runs_in_realtime() {
@@ -198,7 +182,7 @@ void name_this_thread(const char* name) {
 
 void become_background_thread(const char* name) {
   name_this_thread(name);
-  if (Status entered = enter_background_class(); !entered) {
+  if (Status entered = run_this_thread_in_background(); !entered) {
     static std::once_flag said;
     std::call_once(said, [&] {
       log_warn("background threads keep the scheduling class they inherited",

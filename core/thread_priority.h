@@ -9,8 +9,7 @@
 //
 // Responsiveness: kube-scheduler waits on each /filter within its scheduling cycle, one pod at
 // a time, so the thread that reads it should get a core the moment it arrives. alloxd runs every
-// thread in the background and only its HTTP I/O threads interactively; with `background_threads:
-// idle` (config.h) its named background threads run in the idle class instead.
+// thread in the background and only its HTTP I/O threads interactively.
 #pragma once
 
 #include <chrono>
@@ -38,22 +37,10 @@ Status run_this_thread_in_background();
 // Idle (SCHED_IDLE): the thread runs on what the normal threads of its CPU group (cgroup) leave.
 // A normal thread that wakes preempts it at once, whatever either has run lately, and when both
 // want a core it weighs about 1/340 of a normal thread. No privilege is needed, but none can take
-// it back to normal either: only threads that stay background for good may enter it. Not the
-// default: on a busy machine the background work (the watch, the binds) then waits for every
-// gap, and at 5,000 nodes on 2 cores shared with the emulated cluster the /filter p99 halved
-// while the bind rate fell by about a sixth (docs/performance.md, "The idle class").
+// it back to normal either: only threads that stay background for good may enter it. alloxd does
+// not use it (docs/performance.md, "The idle class"); the emulated cluster may
+// (kubesim/cluster_threads.h).
 Status run_this_thread_when_idle();
-
-// The class alloxd's long-lived background threads enter when they start (config
-// `background_threads`): kBatch (the default, inherited from the main thread) or kIdle.
-enum class BackgroundClass { kBatch, kIdle };
-// Process-wide; set once by the executable before it starts its threads (a thread that starts
-// later reads it then).
-void set_background_class(BackgroundClass background);
-BackgroundClass background_class();
-// Puts the calling thread in background_class(). For the named threads that never answer a
-// request: the planner, the controller, the watch, the actions, the store's WAL and /bind's pool.
-Status enter_background_class();
 
 // Interactive (SCHED_NORMAL, in slices of `slice`; Linux 6.12+'s EEVDF custom slice, which the
 // kernel clamps to 0.1-100 ms): a woken thread whose slice is shorter than the running thread's
@@ -63,12 +50,8 @@ Status enter_background_class();
 // interactive with the default slice).
 Status run_this_thread_interactively(std::chrono::microseconds slice);
 
-// The real-time priorities of the request class (below): the threads that read a request above
-// the one that writes the book, so a request that wakes preempts a writer's section instead of
-// waiting for it to end (a /filter that then needs the book's lock waits for the section anyway;
-// a /prioritize, a request being read or a reply being sent does not).
+// The real-time priority the request class runs at (below).
 constexpr int kRequestThreadPriority = 2;
-constexpr int kBookWriterPriority = 1;
 
 // Real-time (SCHED_FIFO at `priority`, 1-99): the thread preempts every normal, batch and idle
 // thread the moment it wakes (the kernel still finishes a system call in progress first) and is
@@ -80,18 +63,16 @@ Status run_this_thread_in_realtime(int priority = kRequestThreadPriority);
 // the caller's class is untouched.
 Status realtime_granted();
 
-// The class of the threads that answer kube-scheduler (alloxd's HTTP I/O threads, and the one
-// thread that applies the book's changes, which they may wait on): kNormal (interactive in the
-// given slice) or kRealtime (for a machine whose cores are shared with a busy control plane;
+// The class of the threads that answer kube-scheduler (alloxd's extender listener's I/O
+// threads): kNormal (interactive) or kRealtime (for a machine whose cores are shared with a busy control plane;
 // request_threads.h chooses: normal unless an operator opts in; docs/performance.md).
 enum class RequestClass { kNormal, kRealtime };
 // Process-wide; set once by the executable before it starts its threads.
 void set_request_class(RequestClass request);
 RequestClass request_class();
-// Puts the calling thread in request_class(): real-time at `realtime_priority`, or interactive
-// in slices of `slice`.
-Status enter_request_class(std::chrono::microseconds slice,
-                           int realtime_priority = kRequestThreadPriority);
+// Puts the calling thread in request_class(): real-time at kRequestThreadPriority, or
+// interactive in the kernel's default slice.
+Status enter_request_class();
 
 // The calling thread's policy: true when it runs in the background (SCHED_BATCH).
 bool this_thread_runs_in_background();
@@ -111,8 +92,8 @@ std::optional<double> this_thread_cpu_seconds();
 // Names the calling thread (at most 15 characters are kept), as `top -H` and /proc show it.
 void name_this_thread(const char* name);
 
-// What each of alloxd's background threads does first: names itself and enters
-// background_class(). A class the kernel refuses leaves the thread in the one it inherited
+// What each of alloxd's background threads does first: names itself and enters the background
+// class (SCHED_BATCH). A class the kernel refuses leaves the thread in the one it inherited
 // (still correct, only less deferential) and is logged once per process, not once per thread.
 void become_background_thread(const char* name);
 

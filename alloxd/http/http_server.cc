@@ -15,7 +15,6 @@
 
 #include "alloxd/http/blocking_pool.h"
 #include "alloxd/http/countdown.h"
-#include "alloxd/http/io_thread_inbox.h"
 #include "alloxd/http/listener_state.h"
 #include "alloxd/http/routes.h"
 #include "alloxd/service.h"
@@ -88,9 +87,6 @@ struct HttpServer::Impl {
   // each other and wake each other on every request. Declared after everything their handlers
   // use: destroyed first, with any sessions they hold.
   std::vector<std::unique_ptr<asio::io_context>> contexts;
-  // contexts[i]'s inbox for replies from the blocking pool. Declared after the contexts: each
-  // inbox's eventfd is closed before its io_context goes.
-  std::vector<std::unique_ptr<IoThreadInbox>> inboxes;
   // Keep each run() going while a blocking handler has yet to post its reply back.
   std::vector<asio::executor_work_guard<asio::io_context::executor_type>> work;
   // The acceptor and its retry timer live on the first context (declared after it: destroyed
@@ -134,16 +130,15 @@ struct HttpServer::Impl {
     if (ec) return;  // already reset by the client
     const std::size_t index = next_context++ % contexts.size();
     asio::io_context& io = *contexts[index];
-    IoThreadInbox& inbox = *inboxes[index];
     tcp::socket socket(io);
     const int fd = accepted.release(ec);
     if (!ec) socket.assign(protocol, fd, ec);
     if (ec) return;
-    asio::post(io, [this, &inbox, socket = std::move(socket)]() mutable {
+    asio::post(io, [this, socket = std::move(socket)]() mutable {
       if (tls) {
-        start_session(asio::ssl::stream<tcp::socket>(std::move(socket), *tls), shared, inbox);
+        start_session(asio::ssl::stream<tcp::socket>(std::move(socket), *tls), shared);
       } else {
-        start_session(std::move(socket), shared, inbox);
+        start_session(std::move(socket), shared);
       }
     });
   }
@@ -200,9 +195,6 @@ Expected<std::unique_ptr<HttpServer>> HttpServer::start(HttpHandler handler,
   for (int i = 0; i < options.threads; ++i) {
     impl.contexts.push_back(std::make_unique<asio::io_context>(1));
     impl.work.push_back(asio::make_work_guard(*impl.contexts.back()));
-    auto inbox = IoThreadInbox::open(*impl.contexts.back());
-    if (!inbox) return Error{"HttpServer::start: " + inbox.message()};
-    impl.inboxes.push_back(std::move(*inbox));
   }
   impl.acceptor.emplace(*impl.contexts.front());
   impl.accept_retry.emplace(*impl.contexts.front());
@@ -230,10 +222,11 @@ Expected<std::unique_ptr<HttpServer>> HttpServer::start(HttpHandler handler,
   auto ready = std::make_shared<Countdown>(impl.contexts.size());
   for (auto& io : impl.contexts) {
     impl.threads.emplace_back(
-        [&io = *io, ready, slice = options.thread_slice, request_class = options.request_class] {
-          // Whether the kernel grants the class or the slice is the caller's to report (alloxd_main
-          // probes both): this thread serves either way.
-          (void)(request_class ? enter_request_class(slice) : run_this_thread_interactively(slice));
+        [&io = *io, ready, request_class = options.request_class] {
+          // Whether the kernel grants the class is the caller's to report (alloxd_main probes
+          // it): this thread serves either way.
+          (void)(request_class ? enter_request_class()
+                               : run_this_thread_interactively(std::chrono::microseconds(0)));
           name_this_thread("allox-http");
           ready->arrive();
           io.run();

@@ -60,12 +60,10 @@ struct HttpServerOptions {
   std::size_t max_handshakes = 256;
   std::chrono::milliseconds handshake_timeout{5000};
   int threads = 2;  // I/O threads, each with its own connections (see above)
-  // The I/O threads run interactively (thread_priority.h), whatever class the thread that started
-  // the server has, in slices of this: short, so a request arriving on a saturated machine
-  // preempts background work instead of waiting out its slice. 0: the kernel's default slice.
-  std::chrono::microseconds thread_slice{0};
-  // The I/O threads enter the process's request class instead (thread_priority.h RequestClass:
-  // real-time where request_threads.h chose it). Only for the listener kube-scheduler calls: a
+  // The I/O threads run interactively (SCHED_NORMAL, thread_priority.h), whatever class the
+  // thread that started the server has, so a request that arrives preempts background work.
+  // With `request_class` they enter the process's request class instead (thread_priority.h
+  // RequestClass: real-time where request_threads.h chose it). Only for the listener kube-scheduler calls: a
   // listener tenants can reach (reports, the webhook) stays normal, so no flood of requests
   // runs real-time against the node's other work.
   bool request_class = false;

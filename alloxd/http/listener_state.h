@@ -19,7 +19,6 @@
 
 #include "alloxd/http/blocking_pool.h"
 #include "alloxd/http/http_server.h"
-#include "alloxd/http/io_thread_inbox.h"
 
 namespace allox::extender {
 
@@ -91,11 +90,9 @@ struct ListenerState {
 };
 
 // Starts serving one accepted connection on the calling thread, the I/O thread whose io_context
-// owns `socket` and whose inbox is `inbox` (session.cc). The session keeps itself alive until it
-// closes.
-void start_session(boost::asio::ip::tcp::socket socket, std::shared_ptr<ListenerState> shared,
-                   IoThreadInbox& inbox);
+// owns `socket` (session.cc). The session keeps itself alive until it closes.
+void start_session(boost::asio::ip::tcp::socket socket, std::shared_ptr<ListenerState> shared);
 void start_session(boost::asio::ssl::stream<boost::asio::ip::tcp::socket> stream,
-                   std::shared_ptr<ListenerState> shared, IoThreadInbox& inbox);
+                   std::shared_ptr<ListenerState> shared);
 
 }  // namespace allox::extender

@@ -1,6 +1,6 @@
 // Which class alloxd's request threads run in (config `request_threads`, thread_priority.h
-// RequestClass): the threads that answer kube-scheduler's /filter, /prioritize and /bind on the
-// extender listener, and the book's writer they may wait on.
+// RequestClass): the I/O threads that answer kube-scheduler's /filter, /prioritize and /bind on
+// the extender listener.
 //
 //   normal    (the default) never real-time.
 //   auto      real-time when the kernel grants it (CAP_SYS_NICE or an RLIMIT_RTPRIO) and the

@@ -1,6 +1,7 @@
 // One connection's life: its requests read under the limits, answered (on the I/O thread or the
 // blocking pool), and kept alive, lingered on or reset (listener_state.h).
 #include <array>
+#include <boost/asio/post.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <charconv>
@@ -60,12 +61,10 @@ template <class Stream>
 class Session : public ListenerState::Connection,
                 public std::enable_shared_from_this<Session<Stream>> {
  public:
-  // `inbox`: the connection's I/O thread's, for replies composed on the blocking pool.
-  Session(Stream stream, std::shared_ptr<ListenerState> shared, IoThreadInbox& inbox)
+  Session(Stream stream, std::shared_ptr<ListenerState> shared)
       : stream_(std::move(stream)),
         timer_(stream_.get_executor()),
         shared_(std::move(shared)),
-        inbox_(&inbox),
         buffer_(shared_->options.max_header_bytes + kBodyReadSize) {}
   ~Session() override {
     end_handshake();
@@ -278,9 +277,9 @@ class Session : public ListenerState::Connection,
       shared_->blocking->post(
           [self = this->shared_from_this(), request = std::move(request)]() mutable {
             auto reply = std::make_shared<HttpReply>(self->serve(request));
-            // Not asio::post: that wakes the I/O thread while holding its io_context's lock
-            // (io_thread_inbox.h).
-            self->inbox_->push([self, reply] { self->send(std::move(*reply)); });
+            // Back to the connection's I/O thread, which alone touches the session.
+            asio::post(self->stream_.get_executor(),
+                       [self, reply] { self->send(std::move(*reply)); });
             ListenerState& shared = *self->shared_;
             if (shared.pool_work.fetch_sub(1) == 1) {
               std::lock_guard lock(shared.mu);
@@ -456,7 +455,6 @@ class Session : public ListenerState::Connection,
   Stream stream_;
   asio::steady_timer timer_;
   std::shared_ptr<ListenerState> shared_;
-  IoThreadInbox* inbox_;  // the I/O thread's; outlives every session (HttpServer::Impl)
   beast::flat_buffer buffer_;
   std::optional<Parser> parser_;
   bool header_checked_ = false;       // on_header() ran for this request
@@ -483,15 +481,12 @@ class Session : public ListenerState::Connection,
 
 }  // namespace
 
-void start_session(tcp::socket socket, std::shared_ptr<ListenerState> shared,
-                   IoThreadInbox& inbox) {
-  std::make_shared<Session<tcp::socket>>(std::move(socket), std::move(shared), inbox)->start();
+void start_session(tcp::socket socket, std::shared_ptr<ListenerState> shared) {
+  std::make_shared<Session<tcp::socket>>(std::move(socket), std::move(shared))->start();
 }
 
-void start_session(asio::ssl::stream<tcp::socket> stream, std::shared_ptr<ListenerState> shared,
-                   IoThreadInbox& inbox) {
-  std::make_shared<Session<asio::ssl::stream<tcp::socket>>>(std::move(stream), std::move(shared),
-                                                            inbox)
+void start_session(asio::ssl::stream<tcp::socket> stream, std::shared_ptr<ListenerState> shared) {
+  std::make_shared<Session<asio::ssl::stream<tcp::socket>>>(std::move(stream), std::move(shared))
       ->start();
 }
 

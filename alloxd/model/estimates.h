@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "alloxd/store/store.h"
+#include "alloxd/store/job_types.h"
 
 namespace allox::extender {
 

@@ -55,12 +55,7 @@ Planner::Planner(ExtenderConfig config, std::unique_ptr<SchedulingPolicy> policy
       store_(std::move(store)),
       metrics_(metrics),
       options_(std::move(options)),
-      book_(config_.devices, config_.default_job_seconds),
-      book_writer_([] {
-        name_this_thread("allox-book");
-        // Refused (a real-time class the kernel does not grant): normal, and still correct.
-        (void)enter_request_class(std::chrono::microseconds(0), kBookWriterPriority);
-      }) {
+      book_(config_.devices, config_.default_job_seconds) {
   store_->observe_writes(
       [&metrics](double seconds, bool synced) { metrics.record_store_write(seconds, synced); });
 }

@@ -46,7 +46,6 @@
 #include "alloxd/plan/plan.h"
 #include "alloxd/store/job_book.h"
 #include "alloxd/store/store.h"
-#include "alloxd/store/write_delegate.h"
 #include "alloxd/web/bind_latency.h"
 #include "alloxd/web/metrics.h"
 #include "alloxd/web/timeline.h"
@@ -272,17 +271,14 @@ class Planner {
                                         Durability durability);
   // Under book_mu_ (exclusive), after write_variant.
   void apply_variant(const VariantChange& change);
-  // Runs `section` holding book_mu_ exclusively on book_writer_, in the request threads' class,
-  // and returns its result: the changes made at the cluster's rate (registrations, starts,
-  // finishes, admissions, the retention sweep). The rare ones (an admin's removal, a profile
-  // report, a parked job, the inventory, the intents at start-up) take the lock on their own
-  // thread; some write the store under it.
+  // Runs `section` on the calling thread holding book_mu_ exclusively, and returns its result:
+  // the changes made at the cluster's rate (registrations, starts, finishes, admissions, the
+  // retention sweep). The rare ones (an admin's removal, a profile report, a parked job, the
+  // inventory, the intents at start-up) take the lock themselves; some write the store under it.
   template <typename Section>
   auto write_book(Section&& section) {
-    return book_writer_.run([&] {
-      std::unique_lock lock(book_mu_);
-      return section();
-    });
+    std::unique_lock lock(book_mu_);
+    return section();
   }
   // section(begin, end) for consecutive ranges of at most kBookWriteChunk of [0, count), each
   // range one write_book section: the batched writers' chunks.
@@ -309,9 +305,6 @@ class Planner {
   std::mutex write_mu_;
   mutable std::shared_mutex book_mu_;
   JobBook book_;
-  // The thread write_book's sections run on (write_delegate.h: a reader of the book never waits
-  // on a writer preempted in the idle class).
-  WriteDelegate book_writer_;
   // job -> the variant it was admitted as (guarded by book_mu_); a sibling seen again later
   // (a status update before its deletion) does not re-enter the book.
   struct Admission {

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <set>
 
+#include "alloxd/store/store.h"
+
 namespace allox::extender {
 namespace {
 

@@ -3,7 +3,8 @@
 // profiling samples behind each estimate.
 //
 // A node offers machines per device type (8 GPUs, 2 CPU bundles); each machine slot runs one job.
-// A job is queued until one of its variants is bound, then running on one slot until done. A
+// A job is queued until one of its variants is bound, then running on one slot until done (the
+// state machine, with the call that makes each transition: job_state.h). A
 // queued job leaves the plan while it is parked (the policy could not take it: the reason says
 // why) or while a bind of it is in doubt (a bind intent found at start-up, until reconciled).
 // An admin may remove a queued job; its pods are refused from then on.
@@ -43,10 +44,13 @@
 #include "alloxd/config.h"
 #include "alloxd/model/estimates.h"
 #include "alloxd/model/pod.h"
-#include "alloxd/store/store.h"
+#include "alloxd/store/job_state.h"
+#include "alloxd/store/job_types.h"
 #include "fairness/policy.h"
 
 namespace allox::extender {
+
+struct StoredState;  // store.h
 
 struct MachineSlot {
   std::string node;

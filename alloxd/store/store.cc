@@ -11,20 +11,6 @@
 
 namespace allox::extender {
 
-const char* phase_name(JobPhase phase) {
-  switch (phase) {
-    case JobPhase::kQueued:
-      return "queued";
-    case JobPhase::kRunning:
-      return "running";
-    case JobPhase::kDone:
-      return "done";
-    case JobPhase::kRemoved:
-      return "removed";
-  }
-  return "queued";
-}
-
 Store::Store(sqlite3* db) : db_(db), statements_(std::make_unique<StatementCache>(db)) {}
 
 namespace {

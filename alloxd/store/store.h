@@ -51,6 +51,7 @@
 #include <vector>
 
 #include "alloxd/model/pod.h"
+#include "alloxd/store/job_types.h"
 #include "core/result.h"
 
 struct sqlite3;
@@ -61,58 +62,9 @@ class StatementCache;  // statement.h
 
 namespace allox::extender {
 
-// kRemoved: an admin removed the queued job (DELETE /v1/jobs/{id}); its pods are refused.
-enum class JobPhase { kQueued, kRunning, kDone, kRemoved };
-const char* phase_name(JobPhase phase);
-
-struct JobRecord {
-  std::int64_t row = 0;  // the store's key for this run of the job; 0 until recorded
-  std::string id;
-  std::string user;
-  double arrival = 0;  // unix seconds
-  JobPhase phase = JobPhase::kQueued;
-  // Set once running: the bound pod, where, on which device, and the machine slot.
-  std::string pod_namespace, pod_name, pod_uid;
-  std::string node;
-  DeviceType device;
-  int machine = -1;  // index of the slot among the node's machines of `device`
-  double start = 0;
-  double finish = 0;  // once done or removed
-};
-
-struct ProfileSample {
-  enum class Kind { kProfile, kProgress };
-  std::string job_id;
-  DeviceType device;
-  Kind kind = Kind::kProfile;
-  std::int64_t iterations = 0;  // iterations run (profile) or completed so far (progress)
-  double seconds = 0;           // wall time they took
-  double at = 0;                // unix seconds when reported
-  std::int64_t job_row = 0;     // JobRecord::row of the run it belongs to
-};
-
 struct StoredVariant {
   std::int64_t job_row = 0;
   JobVariant variant;
-};
-
-// A bind alloxd asked the API server for and has not yet seen answered.
-struct BindIntent {
-  std::int64_t job_row = 0;
-  std::string job_id;
-  PodIdentity pod;
-  std::string node;
-  DeviceType device;
-  double at = 0;
-};
-
-struct UsageRecord {
-  std::string job_id;
-  std::string user;
-  DeviceType device;
-  std::string node;
-  double start = 0;
-  std::optional<double> end;
 };
 
 // How far a write has gone when its method returns (see the top of this file).

@@ -16,7 +16,7 @@
 
 #include "alloxd/model/estimates.h"
 #include "alloxd/plan/plan.h"
-#include "alloxd/store/store.h"
+#include "alloxd/store/job_types.h"
 #include "fairness/report.h"
 
 namespace allox::extender {

@@ -40,7 +40,6 @@ TEST(ConfigTest, DefaultsWhenKeysAreAbsent) {
     EXPECT_EQ(8888, config->listen_port);
     EXPECT_DOUBLE_EQ(0.5, config->alpha);
     EXPECT_FALSE(config->batch_rounds);             // the paper's one start per solve
-    EXPECT_FALSE(config->idle_background_threads);  // batch: safe beside busy neighbours
     EXPECT_EQ(RequestThreads::kNormal, config->request_threads);  // real-time is an opt-in
     EXPECT_EQ(std::size_t{1} << 20, config->max_body_bytes);
     EXPECT_TRUE(config->admin_token.empty());
@@ -61,8 +60,6 @@ default_job_seconds: 100
 fairness_window: 600
 max_body_bytes: 2048
 http_threads: 8
-http_thread_slice_us: 250
-background_threads: idle
 request_threads: realtime
 admin_token: t
 devices: [{resource: example.com/tpu, device: tpu}]
@@ -87,8 +84,6 @@ apiserver: {url: "https://k8s.local/", token: abc, ca_file: /ca.crt}
   EXPECT_DOUBLE_EQ(600, config->fairness_window);
   EXPECT_EQ(2048u, config->max_body_bytes);
   EXPECT_EQ(8, config->http_threads);
-  EXPECT_EQ(250, config->http_thread_slice_us);
-  EXPECT_TRUE(config->idle_background_threads);
   EXPECT_EQ(RequestThreads::kRealtime, config->request_threads);
   EXPECT_EQ("t", config->admin_token);
   EXPECT_EQ("tpu", config->devices.device_for("example.com/tpu").value());
@@ -127,9 +122,8 @@ TEST(ConfigTest, BadConfigsNameTheKey) {
   };
   const std::string keys =
       "listen, reports_listen, database, policy, alpha, starvation_bound, batch_rounds, tick, "
-      "default_job_seconds, fairness_window, max_body_bytes, http_threads, "
-      "http_thread_slice_us, background_threads, request_threads, admin_token, "
-      "admin_token_file, devices, cpu, nodes, tenancy, retention, log, apiserver, "
+      "default_job_seconds, fairness_window, max_body_bytes, http_threads, request_threads, "
+      "admin_token, admin_token_file, devices, cpu, nodes, tenancy, retention, log, apiserver, "
       "scheduler_name, webhook, limits";
   const std::string not_a_config =
       "t.yaml:1: not an alloxd config: expected a mapping of settings (" + keys + "), got ";
@@ -248,10 +242,11 @@ TEST(ConfigTest, BadConfigsNameTheKey) {
       {"max_body_bytes: 10",
        "t.yaml:1: max_body_bytes must be a whole number from 1024 to 1073741824, got 10"},
       {"http_threads: 0", "t.yaml:1: http_threads must be a whole number from 1 to 256, got 0"},
-      {"http_thread_slice_us: -5",
-       "t.yaml:1: http_thread_slice_us must be a whole number from 0 to 100000, got -5"},
-      {"background_threads: low",
-       R"(t.yaml:1: background_threads must be batch or idle, got "low")"},
+      // Settings alloxd no longer has (its threads' classes are fixed: design.md, "Threads").
+      {"policy: fifo\nhttp_thread_slice_us: 250",
+       R"(t.yaml:2: unknown key "http_thread_slice_us" (expected one of: )" + keys + ")"},
+      {"policy: fifo\nbackground_threads: idle",
+       R"(t.yaml:2: unknown key "background_threads" (expected one of: )" + keys + ")"},
       {"request_threads: fast",
        R"(t.yaml:1: request_threads must be auto, normal or realtime, got "fast")"},
       {"admin_token_file: /nonexistent/token",

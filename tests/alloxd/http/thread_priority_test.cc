@@ -67,32 +67,19 @@ TEST(ThreadPriorityTest, AThreadsCpuTimeCountsItsWorkNotItsWaits) {
 
 using std::chrono::microseconds;
 
-// The process's background class decides what enter_background_class() does; an idle thread
-// passes the class on to the threads it starts, and cannot go back to normal without privilege
-// (which is why alloxd's main thread never enters it).
-TEST(ThreadPriorityTest, TheBackgroundClassDecidesWhereANamedBackgroundThreadRuns) {
-  ASSERT_EQ(BackgroundClass::kBatch, background_class()) << "the default";
-  bool batch = false, idle = false, child_idle = false, still_batch = false;
+// What each of alloxd's named background threads does first: its name, and the batch class
+// whatever class the thread that started it had.
+TEST(ThreadPriorityTest, ANamedBackgroundThreadRunsInTheBackgroundClass) {
+  bool background = false;
+  char name[16] = {};
   std::thread([&] {
-    ASSERT_TRUE(enter_background_class().ok());
-    batch = this_thread_runs_in_background() && !this_thread_runs_when_idle();
+    ASSERT_FALSE(this_thread_runs_in_background());
+    become_background_thread("allox-test");
+    background = this_thread_runs_in_background() && !this_thread_runs_when_idle();
+    pthread_getname_np(pthread_self(), name, sizeof name);
   }).join();
-  set_background_class(BackgroundClass::kIdle);
-  std::thread([&] {
-    const Status entered = enter_background_class();
-    ASSERT_TRUE(entered.ok()) << entered.message();
-    idle = this_thread_runs_when_idle() && !this_thread_runs_in_background();
-    std::thread([&] { child_idle = this_thread_runs_when_idle(); }).join();
-  }).join();
-  set_background_class(BackgroundClass::kBatch);
-  std::thread([&] {
-    ASSERT_TRUE(enter_background_class().ok());
-    still_batch = this_thread_runs_in_background();
-  }).join();
-  EXPECT_TRUE(batch);
-  EXPECT_TRUE(idle);
-  EXPECT_TRUE(child_idle);
-  EXPECT_TRUE(still_batch);
+  EXPECT_TRUE(background);
+  EXPECT_STREQ("allox-test", name);
 }
 
 TEST(ThreadPriorityTest, ABackgroundThreadKeepsItsNiceValueAndPassesItsClassOn) {
@@ -138,14 +125,12 @@ TEST(ThreadPriorityTest, AnInteractiveThreadRunsInTheSliceItAskedFor) {
 }
 
 // A server started from a background thread (alloxd's main thread) still answers from
-// interactive threads in the configured slice.
-TEST(ThreadPriorityTest, TheHttpServersThreadsAnswerInteractivelyInTheirSlice) {
+// interactive threads.
+TEST(ThreadPriorityTest, TheHttpServersThreadsAnswerInteractively) {
   std::atomic<bool> served_in_background{true};
-  std::atomic<std::int64_t> served_slice_us{-1};
   HttpHandler handler;
   handler.serve = [&](const HttpRequest&) {
     served_in_background = this_thread_runs_in_background();
-    served_slice_us = this_thread_slice().value_or(microseconds(-1)).count();
     return HttpReply{200, "text/plain", "ok\n"};
   };
   std::unique_ptr<HttpServer> server;
@@ -153,7 +138,6 @@ TEST(ThreadPriorityTest, TheHttpServersThreadsAnswerInteractivelyInTheirSlice) {
     ASSERT_TRUE(run_this_thread_in_background().ok());
     HttpServerOptions options;
     options.port = 0;
-    options.thread_slice = microseconds(200);
     auto started = HttpServer::start(std::move(handler), options);
     ASSERT_TRUE(started.ok()) << started.message();
     server = std::move(*started);
@@ -162,7 +146,6 @@ TEST(ThreadPriorityTest, TheHttpServersThreadsAnswerInteractivelyInTheirSlice) {
   auto answer = testing::http_request(server->url(), "GET", "/x");
   EXPECT_EQ(200, answer.status);
   EXPECT_FALSE(served_in_background.load());
-  EXPECT_EQ(200, served_slice_us.load());
 }
 
 // Real-time needs CAP_SYS_NICE: granted (CI runs as root), the thread is SCHED_FIFO and can be
@@ -186,18 +169,19 @@ TEST(ThreadPriorityTest, ARealTimeThreadIsGrantedOrRefusedWithTheReason) {
 }
 
 // The request class is process-wide: with kRealtime a thread entering it runs SCHED_FIFO, with
-// kNormal in the slice it asks for.
+// kNormal interactively (SCHED_NORMAL), even when started from a background thread.
 TEST(ThreadPriorityTest, TheRequestClassDecidesHowARequestThreadRuns) {
   const bool granted = realtime_granted().ok();
   std::thread([] {
-    ASSERT_TRUE(enter_request_class(microseconds(300)).ok());
+    ASSERT_TRUE(run_this_thread_in_background().ok());
+    ASSERT_TRUE(enter_request_class().ok());
     EXPECT_FALSE(this_thread_runs_in_realtime());
-    EXPECT_EQ(microseconds(300), this_thread_slice());
+    EXPECT_FALSE(this_thread_runs_in_background());
   }).join();
   if (!granted) GTEST_FAIL() << "this machine grants no real-time class (CAP_SYS_NICE)";
   set_request_class(RequestClass::kRealtime);
   std::thread([] {
-    EXPECT_TRUE(enter_request_class(microseconds(300)).ok());
+    EXPECT_TRUE(enter_request_class().ok());
     EXPECT_TRUE(this_thread_runs_in_realtime());
   }).join();
   set_request_class(RequestClass::kNormal);
@@ -286,7 +270,7 @@ std::multimap<std::string, KernelThread> threads_of(int pid) {
 
 
 // The kernel's policy numbers as sched_getattr reports them.
-constexpr std::uint32_t kNormal = 0, kFifo = 1, kBatch = 3, kIdle = 5;
+constexpr std::uint32_t kNormal = 0, kFifo = 1, kBatch = 3;
 
 // A one-node alloxd config with `setting` (one line of YAML) in dir; its path.
 std::string one_node_config(testing::ScratchDir& dir, const std::string& setting) {
@@ -300,7 +284,7 @@ std::string one_node_config(testing::ScratchDir& dir, const std::string& setting
 TEST(ThreadPriorityTest, AlloxdRunsItsWorkInTheBackgroundAndAnswersInteractively) {
   testing::ScratchDir dir;
   const std::string config =
-      one_node_config(dir, "request_threads: normal\nhttp_thread_slice_us: 250");
+      one_node_config(dir, "request_threads: normal");
   auto alloxd = testing::start_alloxd_binary(config, dir.file("state.db"));
   ASSERT_TRUE(alloxd.ok()) << alloxd.message();
   // Read once: start_alloxd_binary returned on alloxd's 'ready' and 'listening' lines, and by
@@ -311,9 +295,6 @@ TEST(ThreadPriorityTest, AlloxdRunsItsWorkInTheBackgroundAndAnswersInteractively
   for (const auto& [name, thread] : threads) {
     if (name == "allox-http") {
       ++http;
-      EXPECT_EQ(kNormal, thread.policy) << name;
-      EXPECT_EQ(250'000u, thread.slice_ns) << name;
-    } else if (name == "allox-book") {  // the book's writes, in the request threads' class
       EXPECT_EQ(kNormal, thread.policy) << name;
     } else {  // the main thread, the planner, the store's, the blocking pool (/bind)
       ++background;
@@ -327,38 +308,7 @@ TEST(ThreadPriorityTest, AlloxdRunsItsWorkInTheBackgroundAndAnswersInteractively
   (*alloxd)->terminate(std::chrono::seconds(10));
 }
 
-// background_threads: idle puts every named thread that answers no request in the idle class
-// (the planner, the store's WAL thread, /bind's pool, and with an API server the watch, the
-// controller and the actions); the request threads stay interactive and the main thread batch.
-TEST(ThreadPriorityTest, AlloxdWithIdleBackgroundThreadsKeepsOnlyItsRequestThreadsNormal) {
-  testing::ScratchDir dir;
-  const std::string config =
-      one_node_config(dir, "request_threads: normal\nbackground_threads: idle");
-  auto alloxd = testing::start_alloxd_binary(config, dir.file("state.db"));
-  ASSERT_TRUE(alloxd.ok()) << alloxd.message();
-  const std::set<std::string> background = {"allox-planner",  "allox-wal",     "allox-blocking",
-                                            "allox-informer", "allox-control", "allox-actions"};
-  // Read once alloxd is ready and listening: every thread runs named and in its class by then.
-  const auto threads = threads_of((*alloxd)->pid());
-  std::size_t http = 0, idle = 0;
-  for (const auto& [name, thread] : threads) {
-    if (name == "allox-http" || name == "allox-book") {
-      http += name == "allox-http";
-      EXPECT_EQ(kNormal, thread.policy) << name;
-    } else if (background.count(name) != 0) {
-      ++idle;
-      EXPECT_EQ(kIdle, thread.policy) << name;
-    } else {
-      EXPECT_EQ(kBatch, thread.policy) << name;  // the main thread
-    }
-  }
-  EXPECT_EQ(4u, http);
-  EXPECT_GE(idle, 18u) << "the planner, the WAL thread and the 16 of /bind's pool";
-  (*alloxd)->terminate(std::chrono::seconds(10));
-}
-
-// request_threads: realtime puts kube-scheduler's listener's threads and the book's writer in
-// SCHED_FIFO; the reports listener (tenants reach it) stays normal, the background batch.
+// request_threads: realtime puts kube-scheduler's listener's threads in SCHED_FIFO; the reports listener (tenants reach it) stays normal, the background batch.
 TEST(ThreadPriorityTest, AlloxdWithRealtimeRequestThreadsAnswersKubeSchedulerFirst) {
   testing::ScratchDir dir;
   const std::string config =
@@ -370,20 +320,19 @@ TEST(ThreadPriorityTest, AlloxdWithRealtimeRequestThreadsAnswersKubeSchedulerFir
   for (const auto& [name, thread] : threads) {
     if (name == "allox-http" && thread.policy == kNormal) {
       ++normal_http;  // the reports listener's one thread
-    } else if (name == "allox-http" || name == "allox-book") {
+    } else if (name == "allox-http") {
       ++realtime;
       EXPECT_EQ(kFifo, thread.policy) << name << " (this test needs CAP_SYS_NICE, as CI has)";
     } else {
       EXPECT_EQ(kBatch, thread.policy) << name;
     }
   }
-  EXPECT_EQ(5u, realtime) << "kube-scheduler's listener's 4 threads and the book's writer";
+  EXPECT_EQ(4u, realtime) << "kube-scheduler's listener's 4 threads";
   EXPECT_EQ(1u, normal_http) << "the reports listener's thread";
   (*alloxd)->terminate(std::chrono::seconds(10));
 }
 
-// How many of alloxd's request threads (kube-scheduler's listener's and the book's writer) run
-// real-time and how many normal (alloxd ready and listening: every thread in its class).
+// How many of alloxd's request threads (kube-scheduler's listener's) run real-time and how many normal (alloxd ready and listening: every thread in its class).
 struct RequestThreadClasses {
   std::size_t realtime = 0, normal = 0;
 };
@@ -391,7 +340,7 @@ RequestThreadClasses request_thread_classes(int pid) {
   const auto threads = threads_of(pid);
   RequestThreadClasses classes;
   for (const auto& [name, thread] : threads) {
-    if (name != "allox-http" && name != "allox-book") continue;
+    if (name != "allox-http") continue;
     (thread.policy == kFifo ? classes.realtime : classes.normal) += 1;
   }
   return classes;
@@ -405,11 +354,11 @@ std::string realtime_gauge(const std::string& url) {
   return metrics.body.substr(at + 32, 1);
 }
 
-// kube-scheduler's listener's 4 threads and the book's writer all normal, as the gauge says.
+// kube-scheduler's listener's 4 threads all normal, as the gauge says.
 void expect_request_threads_normal(emulator::AlloxdProcess& alloxd) {
   const RequestThreadClasses classes = request_thread_classes(alloxd.pid());
   EXPECT_EQ(0u, classes.realtime);
-  EXPECT_EQ(5u, classes.normal);
+  EXPECT_EQ(4u, classes.normal);
   EXPECT_EQ("0", realtime_gauge(alloxd.url()));
 }
 
@@ -422,7 +371,7 @@ emulator::AlloxdLaunch launch_of(const std::string& config, const std::string& d
 }
 
 // The default (request_threads: normal) even where the kernel grants real-time (CI runs as
-// root): kube-scheduler's listener's 4 threads and the book's writer stay normal, and alloxd
+// root): kube-scheduler's listener's 4 threads stay normal, and alloxd
 // says so in its log and its metrics.
 TEST(ThreadPriorityTest, AlloxdByDefaultAnswersKubeSchedulerInTheNormalClassEvenWhereGranted) {
   ASSERT_TRUE(realtime_granted().ok()) << "this test needs CAP_SYS_NICE, as CI has";
@@ -435,7 +384,7 @@ TEST(ThreadPriorityTest, AlloxdByDefaultAnswersKubeSchedulerInTheNormalClassEven
 }
 
 // The operator's opt-in (request_threads: auto) where the kernel grants real-time and
-// kube-scheduler's listener is on loopback: its 4 threads and the book's writer run SCHED_FIFO,
+// kube-scheduler's listener is on loopback: its 4 threads run SCHED_FIFO,
 // and alloxd says so in its log and its metrics.
 TEST(ThreadPriorityTest, AlloxdWithAutoAnswersKubeSchedulerInRealTimeWhereGranted) {
   ASSERT_TRUE(realtime_granted().ok()) << "this test needs CAP_SYS_NICE, as CI has";
@@ -444,7 +393,7 @@ TEST(ThreadPriorityTest, AlloxdWithAutoAnswersKubeSchedulerInRealTimeWhereGrante
                                              dir.file("state.db"));
   ASSERT_TRUE(alloxd.ok()) << alloxd.message();
   const RequestThreadClasses classes = request_thread_classes((*alloxd)->pid());
-  EXPECT_EQ(5u, classes.realtime);
+  EXPECT_EQ(4u, classes.realtime);
   EXPECT_EQ(0u, classes.normal);
   EXPECT_EQ("1", realtime_gauge((*alloxd)->url()));
   EXPECT_NE(std::string::npos, (*alloxd)->log().find("real-time granted, the extender listener "
@@ -495,7 +444,7 @@ TEST(ThreadPriorityTest, TheRealtimeOverlaysOneCapabilityTakesEffectForUidZero) 
   auto alloxd = emulator::AlloxdProcess::start(launch);
   ASSERT_TRUE(alloxd.ok()) << alloxd.message();
   const RequestThreadClasses classes = request_thread_classes((*alloxd)->pid());
-  EXPECT_EQ(5u, classes.realtime) << (*alloxd)->log();
+  EXPECT_EQ(4u, classes.realtime) << (*alloxd)->log();
   EXPECT_EQ("1", realtime_gauge((*alloxd)->url()));
   (*alloxd)->terminate(std::chrono::seconds(10));
 }
@@ -521,7 +470,7 @@ TEST(ThreadPriorityTest, SysNiceForTheImagesUserDoesNotTakeEffect) {
 // reports listener and the TLS webhook listener) starts the threads docs/design.md counts,
 // "Threads": one blocking pool for the process, none for the webhook, whose handler never blocks.
 TEST(ThreadPriorityTest, AlloxdWithTheShippedShapeOfConfigRunsItsDocumentedThreads) {
-  constexpr std::size_t kDocumented = 34;
+  constexpr std::size_t kDocumented = 33;
   emulator::FakeApiServer api(testing::api_options("api-token"));
   api.add_node("n1", {{"cpu", "64"}, {"nvidia.com/gpu", "4"}});
   testing::ScratchDir dir;
