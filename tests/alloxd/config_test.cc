@@ -242,7 +242,7 @@ TEST(ConfigTest, BadConfigsNameTheKey) {
       {"max_body_bytes: 10",
        "t.yaml:1: max_body_bytes must be a whole number from 1024 to 1073741824, got 10"},
       {"http_threads: 0", "t.yaml:1: http_threads must be a whole number from 1 to 256, got 0"},
-      // Settings alloxd no longer has (its threads' classes are fixed: design.md, "Threads").
+      // Thread-class settings alloxd does not have (its classes are fixed: design.md, "Threads").
       {"policy: fifo\nhttp_thread_slice_us: 250",
        R"(t.yaml:2: unknown key "http_thread_slice_us" (expected one of: )" + keys + ")"},
       {"policy: fifo\nbackground_threads: idle",

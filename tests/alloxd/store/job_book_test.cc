@@ -13,6 +13,8 @@
 #include <set>
 #include <sstream>
 
+#include "alloxd/store/store.h"
+
 namespace allox::extender {
 namespace {
 
