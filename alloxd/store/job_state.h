@@ -35,8 +35,10 @@
 //  DONE ── JobBook::forget_finished (retention.finished_seconds) ──▶ out of memory; the store
 //          keeps it until Store::prune_history (retention.history_seconds)
 //
-// A run whose bind is in doubt at start-up (an intent restored from the store) stays out of the
-// plan until Planner::reconcile_binds settles it.
+// /bind may also take a queued run that was never admitted straight to BIND INTENT, when its
+// check passes (a machine free on the offered node). A run whose bind is in doubt at start-up
+// (an intent restored from the store) stays out of the plan until Planner::reconcile_binds
+// settles it.
 #pragma once
 
 namespace allox::extender {
