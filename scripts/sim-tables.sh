@@ -15,6 +15,8 @@
 #   scripts/sim-tables.sh [build-dir] [out-dir]      (defaults: build, out/sim-tables)
 #   ALLOX_SIM_SIZES="20" ALLOX_SIM_MODES="trace" scripts/sim-tables.sh   (a subset)
 #   ALLOX_SIM_TABLES_ONLY=1 scripts/sim-tables.sh    (the tables from earlier runs)
+#   ALLOX_SIM_FULL=/dev/null scripts/sim-tables.sh build-old out/sim-tables-old
+#                                                    (a comparison run: docs/ left alone)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}

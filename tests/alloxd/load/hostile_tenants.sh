@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Tenants against alloxd's memory (docs/results.md, "Hardening"): pods whose allox.io/user is
+# Tenants against alloxd's memory (docs/hardening.md): pods whose allox.io/user is
 # 100 KB, offered again and again, then 10,000 distinct users queued; prints RSS growth, the
 # refusal, and the sizes of /metrics, /v1/fairness, /v1/queue and the status page.
 #   tests/alloxd/load/hostile_tenants.sh [build-dir] [users]
