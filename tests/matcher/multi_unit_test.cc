@@ -241,7 +241,7 @@ TEST(MultiUnit, PlansAreFeasibleAndBoundedByTheOptimumOnSmallRandomInstances) {
   // The instances exercise what they should: most have a multi-unit job.
   EXPECT_GT(wide, rounds / 2);
   // What the reported gap means: how far plans really are from optimal, against how far the
-  // bound says they may be (docs/results.md quotes this line).
+  // bound says they may be (docs/simulator.md quotes this line).
   std::cout << rounds << " instances, " << wide << " with multi-unit jobs; plan optimal on "
             << optimal << "; above the optimum: mean " << 100 * true_sum / rounds << "%, worst "
             << 100 * worst_true << "%; reported gap: mean " << 100 * reported_sum / rounds << "%\n";

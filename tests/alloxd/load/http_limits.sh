@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# HTTP limits at full size (docs/results.md): a 1 GB body (Content-Length and chunked)
+# HTTP limits at full size (docs/hardening.md): a 1 GB body (Content-Length and chunked)
 # and a 1 GB header on both of alloxd's listeners, each refused with RSS growth under 20 MB; then
 # 10,000 stalled connections closed by alloxd while /healthz keeps answering on both ports.
 #   tests/alloxd/load/http_limits.sh [build-dir] [stalled connections]

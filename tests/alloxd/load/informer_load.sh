@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# alloxd's informer against a misbehaving API server (docs/results.md, hardening):
+# alloxd's informer against a misbehaving API server (docs/hardening.md):
 #   gone, end: every watch answered 410, or ended at once, for SECONDS (default 90): passes when
 #     alloxd sends under 1 LIST and under 1 WATCH a second (both collections together) after
 #     the first minute;

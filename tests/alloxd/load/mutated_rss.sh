@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Resident memory after mutated requests (docs/results.md, hardening): 100,000 mutated bodies on
+# Resident memory after mutated requests (docs/hardening.md): 100,000 mutated bodies on
 # every extender verb and GETs of the reports, then alloxd's RSS against its live set (RSS after
 # malloc_trim(0), called through gdb). Passes when no 5xx, no hang, and RSS <= 1.5 x live set.
 #   tests/alloxd/load/mutated_rss.sh [build-dir] [requests]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# SIGTERM under load (docs/results.md): RUNS times, start alloxd, drive it with wrk
+# SIGTERM under load (docs/hardening.md): RUNS times, start alloxd, drive it with wrk
 # (16 connections of new pods' /filter and /bind, plus reports), send SIGTERM at a random moment
 # 0.3-1.5 s in, and check that alloxd exits by itself, without a signal, within 5 s.
 #   tests/alloxd/load/sigterm_load.sh [build-dir] [runs]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Clients that never read (docs/results.md, hardening): 100 connections x 5 pipelined GET / on
+# Clients that never read (docs/hardening.md): 100 connections x 5 pipelined GET / on
 # the reports listener with a large status page, then 10,000 stalled TLS handshakes on the
 # webhook; each passes with alloxd's RSS growth under 100 MB and /healthz answering.
 #   tests/alloxd/load/unread_replies.sh [build-dir] [jobs] [clients] [handshakes]
