@@ -26,33 +26,71 @@ void JobBook::set_inventory(const std::vector<NodeInventory>& nodes) {
     for (const auto& [device, count] : node.machines) {
       for (int i = 0; i < count; ++i) {
         slots_.push_back({node.name, device, i, ""});
-        machines_.push_back({node.name + "/" + device + "-" + std::to_string(i), device, 0});
+        machines_.push_back(
+            {node.name + "/" + device + "-" + std::to_string(i), device, 0, node.name});
         offered.insert(device);
       }
     }
   }
   layout_ = std::make_shared<const std::vector<MachineSlot>>(slots_);
+  // Every running job's recorded slot first, then the rest of its units from what is free: a
+  // job that took its node's higher slots first (its preferred one) keeps them beside another's.
   for (auto& [id, job] : jobs_) {
     job.slot = -1;
-    if (job.record.phase != JobPhase::kRunning) continue;
-    for (std::size_t s = 0; s < slots_.size(); ++s) {
-      MachineSlot& slot = slots_[s];
-      if (slot.node == job.record.node && slot.device == job.record.device &&
-          slot.index == job.record.machine && slot.running_job.empty()) {
-        slot.running_job = id;
-        job.slot = static_cast<int>(s);
-        break;
-      }
+    job.other_slots.clear();
+  }
+  for (bool recorded_slot_only : {true, false}) {
+    for (auto& [id, job] : jobs_) {
+      if (job.record.phase == JobPhase::kRunning) place_running(job, recorded_slot_only);
     }
   }
   recount_capacity();
   has_inventory_ = true;
-  if (offered != offered_) {
-    // A job's planned times cover the offered devices only.
+  std::map<DeviceType, int> largest = allox::largest_node_units(machines_);
+  if (offered != offered_ || largest != largest_) {
+    // A job's planned times cover the offered devices a node is large enough on.
     offered_ = std::move(offered);
+    largest_ = std::move(largest);
     for (auto& [id, job] : jobs_) refresh(job);
   }
   ++version_;
+}
+
+void JobBook::place_running(BookJob& job, bool recorded_slot_only) {
+  const JobRecord& record = job.record;
+  if (recorded_slot_only) {
+    for (std::size_t s = 0; s < slots_.size(); ++s) {
+      MachineSlot& slot = slots_[s];
+      if (slot.node == record.node && slot.device == record.device &&
+          slot.index == record.machine && slot.running_job.empty()) {
+        slot.running_job = record.id;
+        job.slot = static_cast<int>(s);
+        return;
+      }
+    }
+    return;
+  }
+  const int units = std::clamp(record.units, 1, kMaxUnits);
+  for (int s : free_slots(record.node, record.device)) {
+    if (1 + static_cast<int>(job.other_slots.size()) >= units && job.slot >= 0) break;
+    slots_[s].running_job = record.id;
+    if (job.slot < 0) {
+      job.slot = s;
+    } else {
+      job.other_slots.push_back(s);
+    }
+  }
+}
+
+std::vector<int> JobBook::free_slots(const std::string& node, const DeviceType& device) const {
+  std::vector<int> free;
+  for (std::size_t s = 0; s < slots_.size(); ++s) {
+    const MachineSlot& slot = slots_[s];
+    if (slot.node == node && slot.device == device && slot.running_job.empty()) {
+      free.push_back(static_cast<int>(s));
+    }
+  }
+  return free;
 }
 
 NodeCapacity JobBook::capacity(std::string_view node, std::string_view device) const {
@@ -80,8 +118,8 @@ void JobBook::recount_capacity() {
 namespace {
 
 bool same_variant(const JobVariant& a, const JobVariant& b) {
-  return a.device == b.device && a.time_hints == b.time_hints && a.iterations == b.iterations &&
-         a.pod.uid == b.pod.uid && a.user == b.user;
+  return a.device == b.device && a.units == b.units && a.time_hints == b.time_hints &&
+         a.iterations == b.iterations && a.pod.uid == b.pod.uid && a.user == b.user;
 }
 
 // A pod this run has seen: one of its variants, or the pod it ran as. An empty UID cannot tell
@@ -269,17 +307,6 @@ const BookJob* JobBook::job_of_pod(const std::string& namespace_name,
   return it == pod_to_job_.end() ? nullptr : job(it->second);
 }
 
-int JobBook::find_slot(const std::string& node, const DeviceType& device,
-                       const std::string& job) const {
-  for (std::size_t s = 0; s < slots_.size(); ++s) {
-    const MachineSlot& slot = slots_[s];
-    if (slot.node == node && slot.device == device && slot.running_job == job) {
-      return static_cast<int>(s);
-    }
-  }
-  return -1;
-}
-
 Expected<JobRecord> JobBook::start(const std::string& job_id, const JobVariant& pod_variant,
                                    const std::string& node, int preferred_slot, double now) {
   auto it = jobs_.find(job_id);
@@ -291,23 +318,29 @@ Expected<JobRecord> JobBook::start(const std::string& job_id, const JobVariant& 
   }
   if (job.record.phase == JobPhase::kDone) return Error{"job " + job_id + " has finished"};
   if (!has_node(node)) return Error{"node " + node + " is not in allox's inventory"};
-  int slot = -1;
-  if (preferred_slot >= 0 && preferred_slot < static_cast<int>(slots_.size()) &&
-      slots_[preferred_slot].node == node && slots_[preferred_slot].device == pod_variant.device &&
-      slots_[preferred_slot].running_job.empty()) {
-    slot = preferred_slot;
-  } else {
-    slot = find_slot(node, pod_variant.device, "");
-  }
-  if (slot < 0) {
+  const int units = std::max(1, pod_variant.units);
+  std::vector<int> free = free_slots(node, pod_variant.device);
+  if (static_cast<int>(free.size()) < units) {
     NodeCapacity c = capacity(node, pod_variant.device);
-    return Error{"node " + node + " has no free " + devices_.resource_for(pod_variant.device) +
-                 " (" + std::to_string(c.free) + " of " + std::to_string(c.total) + " free)"};
+    const std::string resource = devices_.resource_for(pod_variant.device);
+    if (units == 1) {
+      return Error{"node " + node + " has no free " + resource + " (" + std::to_string(c.free) +
+                   " of " + std::to_string(c.total) + " free)"};
+    }
+    return Error{"node " + node + " has " + std::to_string(c.free) + " of " +
+                 std::to_string(c.total) + " " + resource + " free; pod " + pod_key(pod_variant.pod) +
+                 " needs " + std::to_string(units)};
   }
-  MachineSlot& machine = slots_[slot];
-  machine.running_job = job_id;
-  --capacity_[node][pod_variant.device].free;
+  // The preferred slot first when it is free there, then the lowest free ones.
+  auto preferred = std::find(free.begin(), free.end(), preferred_slot);
+  if (preferred != free.end()) std::rotate(free.begin(), preferred, preferred + 1);
+  free.resize(static_cast<std::size_t>(units));
+  for (int s : free) slots_[s].running_job = job_id;
+  capacity_[node][pod_variant.device].free -= units;
+  const int slot = free.front();
+  const MachineSlot& machine = slots_[slot];
   job.slot = slot;
+  job.other_slots.assign(free.begin() + 1, free.end());
   job.record.phase = JobPhase::kRunning;
   job.record.pod_namespace = pod_variant.pod.namespace_name;
   job.record.pod_name = pod_variant.pod.name;
@@ -315,6 +348,7 @@ Expected<JobRecord> JobBook::start(const std::string& job_id, const JobVariant& 
   job.record.node = node;
   job.record.device = pod_variant.device;
   job.record.machine = machine.index;
+  job.record.units = units;
   job.record.start = now;
   job.intent.reset();
   job.parked.clear();
@@ -332,12 +366,14 @@ Expected<JobRecord> JobBook::finish(const std::string& job_id, double now) {
   if (job.record.phase != JobPhase::kRunning) {
     return Error{"job " + job_id + " is " + phase_name(job.record.phase) + ", not running"};
   }
-  if (job.slot >= 0) {
-    MachineSlot& machine = slots_[job.slot];
+  if (job.slot >= 0) job.other_slots.push_back(job.slot);
+  for (int s : job.other_slots) {
+    MachineSlot& machine = slots_[s];
     machine.running_job.clear();
     ++capacity_[machine.node][machine.device].free;
   }
   job.slot = -1;
+  job.other_slots.clear();
   job.record.phase = JobPhase::kDone;
   job.record.finish = now;
   refresh(job);
@@ -401,16 +437,36 @@ void JobBook::refresh(BookJob& book_job) {
   job->user = book_job.record.user;
   job->arrival = book_job.record.arrival;
   job->iterations = book_job.iterations;
+  // Only the variants some node is large enough for; the job asks for the most of them.
+  std::string too_large;
   for (const auto& [key, variant] : book_job.variants) {
-    if (offered_.count(variant.device) && !job->time.count(variant.device)) {
+    if (!offered_.count(variant.device)) continue;
+    auto largest = largest_.find(variant.device);
+    const int offered = largest == largest_.end() ? 0 : largest->second;
+    if (variant.units > offered) {
+      too_large += (too_large.empty() ? "" : "; ") + std::to_string(variant.units) + " " +
+                   devices_.resource_for(variant.device) + " on one node (pod " + key +
+                   "), the largest node has " + std::to_string(offered);
+      continue;
+    }
+    job->units = std::max(job->units, variant.units);
+    if (!job->time.count(variant.device)) {
       job->time[variant.device] = estimate(book_job, variant.device).seconds;
     }
   }
   const JobPhase phase = book_job.record.phase;
+  if (phase == JobPhase::kQueued && job->time.empty() && !too_large.empty()) {
+    book_job.parked = "no node can hold it: " + too_large;
+    book_job.parked_for_size = true;
+  } else if (book_job.parked_for_size) {
+    if (phase == JobPhase::kQueued) book_job.parked.clear();
+    book_job.parked_for_size = false;
+  }
   if (phase == JobPhase::kRunning) {
     book_job.run_estimate = estimate(book_job, book_job.record.device).seconds;
     book_job.progress = latest_progress(book_job);
     job->time[book_job.record.device] = book_job.run_estimate;
+    job->units = std::clamp(book_job.record.units, 1, kMaxUnits);
   } else {
     book_job.run_estimate = 0;
     book_job.progress.reset();
@@ -472,8 +528,14 @@ PlanInput JobBook::snapshot(double now, const std::string* only) const {
       const double finish = now + estimate_remaining(book_job->run_estimate, record.start, now,
                                                      book_job->iterations, book_job->progress);
       state.machines[slot].busy_until = finish;
+      std::vector<std::size_t> others;
+      for (int other : book_job->other_slots) {
+        state.machines[static_cast<std::size_t>(other)].busy_until = finish;
+        others.push_back(static_cast<std::size_t>(other));
+      }
       input.jobs.push_back(job);
-      state.running.push_back({job.get(), slot, record.start, finish, now - record.start});
+      state.running.push_back(
+          {job.get(), slot, record.start, finish, now - record.start, std::move(others)});
       continue;
     }
     if (job->time.empty()) {
