@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <iterator>
 #include <map>
 #include <mutex>
@@ -249,11 +250,22 @@ TEST(UnitsEndToEndTest, NoNodeIsOvercommittedAndAPodLargerThanEveryNodeIsParked)
   auto summary = emulator::replay_jobs(objects, clock, jobs, options);
   ASSERT_TRUE(summary.ok()) << summary.message();
 
+  // alloxd released a pod only onto a node with its units free: kube-scheduler never found a
+  // released pod unschedulable (a 2-GPU pod released where one GPU was free would be).
+  EXPECT_EQ(0u, summary->scheduler.unschedulable);
+  EXPECT_EQ(0u, summary->scheduler.timeouts);
   // No node ever held more than it has, and the wide jobs did share nodes with others.
   const std::vector<std::string> overcommits = ledger.overcommits();
   EXPECT_TRUE(overcommits.empty()) << overcommits.size() << " over-commits, e.g. "
                                    << overcommits.front();
   const auto peaks = ledger.peaks();
+  for (const auto& [node, amounts] : peaks) {
+    std::printf("%s: at most %.0f nvidia.com/gpu and %.0f cpu held at once\n", node.c_str(),
+                amounts.count("nvidia.com/gpu") ? amounts.at("nvidia.com/gpu") : 0.0,
+                amounts.count("cpu") ? amounts.at("cpu") : 0.0);
+  }
+  std::printf("%zu jobs over %.0f simulated s in %.1f s wall\n", summary->jobs.size(),
+              summary->simulated_s, summary->wall_s);
   EXPECT_EQ(4, peaks.at("node-d").at("nvidia.com/gpu")) << "the 4-GPU jobs ran on node-d";
   // Every job bound once and finished; the huge one never.
   const std::map<std::string, int> binds = ledger.binds();
