@@ -4,8 +4,8 @@
 #include <limits>
 #include <map>
 #include <string_view>
-#include <unordered_map>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 

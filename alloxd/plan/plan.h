@@ -3,9 +3,10 @@
 // A plan is the policy's Decision turned into per-job answers: the node and slots each job that
 // starts now goes to (a job of k units: k idle slots of one node and device, the policy's
 // placement machine first when it is idle, then that node's lowest idle ones; a placement whose
-// node has fewer idle slots left is dropped and the job waits), and for the others their position in the queue and estimated start (the
-// policy's, else a list schedule: O(jobs × machines) per plan). Plans are
-// immutable once made and shared by pointer (PlanBoard), so readers never wait for a solve.
+// node has fewer idle slots left is dropped and the job waits), and for the others their
+// position in the queue and estimated start (the policy's, else a list schedule: O(jobs ×
+// machines) per plan). Plans are immutable once made and shared by pointer (PlanBoard), so
+// readers never wait for a solve.
 //
 // make_plan is pure. PlanBoard is thread-safe: publish() from one thread (the planner's),
 // latest() and wait_for() from any thread.

@@ -159,7 +159,8 @@ TEST(UnitsEndToEndTest, NoNodeIsOvercommittedAndAPodLargerThanEveryNodeIsParked)
   emulator::SimClock clock{emulator::SimClock::Stepped{}};
   auto config = load_extender_config(source("examples/alloxd.yaml"));
   ASSERT_TRUE(config.ok()) << config.message();
-  auto scheduler = emulator::load_scheduler_configuration(source("manifests/scheduler-config.yaml"));
+  auto scheduler =
+      emulator::load_scheduler_configuration(source("manifests/scheduler-config.yaml"));
   ASSERT_TRUE(scheduler.ok()) << scheduler.message();
 
   emulator::FakeApiServerOptions api_options;
@@ -239,11 +240,11 @@ TEST(UnitsEndToEndTest, NoNodeIsOvercommittedAndAPodLargerThanEveryNodeIsParked)
         {"spec",
          {{"schedulerName", options.scheduler_name},
           {"schedulingGates", json::array({{{"name", "allox.io/queue"}}})},
-          {"containers",
-           json::array({{{"name", "main"},
-                         {"image", "registry.invalid/train:latest"},
-                         {"resources", {{"requests", {{"nvidia.com/gpu", "8"}, {"cpu", "8"}}},
-                                        {"limits", {{"nvidia.com/gpu", "8"}}}}}}})}}}};
+          {"containers", json::array({{{"name", "main"},
+                                       {"image", "registry.invalid/train:latest"},
+                                       {"resources",
+                                        {{"requests", {{"nvidia.com/gpu", "8"}, {"cpu", "8"}}},
+                                         {"limits", {{"nvidia.com/gpu", "8"}}}}}}})}}}};
     auto created = objects.create(emulator::pods_resource(), kNamespace, huge);
     ASSERT_FALSE(std::holds_alternative<emulator::ApiError>(created));
   }
@@ -256,8 +257,8 @@ TEST(UnitsEndToEndTest, NoNodeIsOvercommittedAndAPodLargerThanEveryNodeIsParked)
   EXPECT_EQ(0u, summary->scheduler.timeouts);
   // No node ever held more than it has, and the wide jobs did share nodes with others.
   const std::vector<std::string> overcommits = ledger.overcommits();
-  EXPECT_TRUE(overcommits.empty()) << overcommits.size() << " over-commits, e.g. "
-                                   << overcommits.front();
+  EXPECT_TRUE(overcommits.empty())
+      << overcommits.size() << " over-commits, e.g. " << overcommits.front();
   const auto peaks = ledger.peaks();
   for (const auto& [node, amounts] : peaks) {
     std::printf("%s: at most %.0f nvidia.com/gpu and %.0f cpu held at once\n", node.c_str(),

@@ -24,8 +24,8 @@ struct Cluster {
   Metrics metrics;
   std::unique_ptr<Planner> planner;
 
-  explicit Cluster(const std::string& policy,
-                   std::vector<NodeInventory> nodes = {{"g1", {{"gpu", 2}}}, {"g2", {{"gpu", 2}}}}) {
+  explicit Cluster(const std::string& policy, std::vector<NodeInventory> nodes = {
+                                                  {"g1", {{"gpu", 2}}}, {"g2", {{"gpu", 2}}}}) {
     config = testing::make_config(nodes, dir.file("state.db"));
     config.policy = policy;
     open();
@@ -38,8 +38,8 @@ struct Cluster {
     options.inventory = config.nodes;
     PolicyOptions policy_options;
     policy_options.alpha = 1;
-    auto made = Planner::create(config, make_policy(config.policy, policy_options).value(),
-                                metrics, options);
+    auto made = Planner::create(config, make_policy(config.policy, policy_options).value(), metrics,
+                                options);
     ASSERT_TRUE(made.ok()) << made.message();
     planner = std::move(*made);
     planner->start();
@@ -144,7 +144,8 @@ TEST(PlannerUnitsTest, AStartOnANodeWithoutItsUnitsIsRefused) {
   auto started = cluster.planner->record_start(two, "g2", -1);
   ASSERT_TRUE(started.ok()) << started.message();
   EXPECT_EQ(2, started->record.units);
-  EXPECT_EQ(0, cluster.planner->read([](const JobBook& b) { return b.capacity("g2", "gpu").free; }));
+  EXPECT_EQ(0,
+            cluster.planner->read([](const JobBook& b) { return b.capacity("g2", "gpu").free; }));
   ASSERT_TRUE(cluster.planner->complete("lab/two").ok());
   EXPECT_EQ(2, cluster.planner->read([](const JobBook& b) { return b.capacity("g2", "gpu").free; }))
       << "an ended job frees all its units";
@@ -181,7 +182,8 @@ TEST(PlannerUnitsTest, APodLargerThanEveryNodeIsParkedUntilANodeThatLargeJoins) 
   EXPECT_EQ(3, plan->starts.at("lab/big").units);
   auto started = cluster.planner->record_start(big, "g4", plan->starts.at("lab/big").slot);
   ASSERT_TRUE(started.ok()) << started.message();
-  EXPECT_EQ(1, cluster.planner->read([](const JobBook& b) { return b.capacity("g4", "gpu").free; }));
+  EXPECT_EQ(1,
+            cluster.planner->read([](const JobBook& b) { return b.capacity("g4", "gpu").free; }));
 }
 
 // A job of two variants plans only the one some node can hold.
@@ -215,14 +217,16 @@ TEST(PlannerUnitsTest, ARunningJobsUnitsSurviveARestart) {
   std::map<std::string, int> held = cluster.held();
   EXPECT_EQ(2, held["g1"]);
   EXPECT_EQ(1, held["g2"]);
-  EXPECT_EQ(0, cluster.planner->read([](const JobBook& b) { return b.capacity("g1", "gpu").free; }));
+  EXPECT_EQ(0,
+            cluster.planner->read([](const JobBook& b) { return b.capacity("g1", "gpu").free; }));
   const int later_units =
       cluster.planner->read([](const JobBook& b) { return b.job("lab/later")->planned->units; });
   EXPECT_EQ(2, later_units) << "a queued variant's units are stored with it";
   std::shared_ptr<const Plan> plan = cluster.plan();
   EXPECT_EQ(0u, plan->starts.count("lab/later")) << "no node has 2 free units";
   ASSERT_TRUE(cluster.planner->complete("lab/two").ok());
-  EXPECT_EQ(2, cluster.planner->read([](const JobBook& b) { return b.capacity("g1", "gpu").free; }));
+  EXPECT_EQ(2,
+            cluster.planner->read([](const JobBook& b) { return b.capacity("g1", "gpu").free; }));
   plan = cluster.plan();
   ASSERT_EQ(1u, plan->starts.count("lab/later"));
   EXPECT_EQ("g1", plan->starts.at("lab/later").node);

@@ -33,8 +33,8 @@ struct Cluster {
   std::unique_ptr<ExtenderVerbs> verbs;
 
   Cluster() {
-    ExtenderConfig config = testing::make_config({{"g1", {{"gpu", 2}}}, {"g2", {{"gpu", 2}}}},
-                                                 dir.file("state.db"));
+    ExtenderConfig config =
+        testing::make_config({{"g1", {{"gpu", 2}}}, {"g2", {{"gpu", 2}}}}, dir.file("state.db"));
     PlannerOptions planner_options;
     planner_options.inventory = config.nodes;
     auto made = Planner::create(config, make_policy("fifo", PolicyOptions{}).value(), metrics,
@@ -84,7 +84,8 @@ TEST(FilterUnitsTest, ANodeWithoutTheFreeUnitsIsRefusedAndNeverBound) {
   EXPECT_EQ("node g1 has too few free nvidia.com/gpu (1 of 2 free); pod lab/two needs 2",
             cluster.bind("two", "g1"));
   ASSERT_EQ("", cluster.bind("two", "g2"));
-  EXPECT_EQ(0, cluster.planner->read([](const JobBook& b) { return b.capacity("g2", "gpu").free; }));
+  EXPECT_EQ(0,
+            cluster.planner->read([](const JobBook& b) { return b.capacity("g2", "gpu").free; }));
 
   // A third 1-GPU pod fits only where a unit is left.
   const json three = gpu_pod("three", 1);
