@@ -1,5 +1,8 @@
 // ExtenderService::timeline(): the status page's history, kept apart from the verbs.
 #include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "alloxd/service.h"
 
@@ -20,10 +23,13 @@ Timeline ExtenderService::timeline(double window_seconds) const {
   t.from = view.now - window_seconds;
   double horizon = view.now;
   std::vector<MachineSlot> slots;
+  std::map<std::string, std::vector<std::string>> rows_of;  // running job -> its units' rows
   planner_->read([&](const JobBook& book) {
     slots = book.slots();
-    for (const MachineSlot& slot : slots)
+    for (const MachineSlot& slot : slots) {
       t.machines.push_back(machine_row(slot.node, slot.device, slot.index));
+      if (!slot.running_job.empty()) rows_of[slot.running_job].push_back(t.machines.back());
+    }
     for (const auto& [id, job] : book.jobs()) {
       const JobRecord& r = job.record;
       if (r.phase != JobPhase::kDone || r.finish < t.from || r.node.empty()) continue;
@@ -36,8 +42,12 @@ Timeline ExtenderService::timeline(double window_seconds) const {
     const JobRecord& r = job.record;
     const double end = view.now + job.remaining.value_or(0);
     horizon = std::max(horizon, end);
-    t.bars.push_back({machine_row(r.node, r.device, std::max(0, r.machine)), r.id, r.user, r.start,
-                      end, TimelineBar::Kind::kRunning});
+    // A job of k units is a bar on each of its k machines.
+    std::vector<std::string> rows = rows_of[r.id];
+    if (rows.empty()) rows.push_back(machine_row(r.node, r.device, std::max(0, r.machine)));
+    for (const std::string& row : rows) {
+      t.bars.push_back({row, r.id, r.user, r.start, end, TimelineBar::Kind::kRunning});
+    }
   }
   // The plan's next starts: a job starting now on its planned machine; the others at their
   // estimated start on a row of their own (the plan names no machine for them yet).

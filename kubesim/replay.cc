@@ -80,12 +80,16 @@ json pod_for(const ReplayJob& job, const DeviceType& device, const ReplayOptions
       {"allox.io/job", job.id}, {"allox.io/user", job.user}, {"allox.io/device", device}};
   for (const auto& [d, seconds] : job.estimate) annotations["allox.io/time." + d] = number(seconds);
   json requests, limits = json::object();
+  auto units_of = job.units.find(device);
+  const int units = units_of == job.units.end() ? 1 : units_of->second;
   auto resource = options.resource_of.find(device);
   if (resource != options.resource_of.end()) {
-    requests = {{"cpu", number(options.gpu_pod_cores)}, {"memory", "1Gi"}, {resource->second, "1"}};
-    limits[resource->second] = "1";
+    requests = {{"cpu", number(options.gpu_pod_cores * units)},
+                {"memory", "1Gi"},
+                {resource->second, std::to_string(units)}};
+    limits[resource->second] = std::to_string(units);
   } else {
-    requests = {{"cpu", number(options.cpu_cores)}, {"memory", "4Gi"}};
+    requests = {{"cpu", number(options.cpu_cores * units)}, {"memory", "4Gi"}};
   }
   json spec = {
       {"schedulerName", options.scheduler_name},

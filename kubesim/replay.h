@@ -40,6 +40,9 @@ struct ReplayJob {
   double arrival = 0;                      // simulated seconds from the replay's start
   std::map<DeviceType, double> estimate;   // seconds; sent as allox.io/time.<device> hints
   std::map<DeviceType, double> true_time;  // seconds the job really runs; one pod per key
+  // Devices a variant's pod asks for on one node (1 where absent): a GPU pod requests that many
+  // of its resource (and as many times gpu_pod_cores), a CPU pod as many times cpu_cores.
+  std::map<DeviceType, int> units{};
 };
 
 struct ReplayEvent {

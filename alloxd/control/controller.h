@@ -146,6 +146,10 @@ class Controller {
                const PlannedStart& start, const Release& released);
   void tell_queued(const Pass& pass, const std::string& key, const ObservedPod& pod,
                    const PlannedWait& wait);
+  // A `Parked` warning with the reason the plan leaves the pod's job out (Plan::parked): its
+  // gate stays on, so kube-scheduler never tries it and says nothing of it.
+  void tell_parked(const Pass& pass, const std::string& key, const ObservedPod& pod,
+                   const std::string& reason);
   void add_pod(const std::string& key, std::vector<const PodEntry*>& visit) const;
   void add_pods_of(const std::string& job, std::vector<const PodEntry*>& visit) const;
   void loop();

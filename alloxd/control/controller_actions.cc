@@ -147,6 +147,8 @@ void Controller::act_on(const Pass& pass, const PodEntry& entry, const PodFacts&
   }
   if (auto wait = pass.plan->waiting.find(id); wait != pass.plan->waiting.end()) {
     tell_queued(pass, key, pod, wait->second);
+  } else if (auto parked = pass.plan->parked.find(id); parked != pass.plan->parked.end()) {
+    tell_parked(pass, key, pod, parked->second);
   }
 }
 
@@ -226,9 +228,20 @@ void Controller::release(const Pass& pass, const std::string& key, const Observe
   // say all an Admitted event would: one API write per pod fewer. An ungated pod may wait in
   // kube-scheduler's back-off first, so it is told where it will start.
   if (!ungated_.contains(key)) {
-    say(pod.ref, "Normal", "Admitted", "starts on " + start.node + " (" + start.device + ")", now);
+    say(pod.ref, "Normal", "Admitted",
+        "starts on " + start.node + " (" + units_text(start.device, start.units) + ")", now);
   }
   make_quiet(key, rest_until);
+}
+
+void Controller::tell_parked(const Pass& pass, const std::string& key, const ObservedPod& pod,
+                             const std::string& reason) {
+  const auto now = pass.now;
+  say(pod.ref, "Warning", "Parked",
+      "allox cannot schedule job " + pod.variant->job_id + ": " + reason, now);
+  if (auto at = said_at(key, "Parked"); at && now - *at < options_.requeue_event) {
+    make_quiet(key, *at + options_.requeue_event);
+  }
 }
 
 void Controller::tell_queued(const Pass& pass, const std::string& key, const ObservedPod& pod,

@@ -1,5 +1,6 @@
 #include "alloxd/model/pod.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 
@@ -103,6 +104,56 @@ Expected<std::map<std::string, double>> requested_resources(const json& pod) {
     for (const auto& [name, amount] : own) total[name] += amount;
   }
   return total;
+}
+
+// A number as its shortest round-trip text: 1.5, 64, 1e+300.
+std::string shown_number(double x) {
+  char text[32];
+  auto [end, ec] = std::to_chars(text, text + sizeof text, x);
+  return ec == std::errc() ? std::string(text, end) : std::string("?");
+}
+
+// How many units of `device` the pod's requests ask for (pod.h, "Units").
+Expected<int> requested_units(const json& pod, const DeviceType& device,
+                              const DeviceMapping& mapping) {
+  auto requests = requested_resources(pod);
+  if (!requests) return requests.error();
+  const std::string where = "Pod.spec.containers.resources.";
+  const std::string limit = ", over allox's limit of " + std::to_string(kMaxUnits) + " on one node";
+  double amount = 0;
+  std::string resource;
+  if (device == mapping.cpu_device) {
+    resource = "cpu";
+    if (auto cores = requests->find(resource); cores != requests->end()) amount = cores->second;
+  } else {
+    for (const DeviceMapping::Resource& r : mapping.resources) {
+      auto found = requests->find(r.resource);
+      if (r.device != device || found == requests->end()) continue;
+      resource = r.resource;
+      amount += found->second;
+    }
+  }
+  if (!std::isfinite(amount) || amount < 0) {
+    return Error{where + resource + ": " + shown_number(amount) + " is not a device count"};
+  }
+  if (device == mapping.cpu_device) {
+    const double bundles = std::max(1.0, std::ceil(amount / mapping.cores_per_machine));
+    if (bundles > kMaxUnits) {
+      return Error{where + "cpu: " + shown_number(amount) + " cores are " +
+                   shown_number(bundles) + " CPU bundles of " +
+                   shown_number(mapping.cores_per_machine) + limit};
+    }
+    return static_cast<int>(bundles);
+  }
+  if (amount != std::floor(amount)) {
+    return Error{where + resource + ": " + shown_number(amount) + " is not a whole number of " +
+                 device + " devices"};
+  }
+  if (amount > kMaxUnits) {
+    return Error{where + resource + ": " + shown_number(amount) + " " + device + " devices" +
+                 limit};
+  }
+  return std::max(1, static_cast<int>(amount));
 }
 
 }  // namespace
@@ -260,6 +311,9 @@ Expected<JobVariant> read_job_variant(const json& pod, const DeviceMapping& mapp
     }
     if (variant.device.empty()) variant.device = mapping.cpu_device;
   }
+  auto units = requested_units(pod, variant.device, mapping);
+  if (!units) return units.error();
+  variant.units = *units;
   return variant;
 }
 

@@ -16,6 +16,12 @@
 //   allox.io/time.<dev>   processing-time hint in seconds on device <dev>, within
 //                         [kMinJobSeconds, kMaxJobSeconds]
 //
+// Units: how many devices of its type the pod needs on one node at once (JobVariant::units,
+// core/model.h Job::units). For a device a resource maps to, the requested amount of the
+// resources mapping to it (`nvidia.com/gpu: 2` is 2 gpu units), a whole number; for the CPU
+// device, CPU bundles: ceil(requested cores / cores_per_machine). At least 1 (a pod requesting
+// none of its device's resources needs one), at most kMaxUnits.
+//
 // Resource requests are summed over containers (limits stand in for missing requests, as in
 // Kubernetes). Quantities use Kubernetes suffixes (500m, 2, 1k, 32Gi). Thread-safe: pure.
 #pragma once
@@ -82,6 +88,7 @@ struct JobVariant {
   DeviceType device;
   std::optional<std::int64_t> iterations;
   std::map<DeviceType, double> time_hints;  // seconds, from allox.io/time.<dev>
+  int units = 1;  // devices of `device` on one node it needs at once, 1..kMaxUnits (see above)
 };
 
 // The pod's identity, or an error naming the missing or invalid field (metadata.name is
@@ -96,7 +103,9 @@ std::string job_id_in_namespace(const std::string& namespace_name, const std::st
 // Reads the pod as a job variant. Errors name the field, e.g.
 // `annotation allox.io/time.gpu: "fast" is not a number of seconds`; a value over its length
 // limit (allox.io/user, allox.io/device, allox.io/job, a time.<dev> key) is refused by its size,
-// and no error quotes more than the first 64 bytes of any value.
+// and no error quotes more than the first 64 bytes of any value. A device request that is not a
+// whole number of devices (`nvidia.com/gpu: 1.5`), negative, or more units than kMaxUnits is an
+// error naming the resource.
 Expected<JobVariant> read_job_variant(const nlohmann::json& pod, const DeviceMapping& mapping,
                                       const Tenancy& tenancy = {});
 

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <string_view>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -60,7 +62,53 @@ std::string machine_key(std::string_view node, std::string_view device) {
   return key;
 }
 
+// The slots a start of `units` takes on `machine`'s node and device (plan.h): `machine` first
+// when it is free, then the node's lowest free slots; empty when fewer than `units` are free.
+// A node's slots of one device are adjacent (JobBook::set_inventory).
+std::vector<std::size_t> take_units(const std::vector<MachineSlot>& slots, std::size_t machine,
+                                    int units, std::vector<bool>& taken) {
+  auto same = [&](std::size_t i) {
+    return slots[i].node == slots[machine].node && slots[i].device == slots[machine].device;
+  };
+  std::vector<std::size_t> out;
+  if (!taken[machine]) out.push_back(machine);
+  std::size_t first = machine;
+  while (first > 0 && same(first - 1)) --first;
+  for (std::size_t i = first; i < slots.size() && same(i); ++i) {
+    if (static_cast<int>(out.size()) >= units) break;
+    if (i != machine && !taken[i]) out.push_back(i);
+  }
+  if (static_cast<int>(out.size()) < units) return {};
+  for (std::size_t i : out) taken[i] = true;
+  return out;
+}
+
+// The Decision's starts as PlannedStarts, each on as many slots as its job needs.
+void place_starts(const ClusterState& state, const std::vector<Placement>& starts,
+                  const std::vector<MachineSlot>& slots, Plan& plan) {
+  if (starts.empty()) return;
+  std::unordered_map<std::string_view, const Job*> queued;
+  queued.reserve(state.queue.size());
+  for (const QueuedJob& q : state.queue) queued.emplace(q.job->id, q.job);
+  std::vector<bool> taken(slots.size(), false);
+  for (std::size_t m = 0; m < slots.size() && m < state.idle.size(); ++m) taken[m] = !state.idle[m];
+  for (const Placement& placement : starts) {
+    if (placement.machine >= slots.size()) continue;  // a policy bug; the job stays queued
+    auto job = queued.find(placement.job_id);
+    const int units = job == queued.end() ? 1 : std::max(1, job->second->units);
+    const MachineSlot& slot = slots[placement.machine];
+    std::vector<std::size_t> taking = take_units(slots, placement.machine, units, taken);
+    if (taking.empty()) continue;  // the node cannot hold it now: it waits
+    plan.starts[placement.job_id] = {slot.node, slot.device, static_cast<int>(taking.front()),
+                                     units};
+  }
+}
+
 }  // namespace
+
+std::string units_text(const DeviceType& device, int units) {
+  return units > 1 ? device + " ×" + std::to_string(units) : device;
+}
 
 int Plan::planned_on(std::string_view node, std::string_view device) const {
   if (starts_on.empty()) return 0;
@@ -71,7 +119,7 @@ int Plan::planned_on(std::string_view node, std::string_view device) const {
 void index_starts(Plan& plan) {
   plan.starts_on.clear();
   for (const auto& [job, start] : plan.starts)
-    ++plan.starts_on[machine_key(start.node, start.device)];
+    plan.starts_on[machine_key(start.node, start.device)] += start.units;
 }
 
 Plan make_plan(const PlanInput& input, const Expected<Decision>& decision,
@@ -85,11 +133,7 @@ Plan make_plan(const PlanInput& input, const Expected<Decision>& decision,
     plan.error = decision.message();
     return plan;
   }
-  for (const Placement& placement : decision->start) {
-    if (placement.machine >= slots.size()) continue;  // a policy bug; the job stays queued
-    const MachineSlot& slot = slots[placement.machine];
-    plan.starts[placement.job_id] = {slot.node, slot.device, static_cast<int>(placement.machine)};
-  }
+  place_starts(input.state, decision->start, slots, plan);
   struct Waiting {
     double estimated_start;
     double arrival;

@@ -1,9 +1,12 @@
 // The latest scheduling plan, read by every filter and prioritize call.
 //
-// A plan is the policy's Decision turned into per-job answers: the slot each job that starts
-// now goes to, and for the others their position in the queue and estimated start (the
-// policy's, else a list schedule: O(jobs × machines) per plan). Plans are
-// immutable once made and shared by pointer (PlanBoard), so readers never wait for a solve.
+// A plan is the policy's Decision turned into per-job answers: the node and slots each job that
+// starts now goes to (a job of k units: k idle slots of one node and device, the policy's
+// placement machine first when it is idle, then that node's lowest idle ones; a placement whose
+// node has fewer idle slots left is dropped and the job waits), and for the others their
+// position in the queue and estimated start (the policy's, else a list schedule: O(jobs ×
+// machines) per plan). Plans are immutable once made and shared by pointer (PlanBoard), so
+// readers never wait for a solve.
 //
 // make_plan is pure. PlanBoard is thread-safe: publish() from one thread (the planner's),
 // latest() and wait_for() from any thread.
@@ -28,10 +31,15 @@ namespace allox::extender {
 struct PlannedStart {
   std::string node;
   DeviceType device;
-  int slot = -1;  // index into JobBook::slots()
+  int slot = -1;  // index into JobBook::slots(): the first of its units
+  int units = 1;  // slots of `device` on `node` it takes (Job::units)
 
   bool operator==(const PlannedStart&) const = default;
 };
+
+// How reports name what a start takes: "gpu" for one unit, "gpu ×2" for two ("starts on node-a
+// (gpu ×2)").
+std::string units_text(const DeviceType& device, int units);
 
 struct PlannedWait {
   int position = 0;  // 1-based, by estimated start (then arrival)
@@ -48,8 +56,8 @@ struct Plan {
   double solve_seconds = 0;
   std::unordered_map<std::string, PlannedStart> starts;
   std::unordered_map<std::string, PlannedWait> waiting;
-  // How many starts the plan puts on each machine type of a node (index_starts()): the free
-  // machines there that a start planned elsewhere may take without taking another job's.
+  // How many units the plan's starts take on each machine type of a node (index_starts()): the
+  // free machines there that a start planned elsewhere may take without taking another job's.
   std::unordered_map<std::string, int> starts_on;
   int planned_on(std::string_view node, std::string_view device) const;
   std::unordered_set<std::string> unrunnable;

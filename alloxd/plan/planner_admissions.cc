@@ -25,12 +25,16 @@ class AdmissionHolds {
  public:
   AdmissionHolds(ClusterState& state, double now) : state_(state), now_(now) {}
 
+  // `units`: the idle slots held, the first of them start.slot's replacement.
   void hold(const std::string& job_id, const QueuedJob& queued, std::size_t queue_index,
-            PlannedStart start, double seconds) {
-    const auto slot = static_cast<std::size_t>(start.slot);
-    state_.idle[slot] = false;
-    state_.machines[slot].busy_until = now_ + seconds;
-    state_.running.push_back({queued.job, slot, now_, now_ + seconds, 0});
+            PlannedStart start, const std::vector<std::size_t>& units, double seconds) {
+    for (std::size_t slot : units) {
+      state_.idle[slot] = false;
+      state_.machines[slot].busy_until = now_ + seconds;
+    }
+    start.slot = static_cast<int>(units.front());
+    state_.running.push_back({queued.job, units.front(), now_, now_ + seconds, 0,
+                              std::vector<std::size_t>(units.begin() + 1, units.end())});
     held_.emplace_back(job_id, std::move(start));
     if (keep_.empty()) keep_.assign(state_.queue.size(), true);
     keep_[queue_index] = false;
@@ -54,11 +58,37 @@ class AdmissionHolds {
   std::vector<bool> keep_;  // per queued job; empty until the first hold
 };
 
+// The idle slots of `start`'s node and device for its units: `start.slot` first when
+// `exact` (and none unless it is idle), else the node's lowest idle ones; empty when fewer than
+// start.units are idle. A node's machines of one device are adjacent slots
+// (JobBook::set_inventory).
+std::vector<std::size_t> idle_units(const std::vector<MachineSlot>& slots,
+                                    const ClusterState& state, const PlannedStart& start,
+                                    bool exact) {
+  const auto at = static_cast<std::size_t>(start.slot);
+  auto same_machine_type = [&](std::size_t i) {
+    return slots[i].node == start.node && slots[i].device == start.device;
+  };
+  std::vector<std::size_t> out;
+  if (exact) {
+    if (!state.idle[at]) return {};
+    out.push_back(at);
+  }
+  std::size_t first = at;
+  while (first > 0 && same_machine_type(first - 1)) --first;
+  const auto units = static_cast<std::size_t>(std::max(1, start.units));
+  for (std::size_t i = first; i < slots.size() && same_machine_type(i) && out.size() < units; ++i) {
+    if (state.idle[i] && !(exact && i == at)) out.push_back(i);
+  }
+  if (out.size() < units) return {};
+  return out;
+}
+
 // An admission whose slot another start took: a bind that reached a node with no slot named
-// (the watch's, or one kube-scheduler sent elsewhere) takes the node's first free machine, which
-// may be the one held for this job. The node still has the machine the other start was planned
-// on, so the job keeps its node on that one (hold_displaced, after every admission whose slot is
-// free kept it) rather than be planned afresh while its pod is already released.
+// (the watch's, or one kube-scheduler sent elsewhere) takes the node's first free machines, which
+// may be ones held for this job. The node may still have the machines the other start was
+// planned on, so the job keeps its node on those (hold_displaced, after every admission whose
+// slots are free kept them) rather than be planned afresh while its pod is already released.
 struct Displaced {
   const std::string* job_id;
   const QueuedJob* queued;
@@ -70,20 +100,9 @@ struct Displaced {
 void hold_displaced(const std::vector<Displaced>& displaced, const std::vector<MachineSlot>& slots,
                     const ClusterState& state, AdmissionHolds& holds) {
   for (const Displaced& d : displaced) {
-    // A node's machines of one device are adjacent slots (JobBook::set_inventory).
-    const auto at = static_cast<std::size_t>(d.start->slot);
-    auto same_machine_type = [&](std::size_t i) {
-      return slots[i].node == d.start->node && slots[i].device == d.start->device;
-    };
-    std::size_t first = at;
-    while (first > 0 && same_machine_type(first - 1)) --first;
-    for (std::size_t i = first; i < slots.size() && same_machine_type(i); ++i) {
-      if (!state.idle[i]) continue;
-      PlannedStart moved = *d.start;
-      moved.slot = static_cast<int>(i);
-      holds.hold(*d.job_id, *d.queued, d.queue_index, std::move(moved), d.seconds);
-      break;
-    }  // no free machine left there: planned afresh
+    std::vector<std::size_t> units = idle_units(slots, state, *d.start, /*exact=*/false);
+    if (units.empty()) continue;  // not enough free machines left there: planned afresh
+    holds.hold(*d.job_id, *d.queued, d.queue_index, *d.start, units, d.seconds);
   }
 }
 
@@ -122,8 +141,9 @@ std::vector<std::pair<std::string, PlannedStart>> Planner::hold_admitted(PlanInp
     auto time = queued.job->time.find(admission.start.device);
     if (time == queued.job->time.end()) continue;
     const auto queue_index = static_cast<std::size_t>(found - state.queue.begin());
-    if (state.idle[slot]) {
-      holds.hold(job_id, queued, queue_index, admission.start, time->second);
+    if (std::vector<std::size_t> units = idle_units(slots, state, admission.start, true);
+        !units.empty()) {
+      holds.hold(job_id, queued, queue_index, admission.start, units, time->second);
     } else {
       displaced.push_back({&job_id, &queued, queue_index, &admission.start, time->second});
     }

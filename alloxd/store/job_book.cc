@@ -18,72 +18,11 @@ std::string pod_key(const std::string& namespace_name, const std::string& name) 
 JobBook::JobBook(DeviceMapping devices, double default_job_seconds)
     : devices_(std::move(devices)), default_job_seconds_(default_job_seconds) {}
 
-void JobBook::set_inventory(const std::vector<NodeInventory>& nodes) {
-  nodes_.clear();
-  slots_.clear();
-  machines_.clear();
-  std::set<DeviceType> offered;
-  for (const NodeInventory& node : nodes) {
-    nodes_[node.name] = node;
-    for (const auto& [device, count] : node.machines) {
-      for (int i = 0; i < count; ++i) {
-        slots_.push_back({node.name, device, i, ""});
-        machines_.push_back({node.name + "/" + device + "-" + std::to_string(i), device, 0});
-        offered.insert(device);
-      }
-    }
-  }
-  layout_ = std::make_shared<const std::vector<MachineSlot>>(slots_);
-  for (auto& [id, job] : jobs_) {
-    job.slot = -1;
-    if (job.record.phase != JobPhase::kRunning) continue;
-    for (std::size_t s = 0; s < slots_.size(); ++s) {
-      MachineSlot& slot = slots_[s];
-      if (slot.node == job.record.node && slot.device == job.record.device &&
-          slot.index == job.record.machine && slot.running_job.empty()) {
-        slot.running_job = id;
-        job.slot = static_cast<int>(s);
-        break;
-      }
-    }
-  }
-  recount_capacity();
-  has_inventory_ = true;
-  if (offered != offered_) {
-    // A job's planned times cover the offered devices only.
-    offered_ = std::move(offered);
-    for (auto& [id, job] : jobs_) refresh(job);
-  }
-  ++version_;
-}
-
-NodeCapacity JobBook::capacity(std::string_view node, std::string_view device) const {
-  return find_capacity(node, device).value_or(NodeCapacity{});
-}
-
-std::optional<NodeCapacity> JobBook::find_capacity(std::string_view node,
-                                                   std::string_view device) const {
-  auto it = capacity_.find(node);
-  if (it == capacity_.end()) return std::nullopt;
-  auto c = it->second.find(device);
-  return c == it->second.end() ? NodeCapacity{} : c->second;
-}
-
-void JobBook::recount_capacity() {
-  capacity_.clear();
-  for (const auto& [name, node] : nodes_) capacity_[name];  // nodes without machines count too
-  for (const MachineSlot& slot : slots_) {
-    NodeCapacity& c = capacity_[slot.node][slot.device];
-    ++c.total;
-    if (slot.running_job.empty()) ++c.free;
-  }
-}
-
 namespace {
 
 bool same_variant(const JobVariant& a, const JobVariant& b) {
-  return a.device == b.device && a.time_hints == b.time_hints && a.iterations == b.iterations &&
-         a.pod.uid == b.pod.uid && a.user == b.user;
+  return a.device == b.device && a.units == b.units && a.time_hints == b.time_hints &&
+         a.iterations == b.iterations && a.pod.uid == b.pod.uid && a.user == b.user;
 }
 
 // A pod this run has seen: one of its variants, or the pod it ran as. An empty UID cannot tell
@@ -271,83 +210,6 @@ const BookJob* JobBook::job_of_pod(const std::string& namespace_name,
   return it == pod_to_job_.end() ? nullptr : job(it->second);
 }
 
-int JobBook::find_slot(const std::string& node, const DeviceType& device,
-                       const std::string& job) const {
-  for (std::size_t s = 0; s < slots_.size(); ++s) {
-    const MachineSlot& slot = slots_[s];
-    if (slot.node == node && slot.device == device && slot.running_job == job) {
-      return static_cast<int>(s);
-    }
-  }
-  return -1;
-}
-
-Expected<JobRecord> JobBook::start(const std::string& job_id, const JobVariant& pod_variant,
-                                   const std::string& node, int preferred_slot, double now) {
-  auto it = jobs_.find(job_id);
-  if (it == jobs_.end()) return Error{"job " + job_id + " is unknown to allox"};
-  BookJob& job = it->second;
-  if (job.record.phase == JobPhase::kRunning) {
-    return Error{"job " + job_id + " is already running as pod " + job.record.pod_namespace + "/" +
-                 job.record.pod_name + " on " + job.record.node};
-  }
-  if (job.record.phase == JobPhase::kDone) return Error{"job " + job_id + " has finished"};
-  if (!has_node(node)) return Error{"node " + node + " is not in allox's inventory"};
-  int slot = -1;
-  if (preferred_slot >= 0 && preferred_slot < static_cast<int>(slots_.size()) &&
-      slots_[preferred_slot].node == node && slots_[preferred_slot].device == pod_variant.device &&
-      slots_[preferred_slot].running_job.empty()) {
-    slot = preferred_slot;
-  } else {
-    slot = find_slot(node, pod_variant.device, "");
-  }
-  if (slot < 0) {
-    NodeCapacity c = capacity(node, pod_variant.device);
-    return Error{"node " + node + " has no free " + devices_.resource_for(pod_variant.device) +
-                 " (" + std::to_string(c.free) + " of " + std::to_string(c.total) + " free)"};
-  }
-  MachineSlot& machine = slots_[slot];
-  machine.running_job = job_id;
-  --capacity_[node][pod_variant.device].free;
-  job.slot = slot;
-  job.record.phase = JobPhase::kRunning;
-  job.record.pod_namespace = pod_variant.pod.namespace_name;
-  job.record.pod_name = pod_variant.pod.name;
-  job.record.pod_uid = pod_variant.pod.uid;
-  job.record.node = node;
-  job.record.device = pod_variant.device;
-  job.record.machine = machine.index;
-  job.record.start = now;
-  job.intent.reset();
-  job.parked.clear();
-  refresh(job);
-  --queued_;
-  ++running_;
-  ++version_;
-  return job.record;
-}
-
-Expected<JobRecord> JobBook::finish(const std::string& job_id, double now) {
-  auto it = jobs_.find(job_id);
-  if (it == jobs_.end()) return Error{"job " + job_id + " is unknown to allox"};
-  BookJob& job = it->second;
-  if (job.record.phase != JobPhase::kRunning) {
-    return Error{"job " + job_id + " is " + phase_name(job.record.phase) + ", not running"};
-  }
-  if (job.slot >= 0) {
-    MachineSlot& machine = slots_[job.slot];
-    machine.running_job.clear();
-    ++capacity_[machine.node][machine.device].free;
-  }
-  job.slot = -1;
-  job.record.phase = JobPhase::kDone;
-  job.record.finish = now;
-  refresh(job);
-  --running_;
-  ++version_;
-  return job.record;
-}
-
 void JobBook::add_sample(const ProfileSample& sample) {
   auto it = jobs_.find(sample.job_id);
   if (it == jobs_.end()) return;
@@ -403,16 +265,36 @@ void JobBook::refresh(BookJob& book_job) {
   job->user = book_job.record.user;
   job->arrival = book_job.record.arrival;
   job->iterations = book_job.iterations;
+  // Only the variants some node is large enough for; the job asks for the most of them.
+  std::string too_large;
   for (const auto& [key, variant] : book_job.variants) {
-    if (offered_.count(variant.device) && !job->time.count(variant.device)) {
+    if (!offered_.count(variant.device)) continue;
+    auto largest = largest_.find(variant.device);
+    const int offered = largest == largest_.end() ? 0 : largest->second;
+    if (variant.units > offered) {
+      too_large += (too_large.empty() ? "" : "; ") + std::to_string(variant.units) + " " +
+                   devices_.resource_for(variant.device) + " on one node (pod " + key +
+                   "), the largest node has " + std::to_string(offered);
+      continue;
+    }
+    job->units = std::max(job->units, variant.units);
+    if (!job->time.count(variant.device)) {
       job->time[variant.device] = estimate(book_job, variant.device).seconds;
     }
   }
   const JobPhase phase = book_job.record.phase;
+  if (phase == JobPhase::kQueued && job->time.empty() && !too_large.empty()) {
+    book_job.parked = "no node can hold it: " + too_large;
+    book_job.parked_for_size = true;
+  } else if (book_job.parked_for_size) {
+    if (phase == JobPhase::kQueued) book_job.parked.clear();
+    book_job.parked_for_size = false;
+  }
   if (phase == JobPhase::kRunning) {
     book_job.run_estimate = estimate(book_job, book_job.record.device).seconds;
     book_job.progress = latest_progress(book_job);
     job->time[book_job.record.device] = book_job.run_estimate;
+    job->units = std::clamp(book_job.record.units, 1, kMaxUnits);
   } else {
     book_job.run_estimate = 0;
     book_job.progress.reset();
@@ -474,8 +356,14 @@ PlanInput JobBook::snapshot(double now, const std::string* only) const {
       const double finish = now + estimate_remaining(book_job->run_estimate, record.start, now,
                                                      book_job->iterations, book_job->progress);
       state.machines[slot].busy_until = finish;
+      std::vector<std::size_t> others;
+      for (int other : book_job->other_slots) {
+        state.machines[static_cast<std::size_t>(other)].busy_until = finish;
+        others.push_back(static_cast<std::size_t>(other));
+      }
       input.jobs.push_back(job);
-      state.running.push_back({job.get(), slot, record.start, finish, now - record.start});
+      state.running.push_back(
+          {job.get(), slot, record.start, finish, now - record.start, std::move(others)});
       continue;
     }
     if (job->time.empty()) {

@@ -3,19 +3,25 @@
 // profiling samples behind each estimate.
 //
 // A node offers machines per device type (8 GPUs, 2 CPU bundles); each machine slot runs one job.
-// A job is queued until one of its variants is bound, then running on one slot until done (the
-// state machine, with the call that makes each transition: job_state.h). A
-// queued job leaves the plan while it is parked (the policy could not take it: the reason says
-// why) or while a bind of it is in doubt (a bind intent found at start-up, until reconciled).
-// An admin may remove a queued job; its pods are refused from then on.
+// A pod needs k units of its device on one node (JobVariant::units): a job is queued until one
+// of its variants is bound, then running on k slots of that node and device until done, when
+// it frees all k (the state machine, with the call that makes each transition: job_state.h).
+// The slots are the policy's units of one node (Machine::node, core/model.h).
+// A queued job leaves the plan while it is parked, with the reason: the policy could not take
+// it, or no node offers as many units as it needs on any device it has a variant for (parked
+// for size: planned again once an inventory has a node that large), or while a bind of it is in
+// doubt (a bind intent found at start-up, until reconciled). An admin may remove a queued job;
+// its pods are refused from then on.
 //
 // Runs: a job id names one run at a time. When a pod of a finished or removed run is re-created
 // (its name with a new UID), it starts a new run of that id; pods of the old run are refused,
 // and so is a variant the run never saw (another name), which would run the job twice. Finished
 // runs leave memory after the retention window (forget_finished); their history stays in the store.
 // snapshot() turns the book into the scheduling policy's input (fairness/policy.h): one Machine
-// per slot (busy ones until their estimated finish) and the queued jobs with estimated times on
-// the devices they have a variant pod for.
+// per slot, named by its node (busy ones until their estimated finish), running jobs on all
+// their slots, and the queued jobs with estimated times on the devices they have a variant pod
+// for that some node can hold, and Job::units the most any of those variants needs (a job whose
+// variants need different counts is planned for the largest: it never gets fewer than it needs).
 //
 // Scale: a plan is taken of 50,000 jobs many times a second, so nothing a snapshot
 // reads is recomputed per snapshot. Each change refreshes the one job it touches: its policy
@@ -64,10 +70,15 @@ struct BookJob {
   std::map<std::string, JobVariant> variants;  // by "namespace/name"
   std::optional<std::int64_t> iterations;
   std::vector<ProfileSample> samples;
-  int slot = -1;  // index into JobBook::slots() while running
+  int slot = -1;  // index into JobBook::slots() while running (the first of its units)
+  // A running job of k > 1 units also holds these k − 1 slots of the same node and device.
+  std::vector<int> other_slots;
   // Why the policy cannot take this queued job (empty when it can). Cleared when a variant
   // changes, so a fixed pod is tried again.
   std::string parked;
+  // The park is the book's own: no node is large enough (see the top). Lifted by refresh once
+  // one is, where a policy's park waits for a changed variant.
+  bool parked_for_size = false;
   std::optional<BindIntent> intent;  // a bind whose outcome alloxd has not yet seen
 
   // Kept current by the book on every change of this job (never set them elsewhere): the
@@ -109,7 +120,8 @@ class JobBook {
   JobBook(DeviceMapping devices, double default_job_seconds);
 
   // Replaces the node inventory. Running jobs keep their slots when their node and device are
-  // still offered; a running job whose node disappeared keeps running without a slot.
+  // still offered (the one recorded in JobRecord::machine, then the lowest free ones up to its
+  // units); a running job whose node disappeared keeps running without a slot.
   void set_inventory(const std::vector<NodeInventory>& nodes);
   bool has_inventory() const { return has_inventory_; }
   // The capacity index: every inventory node's machines of each device, kept up to date by
@@ -155,9 +167,13 @@ class JobBook {
   const std::unordered_map<std::string, BookJob>& jobs() const { return jobs_; }
   // The queued jobs that are parked (BookJob::parked set), by id.
   const std::set<std::string>& parked_jobs() const { return parked_; }
+  // Units of the inventory's largest node of each device type (core/model.h).
+  const std::map<DeviceType, int>& largest_node_units() const { return largest_; }
 
-  // Puts the job on a free slot of `device` on `node` (preferring `preferred_slot`), phase
-  // running. Errors name why it cannot (unknown job, already running, no free machine).
+  // Puts the job on pod_variant.units free slots of `device` on `node` (`preferred_slot` first
+  // when it is one of them, then the lowest free), phase running. Errors name why it cannot
+  // (unknown job, already running, fewer free machines there than it needs); then nothing
+  // changes.
   Expected<JobRecord> start(const std::string& job_id, const JobVariant& pod_variant,
                             const std::string& node, int preferred_slot, double now);
   Expected<JobRecord> finish(const std::string& job_id, double now);
@@ -196,7 +212,10 @@ class JobBook {
   void unfile(BookJob& job);
   void erase_job(std::unordered_map<std::string, BookJob>::iterator it);
   void recount_capacity();
-  int find_slot(const std::string& node, const DeviceType& device, const std::string& job) const;
+  // Free slots of `device` on `node`, ascending.
+  std::vector<int> free_slots(const std::string& node, const DeviceType& device) const;
+  // Gives a running job its slots after an inventory change (set_inventory's two passes).
+  void place_running(BookJob& job, bool recorded_slot_only);
 
   DeviceMapping devices_;
   double default_job_seconds_;
@@ -218,6 +237,7 @@ class JobBook {
   std::shared_ptr<const std::vector<MachineSlot>> layout_ =
       std::make_shared<const std::vector<MachineSlot>>();
   std::set<DeviceType> offered_;  // the device types the slots offer
+  std::map<DeviceType, int> largest_;  // largest_node_units() of the slots
   std::size_t queued_ = 0, running_ = 0;
   std::uint64_t version_ = 1;
 };

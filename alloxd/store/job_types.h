@@ -22,6 +22,7 @@ struct JobRecord {
   std::string node;
   DeviceType device;
   int machine = -1;  // index of the slot among the node's machines of `device`
+  int units = 1;     // slots of `device` on `node` it holds (its pod's JobVariant::units)
   double start = 0;
   double finish = 0;  // once done or removed
 };

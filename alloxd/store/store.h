@@ -84,7 +84,8 @@ class Store {
  public:
   // Opens (creating if needed) the database at path; ":memory:" gives a throw-away one. A
   // database an older alloxd wrote (version 1: before job runs had rows; version 2: variants in
-  // a rowid table) is migrated in one transaction; one a newer alloxd wrote is refused. A write
+  // a rowid table; version 3: before units, every run and variant one unit) is migrated in one
+  // transaction; one a newer alloxd wrote is refused. A write
   // waits up to `busy_timeout` for another connection's lock, then fails with SQLite's BUSY.
   // Errors name the path and the cause: a missing directory, a directory, a device or FIFO (such
   // as /dev/null), a file that is not an SQLite database.

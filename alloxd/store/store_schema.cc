@@ -15,7 +15,9 @@ namespace {
 // kept the rows in one b-tree and the key in another, and a variant deleted when its job starts
 // elsewhere dirtied a page in each (docs/performance.md, "Store writes"). `seq` keeps the
 // order a job's variants were recorded in, which version 2 read off the rowid.
-constexpr int kSchemaVersion = 3;
+// Version 4: `units` on jobs and variants, the devices of one node a run holds or a variant
+// needs (JobVariant::units); rows of earlier versions needed one.
+constexpr int kSchemaVersion = 4;
 
 constexpr const char* kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS jobs (
@@ -31,7 +33,8 @@ CREATE TABLE IF NOT EXISTS jobs (
   device TEXT NOT NULL DEFAULT '',
   machine INTEGER NOT NULL DEFAULT -1,
   start REAL NOT NULL DEFAULT 0,
-  finish REAL NOT NULL DEFAULT 0
+  finish REAL NOT NULL DEFAULT 0,
+  units INTEGER NOT NULL DEFAULT 1
 );
 CREATE UNIQUE INDEX IF NOT EXISTS jobs_live_id ON jobs (id) WHERE phase IN ('queued', 'running');
 CREATE INDEX IF NOT EXISTS jobs_finish ON jobs (finish) WHERE phase IN ('done', 'removed');
@@ -46,6 +49,7 @@ CREATE TABLE IF NOT EXISTS variants (
   iterations INTEGER,
   time_hints TEXT NOT NULL,
   seq INTEGER NOT NULL,
+  units INTEGER NOT NULL DEFAULT 1,
   PRIMARY KEY (pod_namespace, pod_name)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS variants_job ON variants (job_row, seq);
@@ -123,6 +127,13 @@ INSERT INTO variants (pod_namespace, pod_name, pod_uid, job_row, job_id, user, d
 DROP TABLE variants_v2;
 )sql";
 
+// Versions 2 and 3 keep their jobs table, and version 3 its variants: each gains `units`, one
+// for every row written before units were read (version 2's variants are copied into version
+// 4's table, where the column's default gives them the same).
+constexpr const char* kUnitsOfJobs = "ALTER TABLE jobs ADD COLUMN units INTEGER NOT NULL DEFAULT 1";
+constexpr const char* kUnitsOfVariants =
+    "ALTER TABLE variants ADD COLUMN units INTEGER NOT NULL DEFAULT 1";
+
 }  // namespace
 
 Status Store::migrate() {
@@ -155,6 +166,12 @@ Status Store::migrate() {
       if (auto s = exec(kMigrateFromVersion2); !s) return s;
     }
     if (auto s = exec(kSchema); !s) return s;
+    if (found == 2 || found == 3) {
+      if (auto s = exec(kUnitsOfJobs); !s) return s;
+    }
+    if (found == 3) {
+      if (auto s = exec(kUnitsOfVariants); !s) return s;
+    }
     if (from_v1) {
       if (auto s = exec(kCopyFromVersion1); !s) return s;
     }

@@ -32,11 +32,12 @@ Status clear_bind_intent(StatementCache& db, std::int64_t job_row, const std::st
 Status insert_variant(StatementCache& db, std::int64_t job_row, const JobVariant& variant) {
   Statement s(db,
               "INSERT OR REPLACE INTO variants (pod_namespace, pod_name, pod_uid, job_row, "
-              "job_id, user, device, iterations, time_hints, seq) VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
-              "?7, ?8, ?9, (SELECT coalesce(max(seq), 0) + 1 FROM variants WHERE job_row = ?4))");
+              "job_id, user, device, iterations, time_hints, units, seq) VALUES (?1, ?2, ?3, ?4, "
+              "?5, ?6, ?7, ?8, ?9, ?10, "
+              "(SELECT coalesce(max(seq), 0) + 1 FROM variants WHERE job_row = ?4))");
   s.bind_all(variant.pod.namespace_name, variant.pod.name, variant.pod.uid, job_row, variant.job_id,
              variant.user, variant.device, variant.iterations,
-             nlohmann::json(variant.time_hints).dump());
+             nlohmann::json(variant.time_hints).dump(), static_cast<std::int64_t>(variant.units));
   return s.run("record variant");
 }
 
@@ -102,9 +103,11 @@ Status Store::record_start(const JobRecord& job, Durability durability) {
       [&]() -> Status {
         Statement update(*statements_,
                          "UPDATE jobs SET phase = 'running', pod_namespace = ?, pod_name = ?, "
-                         "pod_uid = ?, node = ?, device = ?, machine = ?, start = ? WHERE row = ?");
+                         "pod_uid = ?, node = ?, device = ?, machine = ?, units = ?, start = ? "
+                         "WHERE row = ?");
         update.bind_all(job.pod_namespace, job.pod_name, job.pod_uid, job.node, job.device,
-                        static_cast<std::int64_t>(job.machine), job.start, job.row);
+                        static_cast<std::int64_t>(job.machine),
+                        static_cast<std::int64_t>(job.units), job.start, job.row);
         if (auto s = run_on_one_row(db_, update, "record start of " + job.id, job.row); !s)
           return s;
         Statement usage(*statements_,

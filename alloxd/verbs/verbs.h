@@ -157,6 +157,7 @@ class ExtenderVerbs {
   struct Binding {
     std::string node;
     DeviceType device;
+    int units = 1;  // the machines of `device` on `node` it holds while being bound
   };
   std::mutex bind_mu_;                      // one check at a time; guards binding_
   std::map<std::string, Binding> binding_;  // job id -> where it is being bound

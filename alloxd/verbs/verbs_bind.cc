@@ -35,7 +35,7 @@ BindingResult ExtenderVerbs::bind(const BindingArgs& args) {
   }
   if (!checked.refusal.empty()) return refuse_bind(std::move(checked.refusal));
   const std::string& job_id = checked.variant.job_id;
-  binding_[job_id] = {args.node, checked.variant.device};
+  binding_[job_id] = {args.node, checked.variant.device, checked.variant.units};
   bind_lock.unlock();
   // Whatever happens next, the reservation goes once the book shows the start or the bind failed.
   struct Release {
@@ -109,15 +109,19 @@ ExtenderVerbs::BindCheck ExtenderVerbs::check_bind(const JobBook& book, const Bi
     const BookJob* other = book.job(id);
     if (where.node == args.node && where.device == c.variant.device && other != nullptr &&
         other->record.phase == JobPhase::kQueued) {
-      ++held;
+      held += where.units;
     }
   }
-  if (capacity.free - held <= 0) {
-    c.refusal = "node " + args.node + " has no free " +
-                planner_.config().devices.resource_for(c.variant.device) + " (" +
-                std::to_string(std::max(0, capacity.free - held)) + " of " +
-                std::to_string(capacity.total) + " free" +
-                (held > 0 ? ", " + std::to_string(held) + " being bound" : std::string()) + ")";
+  // Never more than the node has: the pod's k units must be free there, beyond those held.
+  if (capacity.free - held < c.variant.units) {
+    const std::string resource = planner_.config().devices.resource_for(c.variant.device);
+    const std::string free = std::to_string(std::max(0, capacity.free - held)) + " of " +
+                             std::to_string(capacity.total) + " free" +
+                             (held > 0 ? ", " + std::to_string(held) + " being bound" : "");
+    c.refusal = c.variant.units == 1
+                    ? "node " + args.node + " has no free " + resource + " (" + free + ")"
+                    : "node " + args.node + " has too few free " + resource + " (" + free +
+                          "); pod " + pod + " needs " + std::to_string(c.variant.units);
     return c;
   }
   std::shared_ptr<const Plan> plan = planner_.latest_plan();

@@ -51,7 +51,7 @@ Behind behind(const JobBook& book, const Plan& plan, const JobVariant& variant, 
       // The usual case: it starts now on its planned node, offered with a free machine.
       const std::string& planned = start->second.node;
       if (!skip(planned) && offered.contains(planned) &&
-          book.capacity(planned, variant.device).free > 0) {
+          book.capacity(planned, variant.device).free >= variant.units) {
         return out;
       }
     }
@@ -59,10 +59,10 @@ Behind behind(const JobBook& book, const Plan& plan, const JobVariant& variant, 
   for (std::string_view node : offered) {
     if (skip(node)) continue;
     NodeCapacity capacity = book.capacity(node, variant.device);
-    if (starts && capacity.free > 0) return Behind{};  // it starts here now
-    if (capacity.total > 0 && capacity.free == 0) out.busy.push_back(node);
+    if (starts && capacity.free >= variant.units) return Behind{};  // it starts here now
+    if (capacity.total >= variant.units && capacity.free < variant.units) out.busy.push_back(node);
   }
-  // kube-scheduler's own resource filter passed these nodes: it has seen a machine freed there
+  // kube-scheduler's own resource filter passed these nodes: it has seen machines freed there
   // that the watch has not brought in yet. Any later book, planned, is worth a look.
   if (!out.busy.empty()) {
     out.version = book.version() + 1;
@@ -89,6 +89,10 @@ std::string never_reason(const BookJob* job, const JobVariant& variant, bool unr
   }
   if (job->record.phase == JobPhase::kDone) return "job " + id + " has finished";
   if (job->record.phase == JobPhase::kRemoved) return "job " + id + " was removed by an admin";
+  if (job->parked_for_size) {
+    return "allox cannot schedule job " + id + ": " + job->parked +
+           " (it is planned again when a node that large joins; or DELETE /v1/jobs/" + id + ")";
+  }
   if (!job->parked.empty()) {
     return "allox cannot schedule job " + id + ": " + job->parked +
            " (fix the pod's allox.io annotations, or DELETE /v1/jobs/" + id + ")";
@@ -139,12 +143,13 @@ PlanAnswer plan_answer(const Plan& plan, const BookJob* job, const JobVariant& v
 }
 
 // Keeps the nodes the job starts on now: the planned node, or, when kube-scheduler did not offer
-// it or it is full, any offered node with a free machine of the planned device (which is the
-// variant's: a start on another device left `start` null). Only those nodes are answered:
+// it or it is full, any offered node with as many free machines of the planned device (which is
+// the variant's: a start on another device left `start` null) as the pod needs (`units`), beyond
+// those the plan gives other starts there. Only those nodes are answered:
 // kube-scheduler takes NodeNames as its new feasible list and reads the failed maps only to
 // explain a pod that fits nowhere (findNodesThatPassExtenders), so reasons for the other 4,999
 // nodes would be rendered and parsed for nobody. Whether a node was kept.
-bool keep_start_nodes(const JobBook& book, const Plan& plan, const PlannedStart& start,
+bool keep_start_nodes(const JobBook& book, const Plan& plan, const PlannedStart& start, int units,
                       const ExtenderArgs& args, FilterResult& result) {
   const NodeNameList& candidates = args.candidates();
   auto keep = [&](std::size_t i) {
@@ -154,7 +159,7 @@ bool keep_start_nodes(const JobBook& book, const Plan& plan, const PlannedStart&
   // The usual case costs one scan of the names and one capacity lookup.
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     if (candidates[i] != start.node) continue;
-    if (book.capacity(start.node, start.device).free > 0) {
+    if (book.capacity(start.node, start.device).free >= units) {
       keep(i);
       return true;
     }
@@ -165,7 +170,7 @@ bool keep_start_nodes(const JobBook& book, const Plan& plan, const PlannedStart&
   // no machine, to steal the next one in turn.
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     const std::optional<NodeCapacity> found = book.find_capacity(candidates[i], start.device);
-    if (found && found->free > 0 && found->free > plan.planned_on(candidates[i], start.device)) {
+    if (found && found->free - plan.planned_on(candidates[i], start.device) >= units) {
       keep(i);
     }
   }
@@ -181,8 +186,8 @@ void refuse_every_node(const JobBook& book, const JobVariant& variant, const std
   using Reason = NodeReasons::Reason;
   NodeReasons& failed = result.failed_nodes;
   NodeReasons& unresolvable = result.failed_and_unresolvable_nodes;
-  std::optional<Reason> no_capacity, never_here, waiting, planned_for_others;
-  std::map<int, Reason> insufficient;  // by the node's total machines
+  std::optional<Reason> no_capacity, never_here, waiting, planned_for_others, too_small;
+  std::map<int, Reason> insufficient;  // by the node's total and free machines
   auto once = [](std::optional<Reason>& reason, NodeReasons& in, auto text) {
     if (!reason) reason = in.reason(text());
     return *reason;
@@ -195,24 +200,30 @@ void refuse_every_node(const JobBook& book, const JobVariant& variant, const std
     } else if (capacity.total == 0) {
       unresolvable.add(node, once(no_capacity, unresolvable,
                                   [&] { return "node has no " + resource + " capacity"; }));
+    } else if (capacity.total < variant.units) {
+      unresolvable.add(node, once(too_small, unresolvable, [&] {
+                         return "node has fewer " + resource + " than the pod's " +
+                                std::to_string(variant.units) + " on one node";
+                       }));
     } else if (!never.empty()) {
       unresolvable.add(node, once(never_here, unresolvable, [&] { return never; }));
     } else if (planned.start == nullptr) {
       failed.add(node, once(waiting, failed, [&] { return planned.wait_reason; }));
-    } else if (capacity.free > 0) {
-      // Free in the book, but every free machine there is another job's in the plan.
+    } else if (capacity.free >= variant.units) {
+      // Free in the book, but the free machines there are other jobs' in the plan.
       failed.add(node, once(planned_for_others, failed, [&] {
                    return "free " + resource + " here is planned for other jobs";
                  }));
     } else {
-      // The job starts now, but no offered node of its device has a free machine.
-      auto it = insufficient.find(capacity.total);
+      // The job starts now, but no offered node of its device has as many free machines as it
+      // needs.
+      const int key = capacity.total * (kMaxUnits + 1) + capacity.free;
+      auto it = insufficient.find(key);
       if (it == insufficient.end()) {
-        it =
-            insufficient
-                .emplace(capacity.total, failed.reason("insufficient free " + resource + " (0 of " +
-                                                       std::to_string(capacity.total) + " free)"))
-                .first;
+        std::string text = "insufficient free " + resource + " (" + std::to_string(capacity.free) +
+                           " of " + std::to_string(capacity.total) + " free";
+        if (variant.units > 1) text += ", the pod needs " + std::to_string(variant.units);
+        it = insufficient.emplace(key, failed.reason(text + ")")).first;
       }
       failed.add(node, it->second);
     }
@@ -311,7 +322,7 @@ void ExtenderVerbs::answer(const JobBook& book, const Plan& plan, const JobVaria
     return;
   }
   if (planned.start != nullptr && never.empty() &&
-      keep_start_nodes(book, plan, *planned.start, args, result)) {
+      keep_start_nodes(book, plan, *planned.start, variant.units, args, result)) {
     return;
   }
   const std::string resource = planner_.config().devices.resource_for(variant.device);

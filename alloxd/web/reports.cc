@@ -29,8 +29,11 @@ Expected<FairnessReport> fairness_report(const JobBook& book, double now, double
       run.start = r.start;
       run.device = r.device;
       run.machine = r.node + "/" + r.device + "-" + std::to_string(r.machine);
+      run.units = r.units;
       // A node that left the inventory still ran the job: count its machine, do not fail.
-      if (!input.machines.contains(r.device)) input.machines[r.device] = 1;
+      if (!input.machines.contains(r.device)) {
+        input.machines[r.device] = static_cast<std::size_t>(std::max(1, r.units));
+      }
     }
     if (r.phase == JobPhase::kDone) run.finish = r.finish;
     for (const auto& [key, variant] : job.variants) {
@@ -47,7 +50,8 @@ JobView job_view(const JobBook& book, const BookJob& job, const Plan& plan, doub
   view.parked = job.parked;
   if (job.intent) view.bind_in_doubt = job.intent->node;
   for (const auto& [key, variant] : job.variants) {
-    view.variants.push_back({key, variant.device, book.estimate(job, variant.device)});
+    view.variants.push_back(
+        {key, variant.device, book.estimate(job, variant.device), variant.units});
   }
   if (auto it = plan.starts.find(job.record.id);
       it != plan.starts.end() && job.record.phase == JobPhase::kQueued) {
@@ -102,6 +106,7 @@ json to_json(const JobView& job) {
   for (const VariantView& v : job.variants) {
     variants.push_back({{"pod", v.pod},
                         {"device", v.device},
+                        {"units", v.units},
                         {"estimate_seconds", v.estimate.seconds},
                         {"estimate_source", source_name(v.estimate.source)},
                         {"profile_samples", v.estimate.samples}});
@@ -111,6 +116,7 @@ json to_json(const JobView& job) {
     out["pod"] = r.pod_namespace + "/" + r.pod_name;
     out["node"] = r.node;
     out["device"] = r.device;
+    out["units"] = r.units;
     out["start"] = r.start;
   }
   if (r.phase == JobPhase::kDone) {
@@ -125,7 +131,8 @@ json to_json(const JobView& job) {
   if (job.planned_start) {
     out["plan"] = {{"starts_now", true},
                    {"node", job.planned_start->node},
-                   {"device", job.planned_start->device}};
+                   {"device", job.planned_start->device},
+                   {"units", job.planned_start->units}};
   } else if (job.planned_wait) {
     out["plan"] = {{"starts_now", false},
                    {"position", job.planned_wait->position},

@@ -25,6 +25,7 @@ struct VariantView {
   std::string pod;  // namespace/name
   DeviceType device;
   TimeEstimate estimate;
+  int units = 1;  // devices of `device` on one node the pod needs
 };
 
 struct JobView {
@@ -33,7 +34,7 @@ struct JobView {
   std::optional<PlannedStart> planned_start;
   std::optional<PlannedWait> planned_wait;
   std::optional<double> remaining;  // running jobs
-  std::string parked;               // why the policy cannot take it (queued jobs)
+  std::string parked;  // why the policy cannot take it, or no node is large enough (queued jobs)
   std::string bind_in_doubt;        // node of a bind not yet reconciled after a restart
 };
 

@@ -149,7 +149,8 @@ std::string render_status_page(const QueueView& queue, const FairnessReport& fai
       std::string position = "-";
       if (job.planned_start) {
         plan = "starts now on " + markup_escape(job.planned_start->node) + " (" +
-               markup_escape(job.planned_start->device) + ")";
+               markup_escape(units_text(job.planned_start->device, job.planned_start->units)) +
+               ")";
         position = "0";
       } else if (job.planned_wait) {
         position = std::to_string(job.planned_wait->position);
@@ -177,7 +178,8 @@ std::string render_status_page(const QueueView& queue, const FairnessReport& fai
       const JobRecord& r = job.record;
       html += "<tr><td>" + markup_escape(r.id) + "</td><td>" + markup_escape(r.user) + "</td><td>" +
               markup_escape(r.pod_namespace + "/" + r.pod_name) + "</td><td>" +
-              markup_escape(r.node) + "</td><td>" + markup_escape(r.device) + "</td><td>" +
+              markup_escape(r.node) + "</td><td>" + markup_escape(units_text(r.device, r.units)) +
+              "</td><td>" +
               duration(queue.now - r.start) + "</td><td>" +
               (job.remaining ? duration(*job.remaining) : std::string("-")) + "</td></tr>\n";
     }

@@ -37,6 +37,24 @@ TEST_F(NodeSnapshotTest, AFitIsExactInMilliUnits) {
   EXPECT_FALSE(fits("a", pod({{"cpu", 0.201}, {"pods", 1}})));
 }
 
+TEST_F(NodeSnapshotTest, APodAskingForTwoGpusTakesTwo) {
+  add("a", {{"cpu", 64}, {"nvidia.com/gpu", 2}});
+  const ResourceAmounts one = pod({{"nvidia.com/gpu", 1}});
+  const ResourceAmounts two = pod({{"nvidia.com/gpu", 2}});
+  const ResourceAmounts three = pod({{"nvidia.com/gpu", 3}});
+  EXPECT_TRUE(fits("a", two));
+  EXPECT_FALSE(fits("a", three)) << "more GPUs than the node has never fit";
+  nodes.add_pod("a", "ns/one", 0, one);
+  EXPECT_FALSE(fits("a", two)) << "one of the two GPUs is taken";
+  EXPECT_TRUE(fits("a", one));
+  nodes.add_pod("a", "ns/other", 0, one);
+  EXPECT_FALSE(fits("a", one));
+  nodes.remove_pod("a", "ns/one", one);
+  nodes.remove_pod("a", "ns/other", one);
+  nodes.add_pod("a", "ns/two", 0, two);
+  EXPECT_FALSE(fits("a", one)) << "a 2-GPU pod holds both";
+}
+
 TEST_F(NodeSnapshotTest, PodsCountOnlyWhereDeclaredAndIgnoredResourcesNever) {
   add("declares", {{"cpu", 8}, {"pods", 1}});
   add("silent", {{"cpu", 8}});

@@ -240,5 +240,82 @@ TEST(PodTest, BadAnnotationsAreErrorsNamingThem) {
   EXPECT_EQ("Pod.metadata.name: missing", nameless.message());
 }
 
+// A pod whose one container requests `requests` (quantities as Kubernetes writes them).
+nlohmann::json pod_requesting(const nlohmann::json& requests,
+                              const std::map<std::string, std::string>& annotations = {}) {
+  nlohmann::json pod = testing::make_pod("ns", "p", "cpu", annotations);
+  pod["spec"]["containers"][0]["resources"] = {{"requests", requests}};
+  return pod;
+}
+
+TEST(PodTest, UnitsAreTheDevicesOfItsTypeItRequests) {
+  DeviceMapping mapping;
+  mapping.resources = {{"nvidia.com/gpu", "gpu"}, {"amd.com/gpu", "gpu"}};
+  mapping.cores_per_machine = 32;
+  struct Case {
+    nlohmann::json requests;
+    const char* device;
+    int units;
+  };
+  const Case cases[] = {
+      {{{"nvidia.com/gpu", "1"}}, "gpu", 1},
+      {{{"nvidia.com/gpu", "2"}, {"cpu", "8"}}, "gpu", 2},
+      {{{"nvidia.com/gpu", 4}}, "gpu", 4},
+      {{{"nvidia.com/gpu", "64"}}, "gpu", 64},
+      {{{"nvidia.com/gpu", "1"}, {"amd.com/gpu", "2"}}, "gpu", 3},
+      {{{"cpu", "500m"}}, "cpu", 1},
+      {{{"cpu", "32"}}, "cpu", 1},
+      {{{"cpu", "33"}}, "cpu", 2},
+      {{{"cpu", "64"}}, "cpu", 2},
+      {{{"memory", "1Gi"}}, "cpu", 1},
+      {nlohmann::json::object(), "cpu", 1},
+  };
+  for (const Case& c : cases) {
+    auto v = read_job_variant(pod_requesting(c.requests), mapping);
+    ASSERT_TRUE(v.ok()) << c.requests.dump() << ": " << v.message();
+    EXPECT_EQ(c.device, v->device) << c.requests.dump();
+    EXPECT_EQ(c.units, v->units) << c.requests.dump();
+  }
+  // Two containers add up, as the scheduler's NodeResourcesFit adds them.
+  nlohmann::json two = pod_requesting({{"nvidia.com/gpu", "1"}});
+  two["spec"]["containers"].push_back(
+      {{"name", "side"}, {"resources", {{"limits", {{"nvidia.com/gpu", "2"}}}}}});
+  auto summed = read_job_variant(two, mapping);
+  ASSERT_TRUE(summed.ok()) << summed.message();
+  EXPECT_EQ(3, summed->units);
+  // A device named by annotation counts the resources mapping to it; none requested is one.
+  auto named = read_job_variant(pod_requesting({{"cpu", "4"}}, {{"allox.io/device", "v100"}}),
+                                mapping);
+  ASSERT_TRUE(named.ok()) << named.message();
+  EXPECT_EQ(1, named->units);
+}
+
+TEST(PodTest, AbsurdDeviceCountsAreErrorsNamingTheResource) {
+  DeviceMapping mapping;
+  mapping.cores_per_machine = 32;
+  struct Case {
+    nlohmann::json requests;
+    const char* error;
+  };
+  const Case cases[] = {
+      {{{"nvidia.com/gpu", "1.5"}},
+       "Pod.spec.containers.resources.nvidia.com/gpu: 1.5 is not a whole number of gpu devices"},
+      {{{"nvidia.com/gpu", "500m"}},
+       "Pod.spec.containers.resources.nvidia.com/gpu: 0.5 is not a whole number of gpu devices"},
+      {{{"nvidia.com/gpu", "65"}},
+       "Pod.spec.containers.resources.nvidia.com/gpu: 65 gpu devices, over allox's limit of 64 "
+       "on one node"},
+      {{{"nvidia.com/gpu", "1e300"}}, "over allox's limit of 64 on one node"},
+      {{{"cpu", "4000"}},
+       "Pod.spec.containers.resources.cpu: 4000 cores are 125 CPU bundles of 32, over allox's "
+       "limit of 64 on one node"},
+  };
+  for (const Case& c : cases) {
+    auto v = read_job_variant(pod_requesting(c.requests), mapping);
+    ASSERT_FALSE(v.ok()) << c.requests.dump() << " read as " << v->units << " units";
+    EXPECT_NE(std::string::npos, v.message().find(c.error)) << v.message();
+  }
+}
+
 }  // namespace
 }  // namespace allox::extender

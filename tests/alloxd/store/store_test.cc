@@ -768,7 +768,7 @@ TEST(StoreTest, AVersionTwoDatabaseIsMigratedKeepingEachJobsVariantOrder) {
     EXPECT_EQ("b-tpu", again->variants[2].variant.pod.name);
   }
   RawDb migrated(path);
-  EXPECT_EQ(3, migrated.count("PRAGMA user_version"));
+  EXPECT_EQ(4, migrated.count("PRAGMA user_version"));
   EXPECT_EQ(1, migrated.count("SELECT count(*) FROM sqlite_master WHERE name = 'variants' AND "
                               "sql LIKE '%WITHOUT ROWID%'"));
   EXPECT_EQ(1, migrated.count("SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name "
@@ -776,6 +776,61 @@ TEST(StoreTest, AVersionTwoDatabaseIsMigratedKeepingEachJobsVariantOrder) {
       << "the job index is rebuilt on the new table, not dropped with the old one";
   EXPECT_EQ(0, migrated.count("SELECT count(*) FROM sqlite_master WHERE name = 'variants_v2'"));
   EXPECT_TRUE(Store::open(path).ok()) << "a migrated database opens again";
+}
+
+TEST(StoreTest, AVersionThreeDatabaseGainsUnitsOfOneAndKeepsEveryRow) {
+  testing::ScratchDir dir;
+  const std::string path = dir.file("state.db");
+  {
+    RawDb v3(path);  // version 3's jobs and variants as they shipped, before units
+    ASSERT_EQ(
+        SQLITE_OK,
+        v3.exec("CREATE TABLE jobs (row INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL, "
+                "user TEXT NOT NULL, arrival REAL NOT NULL, phase TEXT NOT NULL DEFAULT "
+                "'queued', pod_namespace TEXT NOT NULL DEFAULT '', pod_name TEXT NOT NULL "
+                "DEFAULT '', pod_uid TEXT NOT NULL DEFAULT '', node TEXT NOT NULL DEFAULT '', "
+                "device TEXT NOT NULL DEFAULT '', machine INTEGER NOT NULL DEFAULT -1, start "
+                "REAL NOT NULL DEFAULT 0, finish REAL NOT NULL DEFAULT 0);"
+                "CREATE TABLE variants (pod_namespace TEXT NOT NULL, pod_name TEXT NOT NULL, "
+                "pod_uid TEXT NOT NULL, job_row INTEGER NOT NULL, job_id TEXT NOT NULL, user "
+                "TEXT NOT NULL, device TEXT NOT NULL, iterations INTEGER, time_hints TEXT NOT "
+                "NULL, seq INTEGER NOT NULL, PRIMARY KEY (pod_namespace, pod_name)) WITHOUT "
+                "ROWID;"
+                "INSERT INTO jobs (id, user, arrival, phase, node, device, machine, start) "
+                "VALUES ('lab/a', 'lab', 7, 'running', 'g1', 'gpu', 1, 9);"
+                "INSERT INTO jobs (id, user, arrival) VALUES ('lab/b', 'lab', 8);"
+                "INSERT INTO variants VALUES ('lab', 'b-gpu', 'u2', 2, 'lab/b', 'lab', 'gpu', "
+                "NULL, '{}', 1);"
+                "PRAGMA user_version = 3;"));
+  }
+  auto store = Store::open(path);
+  ASSERT_TRUE(store.ok()) << store.message();
+  auto state = (*store)->load();
+  ASSERT_TRUE(state.ok()) << state.message();
+  ASSERT_EQ(2u, state->jobs.size());
+  EXPECT_EQ(1, state->jobs[0].units) << "a run before units held one";
+  EXPECT_EQ(1, state->jobs[0].machine);
+  ASSERT_EQ(1u, state->variants.size());
+  EXPECT_EQ(1, state->variants[0].variant.units);
+  // Units written after the migration are read back.
+  JobVariant wide = pod_of("lab/b", "b-gpu", "u2");
+  wide.units = 4;
+  ASSERT_TRUE((*store)->record_variant(state->jobs[1].row, wide).ok());
+  JobRecord started = state->jobs[1];
+  started.phase = JobPhase::kRunning;
+  started.node = "g4";
+  started.device = "gpu";
+  started.machine = 0;
+  started.units = 4;
+  ASSERT_TRUE((*store)->record_start(started).ok());
+  auto again = (*store)->load();
+  ASSERT_TRUE(again.ok()) << again.message();
+  EXPECT_EQ(4, again->jobs[1].units);
+  ASSERT_EQ(2u, again->variants.size());
+  EXPECT_EQ(1, again->variants[0].variant.units) << "the migrated variant";
+  EXPECT_EQ(4, again->variants[1].variant.units) << "the one recorded since";
+  RawDb migrated(path);
+  EXPECT_EQ(4, migrated.count("PRAGMA user_version"));
 }
 
 TEST(StoreTest, ANewStoreUsesSmallPagesAndAnOldOneKeepsItsOwn) {

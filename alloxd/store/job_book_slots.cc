@@ -1,0 +1,185 @@
+// The job book's machine slots: the inventory turned into slots (running jobs placed back on
+// theirs), the capacity index, and a job's start on k slots of one node and its end freeing them
+// (job_book.h).
+#include <algorithm>
+#include <set>
+
+#include "alloxd/store/job_book.h"
+
+namespace allox::extender {
+
+void JobBook::set_inventory(const std::vector<NodeInventory>& nodes) {
+  nodes_.clear();
+  slots_.clear();
+  machines_.clear();
+  std::set<DeviceType> offered;
+  for (const NodeInventory& node : nodes) {
+    nodes_[node.name] = node;
+    for (const auto& [device, count] : node.machines) {
+      for (int i = 0; i < count; ++i) {
+        slots_.push_back({node.name, device, i, ""});
+        machines_.push_back(
+            {node.name + "/" + device + "-" + std::to_string(i), device, 0, node.name});
+        offered.insert(device);
+      }
+    }
+  }
+  layout_ = std::make_shared<const std::vector<MachineSlot>>(slots_);
+  // Every running job's recorded slot first, then the rest of its units from what is free: a
+  // job that took its node's higher slots first (its preferred one) keeps them beside another's.
+  for (auto& [id, job] : jobs_) {
+    job.slot = -1;
+    job.other_slots.clear();
+  }
+  for (bool recorded_slot_only : {true, false}) {
+    for (auto& [id, job] : jobs_) {
+      if (job.record.phase == JobPhase::kRunning) place_running(job, recorded_slot_only);
+    }
+  }
+  recount_capacity();
+  has_inventory_ = true;
+  std::map<DeviceType, int> largest = allox::largest_node_units(machines_);
+  if (offered != offered_ || largest != largest_) {
+    // A job's planned times cover the offered devices a node is large enough on.
+    offered_ = std::move(offered);
+    largest_ = std::move(largest);
+    for (auto& [id, job] : jobs_) refresh(job);
+  }
+  ++version_;
+}
+
+void JobBook::place_running(BookJob& job, bool recorded_slot_only) {
+  const JobRecord& record = job.record;
+  if (recorded_slot_only) {
+    for (std::size_t s = 0; s < slots_.size(); ++s) {
+      MachineSlot& slot = slots_[s];
+      if (slot.node == record.node && slot.device == record.device &&
+          slot.index == record.machine && slot.running_job.empty()) {
+        slot.running_job = record.id;
+        job.slot = static_cast<int>(s);
+        return;
+      }
+    }
+    return;
+  }
+  const int units = std::clamp(record.units, 1, kMaxUnits);
+  for (int s : free_slots(record.node, record.device)) {
+    if (1 + static_cast<int>(job.other_slots.size()) >= units && job.slot >= 0) break;
+    slots_[s].running_job = record.id;
+    if (job.slot < 0) {
+      job.slot = s;
+    } else {
+      job.other_slots.push_back(s);
+    }
+  }
+}
+
+std::vector<int> JobBook::free_slots(const std::string& node, const DeviceType& device) const {
+  std::vector<int> free;
+  for (std::size_t s = 0; s < slots_.size(); ++s) {
+    const MachineSlot& slot = slots_[s];
+    if (slot.node == node && slot.device == device && slot.running_job.empty()) {
+      free.push_back(static_cast<int>(s));
+    }
+  }
+  return free;
+}
+
+NodeCapacity JobBook::capacity(std::string_view node, std::string_view device) const {
+  return find_capacity(node, device).value_or(NodeCapacity{});
+}
+
+std::optional<NodeCapacity> JobBook::find_capacity(std::string_view node,
+                                                   std::string_view device) const {
+  auto it = capacity_.find(node);
+  if (it == capacity_.end()) return std::nullopt;
+  auto c = it->second.find(device);
+  return c == it->second.end() ? NodeCapacity{} : c->second;
+}
+
+void JobBook::recount_capacity() {
+  capacity_.clear();
+  for (const auto& [name, node] : nodes_) capacity_[name];  // nodes without machines count too
+  for (const MachineSlot& slot : slots_) {
+    NodeCapacity& c = capacity_[slot.node][slot.device];
+    ++c.total;
+    if (slot.running_job.empty()) ++c.free;
+  }
+}
+
+Expected<JobRecord> JobBook::start(const std::string& job_id, const JobVariant& pod_variant,
+                                   const std::string& node, int preferred_slot, double now) {
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) return Error{"job " + job_id + " is unknown to allox"};
+  BookJob& job = it->second;
+  if (job.record.phase == JobPhase::kRunning) {
+    return Error{"job " + job_id + " is already running as pod " + job.record.pod_namespace + "/" +
+                 job.record.pod_name + " on " + job.record.node};
+  }
+  if (job.record.phase == JobPhase::kDone) return Error{"job " + job_id + " has finished"};
+  if (!has_node(node)) return Error{"node " + node + " is not in allox's inventory"};
+  const int units = std::max(1, pod_variant.units);
+  std::vector<int> free = free_slots(node, pod_variant.device);
+  if (static_cast<int>(free.size()) < units) {
+    NodeCapacity c = capacity(node, pod_variant.device);
+    const std::string resource = devices_.resource_for(pod_variant.device);
+    if (units == 1) {
+      return Error{"node " + node + " has no free " + resource + " (" + std::to_string(c.free) +
+                   " of " + std::to_string(c.total) + " free)"};
+    }
+    return Error{"node " + node + " has " + std::to_string(c.free) + " of " +
+                 std::to_string(c.total) + " " + resource + " free; pod " +
+                 pod_key(pod_variant.pod) + " needs " + std::to_string(units)};
+  }
+  // The preferred slot first when it is free there, then the lowest free ones.
+  auto preferred = std::find(free.begin(), free.end(), preferred_slot);
+  if (preferred != free.end()) std::rotate(free.begin(), preferred, preferred + 1);
+  free.resize(static_cast<std::size_t>(units));
+  for (int s : free) slots_[s].running_job = job_id;
+  capacity_[node][pod_variant.device].free -= units;
+  const int slot = free.front();
+  const MachineSlot& machine = slots_[slot];
+  job.slot = slot;
+  job.other_slots.assign(free.begin() + 1, free.end());
+  job.record.phase = JobPhase::kRunning;
+  job.record.pod_namespace = pod_variant.pod.namespace_name;
+  job.record.pod_name = pod_variant.pod.name;
+  job.record.pod_uid = pod_variant.pod.uid;
+  job.record.node = node;
+  job.record.device = pod_variant.device;
+  job.record.machine = machine.index;
+  job.record.units = units;
+  job.record.start = now;
+  job.intent.reset();
+  job.parked.clear();
+  refresh(job);
+  --queued_;
+  ++running_;
+  ++version_;
+  return job.record;
+}
+
+Expected<JobRecord> JobBook::finish(const std::string& job_id, double now) {
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) return Error{"job " + job_id + " is unknown to allox"};
+  BookJob& job = it->second;
+  if (job.record.phase != JobPhase::kRunning) {
+    return Error{"job " + job_id + " is " + phase_name(job.record.phase) + ", not running"};
+  }
+  if (job.slot >= 0) job.other_slots.push_back(job.slot);
+  for (int s : job.other_slots) {
+    MachineSlot& machine = slots_[s];
+    machine.running_job.clear();
+    ++capacity_[machine.node][machine.device].free;
+  }
+  job.slot = -1;
+  job.other_slots.clear();
+  job.record.phase = JobPhase::kDone;
+  job.record.finish = now;
+  refresh(job);
+  --running_;
+  ++version_;
+  return job.record;
+}
+
+}  // namespace allox::extender
