@@ -292,17 +292,20 @@ void simulate(const SimulateArgs& a) {
   sim.profiling.run_length = profiling_run == "fraction"
                                  ? ProfilingRunLength::kFractionOfTime
                                  : ProfilingRunLength::kStartupPlusIterations;
-  const std::string drf_vector = !a.drf_vector.empty() ? a.drf_vector
-                                 : reference             ? "reference"
-                                                         : "devices";
+  // --rules reference implies the reference's vector where the trace states the resources
+  // (the AlloX format); asked for explicitly, a trace without them is an error.
+  std::vector<const Job*> jobs;
+  for (const TraceJob& tj : trace.jobs) jobs.push_back(&tj.job);
+  const MachineCapacity fitting = smallest_fitting_machines(jobs);
+  const std::string drf_vector = !a.drf_vector.empty()        ? a.drf_vector
+                                 : reference && !fitting.empty() ? "reference"
+                                                                 : "devices";
   if (drf_vector == "reference") {
-    std::vector<const Job*> jobs;
-    for (const TraceJob& tj : trace.jobs) jobs.push_back(&tj.job);
-    base.drf_capacity = smallest_fitting_machines(jobs);
-    if (base.drf_capacity.empty()) {
+    if (fitting.empty()) {
       check(Status(Error{"--drf-vector reference: the trace states no resources per job (the "
                          "AlloX trace format does: cores, memory, GPUs, GPU memory)"}));
     }
+    base.drf_capacity = fitting;
   }
   const std::vector<RunSpec> specs = check(expand_policies(a.policy, a.alpha));
 
@@ -502,7 +505,7 @@ void add_simulate_command(CLI::App& app) {
                   "over the type's machines; the default with --rules allox) or reference (the "
                   "reference simulator's cores, memory, GPUs and GPU memory, each job holding "
                   "what the trace states, each machine the largest any job holds; the default "
-                  "with --rules reference; needs a trace in the AlloX format)")
+                  "with --rules reference on a trace in the AlloX format, which it needs)")
       ->check(CLI::IsMember({"devices", "reference"}));
   cmd->add_option("--srpt-rank", a->srpt_rank,
                   "srpt's key: remaining (estimated remaining time; a newcomer displaces a "
