@@ -55,6 +55,7 @@ struct SimulateArgs {
   std::string matcher_backend = "auto";
   bool profiling = false;
   std::string rules = "allox";
+  std::string drf_vector;
   std::string srpt_rank;
   std::string resume;
   std::string profiling_run;
@@ -229,6 +230,22 @@ std::vector<Run> run_with_progress(const SimulateArgs& a, const Trace& trace,
   return runs;
 }
 
+// " (cpu: cores 32, memory_gb 16; gpu: ...)": the machines drf's resource vector assumes.
+std::string drf_vector_text(const MachineCapacity& capacity) {
+  if (capacity.empty()) return "";
+  std::ostringstream text;
+  const char* between = " (";
+  for (const auto& [device, offer] : capacity) {
+    text << std::exchange(between, "; ") << device << ":";
+    const char* comma = " ";
+    for (const auto& [resource, amount] : offer) {
+      text << std::exchange(comma, ", ") << resource << " " << amount;
+    }
+  }
+  text << " per machine)";
+  return text.str();
+}
+
 // The run's setting in a plot title: "10000 jobs, 20 cpu + 20 gpu, profiling on, rules allox".
 std::string setting(const Trace& trace, const Cluster& cluster, const SimulateArgs& a) {
   std::map<DeviceType, std::size_t> per_type;
@@ -275,13 +292,29 @@ void simulate(const SimulateArgs& a) {
   sim.profiling.run_length = profiling_run == "fraction"
                                  ? ProfilingRunLength::kFractionOfTime
                                  : ProfilingRunLength::kStartupPlusIterations;
+  // --rules reference implies the reference's vector where the trace states the resources
+  // (the AlloX format); asked for explicitly, a trace without them is an error.
+  std::vector<const Job*> jobs;
+  for (const TraceJob& tj : trace.jobs) jobs.push_back(&tj.job);
+  const MachineCapacity fitting = smallest_fitting_machines(jobs);
+  const std::string drf_vector = !a.drf_vector.empty()        ? a.drf_vector
+                                 : reference && !fitting.empty() ? "reference"
+                                                                 : "devices";
+  if (drf_vector == "reference") {
+    if (fitting.empty()) {
+      check(Status(Error{"--drf-vector reference: the trace states no resources per job (the "
+                         "AlloX trace format does: cores, memory, GPUs, GPU memory)"}));
+    }
+    base.drf_capacity = fitting;
+  }
   const std::vector<RunSpec> specs = check(expand_policies(a.policy, a.alpha));
 
   std::cout << trace.jobs.size() << " jobs, " << trace.users.size() << " users, "
             << cluster.machines.size() << " machines; profiling " << (a.profiling ? "on" : "off")
             << "; estimates from the " << a.estimates << "; rules: srpt-rank " << srpt_rank
             << ", resume " << resume << ", profiling-run " << profiling_run << ", startup "
-            << a.startup << " s\n";
+            << a.startup << " s, drf-vector " << drf_vector << drf_vector_text(base.drf_capacity)
+            << "\n";
   const std::vector<Run> runs = run_with_progress(a, trace, cluster, specs, base, sim);
   write_comparison_table(summaries_of(runs), std::cout);
 
@@ -467,6 +500,13 @@ void add_simulate_command(CLI::App& app) {
                   "--profiling-run fraction); the options below override single rules")
       ->check(CLI::IsMember({"allox", "reference"}))
       ->capture_default_str();
+  cmd->add_option("--drf-vector", a->drf_vector,
+                  "drf, drffifo: the dominant share over devices (a user's machines of each type "
+                  "over the type's machines; the default with --rules allox) or reference (the "
+                  "reference simulator's cores, memory, GPUs and GPU memory, each job holding "
+                  "what the trace states, each machine the largest any job holds; the default "
+                  "with --rules reference on a trace in the AlloX format, which it needs)")
+      ->check(CLI::IsMember({"devices", "reference"}));
   cmd->add_option("--srpt-rank", a->srpt_rank,
                   "srpt's key: remaining (estimated remaining time; a newcomer displaces a "
                   "running job only where it finishes sooner) or original (the job's original "

@@ -64,6 +64,10 @@ struct Job {
   std::optional<std::int64_t> iterations;  // total iterations, when known (profiler input)
   std::string family;                      // model family or image, for rate prediction
   int units = 1;  // devices of one type on one node the job needs at once (1..kMaxUnits)
+  // What the job holds while it runs on a device type, by resource name ("cpu" -> {"cores": 32,
+  // "memory_gb": 14}), when the workload says (the AlloX trace format does); empty otherwise.
+  // Read only by drf's dominant share over a resource vector (fairness/drf_share.h).
+  std::map<DeviceType, std::map<std::string, double>> holds{};
 
   std::optional<double> time_on(const DeviceType& device) const;
   // The device type with the smallest processing time (ties: the alphabetically first).

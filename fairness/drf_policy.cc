@@ -2,17 +2,16 @@
 // Ties between users with equal shares go to the user whose oldest queued job has waited
 // longest, then by name.
 //
-// drf (the reference AlloX simulator's DRF): device types are distinct resources; a user's share
-//   is max over types of (its machines of that type / machines of that type), the dominant share
-//   over the vector (machines of each type). The reference takes it over (cores, memory, GPUs,
-//   GPU memory). On its workload the two give equal shares: a CPU job holds a whole node (32 of
-//   32 cores, at most 16 GB of memory) and a GPU job one GPU (2 GB of GPU memory), so with c CPU
-//   and g GPU jobs on N nodes and N GPUs the user's cores share is c/N, its GPUs share g/N, its
-//   memory share at most 16c/(N × node memory) <= c/N and its GPU memory share
-//   2g/(N × GPU memory) <= g/N whenever a job fits its node or GPU. (Not so if a GPU job also
-//   held host memory; the reference's description does not say so.) allox's cluster model has
-//   no cores or memory, so the vector is not offered; drf lands within 0.4% of the reference's
-//   figure with its profiling runs (docs/results.md).
+// drf (the reference AlloX simulator's DRF): a user's share is its dominant share over a stated
+//   vector (drf_share.h): by default device types are distinct resources, max over types of
+//   (its machines of that type / machines of that type); with PolicyOptions::drf_capacity, the
+//   resources jobs hold (the reference's cores, memory, GPUs, GPU memory; `allox simulate
+//   --drf-vector reference`). On the reference's workload the two give equal shares: a CPU job
+//   holds a whole node (32 of 32 cores, at most 16 GB of memory) and a GPU job one GPU (2 GB of
+//   GPU memory), so with c CPU and g GPU jobs on N nodes and N GPUs the user's cores share is
+//   c/N, its GPUs share g/N, its memory share at most 16c/(N × node memory) <= c/N and its GPU
+//   memory share 2g/(N × GPU memory) <= g/N whenever a job fits its node or GPU. (Not so if a
+//   GPU job also held host memory; the reference's description does not say so.)
 //   Each user's queued jobs are served shortest first (on the job's fastest device type), and
 //   the head job may only run on its fastest type. When that type has no idle machine the round stops (head-of-line
 //   blocking, the classic DRF behaviour that the reference measures).
@@ -40,6 +39,7 @@
 #include <vector>
 
 #include "fairness/cluster_view.h"
+#include "fairness/drf_share.h"
 #include "fairness/policies.h"
 #include "fairness/share.h"
 
@@ -98,33 +98,29 @@ std::string least_share_user(const std::map<std::string, std::vector<std::size_t
   return best;
 }
 
-// Dominant share of a user's running machines, weighted.
-double dominant_share(const ClusterState& state, const std::map<DeviceType, std::size_t>& counts,
-                      const std::map<DeviceType, std::size_t>& used, const std::string& user) {
-  double s = 0;
-  for (const auto& [device, n] : used) {
-    s = std::max(s, static_cast<double>(n) / static_cast<double>(counts.at(device)));
-  }
-  return s / weight_of(state, user);
-}
 
-// DRF's progressive filling (drf, drffifo): the user with the least dominant share runs its next
-// queued job on `device_for(job)`; when no machine of that type is idle the round stops
-// (head-of-line blocking). device_for answers nullopt for a job that can never run on this
-// cluster: it is passed over.
+// DRF's progressive filling (drf, drffifo): the user with the least dominant share (over the
+// vector `capacity` states, drf_share.h; weighted) runs its next queued job on
+// `device_for(job)`; when no machine of that type is idle the round stops (head-of-line
+// blocking). device_for answers nullopt for a job that can never run on this cluster: it is
+// passed over.
 Decision fill_by_dominant_share(
-    const ClusterState& state, const std::map<std::string, std::vector<std::size_t>>& queues,
+    const ClusterState& state, const MachineCapacity& capacity,
+    const std::map<std::string, std::vector<std::size_t>>& queues,
     const std::function<std::optional<DeviceType>(const QueuedJob&)>& device_for) {
   const std::map<DeviceType, std::size_t> counts = device_counts(state);
-  std::map<std::string, std::map<DeviceType, std::size_t>> used;
+  std::map<std::string, DrfHoldings> used;
+  auto holdings = [&](const std::string& user) -> DrfHoldings& {
+    return used.try_emplace(user, capacity, counts).first->second;
+  };
   for (const RunningJob& r : state.running) {
-    used[r.job->user][state.machines[r.machine].device] += static_cast<std::size_t>(r.job->units);
+    holdings(r.job->user).add(*r.job, state.machines[r.machine].device);
   }
   std::map<std::string, std::size_t> next;
   std::map<std::string, double> share;
   for (const auto& [user, jobs] : queues) {
     next[user] = 0;
-    share[user] = dominant_share(state, counts, used[user], user);
+    share[user] = holdings(user).dominant_share() / weight_of(state, user);
   }
   const std::map<std::string, double> oldest = oldest_waiting(state);
   IdleMachines idle(state);
@@ -141,22 +137,23 @@ Decision fill_by_dominant_share(
     std::optional<std::size_t> machine = idle.take(*device, head.job->units);
     if (!machine) break;  // head-of-line blocking
     decision.start.push_back({head.job->id, *machine});
-    used[user][*device] += static_cast<std::size_t>(head.job->units);
+    holdings(user).add(*head.job, *device);
     ++next[user];
-    share[user] = dominant_share(state, counts, used[user], user);
+    share[user] = holdings(user).dominant_share() / weight_of(state, user);
   }
   return decision;
 }
 
 class DrfPolicy : public SchedulingPolicy {
  public:
+  explicit DrfPolicy(MachineCapacity capacity) : capacity_(std::move(capacity)) {}
   std::string name() const override { return "drf"; }
 
   // Shortest first, each job on its fastest type present with a node that can hold it
   // (per_user_queues keeps only jobs that have one type present).
   Expected<Decision> decide(const ClusterState& state) override {
     const std::map<DeviceType, int> largest = largest_nodes(state);
-    return fill_by_dominant_share(state, per_user_queues(state),
+    return fill_by_dominant_share(state, capacity_, per_user_queues(state),
                                   [&](const QueuedJob& job) -> std::optional<DeviceType> {
                                     std::optional<DeviceType> device;
                                     double fastest = std::numeric_limits<double>::infinity();
@@ -171,6 +168,9 @@ class DrfPolicy : public SchedulingPolicy {
                                     return device;
                                   });
   }
+
+ private:
+  MachineCapacity capacity_;
 };
 
 class DrfExtFastestPolicy : public SchedulingPolicy {
@@ -321,6 +321,7 @@ class DrfExtPolicy : public SchedulingPolicy {
 // drffifo: DRF on GPU variants in arrival order, no estimates used.
 class DrfFifoPolicy : public SchedulingPolicy {
  public:
+  explicit DrfFifoPolicy(MachineCapacity capacity) : capacity_(std::move(capacity)) {}
   std::string name() const override { return "drffifo"; }
   bool uses_estimates() const override { return false; }
 
@@ -337,7 +338,7 @@ class DrfFifoPolicy : public SchedulingPolicy {
       });
     }
     const std::map<DeviceType, int> largest = largest_nodes(state);
-    return fill_by_dominant_share(state, queues,
+    return fill_by_dominant_share(state, capacity_, queues,
                                   [&](const QueuedJob& job) -> std::optional<DeviceType> {
                                     std::optional<DeviceType> device = variant(*job.job);
                                     auto n = device ? largest.find(*device) : largest.end();
@@ -349,6 +350,8 @@ class DrfFifoPolicy : public SchedulingPolicy {
   }
 
  private:
+  MachineCapacity capacity_;
+
   static std::optional<DeviceType> variant(const Job& job) {
     if (job.time.contains("gpu")) return DeviceType("gpu");
     if (job.time.empty()) return std::nullopt;
@@ -358,8 +361,8 @@ class DrfFifoPolicy : public SchedulingPolicy {
 
 }  // namespace
 
-std::unique_ptr<SchedulingPolicy> make_drf_policy() {
-  return std::make_unique<DrfPolicy>();
+std::unique_ptr<SchedulingPolicy> make_drf_policy(const PolicyOptions& options) {
+  return std::make_unique<DrfPolicy>(options.drf_capacity);
 }
 std::unique_ptr<SchedulingPolicy> make_drf_ext_policy() {
   return std::make_unique<DrfExtPolicy>();
@@ -367,8 +370,8 @@ std::unique_ptr<SchedulingPolicy> make_drf_ext_policy() {
 std::unique_ptr<SchedulingPolicy> make_drf_ext_fastest_policy() {
   return std::make_unique<DrfExtFastestPolicy>();
 }
-std::unique_ptr<SchedulingPolicy> make_drffifo_policy() {
-  return std::make_unique<DrfFifoPolicy>();
+std::unique_ptr<SchedulingPolicy> make_drffifo_policy(const PolicyOptions& options) {
+  return std::make_unique<DrfFifoPolicy>(options.drf_capacity);
 }
 
 }  // namespace allox

@@ -10,10 +10,10 @@ namespace allox {
 
 std::unique_ptr<SchedulingPolicy> make_fifo_policy();
 std::unique_ptr<SchedulingPolicy> make_sjf_policy();
-std::unique_ptr<SchedulingPolicy> make_drf_policy();
+std::unique_ptr<SchedulingPolicy> make_drf_policy(const PolicyOptions& options);
 std::unique_ptr<SchedulingPolicy> make_drf_ext_policy();
 std::unique_ptr<SchedulingPolicy> make_drf_ext_fastest_policy();
-std::unique_ptr<SchedulingPolicy> make_drffifo_policy();
+std::unique_ptr<SchedulingPolicy> make_drffifo_policy(const PolicyOptions& options);
 std::unique_ptr<SchedulingPolicy> make_equal_share_policy();
 std::unique_ptr<SchedulingPolicy> make_equal_share_fastest_policy();
 std::unique_ptr<SchedulingPolicy> make_srpt_policy(SrptRank rank);

@@ -22,6 +22,7 @@
 
 #include "core/model.h"
 #include "core/result.h"
+#include "fairness/drf_share.h"
 
 namespace allox {
 
@@ -95,6 +96,10 @@ struct PolicyOptions {
   std::vector<double> las_queue_thresholds = {100, 1000};
   double las_promotion_factor = 4;
   SrptRank srpt_rank = SrptRank::kRemaining;
+  // drf, drffifo: what one machine of each device type offers, by resource name; the dominant
+  // share is then taken over those resources, each job holding its Job::holds (fairness/
+  // drf_share.h). Empty (the default): over the device types, machines per type.
+  MachineCapacity drf_capacity;
 };
 
 // What a policy's plans cost against their lower bounds, summed over the solves that were not

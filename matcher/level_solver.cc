@@ -23,6 +23,12 @@ constexpr std::size_t kHintMinJobs = 250;
 // x 100 machines of 10 types, 126 ms against 595; 100 distinct + 50 identical, 431 against
 // 580), else LEMON (docs/results.md, "Matcher").
 constexpr std::size_t kTransportMaxSlots = 256;
+// A re-plan whose PriceMemory remembers every device type starts the transport solver at the
+// previous solve's prices, so its work is the few augmentations the change since then needs, not
+// a solve from a rough hint: there it stays faster than LEMON, which starts every solve from
+// scratch, up to more slots (the overloaded 10-GPU replay of docs/results.md, "Speed": queues of
+// up to ~4,000 jobs, up to ~380 slots, 1.7x less CPU than LEMON on the same solves).
+constexpr std::size_t kTransportMaxSlotsWarm = 512;
 constexpr std::size_t kCrowdedType = 3;
 
 // First guess of levels per device type: the type's speed-proportional share of the jobs per
@@ -144,10 +150,12 @@ Expected<LevelSolution> solve_grouped(const PreparedProblem& problem, Backend ba
 
 }  // namespace
 
-Backend choose_backend(const PreparedProblem& problem) {
+Backend choose_backend(const PreparedProblem& problem, const PriceMemory* memory) {
   const std::vector<std::size_t> levels = initial_levels(problem);
   const std::size_t slots = std::accumulate(levels.begin(), levels.end(), std::size_t{0});
   if (slots <= kTransportMaxSlots) return Backend::kTransport;
+  const bool warm = memory != nullptr && remembers_every_type(problem, *memory);
+  if (warm && slots <= kTransportMaxSlotsWarm) return Backend::kTransport;
   std::size_t machines = 0;
   std::size_t crowded = 0;  // machines of types with kCrowdedType machines or more
   for (std::size_t count : problem.machines_of_type) {

@@ -20,11 +20,12 @@ struct LevelSolution {
 };
 
 // What Backend::kAuto runs: the transport solver when the grouped network starts with few slots
-// (its Dijkstra is dense over them); otherwise the assignment solver (position_solver.h) when
+// (its Dijkstra is dense over them), or with somewhat more when `memory` (may be null) remembers
+// every device type (a warm re-plan: the solver starts at the previous solve's prices); otherwise the assignment solver (position_solver.h) when
 // machines are nearly all of distinct device types (at most a quarter of them in types of 3 or
 // more machines) and it fits kMaxPositionPairs, else LEMON. All are exact; this only picks the
 // fastest measured.
-Backend choose_backend(const PreparedProblem& problem);
+Backend choose_backend(const PreparedProblem& problem, const PriceMemory* memory = nullptr);
 
 // Optimal flow of the grouped network (levels grown as needed), or of the naive network.
 // Precondition: problem.job_count > 0 and every job can run on some machine (prepare()).

@@ -169,7 +169,7 @@ Expected<Schedule> solve(const MatchingProblem& problem, const SolveOptions& opt
   Backend backend = options.backend;
   if (backend == Backend::kAuto) {
     // The naive graph (benchmarks only) is a network: LEMON solves it.
-    backend = options.naive_graph ? Backend::kLemon : choose_backend(*prepared);
+    backend = options.naive_graph ? Backend::kLemon : choose_backend(*prepared, options.memory);
   }
   if (backend == Backend::kAssignment && options.naive_graph) {
     return Error{"matcher: the assignment backend has no naive graph (use lemon, boost or glpk)"};

@@ -77,6 +77,10 @@ Expected<Trace> parse_allox_trace(std::istream& in, const std::string& source_na
     tj.job.user = header[4];
     tj.job.arrival = arrival;
     tj.true_time = {{"cpu", cpu_time}, {"gpu", gpu_time}};
+    // v[0] is the stage's -1.0 (no parent); a job holds its cores and memory on a CPU node, its
+    // GPUs and GPU memory on a GPU.
+    tj.job.holds = {{"cpu", {{"cores", v[1]}, {"memory_gb", v[2]}}},
+                    {"gpu", {{"gpus", v[4]}, {"gpu_memory_gb", v[5]}}}};
     if (options.exact_estimates) {
       tj.job.time = tj.true_time;
     } else {

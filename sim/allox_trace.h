@@ -8,9 +8,10 @@
 //         <cpu estimate error> <gpu estimate error>
 //   0
 // A job runs on one CPU node ("cpu") or one GPU ("gpu"). True times are the file's times;
-// estimates are true × (1 + error), unless AlloxTraceOptions::exact_estimates is set. Resource
-// sizes (cores, memory, tasks) are read and checked but unused: the paper's cluster gives each job
-// a whole CPU node or one GPU. Linear in the file size.
+// estimates are true × (1 + error), unless AlloxTraceOptions::exact_estimates is set. Cores and
+// memory become what the job holds on a CPU node, GPUs and GPU memory what it holds on a GPU
+// (Job::holds; only drf's reference resource vector reads them: the paper's cluster gives each
+// job a whole CPU node or one GPU); tasks are read and unused. Linear in the file size.
 #pragma once
 
 #include <istream>

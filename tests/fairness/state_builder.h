@@ -43,6 +43,15 @@ class StateBuilder {
     return *this;
   }
 
+  // What job `id` (queued or running) holds while it runs on `device` (Job::holds).
+  StateBuilder& holds(const std::string& id, const DeviceType& device,
+                      std::map<std::string, double> amounts) {
+    for (Job& job : jobs_) {
+      if (job.id == id) job.holds[device] = std::move(amounts);
+    }
+    return *this;
+  }
+
   std::size_t index_of(const std::string& machine) const {
     for (std::size_t i = 0; i < state_.machines.size(); ++i) {
       if (state_.machines[i].name == machine) return i;

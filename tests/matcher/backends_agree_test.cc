@@ -310,3 +310,31 @@ TEST(BackendsAgree, AutoPicksTransportAssignmentOrLemonAndStaysExact) {
 
 }  // namespace
 }  // namespace allox::matcher
+
+namespace allox::matcher {
+namespace {
+
+TEST(BackendsAgree, AutoRePlansAWarmQueueOnTransportPastTheColdSlotLimit) {
+  // 3,000 jobs on 20 machines of 2 types: ~390 slots, past the cold limit (256), so the first
+  // solve runs LEMON; once the PriceMemory remembers both types, the same queue re-plans on
+  // transport (up to 512 slots) at the same optimum.
+  std::mt19937 rng(23);
+  InstanceShape shape;
+  shape.devices = {"cpu", "gpu"};
+  shape.max_time = 3000;
+  shape.max_residual = 900;
+  shape.fractional = true;
+  const Instance instance = random_instance(rng, shape, 3000, 20);
+  PriceMemory memory;
+  const Expected<Schedule> cold = solve(instance.problem(), {.memory = &memory});
+  const Expected<Schedule> warm = solve(instance.problem(), {.memory = &memory});
+  ASSERT_TRUE(cold.ok()) << cold.message();
+  ASSERT_TRUE(warm.ok()) << warm.message();
+  EXPECT_EQ(cold->backend, Backend::kLemon);
+  EXPECT_EQ(warm->backend, Backend::kTransport);
+  EXPECT_EQ(warm->objective_ticks, cold->objective_ticks);
+  EXPECT_EQ(plan_problems(instance, *warm), std::vector<std::string>{});
+}
+
+}  // namespace
+}  // namespace allox::matcher

@@ -36,6 +36,10 @@ TEST(AlloxTrace, ParsesJobsWithEstimateErrors) {
   EXPECT_DOUBLE_EQ(second.job.time.at("gpu"), 55);  // 50 × (1 + 0.1)
   ASSERT_EQ(t->users.size(), 2u);
   EXPECT_EQ(t->users[0].name, "queue1");  // first appearance in the file
+  // Cores and memory held on a CPU node, GPUs and GPU memory on a GPU.
+  const std::map<DeviceType, std::map<std::string, double>> holds = {
+      {"cpu", {{"cores", 32}, {"memory_gb", 14}}}, {"gpu", {{"gpus", 1}, {"gpu_memory_gb", 2}}}};
+  EXPECT_EQ(second.job.holds, holds);
 }
 
 TEST(AlloxTrace, ExactEstimatesIgnoreErrors) {
