@@ -55,7 +55,7 @@ Planner::Planner(ExtenderConfig config, std::unique_ptr<SchedulingPolicy> policy
       store_(std::move(store)),
       metrics_(metrics),
       options_(std::move(options)),
-      book_(config_.devices, config_.default_job_seconds),
+      book_(config_.devices, config_.default_job_seconds, config_.throughputs),
       book_writer_([] {
         name_this_thread("allox-book");
         // Refused (a real-time class the kernel does not grant): normal, and still correct.

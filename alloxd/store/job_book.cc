@@ -13,8 +13,11 @@ std::string pod_key(const std::string& namespace_name, const std::string& name) 
 
 }  // namespace
 
-JobBook::JobBook(DeviceMapping devices, double default_job_seconds)
-    : devices_(std::move(devices)), default_job_seconds_(default_job_seconds) {}
+JobBook::JobBook(DeviceMapping devices, double default_job_seconds,
+                 std::shared_ptr<const ThroughputTable> throughputs)
+    : devices_(std::move(devices)),
+      default_job_seconds_(default_job_seconds),
+      throughputs_(std::move(throughputs)) {}
 
 void JobBook::set_inventory(const std::vector<NodeInventory>& nodes) {
   nodes_.clear();
@@ -81,7 +84,8 @@ namespace {
 
 bool same_variant(const JobVariant& a, const JobVariant& b) {
   return a.device == b.device && a.time_hints == b.time_hints && a.iterations == b.iterations &&
-         a.pod.uid == b.pod.uid && a.user == b.user;
+         a.pod.uid == b.pod.uid && a.user == b.user && a.devices == b.devices &&
+         a.model == b.model && a.batch_size == b.batch_size;
 }
 
 // A pod this run has seen: one of its variants, or the pod it ran as. An empty UID cannot tell
@@ -280,6 +284,17 @@ int JobBook::find_slot(const std::string& node, const DeviceType& device,
   return -1;
 }
 
+std::optional<DeviceType> JobBook::device_on(std::string_view node,
+                                             const JobVariant& variant) const {
+  auto it = capacity_.find(node);
+  if (it == capacity_.end()) return std::nullopt;
+  for (const DeviceType& type : variant.device_types()) {
+    auto c = it->second.find(type);
+    if (c != it->second.end() && c->second.total > 0) return type;
+  }
+  return std::nullopt;
+}
+
 Expected<JobRecord> JobBook::start(const std::string& job_id, const JobVariant& pod_variant,
                                    const std::string& node, int preferred_slot, double now) {
   auto it = jobs_.find(job_id);
@@ -293,27 +308,30 @@ Expected<JobRecord> JobBook::start(const std::string& job_id, const JobVariant& 
   if (!has_node(node)) return Error{"node " + node + " is not in allox's inventory"};
   int slot = -1;
   if (preferred_slot >= 0 && preferred_slot < static_cast<int>(slots_.size()) &&
-      slots_[preferred_slot].node == node && slots_[preferred_slot].device == pod_variant.device &&
+      slots_[preferred_slot].node == node && pod_variant.runs_on(slots_[preferred_slot].device) &&
       slots_[preferred_slot].running_job.empty()) {
     slot = preferred_slot;
   } else {
-    slot = find_slot(node, pod_variant.device, "");
+    for (const DeviceType& type : pod_variant.device_types()) {
+      if ((slot = find_slot(node, type, "")) >= 0) break;
+    }
   }
   if (slot < 0) {
-    NodeCapacity c = capacity(node, pod_variant.device);
-    return Error{"node " + node + " has no free " + devices_.resource_for(pod_variant.device) +
-                 " (" + std::to_string(c.free) + " of " + std::to_string(c.total) + " free)"};
+    const DeviceType type = device_on(node, pod_variant).value_or(pod_variant.device);
+    NodeCapacity c = capacity(node, type);
+    return Error{"node " + node + " has no free " + devices_.resource_for(type) + " (" +
+                 std::to_string(c.free) + " of " + std::to_string(c.total) + " free)"};
   }
   MachineSlot& machine = slots_[slot];
   machine.running_job = job_id;
-  --capacity_[node][pod_variant.device].free;
+  --capacity_[node][machine.device].free;
   job.slot = slot;
   job.record.phase = JobPhase::kRunning;
   job.record.pod_namespace = pod_variant.pod.namespace_name;
   job.record.pod_name = pod_variant.pod.name;
   job.record.pod_uid = pod_variant.pod.uid;
   job.record.node = node;
-  job.record.device = pod_variant.device;
+  job.record.device = machine.device;  // the type it runs as, of the ones it offered
   job.record.machine = machine.index;
   job.record.start = now;
   job.intent.reset();
@@ -360,11 +378,22 @@ TimeEstimate JobBook::estimate(const BookJob& job, const DeviceType& device) con
     if (s.device == device) samples.push_back(s);
   }
   std::optional<double> hint;
+  std::optional<double> table;  // the throughput table's time, for a variant naming its model
   for (const auto& [key, variant] : job.variants) {
     auto h = variant.time_hints.find(device);
     if (h != variant.time_hints.end()) hint = h->second;
+    if (!variant.model.empty() && throughputs_ && job.iterations) {
+      if (auto t = table_time(*throughputs_, variant.model, variant.batch_size, device,
+                              *job.iterations)) {
+        table = t;
+      }
+    }
   }
-  TimeEstimate estimate = estimate_time(samples, job.iterations, hint, default_job_seconds_);
+  TimeEstimate estimate =
+      estimate_time(samples, job.iterations, hint ? hint : table, default_job_seconds_);
+  if (!hint && table && estimate.source == TimeEstimate::Source::kHint) {
+    estimate.source = TimeEstimate::Source::kTable;
+  }
   // Bounded here, where every estimate is read: a fit may come out NaN or astronomically large
   // (iterations near 2^63), and the matcher must never see either.
   if (!std::isfinite(estimate.seconds)) {
@@ -402,8 +431,10 @@ void JobBook::refresh(BookJob& book_job) {
   job->arrival = book_job.record.arrival;
   job->iterations = book_job.iterations;
   for (const auto& [key, variant] : book_job.variants) {
-    if (offered_.count(variant.device) && !job->time.count(variant.device)) {
-      job->time[variant.device] = estimate(book_job, variant.device).seconds;
+    for (const DeviceType& type : variant.device_types()) {
+      if (offered_.count(type) && !job->time.count(type)) {
+        job->time[type] = estimate(book_job, type).seconds;
+      }
     }
   }
   const JobPhase phase = book_job.record.phase;

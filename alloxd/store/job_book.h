@@ -14,7 +14,7 @@
 // runs leave memory after the retention window (forget_finished); their history stays in the store.
 // snapshot() turns the book into the scheduling policy's input (fairness/policy.h): one Machine
 // per slot (busy ones until their estimated finish) and the queued jobs with estimated times on
-// the devices they have a variant pod for.
+// the devices they have a variant pod for (a pod may offer several: a GPU of any model).
 //
 // Scale: a plan is taken of 50,000 jobs many times a second, so nothing a snapshot
 // reads is recomputed per snapshot. Each change refreshes the one job it touches: its policy
@@ -102,7 +102,9 @@ struct NameHash {
 
 class JobBook {
  public:
-  JobBook(DeviceMapping devices, double default_job_seconds);
+  // throughputs: Gavel's table for pods that name allox.io/model (null: none).
+  JobBook(DeviceMapping devices, double default_job_seconds,
+          std::shared_ptr<const ThroughputTable> throughputs = nullptr);
 
   // Replaces the node inventory. Running jobs keep their slots when their node and device are
   // still offered; a running job whose node disappeared keeps running without a slot.
@@ -152,8 +154,13 @@ class JobBook {
   // The queued jobs that are parked (BookJob::parked set), by id.
   const std::set<std::string>& parked_jobs() const { return parked_; }
 
-  // Puts the job on a free slot of `device` on `node` (preferring `preferred_slot`), phase
-  // running. Errors name why it cannot (unknown job, already running, no free machine).
+  // The type `variant` runs as on `node`: the one of its types the node has machines of
+  // (variant.device first), whether free or not; std::nullopt when the node has none of them.
+  std::optional<DeviceType> device_on(std::string_view node, const JobVariant& variant) const;
+
+  // Puts the job on a free slot on `node` of one of pod_variant's types (preferring
+  // `preferred_slot`, then pod_variant.device), phase running; the record names that type.
+  // Errors name why it cannot (unknown job, already running, no free machine).
   Expected<JobRecord> start(const std::string& job_id, const JobVariant& pod_variant,
                             const std::string& node, int preferred_slot, double now);
   Expected<JobRecord> finish(const std::string& job_id, double now);
@@ -196,6 +203,7 @@ class JobBook {
 
   DeviceMapping devices_;
   double default_job_seconds_;
+  std::shared_ptr<const ThroughputTable> throughputs_;
   bool has_inventory_ = false;
   std::map<std::string, NodeInventory> nodes_;
   std::vector<MachineSlot> slots_;
