@@ -319,7 +319,10 @@ Expected<JobRecord> JobBook::start(const std::string& job_id, const JobVariant& 
   if (slot < 0) {
     const DeviceType type = device_on(node, pod_variant).value_or(pod_variant.device);
     NodeCapacity c = capacity(node, type);
-    return Error{"node " + node + " has no free " + devices_.resource_for(type) + " (" +
+    const DeviceMapping::Resource* resource = devices_.resource_of(type);
+    const std::string model =
+        resource != nullptr && resource->device != type ? " of model " + type : "";
+    return Error{"node " + node + " has no free " + devices_.resource_for(type) + model + " (" +
                  std::to_string(c.free) + " of " + std::to_string(c.total) + " free)"};
   }
   MachineSlot& machine = slots_[slot];

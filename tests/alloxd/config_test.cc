@@ -511,7 +511,8 @@ TEST(ConfigTest, BadNodeLabelRulesNameTheField) {
       "devices:\n  - resource: nvidia.com/gpu\n    device: gpu\n    node_labels:\n";
   const Case cases[] = {
       {"      - {label: k, value: v, device: h100, extra: 1}\n",
-       "t.yaml:5: devices[0].node_labels[0]: unknown key \"extra\""},
+       "t.yaml:5: devices[0].node_labels[0]: unknown key \"extra\" (expected one of: label, value, "
+       "device)"},
       {"      - {label: k, value: '', device: h100}\n",
        "t.yaml:5: devices[0].node_labels[0]: value must be a non-empty string, got \"\""},
       {"      - {label: k, device: h100}\n",

@@ -15,6 +15,7 @@
 // Once with gated pods (the gate's removal pins the planned node) and once ungated (nudges).
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <map>
 #include <mutex>
 #include <string>
@@ -251,6 +252,9 @@ void expect_each_job_once_on_its_planned_model(const Outcome& out,
       EXPECT_EQ("starts on " + node + " (" + want + ")", said->second) << job.id;
     }
   }
+  std::printf("%d jobs: %d on H100, %d on A100, %d on CPU; %zu Admitted events\n", kJobs,
+              models["h100"], models["a100"], kJobs - models["h100"] - models["a100"],
+              out.admitted.size());
 }
 
 TEST(EndToEndModelsTest, GatedPodsRunOnceEachOnTheModelThePlanChose) {

@@ -111,7 +111,7 @@ TEST(JobBookDevicesTest, APinnedPodRunsOnItsModelOnly) {
   EXPECT_EQ("a100", book.device_on("a1", pinned).value_or(""));
   auto refused = book.start(pinned.job_id, pinned, "h1", -1, 0);
   ASSERT_FALSE(refused.ok());
-  EXPECT_EQ("node h1 has no free a100 (0 of 0 free)", refused.message());
+  EXPECT_EQ("node h1 has no free nvidia.com/gpu of model a100 (0 of 0 free)", refused.message());
 }
 
 TEST(JobBookDevicesTest, TheThroughputTableEstimatesANamedModelOnTheTypesItKnows) {
