@@ -63,29 +63,30 @@ Expected<json> remove_gate_patch(const std::vector<std::string>& gates, std::str
          json::array({{{"matchFields", json::array({{{"key", "metadata.name"},
                                                      {"operator", "In"},
                                                      {"values", json::array({pin.node})}}})}}})}};
+    std::string path;
+    json value;
     switch (pin.room) {
       case AffinityRoom::kNoAffinity:
-        patch.push_back(
-            {{"op", "add"},
-             {"path", "/spec/affinity"},
-             {"value",
-              {{"nodeAffinity", {{"requiredDuringSchedulingIgnoredDuringExecution", required}}}}}});
+        path = "/spec/affinity";
+        value = {{"nodeAffinity", {{"requiredDuringSchedulingIgnoredDuringExecution", required}}}};
         break;
       case AffinityRoom::kNoNodeAffinity:
-        patch.push_back(
-            {{"op", "add"},
-             {"path", "/spec/affinity/nodeAffinity"},
-             {"value", {{"requiredDuringSchedulingIgnoredDuringExecution", required}}}});
+        path = "/spec/affinity/nodeAffinity";
+        value = {{"requiredDuringSchedulingIgnoredDuringExecution", required}};
         break;
       case AffinityRoom::kNoRequired:
-        patch.push_back(
-            {{"op", "add"},
-             {"path", "/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution"},
-             {"value", required}});
+        path = "/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution";
+        value = required;
         break;
       case AffinityRoom::kRequired:
-        break;
+        return patch;
     }
+    // An `add` onto a member that exists replaces it: were the owner to write affinity between
+    // our look and this patch, it would be lost. kube-apiserver's JSON Patch passes a `test` of
+    // null on a member that is absent (or null) and fails it on one that has a value, so the
+    // patch is refused whole (422) and the retry reads the room again.
+    patch.push_back({{"op", "test"}, {"path", path}, {"value", nullptr}});
+    patch.push_back({{"op", "add"}, {"path", path}, {"value", value}});
     return patch;
   }
   return Error{"the pod has no scheduling gate " + std::string(gate)};

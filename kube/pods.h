@@ -11,7 +11,9 @@
 //                 narrow its scheduling directives (PodSchedulingReadiness, on by default in
 //                 1.28), so the patch is accepted, and kube-scheduler's NodeAffinity then looks
 //                 at that one node: its extender is asked about one node, not the cluster.
-//                 Only a pod with no required node affinity of its own is pinned; see AffinityRoom
+//                 Only a pod with no required node affinity of its own is pinned; see AffinityRoom.
+//                 The `add` follows a `test` that its member is still absent (value null), so
+//                 affinity the owner wrote after alloxd looked is never overwritten
 //   nudge         merge patch of the annotation allox.io/nudge: any pod update moves a pod that
 //                 kube-scheduler parked as unschedulable back to its active queue at once
 //   delete_pod    DELETE in the pod's own namespace with a uid precondition (never a

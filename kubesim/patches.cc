@@ -110,6 +110,31 @@ void strategic_merge(json& target, const json& patch) {
   }
 }
 
+// RFC 6902 as kube-apiserver's patch library (evanphx/json-patch) applies it, where it differs
+// from nlohmann's: a `test` whose value is null passes on an object's member that is absent or
+// null (RFC 6902 leaves a test of a missing member undefined; nlohmann fails it); a missing
+// parent still fails it. Operations apply in
+// order to a copy, so a failing one leaves the target as it was (the caller answers 422).
+json apply_json_patch(const json& target, const json& patch) {
+  json out = target;
+  for (const json& op : patch) {
+    const bool test_absent = op.is_object() && op.contains("op") && op["op"] == "test" &&
+                             op.contains("value") && op["value"].is_null() &&
+                             op.contains("path") && op["path"].is_string();
+    if (test_absent) {
+      const json::json_pointer at(op["path"].get<std::string>());
+      // Only the member may be missing: a missing parent fails the test, as there.
+      if (!at.empty() && out.contains(at.parent_pointer()) &&
+          out.at(at.parent_pointer()).is_object() &&
+          (!out.contains(at) || out.at(at).is_null())) {
+        continue;
+      }
+    }
+    out = out.patch(json::array({op}));
+  }
+  return out;
+}
+
 }  // namespace
 
 ApiResult<PatchType> patch_type(const std::string& content_type) {
@@ -139,7 +164,7 @@ ApiResult<json> apply_patch(const json& target, PatchType type, const std::strin
       }
       case PatchType::kJson:
         if (!patch.is_array()) return bad_request("a JSON patch must be an array of operations");
-        return target.patch(patch);
+        return apply_json_patch(target, patch);
       case PatchType::kStrategicMerge: {
         if (!patch.is_object()) return bad_request("a strategic merge patch must be a JSON object");
         json out = target;

@@ -32,29 +32,35 @@ TEST(PodsTest, RemoveGatePatchPinsToTheNodeWhereTheAffinityHasRoom) {
   auto patch =
       remove_gate_patch({"allox.io/queue"}, kQueueGate, {"node-7", AffinityRoom::kNoAffinity});
   ASSERT_TRUE(patch.ok());
-  ASSERT_EQ(3u, patch->size());
+  ASSERT_EQ(4u, patch->size());
   EXPECT_EQ("test", (*patch)[0]["op"]);
   EXPECT_EQ("/spec/schedulingGates/0", (*patch)[1]["path"]);
+  // The add is guarded: refused whole if the owner wrote affinity after alloxd looked.
+  EXPECT_EQ(json::parse(R"({"op":"test","path":"/spec/affinity","value":null})"), (*patch)[2]);
   EXPECT_EQ(
       json({{"op", "add"},
             {"path", "/spec/affinity"},
             {"value",
              {{"nodeAffinity", {{"requiredDuringSchedulingIgnoredDuringExecution", pin_terms}}}}}}),
-      (*patch)[2]);
+      (*patch)[3]);
   patch =
       remove_gate_patch({"allox.io/queue"}, kQueueGate, {"node-7", AffinityRoom::kNoNodeAffinity});
   ASSERT_TRUE(patch.ok());
   EXPECT_EQ(json({{"op", "add"},
                   {"path", "/spec/affinity/nodeAffinity"},
                   {"value", {{"requiredDuringSchedulingIgnoredDuringExecution", pin_terms}}}}),
+            (*patch)[3]);
+  EXPECT_EQ(json::parse(R"({"op":"test","path":"/spec/affinity/nodeAffinity","value":null})"),
             (*patch)[2]);
   patch = remove_gate_patch({"allox.io/queue"}, kQueueGate, {"node-7", AffinityRoom::kNoRequired});
   ASSERT_TRUE(patch.ok());
+  EXPECT_EQ((*patch)[3]["path"], (*patch)[2]["path"]);
+  EXPECT_EQ("test", (*patch)[2]["op"]);
   EXPECT_EQ(
       json({{"op", "add"},
             {"path", "/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution"},
             {"value", pin_terms}}),
-      (*patch)[2]);
+      (*patch)[3]);
   // Its own required terms, or no node: only the gate's removal.
   EXPECT_EQ(2u,
             remove_gate_patch({"allox.io/queue"}, kQueueGate, {"node-7", AffinityRoom::kRequired})
@@ -179,10 +185,10 @@ TEST(PodsTest, RemoveGateRetryKeepsThePinAndRereadsTheRoom) {
   ASSERT_EQ(3u, r.size());
   EXPECT_EQ("/spec/affinity", json::parse(r[0].body)[2]["path"]);
   auto retry = json::parse(r[2].body);
-  ASSERT_EQ(3u, retry.size());
+  ASSERT_EQ(4u, retry.size());
   EXPECT_EQ("/spec/schedulingGates/1/name", retry[0]["path"]);
-  EXPECT_EQ("/spec/affinity/nodeAffinity", retry[2]["path"]);
-  EXPECT_EQ("node-3", retry[2]["value"]["requiredDuringSchedulingIgnoredDuringExecution"]
+  EXPECT_EQ("/spec/affinity/nodeAffinity", retry[3]["path"]);
+  EXPECT_EQ("node-3", retry[3]["value"]["requiredDuringSchedulingIgnoredDuringExecution"]
                            ["nodeSelectorTerms"][0]["matchFields"][0]["values"][0]);
   pod_now = R"({"spec":{"schedulingGates":[{"name":"example.com/other"},{"name":"allox.io/queue"}],
                  "affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":

@@ -74,6 +74,36 @@ TEST(PatchesTest, BadPatchesAreClientErrors) {
             std::get<PatchType>(patch_type("application/merge-patch+json; charset=utf-8")));
 }
 
+// A `test` of null passes on an absent (or null) member and fails on one with a value, as in
+// kube-apiserver's patch library; a failed test leaves the object as it was.
+TEST(PatchesTest, ATestOfNullPassesOnlyWhereTheMemberIsAbsent) {
+  const json gated = json::parse(R"({"spec":{"schedulingGates":[{"name":"allox.io/queue"}]}})");
+  const std::string pin = R"([{"op":"test","path":"/spec/schedulingGates/0/name","value":"allox.io/queue"},
+       {"op":"remove","path":"/spec/schedulingGates/0"},
+       {"op":"test","path":"/spec/affinity","value":null},
+       {"op":"add","path":"/spec/affinity","value":{"nodeAffinity":{}}}])";
+  auto pinned = apply_patch(gated, PatchType::kJson, pin);
+  ASSERT_FALSE(failed(pinned)) << std::get<ApiError>(pinned).message;
+  EXPECT_EQ(json::object(), std::get<json>(pinned)["spec"]["affinity"]["nodeAffinity"]);
+  EXPECT_TRUE(std::get<json>(pinned)["spec"]["schedulingGates"].empty());
+
+  json with_null = gated;
+  with_null["spec"]["affinity"] = nullptr;
+  EXPECT_FALSE(failed(apply_patch(with_null, PatchType::kJson, pin)));
+
+  // The owner wrote affinity after alloxd looked: the whole patch is refused, gate included.
+  json owned = gated;
+  owned["spec"]["affinity"] = json::parse(R"({"podAntiAffinity":{}})");
+  auto refused = apply_patch(owned, PatchType::kJson, pin);
+  ASSERT_TRUE(failed(refused));
+  EXPECT_EQ(422, std::get<ApiError>(refused).code);
+  // Only the member may be missing, not its parent.
+  auto orphan = apply_patch(gated, PatchType::kJson,
+                            R"([{"op":"test","path":"/spec/affinity/nodeAffinity","value":null}])");
+  ASSERT_TRUE(failed(orphan));
+  EXPECT_EQ(422, std::get<ApiError>(orphan).code);
+}
+
 TEST(SelectorsTest, FieldAndLabelSelectors) {
   const json pod =
       json::parse(R"({"metadata":{"name":"p","namespace":"lab","labels":{"app":"x","tier":"gpu"}},

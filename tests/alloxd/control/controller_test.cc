@@ -135,8 +135,8 @@ TEST(ControllerTest, APodWithItsOwnRequiredNodeAffinityIsReleasedUnpinned) {
     if (patch.target == "/api/v1/namespaces/lab/pods/a-gpu") {
       EXPECT_EQ(2u, body.size()) << body;
     } else {
-      ASSERT_EQ(3u, body.size()) << body;
-      EXPECT_EQ("/spec/affinity/nodeAffinity", body[2]["path"]);
+      ASSERT_EQ(4u, body.size()) << body;
+      EXPECT_EQ("/spec/affinity/nodeAffinity", body[3]["path"]);
     }
   }
 }
@@ -154,10 +154,12 @@ TEST(ControllerTest, StartingJobLosesItsGateOnExactlyTheChosenVariantAndItsSibli
   ASSERT_EQ(1u, patches.size());
   EXPECT_EQ("/api/v1/namespaces/lab/pods/a-gpu", patches[0].target);
   EXPECT_EQ("application/json-patch+json", patches[0].content_type);
-  // One patch: the gate's test and removal, and the pin to the planned node by its name.
+  // One patch: the gate's test and removal, and the pin to the planned node by its name, added
+  // only if the pod still has no affinity.
   EXPECT_EQ(json::parse(R"([
       {"op":"test","path":"/spec/schedulingGates/0/name","value":"allox.io/queue"},
       {"op":"remove","path":"/spec/schedulingGates/0"},
+      {"op":"test","path":"/spec/affinity","value":null},
       {"op":"add","path":"/spec/affinity","value":{"nodeAffinity":{
         "requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[
           {"matchFields":[{"key":"metadata.name","operator":"In","values":["g1"]}]}]}}}}])"),
