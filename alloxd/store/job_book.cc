@@ -433,12 +433,15 @@ void JobBook::refresh(BookJob& book_job) {
   job->user = book_job.record.user;
   job->arrival = book_job.record.arrival;
   job->iterations = book_job.iterations;
-  for (const auto& [key, variant] : book_job.variants) {
-    for (const DeviceType& type : variant.device_types()) {
-      if (offered_.count(type) && !job->time.count(type)) {
-        job->time[type] = estimate(book_job, type).seconds;
-      }
+  auto offer = [&](const DeviceType& type) {
+    if (offered_.count(type) && !job->time.count(type)) {
+      job->time[type] = estimate(book_job, type).seconds;
     }
+  };
+  for (const auto& [key, variant] : book_job.variants) {
+    // Every type it runs on (device_types() without its copy: a job may have thousands).
+    if (variant.devices.empty()) offer(variant.device);
+    for (const DeviceType& type : variant.devices) offer(type);
   }
   const JobPhase phase = book_job.record.phase;
   if (phase == JobPhase::kRunning) {
