@@ -103,7 +103,9 @@ TEST(PodDevicesTest, WhatAPodPinsNarrowsItsTypes) {
     auto v = read_job_variant(pod, models());
     ASSERT_TRUE(v.ok()) << v.message();
     EXPECT_EQ(c.want, v->device_types()) << c.what;
-    if (c.want.size() == 1) EXPECT_EQ(c.want.front(), v->device) << c.what << ": pinned";
+    if (c.want.size() == 1) {
+      EXPECT_EQ(c.want.front(), v->device) << c.what << ": pinned";
+    }
   }
 }
 
