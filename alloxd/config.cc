@@ -1,5 +1,6 @@
 #include "alloxd/config.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <optional>
@@ -19,8 +20,8 @@ using namespace config_yaml;
 constexpr std::string_view kRootKeys[] = {
     "listen", "reports_listen", "database", "policy", "alpha", "starvation_bound", "batch_rounds",
     "tick", "default_job_seconds", "fairness_window", "max_body_bytes", "http_threads",
-    "request_threads", "admin_token", "admin_token_file", "devices", "cpu", "nodes", "tenancy",
-    "retention", "log", "apiserver", "scheduler_name", "webhook", "limits"};
+    "request_threads", "admin_token", "admin_token_file", "devices", "throughputs", "cpu", "nodes",
+    "tenancy", "retention", "log", "apiserver", "scheduler_name", "webhook", "limits"};
 
 // Scheduling rounds at most 20 times a second, at least once an hour.
 constexpr double kMinTickSeconds = 0.05;
@@ -64,6 +65,8 @@ void read_root(FieldReader& reader, const YAML::Node& root, ExtenderConfig& conf
   if (auto token = token_file(reader, root, "admin_token_file", "")) config.admin_token = *token;
   read_devices(reader, root, config.devices);
   read_cpu(reader, root, config.devices);
+  check_device_types(reader, root, config.devices);
+  read_throughputs(reader, root, config.throughputs);
   read_nodes(reader, root, config.nodes);
   read_tenancy(reader, root, config.tenancy);
   read_retention(reader, root, config.retention);
@@ -124,10 +127,52 @@ std::optional<DeviceType> DeviceMapping::device_for(const std::string& resource)
 }
 
 std::string DeviceMapping::resource_for(const DeviceType& device) const {
-  for (const Resource& r : resources) {
-    if (r.device == device) return r.resource;
-  }
+  if (const Resource* r = resource_of(device)) return r->resource;
   return device == cpu_device ? std::string("cpu") : device;
+}
+
+const DeviceMapping::Resource* DeviceMapping::resource_of(const DeviceType& device) const {
+  for (const Resource& r : resources) {
+    if (r.device == device) return &r;
+  }
+  for (const Resource& r : resources) {
+    for (const NodeLabelRule& rule : r.node_labels) {
+      if (rule.device == device) return &r;
+    }
+  }
+  return nullptr;
+}
+
+Expected<std::optional<DeviceType>> DeviceMapping::node_device(
+    const std::string& resource, const std::map<std::string, std::string>& labels) const {
+  for (const Resource& r : resources) {
+    if (r.resource != resource) continue;
+    const NodeLabelRule* matched = nullptr;
+    for (const NodeLabelRule& rule : r.node_labels) {
+      auto label = labels.find(rule.label);
+      if (label == labels.end() || label->second != rule.value) continue;
+      if (matched != nullptr && matched->device != rule.device) {
+        return Error{resource + ": labels " + matched->label + "=" + matched->value + " and " +
+                     rule.label + "=" + rule.value + " give two device types (" + matched->device +
+                     ", " + rule.device + ")"};
+      }
+      matched = &rule;
+    }
+    return std::optional<DeviceType>(matched != nullptr ? matched->device : r.device);
+  }
+  return std::optional<DeviceType>();
+}
+
+std::vector<DeviceType> DeviceMapping::interchangeable(const DeviceType& device) const {
+  std::vector<DeviceType> out{device};
+  for (const Resource& r : resources) {
+    if (r.device != device) continue;
+    for (const NodeLabelRule& rule : r.node_labels) {
+      if (std::find(out.begin(), out.end(), rule.device) == out.end()) out.push_back(rule.device);
+    }
+    break;
+  }
+  return out;
 }
 
 Expected<ListenAddress> parse_listen_address(const std::string& address) {

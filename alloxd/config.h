@@ -22,7 +22,13 @@
 //                                   # grants it and `listen` is on loopback
 //   admin_token: s3cret             # or admin_token_file; required by the POST /v1 endpoints
 //   devices:                        # resource name -> device type
-//     - {resource: nvidia.com/gpu, device: gpu}
+//     - resource: nvidia.com/gpu
+//       device: gpu                 # nodes whose labels match no rule below
+//       node_labels:                # optional: a GPU model per node label, each its own type
+//         - {label: nvidia.com/gpu.product, value: NVIDIA-H100-80GB-HBM3, device: h100}
+//         - {label: nvidia.com/gpu.product, value: NVIDIA-A100-SXM4-40GB, device: a100}
+//   throughputs: data/gavel/simulation_throughputs.json   # optional: Gavel's steps/s table,
+//                                   # times for pods naming allox.io/model (model/pod.h)
 //   cpu: {device: cpu, cores_per_machine: 32}   # a CPU machine is a bundle of this many cores
 //   nodes:                          # inventory; ignored when apiserver is set
 //     - {name: node-1, machines: {gpu: 2, cpu: 1}}
@@ -65,6 +71,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -74,22 +81,51 @@
 #include "core/log.h"
 #include "core/model.h"
 #include "core/result.h"
+#include "profiler/throughput_table.h"
 
 namespace allox::extender {
 
+// Which device type a node's units of a resource are. A resource maps to its plain type
+// (nvidia.com/gpu -> gpu); rules on node labels give the nodes of one GPU model a type of their
+// own (nodes labelled nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3 -> h100), so a cluster of
+// several models offers several interchangeable types of one resource. A pod that requests the
+// resource without pinning a model can run on any of them (model/pod.h); the policy picks.
+//
+// Validated at load: within a resource, one label key and value gives one type, and a rule's
+// type is neither the plain type, the CPU device nor another resource's type. Rules on two
+// different label keys could both match one node with two types: that node is refused when it is
+// read (node_device), never split between them.
 struct DeviceMapping {
-  struct Resource {
-    std::string resource;  // e.g. nvidia.com/gpu
-    DeviceType device;     // e.g. gpu
+  struct NodeLabelRule {
+    std::string label;  // e.g. nvidia.com/gpu.product
+    std::string value;  // e.g. NVIDIA-H100-80GB-HBM3
+    DeviceType device;  // e.g. h100
   };
-  std::vector<Resource> resources = {{"nvidia.com/gpu", "gpu"}};  // a config's devices replace it
+  struct Resource {
+    std::string resource;                         // e.g. nvidia.com/gpu
+    DeviceType device;                            // e.g. gpu: nodes matching no rule
+    std::vector<NodeLabelRule> node_labels = {};  // in config order
+  };
+  std::vector<Resource> resources = {
+      {"nvidia.com/gpu", "gpu", {}}};  // a config's devices replace it
   DeviceType cpu_device = "cpu";
   double cores_per_machine = 32;
 
-  // The device a resource name maps to, if any.
+  // The plain device a resource name maps to, if any.
   std::optional<DeviceType> device_for(const std::string& resource) const;
-  // The resource name people know a device by ("nvidia.com/gpu"; "cpu" for the CPU device).
+  // The resource name people know a device by ("nvidia.com/gpu", for gpu and its label types;
+  // "cpu" for the CPU device).
   std::string resource_for(const DeviceType& device) const;
+  // The resource entry whose plain type or label type is `device`; null when none.
+  const Resource* resource_of(const DeviceType& device) const;
+  // The type a node labelled `labels` offers `resource` as: the matching rule's, else the plain
+  // type; std::nullopt when the resource is not mapped. An error names both labels when rules
+  // of two label keys match the node with two different types.
+  Expected<std::optional<DeviceType>> node_device(
+      const std::string& resource, const std::map<std::string, std::string>& labels) const;
+  // Every type a pod of `device` that pins no model can run on: for a resource's plain type,
+  // that type and each of its label types (in config order, once each); otherwise {device}.
+  std::vector<DeviceType> interchangeable(const DeviceType& device) const;
 };
 
 struct NodeInventory {
@@ -156,6 +192,9 @@ struct ExtenderConfig {
   RequestThreads request_threads = RequestThreads::kNormal;
   std::string admin_token;
   DeviceMapping devices;
+  // Gavel's measured steps/s per model and device type (profiler/throughput_table.h), read from
+  // `throughputs` at load; null when the config names none.
+  std::shared_ptr<const ThroughputTable> throughputs;
   std::vector<NodeInventory> nodes;
   Tenancy tenancy;
   Retention retention;

@@ -2,12 +2,55 @@
 // retention, limits, log.
 #include "alloxd/config_sections.h"
 
+#include <map>
+#include <memory>
 #include <set>
+#include <utility>
 
 namespace allox::extender::config_yaml {
 namespace {
 
 constexpr std::int64_t kMaxMachinesPerNode = 100000;
+
+}  // namespace
+
+namespace {
+
+// A resource's node_labels: {label, value, device} each, one type per label key and value.
+std::vector<DeviceMapping::NodeLabelRule> read_node_labels(FieldReader& reader,
+                                                           const YAML::Node& entry,
+                                                           const std::string& subject,
+                                                           const DeviceType& plain) {
+  std::vector<DeviceMapping::NodeLabelRule> rules;
+  const auto items = reader.sequence(entry, "node_labels", subject);
+  std::map<std::pair<std::string, std::string>, DeviceType> seen;
+  for (std::size_t j = 0; j < items.size(); ++j) {
+    const YAML::Node& item = items[j];
+    const std::string at = subject + ".node_labels[" + std::to_string(j) + "]";
+    if (!reader.check_map(item, at, {"label", "value", "device"})) continue;
+    const auto label = reader.text(item, "label", at, true);
+    const auto value = reader.text(item, "value", at, true);
+    const auto device = reader.text(item, "device", at, true);
+    if (!label || !value || !device || !reader.device_name(item["device"], at, "device", *device)) {
+      continue;
+    }
+    if (*device == plain) {
+      reader.fail(item["device"], at,
+                  "device must differ from the resource's plain device " + plain +
+                      " (nodes matching no rule are " + plain + " already), got " + *device);
+      continue;
+    }
+    auto [it, added] = seen.emplace(std::pair(*label, *value), *device);
+    if (!added) {
+      reader.fail(item, at,
+                  "nodes labelled " + *label + "=" + *value + " are given a type twice (" +
+                      it->second + ", then " + *device + ")");
+      continue;
+    }
+    rules.push_back({*label, *value, *device});
+  }
+  return rules;
+}
 
 }  // namespace
 
@@ -18,14 +61,54 @@ void read_devices(FieldReader& reader, const YAML::Node& root, DeviceMapping& de
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const YAML::Node& entry = entries[i];
     const std::string subject = "devices[" + std::to_string(i) + "]";
-    if (!reader.check_map(entry, subject, {"resource", "device"})) continue;
+    if (!reader.check_map(entry, subject, {"resource", "device", "node_labels"})) continue;
     const auto resource = reader.text(entry, "resource", subject, true);
     const auto device = reader.text(entry, "device", subject, true);
     if (!resource || !device || !reader.device_name(entry["device"], subject, "device", *device)) {
       continue;
     }
-    devices.resources.push_back({*resource, *device});
+    devices.resources.push_back(
+        {*resource, *device, read_node_labels(reader, entry, subject, *device)});
   }
+}
+
+void check_device_types(FieldReader& reader, const YAML::Node& root, const DeviceMapping& devices) {
+  std::map<DeviceType, std::string> plain;  // plain type (and the CPU device) -> its resource
+  plain[devices.cpu_device] = "cpu";
+  for (const auto& r : devices.resources) plain.emplace(r.device, r.resource);
+  std::map<DeviceType, std::string> labelled;  // label type -> its resource
+  const YAML::Node entries = root["devices"];
+  for (std::size_t i = 0; i < devices.resources.size(); ++i) {
+    const auto& r = devices.resources[i];
+    for (std::size_t j = 0; j < r.node_labels.size(); ++j) {
+      const DeviceType& type = r.node_labels[j].device;
+      const std::string at =
+          "devices[" + std::to_string(i) + "].node_labels[" + std::to_string(j) + "]";
+      const YAML::Node where =
+          entries && entries.IsSequence() ? entries[i]["node_labels"][j] : root;
+      std::string other;
+      if (auto p = plain.find(type); p != plain.end()) other = p->second + "'s plain device";
+      if (auto l = labelled.emplace(type, r.resource).first; l->second != r.resource) {
+        other = l->second + "'s label type";
+      }
+      if (!other.empty()) {
+        reader.fail(where, at,
+                    "device " + type + " is already " + other + "; a type names one resource");
+      }
+    }
+  }
+}
+
+void read_throughputs(FieldReader& reader, const YAML::Node& root,
+                      std::shared_ptr<const ThroughputTable>& out) {
+  const auto path = reader.text(root, "throughputs", "", false);
+  if (!path) return;
+  auto table = ThroughputTable::load_gavel(*path);
+  if (!table) {
+    reader.fail(root["throughputs"], "", "throughputs: " + table.message());
+    return;
+  }
+  out = std::make_shared<const ThroughputTable>(std::move(*table));
 }
 
 void read_cpu(FieldReader& reader, const YAML::Node& root, DeviceMapping& devices) {

@@ -74,6 +74,14 @@ void read_devices(FieldReader& reader, const YAML::Node& root, DeviceMapping& de
 
 void read_cpu(FieldReader& reader, const YAML::Node& root, DeviceMapping& devices);
 
+// After devices and cpu: a type named by two things (a label rule's type that is a plain type,
+// the CPU device or another resource's label type) is an error at the rule.
+void check_device_types(FieldReader& reader, const YAML::Node& root, const DeviceMapping& devices);
+
+// `throughputs`: a Gavel throughput file (profiler/throughput_table.h), loaded now.
+void read_throughputs(FieldReader& reader, const YAML::Node& root,
+                      std::shared_ptr<const ThroughputTable>& out);
+
 void read_nodes(FieldReader& reader, const YAML::Node& root, std::vector<NodeInventory>& nodes);
 
 void read_apiserver(FieldReader& reader, const YAML::Node& root,

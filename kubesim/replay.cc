@@ -6,6 +6,7 @@
 #include <deque>
 #include <limits>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <variant>
 
@@ -73,11 +74,25 @@ std::map<std::string, std::string> node_allocatable(const std::map<DeviceType, i
   return out;
 }
 
+std::map<std::string, std::string> node_labels(const std::map<DeviceType, int>& machines,
+                                               const ReplayOptions& options) {
+  std::map<std::string, std::string> out;
+  for (const auto& [device, count] : machines) {
+    if (auto label = options.label_of.find(device); label != options.label_of.end() && count > 0) {
+      out[label->second.first] = label->second.second;
+    }
+  }
+  return out;
+}
+
 namespace {
 
-json pod_for(const ReplayJob& job, const DeviceType& device, const ReplayOptions& options) {
-  json annotations = {
-      {"allox.io/job", job.id}, {"allox.io/user", job.user}, {"allox.io/device", device}};
+// pinned: the pod names its device (allox.io/device); otherwise it runs on any type of the
+// device's resource that alloxd picks (ReplayJob::any_model).
+json pod_for(const ReplayJob& job, const DeviceType& device, const ReplayOptions& options,
+             bool pinned = true) {
+  json annotations = {{"allox.io/job", job.id}, {"allox.io/user", job.user}};
+  if (pinned) annotations["allox.io/device"] = device;
   for (const auto& [d, seconds] : job.estimate) annotations["allox.io/time." + d] = number(seconds);
   json requests, limits = json::object();
   auto units_of = job.units.find(device);
@@ -99,7 +114,7 @@ json pod_for(const ReplayJob& job, const DeviceType& device, const ReplayOptions
                                    {"image", "registry.invalid/train:latest"},
                                    {"resources", {{"requests", requests}, {"limits", limits}}}}})}};
   if (options.gated) spec["schedulingGates"] = json::array({{{"name", "allox.io/queue"}}});
-  std::string name = job.id + "-" + device;
+  std::string name = job.id + "-" + (pinned ? device : "any-" + resource->second);
   for (char& c : name) {
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '.') c = '-';
     c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -147,12 +162,20 @@ class Replay {
 
   Expected<ReplaySummary> run() {
     start_ = clock_.now();
+    // The nodes' labels, for the type an unpinned pod runs as (type_on); nodes are in place
+    // before a replay starts.
+    for (const ObjectPtr& node : objects_.objects(nodes_resource())) {
+      auto& labels = node_labels_[text(member(*node, "metadata"), "name")];
+      for (const auto& [key, value] : member(member(*node, "metadata"), "labels").items()) {
+        if (value.is_string()) labels[key] = value.get<std::string>();
+      }
+    }
     const auto wall_start = std::chrono::steady_clock::now();
     FakeKubelet kubelet(objects_, clock_, [this](const json& pod) -> std::optional<double> {
       const json& annotations = member(member(pod, "metadata"), "annotations");
       auto job = index_.find(text(annotations, "allox.io/job"));
       if (job == index_.end()) return std::nullopt;
-      auto t = jobs_[job->second].true_time.find(text(annotations, "allox.io/device"));
+      auto t = jobs_[job->second].true_time.find(job_of(pod).value_or(std::pair(0, "")).second);
       if (t == jobs_[job->second].true_time.end()) return std::nullopt;
       return t->second;
     });
@@ -227,7 +250,26 @@ class Replay {
     const json& annotations = member(meta, "annotations");
     auto it = index_.find(text(annotations, "allox.io/job"));
     if (it == index_.end()) return std::nullopt;
-    return std::make_pair(it->second, text(annotations, "allox.io/device"));
+    DeviceType device = text(annotations, "allox.io/device");
+    if (device.empty()) device = type_on(text(member(pod, "spec"), "nodeName"), jobs_[it->second]);
+    return std::make_pair(it->second, device);
+  }
+
+  // The type an unpinned pod of `job` runs as on `node`: the model its labels name, else the
+  // plain type among the job's ("" while unbound).
+  DeviceType type_on(const std::string& node, const ReplayJob& job) const {
+    if (node.empty()) return "";
+    auto labels = node_labels_.find(node);
+    for (const auto& [type, label] : options_.label_of) {
+      if (labels != node_labels_.end() && job.true_time.count(type)) {
+        auto value = labels->second.find(label.first);
+        if (value != labels->second.end() && value->second == label.second) return type;
+      }
+    }
+    for (const auto& [type, seconds] : job.true_time) {
+      if (options_.resource_of.count(type) && !options_.label_of.count(type)) return type;
+    }
+    return "";
   }
 
   void on_change(const Change& change, double at) {
@@ -378,9 +420,13 @@ class Replay {
       }
       while (next < order_.size() && jobs_[order_[next]].arrival <= elapsed()) {
         const ReplayJob& job = jobs_[order_[next++]];
+        std::set<std::string> resources;  // any_model: the resources with a pod already
         for (const auto& [device, seconds] : job.true_time) {
+          auto resource = options_.resource_of.find(device);
+          const bool any = job.any_model && resource != options_.resource_of.end();
+          if (any && !resources.insert(resource->second).second) continue;
           auto created = objects_.create(pods_resource(), options_.pod_namespace,
-                                         pod_for(job, device, options_));
+                                         pod_for(job, device, options_, !any));
           if (auto* error = std::get_if<ApiError>(&created)) {
             return Error{"creating a pod for job " + job.id + ": " + error->message};
           }
@@ -425,6 +471,7 @@ class Replay {
   double start_ = 0;
   std::size_t arrived_ = 0, bound_jobs_ = 0, done_ = 0;
   std::map<std::pair<std::string, DeviceType>, std::deque<double>> freed_;
+  std::map<std::string, std::map<std::string, std::string>> node_labels_;  // node -> labels
   int subscription_ = 0;
   std::mutex mu_;
   std::condition_variable cv_;

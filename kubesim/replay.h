@@ -43,6 +43,10 @@ struct ReplayJob {
   // Devices a variant's pod asks for on one node (1 where absent): a GPU pod requests that many
   // of its resource (and as many times gpu_pod_cores), a CPU pod as many times cpu_cores.
   std::map<DeviceType, int> units{};
+  // One pod per resource instead, for all its types in true_time, naming no allox.io/device
+  // (GPU models as node labels, ReplayOptions::label_of): alloxd picks the model, and the pod
+  // runs for the true time of the type of the node it is bound to.
+  bool any_model = false;
 };
 
 struct ReplayEvent {
@@ -69,6 +73,9 @@ struct ReplayOptions {
   std::string scheduler_name = "allox-scheduler";  // spec.schedulerName of the pods
   std::string pod_namespace = "demo";
   std::map<DeviceType, std::string> resource_of;  // device -> extended resource
+  // GPU models as node labels (alloxd's devices[].node_labels): type -> the node label (key,
+  // value) that makes a node's units of its resource that type; the type is in resource_of too.
+  std::map<DeviceType, std::pair<std::string, std::string>> label_of;
   double cpu_cores = 32;                          // cores requested by a CPU variant
   double gpu_pod_cores = 1;    // cores a GPU variant also requests (as real pods do)
   bool gated = false;          // create pods with the allox.io/queue scheduling gate
@@ -118,6 +125,10 @@ struct ReplaySummary {
 // its GPU pods request, memory and a pod limit.
 std::map<std::string, std::string> node_allocatable(const std::map<DeviceType, int>& machines,
                                                     const ReplayOptions& options);
+
+// The labels that make a node of `machines` the types label_of names (none for plain types).
+std::map<std::string, std::string> node_labels(const std::map<DeviceType, int>& machines,
+                                               const ReplayOptions& options);
 
 Expected<ReplaySummary> replay_jobs(ApiObjects& objects, SimClock& clock,
                                     const std::vector<ReplayJob>& jobs,

@@ -128,7 +128,13 @@ void run(const ReplayArgs& args) {
   emulator::ReplayOptions options;
   options.scheduler = *scheduler;
   options.scheduler_name = scheduler->scheduler_names.front();
-  for (const auto& r : config->devices.resources) options.resource_of[r.device] = r.resource;
+  for (const auto& r : config->devices.resources) {
+    options.resource_of[r.device] = r.resource;
+    for (const auto& rule : r.node_labels) {
+      options.resource_of[rule.device] = r.resource;
+      options.label_of.emplace(rule.device, std::pair(rule.label, rule.value));
+    }
+  }
   options.cpu_cores = config->devices.cores_per_machine;
   options.gated = args.gates;
   options.stop = &g_interrupted;
@@ -140,7 +146,8 @@ void run(const ReplayArgs& args) {
   auto api = emulator::FakeApiServer::start(api_options);
   if (!api) die("fake API server: " + api.message());
   for (const auto& node : config->nodes) {
-    (*api)->add_node(node.name, emulator::node_allocatable(node.machines, options));
+    (*api)->add_node(node.name, emulator::node_allocatable(node.machines, options),
+                     emulator::node_labels(node.machines, options));
   }
 
   std::error_code ec;

@@ -6,6 +6,7 @@
 
 #include "alloxd/cache/pod_handler.h"
 #include "alloxd/control/cluster_api.h"  // node_inventory
+#include "core/log.h"
 #include "core/thread_priority.h"
 #include "kube/pods.h"
 
@@ -100,7 +101,12 @@ class ClusterFeed::NodeHandler final : public kube::InformerHandler {
     Handling handling(handling_);
     std::lock_guard lock(mu_);
     auto inventory = node_inventory(node, config_.devices);
-    if (!inventory) return;
+    if (!inventory) {
+      // A node that no longer reads (relabelled into two GPU models) offers nothing until fixed.
+      log_warn("cluster feed: node left out of the inventory", {{"error", inventory.message()}});
+      if (nodes_.erase(string_at(node, "metadata", "name")) > 0) publish();
+      return;
+    }
     auto it = nodes_.find(inventory->name);
     if (it != nodes_.end() && it->second.machines == inventory->machines) return;  // status churn
     nodes_[inventory->name] = *inventory;

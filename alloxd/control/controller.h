@@ -5,7 +5,7 @@
 //
 // A pass runs after every new plan or pod change (coalesced, and paced: ControllerOptions) and
 // at least every `resync`, and only while this replica holds the Lease (`leading`):
-//   - a job the plan starts now on device D at node N is admitted to its D variant
+//   - a job the plan starts now on device D at node N is admitted to a variant that runs on D
 //     (Planner::admit: the job's other variants leave the book, so no later plan picks them);
 //     that variant's allox.io/queue gate is removed, or, when it has none (webhook off or
 //     released earlier) and kube-scheduler has turned it away (PodScheduled=False,

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "core/log.h"
 #include "core/time_text.h"
@@ -13,7 +14,7 @@
 
 namespace allox::extender {
 
-// 1. Admit: a job the plan starts now keeps only the variant of the planned device that the
+// 1. Admit: a job the plan starts now keeps only a variant that runs on the planned device and the
 //    cluster still holds (the first by name when there are several). A full pass looks at every
 //    start (and confirms every admission: one whose hold lapsed is made again); an incremental
 //    one at the starts a new plan added or changed, the started jobs whose pods changed, and
@@ -65,8 +66,7 @@ Controller::Admissions Controller::admit_starts(const Pass& pass) {
           job != nullptr && job->record.phase == JobPhase::kQueued) {
         for (const auto& [key, variant] : job->variants) {
           auto pod = mirror_.pods.find(key);
-          if (variant.device == start.device && pod != mirror_.pods.end() &&
-              pod->second.pending()) {
+          if (variant.runs_on(start.device) && pod != mirror_.pods.end() && pod->second.pending()) {
             chosen = &key;
             break;
           }
@@ -252,8 +252,13 @@ void Controller::tell_queued(const Pass& pass, const std::string& key, const Obs
     make_quiet(key, *at + options_.requeue_event);
     return;
   }
+  // "for gpu", or for a pod of any GPU model "for gpu, h100 or a100".
+  const std::vector<DeviceType> types = pod.variant->device_types();
   std::string message = "position " + std::to_string(wait.position) + " of " +
-                        std::to_string(wait.queue_length) + " for " + pod.variant->device;
+                        std::to_string(wait.queue_length) + " for ";
+  for (std::size_t i = 0; i < types.size(); ++i) {
+    message += (i == 0 ? "" : i + 1 == types.size() ? " or " : ", ") + types[i];
+  }
   if (wait.estimated_start) {
     double in = std::max(0.0, *wait.estimated_start - pass.wall);
     message += ", est. start " + clock_label(*wait.estimated_start) + " (in " +

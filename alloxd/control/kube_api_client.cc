@@ -70,6 +70,14 @@ Expected<NodeInventory> node_inventory(const json& node, const DeviceMapping& de
       metadata != nullptr && metadata->is_object() ? find_key(*metadata, "name") : nullptr;
   if (name == nullptr || !name->is_string()) return Error{"node: metadata.name missing"};
   inventory.name = name->get<std::string>();
+  // Its labels say which model its devices are (DeviceMapping::node_device); non-string values
+  // are no label a rule could match.
+  std::map<std::string, std::string> labels;
+  if (const json* given = find_key(*metadata, "labels"); given != nullptr && given->is_object()) {
+    for (const auto& [key, value] : given->items()) {
+      if (value.is_string()) labels.emplace(key, value.get<std::string>());
+    }
+  }
   const json* status = find_key(node, "status");
   const json* allocatable =
       status != nullptr && status->is_object() ? find_key(*status, "allocatable") : nullptr;
@@ -81,9 +89,11 @@ Expected<NodeInventory> node_inventory(const json& node, const DeviceMapping& de
     if (resource == "cpu") {
       int machines = static_cast<int>(std::floor(*amount / devices.cores_per_machine));
       if (machines > 0) inventory.machines[devices.cpu_device] += machines;
-    } else if (auto device = devices.device_for(resource)) {
+    } else {
+      auto device = devices.node_device(resource, labels);
+      if (!device) return Error{"node " + inventory.name + ": " + device.message()};
       int machines = static_cast<int>(std::floor(*amount));
-      if (machines > 0) inventory.machines[*device] += machines;
+      if (*device && machines > 0) inventory.machines[**device] += machines;
     }
   }
   return inventory;

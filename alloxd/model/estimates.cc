@@ -1,6 +1,9 @@
 #include "alloxd/model/estimates.h"
 
 #include <algorithm>
+#include <cctype>
+#include <string>
+#include <string_view>
 
 #include "profiler/profiler.h"
 
@@ -22,12 +25,58 @@ Job profiler_job(std::optional<std::int64_t> iterations, std::optional<double> d
 
 }  // namespace
 
+namespace {
+
+// Letters and digits only, lower case: "ResNet-50" and "resnet50" read alike.
+std::string folded(std::string_view name) {
+  std::string out;
+  for (char c : name) {
+    if (std::isalnum(static_cast<unsigned char>(c))) {
+      out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<double> table_time(const ThroughputTable& table, const std::string& model,
+                                 std::optional<int> batch_size, const DeviceType& device,
+                                 std::int64_t iterations) {
+  const std::string wanted = folded(model);
+  std::optional<ThroughputKey> chosen;
+  int matches = 0;
+  for (const ThroughputKey& key : table.keys()) {
+    if (key.scale_factor != 1) continue;
+    if (folded(key.config) == wanted) {  // a whole configuration, named as such
+      chosen = key;
+      matches = 1;
+      break;
+    }
+    // "<name> (batch size B)", or a name alone for a model with one configuration.
+    const std::string_view config = key.config;
+    const auto open = config.find(" (batch size ");
+    const std::string name = folded(config.substr(0, open));
+    if (name != wanted) continue;
+    if (open != std::string_view::npos && batch_size) {
+      const std::string_view size = config.substr(open + 13, config.size() - open - 14);
+      if (size != std::to_string(*batch_size)) continue;
+    }
+    chosen = key;
+    ++matches;
+  }
+  if (!chosen || matches != 1) return std::nullopt;
+  return table.job_time(*chosen, device, static_cast<double>(iterations));
+}
+
 const char* source_name(TimeEstimate::Source source) {
   switch (source) {
     case TimeEstimate::Source::kProfile:
       return "profile";
     case TimeEstimate::Source::kHint:
       return "hint";
+    case TimeEstimate::Source::kTable:
+      return "throughput-table";
     case TimeEstimate::Source::kDefault:
       return "default";
   }

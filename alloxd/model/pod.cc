@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "alloxd/config.h"
+#include "alloxd/model/pod_devices.h"
 #include "core/number_text.h"
 #include "extender_api/wire.h"
 #include "kube/quantity.h"
@@ -126,9 +127,12 @@ Expected<int> requested_units(const json& pod, const DeviceType& device,
     resource = "cpu";
     if (auto cores = requests->find(resource); cores != requests->end()) amount = cores->second;
   } else {
+    // A GPU model (a label type) counts its resource's requests, as its plain type does.
+    const DeviceMapping::Resource* own = mapping.resource_of(device);
+    const DeviceType& plain = own != nullptr ? own->device : device;
     for (const DeviceMapping::Resource& r : mapping.resources) {
       auto found = requests->find(r.resource);
-      if (r.device != device || found == requests->end()) continue;
+      if (r.device != plain || found == requests->end()) continue;
       resource = r.resource;
       amount += found->second;
     }
@@ -261,6 +265,17 @@ Expected<JobVariant> read_job_variant(const json& pod, const DeviceMapping& mapp
           return Error{where + shown_value(text) + " is not a positive whole number within int64"};
         }
         variant.iterations = *n;
+      } else if (key == "allox.io/model") {
+        if (auto problem = label_problem(text); problem || text.empty()) {
+          return Error{where + (problem ? *problem : std::string("empty model name"))};
+        }
+        variant.model = text;
+      } else if (key == "allox.io/batch-size") {
+        auto n = parse_iterations(text);
+        if (!n || *n > 1'000'000) {
+          return Error{where + shown_value(text) + " is not a whole number from 1 to 1000000"};
+        }
+        variant.batch_size = static_cast<int>(*n);
       } else if (std::string_view(key).starts_with(kTimePrefix)) {
         const std::string device = key.substr(kTimePrefix.size());
         if (auto problem = label_problem(device)) {
@@ -310,6 +325,9 @@ Expected<JobVariant> read_job_variant(const json& pod, const DeviceMapping& mapp
       }
     }
     if (variant.device.empty()) variant.device = mapping.cpu_device;
+    variant.devices = pod_device_types(pod, mapping, variant.device);
+    // Pinned to one model: that type is the one it names.
+    if (variant.devices.size() == 1) variant.device = variant.devices.front();
   }
   auto units = requested_units(pod, variant.device, mapping);
   if (!units) return units.error();

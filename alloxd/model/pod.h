@@ -10,11 +10,20 @@
 //   allox.io/user         the user charged for the job, read only in namespaces the Tenancy
 //                         rules list (elsewhere it is ignored: the charged user is the
 //                         namespace, or the user the rules map the namespace to)
-//   allox.io/device       device type of this variant (default: inferred from the requested
-//                         resources through the config's resource mapping, else the CPU device)
+//   allox.io/device       device type of this variant, the only one it runs on (default:
+//                         inferred from the requested resources through the config's resource
+//                         mapping, else the CPU device; a resource with GPU models per node
+//                         label lets the pod run on any of them, pod_devices.h)
 //   allox.io/iterations   total iterations (profiler input), a whole number within int64
 //   allox.io/time.<dev>   processing-time hint in seconds on device <dev>, within
 //                         [kMinJobSeconds, kMaxJobSeconds]
+//   allox.io/model        the model the pod trains, for the config's throughput table (Gavel's:
+//                         k80, p100, v100): its name with any case and punctuation ("resnet50"
+//                         is "ResNet-50"), or a whole configuration ("ResNet-50 (batch size 64)")
+//   allox.io/batch-size   with allox.io/model: which of the model's configurations, a whole
+//                         number; may be left out when the table has the model at one only.
+//                         Time on a type = allox.io/iterations / the table's steps per second
+//                         (estimates.h); no iterations, or no entry for a type, no estimate
 //
 // Units: how many devices of its type the pod needs on one node at once (JobVariant::units,
 // core/model.h Job::units). For a device a resource maps to, the requested amount of the
@@ -26,6 +35,7 @@
 // Kubernetes). Quantities use Kubernetes suffixes (500m, 2, 1k, 32Gi). Thread-safe: pure.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -33,6 +43,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/model.h"
 #include "core/result.h"
@@ -85,10 +96,26 @@ struct JobVariant {
   PodIdentity pod;
   std::string job_id;
   std::string user;
-  DeviceType device;
+  DeviceType device;  // the type it names: pinned, or its resource's plain type
   std::optional<std::int64_t> iterations;
   std::map<DeviceType, double> time_hints;  // seconds, from allox.io/time.<dev>
-  int units = 1;  // devices of `device` on one node it needs at once, 1..kMaxUnits (see above)
+  int units = 1;  // devices of one type on one node it needs at once, 1..kMaxUnits (see above)
+  // Every type it can run on, `device` among them (pod_devices.h); empty means {device}. Not
+  // stored, nor are model and batch size: a variant restored from the store has them again when
+  // its pod is read again (the watch's list at start-up, or its next /filter).
+  std::vector<DeviceType> devices = {};
+  std::string model = {};              // allox.io/model, for the throughput table
+  std::optional<int> batch_size = {};  // allox.io/batch-size
+
+  // Whether it can run on `type`.
+  bool runs_on(std::string_view type) const {
+    if (devices.empty()) return device == type;
+    return std::find(devices.begin(), devices.end(), type) != devices.end();
+  }
+  // The types it can run on: `devices`, or {device}.
+  std::vector<DeviceType> device_types() const {
+    return devices.empty() ? std::vector<DeviceType>{device} : devices;
+  }
 };
 
 // The pod's identity, or an error naming the missing or invalid field (metadata.name is

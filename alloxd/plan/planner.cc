@@ -55,7 +55,7 @@ Planner::Planner(ExtenderConfig config, std::unique_ptr<SchedulingPolicy> policy
       store_(std::move(store)),
       metrics_(metrics),
       options_(std::move(options)),
-      book_(config_.devices, config_.default_job_seconds) {
+      book_(config_.devices, config_.default_job_seconds, config_.throughputs) {
   store_->observe_writes(
       [&metrics](double seconds, bool synced) { metrics.record_store_write(seconds, synced); });
 }

@@ -83,7 +83,7 @@ void Planner::record_start_group(const std::vector<StartCall*>& group) {
         if (auto admission = admitted_.find(variant.job_id);
             slot < 0 && admission != admitted_.end() &&
             admission->second.start.node == call->node &&
-            admission->second.start.device == variant.device) {
+            variant.runs_on(admission->second.start.device)) {
           slot = admission->second.start.slot;  // the machine held for it (the watch names none)
         }
         auto record = book_.start(variant.job_id, variant, call->node, slot, started_at);
@@ -92,7 +92,7 @@ void Planner::record_start_group(const std::vector<StartCall*>& group) {
           continue;
         }
         Started started{*record, {}};
-        if (auto waited = completion_to_bind_.bound(call->node, variant.device, started_at)) {
+        if (auto waited = completion_to_bind_.bound(call->node, record->device, started_at)) {
           metrics_.record_completion_to_bind(*waited);
         }
         for (const auto& [key, v] : book_.job(variant.job_id)->variants) {

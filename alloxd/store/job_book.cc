@@ -15,14 +15,18 @@ std::string pod_key(const std::string& namespace_name, const std::string& name) 
 
 }  // namespace
 
-JobBook::JobBook(DeviceMapping devices, double default_job_seconds)
-    : devices_(std::move(devices)), default_job_seconds_(default_job_seconds) {}
+JobBook::JobBook(DeviceMapping devices, double default_job_seconds,
+                 std::shared_ptr<const ThroughputTable> throughputs)
+    : devices_(std::move(devices)),
+      default_job_seconds_(default_job_seconds),
+      throughputs_(std::move(throughputs)) {}
 
 namespace {
 
 bool same_variant(const JobVariant& a, const JobVariant& b) {
   return a.device == b.device && a.units == b.units && a.time_hints == b.time_hints &&
-         a.iterations == b.iterations && a.pod.uid == b.pod.uid && a.user == b.user;
+         a.iterations == b.iterations && a.pod.uid == b.pod.uid && a.user == b.user &&
+         a.devices == b.devices && a.model == b.model && a.batch_size == b.batch_size;
 }
 
 // A pod this run has seen: one of its variants, or the pod it ran as. An empty UID cannot tell
@@ -224,11 +228,22 @@ TimeEstimate JobBook::estimate(const BookJob& job, const DeviceType& device) con
     if (s.device == device) samples.push_back(s);
   }
   std::optional<double> hint;
+  std::optional<double> table;  // the throughput table's time, for a variant naming its model
   for (const auto& [key, variant] : job.variants) {
     auto h = variant.time_hints.find(device);
     if (h != variant.time_hints.end()) hint = h->second;
+    if (!variant.model.empty() && throughputs_ && job.iterations) {
+      if (auto t = table_time(*throughputs_, variant.model, variant.batch_size, device,
+                              *job.iterations)) {
+        table = t;
+      }
+    }
   }
-  TimeEstimate estimate = estimate_time(samples, job.iterations, hint, default_job_seconds_);
+  TimeEstimate estimate =
+      estimate_time(samples, job.iterations, hint ? hint : table, default_job_seconds_);
+  if (!hint && table && estimate.source == TimeEstimate::Source::kHint) {
+    estimate.source = TimeEstimate::Source::kTable;
+  }
   // Bounded here, where every estimate is read: a fit may come out NaN or astronomically large
   // (iterations near 2^63), and the matcher must never see either.
   if (!std::isfinite(estimate.seconds)) {
@@ -265,22 +280,29 @@ void JobBook::refresh(BookJob& book_job) {
   job->user = book_job.record.user;
   job->arrival = book_job.record.arrival;
   job->iterations = book_job.iterations;
-  // Only the variants some node is large enough for; the job asks for the most of them.
+  // Only the types some node is large enough on for the variant; the job asks for the most
+  // units of the variants it keeps.
   std::string too_large;
-  for (const auto& [key, variant] : book_job.variants) {
-    if (!offered_.count(variant.device)) continue;
-    auto largest = largest_.find(variant.device);
+  auto offer = [&](const std::string& key, const JobVariant& variant, const DeviceType& type) {
+    if (!offered_.count(type)) return;
+    auto largest = largest_.find(type);
     const int offered = largest == largest_.end() ? 0 : largest->second;
     if (variant.units > offered) {
+      const DeviceMapping::Resource* resource = devices_.resource_of(type);
+      const std::string model =
+          resource != nullptr && resource->device != type ? " of model " + type : "";
       too_large += (too_large.empty() ? "" : "; ") + std::to_string(variant.units) + " " +
-                   devices_.resource_for(variant.device) + " on one node (pod " + key +
+                   devices_.resource_for(type) + model + " on one node (pod " + key +
                    "), the largest node has " + std::to_string(offered);
-      continue;
+      return;
     }
     job->units = std::max(job->units, variant.units);
-    if (!job->time.count(variant.device)) {
-      job->time[variant.device] = estimate(book_job, variant.device).seconds;
-    }
+    if (!job->time.count(type)) job->time[type] = estimate(book_job, type).seconds;
+  };
+  for (const auto& [key, variant] : book_job.variants) {
+    // Every type it runs on (device_types() without its copy: a job may have thousands).
+    if (variant.devices.empty()) offer(key, variant, variant.device);
+    for (const DeviceType& type : variant.devices) offer(key, variant, type);
   }
   const JobPhase phase = book_job.record.phase;
   if (phase == JobPhase::kQueued && job->time.empty() && !too_large.empty()) {

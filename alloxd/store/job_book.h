@@ -20,8 +20,9 @@
 // snapshot() turns the book into the scheduling policy's input (fairness/policy.h): one Machine
 // per slot, named by its node (busy ones until their estimated finish), running jobs on all
 // their slots, and the queued jobs with estimated times on the devices they have a variant pod
-// for that some node can hold, and Job::units the most any of those variants needs (a job whose
-// variants need different counts is planned for the largest: it never gets fewer than it needs).
+// for (a pod may offer several: a GPU of any model) that some node can hold, and Job::units the
+// most any of those variants needs (a job whose variants need different counts is planned for
+// the largest: it never gets fewer than it needs).
 //
 // Scale: a plan is taken of 50,000 jobs many times a second, so nothing a snapshot
 // reads is recomputed per snapshot. Each change refreshes the one job it touches: its policy
@@ -117,7 +118,9 @@ struct NameHash {
 
 class JobBook {
  public:
-  JobBook(DeviceMapping devices, double default_job_seconds);
+  // throughputs: Gavel's table for pods that name allox.io/model (null: none).
+  JobBook(DeviceMapping devices, double default_job_seconds,
+          std::shared_ptr<const ThroughputTable> throughputs = nullptr);
 
   // Replaces the node inventory. Running jobs keep their slots when their node and device are
   // still offered (the one recorded in JobRecord::machine, then the lowest free ones up to its
@@ -170,10 +173,16 @@ class JobBook {
   // Units of the inventory's largest node of each device type (core/model.h).
   const std::map<DeviceType, int>& largest_node_units() const { return largest_; }
 
-  // Puts the job on pod_variant.units free slots of `device` on `node` (`preferred_slot` first
-  // when it is one of them, then the lowest free), phase running. Errors name why it cannot
-  // (unknown job, already running, fewer free machines there than it needs); then nothing
-  // changes.
+  // The type `variant` runs as on `node`: the one of its types the node has machines of
+  // (variant.device first), whether free or not; std::nullopt when the node has none of them.
+  std::optional<DeviceType> device_on(std::string_view node, const JobVariant& variant) const;
+
+  // Puts the job on pod_variant.units free slots of ONE of pod_variant's types on `node`, phase
+  // running: the type of `preferred_slot` (the plan's) when it is one of them with enough free
+  // there, else the first of its types (pod_variant.device first) with enough free; the
+  // preferred slot first when it is one of them, then the lowest free. The record names that
+  // type and the units. Errors name why it cannot (unknown job, already running, fewer free
+  // machines of any of its types there than it needs); then nothing changes.
   Expected<JobRecord> start(const std::string& job_id, const JobVariant& pod_variant,
                             const std::string& node, int preferred_slot, double now);
   Expected<JobRecord> finish(const std::string& job_id, double now);
@@ -219,6 +228,7 @@ class JobBook {
 
   DeviceMapping devices_;
   double default_job_seconds_;
+  std::shared_ptr<const ThroughputTable> throughputs_;
   bool has_inventory_ = false;
   std::map<std::string, NodeInventory> nodes_;
   std::vector<MachineSlot> slots_;

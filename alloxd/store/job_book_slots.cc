@@ -1,6 +1,6 @@
 // The job book's machine slots: the inventory turned into slots (running jobs placed back on
-// theirs), the capacity index, and a job's start on k slots of one node and its end freeing them
-// (job_book.h).
+// theirs), the capacity index, and a job's start on k slots of one type on one node and its end
+// freeing them (job_book.h).
 #include <algorithm>
 #include <set>
 
@@ -85,6 +85,17 @@ std::vector<int> JobBook::free_slots(const std::string& node, const DeviceType& 
   return free;
 }
 
+std::optional<DeviceType> JobBook::device_on(std::string_view node,
+                                             const JobVariant& variant) const {
+  auto it = capacity_.find(node);
+  if (it == capacity_.end()) return std::nullopt;
+  for (const DeviceType& type : variant.device_types()) {
+    auto c = it->second.find(type);
+    if (c != it->second.end() && c->second.total > 0) return type;
+  }
+  return std::nullopt;
+}
+
 NodeCapacity JobBook::capacity(std::string_view node, std::string_view device) const {
   return find_capacity(node, device).value_or(NodeCapacity{});
 }
@@ -119,10 +130,27 @@ Expected<JobRecord> JobBook::start(const std::string& job_id, const JobVariant& 
   if (job.record.phase == JobPhase::kDone) return Error{"job " + job_id + " has finished"};
   if (!has_node(node)) return Error{"node " + node + " is not in allox's inventory"};
   const int units = std::max(1, pod_variant.units);
-  std::vector<int> free = free_slots(node, pod_variant.device);
+  // One type for all its units: the plan's (the preferred slot's) when it is one of the pod's
+  // and has enough free there, else the first of the pod's types that has.
+  std::vector<DeviceType> types = pod_variant.device_types();
+  if (preferred_slot >= 0 && preferred_slot < static_cast<int>(slots_.size()) &&
+      slots_[preferred_slot].node == node) {
+    auto planned = std::find(types.begin(), types.end(), slots_[preferred_slot].device);
+    if (planned != types.end()) std::rotate(types.begin(), planned, planned + 1);
+  }
+  std::vector<int> free;
+  DeviceType device;
+  for (const DeviceType& type : types) {
+    free = free_slots(node, type);
+    device = type;
+    if (static_cast<int>(free.size()) >= units) break;
+  }
   if (static_cast<int>(free.size()) < units) {
-    NodeCapacity c = capacity(node, pod_variant.device);
-    const std::string resource = devices_.resource_for(pod_variant.device);
+    const DeviceType type = device_on(node, pod_variant).value_or(pod_variant.device);
+    NodeCapacity c = capacity(node, type);
+    const DeviceMapping::Resource* own = devices_.resource_of(type);
+    const std::string resource = devices_.resource_for(type) +
+                                 (own != nullptr && own->device != type ? " of model " + type : "");
     if (units == 1) {
       return Error{"node " + node + " has no free " + resource + " (" + std::to_string(c.free) +
                    " of " + std::to_string(c.total) + " free)"};
@@ -136,7 +164,7 @@ Expected<JobRecord> JobBook::start(const std::string& job_id, const JobVariant& 
   if (preferred != free.end()) std::rotate(free.begin(), preferred, preferred + 1);
   free.resize(static_cast<std::size_t>(units));
   for (int s : free) slots_[s].running_job = job_id;
-  capacity_[node][pod_variant.device].free -= units;
+  capacity_[node][device].free -= units;
   const int slot = free.front();
   const MachineSlot& machine = slots_[slot];
   job.slot = slot;
@@ -146,7 +174,7 @@ Expected<JobRecord> JobBook::start(const std::string& job_id, const JobVariant& 
   job.record.pod_name = pod_variant.pod.name;
   job.record.pod_uid = pod_variant.pod.uid;
   job.record.node = node;
-  job.record.device = pod_variant.device;
+  job.record.device = device;  // the type it runs as, of the ones it offered
   job.record.machine = machine.index;
   job.record.units = units;
   job.record.start = now;

@@ -28,7 +28,7 @@ std::vector<HostPriority> ExtenderVerbs::prioritize(const ExtenderArgs& args) {
   if (!variant) return priorities;
   std::shared_ptr<const Plan> plan = planner_.latest_plan();
   auto it = plan->starts.find(variant->job_id);
-  if (it == plan->starts.end() || it->second.device != variant->device) return priorities;
+  if (it == plan->starts.end() || !variant->runs_on(it->second.device)) return priorities;
   for (HostPriority& p : priorities) {
     if (p.host == it->second.node) p.score = kMaxExtenderPriority;
   }

@@ -102,6 +102,11 @@ ExtenderVerbs::BindCheck ExtenderVerbs::check_bind(const JobBook& book, const Bi
     c.refusal = "node " + args.node + " is not in allox's inventory";
     return c;
   }
+  // A variant of several types (a GPU of any model) binds as the type this node has.
+  if (auto type = book.device_on(args.node, c.variant)) {
+    c.variant.device = *type;
+    c.variant.devices = {*type};
+  }
   NodeCapacity capacity = book.capacity(args.node, c.variant.device);
   // Machines that binds in flight hold there and the book does not show started yet.
   int held = 0;

@@ -26,6 +26,22 @@ struct Behind {
   std::vector<std::string_view> busy;  // offered nodes of the variant's device the book shows full
 };
 
+// A node's machines of any of `types` (a node offers one type per resource, so at most one of
+// them); std::nullopt when the node is not in the inventory.
+std::optional<NodeCapacity> capacity_of(const JobBook& book, std::string_view node,
+                                        const std::vector<DeviceType>& types) {
+  if (types.size() == 1) return book.find_capacity(node, types.front());
+  std::optional<NodeCapacity> out;
+  for (const DeviceType& type : types) {
+    const std::optional<NodeCapacity> found = book.find_capacity(node, type);
+    if (!found) return std::nullopt;
+    if (!out) out.emplace();
+    out->total += found->total;
+    out->free += found->free;
+  }
+  return out;
+}
+
 // At most one capacity lookup per offered node, and one in all when the job starts now on its
 // planned node. `offered` outlives the call (busy views it); `skip(node)`: a node left out
 // (vain_wait_cooldown). `new_job`: the book does not have the variant's job yet (nor does any
@@ -35,6 +51,7 @@ Behind behind(const JobBook& book, const Plan& plan, const JobVariant& variant, 
               const NodeNameList& offered, const Skip& skip, std::uint64_t freed_version) {
   Behind out;
   bool starts = false;
+  DeviceType planned_type;
   if (!new_job) {
     const BookJob* job = book.job(variant.job_id);
     if (job == nullptr || job->record.phase != JobPhase::kQueued || job->intent ||
@@ -43,7 +60,7 @@ Behind behind(const JobBook& book, const Plan& plan, const JobVariant& variant, 
       return out;  // the answer does not depend on the plan's age
     }
     auto start = plan.starts.find(variant.job_id);
-    if (start != plan.starts.end() && start->second.device != variant.device) {
+    if (start != plan.starts.end() && !variant.runs_on(start->second.device)) {
       return out;  // another variant of it starts
     }
     starts = start != plan.starts.end();
@@ -51,14 +68,18 @@ Behind behind(const JobBook& book, const Plan& plan, const JobVariant& variant, 
       // The usual case: it starts now on its planned node, offered with a free machine.
       const std::string& planned = start->second.node;
       if (!skip(planned) && offered.contains(planned) &&
-          book.capacity(planned, variant.device).free >= variant.units) {
+          book.capacity(planned, start->second.device).free >= variant.units) {
         return out;
       }
+      planned_type = start->second.device;
     }
   }
+  // Starting: the nodes of its planned type; waiting: of any type it runs on.
+  const std::vector<DeviceType> types =
+      starts ? std::vector<DeviceType>{planned_type} : variant.device_types();
   for (std::string_view node : offered) {
     if (skip(node)) continue;
-    NodeCapacity capacity = book.capacity(node, variant.device);
+    NodeCapacity capacity = capacity_of(book, node, types).value_or(NodeCapacity{});
     if (starts && capacity.free >= variant.units) return Behind{};  // it starts here now
     if (capacity.total >= variant.units && capacity.free < variant.units) out.busy.push_back(node);
   }
@@ -100,8 +121,8 @@ std::string never_reason(const BookJob* job, const JobVariant& variant, bool unr
   return "";
 }
 
-// What the plan says of the variant: it starts now (`start`, on the variant's device), or why it
-// waits; `error` when the plan's round failed and nothing else explains the pod.
+// What the plan says of the variant: it starts now (`start`, on one of the variant's devices),
+// or why it waits; `error` when the plan's round failed and nothing else explains the pod.
 struct PlanAnswer {
   const PlannedStart* start = nullptr;
   std::string wait_reason;
@@ -123,7 +144,7 @@ PlanAnswer plan_answer(const Plan& plan, const BookJob* job, const JobVariant& v
                       " from before alloxd restarted is being confirmed with the API server";
   } else if (auto it = plan.starts.find(id); it != plan.starts.end()) {
     out.start = &it->second;
-    if (out.start->device != variant.device) {
+    if (!variant.runs_on(out.start->device)) {
       out.wait_reason = "job " + id + " starts on " + out.start->device +
                         " (another variant); this " + variant.device + " variant is not used";
       out.start = nullptr;
@@ -143,12 +164,12 @@ PlanAnswer plan_answer(const Plan& plan, const BookJob* job, const JobVariant& v
 }
 
 // Keeps the nodes the job starts on now: the planned node, or, when kube-scheduler did not offer
-// it or it is full, any offered node with as many free machines of the planned device (which is
-// the variant's: a start on another device left `start` null) as the pod needs (`units`), beyond
-// those the plan gives other starts there. Only those nodes are answered:
-// kube-scheduler takes NodeNames as its new feasible list and reads the failed maps only to
-// explain a pod that fits nowhere (findNodesThatPassExtenders), so reasons for the other 4,999
-// nodes would be rendered and parsed for nobody. Whether a node was kept.
+// it or it is full, any offered node with as many free machines of the planned device (one the
+// variant runs on: a start on another device left `start` null; never a node of another type)
+// as the pod needs (`units`), beyond those the plan gives other starts there. Only those nodes
+// are answered: kube-scheduler takes NodeNames as its new feasible list and reads the failed
+// maps only to explain a pod that fits nowhere (findNodesThatPassExtenders), so reasons for the
+// other 4,999 nodes would be rendered and parsed for nobody. Whether a node was kept.
 bool keep_start_nodes(const JobBook& book, const Plan& plan, const PlannedStart& start, int units,
                       const ExtenderArgs& args, FilterResult& result) {
   const NodeNameList& candidates = args.candidates();
@@ -186,14 +207,16 @@ void refuse_every_node(const JobBook& book, const JobVariant& variant, const std
   using Reason = NodeReasons::Reason;
   NodeReasons& failed = result.failed_nodes;
   NodeReasons& unresolvable = result.failed_and_unresolvable_nodes;
-  std::optional<Reason> no_capacity, never_here, waiting, planned_for_others, too_small;
+  std::optional<Reason> no_capacity, never_here, waiting, planned_for_others, too_small,
+      other_type;
   std::map<int, Reason> insufficient;  // by the node's total and free machines
+  const std::vector<DeviceType> types = variant.device_types();
   auto once = [](std::optional<Reason>& reason, NodeReasons& in, auto text) {
     if (!reason) reason = in.reason(text());
     return *reason;
   };
   for (const std::string_view node : candidates) {
-    const std::optional<NodeCapacity> found = book.find_capacity(node, variant.device);
+    const std::optional<NodeCapacity> found = capacity_of(book, node, types);
     const NodeCapacity capacity = found.value_or(NodeCapacity{});
     if (!found) {
       failed.add(node, failed.reason("node " + std::string(node) + " is not in allox's inventory"));
@@ -209,19 +232,27 @@ void refuse_every_node(const JobBook& book, const JobVariant& variant, const std
       unresolvable.add(node, once(never_here, unresolvable, [&] { return never; }));
     } else if (planned.start == nullptr) {
       failed.add(node, once(waiting, failed, [&] { return planned.wait_reason; }));
-    } else if (capacity.free >= variant.units) {
+    } else if (const NodeCapacity on_type =
+                   types.size() == 1 ? capacity : book.capacity(node, planned.start->device);
+               on_type.total == 0) {
+      // A node of another of its types: the plan chose this one's type for no job of it.
+      failed.add(node, once(other_type, failed, [&] {
+                   return "job " + variant.job_id + " starts on " + planned.start->device +
+                          " (allox's choice of the types it runs on); this node has none";
+                 }));
+    } else if (on_type.free >= variant.units) {
       // Free in the book, but the free machines there are other jobs' in the plan.
       failed.add(node, once(planned_for_others, failed, [&] {
                    return "free " + resource + " here is planned for other jobs";
                  }));
     } else {
-      // The job starts now, but no offered node of its device has as many free machines as it
-      // needs.
-      const int key = capacity.total * (kMaxUnits + 1) + capacity.free;
+      // The job starts now, but no offered node of its planned type has as many free machines
+      // as it needs.
+      const int key = on_type.total * (kMaxUnits + 1) + on_type.free;
       auto it = insufficient.find(key);
       if (it == insufficient.end()) {
-        std::string text = "insufficient free " + resource + " (" + std::to_string(capacity.free) +
-                           " of " + std::to_string(capacity.total) + " free";
+        std::string text = "insufficient free " + resource + " (" + std::to_string(on_type.free) +
+                           " of " + std::to_string(on_type.total) + " free";
         if (variant.units > 1) text += ", the pod needs " + std::to_string(variant.units);
         it = insufficient.emplace(key, failed.reason(text + ")")).first;
       }

@@ -37,7 +37,9 @@ Expected<FairnessReport> fairness_report(const JobBook& book, double now, double
     }
     if (r.phase == JobPhase::kDone) run.finish = r.finish;
     for (const auto& [key, variant] : job.variants) {
-      run.times[variant.device] = book.estimate(job, variant.device).seconds;
+      for (const DeviceType& type : variant.device_types()) {
+        run.times[type] = book.estimate(job, type).seconds;
+      }
     }
     input.jobs.push_back(std::move(run));
   }
@@ -49,9 +51,11 @@ JobView job_view(const JobBook& book, const BookJob& job, const Plan& plan, doub
   view.record = job.record;
   view.parked = job.parked;
   if (job.intent) view.bind_in_doubt = job.intent->node;
+  // A pod that runs on several types (a GPU of any model) is listed once per type.
   for (const auto& [key, variant] : job.variants) {
-    view.variants.push_back(
-        {key, variant.device, book.estimate(job, variant.device), variant.units});
+    for (const DeviceType& type : variant.device_types()) {
+      view.variants.push_back({key, type, book.estimate(job, type), variant.units});
+    }
   }
   if (auto it = plan.starts.find(job.record.id);
       it != plan.starts.end() && job.record.phase == JobPhase::kQueued) {

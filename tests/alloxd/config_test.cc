@@ -8,7 +8,11 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <map>
+#include <optional>
 #include <set>
+#include <vector>
 
 #include "core/input_file.h"
 
@@ -123,8 +127,8 @@ TEST(ConfigTest, BadConfigsNameTheKey) {
   const std::string keys =
       "listen, reports_listen, database, policy, alpha, starvation_bound, batch_rounds, tick, "
       "default_job_seconds, fairness_window, max_body_bytes, http_threads, request_threads, "
-      "admin_token, admin_token_file, devices, cpu, nodes, tenancy, retention, log, apiserver, "
-      "scheduler_name, webhook, limits";
+      "admin_token, admin_token_file, devices, throughputs, cpu, nodes, tenancy, retention, log, "
+      "apiserver, scheduler_name, webhook, limits";
   const std::string not_a_config =
       "t.yaml:1: not an alloxd config: expected a mapping of settings (" + keys + "), got ";
   const Case cases[] = {
@@ -425,6 +429,152 @@ TEST(ConfigTest, ListenAddressOverride) {
   EXPECT_EQ(0, config.listen_port);
   EXPECT_FALSE(set_listen_address(config, "127.0.0.1:x").ok());
   EXPECT_FALSE(set_listen_address(config, ":80").ok());
+}
+
+// GPU models as node labels: each rule gives the nodes of one label value a type of its own; the
+// resource's plain type stays for nodes matching none, and a pod of the plain type may run on all.
+TEST(ConfigTest, NodeLabelsGiveGpuModelsTheirOwnTypes) {
+  auto config = parse_extender_config(R"(
+devices:
+  - resource: nvidia.com/gpu
+    device: gpu
+    node_labels:
+      - {label: nvidia.com/gpu.product, value: NVIDIA-H100-80GB-HBM3, device: h100}
+      - {label: nvidia.com/gpu.product, value: NVIDIA-A100-SXM4-40GB, device: a100}
+      - {label: nvidia.com/gpu.product, value: NVIDIA-A100-PCIE-40GB, device: a100}
+  - {resource: example.com/tpu, device: tpu}
+)",
+                                      "t.yaml");
+  ASSERT_TRUE(config.ok()) << config.message();
+  const DeviceMapping& d = config->devices;
+  EXPECT_EQ("gpu", d.device_for("nvidia.com/gpu").value());
+  EXPECT_EQ("nvidia.com/gpu", d.resource_for("h100"));
+  EXPECT_EQ("nvidia.com/gpu", d.resource_for("a100"));
+  EXPECT_EQ((std::vector<DeviceType>{"gpu", "h100", "a100"}), d.interchangeable("gpu"));
+  EXPECT_EQ((std::vector<DeviceType>{"h100"}), d.interchangeable("h100"));
+  EXPECT_EQ((std::vector<DeviceType>{"tpu"}), d.interchangeable("tpu"));
+
+  struct Case {
+    std::map<std::string, std::string> labels;
+    std::string resource;
+    std::optional<DeviceType> want;
+  };
+  const Case cases[] = {
+      {{{"nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3"}}, "nvidia.com/gpu", "h100"},
+      {{{"nvidia.com/gpu.product", "NVIDIA-A100-PCIE-40GB"}}, "nvidia.com/gpu", "a100"},
+      {{{"nvidia.com/gpu.product", "Tesla-T4"}}, "nvidia.com/gpu", "gpu"},
+      {{}, "nvidia.com/gpu", "gpu"},
+      {{{"nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3"}}, "example.com/tpu", "tpu"},
+      {{}, "example.com/other", std::nullopt},
+  };
+  for (const Case& c : cases) {
+    auto got = d.node_device(c.resource, c.labels);
+    ASSERT_TRUE(got.ok()) << got.message();
+    EXPECT_EQ(c.want, *got) << c.resource << " "
+                            << (c.labels.empty() ? "" : c.labels.begin()->second);
+  }
+}
+
+// Rules on two label keys may both match one node: that node is refused, naming both labels.
+TEST(ConfigTest, ANodeTwoRulesGiveTwoTypesIsAnError) {
+  auto config = parse_extender_config(R"(
+devices:
+  - resource: nvidia.com/gpu
+    device: gpu
+    node_labels:
+      - {label: nvidia.com/gpu.product, value: NVIDIA-H100-80GB-HBM3, device: h100}
+      - {label: cloud.google.com/gke-accelerator, value: nvidia-tesla-a100, device: a100}
+)",
+                                      "t.yaml");
+  ASSERT_TRUE(config.ok()) << config.message();
+  auto got = config->devices.node_device(
+      "nvidia.com/gpu", {{"nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3"},
+                         {"cloud.google.com/gke-accelerator", "nvidia-tesla-a100"}});
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(
+      "nvidia.com/gpu: labels nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3 and "
+      "cloud.google.com/gke-accelerator=nvidia-tesla-a100 give two device types (h100, a100)",
+      got.message());
+}
+
+TEST(ConfigTest, BadNodeLabelRulesNameTheField) {
+  struct Case {
+    std::string rules;
+    std::string error;
+  };
+  const std::string head =
+      "devices:\n  - resource: nvidia.com/gpu\n    device: gpu\n    node_labels:\n";
+  const Case cases[] = {
+      {"      - {label: k, value: v, device: h100, extra: 1}\n",
+       "t.yaml:5: devices[0].node_labels[0]: unknown key \"extra\" (expected one of: label, value, "
+       "device)"},
+      {"      - {label: k, value: '', device: h100}\n",
+       "t.yaml:5: devices[0].node_labels[0]: value must be a non-empty string, got \"\""},
+      {"      - {label: k, device: h100}\n",
+       "t.yaml:5: devices[0].node_labels[0]: value is required"},
+      {"      - {label: k, value: v, device: h100}\n      - {label: k, value: v, device: a100}\n",
+       "t.yaml:6: devices[0].node_labels[1]: nodes labelled k=v are given a type twice (h100, "
+       "then a100)"},
+      {"      - {label: k, value: v, device: gpu}\n",
+       "t.yaml:5: devices[0].node_labels[0]: device must differ from the resource's plain device "
+       "gpu (nodes matching no rule are gpu already), got gpu"},
+      {"      - {label: k, value: v, device: cpu}\n",
+       "t.yaml:5: devices[0].node_labels[0]: device cpu is already cpu's plain device; a type "
+       "names one resource"},
+      {"      - {label: k, value: v, device: H100}\n",
+       "t.yaml:5: devices[0].node_labels[0]: device must be a device type name (lowercase "
+       "letters, digits, '-', '_', '.'; at most 63 characters), got \"H100\""},
+  };
+  for (const Case& c : cases) {
+    auto config = parse_extender_config(head + c.rules, "t.yaml");
+    ASSERT_FALSE(config.ok()) << c.rules;
+    EXPECT_EQ(c.error, config.message()) << c.rules;
+  }
+  // A label type may belong to one resource only.
+  auto shared = parse_extender_config(R"(
+devices:
+  - resource: nvidia.com/gpu
+    device: gpu
+    node_labels: [{label: k, value: v, device: fast}]
+  - resource: amd.com/gpu
+    device: amd
+    node_labels: [{label: k, value: w, device: fast}]
+)",
+                                      "t.yaml");
+  ASSERT_FALSE(shared.ok());
+  EXPECT_EQ(
+      "t.yaml:8: devices[1].node_labels[0]: device fast is already nvidia.com/gpu's label type; "
+      "a type names one resource",
+      shared.message());
+}
+
+TEST(ConfigTest, ThroughputsLoadGavelsTableOrNameTheField) {
+  auto config = parse_extender_config(
+      "throughputs: " + std::string(ALLOX_SOURCE_DIR) + "/data/gavel/simulation_throughputs.json",
+      "t.yaml");
+  ASSERT_TRUE(config.ok()) << config.message();
+  ASSERT_NE(nullptr, config->throughputs);
+  EXPECT_GT(config->throughputs->size(), 0u);
+  auto missing = parse_extender_config("throughputs: /nonexistent/table.json", "t.yaml");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(std::string::npos, missing.message().find("t.yaml:1: throughputs: "))
+      << missing.message();
+}
+
+// The shipped example of GPU models: its throughput table path is relative to the checkout.
+TEST(ConfigTest, GpuModelsExampleLoads) {
+  std::ifstream in(ALLOX_SOURCE_DIR "/examples/gpu-models/alloxd.yaml");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string relative = "throughputs: data/";
+  const auto at = text.find(relative);
+  ASSERT_NE(std::string::npos, at);
+  text.replace(at, relative.size(), "throughputs: " + std::string(ALLOX_SOURCE_DIR) + "/data/");
+  auto config = parse_extender_config(text, "alloxd.yaml");
+  ASSERT_TRUE(config.ok()) << config.message();
+  EXPECT_EQ((std::vector<DeviceType>{"gpu", "v100", "p100", "k80"}),
+            config->devices.interchangeable("gpu"));
+  ASSERT_NE(nullptr, config->throughputs);
+  EXPECT_EQ(8, config->nodes.at(2).machines.at("k80"));
 }
 
 }  // namespace

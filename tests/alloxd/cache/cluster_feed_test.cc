@@ -7,9 +7,11 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <random>
 #include <set>
 
+#include "alloxd/control/cluster_api.h"
 #include "tests/alloxd/testing/test_support.h"
 
 namespace allox::extender {
@@ -257,6 +259,59 @@ TEST(ClusterFeedTest, SyncedMirrorsEqualAFullCopyAfterRandomChanges) {
     EXPECT_EQ(left, std::set<std::string>(gone.begin(), gone.end())) << "step " << step;
     EXPECT_EQ(left.size(), gone.size()) << "a key reported twice";
   }
+}
+
+// GPU models as node labels: a node's units are slots of its model's type, a relabelled node is
+// read again, and one whose labels give it two types leaves the inventory until fixed.
+TEST(ClusterFeedTest, NodeLabelsMakeSlotsOfTheModelAndARelabelIsReadAgain) {
+  testing::ScratchDir dir;
+  ExtenderConfig config = testing::make_config({}, dir.file("state.db"));
+  config.devices.resources = {
+      {"nvidia.com/gpu",
+       "gpu",
+       {{"nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3", "h100"},
+        {"cloud.google.com/gke-accelerator", "nvidia-tesla-a100", "a100"}}}};
+  Metrics metrics;
+  auto planner = Planner::create(config, make_policy("fifo", PolicyOptions{}).value(), metrics);
+  ASSERT_TRUE(planner.ok()) << planner.message();
+  kube::KubeClient client{{"http://127.0.0.1:1", "", ""}};
+  ClusterFeed feed(client, **planner, config, nullptr);
+  auto labelled = [](const std::string& name, json labels) {
+    json node = testing::make_node(name, "2", "64");
+    node["metadata"]["labels"] = std::move(labels);
+    return node;
+  };
+  auto machines = [&](const std::string& node) {
+    return (*planner)->read([&](const JobBook& book) {
+      std::map<DeviceType, int> out;
+      for (const MachineSlot& slot : book.slots()) {
+        if (slot.node == node) ++out[slot.device];
+      }
+      return out;
+    });
+  };
+  feed.node_handler().on_replace(
+      {labelled("h", {{"nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3"}}),
+       labelled("t4", {{"nvidia.com/gpu.product", "Tesla-T4"}})});
+  EXPECT_EQ((std::map<DeviceType, int>{{"h100", 2}, {"cpu", 2}}), machines("h"));
+  EXPECT_EQ((std::map<DeviceType, int>{{"gpu", 2}, {"cpu", 2}}), machines("t4"));
+
+  // Relabelled: the same units, now of the other model.
+  feed.node_handler().on_upsert(
+      labelled("t4", {{"cloud.google.com/gke-accelerator", "nvidia-tesla-a100"}}));
+  EXPECT_EQ((std::map<DeviceType, int>{{"a100", 2}, {"cpu", 2}}), machines("t4"));
+
+  // Two labels giving two types: the node offers nothing rather than half of each.
+  feed.node_handler().on_upsert(
+      labelled("h", {{"nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3"},
+                     {"cloud.google.com/gke-accelerator", "nvidia-tesla-a100"}}));
+  EXPECT_TRUE(machines("h").empty());
+  auto refused =
+      node_inventory(labelled("h", {{"nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3"},
+                                    {"cloud.google.com/gke-accelerator", "nvidia-tesla-a100"}}),
+                     config.devices);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(0u, refused.message().rfind("node h: nvidia.com/gpu: labels ", 0)) << refused.message();
 }
 
 }  // namespace
