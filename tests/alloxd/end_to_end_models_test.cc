@@ -17,27 +17,17 @@
 
 #include <cstdio>
 #include <map>
-#include <mutex>
 #include <string>
 #include <vector>
 
-#include "alloxd/http/http_server.h"
-#include "alloxd/service.h"
-#include "fairness/policy.h"
-#include "kubesim/fake_api_server.h"
-#include "kubesim/replay.h"
-#include "kubesim/scheduler_config.h"
-#include "kubesim/sim_clock.h"
-#include "tests/alloxd/testing/test_support.h"
+#include "tests/alloxd/testing/end_to_end_cluster.h"
 
 namespace allox::extender {
 namespace {
 
 using nlohmann::json;
 
-constexpr char kToken[] = "end-to-end-models";
 constexpr char kNamespace[] = "demo";
-constexpr char kProduct[] = "nvidia.com/gpu.product";
 constexpr int kJobs = 16;
 
 constexpr char kConfig[] = R"(
@@ -59,128 +49,25 @@ nodes:
   - {name: cpu-0, machines: {cpu: 2}}
 )";
 
-std::string source(const std::string& relative) {
-  return std::string(ALLOX_SOURCE_DIR) + "/" + relative;
-}
-
-// The node each job's pod was bound to, as the API server records it.
-class Bindings {
- public:
-  explicit Bindings(emulator::ApiObjects& objects) : objects_(objects) {
-    id_ = objects_.subscribe([this](const emulator::Change& change) {
-      if (change.resource != &emulator::pods_resource() || !change.after) return;
-      auto node = [](const emulator::ObjectPtr& pod) {
-        return pod ? (*pod)["spec"].value("nodeName", "") : std::string();
-      };
-      if (node(change.before).empty() && !node(change.after).empty()) {
-        const json& meta = (*change.after)["metadata"];
-        std::lock_guard lock(mu_);
-        auto& bound = bound_[meta["annotations"].value("allox.io/job", "?")];
-        bound.push_back({meta.value("name", ""), node(change.after)});
-      }
-    });
-  }
-  ~Bindings() { objects_.unsubscribe(id_); }
-  struct Bound {
-    std::string pod, node;
-  };
-  std::map<std::string, std::vector<Bound>> bound() const {
-    std::lock_guard lock(mu_);
-    return bound_;
-  }
-
- private:
-  emulator::ApiObjects& objects_;
-  int id_ = 0;
-  mutable std::mutex mu_;
-  std::map<std::string, std::vector<Bound>> bound_;
-};
-
 struct Outcome {
   emulator::ReplaySummary summary;
-  std::map<std::string, std::vector<Bindings::Bound>> bound;  // job -> its bindings
-  std::map<std::string, std::string> node_model;              // node -> its label's type
-  std::map<std::string, std::string> ran_on;                  // job -> /v1/jobs/{id} device
-  std::map<std::string, std::string> admitted;                // pod -> "starts on N (D)"
+  std::map<std::string, std::vector<testing::ApiLedger::Bound>> bound;  // job -> its bindings
+  std::map<std::string, std::string> node_model;                        // node -> its label's type
+  std::map<std::string, std::string> ran_on;    // job -> /v1/jobs/{id} device
+  std::map<std::string, std::string> admitted;  // pod -> "starts on N (D)"
   std::vector<std::string> pending_left;
 };
 
 Outcome run(bool gated) {
   Outcome out;
-  testing::ScratchDir dir;
-  emulator::SimClock clock{emulator::SimClock::Stepped{}};
   auto config = parse_extender_config(kConfig, "models.yaml");
   EXPECT_TRUE(config.ok()) << config.message();
   if (!config) return out;
-  auto scheduler =
-      emulator::load_scheduler_configuration(source("manifests/scheduler-config.yaml"));
-  EXPECT_TRUE(scheduler.ok()) << scheduler.message();
-  if (!scheduler) return out;
-  emulator::FakeApiServerOptions api_options;
-  api_options.token = kToken;
-  api_options.clock = [&clock] { return clock.now(); };
-  auto api = emulator::FakeApiServer::start(api_options);
-  EXPECT_TRUE(api.ok()) << api.message();
-  if (!api) return out;
-  emulator::ApiObjects& objects = (*api)->objects();
-
-  emulator::ReplayOptions options;
-  options.scheduler = *scheduler;
-  options.scheduler_name = scheduler->scheduler_names.front();
-  options.pod_namespace = kNamespace;
-  options.gated = gated;
-  options.max_simulated_s = 48 * 3600;
-  for (const auto& r : config->devices.resources) {
-    options.resource_of[r.device] = r.resource;
-    for (const auto& rule : r.node_labels) {
-      options.resource_of[rule.device] = r.resource;
-      options.label_of.emplace(rule.device, std::pair(rule.label, rule.value));
-    }
-  }
-  options.cpu_cores = config->devices.cores_per_machine;
-  for (const auto& node : config->nodes) {
-    (*api)->add_node(node.name, emulator::node_allocatable(node.machines, options),
-                     emulator::node_labels(node.machines, options));
-  }
-  for (const emulator::ObjectPtr& node : objects.objects(emulator::nodes_resource())) {
-    const json labels = (*node)["metadata"].value("labels", json::object());
-    std::string model = "none";
-    if (labels.value(kProduct, "") == "NVIDIA-H100-80GB-HBM3") model = "h100";
-    if (labels.value(kProduct, "") == "NVIDIA-A100-SXM4-40GB") model = "a100";
-    out.node_model[(*node)["metadata"].value("name", "")] = model;
-  }
-
-  config->database = dir.file("alloxd.db");
-  config->apiserver = ApiServerConfig{(*api)->url(), kToken, "", std::nullopt};
-  config->scheduler_name = options.scheduler_name;
   PolicyOptions policy_options;
   policy_options.alpha = config->alpha;
-  auto policy = make_policy(config->policy, policy_options);
-  EXPECT_TRUE(policy.ok()) << policy.message();
-  if (!policy) return out;
-  ServiceOptions service_options;
-  service_options.clock = [&clock] { return clock.now(); };
-  auto service = ExtenderService::create(*config, std::move(*policy), nullptr, service_options);
-  EXPECT_TRUE(service.ok()) << service.message();
-  if (!service) return out;
-  (*service)->start();
-  HttpServerOptions http;
-  http.port = 0;
-  auto server = HttpServer::start(**service, http);
-  EXPECT_TRUE(server.ok()) << server.message();
-  if (!server) return out;
-  for (auto& extender : options.scheduler.extenders) extender.url_prefix = (*server)->url();
-  options.quiet = [&] {
-    if ((*service)->busy()) return false;
-    std::map<std::string, std::string> held;
-    for (const emulator::ObjectPtr& pod : objects.objects(emulator::pods_resource())) {
-      if ((*pod)["spec"].value("schedulerName", "") != options.scheduler_name) continue;
-      const json& meta = (*pod)["metadata"];
-      held[meta.value("namespace", "") + "/" + meta.value("name", "")] =
-          meta.value("resourceVersion", "");
-    }
-    return (*service)->observed_pods() == held && !(*service)->busy();
-  };
+  auto cluster = testing::EndToEndCluster::start(*config, config->nodes, policy_options, gated);
+  if (!cluster) return out;
+  out.node_model = cluster->node_model();
 
   // Jobs arrive in pairs every 60 s: an H100 is 3x an A100 for the even ones, only 1.2x for the
   // odd ones, and the even ones can also run on 32 cores (10x slower than an A100).
@@ -198,32 +85,25 @@ Outcome run(bool gated) {
     job.any_model = true;
     jobs.push_back(job);
   }
-  {
-    Bindings bindings(objects);
-    auto summary = emulator::replay_jobs(objects, clock, jobs, options);
-    EXPECT_TRUE(summary.ok()) << summary.message();
-    if (summary) out.summary = *summary;
-    out.bound = bindings.bound();
-  }
+  auto summary = cluster->replay(jobs);
+  EXPECT_TRUE(summary.ok()) << summary.message();
+  if (summary) out.summary = *summary;
+  out.bound = cluster->ledger().bound();
   for (const emulator::ReplayJob& job : jobs) {
-    auto reply = testing::http_request((*server)->url(), "GET",
-                                       "/v1/jobs/" + std::string(kNamespace) + "/" + job.id);
+    auto reply = cluster->get("/v1/jobs/" + std::string(kNamespace) + "/" + job.id);
     EXPECT_EQ(200, reply.status) << reply.body;
     if (reply.status == 200) out.ran_on[job.id] = json::parse(reply.body).value("device", "");
   }
-  for (const auto& event : objects.objects(emulator::events_resource())) {
+  for (const auto& event : cluster->objects().objects(emulator::events_resource())) {
     if (event->value("reason", "") != "Admitted") continue;
     out.admitted[event->value("involvedObject", json::object()).value("name", "")] =
         event->value("message", "");
   }
-  for (const emulator::ObjectPtr& pod : objects.objects(emulator::pods_resource())) {
+  for (const emulator::ObjectPtr& pod : cluster->objects().objects(emulator::pods_resource())) {
     if ((*pod)["spec"].value("nodeName", "").empty()) {
       out.pending_left.push_back((*pod)["metadata"].value("name", ""));
     }
   }
-  (*server)->stop();
-  (*service)->stop();
-  (*api)->stop();
   return out;
 }
 
@@ -238,7 +118,8 @@ void expect_each_job_once_on_its_planned_model(const Outcome& out,
     ASSERT_TRUE(bound != out.bound.end() && bound->second.size() == 1)
         << job.id << " was bound " << (bound == out.bound.end() ? 0 : bound->second.size())
         << " times";
-    const auto& [pod, node] = bound->second.front();
+    const std::string& pod = bound->second.front().pod;
+    const std::string& node = bound->second.front().node;
     const std::string model = out.node_model.at(node);
     // The device alloxd says the job ran on is the model (or the CPU) of its node.
     const std::string want = model == "none" ? "cpu" : model;
