@@ -125,7 +125,9 @@ TEST(PlannerUnitsTest, AMultiUnitPodNeverOvercommitsItsNode) {
         }
         return 0;
       });
-      if (!running.empty()) ASSERT_TRUE(cluster.planner->complete(running).ok());
+      if (!running.empty()) {
+        ASSERT_TRUE(cluster.planner->complete(running).ok());
+      }
     }
     for (const auto& [id, pod] : pods) EXPECT_EQ(1, starts[id]) << id << " ran once";
   }
