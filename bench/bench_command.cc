@@ -94,14 +94,16 @@ double median_of(std::vector<double> values) {
   return values[values.size() / 2];
 }
 
-// alloxd beside this allox binary (build/cli/), else on PATH.
-std::string alloxd_beside_allox() {
+// The executable `name` beside this one (build/cli/, or the image's bin/), else on PATH.
+std::string beside_this_binary(const std::string& name) {
   std::error_code ec;
   auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (!ec && std::filesystem::exists(self.parent_path() / "alloxd"))
-    return (self.parent_path() / "alloxd").string();
-  return "alloxd";
+  if (!ec && std::filesystem::exists(self.parent_path() / name))
+    return (self.parent_path() / name).string();
+  return name;
 }
+
+std::string alloxd_beside_allox() { return beside_this_binary("alloxd"); }
 
 void print_cluster_header(const bench::ClusterBenchOptions& o, int repeat) {
   std::printf(
@@ -498,7 +500,7 @@ void add_bench_commands(CLI::App& bench) {
     if (*targets) {
       std::vector<double> runs;
       for (int r = 0; r < options->repetitions; ++r) {
-        Expected<double> cpu_ms = matcher::bench::time_simulator_row("/proc/self/exe", *trace);
+        Expected<double> cpu_ms = matcher::bench::time_simulator_row(beside_this_binary("allox"), *trace);
         if (!cpu_ms.ok()) {
           std::cerr << cpu_ms.message() << "\n";
           fail();

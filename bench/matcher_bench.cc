@@ -339,7 +339,7 @@ Expected<double> time_simulator_row(const std::string& allox_binary, const Simul
   if (child == 0) {
     // The table goes nowhere: only the child's CPU time is measured.
     if (std::freopen("/dev/null", "w", stdout) == nullptr) _exit(127);
-    execl(allox_binary.c_str(), allox_binary.c_str(), "simulate", "--trace", row.trace.c_str(),
+    execlp(allox_binary.c_str(), allox_binary.c_str(), "simulate", "--trace", row.trace.c_str(),
           "--gpus", "10", "--cpus", "20", "--profiling", "--policy", "allox", "--alpha", "1",
           static_cast<char*>(nullptr));
     _exit(127);
