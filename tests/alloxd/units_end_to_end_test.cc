@@ -106,20 +106,10 @@ TEST(UnitsEndToEndTest, NoNodeIsOvercommittedAndAPodLargerThanEveryNodeIsParked)
   }
 
   // The huge pod: still gated, unbound, parked with its reason in alloxd and in an event.
-  auto huge = cluster->objects().get(emulator::pods_resource(), "demo", "huge-gpu");
-  ASSERT_TRUE(std::holds_alternative<emulator::ObjectPtr>(huge));
-  const json& pod = *std::get<emulator::ObjectPtr>(huge);
-  EXPECT_EQ("", pod["spec"].value("nodeName", ""));
-  EXPECT_EQ(1u, pod["spec"].value("schedulingGates", json::array()).size()) << pod.dump();
   const std::string reason =
       "no node can hold it: 8 nvidia.com/gpu on one node (pod demo/huge-gpu), the largest node "
       "has 4";
-  auto reply = cluster->get("/v1/jobs/demo/huge");
-  ASSERT_EQ(200, reply.status) << reply.body;
-  EXPECT_EQ(reason, json::parse(reply.body).value("parked", "")) << reply.body;
-  const std::vector<std::string> parked_events = cluster->event_messages("Parked", "huge-gpu");
-  ASSERT_FALSE(parked_events.empty()) << "no Parked event for the huge pod";
-  EXPECT_EQ("allox cannot schedule job demo/huge: " + reason, parked_events.front());
+  cluster->expect_parked("huge", "huge-gpu", reason);
 }
 
 }  // namespace

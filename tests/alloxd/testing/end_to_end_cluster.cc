@@ -267,4 +267,20 @@ Response EndToEndCluster::get(const std::string& path) const {
   return http_request(url_, "GET", path);
 }
 
+void EndToEndCluster::expect_parked(const std::string& job, const std::string& pod,
+                                    const std::string& reason) {
+  const std::string ns = pod_namespace();
+  auto object = objects().get(emulator::pods_resource(), ns, pod);
+  ASSERT_TRUE(std::holds_alternative<emulator::ObjectPtr>(object)) << pod;
+  const json& seen = *std::get<emulator::ObjectPtr>(object);
+  EXPECT_EQ("", seen["spec"].value("nodeName", ""));
+  EXPECT_EQ(1u, seen["spec"].value("schedulingGates", json::array()).size()) << seen.dump();
+  auto reply = get("/v1/jobs/" + ns + "/" + job);
+  ASSERT_EQ(200, reply.status) << reply.body;
+  EXPECT_EQ(reason, json::parse(reply.body).value("parked", "")) << reply.body;
+  const std::vector<std::string> parked = event_messages("Parked", pod);
+  ASSERT_FALSE(parked.empty()) << "no Parked event for " << pod;
+  EXPECT_EQ("allox cannot schedule job " + ns + "/" + job + ": " + reason, parked.front());
+}
+
 }  // namespace allox::extender::testing

@@ -94,6 +94,10 @@ class EndToEndCluster {
   std::vector<std::string> event_messages(const std::string& reason, const std::string& name);
   // GET `path` from alloxd's HTTP server.
   Response get(const std::string& path) const;
+  // Fails the calling test unless pod `pod` of job `job` (both in the replay's namespace) is
+  // still gated and unbound, `/v1/jobs/{job}` says it is parked for `reason`, and a Parked
+  // event on the pod says so.
+  void expect_parked(const std::string& job, const std::string& pod, const std::string& reason);
 
  private:
   EndToEndCluster() = default;
