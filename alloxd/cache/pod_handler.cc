@@ -170,6 +170,7 @@ void ClusterFeed::PodHandler::apply(const ObservedPod& pod) {
   const JobVariant& variant = *pod.variant;
   // A pod whose registration is pending is read from the book only once the book has it.
   if (pending_keys_.count(key) > 0) flush_pending();
+  if (variant.gang > 1 && apply_gang_member(pod)) return;
   Standing now = standing(pod);
   if (pod.phase == "Succeeded" || pod.phase == "Failed") {
     // The book does not show a pending completion yet: the set keeps it to one.
@@ -239,6 +240,7 @@ void ClusterFeed::PodHandler::forget(const ObservedPod& pod) {
   // A deleted pod's registration may be pending: the book must have it to forget it.
   const std::string key = key_of(pod.ref.namespace_name, pod.ref.name);
   if (pending_keys_.count(key) > 0) flush_pending();
+  if (pod.variant->gang > 1 && gang_member_gone(pod)) return;
   Standing now = standing(pod);
   if (now == Standing::kRunsAsThisPod) {
     if (pending_completion_jobs_.insert(pod.variant->job_id).second) {

@@ -74,6 +74,11 @@ class ClusterFeed::PodHandler final : public kube::InformerHandler {
   Standing standing(const ObservedPod& pod) const;
 
   void apply(const ObservedPod& pod);
+  // A gang's member (pod_handler_gangs.cc): bound, ended or deleted, recorded at once (a gang
+  // starts when all its members are bound, and ends when all have ended). Whether it was
+  // handled; a pending member is registered as any pod is.
+  bool apply_gang_member(const ObservedPod& pod);
+  bool gang_member_gone(const ObservedPod& pod);
 
   // What the watch showed since the last call, recorded in bursts: the waiting pods registered
   // in one store transaction, then the ended jobs completed in another (a burst of pods costs

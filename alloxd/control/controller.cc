@@ -196,6 +196,7 @@ void Controller::reconcile() {
   const Pass pass = begin_pass();
   std::vector<const PodEntry*> visit = pods_to_visit(pass);
   const Admissions admissions = admit_starts(pass);
+  roll_back_gangs(pass);
   if (!last_full_) {
     for (const std::string& id : admissions.rescanned) add_pods_of(id, visit);
     for (const std::string& id : admissions.dropped) add_pods_of(id, visit);

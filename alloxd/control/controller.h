@@ -123,6 +123,7 @@ class Controller {
     JobPhase phase = JobPhase::kQueued;
     bool in_book = false;  // the pod is a variant of its job in the book
     std::string runs_as;   // namespace/name of the pod the job runs as (when running)
+    bool gang_member = false;  // a member of a gang: never a sibling to delete
   };
   struct Admissions {
     std::vector<std::string> rescanned;  // started jobs looked at (their pods are visited)
@@ -144,6 +145,14 @@ class Controller {
   struct Release;
   void release(const Pass& pass, const std::string& key, const ObservedPod& pod,
                const PlannedStart& start, const Release& released);
+  // Gangs (controller_gangs.cc). The pod a gang start is admitted by (its first member) when
+  // every member of it is in the cluster and pending, else null: a gang is released whole.
+  const std::string* gang_to_admit(const JobBook& book, const std::string& id,
+                                   const PlannedStart& start) const;
+  // Rolls back the admitted gangs whose hold lapsed, then carries out every rollback the
+  // planner handed over: each member deleted (a uid precondition) and told why
+  // (GangRolledBack).
+  void roll_back_gangs(const Pass& pass);
   void tell_queued(const Pass& pass, const std::string& key, const ObservedPod& pod,
                    const PlannedWait& wait);
   // A `Parked` warning with the reason the plan leaves the pod's job out (Plan::parked): its

@@ -62,8 +62,10 @@ Controller::Admissions Controller::admit_starts(const Pass& pass) {
     for (const std::string& id : rescan) {
       const PlannedStart& start = plan.starts.at(id);
       const std::string* chosen = nullptr;
-      if (const BookJob* job = book.job(id);
-          job != nullptr && job->record.phase == JobPhase::kQueued) {
+      if (!start.members.empty()) {
+        chosen = gang_to_admit(book, id, start);  // all its members, or none
+      } else if (const BookJob* job = book.job(id);
+                 job != nullptr && job->record.phase == JobPhase::kQueued) {
         for (const auto& [key, variant] : job->variants) {
           auto pod = mirror_.pods.find(key);
           if (variant.runs_on(start.device) && pod != mirror_.pods.end() && pod->second.pending()) {
@@ -114,6 +116,7 @@ std::vector<Controller::PodFacts> Controller::facts_of(
         f.runs_as = job->record.pod_namespace + "/" + job->record.pod_name;
       }
       f.in_book = f.phase != JobPhase::kDone && job->variants.count(key) > 0;
+      f.gang_member = job->is_gang() && job->variants.count(key) > 0;
     }
   });
   return facts;
@@ -128,6 +131,10 @@ void Controller::act_on(const Pass& pass, const PodEntry& entry, const PodFacts&
     return;
   }
   if (!job.known) return;  // not in the book yet
+  if (job.gang_member && job.phase != JobPhase::kQueued) {
+    make_quiet(key, std::nullopt);  // a running (or ended) gang's member: every member runs
+    return;
+  }
   if (job.phase == JobPhase::kRunning && job.runs_as == key) {
     // The pod the job runs as is never deleted, even before the watch shows it bound.
     make_quiet(key, std::nullopt);  // until the watch shows it bound
@@ -144,6 +151,17 @@ void Controller::act_on(const Pass& pass, const PodEntry& entry, const PodFacts&
       released->second.pod == key) {
     release(pass, key, pod, start->second, released->second);
     return;
+  }
+  if (start != pass.plan->starts.end() && released != released_.end() &&
+      released->second.start == start->second) {
+    // A gang's member: released with the others, pinned to its own placement's node.
+    if (const GangPlacement* member = start->second.member(key)) {
+      PlannedStart own = start->second;
+      own.node = member->node;
+      own.slot = member->slot;
+      release(pass, key, pod, own, released->second);
+      return;
+    }
   }
   if (auto wait = pass.plan->waiting.find(id); wait != pass.plan->waiting.end()) {
     tell_queued(pass, key, pod, wait->second);
@@ -227,9 +245,9 @@ void Controller::release(const Pass& pass, const std::string& key, const Observe
   // On the gate path the gate's removal and kube-scheduler's own Scheduled event, moments later,
   // say all an Admitted event would: one API write per pod fewer. An ungated pod may wait in
   // kube-scheduler's back-off first, so it is told where it will start.
-  if (!ungated_.contains(key)) {
-    say(pod.ref, "Normal", "Admitted",
-        "starts on " + start.node + " (" + units_text(start.device, start.units) + ")", now);
+  // A gang's member is told where the whole gang goes: kube-scheduler's event names one node.
+  if (!ungated_.contains(key) || !start.members.empty()) {
+    say(pod.ref, "Normal", "Admitted", "starts on " + start_text(start), now);
   }
   make_quiet(key, rest_until);
 }
@@ -255,7 +273,8 @@ void Controller::tell_queued(const Pass& pass, const std::string& key, const Obs
   // "for gpu", or for a pod of any GPU model "for gpu, h100 or a100".
   const std::vector<DeviceType> types = pod.variant->device_types();
   std::string message = "position " + std::to_string(wait.position) + " of " +
-                        std::to_string(wait.queue_length) + " for ";
+                        std::to_string(wait.queue_length) +
+                        (wait.note.empty() ? "" : " (" + wait.note + ")") + " for ";
   for (std::size_t i = 0; i < types.size(); ++i) {
     message += (i == 0 ? "" : i + 1 == types.size() ? " or " : ", ") + types[i];
   }

@@ -276,6 +276,13 @@ Expected<JobVariant> read_job_variant(const json& pod, const DeviceMapping& mapp
           return Error{where + shown_value(text) + " is not a whole number from 1 to 1000000"};
         }
         variant.batch_size = static_cast<int>(*n);
+      } else if (key == kGangSizeAnnotation) {
+        auto n = parse_iterations(text);
+        if (!n || *n > kMaxGangSize) {
+          return Error{where + shown_value(text) + " is not a whole number from 1 to " +
+                       std::to_string(kMaxGangSize)};
+        }
+        variant.gang = static_cast<int>(*n);
       } else if (std::string_view(key).starts_with(kTimePrefix)) {
         const std::string device = key.substr(kTimePrefix.size());
         if (auto problem = label_problem(device)) {

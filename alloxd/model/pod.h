@@ -24,6 +24,11 @@
 //                         number; may be left out when the table has the model at one only.
 //                         Time on a type = allox.io/iterations / the table's steps per second
 //                         (estimates.h); no iterations, or no entry for a type, no estimate
+//   allox.io/gang-size    N, a whole number from 1 to kMaxGangSize: the pod is one member of a
+//                         gang, a job of N pods that run together (all or none), each on its
+//                         own node's units of one device type, all members on the same type.
+//                         Every member carries it, and all share allox.io/job; members are
+//                         parts of one job, not device variants (docs/design.md, "Gangs")
 //
 // Units: how many devices of its type the pod needs on one node at once (JobVariant::units,
 // core/model.h Job::units). For a device a resource maps to, the requested amount of the
@@ -92,6 +97,10 @@ inline std::string pod_key(const PodIdentity& pod) {
   return pod.namespace_name + "/" + pod.name;
 }
 
+// The gang-size annotation and its bound: 64 members of a gang at most.
+inline constexpr std::string_view kGangSizeAnnotation = "allox.io/gang-size";
+inline constexpr int kMaxGangSize = 64;
+
 struct JobVariant {
   PodIdentity pod;
   std::string job_id;
@@ -106,6 +115,10 @@ struct JobVariant {
   std::vector<DeviceType> devices = {};
   std::string model = {};              // allox.io/model, for the throughput table
   std::optional<int> batch_size = {};  // allox.io/batch-size
+  // Members of the gang this pod belongs to (allox.io/gang-size; 1: not a gang). A plain field:
+  // reading the annotation fills it, and a reader of another owner (an Indexed batch/v1 Job,
+  // completions == parallelism) may set it. The member's identity is its pod (`pod`).
+  int gang = 1;
 
   // Whether it can run on `type`.
   bool runs_on(std::string_view type) const {

@@ -110,6 +110,19 @@ std::string units_text(const DeviceType& device, int units) {
   return units > 1 ? device + " ×" + std::to_string(units) : device;
 }
 
+std::string start_text(const PlannedStart& start) {
+  if (start.members.empty()) return start.node + " (" + units_text(start.device, start.units) + ")";
+  std::string text = "gang of " + std::to_string(start.members.size()) + " × " +
+                     units_text(start.device, start.units) + " on ";
+  std::vector<std::string_view> nodes;
+  for (const GangPlacement& m : start.members) {
+    if (std::find(nodes.begin(), nodes.end(), m.node) != nodes.end()) continue;
+    text += (nodes.empty() ? "" : ", ") + m.node;
+    nodes.push_back(m.node);
+  }
+  return text;
+}
+
 int Plan::planned_on(std::string_view node, std::string_view device) const {
   if (starts_on.empty()) return 0;
   auto found = starts_on.find(machine_key(node, device));
@@ -118,8 +131,14 @@ int Plan::planned_on(std::string_view node, std::string_view device) const {
 
 void index_starts(Plan& plan) {
   plan.starts_on.clear();
-  for (const auto& [job, start] : plan.starts)
-    plan.starts_on[machine_key(start.node, start.device)] += start.units;
+  for (const auto& [job, start] : plan.starts) {
+    if (start.members.empty()) {
+      plan.starts_on[machine_key(start.node, start.device)] += start.units;
+    }
+    for (const GangPlacement& m : start.members) {
+      plan.starts_on[machine_key(m.node, start.device)] += start.units;
+    }
+  }
 }
 
 Plan make_plan(const PlanInput& input, const Expected<Decision>& decision,

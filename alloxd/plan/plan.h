@@ -28,18 +28,40 @@
 
 namespace allox::extender {
 
+// One member of a gang's start: its pod and the node whose `units` slots it takes.
+struct GangPlacement {
+  std::string pod;  // namespace/name
+  std::string node;
+  int slot = -1;  // index into JobBook::slots(): the first of its units there
+
+  bool operator==(const GangPlacement&) const = default;
+};
+
 struct PlannedStart {
   std::string node;
   DeviceType device;
   int slot = -1;  // index into JobBook::slots(): the first of its units
-  int units = 1;  // slots of `device` on `node` it takes (Job::units)
+  int units = 1;  // slots of `device` on `node` it takes (Job::units); per member for a gang
+  // A gang's start (planner_gangs.cc): every member on its own node, by pod; node and slot are
+  // the first member's. Empty for a job of one pod.
+  std::vector<GangPlacement> members = {};
 
+  // The member's placement, or null when `pod` ("namespace/name") is none of them.
+  const GangPlacement* member(std::string_view pod) const {
+    for (const GangPlacement& m : members) {
+      if (m.pod == pod) return &m;
+    }
+    return nullptr;
+  }
   bool operator==(const PlannedStart&) const = default;
 };
 
 // How reports name what a start takes: "gpu" for one unit, "gpu ×2" for two ("starts on node-a
 // (gpu ×2)").
 std::string units_text(const DeviceType& device, int units);
+// How reports name where a start goes: "node-a (gpu ×2)", or for a gang "gang of 4 × gpu ×2 on
+// node-a, node-b" (each node once, in the members' order).
+std::string start_text(const PlannedStart& start);
 
 struct PlannedWait {
   int position = 0;  // 1-based, by estimated start (then arrival)
@@ -48,6 +70,8 @@ struct PlannedWait {
   // jobs in the policy's order onto the machines as they free up (see make_plan). Unset only
   // for a job no machine can run.
   std::optional<double> estimated_start;
+  // Why it waits when the position does not say it (a gang: its members, or the room it needs).
+  std::string note = {};
 };
 
 struct Plan {

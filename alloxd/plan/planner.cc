@@ -221,6 +221,7 @@ Expected<Decision> Planner::decide_isolating(PlanInput& input) {
 void Planner::solve_once() {
   PlanInput input;
   std::vector<std::pair<std::string, PlannedStart>> held;
+  GangPlan gangs;
   bool has_inventory;
   {
     // Runs finished before the retention horizon are let go under the exclusive lock; the book
@@ -236,6 +237,7 @@ void Planner::solve_once() {
     has_inventory = book_.has_inventory();
     input = book_.snapshot(now());
     held = hold_admitted(input, input.state.now);
+    gangs = plan_gangs(input);
   }
   // No plan before the inventory is loaded and restored bind intents were looked at once.
   if (!has_inventory || !intents_seen_.load()) return;
@@ -252,6 +254,7 @@ void Planner::solve_once() {
     made.waiting.erase(job_id);
   }
   if (!held.empty()) index_starts(made);
+  add_gangs(gangs, made);
   {
     std::shared_lock lock(book_mu_);
     for (const std::string& id : book_.parked_jobs()) made.parked[id] = book_.job(id)->parked;

@@ -33,12 +33,14 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <shared_mutex>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "alloxd/config.h"
@@ -181,6 +183,36 @@ class Planner {
   // admit() for each (a job at most once), the siblings' removals in one store transaction
   // (falling back to one by one when it fails); an outcome per admission.
   std::vector<Status> admit_all(const std::vector<AdmitRequest>& admissions);
+  // Gangs (planner_gangs.cc, whose top says what the plan guarantees). The start of a gang
+  // whose members were all bound (member pod key -> node), recorded in the book and the store
+  // at once; a start already recorded as this one is returned.
+  Expected<JobRecord> record_gang_start(const std::string& job_id,
+                                        const std::map<std::string, std::string>& member_nodes,
+                                        const DeviceType& device,
+                                        Durability durability = Durability::kSynced);
+  // The watch saw a member of a queued gang bound to `node`: once it has seen all N, the gang
+  // starts (a bind alloxd made before a restart, or one it did not see the answer of). The
+  // start's error, if it failed.
+  std::optional<std::string> gang_member_bound(const JobVariant& member, const std::string& node);
+  // A running gang's member ended (Succeeded, Failed or deleted): once every member has, the
+  // gang is done and its units are freed together.
+  Status gang_member_ended(const JobVariant& member);
+  // A released gang did not bind whole (a partial bind, or its hold lapsed): it waits again,
+  // admitted nowhere, with `note` as its reason.
+  // Its members leave the book and the store at once (the pods' UIDs never rejoin: they are on
+  // their way out), and are handed to the controller (take_rollbacks), which deletes them and
+  // tells them why (event GangRolledBack).
+  void roll_back_gang(const std::string& job_id, const std::string& note);
+  struct Rollback {
+    std::string job_id;
+    std::string note;
+    std::vector<PodIdentity> members;
+  };
+  // The rollbacks since the last call (the controller's).
+  std::vector<Rollback> take_rollbacks();
+  // Admitted gangs whose admission_hold lapsed before they started (the controller rolls them
+  // back).
+  std::vector<std::string> lapsed_gangs() const;
   // The variant ("namespace/name") `job_id` was admitted as, if it was.
   std::optional<std::string> admitted_as(const std::string& job_id) const;
   // Runs on the planner thread after each plan is published. Set before start().
@@ -319,6 +351,20 @@ class Planner {
   // returns the starts they keep.
   std::vector<std::pair<std::string, PlannedStart>> hold_admitted(PlanInput& input,
                                                                   double now) const;
+  // The gangs' starts and waits of one plan (planner_gangs.cc): placed on `input`'s idle slots,
+  // which the policy's round then sees taken (under book_mu_ shared, after hold_admitted).
+  struct GangPlan {
+    std::vector<std::pair<std::string, PlannedStart>> starts;
+    std::vector<std::pair<std::string, std::string>> waiting;  // job id, why it waits
+  };
+  GangPlan plan_gangs(PlanInput& input) const;
+  static void add_gangs(const GangPlan& gangs, Plan& plan);
+  // Members of queued gangs the watch saw bound (job -> pod key -> node), under book_mu_.
+  std::unordered_map<std::string, std::map<std::string, std::string>> gang_bound_;
+  // UIDs of rolled-back members (under book_mu_), and the rollbacks the controller has not
+  // taken yet (under write_mu_).
+  std::unordered_set<std::string> rolled_back_;
+  std::vector<Rollback> rollbacks_;
   // admit_all's steps, as its one writer (write_mu_): the admissions that change something
   // (read under a shared lock; the others' outcomes set), their siblings out of the store, then
   // the book (returns whether it changed).

@@ -206,8 +206,9 @@ std::vector<Planner::Admitting> Planner::admissions_to_write(
     Admitting next;
     next.index = i;
     next.row = job->record.row;
+    // A gang's other pods are its members, not siblings: all of them run.
     for (const auto& [key, variant] : job->variants) {
-      if (key != a.pod_key) next.siblings.push_back(variant.pod);
+      if (key != a.pod_key && !job->is_gang()) next.siblings.push_back(variant.pod);
     }
     admitting.push_back(std::move(next));
   }

@@ -8,6 +8,8 @@
 namespace allox::extender {
 
 bool Planner::admitted_as_another(const JobVariant& variant) const {
+  // A rolled-back gang's member is on its way out (the controller deletes it): it never rejoins.
+  if (!variant.pod.uid.empty() && rolled_back_.count(variant.pod.uid)) return true;
   auto it = admitted_.find(variant.job_id);
   return it != admitted_.end() && it->second.pod_key != pod_key(variant.pod);
 }

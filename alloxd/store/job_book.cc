@@ -26,7 +26,8 @@ namespace {
 bool same_variant(const JobVariant& a, const JobVariant& b) {
   return a.device == b.device && a.units == b.units && a.time_hints == b.time_hints &&
          a.iterations == b.iterations && a.pod.uid == b.pod.uid && a.user == b.user &&
-         a.devices == b.devices && a.model == b.model && a.batch_size == b.batch_size;
+         a.devices == b.devices && a.model == b.model && a.batch_size == b.batch_size &&
+         a.gang == b.gang;
 }
 
 // A pod this run has seen: one of its variants, or the pod it ran as. An empty UID cannot tell
@@ -99,7 +100,8 @@ bool JobBook::remove_variant(const std::string& namespace_name, const std::strin
   if (it == jobs_.end()) return false;
   BookJob& job = it->second;
   bool removed = job.variants.erase(key) > 0;
-  if (job.variants.empty() && job.record.phase == JobPhase::kQueued) {
+  // A rolled-back gang stays, with its note, until its members come back (or an admin removes it).
+  if (job.variants.empty() && job.record.phase == JobPhase::kQueued && job.gang_note.empty()) {
     erase_job(it);
     --queued_;
   } else {
@@ -134,6 +136,7 @@ void JobBook::restore(const StoredState& state) {
     job->variants[key] = variant;
     if (variant.iterations) job->iterations = variant.iterations;
     pod_to_job_[key] = variant.job_id;
+    if (!stored.node.empty()) job->member_nodes[key] = stored.node;
   }
   for (const ProfileSample& sample : state.profiles) {
     if (BookJob* job = run_of(sample.job_id, sample.job_row)) job->samples.push_back(sample);
@@ -305,8 +308,18 @@ void JobBook::refresh(BookJob& book_job) {
     for (const DeviceType& type : variant.devices) offer(key, variant, type);
   }
   const JobPhase phase = book_job.record.phase;
+  if (phase == JobPhase::kQueued) {
+    // A gang's size is its members' (they all say it); its run is recorded with it.
+    int gang = book_job.variants.empty() ? book_job.record.gang : 1;
+    for (const auto& [key, variant] : book_job.variants) gang = std::max(gang, variant.gang);
+    book_job.record.gang = gang;
+  }
+  std::string gang_park = phase == JobPhase::kQueued ? gang_too_large(book_job) : std::string();
   if (phase == JobPhase::kQueued && job->time.empty() && !too_large.empty()) {
     book_job.parked = "no node can hold it: " + too_large;
+    book_job.parked_for_size = true;
+  } else if (!gang_park.empty()) {
+    book_job.parked = gang_park;
     book_job.parked_for_size = true;
   } else if (book_job.parked_for_size) {
     if (phase == JobPhase::kQueued) book_job.parked.clear();
@@ -317,6 +330,8 @@ void JobBook::refresh(BookJob& book_job) {
     book_job.progress = latest_progress(book_job);
     job->time[book_job.record.device] = book_job.run_estimate;
     job->units = std::clamp(book_job.record.units, 1, kMaxUnits);
+    // A running gang's share counts every device it holds: N × k (fairness/share.h).
+    if (book_job.is_gang()) job->units *= book_job.record.gang;
   } else {
     book_job.run_estimate = 0;
     book_job.progress.reset();
@@ -366,7 +381,8 @@ PlanInput JobBook::snapshot(double now, const std::string* only) const {
   for (const BookJob* book_job : active_) {
     const JobRecord& record = book_job->record;
     const bool running = record.phase == JobPhase::kRunning;
-    if (!running && (!book_job->parked.empty() || book_job->intent ||
+    // A queued gang is not the policy's: the planner places it across nodes (plan_gangs).
+    if (!running && (!book_job->parked.empty() || book_job->intent || book_job->is_gang() ||
                      (only != nullptr && *only != record.id))) {
       continue;
     }

@@ -81,6 +81,14 @@ struct BookJob {
   // one is, where a policy's park waits for a changed variant.
   bool parked_for_size = false;
   std::optional<BindIntent> intent;  // a bind whose outcome alloxd has not yet seen
+  // A gang (record.gang > 1, job_book_gangs.cc): its variants are its members, all of which
+  // run. While it runs, each member's node (pod key -> node; stored with the variant), and the
+  // members whose pods ended. `gang_note` says why a queued gang waits that the plan cannot
+  // say (it was rolled back); it keeps a gang whose pods were all deleted in the book.
+  std::map<std::string, std::string> member_nodes;
+  std::set<std::string> members_ended;
+  std::string gang_note;
+  bool is_gang() const { return record.gang > 1; }
 
   // Kept current by the book on every change of this job (never set them elsewhere): the
   // policy's view of the job (estimated times on the offered devices of its variants, and on
@@ -186,6 +194,19 @@ class JobBook {
   Expected<JobRecord> start(const std::string& job_id, const JobVariant& pod_variant,
                             const std::string& node, int preferred_slot, double now);
   Expected<JobRecord> finish(const std::string& job_id, double now);
+  // A gang's start (job_book_gangs.cc): every member (pod key -> node) on record.units free
+  // slots of `device` on its node, all or none; phase running. Errors name the member and node
+  // that cannot hold it (then nothing changes), a pod that is not a member, or a count of
+  // members other than the gang's size.
+  Expected<JobRecord> start_gang(const std::string& job_id,
+                                 const std::map<std::string, std::string>& member_nodes,
+                                 const DeviceType& device, double now);
+  // A running gang's member ended; returns whether every member has.
+  bool end_member(const std::string& job_id, const std::string& pod_key);
+  // A queued gang goes back to waiting with `note` (a rollback), shown in reports.
+  void note_gang(const std::string& job_id, const std::string& note);
+  // Units of every device type in the inventory (a gang of N × k needs N × k of one type).
+  const std::map<DeviceType, int>& total_units() const { return totals_; }
   void add_sample(const ProfileSample& sample);
 
   TimeEstimate estimate(const BookJob& job, const DeviceType& device) const;
@@ -248,6 +269,11 @@ class JobBook {
       std::make_shared<const std::vector<MachineSlot>>();
   std::set<DeviceType> offered_;  // the device types the slots offer
   std::map<DeviceType, int> largest_;  // largest_node_units() of the slots
+  std::map<DeviceType, int> totals_;   // total_units() of the slots
+  // A gang's park for size (refresh): N × k above every offered type's units; "" when none.
+  std::string gang_too_large(const BookJob& job) const;
+  // place_running for a gang: each member's units on its node.
+  void place_gang(BookJob& job);
   std::size_t queued_ = 0, running_ = 0;
   std::uint64_t version_ = 1;
 };

@@ -33,16 +33,24 @@ void JobBook::set_inventory(const std::vector<NodeInventory>& nodes) {
   }
   for (bool recorded_slot_only : {true, false}) {
     for (auto& [id, job] : jobs_) {
-      if (job.record.phase == JobPhase::kRunning) place_running(job, recorded_slot_only);
+      if (job.record.phase != JobPhase::kRunning) continue;
+      if (!job.is_gang()) {
+        place_running(job, recorded_slot_only);
+      } else if (!recorded_slot_only) {
+        place_gang(job);
+      }
     }
   }
   recount_capacity();
   has_inventory_ = true;
   std::map<DeviceType, int> largest = allox::largest_node_units(machines_);
-  if (offered != offered_ || largest != largest_) {
+  std::map<DeviceType, int> totals;
+  for (const MachineSlot& slot : slots_) ++totals[slot.device];
+  if (offered != offered_ || largest != largest_ || totals != totals_) {
     // A job's planned times cover the offered devices a node is large enough on.
     offered_ = std::move(offered);
     largest_ = std::move(largest);
+    totals_ = std::move(totals);
     for (auto& [id, job] : jobs_) refresh(job);
   }
   ++version_;

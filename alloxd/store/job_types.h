@@ -23,6 +23,10 @@ struct JobRecord {
   DeviceType device;
   int machine = -1;  // index of the slot among the node's machines of `device`
   int units = 1;     // slots of `device` on `node` it holds (its pod's JobVariant::units)
+  // Members of a gang (JobVariant::gang; 1: one pod). A running gang holds `units` slots of
+  // `device` on each member's node (BookJob::member_nodes); `node` and the pod are its first
+  // member's.
+  int gang = 1;
   double start = 0;
   double finish = 0;  // once done or removed
 };

@@ -43,6 +43,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -65,6 +66,7 @@ namespace allox::extender {
 struct StoredVariant {
   std::int64_t job_row = 0;
   JobVariant variant;
+  std::string node = {};  // a running gang's member: the node it runs on ("" otherwise)
 };
 
 // How far a write has gone when its method returns (see the top of this file).
@@ -125,6 +127,11 @@ class Store {
   // The run (job.row) was bound: phase running, a usage row opened, its intent cleared.
   Status record_start(const JobRecord& job, Durability durability = Durability::kSynced);
   // The run finished at `finish`: phase done and its usage row closed.
+  // A gang's start: record_start and each member's node (pod key "namespace/name" -> node), in
+  // one transaction.
+  Status record_gang_start(const JobRecord& job,
+                           const std::map<std::string, std::string>& member_nodes,
+                           Durability durability = Durability::kSynced);
   Status record_finish(std::int64_t job_row, double finish,
                        Durability durability = Durability::kSynced);
   // An admin removed the queued run at `at`.

@@ -33,7 +33,7 @@ Expected<StoredState> Store::load(double finished_since) {
         Statement jobs(
             db_,
             "SELECT row, id, user, arrival, phase, pod_namespace, pod_name, pod_uid, "
-            "node, device, machine, units, start, finish FROM jobs WHERE " ALLOX_STORE_LOADED_RUNS
+            "node, device, machine, units, start, finish, gang FROM jobs WHERE " ALLOX_STORE_LOADED_RUNS
             " ORDER BY row");
         jobs.bind(1, finished_since);
         while (jobs.next()) {
@@ -41,7 +41,7 @@ Expected<StoredState> Store::load(double finished_since) {
           std::string phase;
           jobs.columns(job.row, job.id, job.user, job.arrival, phase, job.pod_namespace,
                        job.pod_name, job.pod_uid, job.node, job.device, job.machine, job.units,
-                       job.start, job.finish);
+                       job.start, job.finish, job.gang);
           job.phase = phase_from(phase);
           state.jobs.push_back(std::move(job));
         }
@@ -50,7 +50,7 @@ Expected<StoredState> Store::load(double finished_since) {
         Statement variants(
             db_,
             "SELECT pod_namespace, pod_name, pod_uid, job_row, job_id, user, device, "
-            "iterations, time_hints, units FROM variants "
+            "iterations, time_hints, units, gang, node FROM variants "
             "WHERE job_row IN (SELECT row FROM jobs WHERE " ALLOX_STORE_LOADED_RUNS
             ") ORDER BY job_row, seq");
         variants.bind(1, finished_since);
@@ -59,7 +59,8 @@ Expected<StoredState> Store::load(double finished_since) {
           JobVariant& v = stored.variant;
           std::string hints_text;
           variants.columns(v.pod.namespace_name, v.pod.name, v.pod.uid, stored.job_row, v.job_id,
-                           v.user, v.device, v.iterations, hints_text, v.units);
+                           v.user, v.device, v.iterations, hints_text, v.units, v.gang,
+                           stored.node);
           auto hints = nlohmann::json::parse(hints_text, nullptr, false);
           if (hints.is_object()) {
             for (const auto& [device, seconds] : hints.items()) {

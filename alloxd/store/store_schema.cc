@@ -17,7 +17,10 @@ namespace {
 // order a job's variants were recorded in, which version 2 read off the rowid.
 // Version 4: `units` on jobs and variants, the devices of one node a run holds or a variant
 // needs (JobVariant::units); rows of earlier versions needed one.
-constexpr int kSchemaVersion = 4;
+// Version 5: gangs (docs/design.md, "Gangs"): `gang` on jobs and variants (the members of the
+// run, JobVariant::gang) and `node` on variants (the node a running gang's member runs on);
+// rows of earlier versions were one pod each, on no member node.
+constexpr int kSchemaVersion = 5;
 
 constexpr const char* kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS jobs (
@@ -34,7 +37,8 @@ CREATE TABLE IF NOT EXISTS jobs (
   machine INTEGER NOT NULL DEFAULT -1,
   start REAL NOT NULL DEFAULT 0,
   finish REAL NOT NULL DEFAULT 0,
-  units INTEGER NOT NULL DEFAULT 1
+  units INTEGER NOT NULL DEFAULT 1,
+  gang INTEGER NOT NULL DEFAULT 1
 );
 CREATE UNIQUE INDEX IF NOT EXISTS jobs_live_id ON jobs (id) WHERE phase IN ('queued', 'running');
 CREATE INDEX IF NOT EXISTS jobs_finish ON jobs (finish) WHERE phase IN ('done', 'removed');
@@ -50,6 +54,8 @@ CREATE TABLE IF NOT EXISTS variants (
   time_hints TEXT NOT NULL,
   seq INTEGER NOT NULL,
   units INTEGER NOT NULL DEFAULT 1,
+  gang INTEGER NOT NULL DEFAULT 1,
+  node TEXT NOT NULL DEFAULT '',
   PRIMARY KEY (pod_namespace, pod_name)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS variants_job ON variants (job_row, seq);
@@ -133,6 +139,13 @@ DROP TABLE variants_v2;
 constexpr const char* kUnitsOfJobs = "ALTER TABLE jobs ADD COLUMN units INTEGER NOT NULL DEFAULT 1";
 constexpr const char* kUnitsOfVariants =
     "ALTER TABLE variants ADD COLUMN units INTEGER NOT NULL DEFAULT 1";
+// Versions 2 to 4 keep their jobs table, and versions 3 and 4 their variants: each gains the
+// gang columns, every earlier row one pod on no member node.
+constexpr const char* kGangOfJobs = "ALTER TABLE jobs ADD COLUMN gang INTEGER NOT NULL DEFAULT 1";
+constexpr const char* kGangOfVariants = R"sql(
+ALTER TABLE variants ADD COLUMN gang INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE variants ADD COLUMN node TEXT NOT NULL DEFAULT '';
+)sql";
 
 }  // namespace
 
@@ -171,6 +184,12 @@ Status Store::migrate() {
     }
     if (found == 3) {
       if (auto s = exec(kUnitsOfVariants); !s) return s;
+    }
+    if (found >= 2 && found <= 4) {
+      if (auto s = exec(kGangOfJobs); !s) return s;
+    }
+    if (found == 3 || found == 4) {
+      if (auto s = exec(kGangOfVariants); !s) return s;
     }
     if (from_v1) {
       if (auto s = exec(kCopyFromVersion1); !s) return s;

@@ -32,12 +32,13 @@ Status clear_bind_intent(StatementCache& db, std::int64_t job_row, const std::st
 Status insert_variant(StatementCache& db, std::int64_t job_row, const JobVariant& variant) {
   Statement s(db,
               "INSERT OR REPLACE INTO variants (pod_namespace, pod_name, pod_uid, job_row, "
-              "job_id, user, device, iterations, time_hints, units, seq) VALUES (?1, ?2, ?3, ?4, "
-              "?5, ?6, ?7, ?8, ?9, ?10, "
+              "job_id, user, device, iterations, time_hints, units, gang, seq) VALUES (?1, ?2, ?3, "
+              "?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
               "(SELECT coalesce(max(seq), 0) + 1 FROM variants WHERE job_row = ?4))");
   s.bind_all(variant.pod.namespace_name, variant.pod.name, variant.pod.uid, job_row, variant.job_id,
              variant.user, variant.device, variant.iterations,
-             nlohmann::json(variant.time_hints).dump(), static_cast<std::int64_t>(variant.units));
+             nlohmann::json(variant.time_hints).dump(), static_cast<std::int64_t>(variant.units),
+             static_cast<std::int64_t>(variant.gang));
   return s.run("record variant");
 }
 
@@ -103,11 +104,12 @@ Status Store::record_start(const JobRecord& job, Durability durability) {
       [&]() -> Status {
         Statement update(*statements_,
                          "UPDATE jobs SET phase = 'running', pod_namespace = ?, pod_name = ?, "
-                         "pod_uid = ?, node = ?, device = ?, machine = ?, units = ?, start = ? "
-                         "WHERE row = ?");
+                         "pod_uid = ?, node = ?, device = ?, machine = ?, units = ?, gang = ?, "
+                         "start = ? WHERE row = ?");
         update.bind_all(job.pod_namespace, job.pod_name, job.pod_uid, job.node, job.device,
                         static_cast<std::int64_t>(job.machine),
-                        static_cast<std::int64_t>(job.units), job.start, job.row);
+                        static_cast<std::int64_t>(job.units), static_cast<std::int64_t>(job.gang),
+                        job.start, job.row);
         if (auto s = run_on_one_row(db_, update, "record start of " + job.id, job.row); !s)
           return s;
         Statement usage(*statements_,
@@ -118,6 +120,27 @@ Status Store::record_start(const JobRecord& job, Durability durability) {
         return clear_bind_intent(*statements_, job.row, "clear bind intent");
       },
       Mode::kWrite, durability);
+}
+
+Status Store::record_gang_start(const JobRecord& job,
+                                const std::map<std::string, std::string>& member_nodes,
+                                Durability durability) {
+  // One transaction: record_start joins the batch's (Store::batch), as the member rows do.
+  return batch(
+      [&]() -> Status {
+        std::lock_guard lock(mu_);
+        if (auto s = record_start(job, durability); !s) return s;
+        for (const auto& [pod, node] : member_nodes) {
+          const auto slash = pod.find('/');
+          Statement member(*statements_,
+                           "UPDATE variants SET node = ? WHERE pod_namespace = ? AND pod_name = ? "
+                           "AND job_row = ?");
+          member.bind_all(node, pod.substr(0, slash), pod.substr(slash + 1), job.row);
+          if (auto s = member.run("record member node of " + job.id); !s) return s;
+        }
+        return OkStatus();
+      },
+      durability);
 }
 
 Status Store::record_finish(std::int64_t job_row, double finish, Durability durability) {

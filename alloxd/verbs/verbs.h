@@ -59,6 +59,7 @@
 
 #include "alloxd/control/cluster_api.h"
 #include "alloxd/plan/planner.h"
+#include "alloxd/verbs/gang_gather.h"
 #include "alloxd/web/metrics.h"
 #include "extender_api/wire.h"
 
@@ -99,6 +100,11 @@ struct VerbOptions {
   // again for this long: a node alloxd counts differently from kube-scheduler must not slow
   // every filter down.
   std::chrono::milliseconds vain_wait_cooldown{30000};
+  // How long a gang member's /bind waits for the gang's other members (gang_gather.h), from
+  // the first one's arrival. Well under kube-scheduler's extender httpTimeout (5 s in
+  // manifests/scheduler-config.yaml): a bind that outlives it is an error to kube-scheduler
+  // whatever alloxd did.
+  std::chrono::milliseconds gang_bind_wait{3000};
   // Runs on the request's thread just before a filter starts waiting for the watch (tests).
   std::function<void()> on_watch_wait;
   // The watch's view of a pod a /bind names that the book does not know (the watch holds only
@@ -129,6 +135,15 @@ class ExtenderVerbs {
   struct BindCheck;
   BindCheck check_bind(const JobBook& book, const BindingArgs& args,
                        const std::string& namespace_name) const;
+  // Gangs (verbs_gangs.cc): a member's check against its placement (under bind_mu_ and the
+  // book's shared lock), its bind through the gather, the gang's Bindings once all arrived, and
+  // a member's /filter answer from its placement.
+  void check_member(const BookJob& job, const BindingArgs& args, BindCheck& c) const;
+  BindingResult bind_member(const BindingArgs& args, const BindCheck& checked);
+  GangGather::Outcomes bind_gang(const std::string& job_id, const DeviceType& device,
+                                 const std::vector<GangGather::Member>& members);
+  void answer_member(const JobBook& book, const PlannedStart& start, const JobVariant& variant,
+                     const ExtenderArgs& args, FilterResult& result) const;
   // A refused bind, counted.
   BindingResult refuse_bind(std::string why);
   // The answer to a filter of `variant` from `book` and `plan` (under the book's shared lock).
@@ -159,6 +174,7 @@ class ExtenderVerbs {
     DeviceType device;
     int units = 1;  // the machines of `device` on `node` it holds while being bound
   };
+  GangGather gang_gather_;
   std::mutex bind_mu_;                      // one check at a time; guards binding_
   std::map<std::string, Binding> binding_;  // job id -> where it is being bound
   std::mutex vain_mu_;

@@ -1,6 +1,7 @@
 // /bind: the pod's machine reserved against concurrent binds, its intent made durable, the
 // binding posted and the start recorded; and a bind of a pod the book does not know.
 #include "alloxd/verbs/verbs.h"
+#include "alloxd/verbs/verbs_bind_check.h"
 
 #include <algorithm>
 #include <optional>
@@ -12,14 +13,6 @@ BindingResult ExtenderVerbs::refuse_bind(std::string why) {
   metrics_.record_bind_failure();
   return BindingResult{std::move(why)};
 }
-
-struct ExtenderVerbs::BindCheck {
-  JobVariant variant;
-  std::int64_t job_row = 0;
-  int preferred_slot = -1;
-  std::string refusal;
-  bool unknown = false;  // the book does not know the pod: bind_unknown decides
-};
 
 BindingResult ExtenderVerbs::bind(const BindingArgs& args) {
   // Binds run concurrently (kube-scheduler binds in goroutines), so the check and the
@@ -34,6 +27,10 @@ BindingResult ExtenderVerbs::bind(const BindingArgs& args) {
     return bind_unknown(args, namespace_name);
   }
   if (!checked.refusal.empty()) return refuse_bind(std::move(checked.refusal));
+  if (checked.gang) {
+    bind_lock.unlock();  // the plan's placements are the gang's reservation
+    return bind_member(args, checked);
+  }
   const std::string& job_id = checked.variant.job_id;
   binding_[job_id] = {args.node, checked.variant.device, checked.variant.units};
   bind_lock.unlock();
@@ -79,6 +76,16 @@ ExtenderVerbs::BindCheck ExtenderVerbs::check_bind(const JobBook& book, const Bi
   c.job_row = job->record.row;
   if (job != nullptr && job->intent) {
     c.refusal = "job " + job->record.id + " has a bind to " + job->intent->node + " in doubt";
+    return c;
+  }
+  if (job->is_gang() && job->record.phase == JobPhase::kQueued) {
+    auto member = job->variants.find(namespace_name + "/" + args.pod_name);
+    if (member == job->variants.end()) {
+      c.refusal = "pod " + pod + " is not a member of gang " + job->record.id + " any more";
+      return c;
+    }
+    c.variant = member->second;
+    check_member(*job, args, c);
     return c;
   }
   if (auto other = binding_.find(job->record.id); other != binding_.end()) {

@@ -151,7 +151,8 @@ PlanAnswer plan_answer(const Plan& plan, const BookJob* job, const JobVariant& v
     }
   } else if (auto w = plan.waiting.find(id); w != plan.waiting.end()) {
     out.wait_reason = "queued: position " + std::to_string(w->second.position) + " of " +
-                      std::to_string(w->second.queue_length);
+                      std::to_string(w->second.queue_length) +
+                      (w->second.note.empty() ? "" : " (" + w->second.note + ")");
     if (w->second.estimated_start) {
       out.wait_reason += ", est. start in " + whole_seconds(*w->second.estimated_start - now);
     }
@@ -350,6 +351,10 @@ void ExtenderVerbs::answer(const JobBook& book, const Plan& plan, const JobVaria
   const PlanAnswer planned = plan_answer(plan, job, variant, unregistered, !never.empty(), now);
   if (!planned.error.empty()) {
     result.error = planned.error;
+    return;
+  }
+  if (planned.start != nullptr && never.empty() && !planned.start->members.empty()) {
+    answer_member(book, *planned.start, variant, args, result);  // a gang's member
     return;
   }
   if (planned.start != nullptr && never.empty() &&

@@ -29,7 +29,7 @@ Expected<FairnessReport> fairness_report(const JobBook& book, double now, double
       run.start = r.start;
       run.device = r.device;
       run.machine = r.node + "/" + r.device + "-" + std::to_string(r.machine);
-      run.units = r.units;
+      run.units = r.units * std::max(1, r.gang);  // a gang holds N × k devices
       // A node that left the inventory still ran the job: count its machine, do not fail.
       if (!input.machines.contains(r.device)) {
         input.machines[r.device] = static_cast<std::size_t>(std::max(1, r.units));
@@ -51,6 +51,8 @@ JobView job_view(const JobBook& book, const BookJob& job, const Plan& plan, doub
   view.record = job.record;
   view.parked = job.parked;
   if (job.intent) view.bind_in_doubt = job.intent->node;
+  view.member_nodes = job.member_nodes;
+  view.gang_note = job.gang_note;
   // A pod that runs on several types (a GPU of any model) is listed once per type.
   for (const auto& [key, variant] : job.variants) {
     for (const DeviceType& type : variant.device_types()) {
@@ -131,12 +133,30 @@ json to_json(const JobView& job) {
   // FailedAndUnresolvableNodes: why the policy cannot take this job (alloxd/plan/planner.h).
   if (!job.parked.empty()) out["parked"] = job.parked;
   if (!job.bind_in_doubt.empty()) out["bind_in_doubt"] = job.bind_in_doubt;
+  if (r.gang > 1) {
+    // "gang of 4 × gpu ×2 on node-a, node-b" while it runs; its size and note always.
+    json gang = {{"size", r.gang}};
+    if (!job.member_nodes.empty()) {
+      PlannedStart ran{r.node, r.device, -1, r.units, {}};
+      for (const auto& [pod, node] : job.member_nodes) ran.members.push_back({pod, node, -1});
+      gang["members"] = job.member_nodes;
+      if (r.phase != JobPhase::kQueued) gang["text"] = start_text(ran);
+    }
+    if (!job.gang_note.empty()) gang["note"] = job.gang_note;
+    out["gang"] = gang;
+  }
   if (job.remaining) out["remaining_seconds"] = *job.remaining;
   if (job.planned_start) {
     out["plan"] = {{"starts_now", true},
                    {"node", job.planned_start->node},
                    {"device", job.planned_start->device},
-                   {"units", job.planned_start->units}};
+                   {"units", job.planned_start->units},
+                   {"text", start_text(*job.planned_start)}};
+    if (!job.planned_start->members.empty()) {
+      json members = json::object();
+      for (const GangPlacement& m : job.planned_start->members) members[m.pod] = m.node;
+      out["plan"]["members"] = members;
+    }
   } else if (job.planned_wait) {
     out["plan"] = {{"starts_now", false},
                    {"position", job.planned_wait->position},
@@ -144,6 +164,7 @@ json to_json(const JobView& job) {
                    {"estimated_start", job.planned_wait->estimated_start
                                            ? json(*job.planned_wait->estimated_start)
                                            : json(nullptr)}};
+    if (!job.planned_wait->note.empty()) out["plan"]["note"] = job.planned_wait->note;
   }
   return out;
 }

@@ -36,6 +36,10 @@ struct JobView {
   std::optional<double> remaining;  // running jobs
   std::string parked;  // why the policy cannot take it, or no node is large enough (queued jobs)
   std::string bind_in_doubt;        // node of a bind not yet reconciled after a restart
+  // A gang (record.gang > 1): each member's node while it runs, and why it went back to the
+  // queue (a rollback).
+  std::map<std::string, std::string> member_nodes;
+  std::string gang_note;
 };
 
 struct QueueView {

@@ -1,0 +1,291 @@
+// Gangs (docs/design.md, "Gangs"): a job of N pods × k units of one device type that run
+// together. The policy places a job on one node, so the planner places gangs itself, before the
+// policy's round, on the slots the round then no longer sees idle:
+//
+//   - Order: queued gangs by arrival (then id), each placed only when all N members have
+//     been seen and N placements of k idle units of one type exist now: for each of the
+//     gang's types in its order, the nodes in inventory order, as many members on a node as
+//     its idle units hold (first fit). A gang that does not fit now takes nothing and waits.
+//   - What this guarantees: a gang's start is all N placements at once, never more units on a
+//     node than are idle there; an admitted gang (its gates removed) keeps its placements in
+//     every plan until it binds or its hold lapses, and is then rolled back (controller).
+//   - What it does not: a waiting gang reserves nothing, so jobs that fit in the room it waits
+//     for (smaller gangs, one-pod jobs the policy starts) may pass it and it may wait long
+//     under a steady stream of them (as kube-scheduler's coscheduling plugin without a
+//     reservation). Holding idle units for a gang that cannot start would leave them idle for
+//     an unknown time, which is the cost AlloX's plan avoids; gangs start ahead of the
+//     policy's round, so a gang that fits is never passed.
+//   - A gang none of whose types could ever hold it (N placements of k over the whole
+//     inventory) is parked by the book (JobBook::gang_too_large) and holds nothing.
+#include <algorithm>
+#include <map>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "alloxd/plan/planner.h"
+#include "core/log.h"
+
+namespace allox::extender {
+namespace {
+
+// The idle slots of `device` on `node` in `state`, `first` (when one of them) ahead.
+std::vector<std::size_t> idle_on(const std::vector<MachineSlot>& slots, const ClusterState& state,
+                                 const std::string& node, const DeviceType& device, int first) {
+  std::vector<std::size_t> out;
+  for (std::size_t s = 0; s < slots.size() && s < state.idle.size(); ++s) {
+    if (state.idle[s] && slots[s].node == node && slots[s].device == device) out.push_back(s);
+  }
+  auto at = std::find(out.begin(), out.end(), static_cast<std::size_t>(std::max(0, first)));
+  if (first >= 0 && at != out.end()) std::rotate(out.begin(), at, at + 1);
+  return out;
+}
+
+// First fit of `members` × `units` of `device`: each member on the next node in inventory order
+// with `units` idle slots; empty when fewer than all fit.
+std::vector<GangPlacement> first_fit(const std::vector<MachineSlot>& slots,
+                                     const ClusterState& state,
+                                     const std::vector<std::string>& members, const DeviceType& device,
+                                     int units, std::vector<std::size_t>& taking) {
+  std::vector<GangPlacement> out;
+  std::size_t s = 0;
+  while (s < slots.size() && out.size() < members.size()) {
+    if (slots[s].device != device) {
+      ++s;
+      continue;
+    }
+    // One node's slots of a type are adjacent (JobBook::set_inventory).
+    std::vector<std::size_t> idle;
+    const std::string& node = slots[s].node;
+    for (; s < slots.size() && slots[s].node == node && slots[s].device == device; ++s) {
+      if (s < state.idle.size() && state.idle[s]) idle.push_back(s);
+    }
+    for (std::size_t i = 0; i + static_cast<std::size_t>(units) <= idle.size() &&
+                            out.size() < members.size();
+         i += static_cast<std::size_t>(units)) {
+      out.push_back({members[out.size()], node, static_cast<int>(idle[i])});
+      taking.insert(taking.end(), idle.begin() + static_cast<std::ptrdiff_t>(i),
+                    idle.begin() + static_cast<std::ptrdiff_t>(i + units));
+    }
+  }
+  if (out.size() < members.size()) {
+    taking.clear();
+    return {};
+  }
+  return out;
+}
+
+}  // namespace
+
+Planner::GangPlan Planner::plan_gangs(PlanInput& input) const {
+  GangPlan plan;
+  ClusterState& state = input.state;
+  const std::vector<MachineSlot>& slots = *input.slots;
+  std::vector<const BookJob*> gangs;
+  for (const auto& [id, job] : book_.jobs()) {
+    if (job.is_gang() && job.record.phase == JobPhase::kQueued && job.parked.empty() &&
+        !job.intent) {
+      gangs.push_back(&job);
+    }
+  }
+  std::sort(gangs.begin(), gangs.end(), [](const BookJob* a, const BookJob* b) {
+    return std::tie(a->record.arrival, a->record.id) < std::tie(b->record.arrival, b->record.id);
+  });
+  const auto wall = steady_now();
+  for (const BookJob* job : gangs) {
+    const std::string& id = job->record.id;
+    const int n = job->record.gang;
+    if (static_cast<int>(job->variants.size()) < n) {
+      plan.waiting.push_back({id, "gang of " + std::to_string(n) + " waits for its members: " +
+                                      std::to_string(job->variants.size()) + " of " +
+                                      std::to_string(n) + " pods seen"});
+      continue;
+    }
+    std::vector<std::string> members;
+    int units = 1;
+    for (const auto& [key, variant] : job->variants) {
+      if (static_cast<int>(members.size()) < n) members.push_back(key);
+      units = std::max(units, variant.units);
+    }
+    const JobVariant& first = job->variants.begin()->second;
+    PlannedStart start;
+    start.units = units;
+    std::vector<std::size_t> taking;
+    auto admitted = admitted_.find(id);
+    if (admitted != admitted_.end() &&
+        std::chrono::duration<double>(wall - admitted->second.at).count() <=
+            options_.admission_hold) {
+      // Released: its members are pinned to their nodes, so it keeps them (any idle units there).
+      start = admitted->second.start;
+      std::map<std::string, std::vector<std::size_t>> left;
+      for (GangPlacement& m : start.members) {
+        if (!left.count(m.node)) left[m.node] = idle_on(slots, state, m.node, start.device, m.slot);
+        std::vector<std::size_t>& idle = left[m.node];
+        if (static_cast<int>(idle.size()) < units) {
+          taking.clear();
+          break;
+        }
+        m.slot = static_cast<int>(idle.front());
+        taking.insert(taking.end(), idle.begin(), idle.begin() + units);
+        idle.erase(idle.begin(), idle.begin() + units);
+      }
+    } else {
+      for (const DeviceType& type : first.device_types()) {
+        start.device = type;
+        start.members = first_fit(slots, state, members, type, units, taking);
+        if (!start.members.empty()) break;
+      }
+    }
+    if (taking.empty()) {
+      plan.waiting.push_back(
+          {id, job->gang_note.empty()
+                   ? "gang of " + std::to_string(n) + " × " + units_text(first.device, units) +
+                         " waits for room: " + std::to_string(n) + " nodes' worth of " +
+                         std::to_string(units) + " free units at once"
+                   : job->gang_note});
+      continue;
+    }
+    const double seconds = job->planned->time.count(start.device) > 0
+                               ? job->planned->time.at(start.device)
+                               : config_.default_job_seconds;
+    for (std::size_t s : taking) {
+      state.idle[s] = false;
+      state.machines[s].busy_until = state.now + seconds;
+    }
+    start.node = start.members.front().node;
+    start.slot = start.members.front().slot;
+    plan.starts.emplace_back(id, std::move(start));
+  }
+  return plan;
+}
+
+void Planner::add_gangs(const GangPlan& gangs, Plan& plan) {
+  for (const auto& [id, start] : gangs.starts) {
+    plan.starts[id] = start;
+    plan.waiting.erase(id);
+  }
+  // A waiting gang is listed after the policy's queue, with no estimated start (plan_gangs
+  // makes none), and why it waits.
+  const int length = static_cast<int>(plan.waiting.size() + gangs.waiting.size());
+  for (auto& [id, wait] : plan.waiting) wait.queue_length = length;
+  int position = static_cast<int>(plan.waiting.size());
+  for (const auto& [id, note] : gangs.waiting) {
+    plan.waiting[id] = PlannedWait{++position, length, std::nullopt, note};
+  }
+  index_starts(plan);
+}
+
+Expected<JobRecord> Planner::record_gang_start(
+    const std::string& job_id, const std::map<std::string, std::string>& member_nodes,
+    const DeviceType& device, Durability durability) {
+  Expected<JobRecord> started = Error{"job " + job_id + " did not start"};
+  {
+    std::lock_guard write(write_mu_);
+    // The book first (it checks every member's room), then the store; a failed store write
+    // leaves the book as it was before the start.
+    const double at = now();
+    started = write_book([&]() -> Expected<JobRecord> {
+      const BookJob* job = book_.job(job_id);
+      if (job != nullptr && job->record.phase == JobPhase::kRunning &&
+          job->member_nodes == member_nodes) {
+        return job->record;  // already recorded (the watch's members, or a repeat)
+      }
+      return book_.start_gang(job_id, member_nodes, device, at);
+    });
+    if (!started) return started;
+    if (auto s = store_->record_gang_start(*started, member_nodes, durability); !s) {
+      return s.error();
+    }
+    write_book([&] { admitted_.erase(job_id); });
+  }
+  wake();
+  return started;
+}
+
+std::optional<std::string> Planner::gang_member_bound(const JobVariant& member,
+                                                      const std::string& node) {
+  std::map<std::string, std::string> bound;
+  DeviceType device;
+  {
+    std::unique_lock lock(book_mu_);
+    const BookJob* job = book_.job(member.job_id);
+    if (job == nullptr || !job->is_gang() || job->record.phase != JobPhase::kQueued) {
+      return std::nullopt;
+    }
+    auto& seen = gang_bound_[member.job_id];
+    seen[pod_key(member.pod)] = node;
+    if (static_cast<int>(seen.size()) < job->record.gang) return std::nullopt;
+    bound = seen;
+    gang_bound_.erase(member.job_id);
+    auto type = book_.device_on(node, member);
+    device = type.value_or(member.device);
+  }
+  auto started = record_gang_start(member.job_id, bound, device, Durability::kWritten);
+  if (!started) return started.message();
+  return std::nullopt;
+}
+
+Status Planner::gang_member_ended(const JobVariant& member) {
+  bool all = false;
+  {
+    std::lock_guard write(write_mu_);
+    all = write_book([&] { return book_.end_member(member.job_id, pod_key(member.pod)); });
+  }
+  if (!all) return OkStatus();
+  return complete(member.job_id, Durability::kWritten);
+}
+
+void Planner::roll_back_gang(const std::string& job_id, const std::string& note) {
+  {
+    std::lock_guard write(write_mu_);
+    Rollback rollback{job_id, note, {}};
+    std::int64_t row = 0;
+    {
+      std::shared_lock lock(book_mu_);
+      const BookJob* job = book_.job(job_id);
+      if (job == nullptr || job->record.phase != JobPhase::kQueued) return;
+      row = job->record.row;
+      for (const auto& [key, member] : job->variants) rollback.members.push_back(member.pod);
+    }
+    for (const PodIdentity& pod : rollback.members) {
+      if (auto s = store_->forget_variant(pod, row, Durability::kWritten); !s) {
+        log_warn("could not forget a rolled-back gang member",
+                 {{"job", job_id}, {"pod", pod_key(pod)}, {"error", s.message()}});
+      }
+    }
+    write_book([&] {
+      admitted_.erase(job_id);
+      gang_bound_.erase(job_id);
+      book_.note_gang(job_id, note);  // first: the note keeps the job once its members leave
+      for (const PodIdentity& pod : rollback.members) {
+        if (!pod.uid.empty()) rolled_back_.insert(pod.uid);
+        book_.remove_variant(pod.namespace_name, pod.name);
+      }
+    });
+    rollbacks_.push_back(std::move(rollback));
+  }
+  wake();
+}
+
+std::vector<Planner::Rollback> Planner::take_rollbacks() {
+  std::lock_guard write(write_mu_);
+  return std::exchange(rollbacks_, {});
+}
+
+std::vector<std::string> Planner::lapsed_gangs() const {
+  std::vector<std::string> out;
+  std::shared_lock lock(book_mu_);
+  const auto wall = steady_now();
+  for (const auto& [id, admission] : admitted_) {
+    if (admission.start.members.empty() ||
+        std::chrono::duration<double>(wall - admission.at).count() <= options_.admission_hold) {
+      continue;
+    }
+    const BookJob* job = book_.job(id);
+    if (job != nullptr && job->record.phase == JobPhase::kQueued) out.push_back(id);
+  }
+  return out;
+}
+
+}  // namespace allox::extender
