@@ -768,7 +768,7 @@ TEST(StoreTest, AVersionTwoDatabaseIsMigratedKeepingEachJobsVariantOrder) {
     EXPECT_EQ("b-tpu", again->variants[2].variant.pod.name);
   }
   RawDb migrated(path);
-  EXPECT_EQ(4, migrated.count("PRAGMA user_version"));
+  EXPECT_EQ(5, migrated.count("PRAGMA user_version"));
   EXPECT_EQ(1, migrated.count("SELECT count(*) FROM sqlite_master WHERE name = 'variants' AND "
                               "sql LIKE '%WITHOUT ROWID%'"));
   EXPECT_EQ(1, migrated.count("SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name "
@@ -830,7 +830,75 @@ TEST(StoreTest, AVersionThreeDatabaseGainsUnitsOfOneAndKeepsEveryRow) {
   EXPECT_EQ(1, again->variants[0].variant.units) << "the migrated variant";
   EXPECT_EQ(4, again->variants[1].variant.units) << "the one recorded since";
   RawDb migrated(path);
-  EXPECT_EQ(4, migrated.count("PRAGMA user_version"));
+  EXPECT_EQ(5, migrated.count("PRAGMA user_version"));
+}
+
+TEST(StoreTest, AVersionFourDatabaseGainsGangsOfOneAndKeepsEveryRow) {
+  testing::ScratchDir dir;
+  const std::string path = dir.file("state.db");
+  {
+    RawDb v4(path);  // version 4's jobs and variants as they shipped, before gangs
+    ASSERT_EQ(
+        SQLITE_OK,
+        v4.exec("CREATE TABLE jobs (row INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL, "
+                "user TEXT NOT NULL, arrival REAL NOT NULL, phase TEXT NOT NULL DEFAULT "
+                "'queued', pod_namespace TEXT NOT NULL DEFAULT '', pod_name TEXT NOT NULL "
+                "DEFAULT '', pod_uid TEXT NOT NULL DEFAULT '', node TEXT NOT NULL DEFAULT '', "
+                "device TEXT NOT NULL DEFAULT '', machine INTEGER NOT NULL DEFAULT -1, start "
+                "REAL NOT NULL DEFAULT 0, finish REAL NOT NULL DEFAULT 0, units INTEGER NOT NULL "
+                "DEFAULT 1);"
+                "CREATE TABLE variants (pod_namespace TEXT NOT NULL, pod_name TEXT NOT NULL, "
+                "pod_uid TEXT NOT NULL, job_row INTEGER NOT NULL, job_id TEXT NOT NULL, user "
+                "TEXT NOT NULL, device TEXT NOT NULL, iterations INTEGER, time_hints TEXT NOT "
+                "NULL, seq INTEGER NOT NULL, units INTEGER NOT NULL DEFAULT 1, PRIMARY KEY "
+                "(pod_namespace, pod_name)) WITHOUT ROWID;"
+                "INSERT INTO jobs (id, user, arrival, phase, node, device, machine, start, units) "
+                "VALUES ('lab/a', 'lab', 7, 'running', 'g1', 'gpu', 1, 9, 2);"
+                "INSERT INTO jobs (id, user, arrival) VALUES ('lab/b', 'lab', 8);"
+                "INSERT INTO variants VALUES ('lab', 'a-gpu', 'u1', 1, 'lab/a', 'lab', 'gpu', "
+                "NULL, '{}', 1, 2);"
+                "INSERT INTO variants VALUES ('lab', 'b-0', 'u2', 2, 'lab/b', 'lab', 'gpu', "
+                "NULL, '{}', 1, 1);"
+                "PRAGMA user_version = 4;"));
+  }
+  auto store = Store::open(path);
+  ASSERT_TRUE(store.ok()) << store.message();
+  auto state = (*store)->load();
+  ASSERT_TRUE(state.ok()) << state.message();
+  ASSERT_EQ(2u, state->jobs.size());
+  EXPECT_EQ(1, state->jobs[0].gang) << "a run before gangs was one pod";
+  EXPECT_EQ(2, state->jobs[0].units);
+  EXPECT_EQ("g1", state->jobs[0].node);
+  ASSERT_EQ(2u, state->variants.size());
+  EXPECT_EQ(1, state->variants[0].variant.gang);
+  EXPECT_EQ(2, state->variants[0].variant.units);
+  EXPECT_EQ("", state->variants[0].node) << "no member node";
+  // A gang recorded after the migration is read back with its members' nodes.
+  JobVariant second = pod_of("lab/b", "b-1", "u3");
+  second.gang = 2;
+  JobVariant first = pod_of("lab/b", "b-0", "u2");
+  first.gang = 2;
+  ASSERT_TRUE((*store)->record_variant(state->jobs[1].row, first).ok());
+  ASSERT_TRUE((*store)->record_variant(state->jobs[1].row, second).ok());
+  JobRecord started = state->jobs[1];
+  started.phase = JobPhase::kRunning;
+  started.node = "g2";
+  started.device = "gpu";
+  started.machine = 0;
+  started.gang = 2;
+  ASSERT_TRUE(
+      (*store)->record_gang_start(started, {{"ns/b-0", "g2"}, {"ns/b-1", "g3"}}).ok());
+  auto again = (*store)->load();
+  ASSERT_TRUE(again.ok()) << again.message();
+  EXPECT_EQ(2, again->jobs[1].gang);
+  ASSERT_EQ(4u, again->variants.size());
+  EXPECT_EQ("", again->variants[0].node) << "the migrated one-pod run";
+  EXPECT_EQ("", again->variants[1].node) << "a migrated pod no start named";
+  EXPECT_EQ(2, again->variants[2].variant.gang);
+  EXPECT_EQ("g2", again->variants[2].node);
+  EXPECT_EQ("g3", again->variants[3].node);
+  RawDb migrated(path);
+  EXPECT_EQ(5, migrated.count("PRAGMA user_version"));
 }
 
 TEST(StoreTest, ANewStoreUsesSmallPagesAndAnOldOneKeepsItsOwn) {

@@ -1,0 +1,255 @@
+// Gangs through the planner and the book (alloxd/plan/planner_gangs.cc, job_book_gangs.cc): a
+// gang of N pods × k GPUs is planned only as N placements at once, never more units on a node
+// than it has idle; it waits for its members and for room, holding nothing; one that can never
+// fit is parked with its reason; its start holds N × k units until every member has ended, and
+// survives a restart.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "alloxd/plan/planner.h"
+#include "tests/alloxd/testing/test_support.h"
+
+namespace allox::extender {
+namespace {
+
+// A FIFO planner over g2a and g2b (2 GPUs each) and g4 (4 GPUs), started.
+struct Cluster {
+  testing::ScratchDir dir;
+  ExtenderConfig config;
+  Metrics metrics;
+  std::unique_ptr<Planner> planner;
+
+  Cluster() {
+    config = testing::make_config(
+        {{"g2a", {{"gpu", 2}}}, {"g2b", {{"gpu", 2}}}, {"g4", {{"gpu", 4}}}},
+        dir.file("state.db"));
+    config.policy = "fifo";
+    open();
+  }
+  ~Cluster() {
+    if (planner) planner->stop();
+  }
+  void open() {
+    PlannerOptions options;
+    options.inventory = config.nodes;
+    auto made =
+        Planner::create(config, make_policy(config.policy, {}).value(), metrics, options);
+    ASSERT_TRUE(made.ok()) << made.message();
+    planner = std::move(*made);
+    planner->start();
+  }
+  void restart() {
+    planner->stop();
+    planner.reset();
+    open();
+  }
+  // Pod `name` of job `job` asking for `gpus` GPUs, a member of a gang of `gang`, registered.
+  JobVariant add(const std::string& job, const std::string& name, int gpus, int gang) {
+    std::map<std::string, std::string> annotations = {{"allox.io/job", job}};
+    if (gang > 1) annotations["allox.io/gang-size"] = std::to_string(gang);
+    nlohmann::json pod = testing::make_pod("lab", name, "nvidia.com/gpu", annotations);
+    pod["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = std::to_string(gpus);
+    auto variant = read_job_variant(pod, config.devices);
+    EXPECT_TRUE(variant.ok()) << variant.message();
+    auto registered = planner->register_variant(*variant);
+    EXPECT_TRUE(registered.ok()) << registered.message();
+    return *variant;
+  }
+  std::vector<JobVariant> add_gang(const std::string& job, int n, int gpus) {
+    std::vector<JobVariant> members;
+    for (int i = 0; i < n; ++i) members.push_back(add(job, job + "-" + std::to_string(i), gpus, n));
+    return members;
+  }
+  std::shared_ptr<const Plan> plan() {
+    planner->solve_now();
+    return planner->latest_plan();
+  }
+  // Units the book's slots hold per node.
+  std::map<std::string, int> held() const {
+    return planner->read([](const JobBook& book) {
+      std::map<std::string, int> units;
+      for (const MachineSlot& slot : book.slots()) {
+        if (!slot.running_job.empty()) ++units[slot.node];
+      }
+      return units;
+    });
+  }
+};
+
+const std::map<std::string, int> kNodeUnits = {{"g2a", 2}, {"g2b", 2}, {"g4", 4}};
+
+// The units a plan's starts take per node, beside what the book holds.
+std::map<std::string, int> planned_units(const Plan& plan, std::map<std::string, int> held) {
+  for (const auto& [id, start] : plan.starts) {
+    if (start.members.empty()) held[start.node] += start.units;
+    for (const GangPlacement& m : start.members) held[m.node] += start.units;
+  }
+  return held;
+}
+
+TEST(PlannerGangsTest, AGangIsPlannedAsAllItsPlacementsAtOnce) {
+  Cluster cluster;
+  cluster.add_gang("big", 4, 2);
+  std::shared_ptr<const Plan> plan = cluster.plan();
+  ASSERT_EQ(1u, plan->starts.count("lab/big"));
+  const PlannedStart& start = plan->starts.at("lab/big");
+  ASSERT_EQ(4u, start.members.size());
+  EXPECT_EQ(2, start.units);
+  EXPECT_EQ("gpu", start.device);
+  std::set<std::string> pods;
+  for (const GangPlacement& m : start.members) pods.insert(m.pod);
+  EXPECT_EQ(4u, pods.size()) << "each member placed once";
+  for (const auto& [node, units] : planned_units(*plan, cluster.held())) {
+    EXPECT_LE(units, kNodeUnits.at(node)) << node;
+  }
+  EXPECT_EQ("gang of 4 × gpu ×2 on g2a, g2b, g4", start_text(start));
+}
+
+TEST(PlannerGangsTest, AGangWaitsForItsMembersAndForRoomHoldingNothing) {
+  Cluster cluster;
+  std::vector<JobVariant> members = {cluster.add("big", "big-0", 2, 4),
+                                     cluster.add("big", "big-1", 2, 4),
+                                     cluster.add("big", "big-2", 2, 4)};
+  std::shared_ptr<const Plan> plan = cluster.plan();
+  EXPECT_EQ(0u, plan->starts.count("lab/big"));
+  ASSERT_EQ(1u, plan->waiting.count("lab/big"));
+  EXPECT_NE(std::string::npos, plan->waiting.at("lab/big").note.find("3 of 4 pods seen"))
+      << plan->waiting.at("lab/big").note;
+  // A one-GPU job runs on g4: three nodes still have room for 2 + 2 + 3 GPUs, only three
+  // members of 2. The gang waits, and a smaller job passes it.
+  JobVariant small = cluster.add("small", "small", 1, 1);
+  plan = cluster.plan();
+  ASSERT_EQ(1u, plan->starts.count("lab/small"));
+  ASSERT_TRUE(cluster.planner->record_start(small, "g4", -1).ok());
+  cluster.add("big", "big-3", 2, 4);
+  JobVariant other = cluster.add("other", "other", 2, 1);
+  plan = cluster.plan();
+  EXPECT_EQ(0u, plan->starts.count("lab/big")) << "3 placements of 2 exist, not 4";
+  ASSERT_EQ(1u, plan->waiting.count("lab/big"));
+  EXPECT_NE(std::string::npos, plan->waiting.at("lab/big").note.find("waits for room"));
+  EXPECT_EQ(1u, plan->starts.count("lab/other")) << "the waiting gang reserves nothing";
+  for (const auto& [node, units] : planned_units(*plan, cluster.held())) {
+    EXPECT_LE(units, kNodeUnits.at(node)) << node;
+  }
+  // The other job runs and the small one ends: 6 GPUs idle, but wherever the other job runs,
+  // only 3 placements of 2. Once it ends too, the gang starts.
+  ASSERT_TRUE(cluster.planner->record_start(other, plan->starts.at("lab/other").node, -1).ok());
+  ASSERT_TRUE(cluster.planner->complete("lab/small").ok());
+  plan = cluster.plan();
+  EXPECT_EQ(0u, plan->starts.count("lab/big"));
+  ASSERT_TRUE(cluster.planner->complete("lab/other").ok());
+  plan = cluster.plan();
+  EXPECT_EQ(1u, plan->starts.count("lab/big"));
+}
+
+TEST(PlannerGangsTest, AGangThatCanNeverFitIsParkedWithItsReasonHoldingNothing) {
+  Cluster cluster;
+  cluster.add_gang("five", 5, 2);  // 8 GPUs hold 4 members of 2
+  cluster.add_gang("wide", 2, 8);  // no node has 8
+  cluster.add("small", "small", 1, 1);
+  std::shared_ptr<const Plan> plan = cluster.plan();
+  ASSERT_EQ(1u, plan->parked.count("lab/five"));
+  EXPECT_NE(std::string::npos, plan->parked.at("lab/five").find("gang of 5 × gpu ×2"))
+      << plan->parked.at("lab/five");
+  EXPECT_NE(std::string::npos, plan->parked.at("lab/five").find("room for 4"))
+      << plan->parked.at("lab/five");
+  ASSERT_EQ(1u, plan->parked.count("lab/wide"));
+  EXPECT_NE(std::string::npos, plan->parked.at("lab/wide").find("the largest node has 4"))
+      << plan->parked.at("lab/wide");
+  EXPECT_EQ(0u, plan->starts.count("lab/five"));
+  EXPECT_EQ(0u, plan->starts.count("lab/wide"));
+  EXPECT_EQ(1u, plan->starts.count("lab/small")) << "a parked gang holds nothing";
+}
+
+TEST(PlannerGangsTest, AnAdmittedGangKeepsItsPlacementsUntilItBinds) {
+  Cluster cluster;
+  cluster.add_gang("big", 3, 2);
+  std::shared_ptr<const Plan> plan = cluster.plan();
+  const PlannedStart start = plan->starts.at("lab/big");
+  ASSERT_TRUE(cluster.planner->admit("lab/big", start.members.front().pod, start).ok());
+  cluster.add("late", "late", 2, 1);  // arrives later; must not take the gang's units
+  plan = cluster.plan();
+  ASSERT_EQ(1u, plan->starts.count("lab/big"));
+  EXPECT_EQ(start.members, plan->starts.at("lab/big").members);
+  for (const auto& [node, units] : planned_units(*plan, cluster.held())) {
+    EXPECT_LE(units, kNodeUnits.at(node)) << node;
+  }
+}
+
+TEST(PlannerGangsTest, AGangHoldsItsUnitsUntilEveryMemberEndedAndAcrossARestart) {
+  Cluster cluster;
+  std::vector<JobVariant> members = cluster.add_gang("big", 4, 2);
+  std::shared_ptr<const Plan> plan = cluster.plan();
+  const PlannedStart start = plan->starts.at("lab/big");
+  std::map<std::string, std::string> nodes;
+  for (const GangPlacement& m : start.members) nodes[m.pod] = m.node;
+  auto started = cluster.planner->record_gang_start("lab/big", nodes, "gpu");
+  ASSERT_TRUE(started.ok()) << started.message();
+  EXPECT_EQ(4, started->gang);
+  EXPECT_EQ(2, started->units);
+  const std::map<std::string, int> whole = {{"g2a", 2}, {"g2b", 2}, {"g4", 4}};
+  EXPECT_EQ(whole, cluster.held());
+  // The fairness share counts N × k devices.
+  cluster.planner->read([](const JobBook& book) {
+    EXPECT_EQ(8, book.job("lab/big")->planned->units);
+  });
+  cluster.restart();
+  EXPECT_EQ(whole, cluster.held()) << "a restart gives the gang its members' units back";
+  cluster.planner->read([&](const JobBook& book) {
+    EXPECT_EQ(nodes, book.job("lab/big")->member_nodes);
+    EXPECT_EQ(JobPhase::kRunning, book.job("lab/big")->record.phase);
+  });
+  for (std::size_t i = 0; i + 1 < members.size(); ++i) {
+    ASSERT_TRUE(cluster.planner->gang_member_ended(members[i]).ok());
+    EXPECT_EQ(whole, cluster.held()) << "units are freed together, after member " << i;
+  }
+  ASSERT_TRUE(cluster.planner->gang_member_ended(members.back()).ok());
+  EXPECT_TRUE(cluster.held().empty());
+  cluster.planner->read([](const JobBook& book) {
+    EXPECT_EQ(JobPhase::kDone, book.job("lab/big")->record.phase);
+  });
+}
+
+TEST(PlannerGangsTest, AStartThatDoesNotFitIsRefusedWholeAndChangesNothing) {
+  Cluster cluster;
+  cluster.add_gang("big", 3, 2);
+  auto refused = cluster.planner->record_gang_start(
+      "lab/big", {{"lab/big-0", "g2a"}, {"lab/big-1", "g2a"}, {"lab/big-2", "g4"}}, "gpu");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(std::string::npos, refused.message().find("node g2a has too few free"))
+      << refused.message();
+  EXPECT_TRUE(cluster.held().empty());
+}
+
+TEST(PlannerGangsTest, ARolledBackGangWaitsWithItsReasonAndItsMembersNeverRejoin) {
+  Cluster cluster;
+  std::vector<JobVariant> members = cluster.add_gang("big", 2, 2);
+  cluster.planner->roll_back_gang("lab/big", "rolled back: a binding failed");
+  auto rollbacks = cluster.planner->take_rollbacks();
+  ASSERT_EQ(1u, rollbacks.size());
+  EXPECT_EQ(2u, rollbacks[0].members.size());
+  cluster.planner->read([](const JobBook& book) {
+    const BookJob* job = book.job("lab/big");
+    ASSERT_NE(nullptr, job) << "the note keeps the gang in the book";
+    EXPECT_TRUE(job->variants.empty());
+    EXPECT_EQ("rolled back: a binding failed", job->gang_note);
+  });
+  ASSERT_TRUE(cluster.planner->register_variant(members[0]).ok());
+  cluster.planner->read([](const JobBook& book) {
+    EXPECT_TRUE(book.job("lab/big")->variants.empty()) << "a rolled-back pod does not rejoin";
+  });
+  // Its owner re-creates the members (new UIDs): the gang runs again.
+  for (JobVariant member : members) {
+    member.pod.uid += "-again";
+    ASSERT_TRUE(cluster.planner->register_variant(member).ok());
+  }
+  EXPECT_EQ(1u, cluster.plan()->starts.count("lab/big"));
+}
+
+}  // namespace
+}  // namespace allox::extender
