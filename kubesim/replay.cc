@@ -90,8 +90,9 @@ namespace {
 // pinned: the pod names its device (allox.io/device); otherwise it runs on any type of the
 // device's resource that alloxd picks (ReplayJob::any_model).
 json pod_for(const ReplayJob& job, const DeviceType& device, const ReplayOptions& options,
-             bool pinned = true) {
+             bool pinned = true, int member = -1) {
   json annotations = {{"allox.io/job", job.id}, {"allox.io/user", job.user}};
+  if (job.gang > 1) annotations["allox.io/gang-size"] = std::to_string(job.gang);
   if (pinned) annotations["allox.io/device"] = device;
   for (const auto& [d, seconds] : job.estimate) annotations["allox.io/time." + d] = number(seconds);
   json requests, limits = json::object();
@@ -115,6 +116,7 @@ json pod_for(const ReplayJob& job, const DeviceType& device, const ReplayOptions
                                    {"resources", {{"requests", requests}, {"limits", limits}}}}})}};
   if (options.gated) spec["schedulingGates"] = json::array({{{"name", "allox.io/queue"}}});
   std::string name = job.id + "-" + (pinned ? device : "any-" + resource->second);
+  if (member >= 0) name += "-" + std::to_string(member);
   for (char& c : name) {
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '.') c = '-';
     c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -205,8 +207,10 @@ class Replay {
         summary_.left_pending.push_back(meta.value("namespace", "") + "/" + meta.value("name", ""));
       }
     }
-    for (const ReplayedJob& job : summary_.jobs)
-      if (job.runs > 1) summary_.ran_twice.push_back(job.id);
+    for (std::size_t i = 0; i < summary_.jobs.size(); ++i) {
+      const ReplayedJob& job = summary_.jobs[i];
+      if (job.runs > std::max(1, jobs_[i].gang)) summary_.ran_twice.push_back(job.id);
+    }
     if (!status) return status.error();
     return summary_;
   }
@@ -325,7 +329,9 @@ class Replay {
     }
     const std::string phase = phase_of(change.after);
     if ((phase == "Succeeded" || phase == "Failed") && phase != phase_of(change.before)) {
-      if (replayed.finish == 0 && replayed.pod == pod_name) {
+      const bool whole = jobs_[job].gang > 1 ? ++members_done_[job] == jobs_[job].gang
+                                             : replayed.pod == pod_name;
+      if (replayed.finish == 0 && whole) {
         replayed.finish = elapsed();
         ++done_;
       }
@@ -425,10 +431,13 @@ class Replay {
           auto resource = options_.resource_of.find(device);
           const bool any = job.any_model && resource != options_.resource_of.end();
           if (any && !resources.insert(resource->second).second) continue;
-          auto created = objects_.create(pods_resource(), options_.pod_namespace,
-                                         pod_for(job, device, options_, !any));
-          if (auto* error = std::get_if<ApiError>(&created)) {
-            return Error{"creating a pod for job " + job.id + ": " + error->message};
+          for (int member = 0; member < std::max(1, job.gang); ++member) {
+            auto created =
+                objects_.create(pods_resource(), options_.pod_namespace,
+                                pod_for(job, device, options_, !any, job.gang > 1 ? member : -1));
+            if (auto* error = std::get_if<ApiError>(&created)) {
+              return Error{"creating a pod for job " + job.id + ": " + error->message};
+            }
           }
         }
         ++arrived_;
@@ -470,6 +479,7 @@ class Replay {
   std::map<std::string, std::size_t> index_;
   double start_ = 0;
   std::size_t arrived_ = 0, bound_jobs_ = 0, done_ = 0;
+  std::map<std::size_t, int> members_done_;  // a gang's members ended, by job
   std::map<std::pair<std::string, DeviceType>, std::deque<double>> freed_;
   std::map<std::string, std::map<std::string, std::string>> node_labels_;  // node -> labels
   int subscription_ = 0;

@@ -47,6 +47,9 @@ struct ReplayJob {
   // (GPU models as node labels, ReplayOptions::label_of): alloxd picks the model, and the pod
   // runs for the true time of the type of the node it is bound to.
   bool any_model = false;
+  // A gang of this many pods per device (allox.io/gang-size, named <pod>-0 .. <pod>-(N-1)),
+  // each asking for `units`; the job is bound once all N are and done once all N ended.
+  int gang = 1;
 };
 
 struct ReplayEvent {
@@ -104,7 +107,7 @@ struct ReplayedJob {
   std::string id, user, node, pod;
   DeviceType device;
   double arrival = 0, start = 0, finish = 0;  // simulated seconds; finish 0 if not done
-  int runs = 0;                               // pods of this job that were bound
+  int runs = 0;  // pods of this job that were bound (a gang's members count one each)
 };
 
 struct ReplaySummary {

@@ -99,7 +99,8 @@ Planner::GangPlan Planner::plan_gangs(PlanInput& input) const {
     if (static_cast<int>(job->variants.size()) < n) {
       plan.waiting.push_back({id, "gang of " + std::to_string(n) + " waits for its members: " +
                                       std::to_string(job->variants.size()) + " of " +
-                                      std::to_string(n) + " pods seen"});
+                                      std::to_string(n) + " pods seen" +
+                                      (job->gang_note.empty() ? "" : "; " + job->gang_note)});
       continue;
     }
     std::vector<std::string> members;

@@ -66,8 +66,9 @@ std::string pinned_node(const json& pod) {
 }  // namespace
 
 ApiLedger::ApiLedger(emulator::ApiObjects& objects,
-                     std::map<std::string, std::map<std::string, double>> allocatable)
-    : objects_(objects), allocatable_(std::move(allocatable)) {
+                     std::map<std::string, std::map<std::string, double>> allocatable,
+                     std::function<double()> clock)
+    : objects_(objects), allocatable_(std::move(allocatable)), clock_(std::move(clock)) {
   id_ = objects_.subscribe([this](const emulator::Change& change) { observe(change); });
 }
 
@@ -85,6 +86,11 @@ std::map<std::string, std::vector<ApiLedger::Bound>> ApiLedger::bound() const {
   return bound_;
 }
 
+std::vector<ApiLedger::Transition> ApiLedger::transitions() const {
+  std::lock_guard lock(mu_);
+  return transitions_;
+}
+
 std::map<std::string, std::map<std::string, double>> ApiLedger::peaks() const {
   std::lock_guard lock(mu_);
   return peaks_;
@@ -96,10 +102,15 @@ void ApiLedger::observe(const emulator::Change& change) {
   const json& meta = (*some)["metadata"];
   const std::string key = meta.value("namespace", "") + "/" + meta.value("name", "");
   std::lock_guard lock(mu_);
+  const std::string job = meta.value("annotations", json::object()).value("allox.io/job", "?");
+  const double at = clock_ ? clock_() : 0;
   if (node_of(change.before).empty() && !node_of(change.after).empty()) {
-    const std::string job = meta.value("annotations", json::object()).value("allox.io/job", "?");
     bound_[job].push_back(
         {meta.value("name", ""), node_of(change.after), pinned_node(*change.after)});
+    transitions_.push_back({job, meta.value("name", ""), node_of(change.after), true, at});
+  }
+  if (held_.count(key) && !holds(change.after)) {
+    transitions_.push_back({job, meta.value("name", ""), held_.at(key).first, false, at});
   }
   held_.erase(key);
   if (holds(change.after)) held_[key] = {node_of(change.after), requests_of(*change.after)};
@@ -175,7 +186,8 @@ std::unique_ptr<EndToEndCluster> EndToEndCluster::start(ExtenderConfig config,
     }
     cluster->node_model_[(*node)["metadata"].value("name", "")] = model;
   }
-  cluster->ledger_ = std::make_unique<ApiLedger>(cluster->objects(), std::move(allocatable));
+  cluster->ledger_ = std::make_unique<ApiLedger>(cluster->objects(), std::move(allocatable),
+                                                 [&clock] { return clock.now(); });
 
   config.database = cluster->dir_.file("alloxd.db");
   config.apiserver = ApiServerConfig{cluster->api_->url(), kToken, "", std::nullopt};
@@ -229,7 +241,8 @@ Expected<emulator::ReplaySummary> EndToEndCluster::replay(
 }
 
 void EndToEndCluster::create_gpu_pod(const std::string& name, const std::string& job, int gpus,
-                                     const std::map<std::string, std::string>& annotations) {
+                                     const std::map<std::string, std::string>& annotations,
+                                     const std::string& cores) {
   json notes = {{"allox.io/job", job}};
   for (const auto& [key, value] : annotations) notes[key] = value;
   const std::string count = std::to_string(gpus);
@@ -238,7 +251,7 @@ void EndToEndCluster::create_gpu_pod(const std::string& name, const std::string&
       {"containers", json::array({{{"name", "main"},
                                    {"image", "registry.invalid/train:latest"},
                                    {"resources",
-                                    {{"requests", {{"nvidia.com/gpu", count}, {"cpu", "8"}}},
+                                    {{"requests", {{"nvidia.com/gpu", count}, {"cpu", cores}}},
                                      {"limits", {{"nvidia.com/gpu", count}}}}}}})}};
   if (options_.gated) spec["schedulingGates"] = json::array({{{"name", "allox.io/queue"}}});
   const json pod = {

@@ -5,6 +5,7 @@
 // The tests check what the cluster recorded, not what alloxd reports of itself.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -37,9 +38,17 @@ class ApiLedger {
     std::string pod, node;
     std::string pinned;  // the node its required affinity names (alloxd's pin); empty: none
   };
-  // allocatable: node -> resource -> amount (of kLedgerResources).
+  // A pod taking its node (bound) or letting go of it (ended or deleted while bound), in the
+  // order the store wrote them, at the store's clock.
+  struct Transition {
+    std::string job, pod, node;
+    bool bound = false;
+    double at = 0;
+  };
+  // allocatable: node -> resource -> amount (of kLedgerResources); clock: the store's time.
   ApiLedger(emulator::ApiObjects& objects,
-            std::map<std::string, std::map<std::string, double>> allocatable);
+            std::map<std::string, std::map<std::string, double>> allocatable,
+            std::function<double()> clock = {});
   ~ApiLedger();
   ApiLedger(const ApiLedger&) = delete;
   ApiLedger& operator=(const ApiLedger&) = delete;
@@ -47,6 +56,7 @@ class ApiLedger {
   std::vector<std::string> overcommits() const;
   std::map<std::string, std::vector<Bound>> bound() const;  // job (allox.io/job) -> bindings
   std::map<std::string, std::map<std::string, double>> peaks() const;
+  std::vector<Transition> transitions() const;
 
  private:
   void observe(const emulator::Change& change);
@@ -59,6 +69,8 @@ class ApiLedger {
   std::map<std::string, std::map<std::string, double>> peaks_;
   std::vector<std::string> overcommits_;
   std::map<std::string, std::vector<Bound>> bound_;
+  std::function<double()> clock_;
+  std::vector<Transition> transitions_;
 };
 
 // The emulated cluster with alloxd in process. start() fails the calling test (and returns
@@ -75,6 +87,7 @@ class EndToEndCluster {
   EndToEndCluster& operator=(const EndToEndCluster&) = delete;
 
   emulator::ApiObjects& objects() { return api_->objects(); }
+  emulator::FakeApiServer& api() { return *api_; }  // its fault injection
   emulator::SimClock& clock() { return clock_; }
   // The replay's options: scheduler (its extender at alloxd), resources and labels of the
   // config's devices, namespace, gate, and a quiet() that waits for alloxd to see every pod.
@@ -87,9 +100,10 @@ class EndToEndCluster {
 
   Expected<emulator::ReplaySummary> replay(const std::vector<emulator::ReplayJob>& jobs);
   // A gated pod of allox's scheduler, as the replay makes them, requesting `gpus` of
-  // nvidia.com/gpu (and 8 cores) and naming no GPU model; created in the API server.
+  // nvidia.com/gpu (and `cores` of cpu) and naming no GPU model; created in the API server.
   void create_gpu_pod(const std::string& name, const std::string& job, int gpus,
-                      const std::map<std::string, std::string>& annotations);
+                      const std::map<std::string, std::string>& annotations,
+                      const std::string& cores = "8");
   // The messages of the events with `reason` posted to pod `name`.
   std::vector<std::string> event_messages(const std::string& reason, const std::string& name);
   // GET `path` from alloxd's HTTP server.
