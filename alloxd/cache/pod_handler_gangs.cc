@@ -35,7 +35,7 @@ bool ClusterFeed::PodHandler::apply_gang_member(const ObservedPod& pod) {
   if (pod.phase == "Succeeded" || pod.phase == "Failed") {
     if (now == GangStanding::kRunsWithThisPod) {
       flush_pending();
-      if (auto s = planner_.gang_member_ended(member); !s) {
+      if (auto s = planner_.gang_member_ended(member, pod.phase == "Failed"); !s) {
         warn("could not record a gang member's end", member, s.message());
       }
     }

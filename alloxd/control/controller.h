@@ -151,7 +151,7 @@ class Controller {
                                    const PlannedStart& start) const;
   // Rolls back the admitted gangs whose hold lapsed, then carries out every rollback the
   // planner handed over: each member deleted (a uid precondition) and told why
-  // (GangRolledBack).
+  // (GangRolledBack, or GangFailed for a failed gang's members still running).
   void roll_back_gangs(const Pass& pass);
   void tell_queued(const Pass& pass, const std::string& key, const ObservedPod& pod,
                    const PlannedWait& wait);

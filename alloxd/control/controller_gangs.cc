@@ -1,6 +1,7 @@
 // What a pass does for gangs (docs/design.md, "Gangs"): a gang's start is admitted only with all
 // of its members in the cluster, pending, so that the pass releases them all (act_on pins each
-// to its own placement's node); a released gang that did not bind whole is rolled back.
+// to its own placement's node); a released gang that did not bind whole is rolled back, and the
+// running members of a gang one of whose members failed are deleted.
 #include <string>
 
 #include "alloxd/control/controller.h"
@@ -34,13 +35,14 @@ void Controller::roll_back_gangs(const Pass& pass) {
     for (const PodIdentity& member : rollback.members) {
       const kube::ObjectRef ref{member.namespace_name, member.name, member.uid};
       const std::string why = "gang " + rollback.job_id + " " + rollback.note;
+      const std::string reason = rollback.reason;
       // Only the pod of that UID: one re-created under its name since is another member.
       act(
           "delete " + pod_key(member), member.uid,
-          [this, ref, why]() -> Status {
+          [this, ref, why, reason]() -> Status {
             auto outcome = kube::delete_pod(client_, ref);
             if (!outcome) return outcome.error();
-            (void)events_.record(ref, "Warning", "GangRolledBack", why);
+            (void)events_.record(ref, "Warning", reason, why);
             return OkStatus();
           },
           pass.now, ActionPriority::kAdmit);

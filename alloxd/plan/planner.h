@@ -195,8 +195,10 @@ class Planner {
   // start's error, if it failed.
   std::optional<std::string> gang_member_bound(const JobVariant& member, const std::string& node);
   // A running gang's member ended (Succeeded, Failed or deleted): once every member has, the
-  // gang is done and its units are freed together.
-  Status gang_member_ended(const JobVariant& member);
+  // gang is done and its units are freed together. A Failed member ends the gang: its members
+  // still running are handed to the controller to delete (take_rollbacks, event GangFailed),
+  // and the units go once they have ended, never while one of them still runs.
+  Status gang_member_ended(const JobVariant& member, bool failed = false);
   // A released gang did not bind whole (a partial bind, or its hold lapsed): it waits again,
   // admitted nowhere, with `note` as its reason.
   // Its members leave the book and the store at once (the pods' UIDs never rejoin: they are on
@@ -206,7 +208,8 @@ class Planner {
   struct Rollback {
     std::string job_id;
     std::string note;
-    std::vector<PodIdentity> members;
+    std::vector<PodIdentity> members;  // to delete
+    std::string reason = "GangRolledBack";  // the event's
   };
   // The rollbacks since the last call (the controller's).
   std::vector<Rollback> take_rollbacks();

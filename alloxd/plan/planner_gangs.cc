@@ -76,6 +76,24 @@ std::vector<GangPlacement> first_fit(const std::vector<MachineSlot>& slots,
   return out;
 }
 
+// An admitted gang's placements again, each member on `units` idle slots of its own node (its
+// planned ones first): `taking` gets them all, or stays empty when a node has too few now.
+void hold_members(const std::vector<MachineSlot>& slots, const ClusterState& state, int units,
+                  PlannedStart& start, std::vector<std::size_t>& taking) {
+  std::map<std::string, std::vector<std::size_t>> left;
+  for (GangPlacement& m : start.members) {
+    if (!left.count(m.node)) left[m.node] = idle_on(slots, state, m.node, start.device, m.slot);
+    std::vector<std::size_t>& idle = left[m.node];
+    if (static_cast<int>(idle.size()) < units) {
+      taking.clear();
+      return;
+    }
+    m.slot = static_cast<int>(idle.front());
+    taking.insert(taking.end(), idle.begin(), idle.begin() + units);
+    idle.erase(idle.begin(), idle.begin() + units);
+  }
+}
+
 }  // namespace
 
 Planner::GangPlan Planner::plan_gangs(PlanInput& input) const {
@@ -119,18 +137,7 @@ Planner::GangPlan Planner::plan_gangs(PlanInput& input) const {
             options_.admission_hold) {
       // Released: its members are pinned to their nodes, so it keeps them (any idle units there).
       start = admitted->second.start;
-      std::map<std::string, std::vector<std::size_t>> left;
-      for (GangPlacement& m : start.members) {
-        if (!left.count(m.node)) left[m.node] = idle_on(slots, state, m.node, start.device, m.slot);
-        std::vector<std::size_t>& idle = left[m.node];
-        if (static_cast<int>(idle.size()) < units) {
-          taking.clear();
-          break;
-        }
-        m.slot = static_cast<int>(idle.front());
-        taking.insert(taking.end(), idle.begin(), idle.begin() + units);
-        idle.erase(idle.begin(), idle.begin() + units);
-      }
+      hold_members(slots, state, units, start, taking);
     } else {
       for (const DeviceType& type : first.device_types()) {
         start.device = type;
@@ -227,11 +234,28 @@ std::optional<std::string> Planner::gang_member_bound(const JobVariant& member,
   return std::nullopt;
 }
 
-Status Planner::gang_member_ended(const JobVariant& member) {
+Status Planner::gang_member_ended(const JobVariant& member, bool failed) {
   bool all = false;
   {
     std::lock_guard write(write_mu_);
-    all = write_book([&] { return book_.end_member(member.job_id, pod_key(member.pod)); });
+    Rollback rest{member.job_id,
+                  "failed: member " + pod_key(member.pod) +
+                      " failed, so the gang ends and its other members are deleted",
+                  {},
+                  "GangFailed"};
+    all = write_book([&] {
+      const bool ended = book_.end_member(member.job_id, pod_key(member.pod));
+      const BookJob* job = book_.job(member.job_id);
+      if (!failed || ended || job == nullptr) return ended;
+      for (const auto& [key, node] : job->member_nodes) {
+        auto pod = job->variants.find(key);
+        if (!job->members_ended.count(key) && pod != job->variants.end()) {
+          rest.members.push_back(pod->second.pod);
+        }
+      }
+      return ended;
+    });
+    if (!rest.members.empty()) rollbacks_.push_back(std::move(rest));
   }
   if (!all) return OkStatus();
   return complete(member.job_id, Durability::kWritten);

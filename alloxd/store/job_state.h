@@ -39,6 +39,14 @@
 // check passes (a machine free on the offered node). A run whose bind is in doubt at start-up
 // (an intent restored from the store) stays out of the plan until Planner::reconcile_binds
 // settles it.
+//
+// A gang (N pods, BookJob::is_gang) moves through the same phases with other calls: QUEUED ──
+// Planner::admit_all (all N released) ──▶ ADMITTED ── its N binds gathered, then
+// Planner::record_gang_start → JobBook::start_gang (or the watch sees all N bound:
+// Planner::gang_member_bound) ──▶ RUNNING ── Planner::gang_member_ended for each, the last one
+// → Planner::complete ──▶ DONE. A gang bound only in part, or admitted past admission_hold
+// unbound, goes back: Planner::roll_back_gang ──▶ QUEUED, its members out of the book, with
+// BookJob::gang_note (no bind intent: the watch settles a gang's binds).
 #pragma once
 
 namespace allox::extender {

@@ -40,6 +40,11 @@
 //     dropped, a late variant, a pod no filter has registered yet) is refused with the reason,
 //     so kube-scheduler tries again and the job still runs once; only a pod that is provably
 //     another scheduler's passes through, bound as asked and not recorded.
+//   - a gang's members (verbs_gangs.cc, docs/design.md "Gangs"): filter passes a member only on
+//     its placement's node; bind checks the member against its placement and waits (at most
+//     `gang_bind_wait`) until all N members have reached /bind, then the N Bindings are posted
+//     together; a member missing at the deadline fails every waiting one (none bound), and a
+//     gang some of whose Bindings the API server refused after accepting others is rolled back.
 //   - preempt: allox jobs are non-preemptive once started: nodes whose victims include one are
 //     dropped.
 //

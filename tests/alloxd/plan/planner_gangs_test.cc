@@ -215,6 +215,27 @@ TEST(PlannerGangsTest, AGangHoldsItsUnitsUntilEveryMemberEndedAndAcrossARestart)
   });
 }
 
+TEST(PlannerGangsTest, AFailedMemberEndsTheGangAndItsRunningMembersAreDeleted) {
+  Cluster cluster;
+  std::vector<JobVariant> members = cluster.add_gang("big", 3, 2);
+  const PlannedStart start = cluster.plan()->starts.at("lab/big");
+  std::map<std::string, std::string> nodes;
+  for (const GangPlacement& m : start.members) nodes[m.pod] = m.node;
+  ASSERT_TRUE(cluster.planner->record_gang_start("lab/big", nodes, "gpu").ok());
+  const std::map<std::string, int> whole = cluster.held();
+  ASSERT_TRUE(cluster.planner->gang_member_ended(members[1], /*failed=*/true).ok());
+  std::vector<Planner::Rollback> deletions = cluster.planner->take_rollbacks();
+  ASSERT_EQ(1u, deletions.size());
+  EXPECT_EQ("GangFailed", deletions[0].reason);
+  std::set<std::string> deleted;
+  for (const PodIdentity& pod : deletions[0].members) deleted.insert(pod_key(pod));
+  EXPECT_EQ((std::set<std::string>{"lab/big-0", "lab/big-2"}), deleted);
+  EXPECT_EQ(whole, cluster.held()) << "units stay held while a member still runs";
+  ASSERT_TRUE(cluster.planner->gang_member_ended(members[0]).ok());
+  ASSERT_TRUE(cluster.planner->gang_member_ended(members[2]).ok());
+  EXPECT_TRUE(cluster.held().empty()) << "freed together once every member ended";
+}
+
 TEST(PlannerGangsTest, AStartThatDoesNotFitIsRefusedWholeAndChangesNothing) {
   Cluster cluster;
   cluster.add_gang("big", 3, 2);
