@@ -152,6 +152,18 @@ TEST(GangsEndToEndTest, AGangIsBoundWholeOrNotAtAllAndATooBigOneIsParked) {
   for (const auto& bound : binds.at("gang2x4")) wide.insert(bound.node);
   EXPECT_EQ((std::set<std::string>{"node-c", "node-d"}), wide);
 
+  // Its members were told where the whole gang goes, and alloxd's report says where it ran.
+  const std::vector<std::string> admitted = cluster->event_messages("Admitted", "gang4x2-gpu-0");
+  ASSERT_FALSE(admitted.empty());
+  EXPECT_EQ(0u, admitted.front().find("starts on gang of 4 × gpu ×2 on node-")) << admitted.front();
+  auto reply = cluster->get("/v1/jobs/demo/gang4x2");
+  ASSERT_EQ(200, reply.status) << reply.body;
+  const json job = json::parse(reply.body);
+  EXPECT_EQ("done", job.value("phase", ""));
+  EXPECT_EQ(4, job["gang"].value("size", 0));
+  EXPECT_EQ(4u, job["gang"].value("members", json::object()).size()) << reply.body;
+  EXPECT_EQ(0u, job["gang"].value("text", "").find("gang of 4 × gpu ×2 on node-")) << reply.body;
+
   // The gang too big: never ungated nor bound, parked with its reason, holding nothing.
   EXPECT_EQ(0u, binds.count("toobig"));
   const std::string reason =
