@@ -34,9 +34,14 @@ struct Cluster {
   ~Cluster() {
     if (planner) planner->stop();
   }
+  // The admission holds' clock, stepped by the test.
+  std::shared_ptr<std::chrono::steady_clock::time_point> steady =
+      std::make_shared<std::chrono::steady_clock::time_point>();
+
   void open() {
     PlannerOptions options;
     options.inventory = config.nodes;
+    options.steady_now = [steady = steady] { return *steady; };
     auto made =
         Planner::create(config, make_policy(config.policy, {}).value(), metrics, options);
     ASSERT_TRUE(made.ok()) << made.message();
@@ -179,6 +184,19 @@ TEST(PlannerGangsTest, AnAdmittedGangKeepsItsPlacementsUntilItBinds) {
   for (const auto& [node, units] : planned_units(*plan, cluster.held())) {
     EXPECT_LE(units, kNodeUnits.at(node)) << node;
   }
+}
+
+TEST(PlannerGangsTest, AnAdmittedGangUnboundPastTheHoldIsLapsed) {
+  Cluster cluster;
+  cluster.add_gang("big", 2, 2);
+  const PlannedStart start = cluster.plan()->starts.at("lab/big");
+  ASSERT_TRUE(cluster.planner->admit("lab/big", start.members.front().pod, start).ok());
+  EXPECT_TRUE(cluster.planner->lapsed_gangs().empty());
+  *cluster.steady += std::chrono::seconds(61);  // admission_hold is 60 s
+  EXPECT_EQ(std::vector<std::string>{"lab/big"}, cluster.planner->lapsed_gangs());
+  cluster.planner->roll_back_gang("lab/big", "rolled back: not bound within the hold");
+  EXPECT_TRUE(cluster.planner->lapsed_gangs().empty());
+  EXPECT_EQ(0u, cluster.plan()->starts.count("lab/big")) << "its members left the book";
 }
 
 TEST(PlannerGangsTest, AGangHoldsItsUnitsUntilEveryMemberEndedAndAcrossARestart) {
