@@ -329,8 +329,8 @@ class Replay {
     }
     const std::string phase = phase_of(change.after);
     if ((phase == "Succeeded" || phase == "Failed") && phase != phase_of(change.before)) {
-      const bool whole = jobs_[job].gang > 1 ? ++members_done_[job] == jobs_[job].gang
-                                             : replayed.pod == pod_name;
+      const bool whole =
+          jobs_[job].gang > 1 ? ++members_done_[job] == jobs_[job].gang : replayed.pod == pod_name;
       if (replayed.finish == 0 && whole) {
         replayed.finish = elapsed();
         ++done_;

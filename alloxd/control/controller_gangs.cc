@@ -16,8 +16,7 @@ const std::string* Controller::gang_to_admit(const JobBook& book, const std::str
   if (job == nullptr || job->record.phase != JobPhase::kQueued) return nullptr;
   for (const GangPlacement& member : start.members) {
     auto pod = mirror_.pods.find(member.pod);
-    if (!job->variants.count(member.pod) || pod == mirror_.pods.end() ||
-        !pod->second.pending()) {
+    if (!job->variants.count(member.pod) || pod == mirror_.pods.end() || !pod->second.pending()) {
       return nullptr;  // a member is not (or no longer) there: none is released
     }
   }
@@ -27,8 +26,9 @@ const std::string* Controller::gang_to_admit(const JobBook& book, const std::str
 void Controller::roll_back_gangs(const Pass& pass) {
   for (const std::string& id : planner_.lapsed_gangs()) {
     log_warn("controller: a released gang did not bind whole in time; rolled back", {{"job", id}});
-    planner_.roll_back_gang(id, "rolled back: released, but not every member was bound within "
-                                "the admission hold");
+    planner_.roll_back_gang(id,
+                            "rolled back: released, but not every member was bound within "
+                            "the admission hold");
   }
   for (Planner::Rollback& rollback : planner_.take_rollbacks()) {
     released_.erase(rollback.job_id);

@@ -208,7 +208,7 @@ class Planner {
   struct Rollback {
     std::string job_id;
     std::string note;
-    std::vector<PodIdentity> members;  // to delete
+    std::vector<PodIdentity> members;       // to delete
     std::string reason = "GangRolledBack";  // the event's
   };
   // The rollbacks since the last call (the controller's).

@@ -46,8 +46,9 @@ std::vector<std::size_t> idle_on(const std::vector<MachineSlot>& slots, const Cl
 // with `units` idle slots; empty when fewer than all fit.
 std::vector<GangPlacement> first_fit(const std::vector<MachineSlot>& slots,
                                      const ClusterState& state,
-                                     const std::vector<std::string>& members, const DeviceType& device,
-                                     int units, std::vector<std::size_t>& taking) {
+                                     const std::vector<std::string>& members,
+                                     const DeviceType& device, int units,
+                                     std::vector<std::size_t>& taking) {
   std::vector<GangPlacement> out;
   std::size_t s = 0;
   while (s < slots.size() && out.size() < members.size()) {
@@ -61,8 +62,8 @@ std::vector<GangPlacement> first_fit(const std::vector<MachineSlot>& slots,
     for (; s < slots.size() && slots[s].node == node && slots[s].device == device; ++s) {
       if (s < state.idle.size() && state.idle[s]) idle.push_back(s);
     }
-    for (std::size_t i = 0; i + static_cast<std::size_t>(units) <= idle.size() &&
-                            out.size() < members.size();
+    for (std::size_t i = 0;
+         i + static_cast<std::size_t>(units) <= idle.size() && out.size() < members.size();
          i += static_cast<std::size_t>(units)) {
       out.push_back({members[out.size()], node, static_cast<int>(idle[i])});
       taking.insert(taking.end(), idle.begin() + static_cast<std::ptrdiff_t>(i),

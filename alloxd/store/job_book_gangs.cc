@@ -35,8 +35,8 @@ std::string JobBook::gang_too_large(const BookJob& job) const {
     }
     if (placements >= n) return "";
     auto total = totals_.find(type);
-    why += (why.empty() ? "" : "; ") + type + " has room for " + std::to_string(placements) +
-           " (" + std::to_string(total == totals_.end() ? 0 : total->second) + " " +
+    why += (why.empty() ? "" : "; ") + type + " has room for " + std::to_string(placements) + " (" +
+           std::to_string(total == totals_.end() ? 0 : total->second) + " " +
            devices_.resource_for(type) + " in all)";
   }
   if (why.empty()) why = "the inventory offers none of its device types";

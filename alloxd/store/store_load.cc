@@ -30,11 +30,10 @@ Expected<StoredState> Store::load(double finished_since) {
   // One read transaction: the four reads see one consistent state.
   Status status = transaction(
       [&]() -> Status {
-        Statement jobs(
-            db_,
-            "SELECT row, id, user, arrival, phase, pod_namespace, pod_name, pod_uid, "
-            "node, device, machine, units, start, finish, gang FROM jobs WHERE " ALLOX_STORE_LOADED_RUNS
-            " ORDER BY row");
+        Statement jobs(db_,
+                       "SELECT row, id, user, arrival, phase, pod_namespace, pod_name, pod_uid, "
+                       "node, device, machine, units, start, finish, gang FROM jobs "
+                       "WHERE " ALLOX_STORE_LOADED_RUNS " ORDER BY row");
         jobs.bind(1, finished_since);
         while (jobs.next()) {
           JobRecord job;

@@ -47,8 +47,8 @@ std::string GangGather::arrive(const std::string& gang, Member member, int size,
   --mine->waiting;
   if (mine->timed_out) {
     return "gang " + gang + ": " + std::to_string(mine->members.size()) + " of " +
-           std::to_string(size) + " members reached /bind within " +
-           std::to_string(wait.count()) + " ms; none was bound (all are tried again)";
+           std::to_string(size) + " members reached /bind within " + std::to_string(wait.count()) +
+           " ms; none was bound (all are tried again)";
   }
   return mine->outcomes[pod];
 }

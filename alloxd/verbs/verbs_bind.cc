@@ -1,11 +1,11 @@
 // /bind: the pod's machine reserved against concurrent binds, its intent made durable, the
 // binding posted and the start recorded; and a bind of a pod the book does not know.
-#include "alloxd/verbs/verbs.h"
-#include "alloxd/verbs/verbs_bind_check.h"
-
 #include <algorithm>
 #include <optional>
 #include <string>
+
+#include "alloxd/verbs/verbs.h"
+#include "alloxd/verbs/verbs_bind_check.h"
 
 namespace allox::extender {
 

@@ -10,9 +10,7 @@
 
 namespace allox::extender {
 
-
-void ExtenderVerbs::check_member(const BookJob& job, const BindingArgs& args,
-                                 BindCheck& c) const {
+void ExtenderVerbs::check_member(const BookJob& job, const BindingArgs& args, BindCheck& c) const {
   const std::string& id = job.record.id;
   const std::string pod = c.variant.pod.namespace_name + "/" + c.variant.pod.name;
   c.gang = true;
@@ -26,8 +24,8 @@ void ExtenderVerbs::check_member(const BookJob& job, const BindingArgs& args,
     return;
   }
   if (placement->node != args.node) {
-    c.refusal = "member " + pod + " of gang " + id + " starts on " + placement->node + ", not " +
-                args.node;
+    c.refusal =
+        "member " + pod + " of gang " + id + " starts on " + placement->node + ", not " + args.node;
     return;
   }
   c.start = start->second;
@@ -39,11 +37,11 @@ void ExtenderVerbs::check_member(const BookJob& job, const BindingArgs& args,
 BindingResult ExtenderVerbs::bind_member(const BindingArgs& args, const BindCheck& checked) {
   const std::string job_id = checked.variant.job_id;
   const DeviceType device = checked.start.device;
-  std::string outcome = gang_gather_.arrive(
-      job_id, {pod_key(checked.variant.pod), args}, checked.gang_size, options_.gang_bind_wait,
-      [&](const std::vector<GangGather::Member>& members) {
-        return bind_gang(job_id, device, members);
-      });
+  std::string outcome = gang_gather_.arrive(job_id, {pod_key(checked.variant.pod), args},
+                                            checked.gang_size, options_.gang_bind_wait,
+                                            [&](const std::vector<GangGather::Member>& members) {
+                                              return bind_gang(job_id, device, members);
+                                            });
   if (!outcome.empty()) return refuse_bind(std::move(outcome));
   return BindingResult{};
 }
@@ -61,8 +59,8 @@ GangGather::Outcomes ExtenderVerbs::bind_gang(const std::string& job_id, const D
     if (auto s = api_->bind(m.args); !s) {
       out[m.pod] = s.message();
       if (failure.empty()) {
-        failure = "member " + m.pod + "'s binding to " + m.args.node + " failed (" +
-                  s.message() + ")";
+        failure =
+            "member " + m.pod + "'s binding to " + m.args.node + " failed (" + s.message() + ")";
       }
     } else {
       ++bound;

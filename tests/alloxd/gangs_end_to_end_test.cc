@@ -122,11 +122,12 @@ TEST(GangsEndToEndTest, AGangIsBoundWholeOrNotAtAllAndATooBigOneIsParked) {
   EXPECT_TRUE(overcommits.empty())
       << overcommits.size() << " over-commits, e.g. " << overcommits.front();
   EXPECT_TRUE(summary->ran_twice.empty());
-  std::printf("%zu jobs over %.0f simulated s in %.1f s wall; %zu unschedulable, %zu bind "
-              "failures\n",
-              summary->jobs.size(), summary->simulated_s, summary->wall_s,
-              static_cast<std::size_t>(summary->scheduler.unschedulable),
-              static_cast<std::size_t>(summary->scheduler.bind_failures));
+  std::printf(
+      "%zu jobs over %.0f simulated s in %.1f s wall; %zu unschedulable, %zu bind "
+      "failures\n",
+      summary->jobs.size(), summary->simulated_s, summary->wall_s,
+      static_cast<std::size_t>(summary->scheduler.unschedulable),
+      static_cast<std::size_t>(summary->scheduler.bind_failures));
   // Every job bound exactly once (each gang member once), on the node its pin names.
   const auto binds = ledger.bound();
   ASSERT_EQ(jobs.size(), summary->jobs.size());

@@ -14,8 +14,8 @@ TEST(PodGangTest, GangSizeIsAWholeNumberFromOneToSixtyFour) {
     int want;  // 0: an error naming the annotation
   };
   const Case cases[] = {
-      {"1", 1}, {"4", 4}, {"64", 64}, {"0", 0}, {"65", 0}, {"-2", 0}, {"2.5", 0}, {"four", 0},
-      {"", 0},
+      {"1", 1},  {"4", 4},   {"64", 64},  {"0", 0}, {"65", 0},
+      {"-2", 0}, {"2.5", 0}, {"four", 0}, {"", 0},
   };
   DeviceMapping mapping;
   mapping.resources = {{"nvidia.com/gpu", "gpu"}};

@@ -26,8 +26,7 @@ struct Cluster {
 
   Cluster() {
     config = testing::make_config(
-        {{"g2a", {{"gpu", 2}}}, {"g2b", {{"gpu", 2}}}, {"g4", {{"gpu", 4}}}},
-        dir.file("state.db"));
+        {{"g2a", {{"gpu", 2}}}, {"g2b", {{"gpu", 2}}}, {"g4", {{"gpu", 4}}}}, dir.file("state.db"));
     config.policy = "fifo";
     open();
   }
@@ -42,8 +41,7 @@ struct Cluster {
     PlannerOptions options;
     options.inventory = config.nodes;
     options.steady_now = [steady = steady] { return *steady; };
-    auto made =
-        Planner::create(config, make_policy(config.policy, {}).value(), metrics, options);
+    auto made = Planner::create(config, make_policy(config.policy, {}).value(), metrics, options);
     ASSERT_TRUE(made.ok()) << made.message();
     planner = std::move(*made);
     planner->start();
@@ -213,9 +211,8 @@ TEST(PlannerGangsTest, AGangHoldsItsUnitsUntilEveryMemberEndedAndAcrossARestart)
   const std::map<std::string, int> whole = {{"g2a", 2}, {"g2b", 2}, {"g4", 4}};
   EXPECT_EQ(whole, cluster.held());
   // The fairness share counts N × k devices.
-  cluster.planner->read([](const JobBook& book) {
-    EXPECT_EQ(8, book.job("lab/big")->planned->units);
-  });
+  cluster.planner->read(
+      [](const JobBook& book) { EXPECT_EQ(8, book.job("lab/big")->planned->units); });
   cluster.restart();
   EXPECT_EQ(whole, cluster.held()) << "a restart gives the gang its members' units back";
   cluster.planner->read([&](const JobBook& book) {
@@ -228,9 +225,8 @@ TEST(PlannerGangsTest, AGangHoldsItsUnitsUntilEveryMemberEndedAndAcrossARestart)
   }
   ASSERT_TRUE(cluster.planner->gang_member_ended(members.back()).ok());
   EXPECT_TRUE(cluster.held().empty());
-  cluster.planner->read([](const JobBook& book) {
-    EXPECT_EQ(JobPhase::kDone, book.job("lab/big")->record.phase);
-  });
+  cluster.planner->read(
+      [](const JobBook& book) { EXPECT_EQ(JobPhase::kDone, book.job("lab/big")->record.phase); });
 }
 
 TEST(PlannerGangsTest, AFailedMemberEndsTheGangAndItsRunningMembersAreDeleted) {

@@ -886,8 +886,7 @@ TEST(StoreTest, AVersionFourDatabaseGainsGangsOfOneAndKeepsEveryRow) {
   started.device = "gpu";
   started.machine = 0;
   started.gang = 2;
-  ASSERT_TRUE(
-      (*store)->record_gang_start(started, {{"ns/b-0", "g2"}, {"ns/b-1", "g3"}}).ok());
+  ASSERT_TRUE((*store)->record_gang_start(started, {{"ns/b-0", "g2"}, {"ns/b-1", "g3"}}).ok());
   auto again = (*store)->load();
   ASSERT_TRUE(again.ok()) << again.message();
   EXPECT_EQ(2, again->jobs[1].gang);

@@ -59,8 +59,7 @@ struct Cluster {
                    std::chrono::milliseconds wait = std::chrono::seconds(30))
       : api(std::move(refused)) {
     ExtenderConfig config = testing::make_config(
-        {{"g2a", {{"gpu", 2}}}, {"g2b", {{"gpu", 2}}}, {"g4", {{"gpu", 4}}}},
-        dir.file("state.db"));
+        {{"g2a", {{"gpu", 2}}}, {"g2b", {{"gpu", 2}}}, {"g4", {{"gpu", 4}}}}, dir.file("state.db"));
     PlannerOptions planner_options;
     planner_options.inventory = config.nodes;
     auto made = Planner::create(config, make_policy("fifo", PolicyOptions{}).value(), metrics,
