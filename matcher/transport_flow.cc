@@ -235,19 +235,32 @@ class Transport {
   // Records job j as a member of its slot, and as a move in every heap of that slot built so far.
   void join_slot(std::size_t j) {
     const std::size_t s = slot_of_[j];
+    ++stamp_[s];
     members_[s].push_back({0, static_cast<std::uint32_t>(j), version_[j]});
     const std::int64_t here = cost(j, s);
     for (std::size_t t = 0; t < slots_; ++t) {
       const std::size_t pair = s * slots_ + t;
       if (built_[pair] == kUnread || t == s || cost(j, t) == kNoArc) continue;
       const Move move{cost(j, t) - here, static_cast<std::uint32_t>(j), version_[j]};
-      if (built_[pair] == kScanned) {
-        if (best_[pair].job == kNoJob || Cheaper{}(best_[pair], move)) best_[pair] = move;
+      if (built_[pair] == kScanned || built_[pair] == kStale) {
+        // A stale best is still a bound on every live move: one that beats it is the cheapest.
+        if (best_[pair].job == kNoJob || Cheaper{}(best_[pair], move)) {
+          best_[pair] = move;
+          built_[pair] = kScanned;
+        }
         continue;
       }
       auto& heap = moves_[pair];
       heap.push_back(move);
       std::push_heap(heap.begin(), heap.end(), Cheaper{});
+    }
+  }
+  // Job j leaves slot s: the scanned bests it was become stale. O(S) per moved job, so that
+  // reading a scanned best (S times per settled slot) needs no check that its job is still there.
+  void leave_slot(std::size_t j, std::size_t s) {
+    ++stamp_[s];
+    for (std::size_t pair = s * slots_; pair < (s + 1) * slots_; ++pair) {
+      if (built_[pair] == kScanned && best_[pair].job == j) built_[pair] = kStale;
     }
   }
   bool live(const Move& entry, std::size_t s) const {
@@ -259,12 +272,48 @@ class Transport {
     const std::size_t pair = s * slots_ + t;
     built_[pair] = kScanned;
     best_[pair] = {0, kNoJob, 0};
+    if (net_.implicit != nullptr) {
+      load_row(s);
+      const std::size_t types = net_.implicit->types.size();
+      const std::size_t type = net_.slot_type[t];
+      const std::int64_t level = level_[t];
+      Move& best = best_[pair];
+      for (std::size_t i = 0; i < row_.job.size(); ++i) {
+        const std::int64_t time = row_.time[i * types + type];
+        if (time == kCannotRun) continue;
+        const Move move{time * level - row_.here[i], row_.job[i], row_.version[i]};
+        if (best.job == kNoJob || Cheaper{}(best, move)) best = move;
+      }
+      return;
+    }
     for (const Move& m : members_[s]) {
       if (!live(m, s)) continue;
       const std::int64_t there = cost(m.job, t);
       if (there == kNoArc) continue;
       const Move move{there - cost(m.job, s), m.job, m.version};
       if (best_[pair].job == kNoJob || Cheaper{}(best_[pair], move)) best_[pair] = move;
+    }
+  }
+  // Gathers slot s's live members and their times per device type into row_, unless row_ holds
+  // them already (no job joined or left s since): the scans of one settled slot then read one
+  // contiguous array, not the problem's time table job by job. Implicit networks only.
+  void load_row(std::size_t s) {
+    if (row_.slot == s && row_.stamp == stamp_[s]) return;
+    const PreparedProblem& problem = *net_.implicit;
+    const std::size_t types = problem.types.size();
+    row_.slot = s;
+    row_.stamp = stamp_[s];
+    row_.job.clear();
+    row_.version.clear();
+    row_.here.clear();
+    row_.time.clear();
+    for (const Move& m : members_[s]) {
+      if (!live(m, s)) continue;
+      row_.job.push_back(m.job);
+      row_.version.push_back(m.version);
+      row_.here.push_back(cost(m.job, s));
+      for (std::size_t type = 0; type < types; ++type)
+        row_.time.push_back(problem.time(m.job, type));
     }
   }
   // Heaps are built on second use, once a pair's scanned best has moved away.
@@ -285,12 +334,8 @@ class Transport {
   const Move* best_move(std::size_t s, std::size_t t) {
     const std::size_t pair = s * slots_ + t;
     if (built_[pair] == kUnread) scan(s, t);
-    if (built_[pair] == kScanned) {
-      // Joins keep the scanned best current; only its own departure makes it stale.
-      if (best_[pair].job == kNoJob) return nullptr;
-      if (live(best_[pair], s)) return &best_[pair];
-      build_heap(s, t);
-    }
+    if (built_[pair] == kScanned) return best_[pair].job == kNoJob ? nullptr : &best_[pair];
+    if (built_[pair] == kStale) build_heap(s, t);
     auto& heap = moves_[pair];
     while (!heap.empty()) {
       const Move& top = heap.front();
@@ -342,6 +387,8 @@ class Transport {
     }
     thread_workspace().reset(slots_ * slots_, slots_);
     built_.assign(slots_ * slots_, kUnread);
+    stamp_.assign(slots_, 0);
+    row_.slot = kNone;
     for (std::size_t s = 0; s < slots_; ++s) members_[s].reserve(held_[s]);
     for (std::size_t j = 0; j < jobs_; ++j) {
       members_[slot_of_[j]].push_back({0, static_cast<std::uint32_t>(j), 0});
@@ -435,6 +482,7 @@ class Transport {
         const std::size_t j = pred_job_[v];
         --held_[u];
         ++held_[v];
+        leave_slot(j, u);
         slot_of_[j] = v;
         ++version_[j];
         join_slot(j);
@@ -522,10 +570,23 @@ class Transport {
   std::vector<std::size_t> cursor_;
   std::vector<std::int64_t> fill_;
   std::int64_t total_out_ = 0;
-  // [s * S + t]: how the moves from s to t are known: not yet, by their best alone (best_), or
+  // [s * S + t]: how the moves from s to t are known: not yet, by their best alone (best_; joins
+  // keep it current), by a best whose job has left s since (a heap is built on the next read), or
   // all of them in the heap moves_.
-  static constexpr char kUnread = 0, kScanned = 1, kHeap = 2;
+  static constexpr char kUnread = 0, kScanned = 1, kHeap = 2, kStale = 3;
   std::vector<char> built_;
+  // The live members of one slot with their times (load_row), and per slot a count of the jobs
+  // that joined or left it, which says whether row_ is still current.
+  struct Row {
+    std::size_t slot = kNone;
+    std::uint64_t stamp = 0;
+    std::vector<std::uint32_t> job;
+    std::vector<std::uint32_t> version;
+    std::vector<std::int64_t> here;  // the job's cost in the slot
+    std::vector<std::int64_t> time;  // [i * types + type]
+  };
+  Row row_;
+  std::vector<std::uint64_t> stamp_;
   std::size_t excess_nodes_ = 0;
   std::size_t augmentations_ = 0;
   std::vector<std::int64_t> dist_;
