@@ -55,6 +55,8 @@ struct Move {
   std::uint32_t job;
   std::uint32_t version;
 };
+// A stale pair of a slot with at most this many member entries is scanned again, not heaped.
+constexpr std::size_t kRescanMembers = 64;
 constexpr std::uint32_t kNoJob = std::numeric_limits<std::uint32_t>::max();
 struct Cheaper {  // min-heap order, job as tie-break for determinism
   bool operator()(const Move& a, const Move& b) const {
@@ -335,7 +337,15 @@ class Transport {
     const std::size_t pair = s * slots_ + t;
     if (built_[pair] == kUnread) scan(s, t);
     if (built_[pair] == kScanned) return best_[pair].job == kNoJob ? nullptr : &best_[pair];
-    if (built_[pair] == kStale) build_heap(s, t);
+    if (built_[pair] == kStale) {
+      // A few members are scanned again (contiguous, no heap upkeep on later joins); many get a
+      // heap. Both give the cheapest live move, the lower job among equals.
+      if (net_.implicit != nullptr && members_[s].size() <= kRescanMembers) {
+        scan(s, t);
+        return best_[pair].job == kNoJob ? nullptr : &best_[pair];
+      }
+      build_heap(s, t);
+    }
     auto& heap = moves_[pair];
     while (!heap.empty()) {
       const Move& top = heap.front();
