@@ -280,6 +280,14 @@ class Transport {
       const std::size_t type = net_.slot_type[t];
       const std::int64_t level = level_[t];
       Move& best = best_[pair];
+      if (type == net_.slot_type[s]) {
+        // Within the type a move costs time·(level − level of s): the shortest job's is the
+        // cheapest to a deeper level, the longest job's to a shallower one.
+        if (row_.job.empty()) return;
+        const std::size_t i = level > level_[s] ? row_.shortest : row_.longest;
+        best = {row_.time[i * types + type] * level - row_.here[i], row_.job[i], row_.version[i]};
+        return;
+      }
       for (std::size_t i = 0; i < row_.job.size(); ++i) {
         const std::int64_t time = row_.time[i * types + type];
         if (time == kCannotRun) continue;
@@ -309,13 +317,25 @@ class Transport {
     row_.version.clear();
     row_.here.clear();
     row_.time.clear();
+    const std::size_t own = net_.slot_type[s];
     for (const Move& m : members_[s]) {
       if (!live(m, s)) continue;
+      const std::size_t i = row_.job.size();
       row_.job.push_back(m.job);
       row_.version.push_back(m.version);
       row_.here.push_back(cost(m.job, s));
       for (std::size_t type = 0; type < types; ++type)
         row_.time.push_back(problem.time(m.job, type));
+      // Shortest and longest on s's own type, the lower job among equals.
+      const auto time = [&](std::size_t k) { return row_.time[k * types + own]; };
+      if (i == 0 || time(i) < time(row_.shortest) ||
+          (time(i) == time(row_.shortest) && m.job < row_.job[row_.shortest])) {
+        row_.shortest = i;
+      }
+      if (i == 0 || time(i) > time(row_.longest) ||
+          (time(i) == time(row_.longest) && m.job < row_.job[row_.longest])) {
+        row_.longest = i;
+      }
     }
   }
   // Heaps are built on second use, once a pair's scanned best has moved away.
@@ -594,6 +614,8 @@ class Transport {
     std::vector<std::uint32_t> version;
     std::vector<std::int64_t> here;  // the job's cost in the slot
     std::vector<std::int64_t> time;  // [i * types + type]
+    std::size_t shortest = 0;        // the member of least time on the slot's type
+    std::size_t longest = 0;         // and of most
   };
   Row row_;
   std::vector<std::uint64_t> stamp_;
