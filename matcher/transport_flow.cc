@@ -11,17 +11,21 @@
 // what its price says it should (all outlet units dearer than its price unused, all cheaper ones
 // used); the result is a pseudo-flow whose imbalances (a slot holding more jobs than it sends on,
 // or fewer) are small when the prices are good. Then, while some node has an excess: Dijkstra on
-// reduced costs from every excess node over the S slots and the sink (dense, O(S²), each arc
-// s → s' read off a heap of the jobs in s keyed by c(j,s') − c(j,s)), prices move by the
-// distances, and one unit goes along the shortest path to the nearest deficit, moving the jobs
-// on it. Each augmentation fixes one unit of imbalance; heap upkeep is O(S log J) per moved job.
+// reduced costs from every excess node over the S slots and the sink (dense, O(S²)), prices move
+// by the distances, and one unit goes along the shortest path to the nearest deficit, moving the
+// jobs on it. Each augmentation fixes one unit of imbalance.
 //
+// An arc s → s' costs the cheapest move min_j c(j,s') − c(j,s) over the jobs in s (the lower job
+// among equals). It is found on first use by a pass over s's members gathered into one
+// contiguous row (within a device type, the row's shortest or longest job: the move costs time ×
+// level change), and kept current as jobs join s; once its job leaves s it is found again, by a
+// new pass when s holds few jobs, else from a heap of all of s's moves to s' (O(log J) per join).
 // The passes over every job (start, check) ask, per job and device type, for the slot minimising
 // level·time + price: the lower convex hull of the type's (level, price) points answers that by
 // binary search (level_hull.h), so they cost O(J·T·log S), not O(J·S). Dijkstra picks its next
-// node in the same pass that relaxes the arcs of the last one. Both choose exactly what a scan of
-// every slot would (the lowest slot among equals), so the solver's path, and which optimal plan it
-// returns among several, do not depend on them.
+// node in the same pass that relaxes the arcs of the last one. Every one of these returns exactly
+// what a scan of every job and slot would (the lowest among equals), so the solver's path, and
+// which optimal plan it returns among several, do not depend on them.
 //
 // Exactness: at the end, every job must sit in a cheapest slot at the final prices and every
 // slot's price must lie between its last used and next unused outlet costs: LP duality then
