@@ -423,6 +423,9 @@ ApiResult<ObjectPtr> ApiObjects::create(const ResourceType& type, const std::str
     return bad_request(
         "the namespace of the provided object does not match the namespace sent on the request");
   }
+  // EnsureObjectNamespaceMatchesRequestNamespace: the request's namespace is the object's
+  // before admission sees it (a webhook's namespaceSelector reads it).
+  if (type.namespaced) metadata["namespace"] = ns;
   std::string name = string_at(metadata, "name");
   const std::string generate = string_at(metadata, "generateName");
   if (name.empty() && generate.empty()) {
