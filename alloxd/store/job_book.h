@@ -186,6 +186,10 @@ class JobBook {
   Expected<JobRecord> start(const std::string& job_id, const JobVariant& pod_variant,
                             const std::string& node, int preferred_slot, double now);
   Expected<JobRecord> finish(const std::string& job_id, double now);
+  // The running job's pod failed and its Job will run it again as another pod (model/job.h):
+  // the job frees its slots and is queued again, the same run (no new run, nothing finished),
+  // and the pod that ran is no longer a variant. Errors: unknown, or not running.
+  Expected<JobRecord> requeue(const std::string& job_id);
   void add_sample(const ProfileSample& sample);
 
   TimeEstimate estimate(const BookJob& job, const DeviceType& device) const;

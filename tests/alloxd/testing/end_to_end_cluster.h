@@ -75,6 +75,7 @@ class EndToEndCluster {
   EndToEndCluster& operator=(const EndToEndCluster&) = delete;
 
   emulator::ApiObjects& objects() { return api_->objects(); }
+  emulator::FakeApiServer& api() { return *api_; }
   emulator::SimClock& clock() { return clock_; }
   // The replay's options: scheduler (its extender at alloxd), resources and labels of the
   // config's devices, namespace, gate, and a quiet() that waits for alloxd to see every pod.
