@@ -164,10 +164,9 @@ ClusterFeed::ClusterFeed(kube::KubeClient& client, Planner& planner, const Exten
           std::make_unique<PodHandler>(planner, config, *job_handler_, std::move(on_change))),
       each_event_alone_(std::make_unique<EachEventAlone>(*pod_handler_)),
       node_handler_(std::make_unique<NodeHandler>(planner, config, [this] { start_jobs(); })) {
-  job_handler_->set_on_change([this](const std::string& job_key) {
-    pod_handler_->job_seen(job_key);
-    start_pods();  // once the Jobs are listed (a no-op after the first call)
-  });
+  job_handler_->set_on_change(
+      [this](const std::string& job_key) { pod_handler_->job_seen(job_key); });
+  job_handler_->set_on_listed([this] { start_pods(); });  // a no-op after the first call
   kube::InformerOptions pods;
   pods.path = "/api/v1/pods";
   if (!config.scheduler_name.empty()) {  // empty: every pod is allox's (config.h)

@@ -38,6 +38,7 @@ void JobHandler::on_replace(const std::vector<json>& objects) {
   if (on_change_) {
     for (const std::string& key : changed) on_change_(key);
   }
+  if (on_listed_) on_listed_();
 }
 
 void JobHandler::on_upsert(const json& object) {

@@ -28,6 +28,8 @@ class JobHandler final : public kube::InformerHandler {
   void set_on_change(std::function<void(const std::string& job_key)> on_change) {
     on_change_ = std::move(on_change);
   }
+  // Called after every list (on_replace), Jobs or none: the pods may be watched from then on.
+  void set_on_listed(std::function<void()> on_listed) { on_listed_ = std::move(on_listed); }
 
   void on_replace(const std::vector<nlohmann::json>& objects) override;
   void on_upsert(const nlohmann::json& object) override;
@@ -42,6 +44,7 @@ class JobHandler final : public kube::InformerHandler {
 
  private:
   std::function<void(const std::string&)> on_change_;
+  std::function<void()> on_listed_;
   mutable std::mutex mu_;
   std::map<std::string, JobFacts> jobs_;
   std::map<std::string, std::string> errors_;
