@@ -180,6 +180,14 @@ ClusterFeed::ClusterFeed(kube::KubeClient& client, Planner& planner, const Exten
   kube::InformerOptions jobs;
   jobs.path = kube::kJobsPath;
   jobs.on_thread_start = pods.on_thread_start;
+  jobs.on_list_failed = [this](const Status&) {
+    if (!jobs_unlisted_.exchange(true)) {
+      log_warn("cluster feed: batch/v1 Jobs cannot be listed; the pods are watched without them "
+               "(a Job's pods wait until its Job is read)",
+               {{"path", kube::kJobsPath}});
+    }
+    start_pods();
+  };
   if (metrics != nullptr) {
     for (auto [options, collection] : {std::pair{&pods, Metrics::Collection::kPods},
                                        std::pair{&nodes, Metrics::Collection::kNodes}}) {
@@ -215,7 +223,7 @@ void ClusterFeed::start_jobs() {
 
 void ClusterFeed::start_pods() {
   std::lock_guard lock(start_mu_);
-  if (stopped_ || pods_started_ || !job_handler_->synced()) return;
+  if (stopped_ || pods_started_ || (!job_handler_->synced() && !jobs_unlisted_.load())) return;
   pods_started_ = true;
   pod_informer_->start();
 }
@@ -234,7 +242,8 @@ void ClusterFeed::stop() {
 }
 
 bool ClusterFeed::synced() const {
-  return pod_handler_->synced() && node_handler_->synced() && job_handler_->synced();
+  return pod_handler_->synced() && node_handler_->synced() &&
+         (job_handler_->synced() || jobs_unlisted_.load());
 }
 
 bool ClusterFeed::busy() const {

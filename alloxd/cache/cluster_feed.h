@@ -22,6 +22,7 @@
 // Thread-safe. Handler calls come from each informer's thread; pods() and synced() from any.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -86,7 +87,7 @@ class ClusterFeed {
 
   void start();
   void stop();
-  // True once the pods, the Jobs and the nodes have been listed.
+  // True once the pods and the nodes have been listed, and the Jobs (or their list failed).
   bool synced() const;
   // True while a watch event or list is being handled: from the moment pods() shows what it
   // saw until the planner has the change and on_change has run (discrete-event drivers must
@@ -132,11 +133,14 @@ class ClusterFeed {
   std::unique_ptr<kube::Informer> job_informer_;
   // The Jobs are watched once the nodes are listed, and the pods once the Jobs are: binds in
   // doubt are settled from the first pod list, against a known inventory, and a Job's pods find
-  // their Job.
+  // their Job. A Job list the API server refuses (no RBAC for batch/v1 jobs, or an API server
+  // without them) does not hold the pods back: they are watched anyway, and a Job's pods wait
+  // until its Job can be read (ObservedPod::awaiting_job).
   void start_jobs();
   void start_pods();
   std::mutex start_mu_;
   bool stopped_ = true, jobs_started_ = false, pods_started_ = false;
+  std::atomic<bool> jobs_unlisted_{false};  // a Job list failed before any succeeded
 };
 
 // The pod as allox observes it (any scheduler); an error when metadata is unusable.

@@ -100,15 +100,16 @@ struct JobVariant {
   std::optional<std::int64_t> iterations;
   std::map<DeviceType, double> time_hints;  // seconds, from allox.io/time.<dev>
   int units = 1;  // devices of one type on one node it needs at once, 1..kMaxUnits (see above)
-  // Pods that run together as one job: an Indexed batch/v1 Job of N pods is a gang of N
-  // (model/job.h); 1 for a job of one pod.
-  int gang = 1;
   // Every type it can run on, `device` among them (pod_devices.h); empty means {device}. Not
   // stored, nor are model and batch size: a variant restored from the store has them again when
   // its pod is read again (the watch's list at start-up, or its next /filter).
   std::vector<DeviceType> devices = {};
   std::string model = {};              // allox.io/model, for the throughput table
   std::optional<int> batch_size = {};  // allox.io/batch-size
+  // Members of the gang this pod belongs to (allox.io/gang-size; 1: not a gang). A plain field:
+  // reading the annotation fills it, and a reader of another owner (an Indexed batch/v1 Job,
+  // completions == parallelism) may set it. The member's identity is its pod (`pod`).
+  int gang = 1;
 
   // Whether it can run on `type`.
   bool runs_on(std::string_view type) const {
