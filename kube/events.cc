@@ -9,6 +9,12 @@ namespace {
 
 using nlohmann::json;
 
+// A series' object within its namespace: a pod by its name, anything else by kind and name (a
+// Job and its pod may share a name).
+std::string series_name(const ObjectRef& object) {
+  return object.kind == "Pod" ? object.name : object.kind + "/" + object.name;
+}
+
 }  // namespace
 
 EventRecorder::EventRecorder(KubeClient& client, EventOptions options,
@@ -68,7 +74,7 @@ Expected<EventRecorder::Outcome> EventRecorder::record(const ObjectRef& pod,
   bool exists;
   {
     std::lock_guard lock(mu_);
-    auto it = series_.find({pod.namespace_name, pod.name, reason});
+    auto it = series_.find({pod.namespace_name, series_name(pod), reason});
     exists = it != series_.end();
     if (exists) {
       if (it->second.message == message && now - it->second.last_write < options_.repeat_after) {
@@ -110,8 +116,8 @@ Expected<EventRecorder::Outcome> EventRecorder::record(const ObjectRef& pod,
                   {"kind", "Event"},
                   {"metadata", {{"name", series.event_name}, {"namespace", pod.namespace_name}}},
                   {"involvedObject",
-                   {{"apiVersion", "v1"},
-                    {"kind", "Pod"},
+                   {{"apiVersion", pod.api_version},
+                    {"kind", pod.kind},
                     {"namespace", pod.namespace_name},
                     {"name", pod.name},
                     {"uid", pod.uid}}},
@@ -136,15 +142,16 @@ Expected<EventRecorder::Outcome> EventRecorder::record(const ObjectRef& pod,
   series.message = message;
   series.last_write = now;
   std::lock_guard lock(mu_);
-  series_[{pod.namespace_name, pod.name, reason}] = series;
+  series_[{pod.namespace_name, series_name(pod), reason}] = series;
   return outcome;
 }
 
 void EventRecorder::forget(const ObjectRef& pod) {
   std::lock_guard lock(mu_);
-  for (auto it = series_.lower_bound({pod.namespace_name, pod.name, ""});
+  const std::string name = series_name(pod);
+  for (auto it = series_.lower_bound({pod.namespace_name, name, ""});
        it != series_.end() && std::get<0>(it->first) == pod.namespace_name &&
-       std::get<1>(it->first) == pod.name;) {
+       std::get<1>(it->first) == name;) {
     it = series_.erase(it);
   }
 }

@@ -1,4 +1,4 @@
-// Kubernetes Events on pods ("why is my pod pending?"), deduplicated and rate-bounded so a long
+// Kubernetes Events on pods ("why is my pod pending?") and the Jobs that own them, deduplicated and rate-bounded so a long
 // queue cannot flood the API server.
 //
 //   - One Event object per (pod, reason): the first record() POSTs it; later ones PATCH the
@@ -31,8 +31,12 @@
 
 namespace allox::kube {
 
+// The object an event is about, or a call acts on: a Pod unless kind says otherwise (a
+// batch/v1 Job: kind "Job", api_version "batch/v1").
 struct ObjectRef {
   std::string namespace_name, name, uid;
+  std::string kind = "Pod";
+  std::string api_version = "v1";
 };
 
 struct EventOptions {

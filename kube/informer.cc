@@ -134,6 +134,7 @@ void Informer::loop() {
         log_warn("list failed; retrying", {{"path", options_.path},
                                            {"retry_in_ms", static_cast<long long>(delay.count())},
                                            {"error", listed.message()}});
+        if (options_.on_list_failed) options_.on_list_failed(listed);
         if (!sleep_for(delay)) return;
         continue;
       }

@@ -68,6 +68,9 @@ struct InformerOptions {
   // ends with why ("ended", "gone", "failed"; not when it ends for a relist()): for metrics.
   std::function<void()> on_list;
   std::function<void(const char* why)> on_watch_end;
+  // Called on the informer's thread after each list that failed (it is retried with back-off):
+  // a caller whose other work waits for this list can go on without it.
+  std::function<void(const Status& why)> on_list_failed;
   // Runs first on the informer's thread, after it is named (alloxd puts it in its background
   // class, core/thread_priority.h).
   std::function<void()> on_thread_start;

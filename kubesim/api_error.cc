@@ -6,10 +6,18 @@ nlohmann::json ApiError::status() const {
   nlohmann::json out = {
       {"kind", "Status"},    {"apiVersion", "v1"}, {"metadata", nlohmann::json::object()},
       {"status", "Failure"}, {"message", message}, {"reason", reason}};
-  if (!name.empty() || !kind.empty()) {
+  if (!name.empty() || !kind.empty() || !causes.empty()) {
     nlohmann::json details = nlohmann::json::object();
     if (!name.empty()) details["name"] = name;
+    if (!group.empty()) details["group"] = group;
     if (!kind.empty()) details["kind"] = kind;
+    if (!causes.empty()) {
+      nlohmann::json list = nlohmann::json::array();
+      for (const ApiCause& cause : causes) {
+        list.push_back({{"reason", cause.reason}, {"message", cause.message}, {"field", cause.field}});
+      }
+      details["causes"] = std::move(list);
+    }
     out["details"] = details;
   }
   out["code"] = code;
@@ -30,8 +38,19 @@ ApiError conflict(const std::string& plural, const std::string& name, const std:
 }
 
 ApiError invalid(const std::string& kind, const std::string& name, const std::string& field,
-                 const std::string& why) {
-  return {422, "Invalid", kind + " \"" + name + "\" is invalid: " + field + ": " + why, name, kind};
+                 const std::string& why, const std::string& group) {
+  auto starts = [&](const char* prefix) { return why.rfind(prefix, 0) == 0; };
+  const char* reason = starts("Required value")      ? "FieldValueRequired"
+                       : starts("Forbidden")         ? "FieldValueForbidden"
+                       : starts("Unsupported value") ? "FieldValueNotSupported"
+                       : starts("Duplicate value")   ? "FieldValueDuplicate"
+                                                     : "FieldValueInvalid";
+  const std::string shown = group.empty() ? kind : kind + "." + group;
+  ApiError error{422, "Invalid", shown + " \"" + name + "\" is invalid: " + field + ": " + why,
+                 name, kind};
+  error.group = group;
+  error.causes.push_back({reason, why, field});
+  return error;
 }
 
 ApiError bad_request(const std::string& message) {

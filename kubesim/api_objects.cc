@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 
+#include "kubesim/job_objects.h"
 #include "kubesim/json_equal.h"
 
 namespace allox::emulator {
@@ -36,9 +37,14 @@ const ResourceType& leases_resource() {
   return type;
 }
 
+const ResourceType& jobs_resource() {
+  static const ResourceType type{"jobs", "Job", "batch/v1", true};
+  return type;
+}
+
 const ResourceType* find_resource(const std::string& api_version, const std::string& plural) {
   for (const ResourceType* type : {&pods_resource(), &nodes_resource(), &events_resource(),
-                                   &events_v1_resource(), &leases_resource()}) {
+                                   &events_v1_resource(), &leases_resource(), &jobs_resource()}) {
     if (type->api_version == api_version && type->plural == plural) return type;
   }
   return nullptr;
@@ -417,11 +423,19 @@ ApiResult<ObjectPtr> ApiObjects::create(const ResourceType& type, const std::str
     return bad_request(
         "the namespace of the provided object does not match the namespace sent on the request");
   }
+  // EnsureObjectNamespaceMatchesRequestNamespace: the request's namespace is the object's
+  // before admission sees it (a webhook's namespaceSelector reads it).
+  if (type.namespaced) metadata["namespace"] = ns;
   std::string name = string_at(metadata, "name");
   const std::string generate = string_at(metadata, "generateName");
   if (name.empty() && generate.empty()) {
     return invalid(type.kind, "", "metadata.name",
                    "Required value: name or generateName is required");
+  }
+  if (type.kind == "Job") {
+    auto prepared = prepare_new_job(std::move(object));
+    if (auto* error = std::get_if<ApiError>(&prepared)) return *error;
+    object = std::move(std::get<json>(prepared));
   }
   if (type.kind == "Pod") {
     const json spec = object.value("spec", json::object());
@@ -465,6 +479,7 @@ ApiResult<ObjectPtr> ApiObjects::create(const ResourceType& type, const std::str
   meta["creationTimestamp"] = rfc3339(state_->now());
   object["kind"] = type.kind;
   object["apiVersion"] = type.api_version;
+  if (type.kind == "Job") complete_new_job(object);
   if (type.kind == "Pod") {
     json& spec = object["spec"];
     if (!spec.contains("schedulerName")) spec["schedulerName"] = "default-scheduler";
@@ -548,6 +563,13 @@ ApiResult<json> prepare_update(const ResourceType& type, const json& old, json u
   }
   out["kind"] = type.kind;
   out["apiVersion"] = type.api_version;
+  if (type.kind == "Job") {
+    if (auto error = job_update_error(old, out)) return *error;
+    if (auto kept = old.find("status"); kept != old.end()) {  // only via /status
+      auto mine = out.find("status");
+      if (mine == out.end() || *mine != *kept) out["status"] = *kept;
+    }
+  }
   if (type.kind == "Pod") {
     // Status changes only via /status: the stored one is kept (copied only when it differs).
     if (auto kept = old.find("status"); kept != old.end()) {
@@ -615,6 +637,8 @@ ApiResult<ObjectPtr> ApiObjects::patch(const ResourceType& type, const std::stri
 
 ApiResult<ObjectPtr> ApiObjects::remove(const ResourceType& type, const std::string& ns,
                                         const std::string& name, const json& options) {
+  auto propagation = propagation_of(options, type.kind == "Job");
+  if (auto* error = std::get_if<ApiError>(&propagation)) return *error;
   std::lock_guard lock(state_->mu);
   const std::string key = object_key(type, ns, name);
   ObjectPtr old = state_->find(type, key);
@@ -637,6 +661,20 @@ ApiResult<ObjectPtr> ApiObjects::remove(const ResourceType& type, const std::str
                           ", ResourceVersion in object meta: " + actual_rv);
     }
   }
+  if (type.kind == "Job") {
+    const Propagation policy = std::get<Propagation>(propagation);
+    if (policy != Propagation::kBackground) {
+      settle_dependents(ns, string_at(metadata_of(*old), "uid"), policy);
+    }
+  }
+  return remove_locked(type, key, old, options);
+}
+
+// Must hold mu. The object goes: a bound running pod first gets its deletionTimestamp
+// (MODIFIED), as a kubelet would be given its grace period; then it is DELETED at once (the
+// fake has no kubelet to wait for).
+ApiResult<ObjectPtr> ApiObjects::remove_locked(const ResourceType& type, const std::string& key,
+                                               ObjectPtr old, const json& options) {
   ObjectPtr last = old;
   const bool graceful =
       type.kind == "Pod" && !string_at(object_at(*old, "spec"), "nodeName").empty() &&
@@ -648,10 +686,42 @@ ApiResult<ObjectPtr> ApiObjects::remove(const ResourceType& type, const std::str
     last = std::make_shared<const json>(state_->stamped(std::move(marked)));
     state_->commit(type, key, "MODIFIED", last, old);
   }
-  // The fake has no kubelet to wait for: the object goes at once, after its MODIFIED.
   auto gone = std::make_shared<const json>(state_->stamped(*last));
   state_->commit(type, key, "DELETED", gone, last);
   return ObjectPtr(gone);
+}
+
+// Must hold mu. What the garbage collector does to a Job's pods before the Job goes: Orphan
+// takes the Job's ownerReference off each (they stay, owned by nobody); Foreground deletes them.
+void ApiObjects::settle_dependents(const std::string& ns, const std::string& owner_uid,
+                                   Propagation policy) {
+  std::vector<std::pair<std::string, ObjectPtr>> owned;
+  auto table = state_->objects.find(type_key(pods_resource()));
+  if (table == state_->objects.end()) return;
+  for (const auto& [key, pod] : table->second) {
+    if (string_at(metadata_of(*pod), "namespace") == ns && controlled_by(*pod, owner_uid)) {
+      owned.emplace_back(key, pod);
+    }
+  }
+  for (const auto& [key, pod] : owned) {
+    if (policy == Propagation::kForeground) {
+      (void)remove_locked(pods_resource(), key, pod, json(nullptr));
+      continue;
+    }
+    json orphan = *pod;
+    json& refs = orphan["metadata"]["ownerReferences"];
+    json kept = json::array();
+    for (const json& ref : refs) {
+      if (string_at(ref, "uid") != owner_uid) kept.push_back(ref);
+    }
+    if (kept.empty()) {
+      orphan["metadata"].erase("ownerReferences");
+    } else {
+      refs = std::move(kept);
+    }
+    auto stored = std::make_shared<const json>(state_->stamped(std::move(orphan)));
+    state_->commit(pods_resource(), key, "MODIFIED", stored, pod);
+  }
 }
 
 ApiResult<json> ApiObjects::bind(const std::string& ns, const std::string& name,

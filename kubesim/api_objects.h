@@ -40,6 +40,7 @@
 
 #include "core/time_text.h"  // rfc3339, as metav1.Time renders
 #include "kubesim/api_error.h"
+#include "kubesim/job_objects.h"
 #include "kubesim/patches.h"
 #include "kubesim/selectors.h"
 
@@ -59,6 +60,7 @@ const ResourceType& nodes_resource();
 const ResourceType& events_resource();     // core/v1 Event
 const ResourceType& events_v1_resource();  // events.k8s.io/v1 Event
 const ResourceType& leases_resource();     // coordination.k8s.io/v1 Lease
+const ResourceType& jobs_resource();       // batch/v1 Job (job_objects.h: defaults, validation)
 // By API group version ("v1", "coordination.k8s.io/v1", ...) and plural; null when not served.
 const ResourceType* find_resource(const std::string& api_version, const std::string& plural);
 
@@ -135,6 +137,11 @@ class ApiObjects {
                              const std::string& name, PatchType patch_type, const std::string& body,
                              bool status_only);
   // options: a DeleteOptions object or null; preconditions.uid / .resourceVersion are checked.
+  // A Job's dependents (the pods it controls) follow options.propagationPolicy (batch/v1's
+  // default: Orphan): Orphan takes the Job's ownerReference off them before the Job goes;
+  // Foreground deletes them first (the garbage collector's work, done at once: the Job is
+  // never seen with its foregroundDeletion finalizer); Background leaves them to the garbage
+  // collector (job_controller.h), which deletes them after the Job is gone.
   ApiResult<ObjectPtr> remove(const ResourceType& type, const std::string& namespace_name,
                               const std::string& name, const nlohmann::json& options);
   // POST pods/{name}/binding with a v1.Binding body; the answer is the Status kube-apiserver
@@ -165,6 +172,10 @@ class ApiObjects {
  private:
   friend class WatchStream;
   struct State;
+  ApiResult<ObjectPtr> remove_locked(const ResourceType& type, const std::string& key,
+                                     ObjectPtr old, const nlohmann::json& options);
+  void settle_dependents(const std::string& ns, const std::string& owner_uid,
+                         Propagation policy);
   std::shared_ptr<State> state_;
 };
 

@@ -537,7 +537,21 @@ struct FakeApiServer::Impl {
           if (!options.is_object()) options = json::object();
           options["gracePeriodSeconds"] = std::atoi(query("gracePeriodSeconds").c_str());
         }
-        return answer(objects.remove(type, route.namespace_name, route.name, options), 200);
+        if (!query("propagationPolicy").empty()) {
+          if (!options.is_object()) options = json::object();
+          options["propagationPolicy"] = query("propagationPolicy");
+        }
+        const bool default_policy =
+            !options.is_object() ||
+            (!options.contains("propagationPolicy") && !options.contains("orphanDependents"));
+        auto removed = objects.remove(type, route.namespace_name, route.name, options);
+        if (auto* error = std::get_if<ApiError>(&removed)) return send(reply_error(request, *error));
+        Response response = reply(request, 200, *std::get<ObjectPtr>(removed));
+        // kube-apiserver warns that a batch/v1 Job deleted without a policy keeps its pods.
+        if (type.kind == "Job" && default_policy) {
+          response.set(http::field::warning, kOrphanedPodsWarning);
+        }
+        return send(std::move(response));
       }
       default:
         return send(reply_error(request, ApiError{405, "MethodNotAllowed",

@@ -33,6 +33,7 @@ struct FakeKubelet::Impl {
   ApiObjects& objects;
   const SimClock& clock;
   RunSeconds run_seconds;
+  ExitCode exit_code;
   mutable std::mutex mu;
   std::condition_variable cv;
   std::deque<std::pair<std::string, std::string>> started;  // bound pods to start (ns, name)
@@ -44,8 +45,8 @@ struct FakeKubelet::Impl {
   std::optional<Attachment> attachment;  // taken by start(), released by stop()
   std::thread thread;
 
-  Impl(ApiObjects& o, const SimClock& c, RunSeconds r)
-      : objects(o), clock(c), run_seconds(std::move(r)) {}
+  Impl(ApiObjects& o, const SimClock& c, RunSeconds r, ExitCode e)
+      : objects(o), clock(c), run_seconds(std::move(r)), exit_code(std::move(e)) {}
 
   void on_change(const Change& change) {
     if (change.resource != &pods_resource() || !change.after) return;
@@ -83,15 +84,23 @@ struct FakeKubelet::Impl {
 
   void finish_pod(const std::string& ns, const std::string& name) {
     const double now = clock.now();
-    json container = {
-        {"name", "main"},
-        {"ready", false},
-        {"restartCount", 0},
-        {"started", false},
-        {"state",
-         {{"terminated",
-           {{"exitCode", 0}, {"reason", "Completed"}, {"finishedAt", rfc3339(now)}}}}}};
-    json status = {{"phase", "Succeeded"}, {"containerStatuses", json::array({container})}};
+    int code = 0;
+    if (exit_code) {
+      auto current = objects.get(pods_resource(), ns, name);
+      if (failed(current)) return;  // deleted meanwhile
+      code = exit_code(*std::get<ObjectPtr>(current));
+    }
+    json container = {{"name", "main"},
+                      {"ready", false},
+                      {"restartCount", 0},
+                      {"started", false},
+                      {"state",
+                       {{"terminated",
+                         {{"exitCode", code},
+                          {"reason", code == 0 ? "Completed" : "Error"},
+                          {"finishedAt", rfc3339(now)}}}}}};
+    json status = {{"phase", code == 0 ? "Succeeded" : "Failed"},
+                   {"containerStatuses", json::array({container})}};
     (void)objects.patch(pods_resource(), ns, name, PatchType::kMerge,
                         json{{"status", status}}.dump(), true);
   }
@@ -124,8 +133,9 @@ struct FakeKubelet::Impl {
   }
 };
 
-FakeKubelet::FakeKubelet(ApiObjects& objects, const SimClock& clock, RunSeconds run_seconds)
-    : impl_(std::make_unique<Impl>(objects, clock, std::move(run_seconds))) {}
+FakeKubelet::FakeKubelet(ApiObjects& objects, const SimClock& clock, RunSeconds run_seconds,
+                         ExitCode exit_code)
+    : impl_(std::make_unique<Impl>(objects, clock, std::move(run_seconds), std::move(exit_code))) {}
 
 FakeKubelet::~FakeKubelet() {
   stop();

@@ -8,6 +8,7 @@
 #include "alloxd/control/cluster_api.h"  // node_inventory
 #include "core/log.h"
 #include "core/thread_priority.h"
+#include "kube/jobs.h"
 #include "kube/pods.h"
 
 namespace allox::extender {
@@ -67,6 +68,7 @@ Expected<ObservedPod> observe_pod(const json& pod, const DeviceMapping& devices,
   observed.phase = string_at(pod, "status", "phase");
   observed.resource_version = string_at(pod, "metadata", "resourceVersion");
   observed.turned_away = turned_away(pod);
+  observed.owner_job = job_owner(pod);
   const json* metadata = pod.is_object() && pod.contains("metadata") ? &pod["metadata"] : nullptr;
   if (metadata != nullptr && metadata->is_object()) {
     observed.nudge =
@@ -157,9 +159,14 @@ class ClusterFeed::EachEventAlone final : public kube::InformerHandler {
 
 ClusterFeed::ClusterFeed(kube::KubeClient& client, Planner& planner, const ExtenderConfig& config,
                          std::function<void()> on_change, Metrics* metrics)
-    : pod_handler_(std::make_unique<PodHandler>(planner, config, std::move(on_change))),
+    : job_handler_(std::make_unique<JobHandler>()),
+      pod_handler_(
+          std::make_unique<PodHandler>(planner, config, *job_handler_, std::move(on_change))),
       each_event_alone_(std::make_unique<EachEventAlone>(*pod_handler_)),
-      node_handler_(std::make_unique<NodeHandler>(planner, config, [this] { start_pods(); })) {
+      node_handler_(std::make_unique<NodeHandler>(planner, config, [this] { start_jobs(); })) {
+  job_handler_->set_on_change(
+      [this](const std::string& job_key) { pod_handler_->job_seen(job_key); });
+  job_handler_->set_on_listed([this] { start_pods(); });  // a no-op after the first call
   kube::InformerOptions pods;
   pods.path = "/api/v1/pods";
   if (!config.scheduler_name.empty()) {  // empty: every pod is allox's (config.h)
@@ -170,6 +177,17 @@ ClusterFeed::ClusterFeed(kube::KubeClient& client, Planner& planner, const Exten
   kube::InformerOptions nodes;
   nodes.path = "/api/v1/nodes";
   nodes.on_thread_start = pods.on_thread_start;
+  kube::InformerOptions jobs;
+  jobs.path = kube::kJobsPath;
+  jobs.on_thread_start = pods.on_thread_start;
+  jobs.on_list_failed = [this](const Status&) {
+    if (!jobs_unlisted_.exchange(true)) {
+      log_warn("cluster feed: batch/v1 Jobs cannot be listed; the pods are watched without them "
+               "(a Job's pods wait until its Job is read)",
+               {{"path", kube::kJobsPath}});
+    }
+    start_pods();
+  };
   if (metrics != nullptr) {
     for (auto [options, collection] : {std::pair{&pods, Metrics::Collection::kPods},
                                        std::pair{&nodes, Metrics::Collection::kNodes}}) {
@@ -181,6 +199,7 @@ ClusterFeed::ClusterFeed(kube::KubeClient& client, Planner& planner, const Exten
   }
   pod_informer_ = std::make_unique<kube::Informer>(client, pods, *pod_handler_);
   node_informer_ = std::make_unique<kube::Informer>(client, nodes, *node_handler_);
+  job_informer_ = std::make_unique<kube::Informer>(client, jobs, *job_handler_);
 }
 
 ClusterFeed::~ClusterFeed() {
@@ -195,9 +214,16 @@ void ClusterFeed::start() {
   node_informer_->start();  // the pods follow once the nodes are listed (start_pods)
 }
 
+void ClusterFeed::start_jobs() {
+  std::lock_guard lock(start_mu_);
+  if (stopped_ || jobs_started_) return;
+  jobs_started_ = true;
+  job_informer_->start();
+}
+
 void ClusterFeed::start_pods() {
   std::lock_guard lock(start_mu_);
-  if (stopped_ || pods_started_) return;
+  if (stopped_ || pods_started_ || (!job_handler_->synced() && !jobs_unlisted_.load())) return;
   pods_started_ = true;
   pod_informer_->start();
 }
@@ -208,13 +234,16 @@ void ClusterFeed::stop() {
     stopped_ = true;
   }
   pod_informer_->stop();
+  job_informer_->stop();
   node_informer_->stop();
   std::lock_guard lock(start_mu_);
   pods_started_ = false;
+  jobs_started_ = false;
 }
 
 bool ClusterFeed::synced() const {
-  return pod_handler_->synced() && node_handler_->synced();
+  return pod_handler_->synced() && node_handler_->synced() &&
+         (job_handler_->synced() || jobs_unlisted_.load());
 }
 
 bool ClusterFeed::busy() const {
@@ -223,6 +252,7 @@ bool ClusterFeed::busy() const {
 
 void ClusterFeed::relist() {
   pod_informer_->relist();
+  job_informer_->relist();
   node_informer_->relist();
 }
 
@@ -250,6 +280,10 @@ kube::InformerHandler& ClusterFeed::pod_watch_handler() {
 
 kube::InformerHandler& ClusterFeed::node_handler() {
   return *node_handler_;
+}
+
+kube::InformerHandler& ClusterFeed::job_handler() {
+  return *job_handler_;
 }
 
 }  // namespace allox::extender

@@ -10,6 +10,11 @@
 //     deleted (event, deletionTimestamp, or absent from a re-list)
 //                              -> the job it runs completes; a waiting variant leaves its job
 //   nodes -> the inventory (allocatable devices and CPU bundles), replaced on every change
+//   jobs  (batch/v1, job_handler.h) -> a pod a Job controls belongs to the allox job the Job
+//         names, with the gang its shape makes (model/job.h); a shape allox refuses leaves the
+//         pod out of the book with the reason. A Job's pod that fails (or vanishes) while the
+//         Job will replace it queues its job again (Planner::requeue) instead of ending it: the
+//         replacement is the same job. The Jobs are listed before the pods.
 //
 // Pods of other schedulers are ignored. A pod whose annotations cannot be read is kept with
 // its error (the controller reports it) and never enters the book.
@@ -17,6 +22,7 @@
 // Thread-safe. Handler calls come from each informer's thread; pods() and synced() from any.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -27,6 +33,8 @@
 #include <vector>
 
 #include "alloxd/config.h"
+#include "alloxd/model/job.h"
+#include "alloxd/cache/job_handler.h"
 #include "alloxd/plan/planner.h"
 #include "kube/client.h"
 #include "kube/events.h"
@@ -51,6 +59,14 @@ struct ObservedPod {
   // status.conditions holds PodScheduled=False with reason Unschedulable: kube-scheduler tried
   // the pod and parked it (it keeps the condition until the pod binds).
   bool turned_away = false;
+  // The batch/v1 Job that controls the pod (model/job.h): then `variant` names the Job's allox
+  // job and gang, and the Job, not the pod, is the variant the controller keeps or deletes.
+  std::optional<JobOwner> owner_job;
+  // Set when allox will not run the pod's Job (its shape: model/job.h gang_of): `variant` is
+  // unset and the controller says why in a Parked event on the Job.
+  std::string job_refusal;
+  // The pod's Job has not been seen yet (two watches): held back, looked at again when it is.
+  bool awaiting_job = false;
   bool pending() const { return node_name.empty() && (phase.empty() || phase == "Pending"); }
 };
 
@@ -71,7 +87,7 @@ class ClusterFeed {
 
   void start();
   void stop();
-  // True once both the pods and the nodes have been listed.
+  // True once the pods and the nodes have been listed, and the Jobs (or their list failed).
   bool synced() const;
   // True while a watch event or list is being handled: from the moment pods() shows what it
   // saw until the planner has the change and on_change has run (discrete-event drivers must
@@ -102,21 +118,29 @@ class ClusterFeed {
   kube::InformerHandler& pod_handler();
   kube::InformerHandler& pod_watch_handler();
   kube::InformerHandler& node_handler();
+  kube::InformerHandler& job_handler();
 
  private:
   class PodHandler;
   class NodeHandler;
   class EachEventAlone;
+  std::unique_ptr<JobHandler> job_handler_;  // before the pod handler, which reads it
   std::unique_ptr<PodHandler> pod_handler_;
   std::unique_ptr<EachEventAlone> each_event_alone_;
   std::unique_ptr<NodeHandler> node_handler_;
   std::unique_ptr<kube::Informer> pod_informer_;
   std::unique_ptr<kube::Informer> node_informer_;
-  // The pods are watched once the nodes are listed: binds in doubt are settled from the first
-  // pod list, against a known inventory.
+  std::unique_ptr<kube::Informer> job_informer_;
+  // The Jobs are watched once the nodes are listed, and the pods once the Jobs are: binds in
+  // doubt are settled from the first pod list, against a known inventory, and a Job's pods find
+  // their Job. A Job list the API server refuses (no RBAC for batch/v1 jobs, or an API server
+  // without them) does not hold the pods back: they are watched anyway, and a Job's pods wait
+  // until its Job can be read (ObservedPod::awaiting_job).
+  void start_jobs();
   void start_pods();
   std::mutex start_mu_;
-  bool stopped_ = true, pods_started_ = false;
+  bool stopped_ = true, jobs_started_ = false, pods_started_ = false;
+  std::atomic<bool> jobs_unlisted_{false};  // a Job list failed before any succeeded
 };
 
 // The pod as allox observes it (any scheduler); an error when metadata is unusable.

@@ -22,12 +22,15 @@ void log_unless_ok(const Expected<T>& outcome, std::string_view event, const Job
 }  // namespace
 
 void ClusterFeed::PodHandler::on_replace(const std::vector<json>& objects) {
+  std::lock_guard serial(serial_);
   Handling handling(handling_);
   std::map<std::string, ObservedPod> seen;
   std::vector<PodPlacement> placements;
+  held_.clear();
   for (const json& object : objects) {
     auto pod = ours(object);
     if (!pod) continue;
+    hold(*pod, object);
     placements.push_back(
         {{pod->ref.name, pod->ref.namespace_name, pod->ref.uid}, true, pod->node_name, pod->phase});
     if (!pod->deleting) seen[key_of(pod->ref.namespace_name, pod->ref.name)] = *pod;
@@ -51,27 +54,115 @@ void ClusterFeed::PodHandler::on_replace(const std::vector<json>& objects) {
 }
 
 void ClusterFeed::PodHandler::on_upsert(const json& object) {
+  std::lock_guard serial(serial_);
   Handling handling(handling_);
-  if (auto pod = ours(object); pod && !pod->deleting) {
+  upsert(object);
+  notify_unless_pending();
+}
+
+void ClusterFeed::PodHandler::upsert(const json& object) {
+  auto pod = ours(object);
+  if (pod) hold(*pod, object);
+  if (pod && !pod->deleting) {
     apply(*pod);
   } else if (auto identity = pod_identity(object)) {
     // Being deleted, or no longer ours: gone, if we knew it.
     forget_if_known(identity->namespace_name, identity->name);
   }
-  notify_unless_pending();
 }
 
 void ClusterFeed::PodHandler::on_delete(const json& object) {
+  std::lock_guard serial(serial_);
   Handling handling(handling_);
   auto identity = pod_identity(object);
   if (!identity) return;
+  if (auto owner = job_owner(object)) {
+    auto held = held_.find(owner->key());
+    if (held != held_.end() && held->second.erase(pod_key(*identity)) > 0 && held->second.empty()) {
+      held_.erase(held);
+    }
+  }
   forget_if_known(identity->namespace_name, identity->name);
   notify_unless_pending();
 }
 
 void ClusterFeed::PodHandler::on_caught_up() {
+  std::lock_guard serial(serial_);
   Handling handling(handling_);
   if (flush_pending() && on_change_) on_change_();
+}
+
+void ClusterFeed::PodHandler::job_seen(const std::string& job_key) {
+  std::lock_guard serial(serial_);
+  auto held = held_.find(job_key);
+  if (held == held_.end()) return;
+  Handling handling(handling_);
+  std::vector<json> pods;
+  for (auto& [key, object] : held->second) pods.push_back(object);
+  for (const json& object : pods) upsert(object);
+  if (flush_pending() || on_change_) {
+    if (on_change_) on_change_();
+  }
+}
+
+void ClusterFeed::PodHandler::hold(const ObservedPod& pod, const json& object) {
+  if (!pod.owner_job) return;
+  const std::string job_key = pod.owner_job->key();
+  const std::string key = key_of(pod.ref.namespace_name, pod.ref.name);
+  if (pod.awaiting_job && !pod.deleting) {
+    held_[job_key][key] = object;
+    return;
+  }
+  auto held = held_.find(job_key);
+  if (held != held_.end() && held->second.erase(key) > 0 && held->second.empty()) held_.erase(held);
+}
+
+void ClusterFeed::PodHandler::resolve_job(ObservedPod& pod) const {
+  if (!pod.owner_job || !pod.variant) return;
+  const std::optional<JobFacts> job = jobs_.find(pod.owner_job->key());
+  if (!job || job->ref.uid != pod.owner_job->uid) {
+    std::string error = jobs_.error_of(pod.owner_job->key());
+    pod.variant.reset();
+    if (!error.empty()) {
+      pod.read_error = error;  // a Job whose allox.io/job is no job id: never booked
+    } else {
+      pod.awaiting_job = true;
+      pod.read_error = "its Job " + pod.owner_job->key() + " is not seen yet";
+    }
+    return;
+  }
+  auto gang = gang_of(*job);
+  if (!gang) {
+    pod.variant.reset();
+    pod.job_refusal = gang.message();
+    return;
+  }
+  pod.variant->job_id = job->job_id;
+  pod.variant->gang = *gang;
+}
+
+bool ClusterFeed::PodHandler::job_retries(const ObservedPod& pod, bool vanished) const {
+  if (!pod.owner_job) return false;
+  const std::optional<JobFacts> job = jobs_.find(pod.owner_job->key());
+  if (!job || job->ref.uid != pod.owner_job->uid || job->finished()) return false;
+  int failures = vanished ? 1 : 0;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [key, seen] : pods_) {
+      if (seen.phase == "Failed" && seen.owner_job && seen.owner_job->uid == pod.owner_job->uid) {
+        ++failures;
+      }
+    }
+  }
+  // The Job controller fails the Job once its failures exceed backoffLimit; the Failed pods
+  // stay in the API server, so the watch counts them (this one among them).
+  return failures <= job->backoff_limit;
+}
+
+void ClusterFeed::PodHandler::requeue(const JobVariant& variant) {
+  flush_pending();  // the ends and registrations before it come first
+  log_unless_ok(planner_.requeue(variant.job_id, Durability::kWritten),
+                "could not queue a failed Job pod's job again", variant);
 }
 
 void ClusterFeed::PodHandler::notify_unless_pending() {
@@ -135,6 +226,7 @@ std::optional<ObservedPod> ClusterFeed::PodHandler::ours(const json& object) con
   }
   auto pod = observe_pod(object, config_.devices, config_.tenancy);
   if (!pod) return std::nullopt;
+  resolve_job(*pod);
   return *pod;
 }
 
@@ -173,6 +265,10 @@ void ClusterFeed::PodHandler::apply(const ObservedPod& pod) {
   if (variant.gang > 1 && apply_gang_member(pod)) return;
   Standing now = standing(pod);
   if (pod.phase == "Succeeded" || pod.phase == "Failed") {
+    if (now == Standing::kRunsAsThisPod && pod.phase == "Failed" && job_retries(pod, false)) {
+      requeue(variant);  // its Job runs it again as another pod: the same job
+      return;
+    }
     // The book does not show a pending completion yet: the set keeps it to one.
     if (now == Standing::kRunsAsThisPod && pending_completion_jobs_.insert(variant.job_id).second) {
       pending_completions_.push_back(variant);
@@ -242,7 +338,10 @@ void ClusterFeed::PodHandler::forget(const ObservedPod& pod) {
   if (pending_keys_.count(key) > 0) flush_pending();
   if (pod.variant->gang > 1 && gang_member_gone(pod)) return;
   Standing now = standing(pod);
-  if (now == Standing::kRunsAsThisPod) {
+  if (now == Standing::kRunsAsThisPod && pod.phase != "Succeeded" && pod.phase != "Failed" &&
+      job_retries(pod, true)) {
+    requeue(*pod.variant);  // deleted while it ran: its Job runs it again as another pod
+  } else if (now == Standing::kRunsAsThisPod) {
     if (pending_completion_jobs_.insert(pod.variant->job_id).second) {
       pending_completions_.push_back(*pod.variant);
       pending_work_.store(true);

@@ -45,13 +45,17 @@ std::string string_at(const nlohmann::json& object, const char* a, const char* b
 
 class ClusterFeed::PodHandler final : public kube::InformerHandler {
  public:
-  PodHandler(Planner& planner, const ExtenderConfig& config, std::function<void()> on_change)
-      : planner_(planner), config_(config), on_change_(std::move(on_change)) {}
+  PodHandler(Planner& planner, const ExtenderConfig& config, const JobHandler& jobs,
+             std::function<void()> on_change)
+      : planner_(planner), config_(config), jobs_(jobs), on_change_(std::move(on_change)) {}
 
   void on_replace(const std::vector<nlohmann::json>& objects) override;
   void on_upsert(const nlohmann::json& object) override;
   void on_delete(const nlohmann::json& object) override;
   void on_caught_up() override;
+  // The Job `job_key` ("namespace/name") changed or appeared: the pods held back for it are
+  // looked at again (from the Job informer's thread: serialised with the pod events).
+  void job_seen(const std::string& job_key);
 
   // The controller is told once the planner has what the watch showed: with a burst pending,
   // that is when on_caught_up records it.
@@ -68,6 +72,16 @@ class ClusterFeed::PodHandler final : public kube::InformerHandler {
 
  private:
   std::optional<ObservedPod> ours(const nlohmann::json& object) const;
+  // A pod its Job controls: the Job's allox job and gang, its refusal, or held back until the
+  // Job is seen (awaiting_job).
+  void resolve_job(ObservedPod& pod) const;
+  // Remembers (or, when it no longer waits, forgets) a pod held back for its Job.
+  void hold(const ObservedPod& pod, const nlohmann::json& object);
+  // Whether the Job will replace its pod that failed (or vanished: `vanished` counts it as the
+  // Job controller does): the Job is known, not finished, and within its backoffLimit.
+  bool job_retries(const ObservedPod& pod, bool vanished) const;
+  void requeue(const JobVariant& variant);
+  void upsert(const nlohmann::json& object);
 
   // Where the pod's job stands in the book, as far as this pod is concerned.
   enum class Standing { kUnknown, kWaiting, kRunsAsThisPod, kRunsAsAnother, kDone };
@@ -95,7 +109,12 @@ class ClusterFeed::PodHandler final : public kube::InformerHandler {
 
   Planner& planner_;
   const ExtenderConfig& config_;
+  const JobHandler& jobs_;
   std::function<void()> on_change_;
+  // The pod informer's events and job_seen, one at a time (the state below is theirs).
+  std::mutex serial_;
+  // Pods seen before their Job: Job key -> pod key -> the pod as last seen.
+  std::map<std::string, std::map<std::string, nlohmann::json>> held_;
   mutable std::mutex mu_;
   std::map<std::string, ObservedPod> pods_;
   std::set<std::string> dirty_;   // keys written or erased since the last sync_pods

@@ -12,8 +12,10 @@
 namespace allox::extender {
 namespace {
 
+// A pod by "namespace/name"; another kind (a Job) as "Kind:namespace/name".
 std::string key_of(const kube::ObjectRef& pod) {
-  return pod.namespace_name + "/" + pod.name;
+  const std::string key = pod.namespace_name + "/" + pod.name;
+  return pod.kind == "Pod" ? key : pod.kind + ":" + key;
 }
 
 }  // namespace

@@ -17,7 +17,12 @@
 //     a variant that arrived late) is deleted, in its own namespace and only as it was seen
 //     (a resourceVersion precondition); once the delete succeeded, an event `Deleted: job J runs
 //     as variant ns/name` (or `... has finished`). A refused delete is tried again as soon as the
-//     changed pod is seen.
+//     changed pod is seen. A pod a batch/v1 Job controls is a variant through its Job: the Job
+//     is deleted instead (propagationPolicy Background, a uid precondition: kube/jobs.h) with
+//     the event on the Job, naming the variant that runs by its Job (`runs as variant
+//     ns/<job>`); the other pods of the Job the job runs as are never deleted for it.
+//   - a pod whose Job has a shape allox refuses (model/job.h) gets a `Parked` warning on its Job
+//     naming the field; it stays gated.
 //   - a waiting job's pods get `Queued: position p of n for D, est. start 14:05 (in 9 min)`
 //     (times are UTC), written when the words change and at most every `requeue_event`.
 //
@@ -142,6 +147,10 @@ class Controller {
                                         const PodFacts& job) const;
   void delete_variant(const Pass& pass, const std::string& key, const ObservedPod& pod,
                       const std::string& why);
+  std::string variant_name(const std::string& pod_key) const;
+  bool same_job_object(const ObservedPod& pod, const std::string& other_key) const;
+  // A `Parked` warning on a Job whose shape allox refuses (ObservedPod::job_refusal).
+  void tell_refused_job(const Pass& pass, const ObservedPod& pod);
   struct Release;
   void release(const Pass& pass, const std::string& key, const ObservedPod& pod,
                const PlannedStart& start, const Release& released);

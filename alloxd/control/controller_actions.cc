@@ -10,6 +10,7 @@
 
 #include "core/log.h"
 #include "core/time_text.h"
+#include "kube/jobs.h"
 #include "kube/pods.h"
 
 namespace allox::extender {
@@ -126,6 +127,11 @@ void Controller::act_on(const Pass& pass, const PodEntry& entry, const PodFacts&
   const auto& [key, pod] = entry;
   quiet_until_.erase(key);
   active_.insert(key);
+  if (!pod.job_refusal.empty() && pod.pending()) {
+    tell_refused_job(pass, pod);
+    make_quiet(key, std::nullopt);  // said once per change of the pod (and requeue_event)
+    return;
+  }
   if (!pod.variant || !pod.pending()) {
     make_quiet(key, std::nullopt);  // nothing to do until it changes
     return;
@@ -173,18 +179,56 @@ void Controller::act_on(const Pass& pass, const PodEntry& entry, const PodFacts&
 std::optional<std::string> Controller::why_delete(const std::string& key, const ObservedPod& pod,
                                                   const PodFacts& job) const {
   const std::string& id = pod.variant->job_id;
-  if (job.phase == JobPhase::kRunning) return "job " + id + " runs as variant " + job.runs_as;
+  if (job.phase == JobPhase::kRunning) {
+    if (same_job_object(pod, job.runs_as)) return std::string();  // its Job's other pods: kept
+    return "job " + id + " runs as variant " + variant_name(job.runs_as);
+  }
   if (job.phase == JobPhase::kDone) return "job " + id + " has finished";
   if (job.in_book) return std::nullopt;
   // Not (yet) a variant in the book: deleted only once its job was admitted as another (the
   // feed may show a new pod a moment before the book registers it); until then, left alone.
   const auto admitted = planner_.admitted_as(id);
-  if (!admitted || *admitted == key) return std::string();
-  return "job " + id + " runs as variant " + *admitted;
+  if (!admitted || *admitted == key || same_job_object(pod, *admitted)) return std::string();
+  return "job " + id + " runs as variant " + variant_name(*admitted);
+}
+
+// A variant as the events name it: its Job ("namespace/job") when a Job controls the pod.
+std::string Controller::variant_name(const std::string& pod_key) const {
+  auto it = mirror_.pods.find(pod_key);
+  if (it == mirror_.pods.end() || !it->second.owner_job) return pod_key;
+  return it->second.owner_job->key();
+}
+
+// Whether `pod` and the pod `other_key` are of the same Job: one variant, never deleted for
+// the other.
+bool Controller::same_job_object(const ObservedPod& pod, const std::string& other_key) const {
+  if (!pod.owner_job) return false;
+  auto it = mirror_.pods.find(other_key);
+  return it != mirror_.pods.end() && it->second.owner_job &&
+         it->second.owner_job->uid == pod.owner_job->uid;
 }
 
 void Controller::delete_variant(const Pass& pass, const std::string& key, const ObservedPod& pod,
                                 const std::string& why) {
+  if (pod.owner_job) {
+    // The variant is the Job: deleted whole (its pods follow through the garbage collector),
+    // never its pod alone, which the Job controller would make again.
+    kube::ObjectRef job{pod.owner_job->namespace_name, pod.owner_job->name, pod.owner_job->uid,
+                        "Job", "batch/v1"};
+    act(
+        "delete job " + job.namespace_name + "/" + job.name, job.uid,
+        [this, job, why]() -> Status {
+          auto outcome = kube::delete_job(client_, job);
+          if (!outcome) return outcome.error();
+          if (*outcome == kube::DeleteOutcome::kDeleted) {
+            (void)events_.record(job, "Normal", "Deleted", why);
+          }
+          return OkStatus();
+        },
+        pass.now);
+    make_quiet(key, pass.now + options_.settle);
+    return;
+  }
   kube::ObjectRef ref = pod.ref;
   const std::string version = pod.resource_version;
   act(
@@ -250,6 +294,12 @@ void Controller::release(const Pass& pass, const std::string& key, const Observe
     say(pod.ref, "Normal", "Admitted", "starts on " + start_text(start), now);
   }
   make_quiet(key, rest_until);
+}
+
+void Controller::tell_refused_job(const Pass& pass, const ObservedPod& pod) {
+  const JobOwner& owner = *pod.owner_job;
+  kube::ObjectRef job{owner.namespace_name, owner.name, owner.uid, "Job", "batch/v1"};
+  say(job, "Warning", "Parked", "allox cannot schedule " + pod.job_refusal, pass.now);
 }
 
 void Controller::tell_parked(const Pass& pass, const std::string& key, const ObservedPod& pod,

@@ -147,6 +147,10 @@ class Planner {
   // side) are recorded as one group: one hold of the writers' lock, one store transaction.
   Expected<Started> record_start(const JobVariant& variant, const std::string& node,
                                  int preferred_slot, Durability durability = Durability::kSynced);
+  // The job's pod failed (or vanished) and its batch/v1 Job will run it again as another pod:
+  // the job is queued again (JobBook::requeue), the same run, and its machines are free. The
+  // replacement pod registers as its variant as any waiting pod does.
+  Status requeue(const std::string& job_id, Durability durability = Durability::kSynced);
   // The job finished (its pod succeeded, failed or vanished, or an operator said so).
   Status complete(const std::string& job_id, Durability durability = Durability::kSynced);
   // complete() for each (the watch's burst of ended pods): one hold of the writers' lock, one

@@ -139,6 +139,34 @@ void Planner::record_start_group(const std::vector<StartCall*>& group) {
   if (started_any) wake();
 }
 
+Status Planner::requeue(const std::string& job_id, Durability durability) {
+  {
+    std::lock_guard write(write_mu_);
+    std::int64_t row = 0;
+    PodIdentity ran;
+    {
+      std::shared_lock lock(book_mu_);
+      const BookJob* job = book_.job(job_id);
+      if (job == nullptr) return Error{"job " + job_id + " is unknown to allox"};
+      if (job->record.phase != JobPhase::kRunning) {
+        return Error{"job " + job_id + " is " + phase_name(job->record.phase) + ", not running"};
+      }
+      row = job->record.row;
+      ran = {job->record.pod_name, job->record.pod_namespace, job->record.pod_uid};
+    }
+    if (auto s = store_->record_requeue(row, ran, now(), durability); !s) return s;
+    Status queued = write_book([&]() -> Status {
+      if (auto r = book_.requeue(job_id); !r) return r.error();
+      admitted_.erase(job_id);
+      freed_version_.store(book_.version(), std::memory_order_release);
+      return OkStatus();
+    });
+    if (!queued) return queued;
+  }
+  wake();
+  return OkStatus();
+}
+
 Status Planner::complete(const std::string& job_id, Durability durability) {
   {
     std::lock_guard write(write_mu_);

@@ -207,6 +207,10 @@ class JobBook {
   void note_gang(const std::string& job_id, const std::string& note);
   // Units of every device type in the inventory (a gang of N × k needs N × k of one type).
   const std::map<DeviceType, int>& total_units() const { return totals_; }
+  // The running job's pod failed and its Job will run it again as another pod (model/job.h):
+  // the job frees its slots and is queued again, the same run (no new run, nothing finished),
+  // and the pod that ran is no longer a variant. Errors: unknown, or not running.
+  Expected<JobRecord> requeue(const std::string& job_id);
   void add_sample(const ProfileSample& sample);
 
   TimeEstimate estimate(const BookJob& job, const DeviceType& device) const;

@@ -218,4 +218,31 @@ Expected<JobRecord> JobBook::finish(const std::string& job_id, double now) {
   return job.record;
 }
 
+Expected<JobRecord> JobBook::requeue(const std::string& job_id) {
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) return Error{"job " + job_id + " is unknown to allox"};
+  BookJob& job = it->second;
+  if (job.record.phase != JobPhase::kRunning) {
+    return Error{"job " + job_id + " is " + phase_name(job.record.phase) + ", not running"};
+  }
+  if (job.slot >= 0) job.other_slots.push_back(job.slot);
+  for (int s : job.other_slots) {
+    MachineSlot& machine = slots_[s];
+    machine.running_job.clear();
+    ++capacity_[machine.node][machine.device].free;
+  }
+  job.slot = -1;
+  job.other_slots.clear();
+  const std::string ran = job.record.pod_namespace + "/" + job.record.pod_name;
+  job.variants.erase(ran);
+  pod_to_job_.erase(ran);
+  job.record.phase = JobPhase::kQueued;
+  job.record.node.clear();
+  refresh(job);
+  --running_;
+  ++queued_;
+  ++version_;
+  return job.record;
+}
+
 }  // namespace allox::extender

@@ -136,6 +136,11 @@ class Store {
                        Durability durability = Durability::kSynced);
   // An admin removed the queued run at `at`.
   Status record_removal(std::int64_t job_row, double at);
+  // The running run's pod `ran` failed and its Job will replace it (model/job.h): the run is
+  // queued again at `at` (same row: one job, one run), its usage row closed, and `ran` is no
+  // longer one of its variants (the replacement pod will be).
+  Status record_requeue(std::int64_t job_row, const PodIdentity& ran, double at,
+                        Durability durability = Durability::kSynced);
   Status record_profile(const ProfileSample& sample);
   // The pod is no longer a variant of the run `job_row` (deleted, or the run was admitted as
   // another variant); a queued run left without variants is forgotten with its samples.

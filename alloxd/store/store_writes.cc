@@ -147,6 +147,28 @@ Status Store::record_finish(std::int64_t job_row, double finish, Durability dura
   return end_run(job_row, "done", finish, durability);
 }
 
+Status Store::record_requeue(std::int64_t job_row, const PodIdentity& ran, double at,
+                             Durability durability) {
+  std::lock_guard lock(mu_);
+  return transaction(
+      [&]() -> Status {
+        Statement variant(
+            *statements_,
+            "DELETE FROM variants WHERE pod_namespace = ? AND pod_name = ? AND job_row = ?");
+        variant.bind_all(ran.namespace_name, ran.name, job_row);
+        if (auto s = variant.run("forget the failed variant"); !s) return s;
+        Statement update(*statements_,
+                         "UPDATE jobs SET phase = 'queued', node = '' WHERE row = ? AND "
+                         "phase = 'running'");
+        update.bind_all(job_row);
+        if (auto s = run_on_one_row(db_, update, "record requeue", job_row); !s) return s;
+        Statement usage(*statements_, "UPDATE usage SET end = ? WHERE job_row = ?");
+        usage.bind_all(at, job_row);
+        return usage.run("close usage");
+      },
+      Mode::kWrite, durability);
+}
+
 Status Store::record_removal(std::int64_t job_row, double at) {
   return end_run(job_row, "removed", at, Durability::kSynced);
 }

@@ -169,6 +169,29 @@ TEST(ServiceApiTest, NotReadyUntilTheFirstListIsIn) {
   service->stop();
 }
 
+// An API server that refuses the Job list (alloxd's role without batch/v1 jobs, as before
+// Jobs were read) does not hold the pod watch back: alloxd gets ready and releases a bare pod.
+TEST(ServiceApiTest, AJobListRefusedLeavesThePodsWatched) {
+  emulator::FakeApiServer api(testing::api_options("sa-token"));
+  api.add_node("node-1", {{"cpu", "64"}, {"nvidia.com/gpu", "2"}});
+  api.fail_requests({"GET", "/apis/batch/v1/jobs", 403, -1});
+  testing::ScratchDir dir;
+  testing::Changes changes;
+  auto service = start_against(api, dir, changes);
+  ASSERT_NE(nullptr, service);
+  ASSERT_TRUE(changes.until([&] { return service->ready(); }));
+  json pod = make_pod("lab", "solo", "nvidia.com/gpu",
+                      {{"allox.io/job", "solo"}, {"allox.io/time.gpu", "10"}});
+  pod["spec"]["schedulingGates"] = json::array({{{"name", "allox.io/queue"}}});
+  testing::pod_in_api(api, pod);
+  EXPECT_TRUE(changes.until([&] {
+    auto got = api.objects().get(emulator::pods_resource(), "lab", "solo");
+    return !emulator::failed(got) &&
+           !(*std::get<emulator::ObjectPtr>(got))["spec"].contains("schedulingGates");
+  })) << "the bare pod was not released";
+  service->stop();
+}
+
 // One job's variants must not block every bind: 3,000 variants of one job, and an API server
 // that takes 50 ms per DELETE (2.5 minutes of deletions). The deletions run in the background
 // behind every admission: another job's gate comes off, and both jobs bind, while they go on.

@@ -16,9 +16,11 @@
 #include <string>
 
 #include "alloxd/config.h"
+#include "alloxd/model/job.h"
 #include "alloxd/http/request_threads.h"
 #include "alloxd/http/routes.h"
 #include "alloxd/verbs/admission.h"
+#include "kubesim/job_objects.h"
 
 namespace allox {
 namespace {
@@ -376,6 +378,69 @@ TEST(Manifests, KustomizationRenders) {
     EXPECT_GE(kinds.count(kind), 1u) << kind;
   }
   EXPECT_EQ(2u, kinds.count("ConfigMap"));
+}
+
+// A YAML node as the JSON the API server would take (numbers stay numbers, as kubectl sends them).
+nlohmann::json as_json(const YAML::Node& node) {
+  if (node.IsMap()) {
+    nlohmann::json out = nlohmann::json::object();
+    for (const auto& item : node) out[item.first.as<std::string>()] = as_json(item.second);
+    return out;
+  }
+  if (node.IsSequence()) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& item : node) out.push_back(as_json(item));
+    return out;
+  }
+  if (node.IsNull()) return nullptr;
+  const std::string text = node.as<std::string>();
+  if (node.Tag() != "!" && !text.empty() &&
+      text.find_first_not_of("0123456789") == std::string::npos) {
+    return std::stoll(text);
+  }
+  return text;
+}
+
+// alloxd reads Jobs, deletes unused sibling Jobs and posts events on them.
+TEST(Manifests, TheRoleReadsAndDeletesJobs) {
+  std::set<std::string> verbs;
+  for (const YAML::Node& doc : YAML::LoadAllFromFile((kManifests / "rbac.yaml").string())) {
+    if (doc["kind"].as<std::string>() != "ClusterRole") continue;
+    for (const YAML::Node& rule : doc["rules"]) {
+      bool batch = false, jobs = false;
+      for (const YAML::Node& group : rule["apiGroups"]) batch |= group.as<std::string>() == "batch";
+      for (const YAML::Node& resource : rule["resources"]) jobs |= resource.as<std::string>() == "jobs";
+      if (!batch || !jobs) continue;
+      for (const YAML::Node& verb : rule["verbs"]) verbs.insert(verb.as<std::string>());
+    }
+  }
+  EXPECT_EQ((std::set<std::string>{"delete", "get", "list", "watch"}), verbs);
+}
+
+// The Job example is valid batch/v1 (as the emulator's API server validates it) and is one job
+// offered as two sibling Jobs of one pod each: a GPU of any model, and CPU.
+TEST(Manifests, TheJobExampleIsTwoVariantsOfOneJob) {
+  std::set<std::string> jobs;
+  int count = 0;
+  for (const YAML::Node& doc :
+       YAML::LoadAllFromFile((kManifests / "examples" / "job-gpu-interchange.yaml").string())) {
+    nlohmann::json job = as_json(doc);
+    auto prepared = emulator::prepare_new_job(job);
+    ASSERT_TRUE(std::holds_alternative<nlohmann::json>(prepared))
+        << std::get<emulator::ApiError>(prepared).message;
+    auto facts = extender::read_job(std::get<nlohmann::json>(prepared));
+    ASSERT_TRUE(facts.ok()) << facts.message();
+    auto gang = extender::gang_of(*facts);
+    ASSERT_TRUE(gang.ok()) << gang.message();
+    EXPECT_EQ(1, *gang);
+    jobs.insert(facts->job_id);
+    const nlohmann::json& node_selector =
+        job["spec"]["template"]["spec"].value("nodeSelector", nlohmann::json::object());
+    EXPECT_TRUE(node_selector.empty()) << "no GPU model pin";
+    ++count;
+  }
+  EXPECT_EQ(2, count);
+  EXPECT_EQ(std::set<std::string>{"ml-team-a/resnet50-train"}, jobs);
 }
 
 }  // namespace
