@@ -35,7 +35,10 @@ bool ClusterFeed::PodHandler::apply_gang_member(const ObservedPod& pod) {
   if (pod.phase == "Succeeded" || pod.phase == "Failed") {
     if (now == GangStanding::kRunsWithThisPod) {
       flush_pending();
-      if (auto s = planner_.gang_member_ended(member, pod.phase == "Failed"); !s) {
+      const bool failed = pod.phase == "Failed";
+      // A Failed member of a Job that runs it again: the gang runs again, the same job.
+      if (auto s = planner_.gang_member_ended(member, failed, failed && job_retries(pod, false));
+          !s) {
         warn("could not record a gang member's end", member, s.message());
       }
     }

@@ -149,7 +149,8 @@ class Planner {
                                  int preferred_slot, Durability durability = Durability::kSynced);
   // The job's pod failed (or vanished) and its batch/v1 Job will run it again as another pod:
   // the job is queued again (JobBook::requeue), the same run, and its machines are free. The
-  // replacement pod registers as its variant as any waiting pod does.
+  // replacement pod registers as its variant as any waiting pod does. A gang's members all
+  // leave it (book and store) and it waits for all N of the Job's new pods.
   Status requeue(const std::string& job_id, Durability durability = Durability::kSynced);
   // The job finished (its pod succeeded, failed or vanished, or an operator said so).
   Status complete(const std::string& job_id, Durability durability = Durability::kSynced);
@@ -202,7 +203,9 @@ class Planner {
   // gang is done and its units are freed together. A Failed member ends the gang: its members
   // still running are handed to the controller to delete (take_rollbacks, event GangFailed),
   // and the units go once they have ended, never while one of them still runs.
-  Status gang_member_ended(const JobVariant& member, bool failed = false);
+  // `retry`: the member Failed and its batch/v1 Job will make it again (model/job.h): once
+  // every member has ended the gang is queued again, the same run (requeue), not done.
+  Status gang_member_ended(const JobVariant& member, bool failed = false, bool retry = false);
   // A released gang did not bind whole (a partial bind, or its hold lapsed): it waits again,
   // admitted nowhere, with `note` as its reason.
   // Its members leave the book and the store at once (the pods' UIDs never rejoin: they are on
@@ -371,6 +374,9 @@ class Planner {
   // UIDs of rolled-back members (under book_mu_), and the rollbacks the controller has not
   // taken yet (under write_mu_).
   std::unordered_set<std::string> rolled_back_;
+  // Gangs a Failed member ended whose Job runs them again (under write_mu_): requeued, not
+  // completed, once every member has ended.
+  std::unordered_set<std::string> gang_retries_;
   std::vector<Rollback> rollbacks_;
   // admit_all's steps, as its one writer (write_mu_): the admissions that change something
   // (read under a shared lock; the others' outcomes set), their siblings out of the store, then

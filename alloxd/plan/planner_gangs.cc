@@ -235,10 +235,12 @@ std::optional<std::string> Planner::gang_member_bound(const JobVariant& member,
   return std::nullopt;
 }
 
-Status Planner::gang_member_ended(const JobVariant& member, bool failed) {
+Status Planner::gang_member_ended(const JobVariant& member, bool failed, bool retry) {
   bool all = false;
+  bool again = false;
   {
     std::lock_guard write(write_mu_);
+    if (failed && retry) gang_retries_.insert(member.job_id);
     Rollback rest{member.job_id,
                   "failed: member " + pod_key(member.pod) +
                       " failed, so the gang ends and its other members are deleted",
@@ -257,8 +259,10 @@ Status Planner::gang_member_ended(const JobVariant& member, bool failed) {
       return ended;
     });
     if (!rest.members.empty()) rollbacks_.push_back(std::move(rest));
+    if (all) again = gang_retries_.erase(member.job_id) > 0;
   }
   if (!all) return OkStatus();
+  if (again) return requeue(member.job_id, Durability::kWritten);
   return complete(member.job_id, Durability::kWritten);
 }
 

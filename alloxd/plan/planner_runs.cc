@@ -144,6 +144,7 @@ Status Planner::requeue(const std::string& job_id, Durability durability) {
     std::lock_guard write(write_mu_);
     std::int64_t row = 0;
     PodIdentity ran;
+    std::vector<PodIdentity> others;
     {
       std::shared_lock lock(book_mu_);
       const BookJob* job = book_.job(job_id);
@@ -153,11 +154,23 @@ Status Planner::requeue(const std::string& job_id, Durability durability) {
       }
       row = job->record.row;
       ran = {job->record.pod_name, job->record.pod_namespace, job->record.pod_uid};
+      // A gang's other members ran too: none of them is a variant of the run again.
+      for (const auto& [key, node] : job->member_nodes) {
+        auto member = job->variants.find(key);
+        if (member != job->variants.end() && member->second.pod.name != ran.name) {
+          others.push_back(member->second.pod);
+        }
+      }
+    }
+    // While the run is still running in the store, so that no variant's removal forgets it.
+    for (const PodIdentity& pod : others) {
+      if (auto s = store_->forget_variant(pod, row, durability); !s) return s;
     }
     if (auto s = store_->record_requeue(row, ran, now(), durability); !s) return s;
     Status queued = write_book([&]() -> Status {
       if (auto r = book_.requeue(job_id); !r) return r.error();
       admitted_.erase(job_id);
+      gang_bound_.erase(job_id);
       freed_version_.store(book_.version(), std::memory_order_release);
       return OkStatus();
     });

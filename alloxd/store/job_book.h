@@ -209,7 +209,8 @@ class JobBook {
   const std::map<DeviceType, int>& total_units() const { return totals_; }
   // The running job's pod failed and its Job will run it again as another pod (model/job.h):
   // the job frees its slots and is queued again, the same run (no new run, nothing finished),
-  // and the pod that ran is no longer a variant. Errors: unknown, or not running.
+  // and the pod that ran is no longer a variant (a gang: none of its members is, and it waits
+  // for all N again). Errors: unknown, or not running.
   Expected<JobRecord> requeue(const std::string& job_id);
   void add_sample(const ProfileSample& sample);
 

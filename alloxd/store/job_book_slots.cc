@@ -236,6 +236,13 @@ Expected<JobRecord> JobBook::requeue(const std::string& job_id) {
   const std::string ran = job.record.pod_namespace + "/" + job.record.pod_name;
   job.variants.erase(ran);
   pod_to_job_.erase(ran);
+  // A gang's members all ran: its Job makes each of them again, and the gang waits for all N.
+  for (const auto& [key, node] : job.member_nodes) {
+    job.variants.erase(key);
+    pod_to_job_.erase(key);
+  }
+  job.member_nodes.clear();
+  job.members_ended.clear();
   job.record.phase = JobPhase::kQueued;
   job.record.node.clear();
   refresh(job);

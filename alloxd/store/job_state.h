@@ -33,7 +33,8 @@
 //  DONE, REMOVED ── a pod of the job re-created with a new UID: JobBook::add_run ──▶ a new run,
 //                   QUEUED
 //  RUNNING ── Planner::requeue → JobBook::requeue (its batch/v1 Job's pod failed and the Job will
-//             run it again as another pod) ──▶ QUEUED, the same run
+//             run it again as another pod; a gang: once every member has ended after one
+//             Failed) ──▶ QUEUED, the same run
 //  DONE ── JobBook::forget_finished (retention.finished_seconds) ──▶ out of memory; the store
 //          keeps it until Store::prune_history (retention.history_seconds)
 //

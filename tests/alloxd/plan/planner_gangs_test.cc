@@ -250,6 +250,55 @@ TEST(PlannerGangsTest, AFailedMemberEndsTheGangAndItsRunningMembersAreDeleted) {
   EXPECT_TRUE(cluster.held().empty()) << "freed together once every member ended";
 }
 
+// A gang whose batch/v1 Job runs a Failed member again (model/job.h): once every member has
+// ended, the gang is the same run queued again, with none of the old members, and the Job's new
+// pods are its members (in the store too, across a restart).
+TEST(PlannerGangsTest, AFailedMemberWhoseJobRetriesQueuesTheSameRunAgain) {
+  Cluster cluster;
+  std::vector<JobVariant> members = cluster.add_gang("big", 3, 2);
+  const PlannedStart start = cluster.plan()->starts.at("lab/big");
+  std::map<std::string, std::string> nodes;
+  for (const GangPlacement& m : start.members) nodes[m.pod] = m.node;
+  auto started = cluster.planner->record_gang_start("lab/big", nodes, "gpu");
+  ASSERT_TRUE(started.ok()) << started.message();
+  const std::int64_t row = started->row;
+  ASSERT_TRUE(
+      cluster.planner->gang_member_ended(members[1], /*failed=*/true, /*retry=*/true).ok());
+  ASSERT_EQ(1u, cluster.planner->take_rollbacks().size());
+  ASSERT_TRUE(cluster.planner->gang_member_ended(members[0]).ok());
+  cluster.planner->read([](const JobBook& book) {
+    EXPECT_EQ(JobPhase::kRunning, book.job("lab/big")->record.phase) << "a member still runs";
+  });
+  ASSERT_TRUE(cluster.planner->gang_member_ended(members[2]).ok());
+  EXPECT_TRUE(cluster.held().empty());
+  cluster.planner->read([&](const JobBook& book) {
+    const BookJob* job = book.job("lab/big");
+    ASSERT_NE(nullptr, job);
+    EXPECT_EQ(JobPhase::kQueued, job->record.phase);
+    EXPECT_EQ(row, job->record.row) << "the same run";
+    EXPECT_TRUE(job->variants.empty()) << "the members that ran are no longer its pods";
+    EXPECT_TRUE(job->member_nodes.empty());
+  });
+  // The Job's replacements (new names and UIDs) are the gang's members; it runs again.
+  for (JobVariant member : members) {
+    member.pod.name += "-retry";
+    member.pod.uid += "-retry";
+    ASSERT_TRUE(cluster.planner->register_variant(member).ok());
+  }
+  EXPECT_EQ(1u, cluster.plan()->starts.count("lab/big"));
+  cluster.restart();
+  cluster.planner->read([&](const JobBook& book) {
+    const BookJob* job = book.job("lab/big");
+    ASSERT_NE(nullptr, job);
+    EXPECT_EQ(JobPhase::kQueued, job->record.phase);
+    EXPECT_EQ(row, job->record.row);
+    std::set<std::string> pods;
+    for (const auto& [key, variant] : job->variants) pods.insert(key);
+    EXPECT_EQ((std::set<std::string>{"lab/big-0-retry", "lab/big-1-retry", "lab/big-2-retry"}),
+              pods);
+  });
+}
+
 TEST(PlannerGangsTest, AStartThatDoesNotFitIsRefusedWholeAndChangesNothing) {
   Cluster cluster;
   cluster.add_gang("big", 3, 2);
