@@ -14,17 +14,14 @@
 //   - no node was ever over-committed.
 #include <gtest/gtest.h>
 
-#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <set>
 #include <string>
 #include <vector>
 
-#include "kubesim/fake_kubelet.h"
-#include "kubesim/job_controller.h"
-#include "kubesim/kube_scheduler.h"
 #include "tests/alloxd/testing/end_to_end_cluster.h"
+#include "tests/alloxd/testing/job_control_plane.h"
 #include "tests/alloxd/testing/test_support.h"
 
 namespace allox::extender {
@@ -75,112 +72,6 @@ std::string annotation(const json& pod, const char* key) {
   return pod["metadata"].value("annotations", json::object()).value(key, "");
 }
 
-// Every Job deletion and pod deletion the store made, in order (resourceVersion).
-class Deletions {
- public:
-  explicit Deletions(emulator::ApiObjects& objects) : objects_(objects) {
-    id_ = objects_.subscribe([this](const emulator::Change& change) {
-      if (change.type != "DELETED") return;
-      const json& meta = (*change.before)["metadata"];
-      std::lock_guard lock(mu_);
-      if (change.resource == &emulator::jobs_resource()) {
-        jobs_[meta.value("name", "")] = change.resource_version;
-      } else if (change.resource == &emulator::pods_resource()) {
-        pods_[emulator::controller_name(*change.before, "Job")].push_back(change.resource_version);
-      }
-    });
-  }
-  ~Deletions() { objects_.unsubscribe(id_); }
-  std::map<std::string, std::uint64_t> jobs() const {
-    std::lock_guard lock(mu_);
-    return jobs_;
-  }
-  std::vector<std::uint64_t> pods_of(const std::string& job) const {
-    std::lock_guard lock(mu_);
-    auto it = pods_.find(job);
-    return it == pods_.end() ? std::vector<std::uint64_t>{} : it->second;
-  }
-
- private:
-  emulator::ApiObjects& objects_;
-  int id_ = 0;
-  mutable std::mutex mu_;
-  std::map<std::string, std::uint64_t> jobs_;
-  std::map<std::string, std::vector<std::uint64_t>> pods_;
-};
-
-// The emulated control plane around alloxd: scheduler, kubelets, Job controller, and the
-// stepped clock's driver (it jumps to the next timer once every part is quiet, as replay.h's).
-class ControlPlane {
- public:
-  ControlPlane(testing::EndToEndCluster& cluster, emulator::FakeKubelet::RunSeconds run,
-               emulator::FakeKubelet::ExitCode exit_code)
-      : cluster_(cluster),
-        kubelet_(cluster.objects(), cluster.clock(), std::move(run), std::move(exit_code)),
-        scheduler_(cluster.objects(), cluster.clock(), scheduler_options(cluster)),
-        jobs_(cluster.objects(), cluster.clock()) {
-    subscription_ = cluster.objects().subscribe([this](const emulator::Change&) {
-      std::lock_guard lock(mu_);
-      ++changes_;
-      cv_.notify_all();
-    });
-    kubelet_.start();
-    scheduler_.start();
-    jobs_.start();
-  }
-  ~ControlPlane() {
-    jobs_.stop();
-    scheduler_.stop();
-    kubelet_.stop();
-    cluster_.objects().unsubscribe(subscription_);
-  }
-
-  // Runs the cluster until `done` holds (true) or `simulated_limit` seconds pass (false).
-  bool run_until(const std::function<bool()>& done, double simulated_limit) {
-    const double start = cluster_.clock().now();
-    while (!done()) {
-      if (cluster_.clock().now() - start > simulated_limit) return false;
-      std::uint64_t seen;
-      {
-        std::unique_lock lock(mu_);
-        seen = changes_;
-        // A driver's tick: the parts react on their own threads; it looks again at each change.
-        cv_.wait_for(lock, std::chrono::milliseconds(2), [&] { return changes_ != seen; });
-        if (changes_ != seen) continue;
-      }
-      step();
-    }
-    return true;
-  }
-
- private:
-  static emulator::KubeSchedulerOptions scheduler_options(testing::EndToEndCluster& cluster) {
-    emulator::KubeSchedulerOptions options;
-    options.config = cluster.options().scheduler;
-    return options;
-  }
-  void step() {
-    emulator::ApiObjects& objects = cluster_.objects();
-    const std::uint64_t version = objects.resource_version();
-    if (!kubelet_.idle() || !scheduler_.idle() || !jobs_.idle()) return;
-    if (!cluster_.options().quiet()) return;
-    if (objects.resource_version() != version) return;
-    const double due =
-        std::min({kubelet_.next_finish(), scheduler_.next_due(), jobs_.next_wake()});
-    if (due == std::numeric_limits<double>::infinity()) return;
-    cluster_.clock().advance_to(due);
-  }
-
-  testing::EndToEndCluster& cluster_;
-  emulator::FakeKubelet kubelet_;
-  emulator::KubeScheduler scheduler_;
-  emulator::JobController jobs_;
-  int subscription_ = 0;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::uint64_t changes_ = 0;
-};
-
 TEST(JobsEndToEndTest, SiblingJobsRunOneVariantAndARetriedJobIsOneJob) {
   auto config = load_extender_config(std::string(ALLOX_SOURCE_DIR) + "/examples/alloxd.yaml");
   ASSERT_TRUE(config.ok()) << config.message();
@@ -198,11 +89,11 @@ TEST(JobsEndToEndTest, SiblingJobsRunOneVariantAndARetriedJobIsOneJob) {
   webhook.url = cluster->url() + "/admission/gate";
   webhook.namespaces = {ns};
   cluster->api().register_webhook(webhook);
-  Deletions deletions(cluster->objects());
+  testing::Deletions deletions(cluster->objects());
 
   std::set<std::string> failed_once;
   std::mutex failed_mu;
-  ControlPlane plane(
+  testing::JobControlPlane plane(
       *cluster,
       [](const json& pod) -> std::optional<double> {
         const std::string job = annotation(pod, "allox.io/job");
