@@ -443,5 +443,27 @@ TEST(Manifests, TheJobExampleIsTwoVariantsOfOneJob) {
   EXPECT_EQ(std::set<std::string>{"ml-team-a/resnet50-train"}, jobs);
 }
 
+// The gang example is valid batch/v1 and one Indexed Job whose 4 pods are one gang of 4.
+TEST(Manifests, TheIndexedJobExampleIsAGangOfFour) {
+  int count = 0;
+  for (const YAML::Node& doc :
+       YAML::LoadAllFromFile((kManifests / "examples" / "indexed-job-gang.yaml").string())) {
+    nlohmann::json job = as_json(doc);
+    auto prepared = emulator::prepare_new_job(job);
+    ASSERT_TRUE(std::holds_alternative<nlohmann::json>(prepared))
+        << std::get<emulator::ApiError>(prepared).message;
+    auto facts = extender::read_job(std::get<nlohmann::json>(prepared));
+    ASSERT_TRUE(facts.ok()) << facts.message();
+    auto gang = extender::gang_of(*facts);
+    ASSERT_TRUE(gang.ok()) << gang.message();
+    EXPECT_EQ(4, *gang);
+    EXPECT_EQ("ml-team-a/llama-finetune", facts->job_id);
+    EXPECT_EQ("2", job["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"].value(
+                       "nvidia.com/gpu", ""));
+    ++count;
+  }
+  EXPECT_EQ(1, count);
+}
+
 }  // namespace
 }  // namespace allox
