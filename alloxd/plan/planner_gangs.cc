@@ -279,7 +279,7 @@ void Planner::roll_back_gang(const std::string& job_id, const std::string& note)
       for (const auto& [key, member] : job->variants) rollback.members.push_back(member.pod);
     }
     for (const PodIdentity& pod : rollback.members) {
-      if (auto s = store_->forget_variant(pod, row, Durability::kWritten); !s) {
+      if (auto s = store_->forget_member(pod, row, Durability::kWritten); !s) {
         log_warn("could not forget a rolled-back gang member",
                  {{"job", job_id}, {"pod", pod_key(pod)}, {"error", s.message()}});
       }

@@ -146,6 +146,10 @@ class Store {
   // another variant); a queued run left without variants is forgotten with its samples.
   Status forget_variant(const PodIdentity& pod, std::int64_t job_row,
                         Durability durability = Durability::kSynced);
+  // A rolled-back gang's member is no longer a variant of the queued run `job_row`; the run
+  // stays, without variants, until its members come back (the book keeps it by its note).
+  Status forget_member(const PodIdentity& pod, std::int64_t job_row,
+                       Durability durability = Durability::kSynced);
 
   // Queued, running and removed runs, and done runs that finished at or after
   // `finished_since`, with their variants, samples and bind intents.

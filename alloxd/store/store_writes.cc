@@ -73,6 +73,19 @@ Status Store::drop_bind_intent(std::int64_t job_row) {
   return transaction([&] { return clear_bind_intent(*statements_, job_row, "drop bind intent"); });
 }
 
+Status Store::forget_member(const PodIdentity& pod, std::int64_t job_row, Durability durability) {
+  std::lock_guard lock(mu_);
+  return transaction(
+      [&]() -> Status {
+        Statement variant(
+            *statements_,
+            "DELETE FROM variants WHERE pod_namespace = ? AND pod_name = ? AND job_row = ?");
+        variant.bind_all(pod.namespace_name, pod.name, job_row);
+        return variant.run("forget gang member");
+      },
+      Mode::kWrite, durability);
+}
+
 Status Store::forget_variant(const PodIdentity& pod, std::int64_t job_row, Durability durability) {
   std::lock_guard lock(mu_);
   return transaction(
