@@ -50,9 +50,8 @@ AffinityRoom affinity_room(const json& pod) {
 
 std::string pinned_node(const json& pod) {
   const json* at = &pod;
-  for (const char* key :
-       {"spec", "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution",
-        "nodeSelectorTerms"}) {
+  for (const char* key : {"spec", "affinity", "nodeAffinity",
+                          "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms"}) {
     if (!at->is_object()) return "";
     auto it = at->find(key);
     if (it == at->end()) return "";

@@ -163,7 +163,8 @@ class Controller {
     std::string why;  // kRollBack's reason
   };
   // What adopt_released_gangs does with gang `id`; for kAdopt, `nodes` gets every member's node.
-  OrphanedGang orphaned_gang(const std::string& id, std::map<std::string, std::string>& nodes) const;
+  OrphanedGang orphaned_gang(const std::string& id,
+                             std::map<std::string, std::string>& nodes) const;
   void tell_queued(const Pass& pass, const std::string& key, const ObservedPod& pod,
                    const PlannedWait& wait);
   // A `Parked` warning with the reason the plan leaves the pod's job out (Plan::parked): its

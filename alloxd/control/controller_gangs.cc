@@ -82,8 +82,8 @@ void Controller::adopt_released_gangs(const Pass& pass) {
   }
 }
 
-Controller::OrphanedGang Controller::orphaned_gang(const std::string& id,
-                                                   std::map<std::string, std::string>& nodes) const {
+Controller::OrphanedGang Controller::orphaned_gang(
+    const std::string& id, std::map<std::string, std::string>& nodes) const {
   if (planner_.admitted_as(id)) return {OrphanedGang::kSettled, ""};
   return planner_.read([&](const JobBook& book) -> OrphanedGang {
     const BookJob* job = book.job(id);
@@ -91,6 +91,14 @@ Controller::OrphanedGang Controller::orphaned_gang(const std::string& id,
         job->variants.empty()) {
       return {OrphanedGang::kSettled, ""};
     }
+    // A pod of a rolled-back gang, still seen until its deletion is, never rejoins the book:
+    // only a released member the book has makes the gang one to adopt or roll back.
+    bool released = false;
+    for (const auto& [key, variant] : job->variants) {
+      auto pod = mirror_.pods.find(key);
+      released = released || (pod != mirror_.pods.end() && released_unbound_member(pod->second));
+    }
+    if (!released) return {OrphanedGang::kSettled, ""};
     // The gang's pods as the mirror has them: the book may lag the watch by a moment.
     int present = 0;
     if (auto pods = pods_of_.find(id); pods != pods_of_.end()) {
@@ -101,8 +109,8 @@ Controller::OrphanedGang Controller::orphaned_gang(const std::string& id,
     }
     const int n = job->record.gang;
     if (present < n) {
-      return {OrphanedGang::kRollBack, std::to_string(present) + " of its " + std::to_string(n) +
-                                           " members are left"};
+      return {OrphanedGang::kRollBack,
+              std::to_string(present) + " of its " + std::to_string(n) + " members are left"};
     }
     if (static_cast<int>(job->variants.size()) < n) return {OrphanedGang::kWait, ""};
     for (const auto& [key, variant] : job->variants) {

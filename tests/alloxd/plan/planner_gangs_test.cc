@@ -344,9 +344,8 @@ TEST(PlannerGangsTest, AGangOfMoreMembersThanBindGathersIsParkedNamingTheAnnotat
   cluster.add_gang("most", kMaxGangBoundTogether, 1);
   std::shared_ptr<const Plan> plan = cluster.plan();
   ASSERT_EQ(1u, plan->parked.count("lab/huge"));
-  EXPECT_EQ(
-      "gang of 17 members: alloxd binds at most 16 together (allox.io/gang-size: \"17\")",
-      plan->parked.at("lab/huge"));
+  EXPECT_EQ("gang of 17 members: alloxd binds at most 16 together (allox.io/gang-size: \"17\")",
+            plan->parked.at("lab/huge"));
   ASSERT_EQ(1u, plan->parked.count("lab/most"));
   EXPECT_NE(std::string::npos, plan->parked.at("lab/most").find("no inventory can hold"))
       << "16 members gather; only the 8 GPUs keep it out: " << plan->parked.at("lab/most");
