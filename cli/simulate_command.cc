@@ -57,6 +57,7 @@ struct SimulateArgs {
   std::string rules = "allox";
   std::string drf_vector;
   std::string srpt_rank;
+  std::string es_pick = "shortest-there";
   std::string resume;
   std::string profiling_run;
   double startup = 1;
@@ -288,6 +289,7 @@ void simulate(const SimulateArgs& a) {
                                     : reference              ? "fraction"
                                                              : "startup-plus-iterations";
   base.srpt_rank = srpt_rank == "original" ? SrptRank::kOriginal : SrptRank::kRemaining;
+  base.es_pick = a.es_pick == "head" ? EsPick::kHeadOnFastest : EsPick::kShortestThere;
   sim.resume = resume == "exact" ? ResumeRule::kExact : ResumeRule::kCheckpoint;
   sim.profiling.run_length = profiling_run == "fraction"
                                  ? ProfilingRunLength::kFractionOfTime
@@ -314,7 +316,7 @@ void simulate(const SimulateArgs& a) {
             << "; estimates from the " << a.estimates << "; rules: srpt-rank " << srpt_rank
             << ", resume " << resume << ", profiling-run " << profiling_run << ", startup "
             << a.startup << " s, drf-vector " << drf_vector << drf_vector_text(base.drf_capacity)
-            << "\n";
+            << (a.es_pick == "head" ? ", es-pick head" : "") << "\n";
   const std::vector<Run> runs = run_with_progress(a, trace, cluster, specs, base, sim);
   write_comparison_table(summaries_of(runs), std::cout);
 
@@ -512,6 +514,12 @@ void add_simulate_command(CLI::App& app) {
                   "running job only where it finishes sooner) or original (the job's original "
                   "estimate; every lower-ranked running job may be displaced)")
       ->check(CLI::IsMember({"remaining", "original"}));
+  cmd->add_option("--es-pick", a->es_pick,
+                  "es: which of a user's jobs a free machine of its part takes: shortest-there "
+                  "(the user's job shortest on that device type, the paper's ES) or head (the "
+                  "user's jobs shortest on their fastest type first, each only on that type, the "
+                  "others waiting behind it: a reading of the reference simulator's ES)")
+      ->check(CLI::IsMember({"shortest-there", "head"}));
   cmd->add_option("--resume", a->resume,
                   "what a preempted job keeps: checkpoint (its last whole iteration; it pays "
                   "its start-up again) or exact (its exact fractional progress, at no cost)")

@@ -10,6 +10,11 @@
 //   shortest processing time *on that resource* takes it. When several of the user's machines
 //   are free at once, the user's (job, free device type) pairs are served shortest first, so a
 //   free GPU and a free CPU node each get the job that is shortest there.
+//   With PolicyOptions::es_pick = kHeadOnFastest (`allox simulate --es-pick head`), each user's
+//   queue is served as drf serves it instead, inside the user's part: shortest on its fastest
+//   device type first, the head job only on that type, and while no machine of that type in the
+//   part is free the user's other jobs wait behind it (head-of-line blocking). A reading of the
+//   reference simulator's ES, whose figures it comes near (docs/simulator.md); not the paper's.
 // es-fastest (allox's earlier variant, kept for comparison): the user's jobs, shortest on their
 //   fastest device first, each take the idle device type of the user's part that runs it
 //   fastest.
@@ -75,6 +80,7 @@ bool within_part(std::size_t used, const QueuedJob& q, std::size_t part) {
 
 class EqualSharePolicy : public SchedulingPolicy {
  public:
+  explicit EqualSharePolicy(EsPick pick) : pick_(pick) {}
   std::string name() const override { return "es"; }
 
   Expected<Decision> decide(const ClusterState& state) override {
@@ -100,6 +106,10 @@ class EqualSharePolicy : public SchedulingPolicy {
     Decision decision;
     for (const std::string& user : users) {
       std::vector<std::size_t>& jobs = queues[user];
+      if (pick_ == EsPick::kHeadOnFastest) {
+        start_heads(state, jobs, quota[user], used[user], idle, decision);
+        continue;
+      }
       for (;;) {
         // The user's shortest (job, device) pair over device types with a free machine in its
         // part; ties to the earlier-queued job, then id.
@@ -126,6 +136,39 @@ class EqualSharePolicy : public SchedulingPolicy {
     }
     return decision;
   }
+
+ private:
+  // kHeadOnFastest for one user: its jobs shortest on their fastest device type first (ties to
+  // the earlier-queued job, then id), each on that type while the user's part has one free
+  // there; the first that finds none stops the user.
+  static void start_heads(const ClusterState& state, const std::vector<std::size_t>& jobs,
+                          const std::map<DeviceType, std::size_t>& quota,
+                          std::map<DeviceType, std::size_t>& used, IdleMachines& idle,
+                          Decision& decision) {
+    std::vector<std::tuple<double, double, std::string, DeviceType>> order;
+    for (std::size_t i : jobs) {
+      const QueuedJob& q = state.queue[i];
+      std::optional<std::pair<double, DeviceType>> fastest;  // over the cluster's types
+      for (const auto& [device, n] : quota) {
+        auto t = queued_time_on(q, device);
+        if (t && (!fastest || *t < fastest->first)) fastest = {*t, device};
+      }
+      if (fastest) order.emplace_back(fastest->first, q.queued_since, q.job->id, fastest->second);
+    }
+    std::sort(order.begin(), order.end());
+    std::map<std::string, const QueuedJob*> by_id;
+    for (std::size_t i : jobs) by_id[state.queue[i].job->id] = &state.queue[i];
+    for (const auto& [time, since, id, device] : order) {
+      const QueuedJob& q = *by_id.at(id);
+      if (!idle.fits(device, q.job->units) || !within_part(used[device], q, quota.at(device))) {
+        return;
+      }
+      decision.start.push_back({id, *idle.take(device, q.job->units)});
+      used[device] += static_cast<std::size_t>(q.job->units);
+    }
+  }
+
+  EsPick pick_;
 };
 
 class EqualShareFastestPolicy : public SchedulingPolicy {
@@ -175,8 +218,8 @@ class EqualShareFastestPolicy : public SchedulingPolicy {
 
 }  // namespace
 
-std::unique_ptr<SchedulingPolicy> make_equal_share_policy() {
-  return std::make_unique<EqualSharePolicy>();
+std::unique_ptr<SchedulingPolicy> make_equal_share_policy(EsPick pick) {
+  return std::make_unique<EqualSharePolicy>(pick);
 }
 std::unique_ptr<SchedulingPolicy> make_equal_share_fastest_policy() {
   return std::make_unique<EqualShareFastestPolicy>();

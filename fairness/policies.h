@@ -14,7 +14,7 @@ std::unique_ptr<SchedulingPolicy> make_drf_policy(const PolicyOptions& options);
 std::unique_ptr<SchedulingPolicy> make_drf_ext_policy();
 std::unique_ptr<SchedulingPolicy> make_drf_ext_fastest_policy();
 std::unique_ptr<SchedulingPolicy> make_drffifo_policy(const PolicyOptions& options);
-std::unique_ptr<SchedulingPolicy> make_equal_share_policy();
+std::unique_ptr<SchedulingPolicy> make_equal_share_policy(EsPick pick);
 std::unique_ptr<SchedulingPolicy> make_equal_share_fastest_policy();
 std::unique_ptr<SchedulingPolicy> make_srpt_policy(SrptRank rank);
 std::unique_ptr<SchedulingPolicy> make_las_policy(const PolicyOptions& options);

@@ -23,7 +23,7 @@ const std::vector<PolicyEntry>& registry() {
       {"drf", [](const PolicyOptions& o) { return make_drf_policy(o); }},
       {"drf-ext", [](const PolicyOptions&) { return make_drf_ext_policy(); }},
       {"drffifo", [](const PolicyOptions& o) { return make_drffifo_policy(o); }},
-      {"es", [](const PolicyOptions&) { return make_equal_share_policy(); }},
+      {"es", [](const PolicyOptions& o) { return make_equal_share_policy(o.es_pick); }},
       {"srpt", [](const PolicyOptions& o) { return make_srpt_policy(o.srpt_rank); }},
       {"las", [](const PolicyOptions& o) { return make_las_policy(o); }},
       {"maxmin", [](const PolicyOptions&) { return make_maxmin_policy(); }},

@@ -76,6 +76,13 @@ enum class SrptRank {
   kOriginal,   // the job's original estimate, whatever it has done (a reading of the reference)
 };
 
+// es's choice of a user's job for the free machines of its part (fairness/equal_share_policy.cc
+// states both rules in full).
+enum class EsPick {
+  kShortestThere,  // the user's job shortest on a free machine's type (the paper's ES)
+  kHeadOnFastest,  // the user's head job, on its fastest type only, else the user waits
+};
+
 struct PolicyOptions {
   double alpha = 0.1;  // allox: fraction of users per fairness round, in (0, 1]
   // allox: a job queued longer than this (seconds) enters every round and starts first. allox's
@@ -96,6 +103,7 @@ struct PolicyOptions {
   std::vector<double> las_queue_thresholds = {100, 1000};
   double las_promotion_factor = 4;
   SrptRank srpt_rank = SrptRank::kRemaining;
+  EsPick es_pick = EsPick::kShortestThere;
   // drf, drffifo: what one machine of each device type offers, by resource name; the dominant
   // share is then taken over those resources, each job holding its Job::holds (fairness/
   // drf_share.h). Empty (the default): over the device types, machines per type.

@@ -11,24 +11,36 @@
 // what its price says it should (all outlet units dearer than its price unused, all cheaper ones
 // used); the result is a pseudo-flow whose imbalances (a slot holding more jobs than it sends on,
 // or fewer) are small when the prices are good. Then, while some node has an excess: Dijkstra on
-// reduced costs from every excess node over the S slots and the sink (dense, O(S²), each arc
-// s → s' read off a heap of the jobs in s keyed by c(j,s') − c(j,s)), prices move by the
-// distances, and one unit goes along the shortest path to the nearest deficit, moving the jobs
-// on it. Each augmentation fixes one unit of imbalance; heap upkeep is O(S log J) per moved job.
+// reduced costs from every excess node over the S slots and the sink (dense, O(S²)), prices move
+// by the distances, and one unit goes along the shortest path to the nearest deficit, moving the
+// jobs on it. Each augmentation fixes one unit of imbalance.
+//
+// An arc s → s' costs the cheapest move min_j c(j,s') − c(j,s) over the jobs in s (the lower job
+// among equals). It is found on first use by a pass over s's members gathered into one
+// contiguous row (within a device type, the row's shortest or longest job: the move costs time ×
+// level change), and kept current as jobs join s; once its job leaves s it is found again, by a
+// new pass when s holds few jobs, else from a heap of all of s's moves to s' (O(log J) per join).
+// The passes over every job (start, check) ask, per job and device type, for the slot minimising
+// level·time + price: the lower convex hull of the type's (level, price) points answers that by
+// binary search (level_hull.h), so they cost O(J·T·log S), not O(J·S). Dijkstra picks its next
+// node in the same pass that relaxes the arcs of the last one. Every one of these returns exactly
+// what a scan of every job and slot would (the lowest among equals), so the solver's path, and
+// which optimal plan it returns among several, do not depend on them.
 //
 // Exactness: at the end, every job must sit in a cheapest slot at the final prices and every
 // slot's price must lie between its last used and next unused outlet costs: LP duality then
-// proves the flow optimal. The check runs on every answer (O(J·S)); a failure is an Error, never a
-// plan.
+// proves the flow optimal. The check runs on every answer (O(J·T·log S)); a failure is an Error,
+// never a plan.
 #include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <numeric>
-#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "matcher/flow_backend.h"
+#include "matcher/level_hull.h"
 
 namespace allox::matcher {
 namespace {
@@ -47,25 +59,30 @@ struct Move {
   std::uint32_t job;
   std::uint32_t version;
 };
+// A stale pair of a slot with at most this many member entries is scanned again, not heaped.
+constexpr std::size_t kRescanMembers = 64;
+constexpr std::uint32_t kNoJob = std::numeric_limits<std::uint32_t>::max();
 struct Cheaper {  // min-heap order, job as tie-break for determinism
   bool operator()(const Move& a, const Move& b) const {
     return a.key != b.key ? a.key > b.key : a.job > b.job;
   }
 };
 
-// The per-slot-pair heaps and per-slot member lists, kept per thread between solves: their
-// capacity is reused, so a simulator or planner that solves thousands of times a second does
-// not allocate them again each time (measured: a third of the solve on the paper workload).
+// The per-slot-pair heaps and best moves and the per-slot member lists, kept per thread between
+// solves: their capacity is reused, so a simulator or planner that solves thousands of times a
+// second neither allocates nor clears them each time (measured: a third of the solve on the paper
+// workload when allocated, a tenth when cleared). A pair's entries are read only once this solve
+// has written them (Transport::built_ says which), so nothing is cleared but the member lists.
 // A thread keeps the capacity of its largest solve.
 struct Workspace {
   std::vector<std::vector<Move>> moves;    // [s * S + t]: jobs of s as moves to t
+  std::vector<Move> best;                  // [s * S + t]: the cheapest of them, or kNoJob
   std::vector<std::vector<Move>> members;  // jobs per slot (key unused), stale ones skipped
 
-  // Empties the first `pairs` heaps and `slots` member lists, keeping their capacity.
   void reset(std::size_t pairs, std::size_t slots) {
     if (moves.size() < pairs) moves.resize(pairs);
+    if (best.size() < pairs) best.resize(pairs);
     if (members.size() < slots) members.resize(slots);
-    for (std::size_t i = 0; i < pairs; ++i) moves[i].clear();
     for (std::size_t i = 0; i < slots; ++i) members[i].clear();
   }
 };
@@ -79,6 +96,7 @@ class Transport {
  public:
   Transport(const SlotNetwork& network, const PriceHint* hint)
       : moves_(thread_workspace().moves),
+        best_(thread_workspace().best),
         members_(thread_workspace().members),
         net_(network),
         slots_(network.slot_count),
@@ -156,6 +174,43 @@ class Transport {
     }
   }
 
+  // Each type run's slots as a LevelHull at the current prices; empty when the network has
+  // explicit arcs or a run's levels do not ascend with its slots (then the passes scan every arc).
+  void build_hulls() {
+    hulls_.clear();
+    if (net_.implicit == nullptr) return;
+    hulls_.resize(runs_.size());
+    for (std::size_t r = 0; r < runs_.size(); ++r) {
+      for (std::size_t s = runs_[r].first; s < runs_[r].end; ++s) {
+        if (s > runs_[r].first && level_[s] <= level_[s - 1]) {
+          hulls_.clear();
+          return;
+        }
+        hulls_[r].add(level_[s], price_[s], s);
+      }
+    }
+  }
+  // Job j's cheapest slot at the current prices (the lowest among equals) and its cost plus
+  // price, or kNone; the same answer as a scan of every arc.
+  std::pair<std::size_t, std::int64_t> cheapest_slot(std::size_t j) const {
+    std::size_t best = kNone;
+    std::int64_t best_value = 0;
+    if (hulls_.empty()) {
+      for_each_arc(j, [&](std::size_t s, std::int64_t c) {
+        const std::int64_t value = c + price_[s];
+        if (best == kNone || value < best_value) best = s, best_value = value;
+      });
+      return {best, best_value};
+    }
+    for (std::size_t r = 0; r < runs_.size(); ++r) {
+      const std::int64_t time = net_.implicit->time(j, runs_[r].type);
+      if (time == kCannotRun) continue;
+      const LevelHull::Cheapest c = hulls_[r].cheapest(time);
+      if (best == kNone || c.cost < best_value) best = c.slot, best_value = c.cost;
+    }
+    return {best, best_value};
+  }
+
   // Outflow bookkeeping of slot s: out_[s] units fill its outlets cheapest first; cursor_[s] is
   // the outlet the next unit goes to and fill_[s] how many units it already carries.
   std::int64_t next_cost(std::size_t s) const {
@@ -186,19 +241,32 @@ class Transport {
   // Records job j as a member of its slot, and as a move in every heap of that slot built so far.
   void join_slot(std::size_t j) {
     const std::size_t s = slot_of_[j];
+    ++stamp_[s];
     members_[s].push_back({0, static_cast<std::uint32_t>(j), version_[j]});
     const std::int64_t here = cost(j, s);
     for (std::size_t t = 0; t < slots_; ++t) {
       const std::size_t pair = s * slots_ + t;
       if (built_[pair] == kUnread || t == s || cost(j, t) == kNoArc) continue;
       const Move move{cost(j, t) - here, static_cast<std::uint32_t>(j), version_[j]};
-      if (built_[pair] == kScanned) {
-        if (!best_[pair].has_value() || Cheaper{}(*best_[pair], move)) best_[pair] = move;
+      if (built_[pair] == kScanned || built_[pair] == kStale) {
+        // A stale best is still a bound on every live move: one that beats it is the cheapest.
+        if (best_[pair].job == kNoJob || Cheaper{}(best_[pair], move)) {
+          best_[pair] = move;
+          built_[pair] = kScanned;
+        }
         continue;
       }
       auto& heap = moves_[pair];
       heap.push_back(move);
       std::push_heap(heap.begin(), heap.end(), Cheaper{});
+    }
+  }
+  // Job j leaves slot s: the scanned bests it was become stale. O(S) per moved job, so that
+  // reading a scanned best (S times per settled slot) needs no check that its job is still there.
+  void leave_slot(std::size_t j, std::size_t s) {
+    ++stamp_[s];
+    for (std::size_t pair = s * slots_; pair < (s + 1) * slots_; ++pair) {
+      if (built_[pair] == kScanned && best_[pair].job == j) built_[pair] = kStale;
     }
   }
   bool live(const Move& entry, std::size_t s) const {
@@ -209,19 +277,76 @@ class Transport {
   void scan(std::size_t s, std::size_t t) {
     const std::size_t pair = s * slots_ + t;
     built_[pair] = kScanned;
-    best_[pair].reset();
+    best_[pair] = {0, kNoJob, 0};
+    if (net_.implicit != nullptr) {
+      load_row(s);
+      const std::size_t types = net_.implicit->types.size();
+      const std::size_t type = net_.slot_type[t];
+      const std::int64_t level = level_[t];
+      Move& best = best_[pair];
+      if (type == net_.slot_type[s]) {
+        // Within the type a move costs time·(level − level of s): the shortest job's is the
+        // cheapest to a deeper level, the longest job's to a shallower one.
+        if (row_.job.empty()) return;
+        const std::size_t i = level > level_[s] ? row_.shortest : row_.longest;
+        best = {row_.time[i * types + type] * level - row_.here[i], row_.job[i], row_.version[i]};
+        return;
+      }
+      for (std::size_t i = 0; i < row_.job.size(); ++i) {
+        const std::int64_t time = row_.time[i * types + type];
+        if (time == kCannotRun) continue;
+        const Move move{time * level - row_.here[i], row_.job[i], row_.version[i]};
+        if (best.job == kNoJob || Cheaper{}(best, move)) best = move;
+      }
+      return;
+    }
     for (const Move& m : members_[s]) {
       if (!live(m, s)) continue;
       const std::int64_t there = cost(m.job, t);
       if (there == kNoArc) continue;
       const Move move{there - cost(m.job, s), m.job, m.version};
-      if (!best_[pair].has_value() || Cheaper{}(*best_[pair], move)) best_[pair] = move;
+      if (best_[pair].job == kNoJob || Cheaper{}(best_[pair], move)) best_[pair] = move;
+    }
+  }
+  // Gathers slot s's live members and their times per device type into row_, unless row_ holds
+  // them already (no job joined or left s since): the scans of one settled slot then read one
+  // contiguous array, not the problem's time table job by job. Implicit networks only.
+  void load_row(std::size_t s) {
+    if (row_.slot == s && row_.stamp == stamp_[s]) return;
+    const PreparedProblem& problem = *net_.implicit;
+    const std::size_t types = problem.types.size();
+    row_.slot = s;
+    row_.stamp = stamp_[s];
+    row_.job.clear();
+    row_.version.clear();
+    row_.here.clear();
+    row_.time.clear();
+    const std::size_t own = net_.slot_type[s];
+    for (const Move& m : members_[s]) {
+      if (!live(m, s)) continue;
+      const std::size_t i = row_.job.size();
+      row_.job.push_back(m.job);
+      row_.version.push_back(m.version);
+      row_.here.push_back(cost(m.job, s));
+      for (std::size_t type = 0; type < types; ++type)
+        row_.time.push_back(problem.time(m.job, type));
+      // Shortest and longest on s's own type, the lower job among equals.
+      const auto time = [&](std::size_t k) { return row_.time[k * types + own]; };
+      if (i == 0 || time(i) < time(row_.shortest) ||
+          (time(i) == time(row_.shortest) && m.job < row_.job[row_.shortest])) {
+        row_.shortest = i;
+      }
+      if (i == 0 || time(i) > time(row_.longest) ||
+          (time(i) == time(row_.longest) && m.job < row_.job[row_.longest])) {
+        row_.longest = i;
+      }
     }
   }
   // Heaps are built on second use, once a pair's scanned best has moved away.
   void build_heap(std::size_t s, std::size_t t) {
     built_[s * slots_ + t] = kHeap;
     auto& heap = moves_[s * slots_ + t];
+    heap.clear();  // left from an earlier solve
     auto& members = members_[s];
     std::erase_if(members, [&](const Move& m) { return !live(m, s); });
     heap.reserve(members.size());
@@ -235,10 +360,14 @@ class Transport {
   const Move* best_move(std::size_t s, std::size_t t) {
     const std::size_t pair = s * slots_ + t;
     if (built_[pair] == kUnread) scan(s, t);
-    if (built_[pair] == kScanned) {
-      // Joins keep the scanned best current; only its own departure makes it stale.
-      if (!best_[pair].has_value()) return nullptr;
-      if (live(*best_[pair], s)) return &*best_[pair];
+    if (built_[pair] == kScanned) return best_[pair].job == kNoJob ? nullptr : &best_[pair];
+    if (built_[pair] == kStale) {
+      // A few members are scanned again (contiguous, no heap upkeep on later joins); many get a
+      // heap. Both give the cheapest live move, the lower job among equals.
+      if (net_.implicit != nullptr && members_[s].size() <= kRescanMembers) {
+        scan(s, t);
+        return best_[pair].job == kNoJob ? nullptr : &best_[pair];
+      }
       build_heap(s, t);
     }
     auto& heap = moves_[pair];
@@ -258,13 +387,9 @@ class Transport {
     slot_of_.assign(jobs_, kNone);
     version_.assign(jobs_, 0);
     held_.assign(slots_, 0);
+    build_hulls();
     for (std::size_t j = 0; j < jobs_; ++j) {
-      std::size_t best = kNone;
-      std::int64_t best_value = 0;
-      for_each_arc(j, [&](std::size_t s, std::int64_t c) {
-        const std::int64_t value = c + price_[s];
-        if (best == kNone || value < best_value) best = s, best_value = value;
-      });
+      const std::size_t best = cheapest_slot(j).first;
       if (best == kNone) return Error{"transport backend: a job has no slot (a bug)"};
       slot_of_[j] = best;
       ++held_[best];
@@ -296,7 +421,8 @@ class Transport {
     }
     thread_workspace().reset(slots_ * slots_, slots_);
     built_.assign(slots_ * slots_, kUnread);
-    best_.assign(slots_ * slots_, std::nullopt);
+    stamp_.assign(slots_, 0);
+    row_.slot = kNone;
     for (std::size_t s = 0; s < slots_; ++s) members_[s].reserve(held_[s]);
     for (std::size_t j = 0; j < jobs_; ++j) {
       members_[slot_of_[j]].push_back({0, static_cast<std::uint32_t>(j), 0});
@@ -323,11 +449,18 @@ class Transport {
       if (excess(v) > 0) dist_[v] = 0;
     }
     std::size_t target = kNone;
-    for (;;) {
+    // The unsettled reached node of least distance, the lowest index among equals: a full scan
+    // the first time and after the sink settles, else found while relaxing (below).
+    auto nearest = [&] {
       std::size_t v = kNone;
       for (std::size_t u = 0; u < nodes; ++u) {
         if (!settled_[u] && dist_[u] != kUnreached && (v == kNone || dist_[u] < dist_[v])) v = u;
       }
+      return v;
+    };
+    std::size_t next = nearest();
+    for (;;) {
+      const std::size_t v = next;
       if (v == kNone) return false;
       settled_[v] = 1;
       if (excess(v) < 0) {
@@ -342,13 +475,22 @@ class Transport {
         for (std::size_t s = 0; s < slots_; ++s) {
           if (out_[s] > 0) relax(s, price_[s] - price_[sink_] - last_cost(s), kNone);
         }
+        next = nearest();
         continue;
       }
       if (out_[v] < capacity_[v]) relax(sink_, next_cost(v) - price_[v] + price_[sink_], kNone);
+      // Every unsettled slot is visited here (v is settled), in ascending order, then the sink
+      // (the highest index): the same choice as nearest().
+      next = kNone;
       for (std::size_t t = 0; t < slots_; ++t) {
         if (t == v || settled_[t]) continue;
         const Move* move = best_move(v, t);
         if (move != nullptr) relax(t, move->key + price_[t] - price_[v], move->job);
+        if (dist_[t] != kUnreached && (next == kNone || dist_[t] < dist_[next])) next = t;
+      }
+      if (!settled_[sink_] && dist_[sink_] != kUnreached &&
+          (next == kNone || dist_[sink_] < dist_[next])) {
+        next = sink_;
       }
     }
     // Prices: p(v) −= min(dist(v), D) keeps every reduced cost non-negative and makes the path's
@@ -374,6 +516,7 @@ class Transport {
         const std::size_t j = pred_job_[v];
         --held_[u];
         ++held_[v];
+        leave_slot(j, u);
         slot_of_[j] = v;
         ++version_[j];
         join_slot(j);
@@ -384,18 +527,17 @@ class Transport {
     return true;
   }
 
-  Status check_optimal() const {
+  Status check_optimal() {
     const auto fail = [](const std::string& what) {
       return Error{"transport backend: optimality check failed (" + what + "; a bug)"};
     };
     for (std::size_t v = 0; v <= slots_; ++v) {
       if (excess(v) != 0) return fail("unbalanced node");
     }
+    build_hulls();
     for (std::size_t j = 0; j < jobs_; ++j) {
       const std::int64_t mine = cost(j, slot_of_[j]) + price_[slot_of_[j]];
-      bool cheaper = false;
-      for_each_arc(j, [&](std::size_t s, std::int64_t c) { cheaper |= c + price_[s] < mine; });
-      if (cheaper) return fail("a job has a cheaper slot");
+      if (cheapest_slot(j).second < mine) return fail("a job has a cheaper slot");
     }
     for (std::size_t s = 0; s < slots_; ++s) {
       const std::int64_t price = price_[s] - price_[sink_];
@@ -438,6 +580,7 @@ class Transport {
 
   // Declared first: the workspace outlives this solve (see Workspace).
   std::vector<std::vector<Move>>& moves_;    // [s * S + t]: jobs of s as moves to t
+  std::vector<Move>& best_;                  // [s * S + t]: the cheapest of them (kScanned)
   std::vector<std::vector<Move>>& members_;  // jobs per slot (key unused), stale ones skipped
   const SlotNetwork& net_;
   const std::size_t slots_;
@@ -450,6 +593,7 @@ class Transport {
     std::size_t type, first, end;
   };
   std::vector<TypeRun> runs_;
+  std::vector<LevelHull> hulls_;     // per run; see build_hulls()
   std::vector<std::int64_t> price_;  // per slot, then the sink
   std::vector<std::vector<std::size_t>> outlets_;
   std::vector<std::int64_t> capacity_;
@@ -460,11 +604,25 @@ class Transport {
   std::vector<std::size_t> cursor_;
   std::vector<std::int64_t> fill_;
   std::int64_t total_out_ = 0;
-  // [s * S + t]: how the moves from s to t are known: not yet, by their best alone (best_), or
+  // [s * S + t]: how the moves from s to t are known: not yet, by their best alone (best_; joins
+  // keep it current), by a best whose job has left s since (a heap is built on the next read), or
   // all of them in the heap moves_.
-  static constexpr char kUnread = 0, kScanned = 1, kHeap = 2;
+  static constexpr char kUnread = 0, kScanned = 1, kHeap = 2, kStale = 3;
   std::vector<char> built_;
-  std::vector<std::optional<Move>> best_;
+  // The live members of one slot with their times (load_row), and per slot a count of the jobs
+  // that joined or left it, which says whether row_ is still current.
+  struct Row {
+    std::size_t slot = kNone;
+    std::uint64_t stamp = 0;
+    std::vector<std::uint32_t> job;
+    std::vector<std::uint32_t> version;
+    std::vector<std::int64_t> here;  // the job's cost in the slot
+    std::vector<std::int64_t> time;  // [i * types + type]
+    std::size_t shortest = 0;        // the member of least time on the slot's type
+    std::size_t longest = 0;         // and of most
+  };
+  Row row_;
+  std::vector<std::uint64_t> stamp_;
   std::size_t excess_nodes_ = 0;
   std::size_t augmentations_ = 0;
   std::vector<std::int64_t> dist_;

@@ -46,5 +46,38 @@ TEST(EqualSharePolicyTest, FreedResourceGoesToTheUsersJobShortestOnThatResource)
   EXPECT_EQ((Starts{"x@cpu-0"}), starts(decide_once("es-fastest", b), b.state()));
 }
 
+TEST(EqualSharePolicyTest, HeadPickRunsEachUsersHeadOnItsFastestTypeOnlyAndBlocksBehindIt) {
+  StateBuilder b;
+  b.machine("gpu-0", "gpu").machine("gpu-1", "gpu").machine("cpu-0", "cpu").machine("cpu-1", "cpu");
+  b.user("bob", 1);  // one GPU and one CPU node each
+  b.running("r", "alice", "gpu-0", 0, {{"gpu", 100}});
+  b.queued("x", "alice", 0, {{"gpu", 1}, {"cpu", 50}});
+  b.queued("y", "alice", 0, {{"gpu", 20}, {"cpu", 30}});
+  b.queued("z", "alice", 0, {{"gpu", 40}, {"cpu", 4}});
+  PolicyOptions head;
+  head.es_pick = EsPick::kHeadOnFastest;
+  // alice's order: x (1 on GPU), z (4 on CPU), y (20 on GPU). x may only run on a GPU and hers
+  // is busy: her free CPU node stays idle although z would run there fastest (head-of-line).
+  EXPECT_EQ(Starts{}, starts(decide_once("es", b, head), b.state()));
+  // The paper's rule gives the CPU node to her job shortest there.
+  EXPECT_EQ((Starts{"z@cpu-0"}), starts(decide_once("es", b), b.state()));
+}
+
+TEST(EqualSharePolicyTest, HeadPickStartsHeadsInOrderWhileTheirTypesAreFree) {
+  StateBuilder b;
+  b.machine("gpu-0", "gpu").machine("gpu-1", "gpu").machine("cpu-0", "cpu").machine("cpu-1", "cpu");
+  b.queued("a", "alice", 0, {{"gpu", 3}, {"cpu", 9}});
+  b.queued("b", "alice", 1, {{"gpu", 8}, {"cpu", 2}});
+  b.queued("c", "alice", 2, {{"gpu", 5}, {"cpu", 6}});
+  b.queued("d", "alice", 3, {{"gpu", 7}, {"cpu", 7.5}});
+  PolicyOptions head;
+  head.es_pick = EsPick::kHeadOnFastest;
+  // alice alone holds every machine. Order by fastest time: b (2, CPU), a (3, GPU), c (5, GPU),
+  // d (7, GPU): b and a start, c takes the second GPU, d finds no GPU and waits (a CPU node is
+  // free, but d's fastest type is the GPU).
+  EXPECT_EQ((Starts{"b@cpu-0", "a@gpu-0", "c@gpu-1"}),
+            starts(decide_once("es", b, head), b.state()));
+}
+
 }  // namespace
 }  // namespace allox

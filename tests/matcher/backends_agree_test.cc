@@ -207,6 +207,28 @@ TEST(BackendsAgree, TransportMatchesLemonOnLongQueuesOfGroupedAndBusyMachines) {
   }
 }
 
+TEST(BackendsAgree, TransportMatchesLemonWhenEachSlotHoldsManyJobs) {
+  // Two device types of ~80 machines each under a queue 15 times longer: a level's slot holds a
+  // job of most machines of its type, so the transport solver keeps the moves out of a slot in
+  // heaps rather than scanning its members again; whole seconds (many ties) and fractional ones.
+  std::mt19937 rng(15);
+  InstanceShape shape;
+  shape.devices = {"cpu", "gpu"};
+  shape.max_residual = 600;
+  for (const bool fractional : {false, true}) {
+    shape.fractional = fractional;
+    shape.max_time = fractional ? 3000 : 40;
+    Instance instance = random_instance(rng, shape, 2400, 160);
+    const Expected<Schedule> lemon = solve(instance.problem(), {.backend = Backend::kLemon});
+    const Expected<Schedule> transport =
+        solve(instance.problem(), {.backend = Backend::kTransport});
+    ASSERT_TRUE(lemon.ok()) << lemon.message();
+    ASSERT_TRUE(transport.ok()) << transport.message();
+    EXPECT_EQ(transport->objective_ticks, lemon->objective_ticks) << "fractional " << fractional;
+    EXPECT_EQ(plan_problems(instance, *transport), std::vector<std::string>{});
+  }
+}
+
 TEST(BackendsAgree, TransportFromAnyRememberedPricesEqualsColdLemon) {
   // Re-plan a queue as it changes (arrivals, a departure, a machine turning busy) with one
   // PriceMemory, then reuse that memory on an unrelated instance: prices only change the
