@@ -48,6 +48,30 @@ AffinityRoom affinity_room(const json& pod) {
              : AffinityRoom::kRequired;
 }
 
+std::string pinned_node(const json& pod) {
+  const json* at = &pod;
+  for (const char* key : {"spec", "affinity", "nodeAffinity",
+                          "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms"}) {
+    if (!at->is_object()) return "";
+    auto it = at->find(key);
+    if (it == at->end()) return "";
+    at = &*it;
+  }
+  auto only = [](const json& list) -> const json* {
+    return list.is_array() && list.size() == 1 && list[0].is_object() ? &list[0] : nullptr;
+  };
+  const json* term = only(*at);
+  if (term == nullptr || term->size() != 1 || !term->contains("matchFields")) return "";
+  const json* field = only((*term)["matchFields"]);
+  if (field == nullptr || field->value("key", json()) != "metadata.name" ||
+      field->value("operator", json()) != "In") {
+    return "";
+  }
+  const json values = field->value("values", json());
+  if (!values.is_array() || values.size() != 1 || !values[0].is_string()) return "";
+  return values[0].get<std::string>();
+}
+
 Expected<json> remove_gate_patch(const std::vector<std::string>& gates, std::string_view gate,
                                  const NodePin& pin) {
   for (std::size_t i = 0; i < gates.size(); ++i) {

@@ -57,6 +57,11 @@ struct NodePin {
   AffinityRoom room = AffinityRoom::kNoAffinity;
 };
 
+// The node the pin above names: a required node affinity of exactly one term, whose only
+// requirement is `matchFields` metadata.name In [one node]; empty for anything else (no pin,
+// or affinity the owner wrote). A pod released pinned shows where it was placed.
+std::string pinned_node(const nlohmann::json& pod);
+
 // The JSON Patch removing `gate` from `gates` (as last seen), with pin.node's affinity added
 // when pin.node is set and the room allows; an error when the gate is not there.
 Expected<nlohmann::json> remove_gate_patch(const std::vector<std::string>& gates,

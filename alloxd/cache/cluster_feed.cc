@@ -64,6 +64,7 @@ Expected<ObservedPod> observe_pod(const json& pod, const DeviceMapping& devices,
   }
   observed.gates = kube::scheduling_gates(pod);
   observed.affinity_room = kube::affinity_room(pod);
+  observed.pinned_node = kube::pinned_node(pod);
   observed.node_name = string_at(pod, "spec", "nodeName");
   observed.phase = string_at(pod, "status", "phase");
   observed.resource_version = string_at(pod, "metadata", "resourceVersion");

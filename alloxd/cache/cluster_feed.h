@@ -51,6 +51,7 @@ struct ObservedPod {
   std::vector<std::string> gates;  // spec.schedulingGates names
   // Where spec.affinity has room for the node pin a gate's removal adds (kube/pods.h).
   kube::AffinityRoom affinity_room = kube::AffinityRoom::kNoAffinity;
+  std::string pinned_node;         // the node alloxd's pin names (kube::pinned_node), if any
   std::string node_name;           // spec.nodeName, set once bound
   std::string phase;               // status.phase
   std::string nudge;               // the allox.io/nudge annotation

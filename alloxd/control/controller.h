@@ -162,6 +162,18 @@ class Controller {
   // planner handed over: each member deleted (a uid precondition) and told why
   // (GangRolledBack, or GangFailed for a failed gang's members still running).
   void roll_back_gangs(const Pass& pass);
+  // A queued gang some of whose members are released (ungated, pinned) though the planner has
+  // no admission for it: alloxd restarted between the release and the binds. It is admitted
+  // again on its members' pinned nodes when they still hold its units (Planner::adopt_gang),
+  // else rolled back with the reason; a gang still settling in the book is looked at next pass.
+  void adopt_released_gangs(const Pass& pass);
+  struct OrphanedGang {
+    enum Verdict { kSettled, kWait, kAdopt, kRollBack } verdict;
+    std::string why;  // kRollBack's reason
+  };
+  // What adopt_released_gangs does with gang `id`; for kAdopt, `nodes` gets every member's node.
+  OrphanedGang orphaned_gang(const std::string& id,
+                             std::map<std::string, std::string>& nodes) const;
   void tell_queued(const Pass& pass, const std::string& key, const ObservedPod& pod,
                    const PlannedWait& wait);
   // A `Parked` warning with the reason the plan leaves the pod's job out (Plan::parked): its
@@ -223,6 +235,7 @@ class Controller {
   };
   std::unordered_map<std::string, Release> released_;
   std::unordered_set<std::string> recheck_;  // started jobs with no pod released yet
+  std::set<std::string> orphaned_gangs_;      // released gangs with no admission (a restart)
   std::shared_ptr<const Plan> last_plan_;    // the plan released_ follows
 
   // What makes a pass incremental. A pass looks at the pods that changed (and every pod of

@@ -100,6 +100,10 @@ inline std::string pod_key(const PodIdentity& pod) {
 // The gang-size annotation and its bound: 64 members of a gang at most.
 inline constexpr std::string_view kGangSizeAnnotation = "allox.io/gang-size";
 inline constexpr int kMaxGangSize = 64;
+// The most members /bind gathers together: each waiting member holds one of the blocking pool's
+// threads (http/http_server.h kBlockingThreads), so a larger gang could never bind whole. The
+// book parks it with that reason (JobBook::gang_too_large).
+inline constexpr int kMaxGangBoundTogether = 16;
 
 struct JobVariant {
   PodIdentity pod;

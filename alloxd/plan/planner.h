@@ -220,6 +220,16 @@ class Planner {
   };
   // The rollbacks since the last call (the controller's).
   std::vector<Rollback> take_rollbacks();
+  // A queued gang found released with no admission (alloxd restarted between the release and
+  // the binds): its members are already pinned (`member_nodes`: pod key -> the node its pin, or
+  // its binding, names; every member of the gang), so the gang can only run there. When every
+  // node still has its members' units free of running jobs (one device type of the gang's for
+  // all), it is admitted again on them, its admission_hold starting now: the plans keep those
+  // placements and a gang that does not bind in time is rolled back as any. Otherwise an error
+  // saying which node lacks what (the caller rolls the gang back). A gang admitted already, or
+  // no longer queued, is left as it is.
+  Status adopt_gang(const std::string& job_id,
+                    const std::map<std::string, std::string>& member_nodes);
   // Admitted gangs whose admission_hold lapsed before they started (the controller rolls them
   // back).
   std::vector<std::string> lapsed_gangs() const;

@@ -3,6 +3,7 @@
 // none), its members' ends, and its place again after an inventory change or a restart.
 #include <algorithm>
 #include <map>
+#include <string>
 
 #include "alloxd/store/job_book.h"
 
@@ -19,6 +20,12 @@ int member_units(const BookJob& job) {
 }  // namespace
 
 std::string JobBook::gang_too_large(const BookJob& job) const {
+  if (job.is_gang() && job.record.gang > kMaxGangBoundTogether) {
+    const std::string n = std::to_string(job.record.gang);
+    return "gang of " + n + " members: alloxd binds at most " +
+           std::to_string(kMaxGangBoundTogether) + " together (" +
+           std::string(kGangSizeAnnotation) + ": \"" + n + "\")";
+  }
   if (!job.is_gang() || job.variants.empty() || !has_inventory_) return "";
   const int k = member_units(job);
   const int n = job.record.gang;

@@ -10,7 +10,8 @@
 //
 // A waiting member holds its thread (the blocking pool's: http/blocking_pool.h) for at most
 // `wait`. The pool's 16 threads are shared with the reports, so a gang of more members than
-// that cannot gather (its members time out, none bound): see docs/design.md, "Gangs".
+// that could never gather: the book parks such a gang (kMaxGangBoundTogether, model/pod.h) and
+// its members never reach /bind. See docs/design.md, "Gangs".
 //
 // Thread-safe.
 #pragma once

@@ -5,10 +5,14 @@
 #include <map>
 #include <string>
 
+#include "alloxd/http/http_server.h"
 #include "alloxd/verbs/verbs.h"
 #include "alloxd/verbs/verbs_bind_check.h"
 
 namespace allox::extender {
+
+// Every member of the largest gang the book lets start can wait at /bind at once.
+static_assert(kBlockingThreads >= static_cast<std::size_t>(kMaxGangBoundTogether));
 
 void ExtenderVerbs::check_member(const BookJob& job, const BindingArgs& args, BindCheck& c) const {
   const std::string& id = job.record.id;

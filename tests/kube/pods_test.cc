@@ -86,6 +86,30 @@ TEST(PodsTest, AffinityRoomReadsWhatThePodHas) {
           R"({"spec":{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[]}}}}})")));
 }
 
+// The pin remove_gate_patch adds reads back as its node; anything else the owner may have
+// written reads as no pin.
+TEST(PodsTest, PinnedNodeReadsOnlyThePinsShape) {
+  json pinned = {{"spec", json::object()}};
+  auto patch =
+      remove_gate_patch({"allox.io/queue"}, kQueueGate, {"node-7", AffinityRoom::kNoAffinity});
+  ASSERT_TRUE(patch.ok());
+  pinned["spec"]["affinity"] = (*patch)[3]["value"];
+  EXPECT_EQ("node-7", pinned_node(pinned));
+  const char* not_pins[] = {
+      R"({"spec":{}})",
+      R"({"spec":{"affinity":null}})",
+      R"({"spec":{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[]}}}}})",
+      // Two nodes, another key or operator, another term beside it, an expression beside it.
+      R"({"spec":{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchFields":[{"key":"metadata.name","operator":"In","values":["a","b"]}]}]}}}}})",
+      R"({"spec":{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchFields":[{"key":"metadata.uid","operator":"In","values":["a"]}]}]}}}}})",
+      R"({"spec":{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchFields":[{"key":"metadata.name","operator":"NotIn","values":["a"]}]}]}}}}})",
+      R"({"spec":{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchFields":[{"key":"metadata.name","operator":"In","values":["a"]}]},{"matchFields":[]}]}}}}})",
+      R"({"spec":{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchFields":[{"key":"metadata.name","operator":"In","values":["a"]}],"matchExpressions":[]}]}}}}})",
+      R"({"spec":{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchFields":[{"key":"metadata.name","operator":"In","values":[7]}]}]}}}}})",
+  };
+  for (const char* pod : not_pins) EXPECT_EQ("", pinned_node(json::parse(pod))) << pod;
+}
+
 TEST(PodsTest, AddGatePatchCreatesOrAppendsAndIsEmptyWhenPresent) {
   json bare = {{"spec", {{"schedulerName", "allox-scheduler"}}}};
   EXPECT_EQ(

@@ -335,5 +335,70 @@ TEST(PlannerGangsTest, ARolledBackGangWaitsWithItsReasonAndItsMembersNeverRejoin
   EXPECT_EQ(1u, cluster.plan()->starts.count("lab/big"));
 }
 
+// alloxd restarted between a gang's release and its binds: the admission is gone, its members
+// are pinned. Adopted on its pinned nodes (not where a fresh first fit would put it), it keeps
+// them in every plan and its hold starts again; unbound past the hold, it is lapsed.
+TEST(PlannerGangsTest, AGangReleasedBeforeARestartIsAdoptedOnItsPinnedNodes) {
+  Cluster cluster;
+  cluster.add_gang("big", 2, 2);
+  const PlannedStart first = cluster.plan()->starts.at("lab/big");
+  ASSERT_TRUE(cluster.planner->admit("lab/big", first.members.front().pod, first).ok());
+  *cluster.steady += std::chrono::seconds(50);
+  cluster.restart();
+  EXPECT_FALSE(cluster.planner->admitted_as("lab/big")) << "admissions live in memory";
+  // Pinned the other way round from the first fit (g2a, g2b).
+  const std::map<std::string, std::string> pins = {{"lab/big-0", "g4"}, {"lab/big-1", "g2b"}};
+  ASSERT_TRUE(cluster.planner->adopt_gang("lab/big", pins).ok());
+  EXPECT_EQ("lab/big-0", cluster.planner->admitted_as("lab/big"));
+  cluster.add("late", "late", 2, 1);  // must not take the adopted gang's units
+  std::shared_ptr<const Plan> plan = cluster.plan();
+  ASSERT_EQ(1u, plan->starts.count("lab/big"));
+  std::map<std::string, std::string> planned;
+  for (const GangPlacement& m : plan->starts.at("lab/big").members) planned[m.pod] = m.node;
+  EXPECT_EQ(pins, planned);
+  ASSERT_EQ(1u, plan->starts.count("lab/late"));
+  EXPECT_NE("g2b", plan->starts.at("lab/late").node);
+  for (const auto& [node, units] : planned_units(*plan, cluster.held())) {
+    EXPECT_LE(units, kNodeUnits.at(node)) << node;
+  }
+  // The hold runs from the adoption, not from the admission before the restart.
+  *cluster.steady += std::chrono::seconds(30);
+  EXPECT_TRUE(cluster.planner->lapsed_gangs().empty());
+  *cluster.steady += std::chrono::seconds(31);
+  EXPECT_EQ(std::vector<std::string>{"lab/big"}, cluster.planner->lapsed_gangs());
+}
+
+TEST(PlannerGangsTest, AGangWhosePinnedNodesNoLongerHoldItIsNotAdopted) {
+  Cluster cluster;
+  cluster.add_gang("big", 2, 2);
+  JobVariant other = cluster.add("other", "other", 2, 1);
+  ASSERT_TRUE(cluster.planner->record_start(other, "g2b", -1).ok());
+  Status adopted =
+      cluster.planner->adopt_gang("lab/big", {{"lab/big-0", "g2a"}, {"lab/big-1", "g2b"}});
+  ASSERT_FALSE(adopted.ok());
+  EXPECT_EQ("its pinned nodes no longer hold it: g2b has 0 of 2 gpu free", adopted.message());
+  EXPECT_FALSE(cluster.planner->admitted_as("lab/big"));
+  EXPECT_FALSE(cluster.planner->adopt_gang("lab/big", {{"lab/big-0", "g4"}}).ok())
+      << "every member must be pinned";
+  // Two members on g4's 4 GPUs fit.
+  EXPECT_TRUE(
+      cluster.planner->adopt_gang("lab/big", {{"lab/big-0", "g4"}, {"lab/big-1", "g4"}}).ok());
+}
+
+// Each member waiting at /bind holds one of the blocking pool's 16 threads: a gang of more could
+// never bind whole, so it is parked (naming the annotation), whatever the inventory.
+TEST(PlannerGangsTest, AGangOfMoreMembersThanBindGathersIsParkedNamingTheAnnotation) {
+  Cluster cluster;
+  cluster.add_gang("huge", kMaxGangBoundTogether + 1, 1);
+  cluster.add_gang("most", kMaxGangBoundTogether, 1);
+  std::shared_ptr<const Plan> plan = cluster.plan();
+  ASSERT_EQ(1u, plan->parked.count("lab/huge"));
+  EXPECT_EQ("gang of 17 members: alloxd binds at most 16 together (allox.io/gang-size: \"17\")",
+            plan->parked.at("lab/huge"));
+  ASSERT_EQ(1u, plan->parked.count("lab/most"));
+  EXPECT_NE(std::string::npos, plan->parked.at("lab/most").find("no inventory can hold"))
+      << "16 members gather; only the 8 GPUs keep it out: " << plan->parked.at("lab/most");
+}
+
 }  // namespace
 }  // namespace allox::extender
