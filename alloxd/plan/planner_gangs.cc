@@ -222,8 +222,15 @@ std::optional<std::string> Planner::gang_member_bound(const JobVariant& member,
     if (job == nullptr || !job->is_gang() || job->record.phase != JobPhase::kQueued) {
       return std::nullopt;
     }
+    // A rolled-back member's binding (the watch may show it after the rollback) or a pod that
+    // is no member any more counts for nobody: the gang starts on its current members alone.
+    const std::string key = pod_key(member.pod);
+    if ((!member.pod.uid.empty() && rolled_back_.count(member.pod.uid)) ||
+        !job->variants.count(key)) {
+      return std::nullopt;
+    }
     auto& seen = gang_bound_[member.job_id];
-    seen[pod_key(member.pod)] = node;
+    seen[key] = node;
     if (static_cast<int>(seen.size()) < job->record.gang) return std::nullopt;
     bound = seen;
     gang_bound_.erase(member.job_id);

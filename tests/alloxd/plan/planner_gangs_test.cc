@@ -262,8 +262,7 @@ TEST(PlannerGangsTest, AFailedMemberWhoseJobRetriesQueuesTheSameRunAgain) {
   auto started = cluster.planner->record_gang_start("lab/big", nodes, "gpu");
   ASSERT_TRUE(started.ok()) << started.message();
   const std::int64_t row = started->row;
-  ASSERT_TRUE(
-      cluster.planner->gang_member_ended(members[1], /*failed=*/true, /*retry=*/true).ok());
+  ASSERT_TRUE(cluster.planner->gang_member_ended(members[1], /*failed=*/true, /*retry=*/true).ok());
   ASSERT_EQ(1u, cluster.planner->take_rollbacks().size());
   ASSERT_TRUE(cluster.planner->gang_member_ended(members[0]).ok());
   cluster.planner->read([](const JobBook& book) {
@@ -333,6 +332,37 @@ TEST(PlannerGangsTest, ARolledBackGangWaitsWithItsReasonAndItsMembersNeverRejoin
     ASSERT_TRUE(cluster.planner->register_variant(member).ok());
   }
   EXPECT_EQ(1u, cluster.plan()->starts.count("lab/big"));
+}
+
+// The watch may show a rolled-back member bound after the rollback (its Binding was posted
+// before): that binding counts for nobody, and the gang starts on its new members alone.
+TEST(PlannerGangsTest, ARolledBackMembersBindingCountsForNobody) {
+  Cluster cluster;
+  std::vector<JobVariant> members = cluster.add_gang("big", 2, 2);
+  cluster.planner->roll_back_gang("lab/big", "rolled back: a binding failed");
+  cluster.planner->take_rollbacks();
+  std::vector<JobVariant> again;
+  for (JobVariant member : members) {  // its owner re-creates them: new names and UIDs
+    member.pod.name += "-again";
+    member.pod.uid += "-again";
+    ASSERT_TRUE(cluster.planner->register_variant(member).ok());
+    again.push_back(member);
+  }
+  EXPECT_EQ(std::nullopt, cluster.planner->gang_member_bound(members[0], "g2a"));
+  EXPECT_EQ(std::nullopt, cluster.planner->gang_member_bound(again[0], "g2b"));
+  auto phase = [&] {
+    return cluster.planner->read(
+        [](const JobBook& book) { return book.job("lab/big")->record.phase; });
+  };
+  EXPECT_EQ(JobPhase::kQueued, phase()) << "one current member bound of two";
+  EXPECT_EQ(std::nullopt, cluster.planner->gang_member_bound(again[1], "g4"));
+  EXPECT_EQ(JobPhase::kRunning, phase());
+  cluster.planner->read([&](const JobBook& book) {
+    const BookJob* job = book.job("lab/big");
+    EXPECT_EQ(0u, job->member_nodes.count(pod_key(members[0].pod)));
+    EXPECT_EQ("g2b", job->member_nodes.at(pod_key(again[0].pod)));
+    EXPECT_EQ("g4", job->member_nodes.at(pod_key(again[1].pod)));
+  });
 }
 
 // alloxd restarted between a gang's release and its binds: the admission is gone, its members
