@@ -93,6 +93,7 @@ struct Fixture {
     feed->node_handler().on_replace({testing::make_node("g1", "1", "0"),
                                      testing::make_node("g2", "1", "0"),
                                      testing::make_node("g3", "1", "0")});
+    feed->job_handler().on_replace({});  // no Jobs: the feed is synced once its pods are listed
   }
   void close() {
     controller.reset();
