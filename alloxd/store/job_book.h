@@ -244,6 +244,8 @@ class JobBook {
   // after every change of it. unfile() takes it out of them; call before a change of its phase,
   // arrival, finish or id, and before it leaves jobs_.
   void refresh(BookJob& job);
+  // Every slot the job holds made free again (its units back on their nodes).
+  void free_slots(BookJob& job);
   void unfile(BookJob& job);
   void erase_job(std::unordered_map<std::string, BookJob>::iterator it);
   void recount_capacity();

@@ -195,13 +195,7 @@ Expected<JobRecord> JobBook::start(const std::string& job_id, const JobVariant& 
   return job.record;
 }
 
-Expected<JobRecord> JobBook::finish(const std::string& job_id, double now) {
-  auto it = jobs_.find(job_id);
-  if (it == jobs_.end()) return Error{"job " + job_id + " is unknown to allox"};
-  BookJob& job = it->second;
-  if (job.record.phase != JobPhase::kRunning) {
-    return Error{"job " + job_id + " is " + phase_name(job.record.phase) + ", not running"};
-  }
+void JobBook::free_slots(BookJob& job) {
   if (job.slot >= 0) job.other_slots.push_back(job.slot);
   for (int s : job.other_slots) {
     MachineSlot& machine = slots_[s];
@@ -210,6 +204,16 @@ Expected<JobRecord> JobBook::finish(const std::string& job_id, double now) {
   }
   job.slot = -1;
   job.other_slots.clear();
+}
+
+Expected<JobRecord> JobBook::finish(const std::string& job_id, double now) {
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) return Error{"job " + job_id + " is unknown to allox"};
+  BookJob& job = it->second;
+  if (job.record.phase != JobPhase::kRunning) {
+    return Error{"job " + job_id + " is " + phase_name(job.record.phase) + ", not running"};
+  }
+  free_slots(job);
   job.record.phase = JobPhase::kDone;
   job.record.finish = now;
   refresh(job);
@@ -225,14 +229,7 @@ Expected<JobRecord> JobBook::requeue(const std::string& job_id) {
   if (job.record.phase != JobPhase::kRunning) {
     return Error{"job " + job_id + " is " + phase_name(job.record.phase) + ", not running"};
   }
-  if (job.slot >= 0) job.other_slots.push_back(job.slot);
-  for (int s : job.other_slots) {
-    MachineSlot& machine = slots_[s];
-    machine.running_job.clear();
-    ++capacity_[machine.node][machine.device].free;
-  }
-  job.slot = -1;
-  job.other_slots.clear();
+  free_slots(job);
   const std::string ran = job.record.pod_namespace + "/" + job.record.pod_name;
   job.variants.erase(ran);
   pod_to_job_.erase(ran);
