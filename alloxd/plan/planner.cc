@@ -231,7 +231,10 @@ void Planner::solve_once() {
     // made before it, so no job arrived or started after the time the round plans at.
     {
       std::lock_guard write(write_mu_);
-      write_book([&] { book_.forget_finished(now() - config_.retention.finished_seconds); });
+      write_book([&] {
+        book_.forget_finished(now() - config_.retention.finished_seconds);
+        drop_stale_holds();
+      });
     }
     std::shared_lock lock(book_mu_);
     has_inventory = book_.has_inventory();

@@ -111,7 +111,7 @@ void hold_displaced(const std::vector<Displaced>& displaced, const std::vector<M
 std::vector<std::pair<std::string, PlannedStart>> Planner::hold_admitted(PlanInput& input,
                                                                          double now) const {
   ClusterState& state = input.state;
-  if (admitted_.empty()) return {};
+  if (held_jobs_.empty()) return {};
   // Thousands of admissions can wait for their binds while tens of thousands of jobs queue: the
   // queue is in plan order (arrival, id; JobBook::snapshot), so each admission is a binary
   // search, and one compaction follows, not an index of the whole queue per plan.
@@ -122,7 +122,10 @@ std::vector<std::pair<std::string, PlannedStart>> Planner::hold_admitted(PlanInp
   std::vector<Displaced> displaced;
   const std::vector<MachineSlot>& slots = *input.slots;
   const auto wall = steady_now();
-  for (const auto& [job_id, admission] : admitted_) {
+  for (const std::string& job_id : held_jobs_) {
+    auto admitted = admitted_.find(job_id);
+    if (admitted == admitted_.end()) continue;  // gone since (pruned by the next plan)
+    const Admission& admission = admitted->second;
     if (std::chrono::duration<double>(wall - admission.at).count() > options_.admission_hold) {
       continue;  // lapsed: planned afresh
     }
@@ -150,6 +153,17 @@ std::vector<std::pair<std::string, PlannedStart>> Planner::hold_admitted(PlanInp
   }
   hold_displaced(displaced, slots, state, holds);
   return holds.take();
+}
+
+void Planner::drop_stale_holds() {
+  for (auto it = held_jobs_.begin(); it != held_jobs_.end();) {
+    const BookJob* job = book_.job(*it);
+    if (!admitted_.count(*it) || job == nullptr || job->record.phase != JobPhase::kQueued) {
+      it = held_jobs_.erase(it);
+    } else {
+      ++it;
+    }
+  }
 }
 
 Status Planner::admit(const std::string& job_id, const std::string& pod_key,
@@ -244,7 +258,17 @@ void Planner::forget_siblings(std::vector<Admitting>& admitting, std::vector<Sta
 bool Planner::book_admissions(const std::vector<AdmitRequest>& admissions,
                               const std::vector<Admitting>& admitting,
                               const std::vector<Status>& outcomes) {
-  bool changed = false;
+  // An admission exactly as the latest plan starts the job is that plan carried out: the plan
+  // the next change brings holds it (hold_admitted), and replanning for it alone would find the
+  // same starts. Under a backlog every plan's admissions would otherwise wake a plan of their
+  // own. Anything else (a start the plan no longer has, a sibling's removal whose admission
+  // failed) wakes the planner.
+  const std::shared_ptr<const Plan> latest = plans_.latest();
+  auto foreseen = [&](const AdmitRequest& request) {
+    auto planned = latest->starts.find(request.job_id);
+    return planned != latest->starts.end() && planned->second == request.start;
+  };
+  bool replan = false;
   const auto at = steady_now();
   write_book_in_chunks(admitting.size(), [&](std::size_t begin, std::size_t end) {
     bool chunk_changed = false;
@@ -254,8 +278,11 @@ bool Planner::book_admissions(const std::vector<AdmitRequest>& admissions,
         book_.remove_variant(a.siblings[k].namespace_name, a.siblings[k].name);
       }
       chunk_changed = chunk_changed || a.forgotten > 0;
-      if (!outcomes[a.index]) continue;
       const AdmitRequest& request = admissions[a.index];
+      if (!outcomes[a.index]) {
+        replan = replan || a.forgotten > 0;
+        continue;
+      }
       Admission& admission = admitted_[request.job_id];
       // A hold moved to another machine of the same node (hold_admitted) is the same
       // commitment: its time runs from the first admission.
@@ -263,15 +290,16 @@ bool Planner::book_admissions(const std::vector<AdmitRequest>& admissions,
                          admission.start.node == request.start.node &&
                          admission.start.device == request.start.device;
       admission = {request.pod_key, request.start, moved ? admission.at : at};
+      held_jobs_.insert(request.job_id);
       chunk_changed = true;
+      replan = replan || !foreseen(request);
     }
     if (chunk_changed) {
       book_.touch();
       admitted_version_.store(book_.version(), std::memory_order_release);
     }
-    changed = changed || chunk_changed;
   });
-  return changed;
+  return replan;
 }
 
 }  // namespace allox::extender

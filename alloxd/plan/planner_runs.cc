@@ -62,6 +62,7 @@ Expected<Planner::Started> Planner::record_start(const JobVariant& variant, cons
 
 void Planner::record_start_group(const std::vector<StartCall*>& group) {
   bool started_any = false;
+  bool replan = false;  // a start no plan foresaw (see below)
   {
     std::lock_guard write(write_mu_);
     const double started_at = now();
@@ -80,8 +81,8 @@ void Planner::record_start_group(const std::vector<StartCall*>& group) {
           continue;
         }
         int slot = call->preferred_slot;
-        if (auto admission = admitted_.find(variant.job_id);
-            slot < 0 && admission != admitted_.end() &&
+        const auto admission = admitted_.find(variant.job_id);
+        if (slot < 0 && admission != admitted_.end() &&
             admission->second.start.node == call->node &&
             variant.runs_on(admission->second.start.device)) {
           slot = admission->second.start.slot;  // the machine held for it (the watch names none)
@@ -91,6 +92,8 @@ void Planner::record_start_group(const std::vector<StartCall*>& group) {
           call->result = record.error();
           continue;
         }
+        held_jobs_.erase(variant.job_id);
+        replan = replan || !held_as_started(variant.job_id, *record);
         Started started{*record, {}};
         if (auto waited = completion_to_bind_.bound(call->node, record->device, started_at)) {
           metrics_.record_completion_to_bind(*waited);
@@ -136,7 +139,23 @@ void Planner::record_start_group(const std::vector<StartCall*>& group) {
       }
     }
   }
-  if (started_any) wake();
+  if (replan) wake();
+}
+
+bool Planner::held_as_started(const std::string& job_id, const JobRecord& record) const {
+  // The plans since its admission have held exactly these machines for the job (hold_admitted),
+  // so the plan the next change brings is the one this start would bring: a bind stream wakes
+  // no plan of its own. A start anywhere else, or after its hold lapsed, frees or takes
+  // machines no plan counted on.
+  auto admission = admitted_.find(job_id);
+  const BookJob* job = book_.job(job_id);
+  if (admission == admitted_.end() || job == nullptr) return false;
+  const PlannedStart& held = admission->second.start;
+  return held.members.empty() &&
+         admission->second.pod_key == record.pod_namespace + "/" + record.pod_name &&
+         held.node == record.node && held.device == record.device && held.slot == job->slot &&
+         std::chrono::duration<double>(steady_now() - admission->second.at).count() <=
+             options_.admission_hold;
 }
 
 Status Planner::requeue(const std::string& job_id, Durability durability) {

@@ -11,12 +11,14 @@ namespace allox::extender {
 void JobBook::set_inventory(const std::vector<NodeInventory>& nodes) {
   nodes_.clear();
   slots_.clear();
+  node_slots_.clear();
   machines_.clear();
   std::set<DeviceType> offered;
   for (const NodeInventory& node : nodes) {
     nodes_[node.name] = node;
     for (const auto& [device, count] : node.machines) {
       for (int i = 0; i < count; ++i) {
+        node_slots_[node.name].push_back(static_cast<int>(slots_.size()));
         slots_.push_back({node.name, device, i, ""});
         machines_.push_back(
             {node.name + "/" + device + "-" + std::to_string(i), device, 0, node.name});
@@ -59,12 +61,14 @@ void JobBook::set_inventory(const std::vector<NodeInventory>& nodes) {
 void JobBook::place_running(BookJob& job, bool recorded_slot_only) {
   const JobRecord& record = job.record;
   if (recorded_slot_only) {
-    for (std::size_t s = 0; s < slots_.size(); ++s) {
+    auto on_node = node_slots_.find(record.node);
+    if (on_node == node_slots_.end()) return;
+    for (int s : on_node->second) {
       MachineSlot& slot = slots_[s];
-      if (slot.node == record.node && slot.device == record.device &&
-          slot.index == record.machine && slot.running_job.empty()) {
+      if (slot.device == record.device && slot.index == record.machine &&
+          slot.running_job.empty()) {
         slot.running_job = record.id;
-        job.slot = static_cast<int>(s);
+        job.slot = s;
         return;
       }
     }
@@ -84,11 +88,11 @@ void JobBook::place_running(BookJob& job, bool recorded_slot_only) {
 
 std::vector<int> JobBook::free_slots(const std::string& node, const DeviceType& device) const {
   std::vector<int> free;
-  for (std::size_t s = 0; s < slots_.size(); ++s) {
+  auto on_node = node_slots_.find(node);
+  if (on_node == node_slots_.end()) return free;
+  for (int s : on_node->second) {
     const MachineSlot& slot = slots_[s];
-    if (slot.node == node && slot.device == device && slot.running_job.empty()) {
-      free.push_back(static_cast<int>(s));
-    }
+    if (slot.device == device && slot.running_job.empty()) free.push_back(s);
   }
   return free;
 }
