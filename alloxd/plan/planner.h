@@ -2,7 +2,10 @@
 // and the thread that plans it (docs/design.md, "alloxd").
 //
 // Every change (a new variant, a start, a completion, a profile, a new inventory) is written to
-// the Store before the book changes and before the call returns, then wakes the planner thread.
+// the Store before the book changes and before the call returns, then wakes the planner thread,
+// except the latest plan being carried out: an admission as that plan starts the job, and the
+// job's bind onto the machines its admission holds, leave the next plan as it would be, so they
+// wake none (a bind stream re-plans on what it frees, not on every bind).
 // The thread snapshots the book, runs the policy (fairness round + matcher) and publishes a
 // Plan; it plans again after a change and at least every `tick`. Readers take the latest plan
 // by pointer and read the book under a shared lock (read()), so they never wait for a solve.
@@ -177,7 +180,8 @@ class Planner {
   // plans keep starting the job on that slot (held for it, as if it ran) until it binds or for
   // `admission_hold` seconds. A released pod is never turned away by a plan that changed its
   // mind in between (it would be parked by kube-scheduler, waiting for a nudge or 5 minutes).
-  // Admitting again as before changes nothing and does not wake the planner. The siblings'
+  // Admitting again as before changes nothing and does not wake the planner, nor does an
+  // admission as the latest plan starts the job (the next change's plan holds it). The siblings'
   // removal is written, not synced: the admission itself lives in memory only.
   Status admit(const std::string& job_id, const std::string& pod_key, const PlannedStart& start);
   struct AdmitRequest {

@@ -377,6 +377,11 @@ PlanInput JobBook::snapshot(double now, const std::string* only) const {
   }
   // The active jobs, kept in plan order (arrival, then id): running ones on their slots
   // (busy until their estimated finish), queued ones unless parked or with a bind in doubt.
+  if (only == nullptr) {  // tens of thousands of each at 5,000 nodes: no regrowth per plan
+    input.jobs.reserve(queued_ + running_);
+    state.running.reserve(running_);
+    state.queue.reserve(queued_);
+  }
   std::set<std::string_view> users;
   for (const BookJob* book_job : active_) {
     const JobRecord& record = book_job->record;

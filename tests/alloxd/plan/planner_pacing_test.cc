@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <vector>
 
 #include "alloxd/model/pod.h"
 #include "alloxd/plan/planner.h"
@@ -98,4 +99,56 @@ TEST(PlannerPacingTest, ABurstOfChangesInThePauseIsPlannedOnceAndSolveNowDoesNot
 }
 
 }  // namespace
+// The plan is level-triggered: carrying out the latest plan (the controller's admission of a
+// start as planned, then its bind onto the machine held for it) is no change a plan must follow,
+// so a stream of binds wakes no plan of its own; a start the plan did not make does.
+TEST(PlannerPacingTest, TheLatestPlanCarriedOutWakesNoPlanAndAStartElsewhereDoes) {
+  testing::ScratchDir dir;
+  Metrics metrics;
+  std::atomic<int> rounds{0};
+  ExtenderConfig config = testing::make_config({{"g1", {{"gpu", 8}}}}, dir.file("state.db"));
+  config.tick = 3600;  // no periodic round during the test
+  PlannerOptions options;
+  options.inventory = config.nodes;
+  options.pace = 0;  // no pause: a change is planned at once
+  auto made = Planner::create(config, std::make_unique<CountingPolicy>(rounds), metrics, options);
+  ASSERT_TRUE(made.ok()) << made.message();
+  std::unique_ptr<Planner> planner = std::move(*made);
+  planner->start();
+  std::vector<JobVariant> variants;
+  for (const char* name : {"a", "b"}) {
+    auto variant = read_job_variant(testing::make_pod("lab", name, "nvidia.com/gpu"),
+                                    config.devices);
+    ASSERT_TRUE(variant.ok()) << variant.message();
+    ASSERT_TRUE(planner->register_variant(*variant, Durability::kWritten).ok());
+    variants.push_back(*variant);
+  }
+  planner->solve_now();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  ASSERT_TRUE(planner->wait_until_idle(deadline));
+  std::shared_ptr<const Plan> plan = planner->latest_plan();
+  ASSERT_EQ(2u, plan->starts.size());
+  const PlannedStart a = plan->starts.at(variants[0].job_id);
+  const int planned = rounds.load();
+
+  // Admitted as planned, then bound onto the machine held for it: no plan follows.
+  ASSERT_TRUE(planner->admit(variants[0].job_id, "lab/a", a).ok());
+  EXPECT_FALSE(planner->busy());
+  auto started = planner->record_start(variants[0], a.node, a.slot, Durability::kWritten);
+  ASSERT_TRUE(started.ok()) << started.message();
+  EXPECT_FALSE(planner->busy());
+  ASSERT_TRUE(planner->wait_until_idle(deadline));
+  EXPECT_EQ(planned, rounds.load());
+  EXPECT_EQ(plan, planner->latest_plan());
+
+  // b was never admitted: its bind is news to the plans, and one follows.
+  started = planner->record_start(variants[1], "g1", -1, Durability::kWritten);
+  ASSERT_TRUE(started.ok()) << started.message();
+  ASSERT_TRUE(planner->wait_until_idle(deadline));
+  EXPECT_EQ(planned + 1, rounds.load());
+  plan = planner->latest_plan();
+  EXPECT_TRUE(plan->starts.empty());
+  planner->stop();
+}
+
 }  // namespace allox::extender
