@@ -117,8 +117,8 @@ TEST(PlannerPacingTest, TheLatestPlanCarriedOutWakesNoPlanAndAStartElsewhereDoes
   planner->start();
   std::vector<JobVariant> variants;
   for (const char* name : {"a", "b"}) {
-    auto variant = read_job_variant(testing::make_pod("lab", name, "nvidia.com/gpu"),
-                                    config.devices);
+    auto variant =
+        read_job_variant(testing::make_pod("lab", name, "nvidia.com/gpu"), config.devices);
     ASSERT_TRUE(variant.ok()) << variant.message();
     ASSERT_TRUE(planner->register_variant(*variant, Durability::kWritten).ok());
     variants.push_back(*variant);
