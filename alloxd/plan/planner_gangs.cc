@@ -206,7 +206,12 @@ Expected<JobRecord> Planner::record_gang_start(
     if (auto s = store_->record_gang_start(*started, member_nodes, durability); !s) {
       return s.error();
     }
-    write_book([&] { admitted_.erase(job_id); });
+    // What the watch saw bound so far belongs to this run: a later run of the job (its pods
+    // made again under the same names) counts its own members' bindings from none.
+    write_book([&] {
+      admitted_.erase(job_id);
+      gang_bound_.erase(job_id);
+    });
   }
   wake();
   return started;

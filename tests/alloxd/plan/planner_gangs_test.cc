@@ -365,6 +365,42 @@ TEST(PlannerGangsTest, ARolledBackMembersBindingCountsForNobody) {
   });
 }
 
+// The watch may see some members bound before the gather records the gang's start: those
+// bindings belong to that run alone. A later run of the job (its pods made again under the same
+// names) starts once the watch has seen each of its own members bound, on their own nodes.
+TEST(PlannerGangsTest, AMemberSeenBoundInAnEarlierRunCountsForNoLaterRun) {
+  Cluster cluster;
+  std::vector<JobVariant> members = cluster.add_gang("big", 2, 2);
+  auto phase = [&] {
+    return cluster.planner->read(
+        [](const JobBook& book) { return book.job("lab/big")->record.phase; });
+  };
+  EXPECT_EQ(std::nullopt, cluster.planner->gang_member_bound(members[0], "g2a"));
+  const std::map<std::string, std::string> first = {{pod_key(members[0].pod), "g2a"},
+                                                    {pod_key(members[1].pod), "g2b"}};
+  ASSERT_TRUE(cluster.planner->record_gang_start("lab/big", first, "gpu").ok());
+  for (const JobVariant& member : members) {
+    ASSERT_TRUE(cluster.planner->gang_member_ended(member).ok());
+  }
+  ASSERT_EQ(JobPhase::kDone, phase());
+  std::vector<JobVariant> again;
+  for (JobVariant member : members) {  // the same names, new UIDs: a new run
+    member.pod.uid += "-again";
+    ASSERT_TRUE(cluster.planner->register_variant(member).ok());
+    again.push_back(member);
+  }
+  ASSERT_EQ(JobPhase::kQueued, phase());
+  EXPECT_EQ(std::nullopt, cluster.planner->gang_member_bound(again[1], "g4"));
+  EXPECT_EQ(JobPhase::kQueued, phase()) << "one member of this run seen bound, of two";
+  EXPECT_EQ(std::nullopt, cluster.planner->gang_member_bound(again[0], "g4"));
+  EXPECT_EQ(JobPhase::kRunning, phase());
+  cluster.planner->read([&](const JobBook& book) {
+    const std::map<std::string, std::string> second = {{pod_key(again[0].pod), "g4"},
+                                                       {pod_key(again[1].pod), "g4"}};
+    EXPECT_EQ(second, book.job("lab/big")->member_nodes);
+  });
+}
+
 // alloxd restarted between a gang's release and its binds: the admission is gone, its members
 // are pinned. Adopted on its pinned nodes (not where a fresh first fit would put it), it keeps
 // them in every plan and its hold starts again; unbound past the hold, it is lapsed.
