@@ -1,7 +1,8 @@
 // Gangs through the planner and the book (alloxd/plan/planner_gangs.cc, job_book_gangs.cc): a
 // gang of N pods × k GPUs is planned only as N placements at once, never more units on a node
-// than it has idle; it waits for its members and for room, holding nothing; one that can never
-// fit is parked with its reason; its start holds N × k units until every member has ended, and
+// than it has idle; it waits for its members (holding nothing) and for room (the oldest such
+// gang with the units reserved for it: gang_reservation_test.cc); one that can never fit is
+// parked with its reason; its start holds N × k units until every member has ended, and
 // survives a restart.
 #include <gtest/gtest.h>
 
@@ -113,7 +114,7 @@ TEST(PlannerGangsTest, AGangIsPlannedAsAllItsPlacementsAtOnce) {
   EXPECT_EQ("gang of 4 × gpu ×2 on g2a, g2b, g4", start_text(start));
 }
 
-TEST(PlannerGangsTest, AGangWaitsForItsMembersAndForRoomHoldingNothing) {
+TEST(PlannerGangsTest, AGangWaitsForItsMembersHoldingNothingAndForRoomWithItsUnitsReserved) {
   Cluster cluster;
   std::vector<JobVariant> members = {cluster.add("big", "big-0", 2, 4),
                                      cluster.add("big", "big-1", 2, 4),
@@ -130,24 +131,25 @@ TEST(PlannerGangsTest, AGangWaitsForItsMembersAndForRoomHoldingNothing) {
   ASSERT_EQ(1u, plan->starts.count("lab/small"));
   ASSERT_TRUE(cluster.planner->record_start(small, "g4", -1).ok());
   cluster.add("big", "big-3", 2, 4);
-  JobVariant other = cluster.add("other", "other", 2, 1);
+  cluster.add("other", "other", 2, 1);
   plan = cluster.plan();
   EXPECT_EQ(0u, plan->starts.count("lab/big")) << "3 placements of 2 exist, not 4";
   ASSERT_EQ(1u, plan->waiting.count("lab/big"));
   EXPECT_NE(std::string::npos, plan->waiting.at("lab/big").note.find("waits for room"));
-  EXPECT_EQ(1u, plan->starts.count("lab/other")) << "the waiting gang reserves nothing";
+  EXPECT_NE(std::string::npos,
+            plan->waiting.at("lab/big").note.find("reserved for gang lab/big: 4 × gpu ×2 on "
+                                                  "g2a, g2b, g4"))
+      << plan->waiting.at("lab/big").note;
+  // Every GPU is the gang's: the idle ones are held for it, the small job's frees last.
+  EXPECT_EQ(0u, plan->starts.count("lab/other")) << "the units are reserved for the gang";
+  // The small one ends: the gang starts, ahead of the other job.
+  ASSERT_TRUE(cluster.planner->complete("lab/small").ok());
+  plan = cluster.plan();
+  EXPECT_EQ(1u, plan->starts.count("lab/big"));
+  EXPECT_EQ(0u, plan->starts.count("lab/other"));
   for (const auto& [node, units] : planned_units(*plan, cluster.held())) {
     EXPECT_LE(units, kNodeUnits.at(node)) << node;
   }
-  // The other job runs and the small one ends: 6 GPUs idle, but wherever the other job runs,
-  // only 3 placements of 2. Once it ends too, the gang starts.
-  ASSERT_TRUE(cluster.planner->record_start(other, plan->starts.at("lab/other").node, -1).ok());
-  ASSERT_TRUE(cluster.planner->complete("lab/small").ok());
-  plan = cluster.plan();
-  EXPECT_EQ(0u, plan->starts.count("lab/big"));
-  ASSERT_TRUE(cluster.planner->complete("lab/other").ok());
-  plan = cluster.plan();
-  EXPECT_EQ(1u, plan->starts.count("lab/big"));
 }
 
 TEST(PlannerGangsTest, AGangThatCanNeverFitIsParkedWithItsReasonHoldingNothing) {
