@@ -5,7 +5,7 @@
 //   - Order: queued gangs by arrival (then id), each placed only when all N members have
 //     been seen and N placements of k idle units of one type exist now: for each of the
 //     gang's types in its order, the nodes in inventory order, as many members on a node as
-//     its idle units hold (first fit). A gang that does not fit now takes nothing and waits.
+//     its idle units hold (first fit).
 //   - What this guarantees: a gang's start is all N placements at once, never more units on a
 //     node than are idle there; an admitted gang (its gates removed) keeps its placements in
 //     every plan until it binds or its hold lapses, and is then rolled back (controller).

@@ -336,6 +336,40 @@ TEST(PlannerGangsTest, ARolledBackGangWaitsWithItsReasonAndItsMembersNeverRejoin
   EXPECT_EQ(1u, cluster.plan()->starts.count("lab/big"));
 }
 
+// alloxd restarted while a rolled-back gang waited for its members (its run in the store without
+// variants): it is the same gang after the restart, waiting for its members, and the members
+// its owner makes again join that run.
+TEST(PlannerGangsTest, ARolledBackGangWaitingForItsMembersIsTheSameGangAfterARestart) {
+  Cluster cluster;
+  std::vector<JobVariant> members = cluster.add_gang("big", 2, 2);
+  const std::int64_t row =
+      cluster.planner->read([](const JobBook& book) { return book.job("lab/big")->record.row; });
+  cluster.planner->roll_back_gang("lab/big", "rolled back: a binding failed");
+  cluster.planner->take_rollbacks();
+  cluster.restart();
+  cluster.planner->read([&](const JobBook& book) {
+    const BookJob* job = book.job("lab/big");
+    ASSERT_NE(nullptr, job);
+    EXPECT_EQ(row, job->record.row);
+    EXPECT_EQ(JobPhase::kQueued, job->record.phase);
+    EXPECT_EQ(2, job->record.gang);
+    EXPECT_TRUE(job->variants.empty());
+  });
+  std::shared_ptr<const Plan> plan = cluster.plan();
+  ASSERT_EQ(1u, plan->waiting.count("lab/big"));
+  EXPECT_NE(std::string::npos, plan->waiting.at("lab/big").note.find("0 of 2 pods seen"))
+      << plan->waiting.at("lab/big").note;
+  EXPECT_EQ(0u, plan->unrunnable.count("lab/big"));
+  for (JobVariant member : members) {
+    member.pod.name += "-again";
+    member.pod.uid += "-again";
+    ASSERT_TRUE(cluster.planner->register_variant(member).ok());
+  }
+  EXPECT_EQ(1u, cluster.plan()->starts.count("lab/big"));
+  cluster.planner->read(
+      [&](const JobBook& book) { EXPECT_EQ(row, book.job("lab/big")->record.row); });
+}
+
 // The watch may show a rolled-back member bound after the rollback (its Binding was posted
 // before): that binding counts for nobody, and the gang starts on its new members alone.
 TEST(PlannerGangsTest, ARolledBackMembersBindingCountsForNobody) {
