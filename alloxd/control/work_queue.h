@@ -76,8 +76,7 @@ class WorkQueue {
   bool add(const std::string& key, WorkPriority priority = WorkPriority::kBackground);
   bool add_after(const std::string& key, Clock::duration delay,
                  WorkPriority priority = WorkPriority::kBackground);
-  bool add_rate_limited(const std::string& key,
-                        WorkPriority priority = WorkPriority::kBackground);
+  bool add_rate_limited(const std::string& key, WorkPriority priority = WorkPriority::kBackground);
   // The key's back-off starts over (its work succeeded).
   void forget(const std::string& key);
   // add_rate_limited calls since the key's last forget().

@@ -98,7 +98,7 @@ TEST(WorkQueueTest, AddAfterWaitsForTheInjectedClockAndTheEarliestDelayWins) {
   WorkQueue queue({.now = clock.fn()});
   ASSERT_TRUE(queue.add_after("later", milliseconds(500)));
   ASSERT_TRUE(queue.add_after("soon", milliseconds(300)));
-  ASSERT_TRUE(queue.add_after("soon", milliseconds(100)));  // earlier: wins
+  ASSERT_TRUE(queue.add_after("soon", milliseconds(100)));   // earlier: wins
   ASSERT_TRUE(queue.add_after("later", milliseconds(900)));  // later: ignored
   EXPECT_EQ(2u, queue.counts().delayed);
   EXPECT_TRUE(queue.idle()) << "delayed keys are future work";
@@ -126,9 +126,8 @@ TEST(WorkQueueTest, ADelayedKeyAlreadyWaitingIsNotHandedOutTwice) {
 
 TEST(WorkQueueTest, AddRateLimitedBacksOffExponentiallyPerKeyUntilForget) {
   SteppedClock clock;
-  WorkQueue queue({.backoff_initial = milliseconds(100),
-                   .backoff_max = milliseconds(350),
-                   .now = clock.fn()});
+  WorkQueue queue(
+      {.backoff_initial = milliseconds(100), .backoff_max = milliseconds(350), .now = clock.fn()});
   // Delays 100, 200, 350 (the cap), 350: each due exactly then, not a millisecond before.
   for (int delay : {100, 200, 350, 350}) {
     ASSERT_TRUE(queue.add_rate_limited("failing"));
