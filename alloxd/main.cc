@@ -20,8 +20,10 @@
 #include <condition_variable>
 #include <csignal>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include "alloxd/config.h"
 #include "alloxd/control/cluster_api.h"
@@ -125,10 +127,113 @@ std::function<double()> scaled_clock(double time_scale) {
   return [seconds, start, time_scale] { return start + (seconds() - start) * time_scale; };
 }
 
+// The config file with the command line's overrides applied, the log and the request threads'
+// class set from it; nullopt (each problem logged) when alloxd cannot run with it.
+std::optional<ExtenderConfig> read_config(const Flags& flags) {
+  auto config = load_extender_config(flags.config_path);
+  if (!config) {
+    // One event per problem: the config reader reports them all, one per line.
+    std::istringstream problems(config.message());
+    for (std::string problem; std::getline(problems, problem);) log_error(problem);
+    return std::nullopt;
+  }
+  configure_log(config->log);
+  raise_descriptor_limit();
+  if (!flags.listen.empty()) {
+    if (auto s = set_listen_address(*config, flags.listen); !s) {
+      log_error("--listen: " + s.message());
+      return std::nullopt;
+    }
+  }
+  if (!flags.request_threads.empty()) {
+    auto threads = parse_request_threads(flags.request_threads);
+    if (!threads) {
+      log_error("--request-threads must be " + threads.message() + ", got \"" +
+                flags.request_threads + "\"");
+      return std::nullopt;
+    }
+    config->request_threads = *threads;
+  }
+  run_in_background_but_answer_at_once(config->request_threads, config->listen_host);
+  if (!flags.database.empty()) config->database = flags.database;
+
+  return std::move(*config);
+}
+
+// alloxd's listeners: kube-scheduler's (always), the reports' and the gate webhook's (when
+// configured).
+struct Listeners {
+  std::unique_ptr<HttpServer> extender, reports, webhook;
+};
+
+Expected<Listeners> start_listeners(ExtenderService& service, const ExtenderConfig& config) {
+  Listeners listeners;
+  // One pool for what may block (binds, reports, metrics, the admin API), shared by the
+  // extender and reports listeners; the webhook's handler never blocks.
+  std::shared_ptr<BlockingPool> blocking = start_blocking_pool();
+  HttpServerOptions server_options;
+  server_options.blocking = blocking;
+  server_options.host = config.listen_host;
+  server_options.port = config.listen_port;
+  server_options.max_body_bytes = config.max_body_bytes;
+  server_options.max_unread_reply_bytes = config.limits.unread_reply_bytes;
+  server_options.threads = config.http_threads;
+  server_options.request_class = true;  // kube-scheduler's listener (request_threads)
+  auto server = HttpServer::start(service, server_options);
+  if (!server) {
+    return Error{"listen: " + server.message()};
+  }
+  if (config.reports_listen) {
+    HttpServerOptions reports_options;
+    reports_options.blocking = blocking;
+    reports_options.host = config.reports_listen->host;
+    reports_options.port = config.reports_listen->port;
+    reports_options.read_only = true;
+    reports_options.max_body_bytes = 0;  // GET only: any body is refused while it arrives
+    reports_options.max_unread_reply_bytes = config.limits.unread_reply_bytes;
+    reports_options.threads = 1;
+    auto started = HttpServer::start(service, reports_options);
+    if (!started) {
+      return Error{"reports_listen: " + started.message()};
+    }
+    listeners.reports = std::move(*started);
+    log_info("reports (GET only) on " + listeners.reports->url());
+  }
+  // The gate webhook on its own listener (HTTPS from the Secret-mounted cert and key): the API
+  // server calls it, so it serves POST /admission/gate and /healthz, nothing else.
+  if (config.webhook) {
+    auto started = start_webhook_server(service, *config.webhook, config.max_body_bytes);
+    if (!started) {
+      return Error{"webhook: " + started.message()};
+    }
+    listeners.webhook = std::move(*started);
+    log_info("gate webhook on " + listeners.webhook->url() + std::string(kGateWebhookPath));
+  }
+  listeners.extender = std::move(*server);
+  return listeners;
+}
+
+// Stops accepting on every listener, then lets the requests in flight end, all within
+// kDrainDeadline; whether they all did.
+bool drain(Listeners& listeners) {
+  const std::vector<HttpServer*> servers = {listeners.reports.get(), listeners.webhook.get(),
+                                            listeners.extender.get()};
+  for (HttpServer* server : servers) {
+    if (server != nullptr) server->stop_accepting();
+  }
+  const auto drain_until = std::chrono::steady_clock::now() + kDrainDeadline;
+  auto left = [&] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::max(drain_until - std::chrono::steady_clock::now(),
+                 std::chrono::steady_clock::duration::zero()));
+  };
+  bool drained = listeners.extender->stop(left());
+  if (listeners.reports) drained = listeners.reports->stop(left()) && drained;
+  if (listeners.webhook) drained = listeners.webhook->stop(left()) && drained;
+  return drained;
+}
+
 int run(const Flags& flags) {
-  const std::string& config_path = flags.config_path;
-  const std::string& listen = flags.listen;
-  const std::string& database = flags.database;
   // Block the stop signals before any thread starts so only sigwait() below sees them.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
@@ -141,33 +246,8 @@ int run(const Flags& flags) {
   if (Status heap = tune_heap(); !heap) {
     log_warn("the heap keeps glibc's defaults", {{"error", heap.message()}});
   }
-  auto config = load_extender_config(config_path);
-  if (!config) {
-    // One event per problem: the config reader reports them all, one per line.
-    std::istringstream problems(config.message());
-    for (std::string problem; std::getline(problems, problem);) log_error(problem);
-    return 2;
-  }
-  configure_log(config->log);
-  raise_descriptor_limit();
-  if (!listen.empty()) {
-    if (auto s = set_listen_address(*config, listen); !s) {
-      log_error("--listen: " + s.message());
-      return 2;
-    }
-  }
-  if (!flags.request_threads.empty()) {
-    auto threads = parse_request_threads(flags.request_threads);
-    if (!threads) {
-      log_error("--request-threads must be " + threads.message() + ", got \"" +
-                flags.request_threads + "\"");
-      return 2;
-    }
-    config->request_threads = *threads;
-  }
-  run_in_background_but_answer_at_once(config->request_threads, config->listen_host);
-  if (!database.empty()) config->database = database;
-
+  auto config = read_config(flags);
+  if (!config) return 2;
   PolicyOptions options;
   options.alpha = config->alpha;
   options.starvation_bound = config->starvation_bound;
@@ -203,77 +283,25 @@ int run(const Flags& flags) {
   }
   watched.store(service->get());
   (*service)->start();
-  // One pool for what may block (binds, reports, metrics, the admin API), shared by the
-  // extender and reports listeners; the webhook's handler never blocks.
-  std::shared_ptr<BlockingPool> blocking = start_blocking_pool();
-  HttpServerOptions server_options;
-  server_options.blocking = blocking;
-  server_options.host = config->listen_host;
-  server_options.port = config->listen_port;
-  server_options.max_body_bytes = config->max_body_bytes;
-  server_options.max_unread_reply_bytes = config->limits.unread_reply_bytes;
-  server_options.threads = config->http_threads;
-  server_options.request_class = true;  // kube-scheduler's listener (request_threads)
-  auto server = HttpServer::start(**service, server_options);
-  if (!server) {
-    log_error("listen: " + server.message());
+  auto listeners = start_listeners(**service, *config);
+  if (!listeners) {
+    log_error(listeners.message());
     return 1;
-  }
-  std::unique_ptr<HttpServer> reports_server;
-  if (config->reports_listen) {
-    HttpServerOptions reports_options;
-    reports_options.blocking = blocking;
-    reports_options.host = config->reports_listen->host;
-    reports_options.port = config->reports_listen->port;
-    reports_options.read_only = true;
-    reports_options.max_body_bytes = 0;  // GET only: any body is refused while it arrives
-    reports_options.max_unread_reply_bytes = config->limits.unread_reply_bytes;
-    reports_options.threads = 1;
-    auto started = HttpServer::start(**service, reports_options);
-    if (!started) {
-      log_error("reports_listen: " + started.message());
-      return 1;
-    }
-    reports_server = std::move(*started);
-    log_info("reports (GET only) on " + reports_server->url());
-  }
-  // The gate webhook on its own listener (HTTPS from the Secret-mounted cert and key): the API
-  // server calls it, so it serves POST /admission/gate and /healthz, nothing else.
-  std::unique_ptr<HttpServer> webhook_server;
-  if (config->webhook) {
-    auto started = start_webhook_server(**service, *config->webhook, config->max_body_bytes);
-    if (!started) {
-      log_error("webhook: " + started.message());
-      return 1;
-    }
-    webhook_server = std::move(*started);
-    log_info("gate webhook on " + webhook_server->url() + std::string(kGateWebhookPath));
   }
   QueueView queue = (*service)->queue();
   // The message carries the URL first: scripts and tests read "listening on <url> ".
-  log_info("listening on " + (*server)->url(), {{"policy", config->policy},
-                                                {"nodes", queue.nodes},
-                                                {"machines", queue.machines},
-                                                {"queued", queue.queued.size()},
-                                                {"running", queue.running.size()},
-                                                {"database", config->database}});
+  log_info("listening on " + listeners->extender->url(), {{"policy", config->policy},
+                                                          {"nodes", queue.nodes},
+                                                          {"machines", queue.machines},
+                                                          {"queued", queue.queued.size()},
+                                                          {"running", queue.running.size()},
+                                                          {"database", config->database}});
 
   int signal = 0;
   sigwait(&stop_signals, &signal);
   log_info("stopping", {{"signal", signal == SIGINT ? "SIGINT" : "SIGTERM"}});
   ExitWatchdog watchdog;
-  if (reports_server) reports_server->stop_accepting();
-  if (webhook_server) webhook_server->stop_accepting();
-  (*server)->stop_accepting();
-  const auto drain_until = std::chrono::steady_clock::now() + kDrainDeadline;
-  auto left = [&] {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-        std::max(drain_until - std::chrono::steady_clock::now(),
-                 std::chrono::steady_clock::duration::zero()));
-  };
-  bool drained = (*server)->stop(left());
-  if (reports_server) drained = reports_server->stop(left()) && drained;
-  if (webhook_server) drained = webhook_server->stop(left()) && drained;
+  const bool drained = drain(*listeners);
   if (!drained) {
     // A handler is still inside the service; destroying it now would pull the state from under
     // that thread. Everything acknowledged is already in SQLite.
@@ -281,9 +309,9 @@ int run(const Flags& flags) {
               {{"drain_ms", static_cast<long long>(kDrainDeadline.count())}});
     ::_exit(1);
   }
-  reports_server.reset();
-  webhook_server.reset();
-  server->reset();
+  listeners->reports.reset();
+  listeners->webhook.reset();
+  listeners->extender.reset();
   (*service)->stop();
   service->reset();
   log_info("stopped");

@@ -228,79 +228,107 @@ std::string job_id_in_namespace(const std::string& namespace_name, const std::st
   return prefix + annotated;
 }
 
+namespace {
+
+// What a pod's allox.io/ annotations say, before the job id and user are settled.
+struct Annotated {
+  std::string job;         // allox.io/job, empty when absent
+  std::string user;        // allox.io/user, empty when absent
+  std::string device;      // allox.io/device, empty when absent
+};
+
+// Reads one allox.io/ annotation into `variant` or `annotated`; an error names the annotation.
+Status read_annotation(const std::string& key, const json& value, JobVariant& variant,
+                       Annotated& annotated) {
+  // An annotation key is the pod's to choose too: a long one is cut like a value.
+  const std::string named = key.size() <= kMaxNameLength ? key : shown_value(key);
+  if (!value.is_string()) return Error{"annotation " + named + ": expected a string"};
+  const std::string text = value.get<std::string>();
+  const std::string where = "annotation " + named + ": ";
+  if (key == "allox.io/job") {
+    if (text.empty()) return Error{where + "empty job id"};
+    annotated.job = text;
+  } else if (key == "allox.io/user") {
+    if (text.empty()) return Error{where + "empty user"};
+    annotated.user = text;
+  } else if (key == "allox.io/device") {
+    if (auto problem = label_problem(text)) return Error{where + *problem};
+    annotated.device = text;
+  } else if (key == "allox.io/iterations") {
+    auto n = parse_iterations(text);
+    if (!n) return Error{where + shown_value(text) + " is not a positive whole number within int64"};
+    variant.iterations = *n;
+  } else if (key == "allox.io/model") {
+    if (auto problem = label_problem(text); problem || text.empty()) {
+      return Error{where + (problem ? *problem : std::string("empty model name"))};
+    }
+    variant.model = text;
+  } else if (key == "allox.io/batch-size") {
+    auto n = parse_iterations(text);
+    if (!n || *n > 1'000'000) {
+      return Error{where + shown_value(text) + " is not a whole number from 1 to 1000000"};
+    }
+    variant.batch_size = static_cast<int>(*n);
+  } else if (key == kGangSizeAnnotation) {
+    auto n = parse_iterations(text);
+    if (!n || *n > kMaxGangSize) {
+      return Error{where + shown_value(text) + " is not a whole number from 1 to " +
+                   std::to_string(kMaxGangSize)};
+    }
+    variant.gang = static_cast<int>(*n);
+  } else if (std::string_view(key).starts_with(kTimePrefix)) {
+    const std::string device = key.substr(kTimePrefix.size());
+    if (auto problem = label_problem(device)) return Error{where + "the device type is " + *problem};
+    auto seconds = parse_finite_number(text);
+    if (!seconds || *seconds <= 0) return Error{where + shown_value(text) + " is not a number of seconds"};
+    if (*seconds < kMinJobSeconds || *seconds > kMaxJobSeconds) {
+      return Error{where + shown_value(text) + " seconds is out of range: 0.001 to 2592000 (30 days)"};
+    }
+    variant.time_hints[device] = *seconds;
+  }
+  // Other allox.io/ annotations (allox.io/admitted, set by allox itself) carry no input.
+  return OkStatus();
+}
+
+// The device type a pod without allox.io/device runs on, from what it requests, and the GPU
+// models it may run on.
+Status read_devices(const json& pod, const DeviceMapping& mapping, JobVariant& variant) {
+  auto requests = requested_resources(pod);
+  if (!requests) return requests.error();
+  for (const auto& [resource, amount] : *requests) {
+    if (amount <= 0) continue;
+    if (auto device = mapping.device_for(resource)) {
+      variant.device = *device;
+      break;
+    }
+  }
+  if (variant.device.empty()) variant.device = mapping.cpu_device;
+  variant.devices = pod_device_types(pod, mapping, variant.device);
+  // Pinned to one model: that type is the one it names.
+  if (variant.devices.size() == 1) variant.device = variant.devices.front();
+  return OkStatus();
+}
+
+}  // namespace
+
 Expected<JobVariant> read_job_variant(const json& pod, const DeviceMapping& mapping,
                                       const Tenancy& tenancy) {
   auto id = pod_identity(pod);
   if (!id) return id.error();
   JobVariant variant;
   variant.pod = std::move(*id);
-  std::string job_annotation = variant.pod.name;
-  bool annotated_job = false;
-  std::string user_annotation;
-
+  Annotated annotated;
   const json* metadata = find_key(pod, "metadata");
   const json* annotations = find_key(*metadata, "annotations");
-  std::string device_annotation;
   if (annotations != nullptr && annotations->is_object()) {
     for (const auto& [key, value] : annotations->items()) {
       if (!std::string_view(key).starts_with(kAnnotationPrefix)) continue;
-      // An annotation key is the pod's to choose too: a long one is cut like a value.
-      const std::string named = key.size() <= kMaxNameLength ? key : shown_value(key);
-      if (!value.is_string()) return Error{"annotation " + named + ": expected a string"};
-      const std::string text = value.get<std::string>();
-      std::string where = "annotation " + named + ": ";
-      if (key == "allox.io/job") {
-        if (text.empty()) return Error{where + "empty job id"};
-        job_annotation = text;
-        annotated_job = true;
-      } else if (key == "allox.io/user") {
-        if (text.empty()) return Error{where + "empty user"};
-        user_annotation = text;
-      } else if (key == "allox.io/device") {
-        if (auto problem = label_problem(text)) return Error{where + *problem};
-        device_annotation = text;
-      } else if (key == "allox.io/iterations") {
-        auto n = parse_iterations(text);
-        if (!n) {
-          return Error{where + shown_value(text) + " is not a positive whole number within int64"};
-        }
-        variant.iterations = *n;
-      } else if (key == "allox.io/model") {
-        if (auto problem = label_problem(text); problem || text.empty()) {
-          return Error{where + (problem ? *problem : std::string("empty model name"))};
-        }
-        variant.model = text;
-      } else if (key == "allox.io/batch-size") {
-        auto n = parse_iterations(text);
-        if (!n || *n > 1'000'000) {
-          return Error{where + shown_value(text) + " is not a whole number from 1 to 1000000"};
-        }
-        variant.batch_size = static_cast<int>(*n);
-      } else if (key == kGangSizeAnnotation) {
-        auto n = parse_iterations(text);
-        if (!n || *n > kMaxGangSize) {
-          return Error{where + shown_value(text) + " is not a whole number from 1 to " +
-                       std::to_string(kMaxGangSize)};
-        }
-        variant.gang = static_cast<int>(*n);
-      } else if (std::string_view(key).starts_with(kTimePrefix)) {
-        const std::string device = key.substr(kTimePrefix.size());
-        if (auto problem = label_problem(device)) {
-          return Error{where + "the device type is " + *problem};
-        }
-        auto seconds = parse_finite_number(text);
-        if (!seconds || *seconds <= 0) {
-          return Error{where + shown_value(text) + " is not a number of seconds"};
-        }
-        if (*seconds < kMinJobSeconds || *seconds > kMaxJobSeconds) {
-          return Error{where + shown_value(text) +
-                       " seconds is out of range: 0.001 to 2592000 (30 days)"};
-        }
-        variant.time_hints[device] = *seconds;
-      }
-      // Other allox.io/ annotations (allox.io/admitted, set by allox itself) carry no input.
+      if (auto s = read_annotation(key, value, variant, annotated); !s) return s.error();
     }
   }
+  const bool annotated_job = !annotated.job.empty();
+  const std::string job_annotation = annotated_job ? annotated.job : variant.pod.name;
+  const std::string& user_annotation = annotated.user;
 
   // The job id: the annotation names a job of the pod's own namespace ("train" or
   // "<namespace>/train"); any other '/' is refused rather than nested under the namespace.
@@ -319,22 +347,10 @@ Expected<JobVariant> read_job_variant(const json& pod, const DeviceMapping& mapp
   }
   variant.user = tenancy.charged_user(variant.pod.namespace_name, user_annotation);
 
-  if (!device_annotation.empty()) {
-    variant.device = device_annotation;
-  } else {
-    auto requests = requested_resources(pod);
-    if (!requests) return requests.error();
-    for (const auto& [resource, amount] : *requests) {
-      if (amount <= 0) continue;
-      if (auto device = mapping.device_for(resource)) {
-        variant.device = *device;
-        break;
-      }
-    }
-    if (variant.device.empty()) variant.device = mapping.cpu_device;
-    variant.devices = pod_device_types(pod, mapping, variant.device);
-    // Pinned to one model: that type is the one it names.
-    if (variant.devices.size() == 1) variant.device = variant.devices.front();
+  if (!annotated.device.empty()) {
+    variant.device = annotated.device;
+  } else if (auto s = read_devices(pod, mapping, variant); !s) {
+    return s.error();
   }
   auto units = requested_units(pod, variant.device, mapping);
   if (!units) return units.error();

@@ -255,6 +255,14 @@ void Metrics::record_watch_end(Collection collection, std::string_view why) {
 
 std::string Metrics::render() const {
   std::string out;
+  render_requests(out);
+  render_pipeline(out);
+  render_informers(out);
+  render_round(out);
+  return out;
+}
+
+void Metrics::render_requests(std::string& out) const {
   out += "# HELP allox_requests_total Requests answered, by endpoint and HTTP status.\n";
   out += "# TYPE allox_requests_total counter\n";
   for (std::size_t v = 0; v < static_cast<std::size_t>(Verb::kCount); ++v) {
@@ -272,6 +280,9 @@ std::string Metrics::render() const {
     latency_[v].render("allox_request_duration_seconds",
                        std::string("verb=\"") + verb_name(static_cast<Verb>(v)) + "\"", out);
   }
+}
+
+void Metrics::render_pipeline(std::string& out) const {
   render_histograms(out, "allox_solve_duration_seconds", "Scheduling-round latency.",
                     {{"", &solve_}});
   render_histograms(out, "allox_completion_to_bind_seconds",
@@ -300,6 +311,9 @@ std::string Metrics::render() const {
   out += std::string("allox_request_threads_realtime ") +
          (request_class() == RequestClass::kRealtime ? "1" : "0") + "\n";
 
+}
+
+void Metrics::render_informers(std::string& out) const {
   static constexpr std::array<const char*, 2> kCollections = {"pods", "nodes"};
   out += "# HELP allox_informer_lists_total LISTs of the API server handed to the cluster feed.\n";
   out += "# TYPE allox_informer_lists_total counter\n";
@@ -319,6 +333,9 @@ std::string Metrics::render() const {
     }
   }
 
+}
+
+void Metrics::render_round(std::string& out) const {
   std::lock_guard lock(mu_);
   out += "# HELP allox_queue_length Jobs waiting to start.\n# TYPE allox_queue_length gauge\n";
   out += "allox_queue_length " + std::to_string(queued_) + "\n";
@@ -354,7 +371,6 @@ std::string Metrics::render() const {
     out += "allox_user_queued_jobs{user=\"" + prometheus_label_value(s->user) + "\"} " +
            std::to_string(s->queued) + "\n";
   }
-  return out;
 }
 
 }  // namespace allox::extender

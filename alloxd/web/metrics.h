@@ -142,6 +142,12 @@ class Metrics {
   std::string render() const;
 
  private:
+  // render()'s parts: request counts and latencies, histograms and counters of the pipeline,
+  // the informers', and the latest scheduling round's gauges (under mu_).
+  void render_requests(std::string& out) const;
+  void render_pipeline(std::string& out) const;
+  void render_informers(std::string& out) const;
+  void render_round(std::string& out) const;
   static constexpr std::array<int, 10> kCodes = {200, 400, 401, 403, 404, 405, 409, 413, 500, 503};
   static std::size_t code_index(int code);
 

@@ -55,16 +55,9 @@ std::string more_line(std::size_t shown, std::size_t total, const char* what, co
          ": <a href=\"" + next + "\">" + path + "</a></small></p>\n";
 }
 
-}  // namespace
-
-std::string render_status_page(const QueueView& queue, const FairnessReport& fairness,
-                               const Timeline& timeline) {
+// The summary line: nodes, machines, jobs, fairness and the last plan.
+std::string summary_section(const QueueView& queue, const FairnessReport& fairness) {
   std::string html;
-  html += "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">";
-  html += "<meta http-equiv=\"refresh\" content=\"5\">";
-  html += "<title>allox scheduler status</title><style>";
-  html += kStyle;
-  html += "</style></head><body>\n<h1>allox scheduler status</h1>\n<p class=\"summary\">";
   html += "<span>Nodes: " + std::to_string(queue.nodes) + "</span>";
   html += "<span>Machines idle: " + std::to_string(queue.idle_machines) + " of " +
           std::to_string(queue.machines) + "</span>";
@@ -81,6 +74,12 @@ std::string render_status_page(const QueueView& queue, const FairnessReport& fai
         "<p class=\"error\">Scheduling round failed: " + markup_escape(queue.plan_error) + "</p>\n";
   }
 
+  return html;
+}
+
+// Each user's share: a bar chart and a table.
+std::string shares_section(const FairnessReport& fairness) {
+  std::string html;
   html += "<h2>Per-user share</h2>\n";
   if (fairness.users.empty()) {
     html += "<p>No users yet.</p>\n";
@@ -126,15 +125,12 @@ std::string render_status_page(const QueueView& queue, const FairnessReport& fai
     html += "</table>\n" + more_line(users, fairness.users.size(), "users", "/v1/fairness");
   }
 
-  if (!timeline.machines.empty()) {
-    html += "<h2>Timeline</h2>\n<p><small>Each machine's jobs since " +
-            duration(timeline.now - timeline.from) +
-            " ago, coloured by user; solid: done, darker: running, dashed: the plan's next "
-            "starts; the red line is now.</small></p>\n";
-    html += render_machine_timeline(timeline) + "\n";
-    html += "<h2>Share over time</h2>\n" + render_share_history(timeline) + "\n";
-  }
+  return html;
+}
 
+// The queued jobs in plan order, with where and when each starts.
+std::string queue_section(const QueueView& queue) {
+  std::string html;
   html += "<h2>Queue</h2>\n";
   if (queue.queued.empty()) {
     html += "<p>The queue is empty.</p>\n";
@@ -165,6 +161,12 @@ std::string render_status_page(const QueueView& queue, const FairnessReport& fai
     html += "</table>\n" + more_line(queued, queue.queued.size(), "queued jobs", "/v1/queue");
   }
 
+  return html;
+}
+
+// The running jobs and where they run.
+std::string placements_section(const QueueView& queue) {
+  std::string html;
   html += "<h2>Placements</h2>\n";
   if (queue.running.empty()) {
     html += "<p>No job is running.</p>\n";
@@ -185,6 +187,32 @@ std::string render_status_page(const QueueView& queue, const FairnessReport& fai
     }
     html += "</table>\n" + more_line(running, queue.running.size(), "running jobs", "/v1/queue");
   }
+  return html;
+}
+
+}  // namespace
+
+std::string render_status_page(const QueueView& queue, const FairnessReport& fairness,
+                               const Timeline& timeline) {
+  std::string html;
+  html += "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">";
+  html += "<meta http-equiv=\"refresh\" content=\"5\">";
+  html += "<title>allox scheduler status</title><style>";
+  html += kStyle;
+  html += "</style></head><body>\n<h1>allox scheduler status</h1>\n<p class=\"summary\">";
+  html += summary_section(queue, fairness);
+  html += shares_section(fairness);
+  if (!timeline.machines.empty()) {
+    html += "<h2>Timeline</h2>\n<p><small>Each machine's jobs since " +
+            duration(timeline.now - timeline.from) +
+            " ago, coloured by user; solid: done, darker: running, dashed: the plan's next "
+            "starts; the red line is now.</small></p>\n";
+    html += render_machine_timeline(timeline) + "\n";
+    html += "<h2>Share over time</h2>\n" + render_share_history(timeline) + "\n";
+  }
+
+  html += queue_section(queue);
+  html += placements_section(queue);
   html +=
       "<p><small>JSON: <a href=\"/v1/queue\">/v1/queue</a> · "
       "<a href=\"/v1/fairness\">/v1/fairness</a> · <a href=\"/metrics\">/metrics</a></small>"
