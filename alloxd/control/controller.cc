@@ -224,44 +224,47 @@ void Controller::plan_changed() {
       // when parked, nudged) then as if for the first time. A follower admits nothing.
       last_plan_.reset();
       released_.clear();
-      awaiting_.clear();
       planner_.plan_acted_on(latest->version);
       return;
     }
     take_rollbacks(keys);
-    if (latest == last_plan_ ||
-        (last_plan_ != nullptr && latest->version < planner_.admitted_version())) {
-      planner_.plan_acted_on(latest->version);  // nothing new, or passed over for now
-    } else {
+    // A plan solved before this controller's last admissions were in the book is passed over
+    // (acting_plan); so is the plan already looked at.
+    if (latest != last_plan_ &&
+        (last_plan_ == nullptr || latest->version >= planner_.admitted_version())) {
       diff_plan(*latest, last_plan_.get(), keys);
       last_plan_ = latest;
-      // The plan's admissions: the starts it changed, and those of the last plan not yet
-      // reconciled that it keeps.
-      std::unordered_set<std::string> awaiting;
-      for (const auto& [id, priority] : keys) {
-        if (priority == WorkPriority::kAdmit && latest->starts.count(id)) awaiting.insert(id);
-      }
-      for (const std::string& id : awaiting_) {
-        if (latest->starts.count(id)) awaiting.insert(id);
-      }
-      awaiting_ = std::move(awaiting);
-      awaiting_version_ = latest->version;
-      if (awaiting_.empty()) planner_.plan_acted_on(latest->version);
+      admit_together(*latest, keys);
     }
+    planner_.plan_acted_on(latest->version);
   }
-  std::vector<std::string> dropped;  // admissions the full queue refused: none to wait for
-  for (const auto& [key, priority] : keys) {
-    if (!queue_.add(key, priority) && priority == WorkPriority::kAdmit) dropped.push_back(key);
-  }
-  if (dropped.empty()) return;
-  std::lock_guard lock(mu_);
-  for (const std::string& key : dropped) acted_on_job(key);
+  for (const auto& [key, priority] : keys) queue_.add(key, priority);
 }
 
-// A job the plan's admissions waited for was reconciled (or cannot be): the last one tells the
-// planner. Under mu_.
-void Controller::acted_on_job(const std::string& job) {
-  if (awaiting_.erase(job) && awaiting_.empty()) planner_.plan_acted_on(awaiting_version_);
+void Controller::admit_together(const Plan& plan,
+                                const std::vector<std::pair<std::string, WorkPriority>>& keys) {
+  std::vector<Planner::AdmitRequest> admissions;
+  std::shared_lock cache(cache_mu_);
+  planner_.read([&](const JobBook& book) {
+    for (const auto& [id, priority] : keys) {
+      auto start = plan.starts.find(id);
+      if (priority != WorkPriority::kAdmit || start == plan.starts.end()) continue;
+      Look look;
+      look.key = id;
+      if (auto pods = pods_of_.find(id); pods != pods_of_.end()) {
+        for (const std::string& pod : pods->second) {
+          if (auto seen = mirror_.pods.find(pod); seen != mirror_.pods.end()) {
+            look.pods.insert(*seen);
+          }
+        }
+      }
+      std::string chosen = choose(look, book, start->second);
+      if (!chosen.empty()) admissions.push_back({id, std::move(chosen), start->second});
+    }
+  });
+  cache.unlock();
+  // An admission refused here is refused again by its job's reconcile, which says why.
+  if (!admissions.empty()) (void)planner_.admit_all(admissions);
 }
 
 void Controller::diff_plan(const Plan& plan, const Plan* before,

@@ -8,8 +8,9 @@
 //   ClusterFeed on_change ──► pods_changed()   the cache brought up to the feed; the jobs of the
 //                                              pods that changed or left
 //   Planner (a new plan)  ──► plan_changed()   the jobs whose entry changed: starts now (as an
-//                                              admission), waits with new words, parked, start
-//                                              dropped; a gang rolled back
+//                                              admission, made with the others in one store
+//                                              transaction first), waits with new words, parked,
+//                                              start dropped; a gang rolled back
 //   Lease won or lost     ──► leader_changed() every job
 //   every `resync`        ──► resync()         every job (a change no pod shows: an operator's
 //                                              completion through the API)
@@ -203,10 +204,17 @@ class Controller {
   void index(const std::string& pod, std::vector<std::string>& keys);
   std::optional<std::string> unindex(const std::string& pod);
   void forget_pod(const std::string& pod);
-  void acted_on_job(const std::string& job);
 
   // controller_reconcile.cc: what reconcile does for one job.
   void admit(Look& look);
+  // The pod the start admits: a variant that runs on the planned device and the cache shows
+  // pending (the first by name), or a gang's first member when every member is; "" for none.
+  std::string choose(const Look& look, const JobBook& book, const PlannedStart& start) const;
+  // The admissions a new plan's changed starts need, made together (one store transaction, the
+  // book's lock taken once per chunk) before their keys are handed out: each reconcile then
+  // finds its admission made, and the next plan holds every machine at once.
+  void admit_together(const Plan& plan,
+                      const std::vector<std::pair<std::string, WorkPriority>>& keys);
   std::vector<PodFacts> facts_of(const Look& look) const;
   void act_on(Look& look, const std::string& key, const ObservedPod& pod, const PodFacts& job);
   std::optional<std::string> why_delete(const Look& look, const std::string& key,
@@ -279,10 +287,6 @@ class Controller {
   std::unordered_map<std::string, Clock::time_point> told_until_;
   std::map<std::string, std::vector<Planner::Rollback>> rollbacks_;  // by job
   std::shared_ptr<const Plan> last_plan_;  // the plan plan_changed last looked at
-  // The jobs whose admission the plan of `awaiting_version_` waits for: once each was
-  // reconciled, the planner is told the plan was acted on (Planner::plan_acted_on).
-  std::unordered_set<std::string> awaiting_;
-  std::uint64_t awaiting_version_ = 0;
 
   std::atomic<std::uint64_t> reconciled_{0}, done_{0}, failed_{0}, retried_{0}, given_up_{0},
       refused_{0};

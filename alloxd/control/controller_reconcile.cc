@@ -43,7 +43,6 @@ Reconciliation Controller::reconcile(const std::string& key) {
   look.synced = feed_.synced();
   roll_back(look);
   admit(look);
-  acted_on_job(key);
   const std::vector<PodFacts> facts = facts_of(look);
   std::size_t at = 0;
   for (const auto& [pod_key, pod] : look.pods) act_on(look, pod_key, pod, facts[at++]);
@@ -62,23 +61,8 @@ void Controller::admit(Look& look) {
     released_.erase(look.key);
     return;
   }
-  std::string chosen;
-  planner_.read([&](const JobBook& book) {
-    if (!start->second.members.empty()) {
-      if (const std::string* first = gang_to_admit(look, book, start->second)) chosen = *first;
-      return;
-    }
-    const BookJob* job = book.job(look.key);
-    if (job == nullptr || job->record.phase != JobPhase::kQueued) return;
-    for (const auto& [key, variant] : job->variants) {
-      auto pod = look.pods.find(key);
-      if (variant.runs_on(start->second.device) && pod != look.pods.end() &&
-          pod->second.pending()) {
-        chosen = key;
-        return;
-      }
-    }
-  });
+  const std::string chosen =
+      planner_.read([&](const JobBook& book) { return choose(look, book, start->second); });
   if (chosen.empty()) {
     released_.erase(look.key);  // looked at again when its pods change, or at the resync
     return;
@@ -92,6 +76,23 @@ void Controller::admit(Look& look) {
     released_.erase(release);
     look.look_again_at(look.now + options_.settle);
   }
+}
+
+std::string Controller::choose(const Look& look, const JobBook& book,
+                               const PlannedStart& start) const {
+  if (!start.members.empty()) {
+    const std::string* first = gang_to_admit(look, book, start);
+    return first == nullptr ? std::string() : *first;
+  }
+  const BookJob* job = book.job(look.key);
+  if (job == nullptr || job->record.phase != JobPhase::kQueued) return {};
+  for (const auto& [key, variant] : job->variants) {
+    auto pod = look.pods.find(key);
+    if (variant.runs_on(start.device) && pod != look.pods.end() && pod->second.pending()) {
+      return key;
+    }
+  }
+  return {};
 }
 
 // Where each of the job's waiting pods' job stands (after the admission), in the order of
