@@ -10,10 +10,12 @@
 // Start: every job takes its cheapest slot at the hinted prices, and every slot sends to the sink
 // what its price says it should (all outlet units dearer than its price unused, all cheaper ones
 // used); the result is a pseudo-flow whose imbalances (a slot holding more jobs than it sends on,
-// or fewer) are small when the prices are good. Then, while some node has an excess: Dijkstra on
-// reduced costs from every excess node over the S slots and the sink (dense, O(S²)), prices move
-// by the distances, and one unit goes along the shortest path to the nearest deficit, moving the
-// jobs on it. Each augmentation fixes one unit of imbalance.
+// or fewer) are small when the prices are good. Then, while some node has an excess, a phase:
+// Dijkstra on reduced costs from every excess node over the S slots and the sink (dense, O(S²))
+// until it has settled every deficit node, prices move by the distances, and each deficit,
+// nearest first, pulls units along its shortest path (moving the jobs on it) while that path
+// stays tight. A phase fixes at least one unit of imbalance, and on the simulator's re-plans
+// about four: successive shortest paths with one Dijkstra per phase rather than per unit.
 //
 // An arc s → s' costs the cheapest move min_j c(j,s') − c(j,s) over the jobs in s (the lower job
 // among equals). It is found on first use by a pass over s's members gathered into one
@@ -436,19 +438,27 @@ class Transport {
     for (std::size_t v = 0; v <= slots_; ++v) excess_nodes_ += excess(v) > 0 ? 1 : 0;
   }
 
-  // One Dijkstra from every excess node to the nearest deficit, price update, one unit moved.
-  // false when no deficit is reachable (the network cannot carry every job).
+  // One phase: Dijkstra on reduced costs from every excess node over the S slots and the sink
+  // (dense: O(S) per settled node), until every deficit node is settled or no more can be. Prices then fall by the distances, capped at
+  // the last settled one: every reduced cost stays non-negative and each settled deficit's path
+  // from an excess node (pred_) becomes tight. Each settled deficit, nearest first, then pulls
+  // units along its path while every arc of it is still tight and open and its source still has
+  // excess (an earlier unit may have taken the job or the outlet unit at that cost); what is left
+  // waits for the next phase. The first deficit's path always carries a unit, so each phase
+  // fixes at least one unit of imbalance, usually several: one Dijkstra serves every deficit it
+  // reaches where successive shortest paths ran one per unit. false when no deficit is
+  // reachable (the network cannot carry every job).
   Expected<bool> augment() {
-    ++augmentations_;
     const std::size_t nodes = slots_ + 1;
     dist_.assign(nodes, kUnreached);
     settled_.assign(nodes, 0);
     pred_.assign(nodes, kNone);
-    pred_job_.assign(nodes, kNone);
+    reached_.clear();
+    std::size_t deficits = 0;
     for (std::size_t v = 0; v < nodes; ++v) {
       if (excess(v) > 0) dist_[v] = 0;
+      if (excess(v) < 0) ++deficits;
     }
-    std::size_t target = kNone;
     // The unsettled reached node of least distance, the lowest index among equals: a full scan
     // the first time and after the sink settles, else found while relaxing (below).
     auto nearest = [&] {
@@ -458,34 +468,35 @@ class Transport {
       }
       return v;
     };
+    std::int64_t reach = 0;
     std::size_t next = nearest();
-    for (;;) {
+    while (next != kNone) {
       const std::size_t v = next;
-      if (v == kNone) return false;
       settled_[v] = 1;
+      reach = dist_[v];
       if (excess(v) < 0) {
-        target = v;
-        break;
+        reached_.push_back(v);
+        if (reached_.size() == deficits) break;
       }
-      auto relax = [&](std::size_t to, std::int64_t reduced, std::size_t job) {
+      auto relax = [&](std::size_t to, std::int64_t reduced) {
         const std::int64_t d = dist_[v] + reduced;
-        if (!settled_[to] && d < dist_[to]) dist_[to] = d, pred_[to] = v, pred_job_[to] = job;
+        if (!settled_[to] && d < dist_[to]) dist_[to] = d, pred_[to] = v;
       };
       if (v == sink_) {
         for (std::size_t s = 0; s < slots_; ++s) {
-          if (out_[s] > 0) relax(s, price_[s] - price_[sink_] - last_cost(s), kNone);
+          if (out_[s] > 0) relax(s, price_[s] - price_[sink_] - last_cost(s));
         }
         next = nearest();
         continue;
       }
-      if (out_[v] < capacity_[v]) relax(sink_, next_cost(v) - price_[v] + price_[sink_], kNone);
+      if (out_[v] < capacity_[v]) relax(sink_, next_cost(v) - price_[v] + price_[sink_]);
       // Every unsettled slot is visited here (v is settled), in ascending order, then the sink
       // (the highest index): the same choice as nearest().
       next = kNone;
       for (std::size_t t = 0; t < slots_; ++t) {
         if (t == v || settled_[t]) continue;
         const Move* move = best_move(v, t);
-        if (move != nullptr) relax(t, move->key + price_[t] - price_[v], move->job);
+        if (move != nullptr) relax(t, move->key + price_[t] - price_[v]);
         if (dist_[t] != kUnreached && (next == kNone || dist_[t] < dist_[next])) next = t;
       }
       if (!settled_[sink_] && dist_[sink_] != kUnreached &&
@@ -493,40 +504,67 @@ class Transport {
         next = sink_;
       }
     }
-    // Prices: p(v) −= min(dist(v), D) keeps every reduced cost non-negative and makes the path's
-    // arcs tight.
-    const std::int64_t reach = dist_[target];
+    if (reached_.empty()) return false;
     for (std::size_t v = 0; v < nodes; ++v) {
       price_[v] -= std::min(dist_[v], reach);
       if (price_[v] > kPriceLimit || price_[v] < -kPriceLimit) {
         return Error{"transport backend: prices beyond 2^61 ms; shorten the times or the queue"};
       }
     }
-    // Move one unit along the path, from the target back to its excess source.
-    std::size_t v = target;
-    while (pred_[v] != kNone) {
-      const std::size_t u = pred_[v];
-      if (u == sink_) {
-        take_back_one(v);
-        --total_out_;
-      } else if (v == sink_) {
-        send_one(u);
-        ++total_out_;
-      } else {
-        const std::size_t j = pred_job_[v];
-        --held_[u];
-        ++held_[v];
-        leave_slot(j, u);
-        slot_of_[j] = v;
-        ++version_[j];
-        join_slot(j);
+    for (std::size_t t : reached_) {
+      while (excess(t) < 0 && tight_path_to(t)) {
+        ++augmentations_;
+        if (Status s = pull_along(t); !s.ok()) return s.error();
       }
-      v = u;
     }
     count_excess_nodes();
     return true;
   }
-
+  // Whether arc v -> w is tight and open now.
+  bool tight_arc(std::size_t v, std::size_t w) {
+    if (w == sink_) return out_[v] < capacity_[v] && next_cost(v) - price_[v] + price_[sink_] == 0;
+    if (v == sink_) return out_[w] > 0 && price_[w] - price_[sink_] - last_cost(w) == 0;
+    const Move* move = best_move(v, w);
+    return move != nullptr && move->key + price_[w] - price_[v] == 0;
+  }
+  // One unit over arc v -> w (tight_arc holds).
+  void push_arc(std::size_t v, std::size_t w) {
+    if (w == sink_) {
+      send_one(v);
+      ++total_out_;
+    } else if (v == sink_) {
+      take_back_one(w);
+      --total_out_;
+    } else {
+      const std::size_t j = best_move(v, w)->job;
+      --held_[v];
+      ++held_[w];
+      leave_slot(j, v);
+      slot_of_[j] = w;
+      ++version_[j];
+      join_slot(j);
+    }
+  }
+  // Whether deficit t's path (pred_) is tight and open over every arc and starts at a node that
+  // still has excess.
+  bool tight_path_to(std::size_t t) {
+    std::size_t v = t;
+    for (; pred_[v] != kNone; v = pred_[v]) {
+      if (!tight_arc(pred_[v], v)) return false;
+    }
+    return excess(v) > 0;
+  }
+  // Moves one unit along t's path, last arc first. Pushing an arc changes only its two ends'
+  // members or outflow, which no earlier arc of the path reads, so every arc stays tight.
+  Status pull_along(std::size_t t) {
+    for (std::size_t v = t; pred_[v] != kNone; v = pred_[v]) {
+      if (!tight_arc(pred_[v], v)) {
+        return Error{"transport backend: a tight path lost an arc (a bug)"};
+      }
+      push_arc(pred_[v], v);
+    }
+    return OkStatus();
+  }
   Status check_optimal() {
     const auto fail = [](const std::string& what) {
       return Error{"transport backend: optimality check failed (" + what + "; a bug)"};
@@ -628,7 +666,7 @@ class Transport {
   std::vector<std::int64_t> dist_;
   std::vector<char> settled_;
   std::vector<std::size_t> pred_;
-  std::vector<std::size_t> pred_job_;
+  std::vector<std::size_t> reached_;  // deficit nodes in the order a phase settled them
 };
 
 }  // namespace

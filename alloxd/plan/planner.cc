@@ -255,6 +255,7 @@ void Planner::solve_once() {
   }
   if (!held.empty()) index_starts(made);
   add_gangs(gangs, made);
+  if (gangs.reservation) backfill(*gangs.reservation, *input.slots, input.state, made);
   {
     std::shared_lock lock(book_mu_);
     for (const std::string& id : book_.parked_jobs()) made.parked[id] = book_.job(id)->parked;

@@ -45,6 +45,7 @@
 
 #include "alloxd/config.h"
 #include "alloxd/control/cluster_api.h"
+#include "alloxd/plan/gang_reservation.h"
 #include "alloxd/plan/plan.h"
 #include "alloxd/store/job_book.h"
 #include "alloxd/store/store.h"
@@ -380,6 +381,8 @@ class Planner {
   struct GangPlan {
     std::vector<std::pair<std::string, PlannedStart>> starts;
     std::vector<std::pair<std::string, std::string>> waiting;  // job id, why it waits
+    // The oldest waiting gang's units (gang_reservation.h), held in `input` from the round.
+    std::optional<GangReservation> reservation;
   };
   GangPlan plan_gangs(PlanInput& input) const;
   static void add_gangs(const GangPlan& gangs, Plan& plan);

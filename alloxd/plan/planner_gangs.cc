@@ -5,16 +5,17 @@
 //   - Order: queued gangs by arrival (then id), each placed only when all N members have
 //     been seen and N placements of k idle units of one type exist now: for each of the
 //     gang's types in its order, the nodes in inventory order, as many members on a node as
-//     its idle units hold (first fit). A gang that does not fit now takes nothing and waits.
+//     its idle units hold (first fit).
 //   - What this guarantees: a gang's start is all N placements at once, never more units on a
 //     node than are idle there; an admitted gang (its gates removed) keeps its placements in
 //     every plan until it binds or its hold lapses, and is then rolled back (controller).
-//   - What it does not: a waiting gang reserves nothing, so jobs that fit in the room it waits
-//     for (smaller gangs, one-pod jobs the policy starts) may pass it and it may wait long
-//     under a steady stream of them (as kube-scheduler's coscheduling plugin without a
-//     reservation). Holding idle units for a gang that cannot start would leave them idle for
-//     an unknown time, which is the cost AlloX's plan avoids; gangs start ahead of the
-//     policy's round, so a gang that fits is never passed.
+//   - A gang that does not fit now waits. The oldest such gang with all its members seen
+//     (not one held on its admission) gets a reservation (gang_reservation.h): the placements
+//     that free soonest, their idle units held from the policy's round and from younger gangs
+//     (except jobs that end before its estimated start: backfill, after the round), so a
+//     stream of smaller jobs cannot keep it waiting. Younger gangs and jobs may still pass it
+//     on other units; gangs start ahead of the policy's round, so a gang that fits is never
+//     passed.
 //   - A gang none of whose types could ever hold it (N placements of k over the whole
 //     inventory) is parked by the book (JobBook::gang_too_large) and holds nothing.
 #include <algorithm>
@@ -95,6 +96,15 @@ void hold_members(const std::vector<MachineSlot>& slots, const ClusterState& sta
   }
 }
 
+// Why a gang with all its members waits: its rollback's reason, else the room it needs.
+std::string room_note(const BookJob& job, int units) {
+  if (!job.gang_note.empty()) return job.gang_note;
+  const std::string n = std::to_string(job.record.gang);
+  return "gang of " + n + " × " + units_text(job.variants.begin()->second.device, units) +
+         " waits for room: " + n + " nodes' worth of " + std::to_string(units) +
+         " free units at once";
+}
+
 }  // namespace
 
 Planner::GangPlan Planner::plan_gangs(PlanInput& input) const {
@@ -133,9 +143,10 @@ Planner::GangPlan Planner::plan_gangs(PlanInput& input) const {
     start.units = units;
     std::vector<std::size_t> taking;
     auto admitted = admitted_.find(id);
-    if (admitted != admitted_.end() &&
-        std::chrono::duration<double>(wall - admitted->second.at).count() <=
-            options_.admission_hold) {
+    const bool held = admitted != admitted_.end() &&
+                      std::chrono::duration<double>(wall - admitted->second.at).count() <=
+                          options_.admission_hold;
+    if (held) {
       // Released: its members are pinned to their nodes, so it keeps them (any idle units there).
       start = admitted->second.start;
       hold_members(slots, state, units, start, taking);
@@ -146,18 +157,24 @@ Planner::GangPlan Planner::plan_gangs(PlanInput& input) const {
         if (!start.members.empty()) break;
       }
     }
+    auto seconds_on = [&](const DeviceType& type) {
+      return job->planned->time.count(type) > 0 ? job->planned->time.at(type)
+                                                : config_.default_job_seconds;
+    };
     if (taking.empty()) {
-      plan.waiting.push_back(
-          {id, job->gang_note.empty()
-                   ? "gang of " + std::to_string(n) + " × " + units_text(first.device, units) +
-                         " waits for room: " + std::to_string(n) + " nodes' worth of " +
-                         std::to_string(units) + " free units at once"
-                   : job->gang_note});
+      std::string note = room_note(*job, units);
+      if (!held && !plan.reservation) {
+        plan.reservation = reserve_gang(slots, state, n, units, first.device_types());
+        if (plan.reservation) {
+          plan.reservation->job_id = id;
+          hold_reservation(*plan.reservation, seconds_on(plan.reservation->device), state);
+          note += "; " + reservation_text(*plan.reservation);
+        }
+      }
+      plan.waiting.push_back({id, std::move(note)});
       continue;
     }
-    const double seconds = job->planned->time.count(start.device) > 0
-                               ? job->planned->time.at(start.device)
-                               : config_.default_job_seconds;
+    const double seconds = seconds_on(start.device);
     for (std::size_t s : taking) {
       state.idle[s] = false;
       state.machines[s].busy_until = state.now + seconds;
@@ -174,13 +191,15 @@ void Planner::add_gangs(const GangPlan& gangs, Plan& plan) {
     plan.starts[id] = start;
     plan.waiting.erase(id);
   }
-  // A waiting gang is listed after the policy's queue, with no estimated start (plan_gangs
-  // makes none), and why it waits.
+  // A waiting gang is listed after the policy's queue with why it waits; only the reserved
+  // one has an estimated start (when its reserved units free).
   const int length = static_cast<int>(plan.waiting.size() + gangs.waiting.size());
   for (auto& [id, wait] : plan.waiting) wait.queue_length = length;
   int position = static_cast<int>(plan.waiting.size());
   for (const auto& [id, note] : gangs.waiting) {
-    plan.waiting[id] = PlannedWait{++position, length, std::nullopt, note};
+    std::optional<double> estimate;
+    if (gangs.reservation && gangs.reservation->job_id == id) estimate = gangs.reservation->start;
+    plan.waiting[id] = PlannedWait{++position, length, estimate, note};
   }
   index_starts(plan);
 }
@@ -206,7 +225,12 @@ Expected<JobRecord> Planner::record_gang_start(
     if (auto s = store_->record_gang_start(*started, member_nodes, durability); !s) {
       return s.error();
     }
-    write_book([&] { admitted_.erase(job_id); });
+    // What the watch saw bound so far belongs to this run: a later run of the job (its pods
+    // made again under the same names) counts its own members' bindings from none.
+    write_book([&] {
+      admitted_.erase(job_id);
+      gang_bound_.erase(job_id);
+    });
   }
   wake();
   return started;

@@ -4,6 +4,7 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -50,8 +51,11 @@ Expected<std::int64_t> Store::record_arrival(const JobRecord& job, const JobVari
   std::int64_t row = 0;
   Status status = transaction(
       [&]() -> Status {
-        Statement s(*statements_, "INSERT INTO jobs (id, user, arrival) VALUES (?, ?, ?)");
-        s.bind_all(job.id, job.user, job.arrival);
+        // The gang's size with the run: a rolled-back gang's run outlives its members' rows
+        // (forget_member), and is read back as a gang waiting for them.
+        Statement s(*statements_, "INSERT INTO jobs (id, user, arrival, gang) VALUES (?, ?, ?, ?)");
+        s.bind_all(job.id, job.user, job.arrival,
+                   static_cast<std::int64_t>(std::max(job.gang, first.gang)));
         if (auto r = s.run("record arrival of " + job.id); !r) return r;
         row = sqlite3_last_insert_rowid(db_);
         return insert_variant(*statements_, row, first);

@@ -16,6 +16,8 @@
 //     Admitted events, /v1/jobs/{id}) is the model of the node each pod was bound to, the gang's
 //     members all on that one model;
 //   - the sibling Job not chosen is deleted, its pods after it (Background propagation).
+// And an Indexed Job gang rolled back after a refused Binding: its members deleted, the Job's new
+// pods rejoin the same allox job, bound whole.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -64,8 +66,8 @@ json hints(const std::string& job, double h100, double a100, double cpu = 0) {
 }
 
 json container(int gpus) {
-  json requests = gpus > 0 ? json{{"nvidia.com/gpu", std::to_string(gpus)}, {"cpu", "1"}}
-                           : json{{"cpu", "32"}};
+  json requests =
+      gpus > 0 ? json{{"nvidia.com/gpu", std::to_string(gpus)}, {"cpu", "1"}} : json{{"cpu", "32"}};
   return {{"name", "main"},
           {"image", "registry.invalid/train:latest"},
           {"resources", {{"requests", requests}}}};
@@ -89,19 +91,17 @@ json bare_pod(const std::string& name, int gpus, const json& annotations,
 // A batch/v1 Job; `pods` > 1 makes it Indexed with completions = parallelism = pods.
 json batch_job(const std::string& name, int pods, int gpus, const json& annotations,
                const std::string& scheduler) {
-  json spec = {{"backoffLimit", 6},
-               {"template",
-                {{"metadata", {{"annotations", annotations}}},
-                 {"spec", pod_spec(gpus, scheduler)}}}};
+  json spec = {
+      {"backoffLimit", 6},
+      {"template",
+       {{"metadata", {{"annotations", annotations}}}, {"spec", pod_spec(gpus, scheduler)}}}};
   if (pods > 1) {
     spec["completionMode"] = "Indexed";
     spec["completions"] = pods;
     spec["parallelism"] = pods;
   }
-  return {{"apiVersion", "batch/v1"},
-          {"kind", "Job"},
-          {"metadata", {{"name", name}}},
-          {"spec", spec}};
+  return {
+      {"apiVersion", "batch/v1"}, {"kind", "Job"}, {"metadata", {{"name", name}}}, {"spec", spec}};
 }
 
 std::string annotation(const json& pod, const std::string& key) {
@@ -160,8 +160,8 @@ TEST(CombinedEndToEndTest, ModelsUnitsAGangJobSiblingJobsAndAPodThatFitsNowhere)
     ASSERT_FALSE(std::holds_alternative<emulator::ApiError>(created))
         << std::get<emulator::ApiError>(created).message;
   };
-  const std::map<std::string, int> bare = {{"one-a", 1}, {"one-b", 1}, {"two-a", 2},
-                                           {"two-b", 2}, {"four", 4}};
+  const std::map<std::string, int> bare = {
+      {"one-a", 1}, {"one-b", 1}, {"two-a", 2}, {"two-b", 2}, {"four", 4}};
   for (const auto& [name, gpus] : bare) {
     create(emulator::pods_resource(),
            bare_pod(name, gpus, hints(name, 300 + 40 * gpus, 700 + 40 * gpus), scheduler));
@@ -179,8 +179,8 @@ TEST(CombinedEndToEndTest, ModelsUnitsAGangJobSiblingJobsAndAPodThatFitsNowhere)
   auto job_complete = [&](const std::string& name) {
     auto got = cluster->objects().get(emulator::jobs_resource(), ns, name);
     if (std::holds_alternative<emulator::ApiError>(got)) return false;
-    for (const json& c : (*std::get<emulator::ObjectPtr>(got))["status"].value(
-             "conditions", json::array())) {
+    for (const json& c :
+         (*std::get<emulator::ObjectPtr>(got))["status"].value("conditions", json::array())) {
       if (c.value("type", "") == "Complete" && c.value("status", "") == "True") return true;
     }
     return false;
@@ -266,8 +266,8 @@ TEST(CombinedEndToEndTest, ModelsUnitsAGangJobSiblingJobsAndAPodThatFitsNowhere)
         gang_models.insert(want);
       }
       if (said != admitted.end()) {
-        EXPECT_EQ(want, admitted_device(said->second)) << at.pod << " on " << at.node << ": "
-                                                       << said->second;
+        EXPECT_EQ(want, admitted_device(said->second))
+            << at.pod << " on " << at.node << ": " << said->second;
       }
     }
     auto reply = cluster->get("/v1/jobs/" + ns + "/" + job);
@@ -299,6 +299,90 @@ TEST(CombinedEndToEndTest, ModelsUnitsAGangJobSiblingJobsAndAPodThatFitsNowhere)
   cluster->expect_parked("huge", "huge", reason);
   std::printf("gang on %s; trainer ran as %s\n",
               gang_models.empty() ? "?" : gang_models.begin()->c_str(), used.c_str());
+}
+
+// An Indexed Job gang whose bind the API server refuses part way is rolled back: alloxd deletes
+// its members (GangRolledBack), the Job controller makes them again (new pods, gated by the
+// webhook), and they rejoin the same allox job and gang, which then binds whole and is done once.
+TEST(CombinedEndToEndTest, ARolledBackIndexedJobGangRejoinsItsJobAndBindsWhole) {
+  auto config = parse_extender_config(kConfig, "combined.yaml");
+  ASSERT_TRUE(config.ok()) << config.message();
+  PolicyOptions policy_options;
+  policy_options.alpha = config->alpha;
+  auto cluster = testing::EndToEndCluster::start(*config, config->nodes, policy_options,
+                                                 /*gated=*/true);
+  ASSERT_TRUE(cluster);
+  const std::string ns = cluster->pod_namespace();
+  emulator::AdmissionWebhook webhook;
+  webhook.url = cluster->url() + "/admission/gate";
+  webhook.namespaces = {ns};
+  cluster->api().register_webhook(webhook);
+  testing::Deletions deletions(cluster->objects());
+  // The first Binding of index 1's pod is refused (as for a pod deleted meanwhile).
+  emulator::FakeApiServer::FaultRule refuse;
+  refuse.method = "POST";
+  refuse.path_contains = "/pods/gang-1-";
+  refuse.status = 500;
+  refuse.count = 1;
+  cluster->api().fail_requests(refuse);
+  testing::JobControlPlane plane(
+      *cluster, [](const json&) -> std::optional<double> { return 500; },
+      [](const json&) { return 0; });
+  auto created = cluster->objects().create(
+      emulator::jobs_resource(), ns,
+      batch_job("gang", 4, 2, hints("gang", 500, 1200), cluster->options().scheduler_name));
+  ASSERT_FALSE(std::holds_alternative<emulator::ApiError>(created));
+
+  auto complete = [&] {
+    auto got = cluster->objects().get(emulator::jobs_resource(), ns, "gang");
+    if (std::holds_alternative<emulator::ApiError>(got)) return false;
+    for (const json& c :
+         (*std::get<emulator::ObjectPtr>(got))["status"].value("conditions", json::array())) {
+      if (c.value("type", "") == "Complete" && c.value("status", "") == "True") return true;
+    }
+    return false;
+  };
+  // The Job controller marks the Job Complete once it has seen the members succeed; alloxd's
+  // watch sees the same pods on its own, maybe later: alloxd is read once it has seen every pod
+  // as the API server has it (quiet), or its record of the last member's end may still be on
+  // its way.
+  ASSERT_TRUE(plane.run_until([&] { return complete() && cluster->options().quiet(); }, 24 * 3600))
+      << "the gang's Job did not complete";
+  EXPECT_TRUE(cluster->ledger().overcommits().empty());
+
+  // The first members were deleted by alloxd, with GangRolledBack on each.
+  const std::vector<std::uint64_t> deleted = deletions.pods_of("gang");
+  EXPECT_GE(deleted.size(), 4u) << "the rolled-back members were deleted";
+  int told = 0;
+  for (const auto& event : cluster->objects().objects(emulator::events_resource())) {
+    told += event->value("reason", "") == "GangRolledBack";
+  }
+  EXPECT_EQ(4, told);
+  // The bindings after the rollback: 4 members, all within the gather window, 4 running at once.
+  std::vector<testing::ApiLedger::Transition> last;
+  for (const auto& t : cluster->ledger().transitions()) {
+    if (t.job != "gang") continue;
+    if (t.bound && !last.empty() && !last.back().bound) last.clear();
+    last.push_back(t);
+  }
+  int binds = 0, running = 0, most = 0;
+  double first = -1;
+  for (const auto& t : last) {
+    if (!t.bound) {
+      --running;
+      continue;
+    }
+    if (first < 0) first = t.at;
+    EXPECT_LE(t.at - first, kGatherWindow) << t.pod;
+    ++binds;
+    most = std::max(most, ++running);
+  }
+  EXPECT_EQ(4, binds);
+  EXPECT_EQ(4, most);
+  // One allox job, done: the Job's new pods joined it.
+  auto reply = cluster->get("/v1/jobs/" + ns + "/gang");
+  ASSERT_EQ(200, reply.status) << reply.body;
+  EXPECT_EQ("done", json::parse(reply.body).value("phase", "")) << reply.body;
 }
 
 }  // namespace

@@ -1,7 +1,11 @@
 // The backends against each other, and the grouped against the naive graph, on medium instances.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <limits>
 #include <random>
+#include <string>
+#include <vector>
 
 #include "matcher/matcher.h"
 #include "matcher/online.h"
@@ -261,6 +265,58 @@ TEST(BackendsAgree, TransportFromAnyRememberedPricesEqualsColdLemon) {
   ASSERT_TRUE(boost.ok()) << boost.message();
   EXPECT_EQ(foreign->objective_ticks, boost->objective_ticks);
   EXPECT_EQ(plan_problems(other, *foreign), std::vector<std::string>{});
+}
+
+TEST(BackendsAgree, TransportRePlansAnOverloadedQueueStartByStartAsLemonDoes) {
+  // The simulator's overloaded replay in small: one PriceMemory over every solve, the jobs the
+  // plan puts first on idle machines start, the clock moves to the next machine to free, and a
+  // job arrives every other solve. Each start leaves the remembered prices off at the levels the
+  // started machine still holds, so every warm solve starts from an imbalance its phases repair:
+  // every warm plan must cost what a cold LEMON solve does and be a consistent schedule.
+  std::mt19937 rng(31);
+  InstanceShape shape;
+  shape.devices = {"cpu", "gpu"};
+  shape.max_time = 600;
+  shape.max_residual = 300;
+  shape.fractional = true;
+  const Instance generated = random_instance(rng, shape, 360, 8);
+  std::vector<Machine> machines = generated.machines;
+  std::vector<Job> queue(generated.jobs.begin(), generated.jobs.end() - 60);
+  std::vector<Job> arrivals(generated.jobs.end() - 60, generated.jobs.end());
+  double now = generated.now;
+  PriceMemory memory;
+  for (int step = 0; step < 60 && !queue.empty(); ++step) {
+    Instance instance;
+    instance.now = now;
+    instance.machines = machines;
+    instance.jobs = queue;
+    instance.pending = pending_jobs(instance.jobs);
+    const Expected<Schedule> warm =
+        solve(instance.problem(), {.backend = Backend::kTransport, .memory = &memory});
+    const Expected<Schedule> cold = solve(instance.problem(), {.backend = Backend::kLemon});
+    ASSERT_TRUE(warm.ok()) << warm.message();
+    ASSERT_TRUE(cold.ok()) << cold.message();
+    EXPECT_EQ(warm->objective_ticks, cold->objective_ticks) << "step " << step;
+    EXPECT_EQ(plan_problems(instance, *warm), std::vector<std::string>{}) << "step " << step;
+    const OnlineDecision decision = online_decision(instance.problem(), *warm);
+    std::vector<std::size_t> started;
+    for (const StartNow& s : decision.start_now) {
+      Machine& machine = machines[s.machine];
+      machine.busy_until = now + queue[s.job].time.at(machine.device);
+      started.push_back(s.job);
+    }
+    std::sort(started.rbegin(), started.rend());
+    for (std::size_t j : started) queue.erase(queue.begin() + static_cast<std::ptrdiff_t>(j));
+    if (step % 2 == 0 && !arrivals.empty()) {
+      queue.push_back(arrivals.back());
+      arrivals.pop_back();
+    }
+    double next = std::numeric_limits<double>::infinity();
+    for (const Machine& m : machines) {
+      if (m.busy_until > now) next = std::min(next, m.busy_until);
+    }
+    if (next < std::numeric_limits<double>::infinity()) now = next;
+  }
 }
 
 TEST(BackendsAgree, TransportOnDistinctMachinesMatchesBoost) {

@@ -1,7 +1,8 @@
 // Gangs through the planner and the book (alloxd/plan/planner_gangs.cc, job_book_gangs.cc): a
 // gang of N pods × k GPUs is planned only as N placements at once, never more units on a node
-// than it has idle; it waits for its members and for room, holding nothing; one that can never
-// fit is parked with its reason; its start holds N × k units until every member has ended, and
+// than it has idle; it waits for its members (holding nothing) and for room (the oldest such
+// gang with the units reserved for it: gang_reservation_test.cc); one that can never fit is
+// parked with its reason; its start holds N × k units until every member has ended, and
 // survives a restart.
 #include <gtest/gtest.h>
 
@@ -113,7 +114,7 @@ TEST(PlannerGangsTest, AGangIsPlannedAsAllItsPlacementsAtOnce) {
   EXPECT_EQ("gang of 4 × gpu ×2 on g2a, g2b, g4", start_text(start));
 }
 
-TEST(PlannerGangsTest, AGangWaitsForItsMembersAndForRoomHoldingNothing) {
+TEST(PlannerGangsTest, AGangWaitsForItsMembersHoldingNothingAndForRoomWithItsUnitsReserved) {
   Cluster cluster;
   std::vector<JobVariant> members = {cluster.add("big", "big-0", 2, 4),
                                      cluster.add("big", "big-1", 2, 4),
@@ -130,24 +131,25 @@ TEST(PlannerGangsTest, AGangWaitsForItsMembersAndForRoomHoldingNothing) {
   ASSERT_EQ(1u, plan->starts.count("lab/small"));
   ASSERT_TRUE(cluster.planner->record_start(small, "g4", -1).ok());
   cluster.add("big", "big-3", 2, 4);
-  JobVariant other = cluster.add("other", "other", 2, 1);
+  cluster.add("other", "other", 2, 1);
   plan = cluster.plan();
   EXPECT_EQ(0u, plan->starts.count("lab/big")) << "3 placements of 2 exist, not 4";
   ASSERT_EQ(1u, plan->waiting.count("lab/big"));
   EXPECT_NE(std::string::npos, plan->waiting.at("lab/big").note.find("waits for room"));
-  EXPECT_EQ(1u, plan->starts.count("lab/other")) << "the waiting gang reserves nothing";
+  EXPECT_NE(std::string::npos,
+            plan->waiting.at("lab/big").note.find("reserved for gang lab/big: 4 × gpu ×2 on "
+                                                  "g2a, g2b, g4"))
+      << plan->waiting.at("lab/big").note;
+  // Every GPU is the gang's: the idle ones are held for it, the small job's frees last.
+  EXPECT_EQ(0u, plan->starts.count("lab/other")) << "the units are reserved for the gang";
+  // The small one ends: the gang starts, ahead of the other job.
+  ASSERT_TRUE(cluster.planner->complete("lab/small").ok());
+  plan = cluster.plan();
+  EXPECT_EQ(1u, plan->starts.count("lab/big"));
+  EXPECT_EQ(0u, plan->starts.count("lab/other"));
   for (const auto& [node, units] : planned_units(*plan, cluster.held())) {
     EXPECT_LE(units, kNodeUnits.at(node)) << node;
   }
-  // The other job runs and the small one ends: 6 GPUs idle, but wherever the other job runs,
-  // only 3 placements of 2. Once it ends too, the gang starts.
-  ASSERT_TRUE(cluster.planner->record_start(other, plan->starts.at("lab/other").node, -1).ok());
-  ASSERT_TRUE(cluster.planner->complete("lab/small").ok());
-  plan = cluster.plan();
-  EXPECT_EQ(0u, plan->starts.count("lab/big"));
-  ASSERT_TRUE(cluster.planner->complete("lab/other").ok());
-  plan = cluster.plan();
-  EXPECT_EQ(1u, plan->starts.count("lab/big"));
 }
 
 TEST(PlannerGangsTest, AGangThatCanNeverFitIsParkedWithItsReasonHoldingNothing) {
@@ -334,6 +336,40 @@ TEST(PlannerGangsTest, ARolledBackGangWaitsWithItsReasonAndItsMembersNeverRejoin
   EXPECT_EQ(1u, cluster.plan()->starts.count("lab/big"));
 }
 
+// alloxd restarted while a rolled-back gang waited for its members (its run in the store without
+// variants): it is the same gang after the restart, waiting for its members, and the members
+// its owner makes again join that run.
+TEST(PlannerGangsTest, ARolledBackGangWaitingForItsMembersIsTheSameGangAfterARestart) {
+  Cluster cluster;
+  std::vector<JobVariant> members = cluster.add_gang("big", 2, 2);
+  const std::int64_t row =
+      cluster.planner->read([](const JobBook& book) { return book.job("lab/big")->record.row; });
+  cluster.planner->roll_back_gang("lab/big", "rolled back: a binding failed");
+  cluster.planner->take_rollbacks();
+  cluster.restart();
+  cluster.planner->read([&](const JobBook& book) {
+    const BookJob* job = book.job("lab/big");
+    ASSERT_NE(nullptr, job);
+    EXPECT_EQ(row, job->record.row);
+    EXPECT_EQ(JobPhase::kQueued, job->record.phase);
+    EXPECT_EQ(2, job->record.gang);
+    EXPECT_TRUE(job->variants.empty());
+  });
+  std::shared_ptr<const Plan> plan = cluster.plan();
+  ASSERT_EQ(1u, plan->waiting.count("lab/big"));
+  EXPECT_NE(std::string::npos, plan->waiting.at("lab/big").note.find("0 of 2 pods seen"))
+      << plan->waiting.at("lab/big").note;
+  EXPECT_EQ(0u, plan->unrunnable.count("lab/big"));
+  for (JobVariant member : members) {
+    member.pod.name += "-again";
+    member.pod.uid += "-again";
+    ASSERT_TRUE(cluster.planner->register_variant(member).ok());
+  }
+  EXPECT_EQ(1u, cluster.plan()->starts.count("lab/big"));
+  cluster.planner->read(
+      [&](const JobBook& book) { EXPECT_EQ(row, book.job("lab/big")->record.row); });
+}
+
 // The watch may show a rolled-back member bound after the rollback (its Binding was posted
 // before): that binding counts for nobody, and the gang starts on its new members alone.
 TEST(PlannerGangsTest, ARolledBackMembersBindingCountsForNobody) {
@@ -362,6 +398,42 @@ TEST(PlannerGangsTest, ARolledBackMembersBindingCountsForNobody) {
     EXPECT_EQ(0u, job->member_nodes.count(pod_key(members[0].pod)));
     EXPECT_EQ("g2b", job->member_nodes.at(pod_key(again[0].pod)));
     EXPECT_EQ("g4", job->member_nodes.at(pod_key(again[1].pod)));
+  });
+}
+
+// The watch may see some members bound before the gather records the gang's start: those
+// bindings belong to that run alone. A later run of the job (its pods made again under the same
+// names) starts once the watch has seen each of its own members bound, on their own nodes.
+TEST(PlannerGangsTest, AMemberSeenBoundInAnEarlierRunCountsForNoLaterRun) {
+  Cluster cluster;
+  std::vector<JobVariant> members = cluster.add_gang("big", 2, 2);
+  auto phase = [&] {
+    return cluster.planner->read(
+        [](const JobBook& book) { return book.job("lab/big")->record.phase; });
+  };
+  EXPECT_EQ(std::nullopt, cluster.planner->gang_member_bound(members[0], "g2a"));
+  const std::map<std::string, std::string> first = {{pod_key(members[0].pod), "g2a"},
+                                                    {pod_key(members[1].pod), "g2b"}};
+  ASSERT_TRUE(cluster.planner->record_gang_start("lab/big", first, "gpu").ok());
+  for (const JobVariant& member : members) {
+    ASSERT_TRUE(cluster.planner->gang_member_ended(member).ok());
+  }
+  ASSERT_EQ(JobPhase::kDone, phase());
+  std::vector<JobVariant> again;
+  for (JobVariant member : members) {  // the same names, new UIDs: a new run
+    member.pod.uid += "-again";
+    ASSERT_TRUE(cluster.planner->register_variant(member).ok());
+    again.push_back(member);
+  }
+  ASSERT_EQ(JobPhase::kQueued, phase());
+  EXPECT_EQ(std::nullopt, cluster.planner->gang_member_bound(again[1], "g4"));
+  EXPECT_EQ(JobPhase::kQueued, phase()) << "one member of this run seen bound, of two";
+  EXPECT_EQ(std::nullopt, cluster.planner->gang_member_bound(again[0], "g4"));
+  EXPECT_EQ(JobPhase::kRunning, phase());
+  cluster.planner->read([&](const JobBook& book) {
+    const std::map<std::string, std::string> second = {{pod_key(again[0].pod), "g4"},
+                                                       {pod_key(again[1].pod), "g4"}};
+    EXPECT_EQ(second, book.job("lab/big")->member_nodes);
   });
 }
 

@@ -900,6 +900,46 @@ TEST(StoreTest, AVersionFourDatabaseGainsGangsOfOneAndKeepsEveryRow) {
   EXPECT_EQ(5, migrated.count("PRAGMA user_version"));
 }
 
+// A rolled-back gang's members leave the store (forget_member) and its run stays queued without
+// variants until its owner makes them again: reopened meanwhile, it is read back as that gang,
+// and the new members join the same run.
+TEST(StoreTest, AGangRunWhoseMembersWereForgottenIsReadBackAsTheGangWaitingForThem) {
+  testing::ScratchDir dir;
+  const std::string path = dir.file("state.db");
+  std::int64_t row = 0;
+  {
+    auto store = Store::open(path);
+    ASSERT_TRUE(store.ok()) << store.message();
+    JobVariant first = pod_of("ns/big", "big-0", "u0");
+    JobVariant second = pod_of("ns/big", "big-1", "u1");
+    first.gang = second.gang = 2;
+    auto recorded = (*store)->record_arrival(arrival("ns/big", "alice", 5), first);
+    ASSERT_TRUE(recorded.ok()) << recorded.message();
+    row = *recorded;
+    ASSERT_TRUE((*store)->record_variant(row, second).ok());
+    ASSERT_TRUE((*store)->forget_member(first.pod, row).ok());
+    ASSERT_TRUE((*store)->forget_member(second.pod, row).ok());
+  }
+  auto store = Store::open(path);
+  ASSERT_TRUE(store.ok()) << store.message();
+  auto state = (*store)->load();
+  ASSERT_TRUE(state.ok()) << state.message();
+  ASSERT_EQ(1u, state->jobs.size());
+  EXPECT_EQ(row, state->jobs[0].row);
+  EXPECT_EQ(JobPhase::kQueued, state->jobs[0].phase);
+  EXPECT_EQ(2, state->jobs[0].gang) << "still a gang of 2, waiting for its members";
+  EXPECT_TRUE(state->variants.empty());
+  JobVariant again = pod_of("ns/big", "big-0-again", "u2");
+  again.gang = 2;
+  ASSERT_TRUE((*store)->record_variant(row, again).ok());
+  state = (*store)->load();
+  ASSERT_TRUE(state.ok()) << state.message();
+  ASSERT_EQ(1u, state->jobs.size());
+  ASSERT_EQ(1u, state->variants.size());
+  EXPECT_EQ(row, state->variants[0].job_row);
+  EXPECT_EQ("big-0-again", state->variants[0].variant.pod.name);
+}
+
 TEST(StoreTest, ANewStoreUsesSmallPagesAndAnOldOneKeepsItsOwn) {
   testing::ScratchDir dir;
   const std::string fresh = dir.file("fresh.db");
