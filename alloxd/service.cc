@@ -50,24 +50,23 @@ Expected<std::unique_ptr<ExtenderService>> ExtenderService::create(
       s.lease_ = std::make_unique<kube::LeaderLease>(*s.client_, lease, [&s](bool leading) {
         // A new leader rebuilds its picture from the API server before it acts.
         if (leading && s.feed_) s.feed_->relist();
-        if (s.controller_) s.controller_->poke();
+        if (s.controller_) s.controller_->leader_changed();
       });
     }
-    s.actions_ = std::make_unique<ActionQueue>(ActionQueueOptions{}, [&s] { return s.leading(); });
     // The planner's copy of the config outlives the feed (the caller's may not).
     s.feed_ = std::make_unique<ClusterFeed>(*s.client_, *s.planner_, s.planner_->config(),
                                             [&s, on_change = options.on_change] {
-                                              if (s.controller_) s.controller_->poke();
+                                              if (s.controller_) s.controller_->pods_changed();
                                               if (on_change) on_change();
                                             },
                                             &s.metrics_);
     s.controller_ = std::make_unique<Controller>(
-        *s.planner_, *s.feed_, *s.client_, *s.events_, *s.actions_, [&s] { return s.leading(); },
+        *s.planner_, *s.feed_, *s.client_, *s.events_, [&s] { return s.leading(); },
         options.controller);
   }
   if (s.controller_ || options.on_change) {
     s.planner_->set_plan_listener([&s, on_change = options.on_change] {
-      if (s.controller_) s.controller_->poke();
+      if (s.controller_) s.controller_->plan_changed();
       if (on_change) on_change();
     });
   }
@@ -93,17 +92,15 @@ ExtenderService::~ExtenderService() {
 void ExtenderService::start() {
   planner_->start();
   if (feed_) feed_->start();
-  if (actions_) actions_->start();
   if (lease_) lease_->start();
   if (controller_) controller_->start();
 }
 
 void ExtenderService::stop() {
-  if (controller_) controller_->stop();
-  if (lease_) lease_->stop();    // hands the Lease back: one bounded call
+  if (lease_) lease_->stop();    // hands the Lease back: one bounded call; no action after it
   if (client_) client_->stop();  // every call in flight ends now
+  if (controller_) controller_->stop();  // its workers, their calls ended
   if (feed_) feed_->stop();
-  if (actions_) actions_->stop();
   if (planner_) planner_->stop();
 }
 
@@ -112,8 +109,7 @@ bool ExtenderService::ready() const {
 }
 
 bool ExtenderService::busy() const {
-  return (feed_ && feed_->busy()) || planner_->busy() || (controller_ && controller_->busy()) ||
-         (actions_ && !actions_->idle());
+  return (feed_ && feed_->busy()) || planner_->busy() || (controller_ && controller_->busy());
 }
 
 std::map<std::string, std::string> ExtenderService::observed_pods() const {

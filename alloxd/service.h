@@ -8,8 +8,9 @@
 //
 // Without an API server (config.apiserver unset) only the planner and the verbs run: the
 // inventory comes from the config and binds are only recorded. With one, the feed, the
-// controller (acting only while this replica holds the Lease) and the background action queue
-// run too. The service owns them and the metrics, and forwards; it holds no logic itself.
+// controller (its work queue of job keys and its workers, acting only while this replica holds
+// the Lease) run too. The service owns them and the metrics, and forwards; it holds no logic
+// itself.
 //
 // Thread-safe: all public methods may be called concurrently.
 #pragma once
@@ -22,7 +23,6 @@
 
 #include "alloxd/cache/cluster_feed.h"
 #include "alloxd/config.h"
-#include "alloxd/control/action_queue.h"
 #include "alloxd/control/cluster_api.h"
 #include "alloxd/control/controller.h"
 #include "alloxd/plan/planner.h"
@@ -66,8 +66,8 @@ class ExtenderService {
                                                            ServiceOptions options = {});
   ~ExtenderService();
 
-  // Starts the planner (and the watch, Lease, controller and actions). stop() ends them within
-  // the API client's call timeout: it cancels calls in flight first. Idempotent.
+  // Starts the planner (and the watch, Lease and the controller's workers). stop() ends them
+  // within the API client's call timeout: it cancels calls in flight first. Idempotent.
   void start();
   void stop();
 
@@ -108,17 +108,17 @@ class ExtenderService {
   const ExtenderConfig& config() const { return planner_->config(); }
   // Whether this replica acts on the cluster (holds the Lease, or has no API server).
   bool leading() const;
-  // Background actions, for tests and /metrics (null without an API server).
-  const ActionQueue* actions() const { return actions_.get(); }
+  // The controller, for tests and /metrics (null without an API server).
+  const Controller* controller() const { return controller_.get(); }
   // Wakes the planner thread and waits until it has published a plan of the current book.
   void solve_now() { planner_->solve_now(); }
 
   // For discrete-event drivers (the stepped replay, end-to-end tests): true while alloxd is
   // reacting to something it has seen (a watch event being handled, a change waiting for a plan,
-  // a plan being made or acted on, a controller pass, an action waiting or running). What it has
-  // not seen yet is for the
-  // caller to tell from observed_pods(): each pod of allox's it has observed, by
-  // "namespace/name", with the resourceVersion it last saw (empty without an API server).
+  // a plan being made or acted on, a job key waiting in the controller's queue or being
+  // reconciled, its actions running). What it has not seen yet is for the caller to tell from
+  // observed_pods(): each pod of allox's it has observed, by "namespace/name", with the
+  // resourceVersion it last saw (empty without an API server).
   bool busy() const;
   std::map<std::string, std::string> observed_pods() const;
 
@@ -132,7 +132,6 @@ class ExtenderService {
   std::unique_ptr<ExtenderVerbs> verbs_;
   std::unique_ptr<kube::EventRecorder> events_;
   std::unique_ptr<kube::LeaderLease> lease_;  // null: no leader election, always leading
-  std::unique_ptr<ActionQueue> actions_;
   std::unique_ptr<ClusterFeed> feed_;
   std::unique_ptr<Controller> controller_;
 };

@@ -1,318 +1,350 @@
+// The controller's machinery: the handlers that enqueue job keys, the workers that run
+// reconcile(key) and its actions, and what it remembers of pods that left.
 #include "alloxd/control/controller.h"
 
 #include <algorithm>
-#include <cmath>
 #include <future>
 
 #include "core/log.h"
 #include "core/thread_priority.h"
-#include "core/time_text.h"
-#include "kube/pods.h"
 
 namespace allox::extender {
 namespace {
 
-// A pod by "namespace/name"; another kind (a Job) as "Kind:namespace/name".
-std::string key_of(const kube::ObjectRef& pod) {
-  const std::string key = pod.namespace_name + "/" + pod.name;
-  return pod.kind == "Pod" ? key : pod.kind + ":" + key;
+// The queue's key for the resync itself: no job has an empty key.
+const std::string kResync;
+
+// A pod's job key: its allox job; a pod with none by its Job, else by itself.
+std::string job_key_of(const std::string& pod_key, const ObservedPod& pod) {
+  if (pod.variant) return pod.variant->job_id;
+  if (pod.owner_job) return "Job:" + pod.owner_job->key();
+  return pod_key;
+}
+
+bool same_words(const PlannedWait& a, const PlannedWait& b) {
+  return a.position == b.position && a.queue_length == b.queue_length && a.note == b.note &&
+         a.estimated_start == b.estimated_start;
 }
 
 }  // namespace
 
 Controller::Controller(Planner& planner, ClusterFeed& feed, kube::KubeClient& client,
-                       kube::EventRecorder& events, ActionQueue& actions,
-                       std::function<bool()> leading, ControllerOptions options)
+                       kube::EventRecorder& events, std::function<bool()> leading,
+                       ControllerOptions options)
     : planner_(planner),
       feed_(feed),
       client_(client),
       events_(events),
-      actions_(actions),
       leading_(std::move(leading)),
-      options_(options) {}
+      options_(std::move(options)),
+      queue_({.backoff_initial = options_.backoff_initial,
+              .backoff_max = options_.backoff_max,
+              .capacity = options_.capacity,
+              .now = options_.steady_now}) {}
 
 Controller::~Controller() {
   stop();
 }
 
 void Controller::start() {
-  if (thread_.joinable()) return;
-  std::promise<void> named;
-  std::future<void> running = named.get_future();
-  thread_ = std::thread([this, named = std::move(named)]() mutable {
-    become_background_thread("allox-control");
-    named.set_value();
-    loop();
-  });
-  running.wait();
+  if (!workers_.empty() || queue_.shutting_down()) return;
+  queue_.add(kResync);  // the first look at every job, at once
+  std::vector<std::future<void>> running;
+  for (int i = 0; i < std::max(1, options_.workers); ++i) {
+    std::promise<void> named;
+    running.push_back(named.get_future());
+    workers_.emplace_back([this, named = std::move(named)]() mutable {
+      become_background_thread("allox-control");
+      named.set_value();
+      work();
+    });
+  }
+  for (std::future<void>& worker : running) worker.wait();
 }
 
 void Controller::stop() {
-  {
-    std::lock_guard lock(mu_);
-    stopping_ = true;
+  queue_.shutdown();
+  for (std::thread& worker : workers_) worker.join();
+  workers_.clear();
+}
+
+void Controller::work() {
+  while (std::optional<WorkQueue::Item> item = queue_.get()) process(*item);
+}
+
+std::vector<std::string> Controller::drain() {
+  std::vector<std::string> keys;
+  while (std::optional<WorkQueue::Item> item = queue_.try_get()) {
+    if (!item->key.empty()) keys.push_back(item->key);
+    process(*item);
   }
-  cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  return keys;
 }
 
-void Controller::poke() {
-  bool notify;
-  {
-    std::lock_guard lock(mu_);
-    // Every watch event pokes: only the one that finds the thread waiting for a poke wakes it
-    // (in the pause it waits for stopping_ alone and reads dirty_ once the pause is over).
-    notify = !dirty_ && !pausing_;
-    dirty_ = true;
-  }
-  if (notify) cv_.notify_one();
-}
-
-void Controller::loop() {
-  auto resume = Clock::now();
-  while (true) {
-    {
-      std::unique_lock lock(mu_);
-      passing_ = false;
-      idle_cv_.notify_all();
-      // The pause after the last pass: pokes meanwhile set dirty_ and are one pass after it.
-      pausing_ = true;
-      cv_.wait_until(lock, resume, [&] { return stopping_; });
-      pausing_ = false;
-      cv_.wait_for(lock, options_.resync, [&] { return dirty_ || stopping_; });
-      if (stopping_) return;
-      dirty_ = false;
-      passing_ = true;
-    }
-    const auto began = Clock::now();
-    reconcile();
-    const auto ended = Clock::now();
-    resume = ended + plan_pause(std::chrono::duration<double>(ended - began).count(), options_.pace,
-                                std::chrono::duration<double>(options_.max_pause).count());
-  }
-}
-
-bool Controller::busy() const {
-  std::lock_guard lock(mu_);
-  return dirty_ || passing_;
-}
-
-bool Controller::wait_until_idle(std::chrono::steady_clock::time_point deadline) const {
-  std::unique_lock lock(mu_);
-  return idle_cv_.wait_until(lock, deadline, [&] { return !dirty_ && !passing_; });
-}
-
-void Controller::act(const std::string& key, const std::string& seen,
-                     std::function<Status()> action, Clock::time_point now,
-                     ActionPriority priority) {
-  auto it = submitted_.find(key);
-  if (it != submitted_.end() && it->second.seen == seen && now - it->second.at < options_.settle) {
+void Controller::process(const WorkQueue::Item& item) {
+  const std::string& key = item.key;
+  if (key == kResync) {
+    resync();
+    queue_.add_after(kResync, options_.resync);
+    queue_.done(key);
     return;
   }
-  {
-    std::lock_guard lock(succeeded_mu_);
-    auto done = succeeded_.find(key);
-    if (done != succeeded_.end() && done->second.seen == seen &&
-        now - done->second.at < options_.expectation) {
-      return;  // done for this very version: the watch has not shown its effect yet
+  Reconciliation result = reconcile(key);
+  const ControlAction* failed = nullptr;
+  Status failure = OkStatus();
+  for (const ControlAction& action : result.actions) {
+    if (leading_ && !leading_()) {  // the Lease went while reconciling: act no more
+      ++refused_;
+      continue;
     }
-  }
-  auto expect = [this, key, seen, action = std::move(action)]() -> Status {
-    Status status = action();
+    Status status = action.run();
     if (status) {
-      std::lock_guard lock(succeeded_mu_);
-      succeeded_[key] = {this->now(), seen};
+      ++done_;
+    } else {
+      ++failed_;
+      failed = &action;
+      failure = std::move(status);
     }
-    return status;
-  };
-  if (actions_.submit(key, std::move(expect), priority)) submitted_[key] = {now, seen};
-}
-
-void Controller::say(const kube::ObjectRef& pod, const std::string& type, const std::string& reason,
-                     const std::string& message, Clock::time_point now) {
-  auto& said = said_[key_of(pod)];
-  auto it = said.find(reason);
-  if (it != said.end() &&
-      (it->second.first == message || now - it->second.second < options_.requeue_event)) {
-    return;
   }
-  if (actions_.submit("event " + key_of(pod) + " " + reason,
-                      [this, pod, type, reason, message]() -> Status {
-                        auto outcome = events_.record(pod, type, reason, message);
-                        if (!outcome) return outcome.error();
-                        return OkStatus();
-                      })) {
-    said[reason] = {message, now};
+  if (failed == nullptr) {
+    queue_.forget(key);
+  } else if (const int attempts = queue_.retries(key) + 1; attempts >= options_.max_attempts) {
+    queue_.forget(key);
+    ++given_up_;
+    // Nobody waits on an action: this line is the only trace of one that gave up. The job is
+    // looked at again when it changes, or at the resync.
+    log_warn("action failed; giving up",
+             {{"action", failed->key}, {"attempts", attempts}, {"error", failure.message()}});
+  } else {
+    ++retried_;
+    queue_.add_rate_limited(key, item.priority);
+    log_debug("action failed; retrying",
+              {{"action", failed->key}, {"attempt", attempts}, {"error", failure.message()}});
   }
+  // Never at once: a job due again now is one a drain would reconcile for ever.
+  if (result.requeue_after) {
+    queue_.add_after(
+        key, std::max<Clock::duration>(*result.requeue_after, std::chrono::milliseconds(1)));
+  }
+  queue_.done(key);
 }
 
-void Controller::index(const std::string& key) {
-  unindex(key);
-  auto pod = mirror_.pods.find(key);
-  if (pod == mirror_.pods.end() || !pod->second.variant) return;
-  const std::string& job = pod->second.variant->job_id;
-  job_of_[key] = job;
-  pods_of_[job].insert(key);
+bool Controller::wait_until_idle(Clock::time_point deadline) const {
+  const auto left = deadline - Clock::now();
+  return queue_.wait_idle(std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::max(Clock::duration::zero(), left)));
 }
 
-void Controller::unindex(const std::string& key) {
-  auto it = job_of_.find(key);
-  if (it == job_of_.end()) return;
-  auto pods = pods_of_.find(it->second);
-  if (pods != pods_of_.end()) {
-    pods->second.erase(key);
+Controller::Counts Controller::counts() const {
+  Counts counts;
+  counts.reconciled = reconciled_.load();
+  counts.done = done_.load();
+  counts.failed = failed_.load();
+  counts.retried = retried_.load();
+  counts.given_up = given_up_.load();
+  counts.refused = refused_.load();
+  counts.queue = queue_.counts();
+  return counts;
+}
+
+// ---- The handlers: the cache brought up to date, then job keys enqueued. ----
+
+void Controller::index(const std::string& pod, std::vector<std::string>& keys) {
+  auto it = mirror_.pods.find(pod);
+  if (it == mirror_.pods.end()) return;
+  const std::string key = job_key_of(pod, it->second);
+  key_of_[pod] = key;
+  pods_of_[key].insert(pod);
+  keys.push_back(key);
+}
+
+std::optional<std::string> Controller::unindex(const std::string& pod) {
+  auto it = key_of_.find(pod);
+  if (it == key_of_.end()) return std::nullopt;
+  std::string key = std::move(it->second);
+  key_of_.erase(it);
+  if (auto pods = pods_of_.find(key); pods != pods_of_.end()) {
+    pods->second.erase(pod);
     if (pods->second.empty()) pods_of_.erase(pods);
   }
-  job_of_.erase(it);
+  return key;
 }
 
-void Controller::make_quiet(const std::string& key, std::optional<Clock::time_point> until) {
-  active_.erase(key);
-  if (!until) return;  // quiet until it changes
-  quiet_until_[key] = *until;
-  due_.emplace(*until, key);
-}
-
-std::vector<std::string> Controller::last_visited() const {
-  std::lock_guard pass(pass_mu_);
-  return last_visited_;
-}
-
-bool Controller::last_was_full() const {
-  std::lock_guard pass(pass_mu_);
-  return last_full_;
-}
-
-void Controller::reconcile() {
-  std::lock_guard lock(pass_mu_);
-  if (leading_ && !leading_()) {
-    // What it knows may be stale by the time it leads: a full pass then, and every started
-    // job's pod released (and, when parked, nudged) as if for the first time.
-    next_full_ = {};
-    released_.clear();
-    recheck_.clear();
-    last_plan_.reset();
-    planner_.plan_acted_on(planner_.latest_plan()->version);  // a follower admits nothing
-    return;
-  }
-  const Pass pass = begin_pass();
-  std::vector<const PodEntry*> visit = pods_to_visit(pass);
-  const Admissions admissions = admit_starts(pass);
-  roll_back_gangs(pass);
-  if (!last_full_) {
-    for (const std::string& id : admissions.rescanned) add_pods_of(id, visit);
-    for (const std::string& id : admissions.dropped) add_pods_of(id, visit);
-    std::sort(visit.begin(), visit.end(),
-              [](const PodEntry* a, const PodEntry* b) { return a->first < b->first; });
-    visit.erase(std::unique(visit.begin(), visit.end()), visit.end());
-  }
-  // 2. Each pod of allox's that waits: release it, delete it, or tell it why it waits. Each
-  //    visited pod is classified again: active (looked at next pass) or quiet.
-  const std::vector<PodFacts> facts = facts_of(visit);
-  for (std::size_t at = 0; at < visit.size(); ++at) act_on(pass, *visit[at], facts[at]);
-  end_pass(pass, visit);
-}
-
-Controller::Pass Controller::begin_pass() {
-  Pass pass;
-  pass.number = ++passes_;
-  pass.now = now();
-  pass.wall = planner_.now();
-  pass.plan = planner_.latest_plan();
-  pass.seen = pass.plan->version;  // acted on below, whether used or passed over
-  // A plan solved before this controller's last admissions were in the book did not hold their
-  // machines: it may start another job on one (or move a released job), so the pass acts on
-  // the plan it last acted on until the planner publishes one that holds them.
-  if (last_plan_ != nullptr && pass.plan->version < planner_.admitted_version()) {
-    pass.plan = last_plan_;
-  }
-  // The feed's pods as of now: only the pods changed since the last pass are copied.
-  pass.gone = feed_.sync_pods(mirror_, &pass.changed);
-  // The jobs of the pods that left (their siblings are looked at: a job whose pod vanished may
-  // have finished), then the index brought up to the mirror.
-  for (const std::string& key : pass.gone) {
-    if (auto it = job_of_.find(key); it != job_of_.end()) pass.gone_jobs.push_back(it->second);
-    unindex(key);
-    active_.erase(key);
-    quiet_until_.erase(key);
-  }
-  for (const std::string& key : pass.changed) index(key);
-  return pass;
-}
-
-void Controller::add_pod(const std::string& key, std::vector<const PodEntry*>& visit) const {
-  if (auto it = mirror_.pods.find(key); it != mirror_.pods.end()) visit.push_back(&*it);
-}
-
-void Controller::add_pods_of(const std::string& job, std::vector<const PodEntry*>& visit) const {
-  if (auto it = pods_of_.find(job); it != pods_of_.end()) {
-    for (const std::string& key : it->second) add_pod(key, visit);
-  }
-}
-
-std::vector<const Controller::PodEntry*> Controller::pods_to_visit(const Pass& pass) {
-  // The pods this pass looks at, in the order of the mirror (as a full pass would act on them).
-  std::vector<const PodEntry*> visit;
-  last_full_ = pass.now >= next_full_;
-  if (last_full_) {
-    next_full_ = pass.now + options_.full_pass;
-    active_.clear();
-    quiet_until_.clear();
-    due_.clear();
-    visit.reserve(mirror_.pods.size());
-    for (const PodEntry& entry : mirror_.pods) visit.push_back(&entry);
-    return visit;
-  }
-  for (const std::string& key : active_) add_pod(key, visit);
-  for (const std::string& key : pass.changed) {
-    add_pod(key, visit);
-    if (auto it = job_of_.find(key); it != job_of_.end()) add_pods_of(it->second, visit);
-  }
-  for (const std::string& job : pass.gone_jobs) add_pods_of(job, visit);
-  while (!due_.empty() && due_.begin()->first <= pass.now) {
-    auto it = quiet_until_.find(due_.begin()->second);
-    if (it != quiet_until_.end() && it->second == due_.begin()->first) {
-      add_pod(it->first, visit);
-      quiet_until_.erase(it);
+void Controller::pods_changed() {
+  std::vector<std::string> keys, gone;
+  {
+    std::unique_lock cache(cache_mu_);
+    std::vector<std::string> changed;
+    gone = feed_.sync_pods(mirror_, &changed);
+    // A job whose pod left is looked at too: it may have finished, or its sibling run.
+    for (const std::string& pod : gone) {
+      if (auto key = unindex(pod)) keys.push_back(std::move(*key));
     }
-    due_.erase(due_.begin());
+    for (const std::string& pod : changed) {
+      if (auto key = unindex(pod)) keys.push_back(std::move(*key));  // its job may have changed
+      index(pod, keys);
+    }
   }
-  return visit;
+  if (!gone.empty()) {
+    std::lock_guard lock(mu_);
+    for (const std::string& pod : gone) forget_pod(pod);
+  }
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  for (const std::string& key : keys) queue_.add(key);
 }
 
-void Controller::end_pass(const Pass& pass, const std::vector<const PodEntry*>& visit) {
-  last_visited_.clear();
-  for (const PodEntry* entry : visit) last_visited_.push_back(entry->first);
-  // Forget what concerns pods that are gone (nothing else here names a pod the feed lost).
-  for (const std::string& key : pass.gone) {
-    nudged_.erase(key);
-    ungated_.erase(key);
-    auto it = said_.find(key);
-    if (it == said_.end()) continue;
-    auto slash = key.find('/');
-    events_.forget({key.substr(0, slash), key.substr(slash + 1), ""});
-    said_.erase(it);
+// Forget what concerns a pod that is gone (nothing else remembers a pod the feed lost).
+void Controller::forget_pod(const std::string& pod) {
+  nudged_.erase(pod);
+  ungated_.erase(pod);
+  auto it = said_.find(pod);
+  if (it == said_.end()) return;
+  auto slash = pod.find('/');
+  events_.forget({pod.substr(0, slash), pod.substr(slash + 1), ""});
+  said_.erase(it);
+}
+
+std::shared_ptr<const Plan> Controller::acting_plan() const {
+  // A plan solved before this controller's last admissions were in the book did not hold their
+  // machines: it may start another job on one (or move a released job), so reconcile acts on
+  // the plan it last looked at until the planner publishes one that holds them.
+  std::shared_ptr<const Plan> latest = planner_.latest_plan();
+  if (last_plan_ != nullptr && latest->version < planner_.admitted_version()) return last_plan_;
+  return latest;
+}
+
+void Controller::plan_changed() {
+  std::vector<std::pair<std::string, WorkPriority>> keys;
+  {
+    std::lock_guard lock(mu_);
+    std::shared_ptr<const Plan> latest = planner_.latest_plan();
+    if (leading_ && !leading_()) {
+      // What it knows may be stale by the time it leads: every started job is released (and,
+      // when parked, nudged) then as if for the first time. A follower admits nothing.
+      last_plan_.reset();
+      released_.clear();
+      planner_.plan_acted_on(latest->version);
+      return;
+    }
+    take_rollbacks(keys);
+    // A plan solved before this controller's last admissions were in the book is passed over
+    // (acting_plan); so is the plan already looked at.
+    if (latest != last_plan_ &&
+        (last_plan_ == nullptr || latest->version >= planner_.admitted_version())) {
+      diff_plan(*latest, last_plan_.get(), keys);
+      last_plan_ = latest;
+      admit_together(*latest, keys);
+    }
+    planner_.plan_acted_on(latest->version);
   }
-  // What expired goes with the full pass's walk: an expired entry only costs its memory (act()
-  // reads its time), while a walk of every action submitted in the last 20 s on each of a dozen
-  // passes a second took 10-20% of the controller's time at 800 binds a second.
-  if (!last_full_) return;
-  for (auto it = submitted_.begin(); it != submitted_.end();) {
-    it = pass.now - it->second.at > options_.settle * 4 ? submitted_.erase(it) : std::next(it);
+  for (const auto& [key, priority] : keys) queue_.add(key, priority);
+}
+
+void Controller::admit_together(const Plan& plan,
+                                const std::vector<std::pair<std::string, WorkPriority>>& keys) {
+  std::vector<Planner::AdmitRequest> admissions;
+  std::shared_lock cache(cache_mu_);
+  planner_.read([&](const JobBook& book) {
+    for (const auto& [id, priority] : keys) {
+      auto start = plan.starts.find(id);
+      if (priority != WorkPriority::kAdmit || start == plan.starts.end()) continue;
+      Look look;
+      look.key = id;
+      if (auto pods = pods_of_.find(id); pods != pods_of_.end()) {
+        for (const std::string& pod : pods->second) {
+          if (auto seen = mirror_.pods.find(pod); seen != mirror_.pods.end()) {
+            look.pods.insert(*seen);
+          }
+        }
+      }
+      std::string chosen = choose(look, book, start->second);
+      if (!chosen.empty()) admissions.push_back({id, std::move(chosen), start->second});
+    }
+  });
+  cache.unlock();
+  // An admission refused here is refused again by its job's reconcile, which says why.
+  if (!admissions.empty()) (void)planner_.admit_all(admissions);
+}
+
+void Controller::diff_plan(const Plan& plan, const Plan* before,
+                           std::vector<std::pair<std::string, WorkPriority>>& keys) {
+  const auto at = now();
+  for (const auto& [id, start] : plan.starts) {
+    auto released = released_.find(id);
+    const bool same = before != nullptr && released != released_.end() &&
+                      released->second.start == start && before->starts.count(id) &&
+                      before->starts.at(id) == start;
+    if (!same) keys.emplace_back(id, WorkPriority::kAdmit);
   }
-  std::lock_guard lock(succeeded_mu_);
-  for (auto it = succeeded_.begin(); it != succeeded_.end();) {
-    it = pass.now - it->second.at > options_.expectation ? succeeded_.erase(it) : std::next(it);
+  // Starts dropped: the released pod waits now (or is told why).
+  for (const auto& [id, release] : released_) {
+    if (!plan.starts.count(id)) keys.emplace_back(id, WorkPriority::kBackground);
+  }
+  if (before != nullptr) {
+    for (const auto& [id, start] : before->starts) {
+      if (!plan.starts.count(id) && !released_.count(id)) {
+        keys.emplace_back(id, WorkPriority::kBackground);
+      }
+    }
+  }
+  for (const auto& [id, wait] : plan.waiting) {
+    const PlannedWait* was = nullptr;
+    if (before != nullptr) {
+      if (auto it = before->waiting.find(id); it != before->waiting.end()) was = &it->second;
+    }
+    if (was != nullptr && same_words(*was, wait)) continue;
+    // New words for a job told a moment ago wait for its requeue (requeue_event): it reads
+    // the plan of then.
+    auto paced = told_until_.find(id);
+    if (was != nullptr && paced != told_until_.end() && at < paced->second) continue;
+    keys.emplace_back(id, WorkPriority::kBackground);
+  }
+  for (const auto& [id, reason] : plan.parked) {
+    if (before != nullptr) {
+      auto it = before->parked.find(id);
+      if (it != before->parked.end() && it->second == reason) continue;
+    }
+    keys.emplace_back(id, WorkPriority::kBackground);
   }
 }
 
-std::optional<Controller::Clock::time_point> Controller::said_at(const std::string& key,
-                                                                 const std::string& reason) const {
-  auto pod = said_.find(key);
-  if (pod == said_.end()) return std::nullopt;
-  auto it = pod->second.find(reason);
-  if (it == pod->second.end()) return std::nullopt;
-  return it->second.second;
+void Controller::take_rollbacks(std::vector<std::pair<std::string, WorkPriority>>& keys) {
+  for (Planner::Rollback& rollback : planner_.take_rollbacks()) {
+    keys.emplace_back(rollback.job_id, WorkPriority::kAdmit);
+    rollbacks_[rollback.job_id].push_back(std::move(rollback));
+  }
+}
+
+void Controller::leader_changed() {
+  {
+    std::lock_guard lock(mu_);
+    last_plan_.reset();  // every start looked at again, as if for the first time
+    released_.clear();
+  }
+  plan_changed();
+  resync();
+}
+
+void Controller::resync() {
+  std::vector<std::string> keys;
+  {
+    std::shared_lock cache(cache_mu_);
+    keys.reserve(pods_of_.size());
+    for (const auto& [key, pods] : pods_of_) keys.push_back(key);
+  }
+  {
+    // A started job whose pods the cache does not show yet is still admitted when they come.
+    std::lock_guard lock(mu_);
+    // What expired goes with the resync's walk: an expired expectation only costs its memory.
+    const auto at = now();
+    for (auto it = succeeded_.begin(); it != succeeded_.end();) {
+      it = at - it->second.at > options_.expectation ? succeeded_.erase(it) : std::next(it);
+    }
+    for (const auto& [id, start] : planner_.latest_plan()->starts) keys.push_back(id);
+    for (const auto& [id, rollbacks] : rollbacks_) keys.push_back(id);
+  }
+  for (const std::string& key : keys) queue_.add(key);
 }
 
 }  // namespace allox::extender

@@ -1,37 +1,62 @@
-// The controller: closes the gap between the plan and the cluster, the way a controller-runtime
-// reconciler does. Level-triggered: each pass reads the observed state (the book, the latest
-// plan, the pods ClusterFeed saw) and submits idempotent actions to the ActionQueue; a missed
-// or repeated pass is harmless.
+// The controller: closes the gap between the plan and the cluster in controller-runtime's shape.
+// Handlers only say which job to look at again; one rate-limited, de-duplicating work queue of
+// job keys (work_queue.h) holds them; `reconcile(job key)` reads the pod cache, the book and the
+// latest plan for that one job and returns idempotent actions; the queue's workers run reconcile
+// and then the actions, each one API round trip. Level-triggered: a missed or repeated key is
+// harmless, and the resync looks at every job again.
 //
-// A pass runs after every new plan or pod change (coalesced, and paced: ControllerOptions) and
-// at least every `resync`, and only while this replica holds the Lease (`leading`):
+//   ClusterFeed on_change ──► pods_changed()   the cache brought up to the feed; the jobs of the
+//                                              pods that changed or left
+//   Planner (a new plan)  ──► plan_changed()   the jobs whose entry changed: starts now (as an
+//                                              admission, made with the others in one store
+//                                              transaction first), waits with new words, parked,
+//                                              start dropped; a gang rolled back
+//   Lease won or lost     ──► leader_changed() every job
+//   every `resync`        ──► resync()         every job (a change no pod shows: an operator's
+//                                              completion through the API)
+//                                 │ job keys
+//                                 ▼
+//        WorkQueue: de-duplicated, admissions first, add_after, per-key back-off
+//                                 │ get()
+//                                 ▼
+//   `workers` threads:  reconcile(key) ──► actions (gate removal, nudge, delete, event)
+//                         ok: forget(key)   failed: add_rate_limited(key), up to max_attempts
+//                         requeue_after:  add_after(key, d)      then done(key)
+//
+// reconcile(job) acts only while this replica holds the Lease (`leading`), and the workers ask
+// again before each action:
 //   - a job the plan starts now on device D at node N is admitted to a variant that runs on D
 //     (Planner::admit: the job's other variants leave the book, so no later plan picks them);
-//     that variant's allox.io/queue gate is removed, or, when it has none (webhook off or
-//     released earlier) and kube-scheduler has turned it away (PodScheduled=False,
-//     Unschedulable in its status), it is nudged with an annotation patch the moment the plan
-//     flips it to "starts now", so the parked pod is retried at once (again every `renudge`
-//     while it waits); a pod still in the scheduler's active queue is left to it;
-//     event `Admitted: starts on N (D)`.
+//     that variant's allox.io/queue gate is removed, pinning it to N in the same patch (README,
+//     "The pin"), or, when it has none (webhook off or released earlier) and kube-scheduler has
+//     turned it away (PodScheduled=False, Unschedulable in its status), it is nudged with an
+//     annotation patch the moment the plan flips it to "starts now" (again every `renudge`
+//     while it waits); a pod still in the scheduler's active queue is left to it; event
+//     `Admitted: starts on N (D)` where no gate removal says so. A gang is admitted only with
+//     every member pending, all its gates removed by one reconcile (controller_gangs.cc).
 //   - every other pod of a job that is admitted elsewhere, runs, or has finished (a sibling, or
 //     a variant that arrived late) is deleted, in its own namespace and only as it was seen
 //     (a resourceVersion precondition); once the delete succeeded, an event `Deleted: job J runs
-//     as variant ns/name` (or `... has finished`). A refused delete is tried again as soon as the
-//     changed pod is seen. A pod a batch/v1 Job controls is a variant through its Job: the Job
-//     is deleted instead (propagationPolicy Background, a uid precondition: kube/jobs.h) with
-//     the event on the Job, naming the variant that runs by its Job (`runs as variant
-//     ns/<job>`); the other pods of the Job the job runs as are never deleted for it.
+//     as variant ns/name` (or `... has finished`). A pod a batch/v1 Job controls is a variant
+//     through its Job: the Job is deleted instead (propagationPolicy Background, a uid
+//     precondition: kube/jobs.h) with the event on the Job; the other pods of the Job the job
+//     runs as are never deleted for it.
 //   - a pod whose Job has a shape allox refuses (model/job.h) gets a `Parked` warning on its Job
-//     naming the field; it stays gated.
+//     naming the field; it stays gated. A job the plan parks gets a `Parked` warning.
 //   - a waiting job's pods get `Queued: position p of n for D, est. start 14:05 (in 9 min)`
 //     (times are UTC), written when the words change and at most every `requeue_event`.
+// Expectations: an action that succeeded is not returned again while the cache still shows the
+// pod at the version it acted on, for up to `expectation`: the watch lags the write.
 //
-// Thread-safe: start/stop/poke from any thread; passes run on the controller's thread.
+// Keys: a pod's job id (allox.io/job, "namespace/name"); a pod with no job (its annotations
+// unreadable, its Job refused) by its Job ("Job:namespace/name") or its own key.
+//
+// Thread-safe: the handlers from any thread (the informers', the planner's, the Lease's);
+// reconcile and drain from any thread, one key never on two at once (the queue's guarantee).
 #pragma once
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -39,6 +64,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <shared_mutex>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -46,83 +72,110 @@
 #include <vector>
 
 #include "alloxd/cache/cluster_feed.h"
-#include "alloxd/control/action_queue.h"
+#include "alloxd/control/work_queue.h"
 #include "alloxd/plan/planner.h"
+#include "core/result.h"
 #include "kube/client.h"
 #include "kube/events.h"
 
 namespace allox::extender {
 
 struct ControllerOptions {
+  int workers = 4;  // each action is one API round trip, mostly waiting on the network
   std::chrono::milliseconds resync{5000};
   std::chrono::milliseconds renudge{10000};
   std::chrono::milliseconds requeue_event{30000};
-  // How long a submitted action's key is not submitted again while the informer catches up.
+  // After acting on a pod, its job is looked at again this much later if the watch has shown
+  // nothing of it meanwhile (the action may have been lost).
   std::chrono::milliseconds settle{5000};
-  // An action that succeeded is not submitted again while the watch still shows the pod at the
-  // version it acted on, for up to this long (client-go's controller expectations): the watch
-  // lags the write, and acting again on the stale view (a second DELETE, a gate removal of a
-  // pod already ungated) only loads the API server. Past it, the pod is acted on again.
+  // An action that succeeded is not returned again while the watch still shows the pod at the
+  // version it acted on, for up to this long (client-go's controller expectations): acting
+  // again on the stale view (a second DELETE, a gate removal of a pod already ungated) only
+  // loads the API server. Past it, the pod is acted on again.
   std::chrono::milliseconds expectation{60000};
-  // Pacing, as the planner's (planner.h): after a pass that took d, the next one starts no
-  // sooner than min(pace × d, max_pause) after it; the pokes that arrive meanwhile are one pass.
-  // A pass reads every waiting pod: back to back under a stream of watch events (hundreds a
-  // second while a backlog binds) it would take a core for passes that each change little.
-  double pace = 1;
-  std::chrono::milliseconds max_pause{100};
-  // Incremental passes: a pass looks only at the pods whose answer may have changed
-  // since the last one (see reconcile()); every `full_pass` one looks at every pod, the safety
-  // net for a change no pod of its job shows (an operator's completion through the API).
-  std::chrono::milliseconds full_pass{5000};
-  // The monotonic clock every interval above is measured on (not the pacing of the passes, which
-  // waits on the thread's own time). Tests substitute a stepped one; unset: steady_clock.
+  // A job whose actions keep failing is retried with per-key back-off (WorkQueue) this many
+  // times, then given up with a warning until something about it changes (or the resync).
+  int max_attempts = 5;
+  std::chrono::milliseconds backoff_initial{100};
+  std::chrono::milliseconds backoff_max{5000};
+  std::size_t capacity = 100000;  // job keys waiting, beyond which new keys are dropped
+  // The monotonic clock every interval above is measured on. Tests substitute a stepped one;
+  // unset: steady_clock.
   std::function<std::chrono::steady_clock::time_point()> steady_now;
+};
+
+// One idempotent action on the cluster: one API round trip.
+struct ControlAction {
+  std::string key;  // what it does to what: "ungate lab/a-gpu", "delete job lab/x", "event ..."
+  std::function<Status()> run;
+};
+
+// What reconcile(key) returns: the actions, and when to look at the job again if nothing
+// changes meanwhile (a Queued event due, a nudge due, a hold that lapses, an action that may
+// have been lost).
+struct Reconciliation {
+  std::vector<ControlAction> actions;
+  std::optional<std::chrono::steady_clock::duration> requeue_after;
 };
 
 class Controller {
  public:
+  using Clock = std::chrono::steady_clock;
   // Everything must outlive the controller. leading() says whether this replica may act.
   Controller(Planner& planner, ClusterFeed& feed, kube::KubeClient& client,
-             kube::EventRecorder& events, ActionQueue& actions, std::function<bool()> leading,
+             kube::EventRecorder& events, std::function<bool()> leading,
              ControllerOptions options = {});
   ~Controller();
 
-  // start() returns once the thread runs, named and in its class (thread_priority.h), as
-  // HttpServer::start's: whoever looks at the process after start-up (`top -H`, a test) sees it.
+  // start() returns once every worker runs, named and in its class (thread_priority.h), as
+  // HttpServer::start's: whoever looks at the process after start-up (`top -H`, a test) sees
+  // them. The first resync is due at once. stop() drops what waits and returns once the
+  // reconciles and actions in flight have ended (each action is one bounded API call).
   void start();
   void stop();
-  // Asks for a pass soon (a new plan, a pod change, a new leader).
-  void poke();
-  // One pass now, on the caller's thread (tests).
-  void reconcile();
-  // True while a pass is due or running.
-  bool busy() const;
-  // Blocks until busy() is false, or until `deadline`; whether it is. The thread announces the
-  // end of each pass, so the caller (a test) waits on that, never on a timer or a poll.
-  bool wait_until_idle(std::chrono::steady_clock::time_point deadline) const;
-  // Passes run so far (while leading), on the controller's thread or by reconcile().
-  std::uint64_t passes() const { return passes_.load(); }
-  // The pods ("namespace/name") the last pass looked at, in order, and whether it was a full
-  // pass (tests).
-  std::vector<std::string> last_visited() const;
-  bool last_was_full() const;
+
+  // The handlers: each only brings the cache up to date and enqueues job keys.
+  void pods_changed();
+  void plan_changed();
+  void leader_changed();
+  void resync();
+
+  // The job's actions, as of now; admits the job when the plan starts it (a book write). Does
+  // not run the actions: the caller (a worker, drain) does.
+  Reconciliation reconcile(const std::string& key);
+  // Every key ready now, reconciled and its actions run on the caller's thread, until none is
+  // ready (tests, with a stepped clock: delayed keys come due as it steps). The keys, in order.
+  std::vector<std::string> drain();
+
+  // True while a key waits or is processed.
+  bool busy() const { return !queue_.idle(); }
+  // Blocks until busy() is false, or until `deadline`; whether it is.
+  bool wait_until_idle(Clock::time_point deadline) const;
+  struct Counts {
+    std::uint64_t reconciled = 0;  // reconcile() calls while leading
+    std::uint64_t done = 0, failed = 0, retried = 0, given_up = 0, refused = 0;  // actions
+    WorkQueue::Counts queue;
+  };
+  Counts counts() const;
 
  private:
-  using Clock = std::chrono::steady_clock;
-  using PodEntry = std::map<std::string, ObservedPod>::value_type;
-  // What one pass reads once and every step of it shares.
-  struct Pass {
-    std::uint64_t number = 0;
+  // What one reconcile reads once and every step of it shares, and what it returns.
+  struct Look {
+    std::string key;  // the job's
     Clock::time_point now;
-    double wall = 0;                    // the planner's clock
-    std::shared_ptr<const Plan> plan;   // the plan acted on
-    std::uint64_t seen = 0;             // the latest plan's version, acted on or passed over
-    std::vector<std::string> changed;   // pods changed since the last pass
-    std::vector<std::string> gone;      // pods that left the feed
-    std::vector<std::string> gone_jobs; // the jobs of those
+    double wall = 0;                          // the planner's clock
+    std::shared_ptr<const Plan> plan;         // the plan acted on
+    std::map<std::string, ObservedPod> pods;  // the job's pods, as the cache shows them
+    bool synced = false;                      // the feed has listed every pod
+    bool released_now = false;                // admit() released a pod for the start just now
+    std::set<std::string> said_now;           // events returned by this reconcile
+    Reconciliation out;
+    std::optional<Clock::time_point> due;  // when to look again (unset: when it changes)
+    void look_again_at(Clock::time_point at) {
+      if (!due || at < *due) due = at;
+    }
   };
-  // Where a waiting pod's job stands, read out of the book under its lock: only what the pass
-  // decides by, per pod, never a copy of every job.
+  // Where a waiting pod's job stands, read out of the book under its lock.
   struct PodFacts {
     bool known = false;  // its job is in the book
     JobPhase phase = JobPhase::kQueued;
@@ -130,144 +183,114 @@ class Controller {
     std::string runs_as;   // namespace/name of the pod the job runs as (when running)
     bool gang_member = false;  // a member of a gang: never a sibling to delete
   };
-  struct Admissions {
-    std::vector<std::string> rescanned;  // started jobs looked at (their pods are visited)
-    std::vector<std::string> dropped;    // jobs whose start the plan dropped
+  // The plan's start as reconcile released it: the pod released for it, at which start.
+  struct Release {
+    std::string pod;  // namespace/name
+    PlannedStart start;
   };
-  // The steps of reconcile(), in order; each documented where it is defined.
-  Pass begin_pass();
-  std::vector<const PodEntry*> pods_to_visit(const Pass& pass);
-  Admissions admit_starts(const Pass& pass);
-  std::vector<PodFacts> facts_of(const std::vector<const PodEntry*>& visit) const;
-  void act_on(const Pass& pass, const PodEntry& entry, const PodFacts& job);
-  void end_pass(const Pass& pass, const std::vector<const PodEntry*>& visit);
-  // act_on's answers for one pod: the reason to delete it (nullopt: it is its job's variant
-  // to run; empty: leave it alone for now), and the actions.
-  std::optional<std::string> why_delete(const std::string& key, const ObservedPod& pod,
-                                        const PodFacts& job) const;
-  void delete_variant(const Pass& pass, const std::string& key, const ObservedPod& pod,
+
+  // controller.cc: the workers and the handlers' bookkeeping.
+  void work();
+  void process(const WorkQueue::Item& item);
+  Clock::time_point now() const {
+    return options_.steady_now ? options_.steady_now() : Clock::now();
+  }
+  std::shared_ptr<const Plan> acting_plan() const;
+  // The plan's entries that changed since `before` (null: every entry), as keys to enqueue.
+  void diff_plan(const Plan& plan, const Plan* before,
+                 std::vector<std::pair<std::string, WorkPriority>>& keys);
+  // The planner's rollbacks, kept by job until their job's reconcile carries them out.
+  void take_rollbacks(std::vector<std::pair<std::string, WorkPriority>>& keys);
+  void index(const std::string& pod, std::vector<std::string>& keys);
+  std::optional<std::string> unindex(const std::string& pod);
+  void forget_pod(const std::string& pod);
+
+  // controller_reconcile.cc: what reconcile does for one job.
+  void admit(Look& look);
+  // The pod the start admits: a variant that runs on the planned device and the cache shows
+  // pending (the first by name), or a gang's first member when every member is; "" for none.
+  std::string choose(const Look& look, const JobBook& book, const PlannedStart& start) const;
+  // The admissions a new plan's changed starts need, made together (one store transaction, the
+  // book's lock taken once per chunk) before their keys are handed out: each reconcile then
+  // finds its admission made, and the next plan holds every machine at once.
+  void admit_together(const Plan& plan,
+                      const std::vector<std::pair<std::string, WorkPriority>>& keys);
+  std::vector<PodFacts> facts_of(const Look& look) const;
+  void act_on(Look& look, const std::string& key, const ObservedPod& pod, const PodFacts& job);
+  std::optional<std::string> why_delete(const Look& look, const std::string& key,
+                                        const ObservedPod& pod, const PodFacts& job) const;
+  void delete_variant(Look& look, const std::string& key, const ObservedPod& pod,
                       const std::string& why);
-  std::string variant_name(const std::string& pod_key) const;
-  bool same_job_object(const ObservedPod& pod, const std::string& other_key) const;
-  // A `Parked` warning on a Job whose shape allox refuses (ObservedPod::job_refusal).
-  void tell_refused_job(const Pass& pass, const ObservedPod& pod);
-  struct Release;
-  void release(const Pass& pass, const std::string& key, const ObservedPod& pod,
-               const PlannedStart& start, const Release& released);
-  // Gangs (controller_gangs.cc). The pod a gang start is admitted by (its first member) when
-  // every member of it is in the cluster and pending, else null: a gang is released whole.
-  const std::string* gang_to_admit(const JobBook& book, const std::string& id,
+  void release(Look& look, const std::string& key, const ObservedPod& pod,
+               const PlannedStart& start);
+  void tell_refused_job(Look& look, const ObservedPod& pod);
+  void tell_queued(Look& look, const std::string& key, const ObservedPod& pod,
+                   const PlannedWait& wait);
+  void tell_parked(Look& look, const std::string& key, const ObservedPod& pod,
+                   const std::string& reason);
+  // Returns the action unless it succeeded for this very `seen` (the pod's resourceVersion, or
+  // a uid) within `expectation`; records its success when it runs.
+  void act(Look& look, const std::string& key, const std::string& seen,
+           std::function<Status()> action);
+  // Returns an event when its words changed, at most every requeue_event; recorded as said
+  // once it was written.
+  void say(Look& look, const kube::ObjectRef& object, const std::string& type,
+           const std::string& reason, const std::string& message);
+  // When the last event for `reason` went to the object (by its key).
+  std::optional<Clock::time_point> said_at(const std::string& key, const std::string& reason) const;
+
+  // controller_gangs.cc: gangs, per job.
+  const std::string* gang_to_admit(const Look& look, const JobBook& book,
                                    const PlannedStart& start) const;
-  // Rolls back the admitted gangs whose hold lapsed, then carries out every rollback the
-  // planner handed over: each member deleted (a uid precondition) and told why
-  // (GangRolledBack, or GangFailed for a failed gang's members still running).
-  void roll_back_gangs(const Pass& pass);
-  // A queued gang some of whose members are released (ungated, pinned) though the planner has
-  // no admission for it: alloxd restarted between the release and the binds. It is admitted
-  // again on its members' pinned nodes when they still hold its units (Planner::adopt_gang),
-  // else rolled back with the reason; a gang still settling in the book is looked at next pass.
-  void adopt_released_gangs(const Pass& pass);
+  // The job's gang rolled back when its hold lapsed unbound, or when released before a restart
+  // with no admission and its pinned nodes no longer hold it; adopted when they do; and the
+  // planner's rollbacks of it carried out (each member deleted by uid, and told why).
+  void roll_back(Look& look);
+  void adopt_if_orphaned(Look& look);
   struct OrphanedGang {
     enum Verdict { kSettled, kWait, kAdopt, kRollBack } verdict;
     std::string why;  // kRollBack's reason
   };
-  // What adopt_released_gangs does with gang `id`; for kAdopt, `nodes` gets every member's node.
-  OrphanedGang orphaned_gang(const std::string& id,
-                             std::map<std::string, std::string>& nodes) const;
-  void tell_queued(const Pass& pass, const std::string& key, const ObservedPod& pod,
-                   const PlannedWait& wait);
-  // A `Parked` warning with the reason the plan leaves the pod's job out (Plan::parked): its
-  // gate stays on, so kube-scheduler never tries it and says nothing of it.
-  void tell_parked(const Pass& pass, const std::string& key, const ObservedPod& pod,
-                   const std::string& reason);
-  void add_pod(const std::string& key, std::vector<const PodEntry*>& visit) const;
-  void add_pods_of(const std::string& job, std::vector<const PodEntry*>& visit) const;
-  void loop();
-  Clock::time_point now() const { return options_.steady_now ? options_.steady_now() : Clock::now(); }
-  // Submits an action unless the same key was submitted for the same `seen` (the pod's
-  // resourceVersion) within `settle`, or succeeded for it within `expectation`: a pod that
-  // changed since is always looked at again.
-  void act(const std::string& key, const std::string& seen, std::function<Status()> action,
-           Clock::time_point now, ActionPriority priority = ActionPriority::kBackground);
-  // When the last event for `reason` went to the pod: less than requeue_event ago, say() would
-  // send none, whatever its words.
-  std::optional<Clock::time_point> said_at(const std::string& key, const std::string& reason) const;
-  // Submits an event when its words changed, at most every requeue_event.
-  void say(const kube::ObjectRef& pod, const std::string& type, const std::string& reason,
-           const std::string& message, Clock::time_point now);
+  OrphanedGang orphaned_gang(const Look& look, std::map<std::string, std::string>& nodes) const;
 
   Planner& planner_;
   ClusterFeed& feed_;
   kube::KubeClient& client_;
   kube::EventRecorder& events_;
-  ActionQueue& actions_;
   std::function<bool()> leading_;
   ControllerOptions options_;
+  WorkQueue queue_;
 
-  mutable std::mutex pass_mu_;  // one pass at a time; guards the maps below
-  struct Submitted {
+  // The pod cache: the feed's pods, and the job key of each. Written by pods_changed, read by
+  // reconcile. Lock order: mu_, then cache_mu_; pods_changed never holds cache_mu_ while it
+  // takes mu_.
+  mutable std::shared_mutex cache_mu_;
+  PodMirror mirror_;
+  std::unordered_map<std::string, std::string> key_of_;             // pod -> its job key
+  std::unordered_map<std::string, std::set<std::string>> pods_of_;  // job key -> its pods
+
+  // What the controller remembers between reconciles (guarded by mu_).
+  mutable std::mutex mu_;
+  struct Done {
     Clock::time_point at;
     std::string seen;
   };
-  // Looked up by key for each waiting pod of every pass: hashed, not ordered (tens of thousands
-  // of keys sharing long prefixes made each ordered lookup a dozen string compares).
-  std::unordered_map<std::string, Submitted> submitted_;
-  // Actions that succeeded, by key: when, and the version they acted on. Written by the action
-  // workers, read by the pass.
-  mutable std::mutex succeeded_mu_;
-  std::unordered_map<std::string, Submitted> succeeded_;
-  // pod -> reason -> (words, when) of the last event submitted
+  std::unordered_map<std::string, Done> succeeded_;  // by action key
+  // object key -> reason -> (words, when) of the last event written
   std::unordered_map<std::string, std::map<std::string, std::pair<std::string, Clock::time_point>>>
       said_;
   std::unordered_map<std::string, Clock::time_point> nudged_;
   std::unordered_set<std::string> ungated_;  // pods released by removing their gate
-  PodMirror mirror_;  // the feed's pods as of the last pass
+  std::unordered_map<std::string, Release> released_;  // by job
+  // Until when a job's Queued events are paced: a plan whose words changed enqueues it only
+  // past this (its reconcile asked to be requeued then).
+  std::unordered_map<std::string, Clock::time_point> told_until_;
+  std::map<std::string, std::vector<Planner::Rollback>> rollbacks_;  // by job
+  std::shared_ptr<const Plan> last_plan_;  // the plan plan_changed last looked at
 
-  // The plan's starts as the passes released them: job -> the pod released for it, at which
-  // start, and since which pass (a pod released by an earlier pass is past its "starts now"
-  // flip: it is nudged again only every renudge). Brought up to date for the starts that changed
-  // between plans and the jobs whose pods changed, never by a walk over every start per pass:
-  // thousands of released jobs wait for kube-scheduler while a backlog binds.
-  struct Release {
-    std::string pod;  // namespace/name
-    PlannedStart start;
-    std::uint64_t since = 0;  // passes_ when released
-  };
-  std::unordered_map<std::string, Release> released_;
-  std::unordered_set<std::string> recheck_;  // started jobs with no pod released yet
-  std::set<std::string> orphaned_gangs_;      // released gangs with no admission (a restart)
-  std::shared_ptr<const Plan> last_plan_;    // the plan released_ follows
-
-  // What makes a pass incremental. A pass looks at the pods that changed (and every pod of
-  // their jobs: a bound pod's siblings are deleted), the pods of the jobs whose start the plan
-  // added, changed or dropped, the pods still in motion (`active_`: not in the book yet, not in
-  // the plan) and the quiet pods whose time has come (`due_`: a Queued event may follow the
-  // last, a released pod parked by kube-scheduler is due another nudge, an action may be lost).
-  // Every other pod is quiet: a full pass would do nothing for it (it is not pending, or runs as
-  // its job, or was released and waits for kube-scheduler, or its Queued event is too recent to
-  // be followed by another).
-  void index(const std::string& key);    // job_of_ / pods_of_ from the mirror's pod
-  void unindex(const std::string& key);  // the pod left the mirror (or is re-indexed)
-  void make_quiet(const std::string& key, std::optional<Clock::time_point> until);
-  std::unordered_map<std::string, std::string> job_of_;             // pod -> its job
-  std::unordered_map<std::string, std::set<std::string>> pods_of_;  // job -> its pods
-  std::unordered_set<std::string> active_;                          // looked at every pass
-  std::unordered_map<std::string, Clock::time_point> quiet_until_;  // quiet, due then
-  std::multimap<Clock::time_point, std::string> due_;               // quiet_until_ by time
-  Clock::time_point next_full_{};                                   // the next full pass
-  std::vector<std::string> last_visited_;
-  bool last_full_ = false;
-
-  std::atomic<std::uint64_t> passes_{0};
-
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool dirty_ = true, stopping_ = false, passing_ = false;
-  bool pausing_ = false;  // the thread waits out the pause after a pass
-  // Notified at the end of each of the thread's passes (wait_until_idle). Not cv_, whose
-  // notify_one must reach the controller's thread.
-  mutable std::condition_variable idle_cv_;
-  std::thread thread_;
+  std::atomic<std::uint64_t> reconciled_{0}, done_{0}, failed_{0}, retried_{0}, given_up_{0},
+      refused_{0};
+  std::vector<std::thread> workers_;
 };
 
 }  // namespace allox::extender

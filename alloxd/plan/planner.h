@@ -240,6 +240,10 @@ class Planner {
   std::vector<std::string> lapsed_gangs() const;
   // The variant ("namespace/name") `job_id` was admitted as, if it was.
   std::optional<std::string> admitted_as(const std::string& job_id) const;
+  // When `job_id`'s admission lapses (its steady-clock time plus admission_hold), if it is
+  // admitted: the controller looks at a released gang again then (lapsed_gangs).
+  std::optional<std::chrono::steady_clock::time_point> hold_lapses_at(
+      const std::string& job_id) const;
   // Runs on the planner thread after each plan is published. Set before start().
   void set_plan_listener(std::function<void()> listener) { plan_listener_ = std::move(listener); }
 

@@ -16,6 +16,15 @@ std::optional<std::string> Planner::admitted_as(const std::string& job_id) const
   return it->second.pod_key;
 }
 
+std::optional<std::chrono::steady_clock::time_point> Planner::hold_lapses_at(
+    const std::string& job_id) const {
+  std::shared_lock lock(book_mu_);
+  auto it = admitted_.find(job_id);
+  if (it == admitted_.end()) return std::nullopt;
+  return it->second.at + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                             std::chrono::duration<double>(options_.admission_hold));
+}
+
 namespace {
 
 // The machines held for admitted jobs in one plan's input: a hold marks its machine busy for the

@@ -121,7 +121,7 @@ struct Outcome {
   std::vector<std::string> missing_from_queue;  // "t=...: ns/name" at quiet points
   int webhook_calls = 0, webhook_failures = 0;
   int nudged_pods = 0;  // bound pods that carry alloxd's allox.io/nudge annotation
-  ActionQueue::Counts actions;
+  Controller::Counts controller;
 };
 
 // The 40-job experiment through the whole fake cluster; `webhook`: register the gate webhook.
@@ -275,7 +275,7 @@ Outcome run_experiment(bool webhook) {
   }
   out.webhook_calls = (*api)->webhook_calls();
   out.webhook_failures = (*api)->webhook_failures();
-  if ((*service)->actions()) out.actions = (*service)->actions()->counts();
+  if ((*service)->controller()) out.controller = (*service)->controller()->counts();
   if (webhook_server) webhook_server->stop();
   (*server)->stop();
   (*service)->stop();

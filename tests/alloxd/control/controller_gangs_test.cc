@@ -57,7 +57,6 @@ struct Fixture {
   }};
   kube::KubeClient client{{server.url(), "", ""}};
   kube::EventRecorder events{client, {}};
-  ActionQueue actions;
   std::unique_ptr<Planner> planner;
   std::unique_ptr<ClusterFeed> feed;
   std::unique_ptr<Controller> controller;
@@ -65,13 +64,9 @@ struct Fixture {
   Fixture() {
     config = testing::make_config({}, dir.file("state.db"));
     config.scheduler_name = "allox-scheduler";
-    actions.start();
     open();
   }
-  ~Fixture() {
-    close();
-    actions.stop();
-  }
+  ~Fixture() { close(); }
   std::function<std::chrono::steady_clock::time_point()> steady() const {
     return [at = clock] {
       return std::chrono::steady_clock::time_point(std::chrono::nanoseconds(at->load()));
@@ -87,8 +82,8 @@ struct Fixture {
     feed = std::make_unique<ClusterFeed>(client, *planner, config, nullptr);
     ControllerOptions controller_options;
     controller_options.steady_now = steady();
-    controller = std::make_unique<Controller>(
-        *planner, *feed, client, events, actions, [] { return true; }, controller_options);
+    controller = std::make_unique<Controller>(*planner, *feed, client, events,
+                                              [] { return true; }, controller_options);
     planner->start();
     feed->node_handler().on_replace({testing::make_node("g1", "1", "0"),
                                      testing::make_node("g2", "1", "0"),
@@ -105,11 +100,13 @@ struct Fixture {
     close();
     open();
   }
-  // A pass over the current book and plan, and its actions carried out.
+  // The current book planned, the handlers told, and every job key ready (a hold that lapsed
+  // included) reconciled with its actions carried out.
   void settle() {
     planner->solve_now();
-    controller->reconcile();
-    EXPECT_TRUE(actions.wait_idle(std::chrono::seconds(20)));
+    controller->pods_changed();
+    controller->plan_changed();
+    controller->drain();
   }
   // The paths of the requests of `method`, sorted (the action workers run in any order).
   std::vector<std::string> targets(const std::string& method) const {

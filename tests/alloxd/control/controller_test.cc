@@ -1,12 +1,16 @@
 // alloxd/cache/cluster_feed.h + controller.h: pods and nodes fed as the watch would hand them over,
-// the controller's actions observed at a scripted API server.
+// the handlers told, the job keys they enqueued reconciled on the test's thread (drain), and the
+// controller's actions observed at a scripted API server.
 #include "alloxd/control/controller.h"
 
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
+#include <nlohmann/json.hpp>
+#include <sstream>
 
+#include "core/log.h"
 #include "kube/pods.h"
 #include "tests/alloxd/testing/test_support.h"
 #include "tests/kube/scripted_server.h"
@@ -28,8 +32,8 @@ json variant(const std::string& name, const std::string& job, const std::string&
 }
 
 // A monotonic clock the test steps by hand: the intervals the controller and the planner
-// measure (settle, renudge, requeue_event, admission_hold) pass when the test says so, never by
-// sleeping.
+// measure (settle, renudge, requeue_event, admission_hold, the queue's delays) pass when the
+// test says so, never by sleeping.
 class SteppedClock {
  public:
   std::function<std::chrono::steady_clock::time_point()> now() const {
@@ -56,7 +60,6 @@ struct Fixture {
   }};
   kube::KubeClient client{{server.url(), "", ""}};
   kube::EventRecorder events{client, {}};
-  ActionQueue actions;
   bool leading = true;
   std::unique_ptr<ClusterFeed> feed;
   std::unique_ptr<Controller> controller;
@@ -72,28 +75,26 @@ struct Fixture {
     feed = std::make_unique<ClusterFeed>(client, *planner, config, nullptr);
     ControllerOptions options;
     options.steady_now = steady.now();
-    controller = std::make_unique<Controller>(*planner, *feed, client, events, actions,
+    controller = std::make_unique<Controller>(*planner, *feed, client, events,
                                               [this] { return leading; }, options);
     planner->start();
-    actions.start();
   }
-  ~Fixture() {
-    actions.stop();
-    planner->stop();
-  }
-  // A pass over the current book and plan, and its actions carried out.
-  void settle() { pass(*controller); }
-  // A pass of `c` over the current book and plan, and its actions carried out.
-  void pass(Controller& c) {
+  ~Fixture() { planner->stop(); }
+  // The current book planned, the handlers told, and every job key ready reconciled with its
+  // actions carried out.
+  std::vector<std::string> settle() { return pass(*controller); }
+  // The same with controller `c`; the keys it reconciled, in order.
+  std::vector<std::string> pass(Controller& c) {
     planner->solve_now();
-    c.reconcile();
-    EXPECT_TRUE(actions.wait_idle(std::chrono::seconds(20)));
+    c.pods_changed();
+    c.plan_changed();
+    return c.drain();
   }
   // A controller of the test's own over this feed and planner, always leading.
   std::unique_ptr<Controller> own_controller(ControllerOptions options) {
     options.steady_now = steady.now();
-    return std::make_unique<Controller>(
-        *planner, *feed, client, events, actions, [] { return true; }, options);
+    return std::make_unique<Controller>(*planner, *feed, client, events, [] { return true; },
+                                        options);
   }
   std::vector<ScriptedRequest> requests(const std::string& method) const {
     std::vector<ScriptedRequest> out;
@@ -227,21 +228,23 @@ json run_a_with_a_late_sibling(Fixture& f) {
 
 // Controller expectations (ControllerOptions::expectation): a DELETE that succeeded is not sent
 // again while the watch, lagging, still shows the pod at the version deleted, even past
-// `settle` and on a full pass; the pod seen at a new version is acted on again.
+// `settle` (its job requeued then) and on a resync; the pod seen at a new version is acted on
+// again.
 TEST(ControllerTest, ASucceededDeleteIsNotSentAgainWhileTheWatchLagsBehindIt) {
   Fixture f;
   ControllerOptions options;
   options.settle = std::chrono::milliseconds(20);
-  options.full_pass = std::chrono::milliseconds(0);  // every pass looks at every pod
   options.steady_now = f.steady.now();
-  f.controller = std::make_unique<Controller>(
-      *f.planner, *f.feed, f.client, f.events, f.actions, [&f] { return f.leading; }, options);
+  f.controller = std::make_unique<Controller>(*f.planner, *f.feed, f.client, f.events,
+                                              [&f] { return f.leading; }, options);
   json late = run_a_with_a_late_sibling(f);
   f.settle();
   ASSERT_EQ(1u, f.requests("DELETE").size());
   for (int pass = 0; pass < 3; ++pass) {
-    f.steady.advance(std::chrono::milliseconds(40));  // past settle
-    f.settle();  // the watch has not shown the deletion
+    f.steady.advance(std::chrono::milliseconds(40));  // past settle: its job is due again
+    f.controller->resync();                           // and every job looked at
+    EXPECT_EQ(std::vector<std::string>{"lab/a"}, f.settle()) << pass;
+    // the watch has not shown the deletion
   }
   EXPECT_EQ(1u, f.requests("DELETE").size());
 
@@ -451,7 +454,9 @@ TEST(ControllerTest, TheNextPlanWaitsUntilTheControllerActedOnTheLastOne) {
   ASSERT_TRUE(f.planner->wait_until_holding_for_controller(deadline));
   EXPECT_EQ(acted, f.planner->latest_plan()->version) << "planned before the controller acted";
   EXPECT_TRUE(f.planner->busy()) << "b's change waits";
-  f.controller->reconcile();  // admits a, and says so
+  f.controller->pods_changed();
+  f.controller->plan_changed();  // a's start enqueued as an admission the plan waits for
+  f.controller->drain();         // admits a, and says so
   const auto plan = f.planner->wait_for_plan(with_b, deadline);
   EXPECT_GE(plan->version, with_b);
   EXPECT_EQ(1u, plan->waiting.count("lab/b"));
@@ -655,26 +660,31 @@ TEST(ClusterFeedTest, BusyFromShowingAPodUntilThePlannerAndTheControllerHaveIt) 
 namespace allox::extender {
 namespace {
 
-// ControllerOptions' pacing: pokes that arrive in the pause after a pass wait for it (and are
-// then one pass); stop() ends the pause. The pause is an hour here, so only the order of calls
-// matters, never a timer.
-TEST(ControllerTest, PokesInThePauseAfterAPassWaitForItAndStopEndsIt) {
+// The handlers only enqueue job keys: told of the same job many times while its key waits, the
+// controller reconciles it once. Started, its workers drain the queue; stop() ends them.
+TEST(ControllerTest, HandlerCallsForAWaitingJobAreOneReconcileAndStopEndsTheWorkers) {
   Fixture f;
-  ControllerOptions options;
-  options.pace = 1e9;
-  options.max_pause = std::chrono::hours(1);
-  options.resync = std::chrono::hours(1);
-  Controller paced(
-      *f.planner, *f.feed, f.client, f.events, f.actions, [] { return true; }, options);
-  paced.start();
-  // A controller starts due: its first pass runs at once.
-  ASSERT_TRUE(paced.wait_until_idle(std::chrono::steady_clock::now() + std::chrono::seconds(20)));
-  ASSERT_EQ(1u, paced.passes());
-  for (int i = 0; i < 30; ++i) paced.poke();
-  EXPECT_EQ(1u, paced.passes());
-  EXPECT_TRUE(paced.busy());  // a pass is due: after the pause
-  paced.stop();
-  EXPECT_EQ(1u, paced.passes());
+  f.feed->node_handler().on_replace({testing::make_node("g1", "0", "0")});
+  json pod = variant("a-gpu", "a", "nvidia.com/gpu", true);
+  f.feed->pod_handler().on_replace({pod});
+  for (int i = 0; i < 30; ++i) {
+    pod["metadata"]["resourceVersion"] = std::to_string(10 + i);
+    f.feed->pod_handler().on_upsert(pod);
+    f.controller->pods_changed();
+  }
+  EXPECT_TRUE(f.controller->busy());
+  EXPECT_EQ(1u, f.controller->counts().queue.waiting);
+  EXPECT_EQ(std::vector<std::string>{"lab/a"}, f.controller->drain());
+  EXPECT_EQ(1u, f.controller->counts().reconciled);
+  EXPECT_FALSE(f.controller->busy());
+
+  f.controller->start();  // the first resync is due at once: every job looked at again
+  ASSERT_TRUE(f.controller->wait_until_idle(std::chrono::steady_clock::now() +
+                                            std::chrono::seconds(20)));
+  EXPECT_EQ(2u, f.controller->counts().reconciled);
+  f.controller->stop();
+  f.controller->pods_changed();
+  EXPECT_FALSE(f.controller->busy()) << "stopped: nothing is enqueued any more";
 }
 
 }  // namespace
@@ -687,26 +697,25 @@ std::set<std::string> as_set(const std::vector<std::string>& keys) {
   return {keys.begin(), keys.end()};
 }
 
-// Options under which every pass but the first is incremental and no pod gets a second Queued
-// event: what a pass looks at is then only what may have changed.
+// Options under which no pod gets a second Queued event: what is reconciled is then only what
+// may have changed.
 ControllerOptions incremental() {
   ControllerOptions options;
-  options.full_pass = std::chrono::hours(1);
   options.requeue_event = std::chrono::hours(1);
   return options;
 }
 
-// The incremental pass (ControllerOptions::full_pass): after a first, full pass, a pass looks
-// at the pods still in motion, the pods that changed and their jobs' other pods, and the pods of
-// the jobs whose start the plan added, changed or dropped; never at a waiting pod whose Queued
-// event is recent and whose job did not change, nor at a released pod that did not change. And it
-// misses none of those: a sibling is deleted when its job starts elsewhere, a job the plan starts
-// later is released, though none of its pods changed.
-TEST(ControllerTest, AnIncrementalPassLooksAtExactlyWhatMayHaveChangedAndMissesNone) {
+// After a first look at every job, a job is reconciled when one of its pods changed or left,
+// when the plan added, changed or dropped its start, or when it asked to be looked at again
+// (requeue_after); never a waiting job whose Queued event is recent and that did not change,
+// nor a released one that did not change. And none of those is missed: a sibling is deleted
+// when its job starts elsewhere, a job the plan starts later is released, though none of its
+// pods changed.
+TEST(ControllerTest, AJobIsReconciledExactlyWhenSomethingOfItMayHaveChangedAndNoneIsMissed) {
   Fixture f;
   std::unique_ptr<Controller> own = f.own_controller(incremental());
   Controller& inc = *own;
-  auto pass = [&] { f.pass(inc); };
+  auto pass = [&] { return as_set(f.pass(inc)); };
   f.feed->node_handler().on_replace({testing::make_node("g1", "1", "0")});
   std::vector<json> pods;
   for (std::string job : {"a", "b", "c", "d"}) {
@@ -715,27 +724,23 @@ TEST(ControllerTest, AnIncrementalPassLooksAtExactlyWhatMayHaveChangedAndMissesN
   }
   f.feed->pod_handler().on_replace(pods);
 
-  pass();  // the first pass is full: a is released on the GPU, the rest are told they wait
-  EXPECT_TRUE(inc.last_was_full());
-  EXPECT_EQ(8u, inc.last_visited().size());
+  // The first look is at every job: a is released on the GPU, the rest are told they wait.
+  EXPECT_EQ(as_set({"lab/a", "lab/b", "lab/c", "lab/d"}), pass());
   EXPECT_EQ(1u, f.requests("PATCH").size());
   EXPECT_EQ(1u, f.requests("DELETE").size());  // a-cpu
   for (std::string pod : {"b-gpu", "b-cpu", "c-gpu", "c-cpu", "d-gpu", "d-cpu"}) {
     ASSERT_EQ(1u, f.event_reasons(pod).size()) << pod;
   }
 
-  // Nothing changed: nobody. a's GPU pod was released and a's CPU pod deleted; both rest until
+  // Nothing changed: nobody. a's GPU pod was released and a's CPU pod deleted; a rests until
   // the watch shows what came of it (or the actions' settle time passes).
-  pass();
-  EXPECT_FALSE(inc.last_was_full());
-  EXPECT_EQ(as_set({}), as_set(inc.last_visited()));
+  EXPECT_EQ(as_set({}), pass());
 
-  // c's CPU pod changes: it and its sibling are looked at, nobody else's.
+  // c's CPU pod changes: c is looked at, nobody else.
   json c_cpu = variant("c-cpu", "c", "cpu", true);
   c_cpu["metadata"]["resourceVersion"] = "9";
   f.feed->pod_handler().on_upsert(c_cpu);
-  pass();
-  EXPECT_EQ(as_set({"lab/c-cpu", "lab/c-gpu"}), as_set(inc.last_visited()));
+  EXPECT_EQ(as_set({"lab/c"}), pass());
 
   // a's pod binds and finishes; its sibling's deletion shows. The next plan starts b, none of
   // whose pods changed: b's GPU pod is released and its CPU pod deleted all the same.
@@ -745,51 +750,47 @@ TEST(ControllerTest, AnIncrementalPassLooksAtExactlyWhatMayHaveChangedAndMissesN
   a_gpu["status"]["phase"] = "Succeeded";
   f.feed->pod_handler().on_upsert(a_gpu);
   f.feed->pod_handler().on_delete(variant("a-cpu", "a", "cpu", true));
-  pass();
-  EXPECT_FALSE(inc.last_was_full());
+  const std::set<std::string> looked_at = pass();
   auto patches = f.requests("PATCH");
   ASSERT_EQ(2u, patches.size());
   EXPECT_EQ("/api/v1/namespaces/lab/pods/b-gpu", patches[1].target);
   auto deletes = f.requests("DELETE");
   ASSERT_EQ(2u, deletes.size());
   EXPECT_EQ("/api/v1/namespaces/lab/pods/b-cpu", deletes[1].target);
-  EXPECT_EQ(0u, as_set(inc.last_visited()).count("lab/d-gpu"));  // still quiet
+  EXPECT_EQ(1u, looked_at.count("lab/b"));
+  EXPECT_EQ(0u, looked_at.count("lab/d"));  // still quiet
 
   // A waiting pod whose job runs elsewhere (the /bind of its sibling, seen by the watch) is
   // deleted though it did not change itself: d's GPU pod binds without a plan saying so.
   json d_gpu = variant("d-gpu", "d", "nvidia.com/gpu", false);
   d_gpu["spec"]["nodeName"] = "g1";
   f.feed->pod_handler().on_upsert(d_gpu);
-  pass();
+  EXPECT_EQ(1u, pass().count("lab/d"));
   deletes = f.requests("DELETE");
   ASSERT_EQ(3u, deletes.size());
   EXPECT_EQ("/api/v1/namespaces/lab/pods/d-cpu", deletes[2].target);
 }
 
-// A quiet pod is looked at again once its Queued event may be followed by another.
-TEST(ControllerTest, AQuietWaitingPodIsLookedAtAgainWhenItsQueuedEventIsDue) {
+// A quiet waiting job is looked at again once its Queued event may be followed by another: it
+// asked to be requeued then.
+TEST(ControllerTest, AQuietWaitingJobIsLookedAtAgainWhenItsQueuedEventIsDue) {
   Fixture f;
   ControllerOptions options;
-  options.full_pass = std::chrono::hours(1);
   options.requeue_event = std::chrono::milliseconds(50);
-  options.steady_now = f.steady.now();
-  Controller inc(
-      *f.planner, *f.feed, f.client, f.events, f.actions, [] { return true; }, options);
+  std::unique_ptr<Controller> own = f.own_controller(options);
+  Controller& inc = *own;
   f.feed->node_handler().on_replace({testing::make_node("g1", "1", "0")});
   f.feed->pod_handler().on_replace({variant("a-gpu", "a", "nvidia.com/gpu", true),
                                     variant("b-gpu", "b", "nvidia.com/gpu", true)});
-  f.planner->solve_now();
-  inc.reconcile();
-  ASSERT_TRUE(f.actions.wait_idle(std::chrono::seconds(20)));
+  f.pass(inc);
   ASSERT_EQ(1u, f.event_reasons("b-gpu").size());
+  EXPECT_EQ(0u, as_set(inc.drain()).count("lab/b")) << "told: quiet until requeue_event";
   f.steady.advance(std::chrono::milliseconds(100));
-  inc.reconcile();
-  EXPECT_FALSE(inc.last_was_full());
-  EXPECT_EQ(1u, as_set(inc.last_visited()).count("lab/b-gpu"));
+  EXPECT_EQ(1u, as_set(inc.drain()).count("lab/b"));
 }
 
 // A released pod rests while kube-scheduler has it: looked at again when it changes, and, once
-// parked (turned away), every renudge for another nudge; not at every pass while thousands of
+// parked (turned away), every renudge for another nudge; not at every turn while thousands of
 // released pods wait for their binds.
 TEST(ControllerTest, AReleasedPodRestsUntilItChangesAndAParkedOneIsNudgedEveryRenudge) {
   Fixture f;
@@ -797,74 +798,154 @@ TEST(ControllerTest, AReleasedPodRestsUntilItChangesAndAParkedOneIsNudgedEveryRe
   options.renudge = std::chrono::milliseconds(200);
   std::unique_ptr<Controller> own = f.own_controller(options);
   Controller& inc = *own;
-  auto pass = [&] { f.pass(inc); };
+  auto pass = [&] { return as_set(f.pass(inc)); };
   f.feed->node_handler().on_replace({testing::make_node("g1", "1", "0")});
   json pod = variant("a-gpu", "a", "nvidia.com/gpu", true);
   f.feed->pod_handler().on_replace({pod});
-  pass();  // full: released
+  pass();  // released
   ASSERT_EQ(1u, f.requests("PATCH").size());
 
   pod = variant("a-gpu", "a", "nvidia.com/gpu", false);  // the watch shows it ungated
   pod["metadata"]["resourceVersion"] = "2";
   f.feed->pod_handler().on_upsert(pod);
-  pass();
-  EXPECT_EQ(as_set({"lab/a-gpu"}), as_set(inc.last_visited()));
-  pass();
-  EXPECT_EQ(as_set({}), as_set(inc.last_visited())) << "released and unchanged: it rests";
+  EXPECT_EQ(as_set({"lab/a"}), pass());
+  EXPECT_EQ(as_set({}), pass()) << "released and unchanged: it rests";
   EXPECT_EQ(1u, f.requests("PATCH").size());
 
   f.steady.advance(options.renudge);  // past renudge since its release
   pod = turned_away(pod);
   pod["metadata"]["resourceVersion"] = "3";
   f.feed->pod_handler().on_upsert(pod);
-  pass();
-  EXPECT_EQ(as_set({"lab/a-gpu"}), as_set(inc.last_visited()));
+  EXPECT_EQ(as_set({"lab/a"}), pass());
   EXPECT_EQ(2u, f.requests("PATCH").size()) << "parked: nudged";
-  pass();
-  EXPECT_EQ(as_set({}), as_set(inc.last_visited())) << "nudged: it rests until renudge";
+  EXPECT_EQ(as_set({}), pass()) << "nudged: it rests until renudge";
   EXPECT_EQ(2u, f.requests("PATCH").size());
   f.steady.advance(options.renudge + std::chrono::milliseconds(20));
-  pass();
-  EXPECT_EQ(as_set({"lab/a-gpu"}), as_set(inc.last_visited()));
+  EXPECT_EQ(as_set({"lab/a"}), pass());
   EXPECT_EQ(3u, f.requests("PATCH").size()) << "still parked after renudge: nudged again";
 }
 
-// A full pass looks at every released pod again but remembers which it released before: a
-// parked one is not nudged again before renudge because a full pass came.
-TEST(ControllerTest, AFullPassDoesNotNudgeAParkedReleasedPodAgainBeforeRenudge) {
+// A resync looks at every released pod again but remembers which it released before: a parked
+// one is not nudged again before renudge because a resync came.
+TEST(ControllerTest, AResyncDoesNotNudgeAParkedReleasedPodAgainBeforeRenudge) {
   Fixture f;
   ControllerOptions options;
-  options.full_pass = std::chrono::milliseconds(0);  // every pass is full
   options.renudge = std::chrono::hours(1);
   std::unique_ptr<Controller> own = f.own_controller(options);
   Controller& full = *own;
   f.feed->node_handler().on_replace({testing::make_node("g1", "1", "0")});
   f.feed->pod_handler().on_replace({turned_away(variant("a-gpu", "a", "nvidia.com/gpu", false))});
   for (int i = 0; i < 3; ++i) {
-    f.planner->solve_now();
-    full.reconcile();
-    EXPECT_TRUE(full.last_was_full());
-    ASSERT_TRUE(f.actions.wait_idle(std::chrono::seconds(20)));
+    full.resync();
+    EXPECT_EQ(1u, as_set(f.pass(full)).count("lab/a")) << i;
   }
   EXPECT_EQ(1u, f.requests("PATCH").size()) << "nudged once, when its plan said start now";
 }
 
-// A start the plan drops (here: its node left) is noticed by an incremental pass though none of
-// the job's pods changed: the released pod is looked at again.
+// A start the plan drops (here: its node left) enqueues its job though none of the job's pods
+// changed: the released pod is looked at again.
 TEST(ControllerTest, AStartThePlanDropsIsLookedAtThoughItsPodDidNotChange) {
   Fixture f;
   std::unique_ptr<Controller> own = f.own_controller(incremental());
   Controller& inc = *own;
-  auto pass = [&] { f.pass(inc); };
+  auto pass = [&] { return as_set(f.pass(inc)); };
   f.feed->node_handler().on_replace({testing::make_node("g1", "1", "0")});
   f.feed->pod_handler().on_replace({variant("a-gpu", "a", "nvidia.com/gpu", false)});
-  pass();  // full
   pass();
-  ASSERT_EQ(as_set({}), as_set(inc.last_visited()));
+  ASSERT_EQ(as_set({}), pass());
   f.feed->node_handler().on_replace({testing::make_node("c1", "0", "4")});
-  pass();
+  EXPECT_EQ(as_set({"lab/a"}), pass());
   ASSERT_EQ(0u, f.planner->latest_plan()->starts.count("lab/a"));
-  EXPECT_EQ(as_set({"lab/a-gpu"}), as_set(inc.last_visited()));
+}
+
+}  // namespace
+}  // namespace allox::extender
+
+namespace allox::extender {
+namespace {
+
+// A failing action (the API server answers 503) is retried with the job's back-off (WorkQueue's
+// add_rate_limited) up to max_attempts, then given up with one warning naming the action and
+// its error: the worker has no caller to tell. A retry is a debug line.
+TEST(ControllerTest, AFailingActionIsRetriedWithBackOffThenGivenUpWithOneWarning) {
+  Fixture f;
+  ControllerOptions options;
+  options.max_attempts = 3;
+  options.backoff_initial = std::chrono::milliseconds(1);
+  options.backoff_max = std::chrono::milliseconds(2);
+  std::unique_ptr<Controller> own = f.own_controller(options);
+  run_a_with_a_late_sibling(f);
+  f.delete_status = 503;
+  std::ostringstream log;
+  configure_log({"alloxd", LogLevel::kDebug, LogFormat::kJson}, log);
+  f.pass(*own);
+  for (int ms : {1, 2, 2}) {
+    f.steady.advance(std::chrono::milliseconds(ms));  // the back-off of the attempt before
+    own->drain();
+  }
+  configure_log(LogOptions{});
+  EXPECT_EQ(3u, f.requests("DELETE").size());
+  const Controller::Counts counts = own->counts();
+  EXPECT_EQ(3u, counts.failed);
+  EXPECT_EQ(2u, counts.retried);
+  EXPECT_EQ(1u, counts.given_up);
+
+  int retries = 0, give_ups = 0;
+  std::istringstream lines(log.str());
+  for (std::string line; std::getline(lines, line);) {
+    const auto event = nlohmann::json::parse(line);
+    const bool retry = event["msg"] == "action failed; retrying";
+    const bool give_up = event["msg"] == "action failed; giving up";
+    if (!retry && !give_up) continue;
+    EXPECT_EQ("delete lab/a-cpu", event["action"]) << line;
+    EXPECT_NE(std::string::npos, event["error"].get<std::string>().find("503")) << line;
+    if (retry && event["level"] == "debug") ++retries;
+    if (give_up && event["level"] == "warning") {
+      ++give_ups;
+      EXPECT_EQ(3, event["attempts"]) << line;
+    }
+  }
+  EXPECT_EQ(2, retries) << log.str();
+  EXPECT_EQ(1, give_ups) << log.str();
+}
+
+TEST(ControllerTest, ASucceedingActionLogsNothingAtInfo) {
+  Fixture f;
+  f.feed->node_handler().on_replace({testing::make_node("g1", "1", "0")});
+  f.feed->pod_handler().on_replace({variant("a-gpu", "a", "nvidia.com/gpu", true)});
+  std::ostringstream log;
+  configure_log({"alloxd", LogLevel::kInfo, LogFormat::kText}, log);
+  f.settle();
+  configure_log(LogOptions{});
+  ASSERT_EQ(1u, f.requests("PATCH").size());
+  EXPECT_EQ(1u, f.controller->counts().done);
+  EXPECT_EQ("", log.str());
+}
+
+// A job the plan starts now is reconciled before every job already waiting in the queue (one
+// tenant's hundreds of jobs to tell or tidy up must not delay another's start): its gate
+// removal is the first request of the drain.
+TEST(ControllerTest, AJobThePlanStartsIsReconciledBeforeHundredsOfWaitingJobs) {
+  Fixture f;
+  f.feed->node_handler().on_replace({testing::make_node("g1", "1", "0")});
+  std::vector<json> pods;
+  for (int i = 0; i < 300; ++i) {
+    const std::string job = "big-" + std::to_string(i);
+    pods.push_back(variant(job + "-cpu", job, "cpu", true));  // no CPU bundle anywhere: waits
+  }
+  pods.push_back(variant("z-gpu", "z", "nvidia.com/gpu", true));
+  f.feed->pod_handler().on_replace(pods);
+  f.planner->solve_now();
+  ASSERT_EQ(1u, f.planner->latest_plan()->starts.count("lab/z"));
+  f.controller->pods_changed();  // 301 jobs, in the order of their keys: "lab/z" last
+  f.controller->plan_changed();  // z starts now: an admission
+  const std::vector<std::string> keys = f.controller->drain();
+  ASSERT_EQ(301u, keys.size());
+  EXPECT_EQ("lab/z", keys.front());
+  const auto requests = f.server.requests();
+  ASSERT_FALSE(requests.empty());
+  EXPECT_EQ("PATCH", requests.front().method);
+  EXPECT_EQ("/api/v1/namespaces/lab/pods/z-gpu", requests.front().target);
 }
 
 }  // namespace

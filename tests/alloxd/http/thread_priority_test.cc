@@ -470,7 +470,7 @@ TEST(ThreadPriorityTest, SysNiceForTheImagesUserDoesNotTakeEffect) {
 // reports listener and the TLS webhook listener) starts the threads docs/design.md counts,
 // "Threads": one blocking pool for the process, none for the webhook, whose handler never blocks.
 TEST(ThreadPriorityTest, AlloxdWithTheShippedShapeOfConfigRunsItsDocumentedThreads) {
-  constexpr std::size_t kDocumented = 34;
+  constexpr std::size_t kDocumented = 33;
   emulator::FakeApiServer api(testing::api_options("api-token"));
   api.add_node("n1", {{"cpu", "64"}, {"nvidia.com/gpu", "4"}});
   testing::ScratchDir dir;

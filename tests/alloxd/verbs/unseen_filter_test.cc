@@ -68,9 +68,15 @@ struct Fixture {
   }};
   kube::KubeClient client{{server.url(), "", ""}};
   kube::EventRecorder events{client, {}};
-  ActionQueue actions;
   std::unique_ptr<ClusterFeed> feed;
   std::unique_ptr<Controller> controller;
+  // The controller told what the feed and the planner hold, and every job it enqueued
+  // reconciled, its actions run, on this thread.
+  void reconcile() {
+    controller->pods_changed();
+    controller->plan_changed();
+    controller->drain();
+  }
   std::unique_ptr<ExtenderVerbs> verbs;
   bool waited = false;                  // a filter started waiting for its first plan
   std::function<void()> on_watch_wait;  // runs when a filter starts waiting for the watch
@@ -85,7 +91,7 @@ struct Fixture {
     planner = std::move(*made);
     feed = std::make_unique<ClusterFeed>(client, *planner, planner->config(), nullptr);
     controller =
-        std::make_unique<Controller>(*planner, *feed, client, events, actions, [] { return true; });
+        std::make_unique<Controller>(*planner, *feed, client, events, [] { return true; });
     VerbOptions options;
     options.nudges = nudges;
     // A wait would end at the plan, which the hook lets through: a wrong answer is then a failed
@@ -100,13 +106,11 @@ struct Fixture {
     };
     verbs = std::make_unique<ExtenderVerbs>(*planner, nullptr, metrics, options);
     planner->start();
-    actions.start();
     feed->node_handler().on_replace({testing::make_node("g1", "1")});
     planner->solve_now();  // ready: the inventory and a first plan
   }
   ~Fixture() {
     policy->release();
-    actions.stop();
     planner->stop();
   }
   bool in_book(const std::string& job_id) const {
@@ -171,8 +175,7 @@ TEST(UnseenFilterTest, AParkedUnseenPodIsNudgedOnceTheWatchShowsItAndAPlanStarts
   Fixture f(/*nudges=*/true);
   f.policy->hold();
   ASSERT_EQ(kUnplanned, f.filter(gpu_pod("a")).failed_nodes.at("g1"));
-  f.controller->reconcile();
-  ASSERT_TRUE(f.actions.wait_idle(std::chrono::seconds(20)));
+  f.reconcile();
   EXPECT_TRUE(f.nudged().empty());  // nothing starts it yet
 
   json parked = gpu_pod("a");  // as kube-scheduler left it (handleSchedulingFailure)
@@ -182,8 +185,7 @@ TEST(UnseenFilterTest, AParkedUnseenPodIsNudgedOnceTheWatchShowsItAndAPlanStarts
   f.policy->release();
   f.planner->solve_now();
   ASSERT_EQ(1u, f.planner->latest_plan()->starts.count("lab/a"));
-  f.controller->reconcile();
-  ASSERT_TRUE(f.actions.wait_idle(std::chrono::seconds(20)));
+  f.reconcile();
   EXPECT_EQ(std::vector<std::string>{"a"}, f.nudged());
   FilterResult retried = f.filter(gpu_pod("a"));
   EXPECT_EQ(std::vector<std::string>{"g1"},

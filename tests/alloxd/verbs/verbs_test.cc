@@ -79,9 +79,15 @@ struct Fixture {
   }};
   kube::KubeClient client{{server.url(), "", ""}};
   kube::EventRecorder events{client, {}};
-  ActionQueue actions;
   std::unique_ptr<ClusterFeed> feed;
   std::unique_ptr<Controller> controller;
+  // The controller told what the feed and the planner hold, and every job it enqueued
+  // reconciled, its actions run, on this thread.
+  void reconcile() {
+    controller->pods_changed();
+    controller->plan_changed();
+    controller->drain();
+  }
   RecordingApi api;
   std::unique_ptr<ExtenderVerbs> verbs;
 
@@ -93,17 +99,15 @@ struct Fixture {
     planner = std::move(*made);
     feed = std::make_unique<ClusterFeed>(client, *planner, config, nullptr);
     controller =
-        std::make_unique<Controller>(*planner, *feed, client, events, actions, [] { return true; });
+        std::make_unique<Controller>(*planner, *feed, client, events, [] { return true; });
     VerbOptions options;
     options.watched_job = [this](const std::string& namespace_name, const std::string& name) {
       return feed->watched_job(namespace_name, name);
     };
     verbs = std::make_unique<ExtenderVerbs>(*planner, &api, metrics, options);
     planner->start();
-    actions.start();
   }
   ~Fixture() {
-    actions.stop();
     planner->stop();
   }
   BindingResult bind(const std::string& pod, const std::string& node) {
@@ -126,7 +130,7 @@ TEST(VerbsTest, BindOfAVariantItsJobsAdmissionDroppedIsRefusedNeverBoundBlind) {
   f.feed->pod_handler().on_replace(
       {variant("a-gpu", "a", "nvidia.com/gpu"), variant("a-cpu", "a", "cpu")});
   f.planner->solve_now();
-  f.controller->reconcile();  // admits one variant: the other leaves the book
+  f.reconcile();  // admits one variant: the other leaves the book
   const auto admitted = f.planner->admitted_as("lab/a");
   ASSERT_TRUE(admitted.has_value());
   const bool on_gpu = *admitted == "lab/a-gpu";
