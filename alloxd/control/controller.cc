@@ -13,6 +13,10 @@ namespace {
 
 // The queue's key for the resync itself: no job has an empty key.
 const std::string kResync;
+// The key of "a new plan to act on": looked at on a worker, not on the planner's thread that
+// publishes the plan (its admissions are a store transaction and book writes, and the planner
+// would wait for them before its next snapshot). Not a job key: job ids hold no parentheses.
+const std::string kPlanKey = "(plan)";
 
 // A pod's job key: its allox job; a pod with none by its Job, else by itself.
 std::string job_key_of(const std::string& pod_key, const ObservedPod& pod) {
@@ -75,7 +79,7 @@ void Controller::work() {
 std::vector<std::string> Controller::drain() {
   std::vector<std::string> keys;
   while (std::optional<WorkQueue::Item> item = queue_.try_get()) {
-    if (!item->key.empty()) keys.push_back(item->key);
+    if (!item->key.empty() && item->key != kPlanKey) keys.push_back(item->key);
     process(*item);
   }
   return keys;
@@ -83,6 +87,11 @@ std::vector<std::string> Controller::drain() {
 
 void Controller::process(const WorkQueue::Item& item) {
   const std::string& key = item.key;
+  if (key == kPlanKey) {
+    act_on_plan();
+    queue_.done(key);
+    return;
+  }
   if (key == kResync) {
     resync();
     queue_.add_after(kResync, options_.resync);
@@ -214,7 +223,9 @@ std::shared_ptr<const Plan> Controller::acting_plan() const {
   return latest;
 }
 
-void Controller::plan_changed() {
+void Controller::plan_changed() { queue_.add(kPlanKey, WorkPriority::kAdmit); }
+
+void Controller::act_on_plan() {
   std::vector<std::pair<std::string, WorkPriority>> keys;
   {
     std::lock_guard lock(mu_);

@@ -7,7 +7,8 @@
 //
 //   ClusterFeed on_change ──► pods_changed()   the cache brought up to the feed; the jobs of the
 //                                              pods that changed or left
-//   Planner (a new plan)  ──► plan_changed()   the jobs whose entry changed: starts now (as an
+//   Planner (a new plan)  ──► plan_changed()   one key for the plan; its worker takes the jobs
+//                                              whose entry changed: starts now (as an
 //                                              admission, made with the others in one store
 //                                              transaction first), waits with new words, parked,
 //                                              start dropped; a gang rolled back
@@ -200,6 +201,9 @@ class Controller {
   void diff_plan(const Plan& plan, const Plan* before,
                  std::vector<std::pair<std::string, WorkPriority>>& keys);
   // The planner's rollbacks, kept by job until their job's reconcile carries them out.
+  // plan_changed's work, on a worker: the jobs whose entry changed since the plan last looked
+  // at, their starts admitted together, then their keys enqueued.
+  void act_on_plan();
   void take_rollbacks(std::vector<std::pair<std::string, WorkPriority>>& keys);
   void index(const std::string& pod, std::vector<std::string>& keys);
   std::optional<std::string> unindex(const std::string& pod);
