@@ -77,15 +77,24 @@ Status Store::drop_bind_intent(std::int64_t job_row) {
   return transaction([&] { return clear_bind_intent(*statements_, job_row, "drop bind intent"); });
 }
 
+namespace {
+
+// The variant row of `pod` in run `job_row`, deleted; `what` names the write in an error.
+Status delete_variant_row(StatementCache& statements, const PodIdentity& pod, std::int64_t job_row,
+                          const char* what) {
+  Statement variant(statements,
+                    "DELETE FROM variants WHERE pod_namespace = ? AND pod_name = ? AND job_row = ?");
+  variant.bind_all(pod.namespace_name, pod.name, job_row);
+  return variant.run(what);
+}
+
+}  // namespace
+
 Status Store::forget_member(const PodIdentity& pod, std::int64_t job_row, Durability durability) {
   std::lock_guard lock(mu_);
   return transaction(
       [&]() -> Status {
-        Statement variant(
-            *statements_,
-            "DELETE FROM variants WHERE pod_namespace = ? AND pod_name = ? AND job_row = ?");
-        variant.bind_all(pod.namespace_name, pod.name, job_row);
-        return variant.run("forget gang member");
+        return delete_variant_row(*statements_, pod, job_row, "forget gang member");
       },
       Mode::kWrite, durability);
 }
@@ -94,11 +103,7 @@ Status Store::forget_variant(const PodIdentity& pod, std::int64_t job_row, Durab
   std::lock_guard lock(mu_);
   return transaction(
       [&]() -> Status {
-        Statement variant(
-            *statements_,
-            "DELETE FROM variants WHERE pod_namespace = ? AND pod_name = ? AND job_row = ?");
-        variant.bind_all(pod.namespace_name, pod.name, job_row);
-        if (auto s = variant.run("forget variant"); !s) return s;
+        if (auto s = delete_variant_row(*statements_, pod, job_row, "forget variant"); !s) return s;
         // A queued run left without variants goes with its samples (no orphan rows).
         for (const char* sql :
              {"DELETE FROM profiles WHERE job_row = ?1 AND EXISTS (SELECT 1 FROM jobs WHERE row = "
