@@ -58,14 +58,8 @@ class AlloxPolicy : public SchedulingPolicy {
     if (state.queue.empty()) return decision;
 
     // Jobs the cluster cannot run at all would make every matcher solve fail; they wait.
-    std::map<DeviceType, std::size_t> counts = device_counts(state);
     for (std::size_t i = 0; i < state.queue.size(); ++i) {
-      for (const auto& [device, t] : *r.times[i]) {
-        if (counts.contains(device)) {
-          r.wait(i);
-          break;
-        }
-      }
+      if (runs_on_some(*r.times[i], r.counts)) r.wait(i);
     }
 
     // Starved jobs, oldest first, each on the idle machine that runs it fastest, ties to the
@@ -112,7 +106,8 @@ class AlloxPolicy : public SchedulingPolicy {
     while (r.any_idle() && r.waiting_count > 0) {
       const std::vector<std::size_t> waiting = r.waiting_jobs();
       const std::vector<std::size_t> entering =
-          fairness_round(state, waiting, r.shares, alpha, options_.starvation_bound).jobs;
+          fairness_round(state, r.users, waiting, r.shares, alpha, options_.starvation_bound)
+              .jobs;
       Expected<matcher::OnlineDecision> online = plan(state, r, entering);
       if (!online.ok()) return Error{"allox round: " + online.message()};
       if (!online->start_now.empty()) {
@@ -155,10 +150,16 @@ class AlloxPolicy : public SchedulingPolicy {
           machines(state.machines),
           idle(state.idle),
           node_of(node_ids(state.machines)),
-          shares(current_shares(state)),
-          counts(device_counts(state)) {
+          counts(device_counts(state)),
+          users(queue_users(state)),
+          shares(queue_user_shares(state, users, counts)),
+          weights(users.names.size(), 1.0) {
       idle.resize(machines.size(), false);
-      for (const User& u : state.users) weights[u.name] = u.weight;
+      // The last entry of a user listed twice wins, as when weights were kept by name.
+      for (const User& u : state.users) {
+        auto it = std::lower_bound(users.names.begin(), users.names.end(), u.name);
+        if (it != users.names.end() && *it == u.name) weights[it - users.names.begin()] = u.weight;
+      }
       times.reserve(state.queue.size());
       for (const QueuedJob& q : state.queue) {
         if (q.remaining.empty()) {
@@ -202,8 +203,8 @@ class AlloxPolicy : public SchedulingPolicy {
       }
       waiting[i] = 0;
       --waiting_count;
-      double weight = user_weight(jobs[i]->user);
-      shares[jobs[i]->user] += running_job_share(*jobs[i], device, counts) / weight;
+      const std::size_t user = users.user_of[i];
+      shares[user] += running_job_share(*jobs[i], device, counts) / weights[user];
     }
 
     // The lowest machine of the best-fitting node (fewest idle units that hold the job) on the
@@ -229,18 +230,14 @@ class AlloxPolicy : public SchedulingPolicy {
       return std::get<2>(*best);
     }
 
-    double user_weight(const std::string& user) const {
-      auto it = weights.find(user);
-      return it == weights.end() ? 1.0 : it->second;
-    }
-
     double now;
     std::vector<Machine> machines;
     std::vector<bool> idle;
     std::vector<std::size_t> node_of;  // node_ids(machines)
-    std::map<std::string, double> shares;
     std::map<DeviceType, std::size_t> counts;
-    std::map<std::string, double> weights;
+    QueueUsers users;            // the queue's users as indices
+    std::vector<double> shares;  // current L per user index, updated as the decision starts jobs
+    std::vector<double> weights;  // per user index
     std::deque<std::map<DeviceType, double>> overlaid;  // jobs with a remaining estimate
     // Per queue index: the job's times, or its remaining ones from `overlaid`.
     std::vector<const std::map<DeviceType, double>*> times;
@@ -250,6 +247,19 @@ class AlloxPolicy : public SchedulingPolicy {
     std::vector<char> waiting;
     std::size_t waiting_count = 0;
   };
+
+  // Whether `times` names a device type present in `counts` (both sorted by name: one merge walk).
+  static bool runs_on_some(const std::map<DeviceType, double>& times,
+                           const std::map<DeviceType, std::size_t>& counts) {
+    auto count = counts.begin();
+    for (const auto& entry : times) {
+      int order = 1;
+      while (count != counts.end() && (order = count->first.compare(entry.first)) < 0) ++count;
+      if (count == counts.end()) return false;
+      if (order == 0) return true;
+    }
+    return false;
+  }
 
   // The job of a round's start_now that starts when only one does: shortest estimated time on
   // its machine, ties to the lower machine index (start_now is ordered by machine).

@@ -3,8 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
-#include <set>
+#include <string_view>
 #include <tuple>
+#include <unordered_map>
 
 namespace allox {
 
@@ -53,35 +54,80 @@ std::vector<std::size_t> starved_jobs(const ClusterState& state, double bound) {
   return starved_among(state, whole_queue(state), bound);
 }
 
+QueueUsers queue_users(const ClusterState& state) {
+  QueueUsers out;
+  out.user_of.resize(state.queue.size());
+  std::unordered_map<std::string_view, std::size_t> seen;  // name -> index before sorting
+  for (std::size_t i = 0; i < state.queue.size(); ++i) {
+    const std::string& user = state.queue[i].job->user;
+    auto [it, added] = seen.try_emplace(user, out.names.size());
+    if (added) out.names.push_back(user);
+    out.user_of[i] = it->second;
+  }
+  std::vector<std::size_t> order(out.names.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::sort(order.begin(), order.end(),
+            [&](std::size_t a, std::size_t b) { return out.names[a] < out.names[b]; });
+  std::vector<std::size_t> rank(order.size());
+  std::vector<std::string> sorted;
+  sorted.reserve(order.size());
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    rank[order[k]] = k;
+    sorted.push_back(std::move(out.names[order[k]]));
+  }
+  out.names = std::move(sorted);
+  for (std::size_t& u : out.user_of) u = rank[u];
+  return out;
+}
+
+FairnessRound fairness_round(const ClusterState& state, const QueueUsers& users,
+                             const std::vector<std::size_t>& waiting,
+                             const std::vector<double>& shares, double alpha,
+                             double starvation_bound) {
+  FairnessRound round;
+  // Per user index: whether it has a waiting job, and its oldest one's queued_since.
+  std::vector<char> present(users.names.size(), 0);
+  std::vector<double> oldest(users.names.size(), 0);
+  for (std::size_t i : waiting) {
+    const std::size_t u = users.user_of[i];
+    const double since = state.queue[i].queued_since;
+    oldest[u] = present[u] ? std::min(oldest[u], since) : since;
+    present[u] = 1;
+  }
+  // Ranked as lowest_share_users() ranks: share, oldest wait, then name (the index order).
+  std::vector<std::size_t> ranked;
+  for (std::size_t u = 0; u < users.names.size(); ++u) {
+    if (present[u]) ranked.push_back(u);
+  }
+  std::sort(ranked.begin(), ranked.end(), [&](std::size_t a, std::size_t b) {
+    return std::tie(shares[a], oldest[a], a) < std::tie(shares[b], oldest[b], b);
+  });
+  ranked.resize(round_user_count(alpha, ranked.size()));
+  std::vector<char> entering(users.names.size(), 0);
+  for (std::size_t u : ranked) {
+    entering[u] = 1;
+    round.users.push_back(users.names[u]);
+  }
+  round.starved = starved_among(state, waiting, starvation_bound);
+  std::vector<char> starved(state.queue.size(), 0);
+  for (std::size_t i : round.starved) starved[i] = 1;
+  round.jobs.reserve(waiting.size());
+  for (std::size_t i : waiting) {
+    if (entering[users.user_of[i]] || starved[i]) round.jobs.push_back(i);
+  }
+  return round;
+}
+
 FairnessRound fairness_round(const ClusterState& state, const std::vector<std::size_t>& waiting,
                              const std::map<std::string, double>& shares, double alpha,
                              double starvation_bound) {
-  FairnessRound round;
-  std::map<std::string, WaitingUser> users;
-  for (std::size_t i : waiting) {
-    const QueuedJob& q = state.queue[i];
-    auto [it, fresh] = users.try_emplace(q.job->user);
-    WaitingUser& u = it->second;
-    if (fresh) {
-      u.name = q.job->user;
-      auto share = shares.find(u.name);
-      u.share = share == shares.end() ? 0.0 : share->second;
-      u.oldest_since = q.queued_since;
-    }
-    u.oldest_since = std::min(u.oldest_since, q.queued_since);
+  const QueueUsers users = queue_users(state);
+  std::vector<double> by_index(users.names.size(), 0.0);
+  for (std::size_t u = 0; u < users.names.size(); ++u) {
+    auto share = shares.find(users.names[u]);
+    if (share != shares.end()) by_index[u] = share->second;
   }
-  std::vector<WaitingUser> ranked;
-  for (auto& [name, u] : users) ranked.push_back(std::move(u));
-  round.users = lowest_share_users(std::move(ranked), alpha);
-  round.starved = starved_among(state, waiting, starvation_bound);
-  std::set<std::string> entering(round.users.begin(), round.users.end());
-  std::set<std::size_t> starved(round.starved.begin(), round.starved.end());
-  for (std::size_t i : waiting) {
-    if (entering.contains(state.queue[i].job->user) || starved.contains(i)) {
-      round.jobs.push_back(i);
-    }
-  }
-  return round;
+  return fairness_round(state, users, waiting, by_index, alpha, starvation_bound);
 }
 
 FairnessRound fairness_round(const ClusterState& state, const std::map<std::string, double>& shares,

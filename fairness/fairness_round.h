@@ -61,4 +61,21 @@ FairnessRound fairness_round(const ClusterState& state, const std::vector<std::s
 FairnessRound fairness_round(const ClusterState& state, const std::map<std::string, double>& shares,
                              double alpha, double starvation_bound);
 
+// The users of state.queue as indices, for a caller that ranks several rounds of one snapshot
+// without comparing user names job by job: names sorted and distinct, user_of[i] the index in
+// names of state.queue[i]'s user. O(Q) expected (names hashed) plus O(U log U).
+struct QueueUsers {
+  std::vector<std::string> names;
+  std::vector<std::size_t> user_of;  // per state.queue index
+};
+QueueUsers queue_users(const ClusterState& state);
+
+// fairness_round() over `waiting`, with each user's share given per index of users.names
+// (shares.size() == users.names.size()): the same round as the overload above given those
+// shares by name. The overloads above call this one.
+FairnessRound fairness_round(const ClusterState& state, const QueueUsers& users,
+                             const std::vector<std::size_t>& waiting,
+                             const std::vector<double>& shares, double alpha,
+                             double starvation_bound);
+
 }  // namespace allox

@@ -38,6 +38,19 @@ std::map<std::string, double> current_shares(const ClusterState& state) {
   return shares;
 }
 
+std::vector<double> queue_user_shares(const ClusterState& state, const QueueUsers& users,
+                                      const std::map<DeviceType, std::size_t>& counts) {
+  std::vector<double> shares(users.names.size(), 0.0);
+  for (const RunningJob& r : state.running) {
+    auto it = std::lower_bound(users.names.begin(), users.names.end(), r.job->user);
+    if (it == users.names.end() || *it != r.job->user) continue;  // no queued job: not ranked
+    shares[static_cast<std::size_t>(it - users.names.begin())] +=
+        running_job_share(*r.job, state.machines[r.machine].device, counts);
+  }
+  for (std::size_t u = 0; u < shares.size(); ++u) shares[u] /= weight_of(state, users.names[u]);
+  return shares;
+}
+
 double isolated_seconds(double seconds, double weight_share, double machines, int units) {
   return seconds / std::min(1.0, weight_share * machines / units);
 }

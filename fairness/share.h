@@ -14,7 +14,9 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
+#include "fairness/fairness_round.h"
 #include "fairness/policy.h"
 
 namespace allox {
@@ -27,6 +29,11 @@ double running_job_share(const Job& job, const DeviceType& running_on,
 // L per user, weighted, for every user with a running or queued job (0 for users with queued
 // jobs only).
 std::map<std::string, double> current_shares(const ClusterState& state);
+
+// The same L for the queue's users, per index of users.names (users from queue_users(state)),
+// given device_counts(state): what current_shares() gives them, without a map keyed by name.
+std::vector<double> queue_user_shares(const ClusterState& state, const QueueUsers& users,
+                                      const std::map<DeviceType, std::size_t>& counts);
 
 // Finish-time fairness' denominator, for the simulator's summary and the fairness report: a job
 // of `seconds` alone on its user's slice of the cluster, `weight_share` (w_u / sum of weights)

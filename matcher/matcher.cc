@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <span>
 #include <string>
 
 #include "matcher/flow_backend.h"
@@ -19,15 +20,30 @@ namespace {
 // identical machines (P||ΣCj) and so never costs more than the flow.
 Schedule decode(const MatchingProblem& problem, const PreparedProblem& prepared,
                 const SlotNetwork& network, const SlotFlow& flow) {
-  std::vector<std::vector<std::size_t>> jobs_of_slot(network.slot_count);
-  for (std::size_t j = 0; j < prepared.job_count; ++j) jobs_of_slot[flow.job_slot[j]].push_back(j);
-  std::vector<std::vector<std::size_t>> jobs_of_group(prepared.groups.size());
-  for (std::size_t s = 0; s < network.slot_count; ++s) {
-    std::size_t next = 0;
-    for (std::size_t o = network.slot_outlet_begin[s]; o < network.slot_outlet_begin[s + 1]; ++o) {
-      auto& group_jobs = jobs_of_group[network.outlets[o].group];
-      for (std::int64_t n = 0; n < flow.outlet_flow[o]; ++n) {
-        group_jobs.push_back(jobs_of_slot[s][next++]);
+  // Flat buckets (counting sort), not a vector per slot and group: a simulator re-plans
+  // thousands of times, each over a few hundred slots.
+  std::vector<std::size_t> slot_begin(network.slot_count + 1, 0);
+  for (std::size_t j = 0; j < prepared.job_count; ++j) ++slot_begin[flow.job_slot[j] + 1];
+  for (std::size_t s = 0; s < network.slot_count; ++s) slot_begin[s + 1] += slot_begin[s];
+  std::vector<std::size_t> slot_jobs(prepared.job_count);
+  {
+    std::vector<std::size_t> fill(slot_begin.begin(), slot_begin.end() - 1);
+    for (std::size_t j = 0; j < prepared.job_count; ++j) slot_jobs[fill[flow.job_slot[j]]++] = j;
+  }
+  std::vector<std::size_t> group_begin(prepared.groups.size() + 1, 0);
+  for (std::size_t o = 0; o < network.outlets.size(); ++o) {
+    group_begin[network.outlets[o].group + 1] += static_cast<std::size_t>(flow.outlet_flow[o]);
+  }
+  for (std::size_t g = 0; g < prepared.groups.size(); ++g) group_begin[g + 1] += group_begin[g];
+  std::vector<std::size_t> group_jobs(group_begin.back());
+  {
+    std::vector<std::size_t> fill(group_begin.begin(), group_begin.end() - 1);
+    for (std::size_t s = 0; s < network.slot_count; ++s) {
+      std::size_t next = slot_begin[s];
+      for (std::size_t o = network.slot_outlet_begin[s]; o < network.slot_outlet_begin[s + 1];
+           ++o) {
+        std::size_t& at = fill[network.outlets[o].group];
+        for (std::int64_t n = 0; n < flow.outlet_flow[o]; ++n) group_jobs[at++] = slot_jobs[next++];
       }
     }
   }
@@ -35,15 +51,17 @@ Schedule decode(const MatchingProblem& problem, const PreparedProblem& prepared,
   Schedule plan;
   plan.assignments.resize(prepared.job_count);
   std::int64_t objective = 0;
+  std::vector<std::int64_t> clock;  // per machine of the group: when its queue so far ends
   for (std::size_t g = 0; g < prepared.groups.size(); ++g) {
     const MachineGroup& group = prepared.groups[g];
-    std::vector<std::size_t>& jobs = jobs_of_group[g];
+    const std::span<std::size_t> jobs(group_jobs.data() + group_begin[g],
+                                      group_begin[g + 1] - group_begin[g]);
     auto time = [&](std::size_t j) { return prepared.time(j, group.type); };
     std::sort(jobs.begin(), jobs.end(), [&](std::size_t a, std::size_t b) {
       return time(a) != time(b) ? time(a) < time(b) : a < b;
     });
     const std::size_t width = group.machines.size();
-    std::vector<std::int64_t> clock(width, group.residual_ticks);
+    clock.assign(width, group.residual_ticks);
     for (std::size_t i = 0; i < jobs.size(); ++i) {
       const std::size_t lane = i % width;
       Assignment& a = plan.assignments[jobs[i]];

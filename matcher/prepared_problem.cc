@@ -34,6 +34,19 @@ Status check_time(const std::string& what, double seconds) {
   return OkStatus();
 }
 
+// a.compare(b) without a library call per name: device names are a few bytes, and prepare()
+// compares one per job and device type on every solve. Bytes compare as unsigned char, as
+// std::string::compare does.
+int compare_names(std::string_view a, std::string_view b) {
+  const std::size_t n = std::min(a.size(), b.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    if (a[i] != b[i]) {
+      return static_cast<unsigned char>(a[i]) < static_cast<unsigned char>(b[i]) ? -1 : 1;
+    }
+  }
+  return a.size() < b.size() ? -1 : (a.size() > b.size() ? 1 : 0);
+}
+
 }  // namespace
 
 std::int64_t to_ticks(double seconds) {
@@ -133,7 +146,7 @@ Expected<PreparedProblem> prepare(const MatchingProblem& problem, bool group_mac
         return check_time("job '" + *job.id + "': time on " + device, seconds).error();
       }
       int order = 1;
-      while (next_type != out.types.end() && (order = next_type->compare(device)) < 0) {
+      while (next_type != out.types.end() && (order = compare_names(*next_type, device)) < 0) {
         ++next_type;
       }
       if (next_type == out.types.end() || order != 0) continue;

@@ -1,6 +1,8 @@
 #include "matcher/slot_network.h"
 
 #include <algorithm>
+#include <numeric>
+#include <span>
 #include <string>
 
 namespace allox::matcher {
@@ -12,7 +14,7 @@ using Wide = __int128;
 struct SlotSpec {
   std::size_t type;
   std::size_t level;
-  std::vector<std::size_t> groups;
+  std::span<const std::size_t> groups;  // into a list that outlives build(): no copy per slot
 };
 
 Expected<SlotNetwork> build(const PreparedProblem& problem, const std::vector<SlotSpec>& slots,
@@ -112,11 +114,13 @@ Expected<SlotNetwork> build_level_network(const PreparedProblem& problem,
 }
 
 Expected<SlotNetwork> build_naive_network(const PreparedProblem& problem) {
+  std::vector<std::size_t> group_ids(problem.groups.size());
+  std::iota(group_ids.begin(), group_ids.end(), std::size_t{0});
   std::vector<SlotSpec> slots;
   for (std::size_t g = 0; g < problem.groups.size(); ++g) {
     const std::size_t type = problem.groups[g].type;
     for (std::size_t k = 1; k <= problem.runnable_jobs_of_type[type]; ++k) {
-      slots.push_back({type, k, {g}});
+      slots.push_back({type, k, std::span<const std::size_t>(&group_ids[g], 1)});
     }
   }
   return build(problem, slots, false);

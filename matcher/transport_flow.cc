@@ -124,16 +124,20 @@ class Transport {
       std::copy(hint->slot_price.begin(), hint->slot_price.end(), price_.begin());
     }
     // Outlets of each slot, cheapest first: the order in which a slot's flow fills them.
-    outlets_.resize(slots_);
+    // One flat array ranged like net_.outlets, each slot's range sorted stably by an insertion
+    // sort: a slot's outlets usually come cheapest first already, and nothing is allocated.
+    outlets_.resize(net_.outlets.size());
     capacity_.assign(slots_, 0);
     for (std::size_t s = 0; s < slots_; ++s) {
-      for (std::size_t o = net_.slot_outlet_begin[s]; o < net_.slot_outlet_begin[s + 1]; ++o) {
-        outlets_[s].push_back(o);
+      const std::size_t first = net_.slot_outlet_begin[s];
+      for (std::size_t o = first; o < net_.slot_outlet_begin[s + 1]; ++o) {
         capacity_[s] += net_.outlets[o].capacity;
+        std::size_t k = o;
+        for (; k > first && net_.outlets[outlets_[k - 1]].cost > net_.outlets[o].cost; --k) {
+          outlets_[k] = outlets_[k - 1];
+        }
+        outlets_[k] = o;
       }
-      std::stable_sort(outlets_[s].begin(), outlets_[s].end(), [&](std::size_t a, std::size_t b) {
-        return net_.outlets[a].cost < net_.outlets[b].cost;
-      });
     }
   }
 
@@ -215,22 +219,29 @@ class Transport {
 
   // Outflow bookkeeping of slot s: out_[s] units fill its outlets cheapest first; cursor_[s] is
   // the outlet the next unit goes to and fill_[s] how many units it already carries.
+  // Slot s's k-th outlet, cheapest first, and how many it has.
+  const Outlet& outlet(std::size_t s, std::size_t k) const {
+    return net_.outlets[outlets_[net_.slot_outlet_begin[s] + k]];
+  }
+  std::size_t outlet_count(std::size_t s) const {
+    return net_.slot_outlet_begin[s + 1] - net_.slot_outlet_begin[s];
+  }
   std::int64_t next_cost(std::size_t s) const {
-    return cursor_[s] < outlets_[s].size() ? net_.outlets[outlets_[s][cursor_[s]]].cost : kNoArc;
+    return cursor_[s] < outlet_count(s) ? outlet(s, cursor_[s]).cost : kNoArc;
   }
   std::int64_t last_cost(std::size_t s) const {  // precondition: out_[s] > 0
     const std::size_t k = fill_[s] > 0 ? cursor_[s] : cursor_[s] - 1;
-    return net_.outlets[outlets_[s][k]].cost;
+    return outlet(s, k).cost;
   }
   void send_one(std::size_t s) {
     ++out_[s];
-    if (++fill_[s] == net_.outlets[outlets_[s][cursor_[s]]].capacity) ++cursor_[s], fill_[s] = 0;
+    if (++fill_[s] == outlet(s, cursor_[s]).capacity) ++cursor_[s], fill_[s] = 0;
   }
   void take_back_one(std::size_t s) {
     --out_[s];
     if (fill_[s] == 0) {
       --cursor_[s];
-      fill_[s] = net_.outlets[outlets_[s][cursor_[s]]].capacity;
+      fill_[s] = outlet(s, cursor_[s]).capacity;
     }
     --fill_[s];
   }
@@ -404,16 +415,16 @@ class Transport {
     total_out_ = 0;
     for (std::size_t s = 0; s < slots_; ++s) {
       const std::int64_t price = price_[s] - price_[sink_];
-      while (cursor_[s] < outlets_[s].size()) {
-        const Outlet& outlet = net_.outlets[outlets_[s][cursor_[s]]];
+      while (cursor_[s] < outlet_count(s)) {
+        const Outlet& unit = outlet(s, cursor_[s]);
         std::int64_t take = 0;
-        if (outlet.cost < price) {
-          take = outlet.capacity;
-        } else if (outlet.cost == price) {
-          take = std::clamp<std::int64_t>(held_[s] - out_[s], 0, outlet.capacity);
+        if (unit.cost < price) {
+          take = unit.capacity;
+        } else if (unit.cost == price) {
+          take = std::clamp<std::int64_t>(held_[s] - out_[s], 0, unit.capacity);
         }
         out_[s] += take;
-        if (take < outlet.capacity) {
+        if (take < unit.capacity) {
           fill_[s] = take;
           break;
         }
@@ -603,7 +614,8 @@ class Transport {
     flow.outlet_flow.assign(net_.outlets.size(), 0);
     for (std::size_t s = 0; s < slots_; ++s) {
       std::int64_t left = out_[s];
-      for (std::size_t o : outlets_[s]) {
+      for (std::size_t k = 0; k < outlet_count(s); ++k) {
+        const std::size_t o = outlets_[net_.slot_outlet_begin[s] + k];
         const std::int64_t take = std::min(left, net_.outlets[o].capacity);
         flow.outlet_flow[o] = take;
         flow.cost += take * net_.outlets[o].cost;
@@ -633,7 +645,7 @@ class Transport {
   std::vector<TypeRun> runs_;
   std::vector<LevelHull> hulls_;     // per run; see build_hulls()
   std::vector<std::int64_t> price_;  // per slot, then the sink
-  std::vector<std::vector<std::size_t>> outlets_;
+  std::vector<std::size_t> outlets_;  // outlet ids, each slot's range cheapest first (stable)
   std::vector<std::int64_t> capacity_;
   std::vector<std::size_t> slot_of_;
   std::vector<std::uint32_t> version_;
