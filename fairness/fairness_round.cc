@@ -5,7 +5,6 @@
 #include <numeric>
 #include <string_view>
 #include <tuple>
-#include <unordered_map>
 
 namespace allox {
 
@@ -57,13 +56,19 @@ std::vector<std::size_t> starved_jobs(const ClusterState& state, double bound) {
 QueueUsers queue_users(const ClusterState& state) {
   QueueUsers out;
   out.user_of.resize(state.queue.size());
-  std::unordered_map<std::string_view, std::size_t> seen;  // name -> index before sorting
+  // Users are few and a queue's jobs come in runs of one user: the previous job's user is tried
+  // first, then each known name, compared in place (no hashing, no map nodes).
+  std::vector<std::string_view> seen;
+  std::size_t last = 0;
   for (std::size_t i = 0; i < state.queue.size(); ++i) {
-    const std::string& user = state.queue[i].job->user;
-    auto [it, added] = seen.try_emplace(user, out.names.size());
-    if (added) out.names.push_back(user);
-    out.user_of[i] = it->second;
+    const std::string_view user = state.queue[i].job->user;
+    if (seen.empty() || seen[last] != user) {
+      last = std::find(seen.begin(), seen.end(), user) - seen.begin();
+      if (last == seen.size()) seen.push_back(user);
+    }
+    out.user_of[i] = last;
   }
+  out.names.assign(seen.begin(), seen.end());
   std::vector<std::size_t> order(out.names.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
   std::sort(order.begin(), order.end(),

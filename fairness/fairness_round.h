@@ -63,7 +63,7 @@ FairnessRound fairness_round(const ClusterState& state, const std::map<std::stri
 
 // The users of state.queue as indices, for a caller that ranks several rounds of one snapshot
 // without comparing user names job by job: names sorted and distinct, user_of[i] the index in
-// names of state.queue[i]'s user. O(Q) expected (names hashed) plus O(U log U).
+// names of state.queue[i]'s user. O(Q·U) name comparisons at worst for U users, plus O(U log U).
 struct QueueUsers {
   std::vector<std::string> names;
   std::vector<std::size_t> user_of;  // per state.queue index

@@ -119,6 +119,14 @@ class Transport {
       }
       runs_.back().end = s + 1;
     }
+    run_of_.resize(slots_);
+    levels_ascend_ = net_.implicit != nullptr;
+    for (std::size_t r = 0; r < runs_.size(); ++r) {
+      for (std::size_t s = runs_[r].first; s < runs_[r].end; ++s) {
+        run_of_[s] = r;
+        if (s > runs_[r].first && level_[s] <= level_[s - 1]) levels_ascend_ = false;
+      }
+    }
     price_.assign(slots_ + 1, 0);
     if (hint != nullptr && hint->slot_price.size() == slots_) {
       std::copy(hint->slot_price.begin(), hint->slot_price.end(), price_.begin());
@@ -321,6 +329,68 @@ class Transport {
       if (best_[pair].job == kNoJob || Cheaper{}(best_[pair], move)) best_[pair] = move;
     }
   }
+  // What scan(s, t) gives, for every unread pair (s, t) with t in run r at once, where r is
+  // another device type than s's and its levels ascend. A member's move to a slot of level L
+  // costs L·p − c (p its time on r's type, c its cost in s): a line in L, so over s's members the
+  // cheapest move at each level lies on the lower envelope of those lines. Taken as points
+  // (p, −c) and queried at L, that is the lower convex hull of the points (as level_hull.h, with
+  // the roles of level and time swapped): built in O(n log n) for n members, then each level in
+  // ascending order moves one pointer toward lower p, O(n + levels) for the run where one scan
+  // per pair costs O(n · levels). Ties: points on a hull edge are kept, so every member that
+  // reaches the minimum at L is on the hull and those members are consecutive there; the walk
+  // over them takes the lower job, as scan() does, and equal points keep their lowest job. An
+  // early scan gives what a later one would: joins keep a scanned best current and a leave makes
+  // it stale (join_slot, leave_slot).
+  void scan_run(std::size_t s, std::size_t r) {
+    load_row(s);
+    const std::size_t types = net_.implicit->types.size();
+    const std::size_t type = runs_[r].type;
+    hull_.clear();
+    for (std::size_t i = 0; i < row_.job.size(); ++i) {
+      const std::int64_t time = row_.time[i * types + type];
+      if (time != kCannotRun) hull_.push_back({time, -row_.here[i], i});
+    }
+    std::sort(hull_.begin(), hull_.end(), [&](const HullPoint& a, const HullPoint& b) {
+      if (a.p != b.p) return a.p < b.p;
+      if (a.y != b.y) return a.y < b.y;
+      return row_.job[a.member] < row_.job[b.member];
+    });
+    std::size_t n = 0;  // the hull so far: hull_[0, n)
+    for (std::size_t k = 0; k < hull_.size(); ++k) {
+      const HullPoint point = hull_[k];
+      if (n > 0 && hull_[n - 1].p == point.p) continue;  // same p, no cheaper: never better
+      while (n >= 2) {
+        const HullPoint& o = hull_[n - 2];
+        const HullPoint& a = hull_[n - 1];
+        const __int128 turn = static_cast<__int128>(a.p - o.p) * (point.y - o.y) -
+                              static_cast<__int128>(a.y - o.y) * (point.p - o.p);
+        if (turn >= 0) break;
+        --n;
+      }
+      hull_[n++] = point;
+    }
+    // value(k) at level L: L·p + y. step(k) = value(k + 1) − value(k), rising in k.
+    std::size_t first = n == 0 ? 0 : n - 1;  // the first minimum, falls as L rises
+    for (std::size_t t = runs_[r].first; t < runs_[r].end; ++t) {
+      const std::size_t pair = s * slots_ + t;
+      if (built_[pair] != kUnread) continue;
+      built_[pair] = kScanned;
+      Move& best = best_[pair];
+      best = {0, kNoJob, 0};
+      if (n == 0) continue;
+      const std::int64_t level = level_[t];
+      const auto step = [&](std::size_t k) {
+        return level * (hull_[k + 1].p - hull_[k].p) + (hull_[k + 1].y - hull_[k].y);
+      };
+      while (first > 0 && step(first - 1) >= 0) --first;
+      std::size_t pick = hull_[first].member;
+      for (std::size_t k = first; k + 1 < n && step(k) == 0; ++k) {
+        if (row_.job[hull_[k + 1].member] < row_.job[pick]) pick = hull_[k + 1].member;
+      }
+      const std::int64_t time = row_.time[pick * types + type];
+      best = {time * level - row_.here[pick], row_.job[pick], row_.version[pick]};
+    }
+  }
   // Gathers slot s's live members and their times per device type into row_, unless row_ holds
   // them already (no job joined or left s since): the scans of one settled slot then read one
   // contiguous array, not the problem's time table job by job. Implicit networks only.
@@ -372,7 +442,13 @@ class Transport {
   // The cheapest live move from s to t, or null.
   const Move* best_move(std::size_t s, std::size_t t) {
     const std::size_t pair = s * slots_ + t;
-    if (built_[pair] == kUnread) scan(s, t);
+    if (built_[pair] == kUnread) {
+      if (levels_ascend_ && net_.slot_type[t] != net_.slot_type[s]) {
+        scan_run(s, run_of_[t]);
+      } else {
+        scan(s, t);
+      }
+    }
     if (built_[pair] == kScanned) return best_[pair].job == kNoJob ? nullptr : &best_[pair];
     if (built_[pair] == kStale) {
       // A few members are scanned again (contiguous, no heap upkeep on later joins); many get a
@@ -643,6 +719,14 @@ class Transport {
     std::size_t type, first, end;
   };
   std::vector<TypeRun> runs_;
+  std::vector<std::size_t> run_of_;  // per slot, its run
+  bool levels_ascend_ = false;       // implicit arcs, each run's levels ascending: scan_run()
+  // scan_run()'s members as points (time on the run's type, minus cost in s), then its hull.
+  struct HullPoint {
+    std::int64_t p, y;
+    std::size_t member;  // index into row_
+  };
+  std::vector<HullPoint> hull_;
   std::vector<LevelHull> hulls_;     // per run; see build_hulls()
   std::vector<std::int64_t> price_;  // per slot, then the sink
   std::vector<std::size_t> outlets_;  // outlet ids, each slot's range cheapest first (stable)
