@@ -579,17 +579,34 @@ class Transport {
       if (out_[v] < capacity_[v]) relax(sink_, next_cost(v) - price_[v] + price_[sink_]);
       // Every unsettled slot is visited here (v is settled), in ascending order, then the sink
       // (the highest index): the same choice as nearest().
+      // The loop every settled slot runs over every slot reads raw pointers and locals: a store
+      // through dist or pred could alias the solver's own fields, which the compiler would then
+      // reload on every step. best_move() writes only built_, best_ and heaps, never resizes.
       next = kNone;
-      for (std::size_t t = 0; t < slots_; ++t) {
-        if (t == v || settled_[t]) continue;
-        const Move* move = best_move(v, t);
-        if (move != nullptr) relax(t, move->key + price_[t] - price_[v]);
-        if (dist_[t] != kUnreached && (next == kNone || dist_[t] < dist_[next])) next = t;
+      std::int64_t next_dist = kUnreached;
+      const std::int64_t base = dist_[v] - price_[v];
+      const std::size_t row = v * slots_;
+      const char* const built = built_.data() + row;
+      const Move* const best = best_.data() + row;
+      const std::int64_t* const price = price_.data();
+      const char* const settled = settled_.data();
+      std::int64_t* const dist = dist_.data();
+      std::size_t* const pred = pred_.data();
+      for (std::size_t t = 0, end = slots_; t < end; ++t) {
+        if (t == v || settled[t]) continue;
+        const Move* move = nullptr;
+        if (built[t] == kScanned) {
+          if (best[t].job != kNoJob) move = &best[t];
+        } else {
+          move = best_move(v, t);
+        }
+        if (move != nullptr) {
+          const std::int64_t d = base + move->key + price[t];
+          if (d < dist[t]) dist[t] = d, pred[t] = v;
+        }
+        if (dist[t] < next_dist) next = t, next_dist = dist[t];
       }
-      if (!settled_[sink_] && dist_[sink_] != kUnreached &&
-          (next == kNone || dist_[sink_] < dist_[next])) {
-        next = sink_;
-      }
+      if (!settled_[sink_] && dist_[sink_] < next_dist) next = sink_;
     }
     if (reached_.empty()) return false;
     for (std::size_t v = 0; v < nodes; ++v) {
