@@ -1,6 +1,26 @@
 #include "matcher/level_hull.h"
 
+#include <limits>
+
 namespace allox::matcher {
+namespace {
+
+// The least integer time t with t·dl + dp >= 0 (dl > 0): ceil(−dp / dl), clamped to int64.
+std::int64_t threshold(__int128 dl, __int128 dp) {
+  const __int128 num = -dp;
+  __int128 q = num / dl;
+  if (q * dl < num) ++q;  // round toward +infinity (division truncates toward zero)
+  constexpr __int128 kMax = std::numeric_limits<std::int64_t>::max();
+  constexpr __int128 kMin = std::numeric_limits<std::int64_t>::min();
+  return static_cast<std::int64_t>(q > kMax ? kMax : (q < kMin ? kMin : q));
+}
+
+}  // namespace
+
+void LevelHull::clear() {
+  points_.clear();
+  threshold_.clear();
+}
 
 void LevelHull::add(std::int64_t level, std::int64_t price, std::size_t slot) {
   // Drops the last point while it lies strictly above the segment from the one before it to the
@@ -12,27 +32,33 @@ void LevelHull::add(std::int64_t level, std::int64_t price, std::size_t slot) {
                           static_cast<__int128>(a.price - o.price) * (level - o.level);
     if (turn >= 0) break;
     points_.pop_back();
+    threshold_.pop_back();
+  }
+  if (!points_.empty()) {
+    const Point& a = points_.back();
+    threshold_.push_back(threshold(static_cast<__int128>(level) - a.level,
+                                   static_cast<__int128>(price) - a.price));
   }
   points_.push_back({level, price, slot});
 }
 
 LevelHull::Cheapest LevelHull::cheapest(std::int64_t time) const {
   // Along the hull the slopes only rise, so the cost time·k + π falls, may stay level, then rises:
-  // the first point whose successor is not cheaper is the first minimum.
-  std::size_t lo = 0, hi = points_.size() - 1;  // the first minimum lies in [lo, hi]
-  while (lo < hi) {
-    const std::size_t mid = lo + (hi - lo) / 2;
-    const Point& a = points_[mid];
-    const Point& b = points_[mid + 1];
-    const __int128 step = static_cast<__int128>(time) * (b.level - a.level) +
-                          (static_cast<__int128>(b.price) - a.price);
-    if (step >= 0) {
-      hi = mid;
+  // the first point whose successor is not cheaper is the first minimum. Point k's successor is
+  // not cheaper exactly when time >= threshold_[k], and the thresholds fall along the hull: a
+  // binary search over them, without a multiplication per step.
+  const std::int64_t* first = threshold_.data();
+  std::size_t len = threshold_.size();
+  while (len > 0) {
+    const std::size_t half = len / 2;
+    if (time < first[half]) {
+      first += half + 1;
+      len -= half + 1;
     } else {
-      lo = mid + 1;
+      len = half;
     }
   }
-  const Point& p = points_[lo];
+  const Point& p = points_[static_cast<std::size_t>(first - threshold_.data())];
   return {p.slot, time * p.level + p.price};
 }
 

@@ -29,7 +29,7 @@ class LevelHull {
     std::int64_t cost = 0;  // time·level + price there
   };
 
-  void clear() { points_.clear(); }
+  void clear();
   // Adds the next slot. Precondition: level above every level added since clear().
   void add(std::int64_t level, std::int64_t price, std::size_t slot);
   bool empty() const { return points_.empty(); }
@@ -43,6 +43,9 @@ class LevelHull {
     std::size_t slot;
   };
   std::vector<Point> points_;  // the lower hull, levels ascending
+  // threshold_[k]: the least time at which points_[k + 1] costs no less than points_[k]
+  // (non-increasing in k); one fewer than the points.
+  std::vector<std::int64_t> threshold_;
 };
 
 }  // namespace allox::matcher
