@@ -265,19 +265,36 @@ class Transport {
     ++stamp_[s];
     members_[s].push_back({0, static_cast<std::uint32_t>(j), version_[j]});
     const std::int64_t here = cost(j, s);
-    for (std::size_t t = 0; t < slots_; ++t) {
-      const std::size_t pair = s * slots_ + t;
-      if (built_[pair] == kUnread || t == s || cost(j, t) == kNoArc) continue;
-      const Move move{cost(j, t) - here, static_cast<std::uint32_t>(j), version_[j]};
-      if (built_[pair] == kScanned || built_[pair] == kStale) {
+    const auto job = static_cast<std::uint32_t>(j);
+    const std::uint32_t version = version_[j];
+    // Locals and raw pointers: this runs over every slot for every moved job, and stores into
+    // best_ could otherwise alias the fields the loop reads.
+    char* const built = built_.data() + s * slots_;
+    Move* const best = best_.data() + s * slots_;
+    const std::int64_t* const times =
+        net_.implicit != nullptr ? &net_.implicit->time_ticks[j * net_.implicit->types.size()]
+                                 : nullptr;
+    const std::size_t* const slot_type = net_.slot_type.data();
+    const std::int64_t* const level = level_.data();
+    for (std::size_t t = 0, end = slots_; t < end; ++t) {
+      if (built[t] == kUnread || t == s) continue;
+      std::int64_t there = kNoArc;
+      if (times == nullptr) {
+        there = cost(j, t);
+      } else if (const std::int64_t time = times[slot_type[t]]; time != kCannotRun) {
+        there = time * level[t];  // cost(j, t)
+      }
+      if (there == kNoArc) continue;
+      const Move move{there - here, job, version};
+      if (built[t] == kScanned || built[t] == kStale) {
         // A stale best is still a bound on every live move: one that beats it is the cheapest.
-        if (best_[pair].job == kNoJob || Cheaper{}(best_[pair], move)) {
-          best_[pair] = move;
-          built_[pair] = kScanned;
+        if (best[t].job == kNoJob || Cheaper{}(best[t], move)) {
+          best[t] = move;
+          built[t] = kScanned;
         }
         continue;
       }
-      auto& heap = moves_[pair];
+      auto& heap = moves_[s * slots_ + t];
       heap.push_back(move);
       std::push_heap(heap.begin(), heap.end(), Cheaper{});
     }
@@ -286,8 +303,10 @@ class Transport {
   // reading a scanned best (S times per settled slot) needs no check that its job is still there.
   void leave_slot(std::size_t j, std::size_t s) {
     ++stamp_[s];
-    for (std::size_t pair = s * slots_; pair < (s + 1) * slots_; ++pair) {
-      if (built_[pair] == kScanned && best_[pair].job == j) built_[pair] = kStale;
+    char* const built = built_.data() + s * slots_;
+    const Move* const best = best_.data() + s * slots_;
+    for (std::size_t t = 0, end = slots_; t < end; ++t) {
+      if (built[t] == kScanned && best[t].job == j) built[t] = kStale;
     }
   }
   bool live(const Move& entry, std::size_t s) const {

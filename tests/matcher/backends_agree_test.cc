@@ -319,6 +319,41 @@ TEST(BackendsAgree, TransportRePlansAnOverloadedQueueStartByStartAsLemonDoes) {
   }
 }
 
+TEST(BackendsAgree, TransportWithManyTiedMovesAcrossDeviceTypesMatchesLemon) {
+  // Whole seconds of at most 12 on two device types under queues 30 to 80 times longer than the
+  // machines: the moves from one slot to the other type's levels tie often (equal times, and
+  // members whose costs cross at a whole level), which the solver settles on the lower hull of
+  // a slot's members; re-planned with one PriceMemory as machines turn busy, so scanned moves are
+  // kept across joins and leaves. Every plan must cost what LEMON's does and be consistent.
+  std::mt19937 rng(47);
+  InstanceShape shape;
+  shape.devices = {"cpu", "gpu"};
+  shape.max_time = 12;
+  shape.max_residual = 8;
+  for (const int jobs : {180, 320, 480}) {
+    Instance instance = random_instance(rng, shape, jobs, 6);
+    for (std::size_t m = 0; m < instance.machines.size(); ++m) {
+      instance.machines[m].device = shape.devices[m % 2];  // both types present
+    }
+    PriceMemory memory;
+    for (int step = 0; step < 8; ++step) {
+      const Expected<Schedule> warm =
+          solve(instance.problem(), {.backend = Backend::kTransport, .memory = &memory});
+      const Expected<Schedule> lemon = solve(instance.problem(), {.backend = Backend::kLemon});
+      ASSERT_TRUE(warm.ok()) << warm.message();
+      ASSERT_TRUE(lemon.ok()) << lemon.message();
+      EXPECT_EQ(warm->objective_ticks, lemon->objective_ticks) << jobs << " jobs, step " << step;
+      EXPECT_EQ(plan_problems(instance, *warm), std::vector<std::string>{}) << jobs << " jobs";
+      // The machine planned to free first turns busy for a while; one job leaves the queue.
+      Machine& machine = instance.machines[static_cast<std::size_t>(step) %
+                                           instance.machines.size()];
+      machine.busy_until = instance.now + 1 + step % 5;
+      instance.jobs.erase(instance.jobs.begin() + step * 7 % 40);
+      instance.pending = pending_jobs(instance.jobs);
+    }
+  }
+}
+
 TEST(BackendsAgree, TransportOnDistinctMachinesMatchesBoost) {
   // Every machine its own type and residual: many slots of capacity one.
   std::mt19937 rng(15);
