@@ -41,6 +41,16 @@ std::vector<std::size_t> starved_among(const ClusterState& state,
   return starved;
 }
 
+// a == b compared in place: user names are a few bytes, and queue_users() compares one per
+// queued job on every decision, where a library call per name cost more than the comparison.
+bool same_name(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (a[i] != b[i]) return false;
+  }
+  return true;
+}
+
 std::vector<std::size_t> whole_queue(const ClusterState& state) {
   std::vector<std::size_t> all(state.queue.size());
   std::iota(all.begin(), all.end(), 0);
@@ -66,8 +76,9 @@ QueueUsers queue_users(const ClusterState& state) {
   for (std::size_t i = 0; i < state.queue.size(); ++i) {
     if (i + kAhead < state.queue.size()) __builtin_prefetch(&state.queue[i + kAhead].job->user);
     const std::string_view user = state.queue[i].job->user;
-    if (seen.empty() || seen[last] != user) {
-      last = std::find(seen.begin(), seen.end(), user) - seen.begin();
+    if (seen.empty() || !same_name(seen[last], user)) {
+      last = 0;
+      while (last < seen.size() && !same_name(seen[last], user)) ++last;
       if (last == seen.size()) seen.push_back(user);
     }
     out.user_of[i] = last;

@@ -140,7 +140,7 @@ Expected<LevelSolution> solve_grouped(const PreparedProblem& problem, Backend ba
       continue;
     }
     if (memory != nullptr && !flow->slot_price.empty()) {
-      remember_prices(problem, *network, flow->slot_price, *memory);
+      remember_prices(problem, *network, flow->slot_price, *memory, &flow->outlet_flow);
     }
     out.network = std::move(*network);
     out.flow = std::move(*flow);

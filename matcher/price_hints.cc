@@ -65,10 +65,24 @@ void recall_prices(const PreparedProblem& problem, const SlotNetwork& network,
 }
 
 void remember_prices(const PreparedProblem& problem, const SlotNetwork& network,
-                     const std::vector<std::int64_t>& slot_price, PriceMemory& memory) {
+                     const std::vector<std::int64_t>& slot_price, PriceMemory& memory,
+                     const std::vector<std::int64_t>* outlet_flow) {
   std::vector<std::vector<std::int64_t>> by_type(problem.types.size());
+  std::vector<std::size_t> keep(problem.types.size(), 1);  // levels to remember per type
   for (std::size_t s = 0; s < network.slot_count; ++s) {
     by_type[network.slot_type[s]].push_back(slot_price[s]);  // levels ascending
+    if (outlet_flow == nullptr) continue;
+    for (std::size_t o = network.slot_outlet_begin[s]; o < network.slot_outlet_begin[s + 1]; ++o) {
+      if ((*outlet_flow)[o] > 0) {
+        keep[network.slot_type[s]] =
+            std::max(keep[network.slot_type[s]], by_type[network.slot_type[s]].size() + 1);
+      }
+    }
+  }
+  if (outlet_flow != nullptr) {
+    for (std::size_t t = 0; t < by_type.size(); ++t) {
+      if (by_type[t].size() > keep[t]) by_type[t].resize(keep[t]);
+    }
   }
   for (std::size_t t = 0; t < by_type.size(); ++t) {
     if (!by_type[t].empty()) memory.remember(problem.types[t], std::move(by_type[t]));

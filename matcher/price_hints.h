@@ -25,8 +25,10 @@ PriceHint carry_prices(const SlotNetwork& network, const SlotNetwork& solved,
 void recall_prices(const PreparedProblem& problem, const SlotNetwork& network,
                    const PriceMemory& memory, PriceHint& hint);
 // Stores the solved prices of every device type of `network` in `memory`.
+// With `outlet_flow`, each type's levels only down to one below its deepest used level.
 void remember_prices(const PreparedProblem& problem, const SlotNetwork& network,
-                     const std::vector<std::int64_t>& slot_price, PriceMemory& memory);
+                     const std::vector<std::int64_t>& slot_price, PriceMemory& memory,
+                     const std::vector<std::int64_t>* outlet_flow = nullptr);
 
 // Also seeds every job with its slot in the list schedule, which makes the first model feasible.
 // O(J·G log M) for G machine groups.

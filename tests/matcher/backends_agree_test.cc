@@ -354,6 +354,42 @@ TEST(BackendsAgree, TransportWithManyTiedMovesAcrossDeviceTypesMatchesLemon) {
   }
 }
 
+TEST(BackendsAgree, PriceMemoryKeepsOneLevelBelowTheDeepestUsedAndStaysExact) {
+  // A long queue, then the same cluster with a tenth of it: the memory keeps, per device type,
+  // the levels down to one below the deepest the plan used, so the short queue's network is not
+  // as deep as the long one's; every warm plan still costs what LEMON's does.
+  std::mt19937 rng(53);
+  InstanceShape shape;
+  shape.devices = {"cpu", "gpu"};
+  shape.max_time = 900;
+  shape.max_residual = 200;
+  shape.fractional = true;
+  Instance instance = random_instance(rng, shape, 500, 8);
+  for (std::size_t m = 0; m < instance.machines.size(); ++m) {
+    instance.machines[m].device = shape.devices[m % 2];
+  }
+  PriceMemory memory;
+  for (const std::size_t keep : {500, 50}) {
+    instance.jobs.resize(keep);
+    instance.pending = pending_jobs(instance.jobs);
+    const Expected<Schedule> warm =
+        solve(instance.problem(), {.backend = Backend::kTransport, .memory = &memory});
+    const Expected<Schedule> lemon = solve(instance.problem(), {.backend = Backend::kLemon});
+    ASSERT_TRUE(warm.ok()) << warm.message();
+    ASSERT_TRUE(lemon.ok()) << lemon.message();
+    EXPECT_EQ(warm->objective_ticks, lemon->objective_ticks) << keep << " jobs";
+    EXPECT_EQ(plan_problems(instance, *warm), std::vector<std::string>{}) << keep << " jobs";
+    for (const std::string& device : shape.devices) {
+      std::size_t deepest = 0;
+      for (const Assignment& a : warm->assignments) {
+        if (instance.machines[a.machine].device == device) deepest = std::max(deepest, a.position);
+      }
+      EXPECT_GE(memory.levels(device), 1u) << device;
+      EXPECT_LE(memory.levels(device), deepest + 1) << device << ", " << keep << " jobs";
+    }
+  }
+}
+
 TEST(BackendsAgree, TransportOnDistinctMachinesMatchesBoost) {
   // Every machine its own type and residual: many slots of capacity one.
   std::mt19937 rng(15);
