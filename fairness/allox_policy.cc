@@ -111,8 +111,7 @@ class AlloxPolicy : public SchedulingPolicy {
     while (r.any_idle() && r.waiting_count > 0) {
       const std::vector<std::size_t> waiting = r.waiting_jobs();
       const std::vector<std::size_t> entering =
-          fairness_round(state, r.users, waiting, r.shares, alpha, options_.starvation_bound)
-              .jobs;
+          fairness_round(state, r.users, waiting, r.shares, alpha, options_.starvation_bound).jobs;
       Expected<matcher::OnlineDecision> online = plan(state, r, entering);
       if (!online.ok()) return Error{"allox round: " + online.message()};
       if (!online->start_now.empty()) {
@@ -240,8 +239,8 @@ class AlloxPolicy : public SchedulingPolicy {
     std::vector<bool> idle;
     std::vector<std::size_t> node_of;  // node_ids(machines)
     std::map<DeviceType, std::size_t> counts;
-    QueueUsers users;            // the queue's users as indices
-    std::vector<double> shares;  // current L per user index, updated as the decision starts jobs
+    QueueUsers users;             // the queue's users as indices
+    std::vector<double> shares;   // current L per user index, updated as the decision starts jobs
     std::vector<double> weights;  // per user index
     std::deque<std::map<DeviceType, double>> overlaid;  // jobs with a remaining estimate
     // Per queue index: the job's times, or its remaining ones from `overlaid`.

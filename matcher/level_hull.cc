@@ -36,8 +36,8 @@ void LevelHull::add(std::int64_t level, std::int64_t price, std::size_t slot) {
   }
   if (!points_.empty()) {
     const Point& a = points_.back();
-    threshold_.push_back(threshold(static_cast<__int128>(level) - a.level,
-                                   static_cast<__int128>(price) - a.price));
+    threshold_.push_back(
+        threshold(static_cast<__int128>(level) - a.level, static_cast<__int128>(price) - a.price));
   }
   points_.push_back({level, price, slot});
 }

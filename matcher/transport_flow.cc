@@ -545,15 +545,15 @@ class Transport {
   }
 
   // One phase: Dijkstra on reduced costs from every excess node over the S slots and the sink
-  // (dense: O(S) per settled node), until every deficit node is settled or no more can be. Prices then fall by the distances, capped at
-  // the last settled one: every reduced cost stays non-negative and each settled deficit's path
-  // from an excess node (pred_) becomes tight. Each settled deficit, nearest first, then pulls
-  // units along its path while every arc of it is still tight and open and its source still has
-  // excess (an earlier unit may have taken the job or the outlet unit at that cost); what is left
-  // waits for the next phase. The first deficit's path always carries a unit, so each phase
-  // fixes at least one unit of imbalance, usually several: one Dijkstra serves every deficit it
-  // reaches where successive shortest paths ran one per unit. false when no deficit is
-  // reachable (the network cannot carry every job).
+  // (dense: O(S) per settled node), until every deficit node is settled or no more can be. Prices
+  // then fall by the distances, capped at the last settled one: every reduced cost stays
+  // non-negative and each settled deficit's path from an excess node (pred_) becomes tight. Each
+  // settled deficit, nearest first, then pulls units along its path while every arc of it is still
+  // tight and open and its source still has excess (an earlier unit may have taken the job or the
+  // outlet unit at that cost); what is left waits for the next phase. The first deficit's path
+  // always carries a unit, so each phase fixes at least one unit of imbalance, usually several: one
+  // Dijkstra serves every deficit it reaches where successive shortest paths ran one per unit.
+  // false when no deficit is reachable (the network cannot carry every job).
   Expected<bool> augment() {
     const std::size_t nodes = slots_ + 1;
     dist_.assign(nodes, kUnreached);
@@ -763,8 +763,8 @@ class Transport {
     std::size_t member;  // index into row_
   };
   std::vector<HullPoint> hull_;
-  std::vector<LevelHull> hulls_;     // per run; see build_hulls()
-  std::vector<std::int64_t> price_;  // per slot, then the sink
+  std::vector<LevelHull> hulls_;      // per run; see build_hulls()
+  std::vector<std::int64_t> price_;   // per slot, then the sink
   std::vector<std::size_t> outlets_;  // outlet ids, each slot's range cheapest first (stable)
   std::vector<std::int64_t> capacity_;
   std::vector<std::size_t> slot_of_;

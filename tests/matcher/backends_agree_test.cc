@@ -345,8 +345,8 @@ TEST(BackendsAgree, TransportWithManyTiedMovesAcrossDeviceTypesMatchesLemon) {
       EXPECT_EQ(warm->objective_ticks, lemon->objective_ticks) << jobs << " jobs, step " << step;
       EXPECT_EQ(plan_problems(instance, *warm), std::vector<std::string>{}) << jobs << " jobs";
       // The machine planned to free first turns busy for a while; one job leaves the queue.
-      Machine& machine = instance.machines[static_cast<std::size_t>(step) %
-                                           instance.machines.size()];
+      Machine& machine =
+          instance.machines[static_cast<std::size_t>(step) % instance.machines.size()];
       machine.busy_until = instance.now + 1 + step % 5;
       instance.jobs.erase(instance.jobs.begin() + step * 7 % 40);
       instance.pending = pending_jobs(instance.jobs);
