@@ -53,9 +53,13 @@ class AlloxPolicy : public SchedulingPolicy {
   std::string name() const override { return "allox"; }
 
   Expected<Decision> decide(const ClusterState& state) override {
-    Round r(state);
     Decision decision;
-    if (state.queue.empty()) return decision;
+    if (state.queue.empty()) {
+      decision.shares = current_shares(state);
+      return decision;
+    }
+    Round r(state);
+    decision.shares = r.shares;  // before the round's starts add to them
 
     // Jobs the cluster cannot run at all would make every matcher solve fail; they wait.
     std::map<DeviceType, std::size_t> counts = device_counts(state);
@@ -155,6 +159,7 @@ class AlloxPolicy : public SchedulingPolicy {
           machines(state.machines),
           idle(state.idle),
           node_of(node_ids(state.machines)),
+          first_of_node(first_machines(node_of)),
           shares(current_shares(state)),
           counts(device_counts(state)) {
       idle.resize(machines.size(), false);
@@ -195,7 +200,8 @@ class AlloxPolicy : public SchedulingPolicy {
       const DeviceType& device = machines[machine].device;
       decision.start.push_back({jobs[i]->id, machine});
       std::optional<std::vector<std::size_t>> units =
-          gang_units(machines, idle, node_of, machine, jobs[i]->units);
+          gang_units(machines, idle, node_of, machine, jobs[i]->units,
+                     first_of_node[node_of[machine]]);
       for (std::size_t m : units.value_or(std::vector<std::size_t>{machine})) {
         idle[m] = false;
         machines[m].busy_until = now + times[i]->at(device);
@@ -237,7 +243,8 @@ class AlloxPolicy : public SchedulingPolicy {
     double now;
     std::vector<Machine> machines;
     std::vector<bool> idle;
-    std::vector<std::size_t> node_of;  // node_ids(machines)
+    std::vector<std::size_t> node_of;        // node_ids(machines)
+    std::vector<std::size_t> first_of_node;  // first_machines(node_of)
     std::map<std::string, double> shares;
     std::map<DeviceType, std::size_t> counts;
     std::map<std::string, double> weights;

@@ -311,7 +311,8 @@ class Planner {
   Planner(ExtenderConfig config, std::unique_ptr<SchedulingPolicy> policy,
           std::unique_ptr<Store> store, Metrics& metrics, PlannerOptions options);
   void loop();
-  void solve_once();
+  // Plans unless plan_needed (plan.h) says the plan would repeat the latest one.
+  void solve_once(PlanCause cause);
   void wake();
   void prune_store_history();
   // Runs the policy; when it fails, parks the queued jobs it cannot take alone and runs again.
