@@ -53,9 +53,13 @@ class AlloxPolicy : public SchedulingPolicy {
   std::string name() const override { return "allox"; }
 
   Expected<Decision> decide(const ClusterState& state) override {
-    Round r(state);
     Decision decision;
-    if (state.queue.empty()) return decision;
+    if (state.queue.empty()) {
+      decision.shares = current_shares(state);
+      return decision;
+    }
+    Round r(state);
+    decision.shares = starting_shares(state, r);
 
     // Jobs the cluster cannot run at all would make every matcher solve fail; they wait.
     // The first read of each job's time map in this decision: its nodes are fetched ahead.
@@ -147,6 +151,12 @@ class AlloxPolicy : public SchedulingPolicy {
   }
 
  private:
+  struct Round;
+  // current_shares(state) from the round's shares of the queue's users (the same sums in the same
+  // order) and a pass over the running jobs of users with nothing queued: no map keyed by name
+  // over the whole queue.
+  static std::map<std::string, double> starting_shares(const ClusterState& state, const Round& r);
+
   // The decision under construction: machines as they will be once its starts are applied.
   struct Round {
     explicit Round(const ClusterState& state)
@@ -154,6 +164,7 @@ class AlloxPolicy : public SchedulingPolicy {
           machines(state.machines),
           idle(state.idle),
           node_of(node_ids(state.machines)),
+          first_of_node(first_machines(node_of)),
           counts(device_counts(state)),
           users(queue_users(state)),
           shares(queue_user_shares(state, users, counts)),
@@ -199,8 +210,8 @@ class AlloxPolicy : public SchedulingPolicy {
     void start(std::size_t i, std::size_t machine, Decision& decision) {
       const DeviceType& device = machines[machine].device;
       decision.start.push_back({jobs[i]->id, machine});
-      std::optional<std::vector<std::size_t>> units =
-          gang_units(machines, idle, node_of, machine, jobs[i]->units);
+      std::optional<std::vector<std::size_t>> units = gang_units(
+          machines, idle, node_of, machine, jobs[i]->units, first_of_node[node_of[machine]]);
       for (std::size_t m : units.value_or(std::vector<std::size_t>{machine})) {
         idle[m] = false;
         machines[m].busy_until = now + times[i]->at(device);
@@ -237,7 +248,8 @@ class AlloxPolicy : public SchedulingPolicy {
     double now;
     std::vector<Machine> machines;
     std::vector<bool> idle;
-    std::vector<std::size_t> node_of;  // node_ids(machines)
+    std::vector<std::size_t> node_of;        // node_ids(machines)
+    std::vector<std::size_t> first_of_node;  // first_machines(node_of)
     std::map<DeviceType, std::size_t> counts;
     QueueUsers users;             // the queue's users as indices
     std::vector<double> shares;   // current L per user index, updated as the decision starts jobs
@@ -328,6 +340,21 @@ class AlloxPolicy : public SchedulingPolicy {
   matcher::Backend backend_;
   matcher::PriceMemory memory_;  // warm starts across this policy's solves; a hint only
 };
+
+std::map<std::string, double> AlloxPolicy::starting_shares(const ClusterState& state,
+                                                           const Round& r) {
+  std::map<std::string, double> shares;
+  for (std::size_t u = 0; u < r.users.names.size(); ++u)
+    shares.emplace(r.users.names[u], r.shares[u]);
+  std::map<std::string, double> idle_users;  // running jobs, nothing queued
+  for (const RunningJob& job : state.running) {
+    const std::string& user = job.job->user;
+    if (std::binary_search(r.users.names.begin(), r.users.names.end(), user)) continue;
+    idle_users[user] += running_job_share(*job.job, state.machines[job.machine].device, r.counts);
+  }
+  for (auto& [user, share] : idle_users) shares.emplace(user, share / weight_of(state, user));
+  return shares;
+}
 
 }  // namespace
 

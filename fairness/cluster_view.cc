@@ -37,7 +37,8 @@ std::optional<std::pair<DeviceType, double>> fastest_present(
 std::optional<std::vector<std::size_t>> gang_units(const std::vector<Machine>& machines,
                                                    const std::vector<bool>& idle,
                                                    const std::vector<std::size_t>& node_of,
-                                                   std::size_t machine, int units) {
+                                                   std::size_t machine, int units,
+                                                   std::size_t from) {
   auto free = [&](std::size_t m) { return m < idle.size() && idle[m]; };
   if (machine >= machines.size() || units < 1) return std::nullopt;
   if (machines[machine].node.empty()) {  // a one-unit node: the machine itself
@@ -45,12 +46,20 @@ std::optional<std::vector<std::size_t>> gang_units(const std::vector<Machine>& m
     return std::vector<std::size_t>{machine};
   }
   std::vector<std::size_t> taken;
-  for (std::size_t m = 0; m < machines.size() && taken.size() < static_cast<std::size_t>(units);
-       ++m) {
+  for (std::size_t m = std::min(from, machine);
+       m < machines.size() && taken.size() < static_cast<std::size_t>(units); ++m) {
     if (node_of[m] == node_of[machine] && free(m)) taken.push_back(m);
   }
   if (taken.size() < static_cast<std::size_t>(units)) return std::nullopt;
   return taken;
+}
+
+std::vector<std::size_t> first_machines(const std::vector<std::size_t>& node_of) {
+  std::vector<std::size_t> first;
+  for (std::size_t m = 0; m < node_of.size(); ++m) {
+    if (node_of[m] >= first.size()) first.resize(node_of[m] + 1, m);  // ids follow first machines
+  }
+  return first;
 }
 
 std::map<DeviceType, int> largest_nodes(const ClusterState& state) {

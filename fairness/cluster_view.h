@@ -41,11 +41,16 @@ std::optional<std::pair<DeviceType, double>> fastest_present(
 
 // The machines a job of `units` devices placed on `machine` occupies (fairness/policy.h,
 // Placement): the `units` lowest-index idle machines of its node (node_of from node_ids()),
-// ascending. nullopt if the node has fewer idle units.
+// ascending. nullopt if the node has fewer idle units. `from`: no machine of the node lies
+// below it (first_machines()), so the scan starts there rather than at machine 0.
 std::optional<std::vector<std::size_t>> gang_units(const std::vector<Machine>& machines,
                                                    const std::vector<bool>& idle,
                                                    const std::vector<std::size_t>& node_of,
-                                                   std::size_t machine, int units);
+                                                   std::size_t machine, int units,
+                                                   std::size_t from = 0);
+
+// Per node id of `node_of` (node_ids()), the lowest index of its machines: gang_units' `from`.
+std::vector<std::size_t> first_machines(const std::vector<std::size_t>& node_of);
 
 // Largest number of units any node of each device type offers in the snapshot: a job of more
 // units than largest_nodes()[d] can never run on d.

@@ -68,6 +68,10 @@ struct Decision {
   std::vector<Placement> start;
   std::vector<std::string> preempt;  // running job ids to stop (preemptive policies only)
   std::map<std::string, double> estimated_start;  // advisory, for queued jobs that don't start
+  // allox: each user's current share L (fairness/share.h) in the snapshot the decision started
+  // from, before its starts; empty for other policies. A caller that reports shares reads them
+  // here rather than computing them again (a pass over every running job).
+  std::map<std::string, double> shares = {};
 };
 
 // srpt's ranking key (fairness/srpt_policy.cc states both rules in full).

@@ -106,6 +106,12 @@ void place_starts(const ClusterState& state, const std::vector<Placement>& start
 
 }  // namespace
 
+bool plan_needed(PlanCause cause, std::uint64_t latest_version, std::uint64_t book_version,
+                 std::size_t queued) {
+  if (cause == PlanCause::kAsked || latest_version != book_version) return true;
+  return cause == PlanCause::kTick && queued > 0;
+}
+
 std::string units_text(const DeviceType& device, int units) {
   return units > 1 ? device + " ×" + std::to_string(units) : device;
 }

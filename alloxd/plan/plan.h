@@ -97,6 +97,23 @@ Plan make_plan(const PlanInput& input, const Expected<Decision>& decision,
 // Recounts plan.starts_on from plan.starts (after starts were added to a made plan).
 void index_starts(Plan& plan);
 
+// What made the planner thread plan: a change woke it, the tick came round with no change, or a
+// caller asked (solve_now, and the thread's first plan).
+enum class PlanCause { kChange, kTick, kAsked };
+
+// Whether a plan must be solved, or would only repeat `latest` (made from book version
+// `latest_version`; the book is at `book_version` with `queued` jobs queued, parked or not).
+// A plan reads the book and the clock and nothing else, and the book's version moves with
+// every change a plan reads (admissions included). So at an unchanged version:
+//   - a change's wake changed nothing a plan reads (a settled intent that was not there, an
+//     inventory as it was): the plan could differ only by the time it is solved at, which the
+//     tick refreshes;
+//   - the tick with nothing queued would plan no start and no wait: the same plan again.
+// Everything else is solved: a new version, a caller's request, the tick with jobs queued
+// (their estimated starts and admission holds move with the clock).
+bool plan_needed(PlanCause cause, std::uint64_t latest_version, std::uint64_t book_version,
+                 std::size_t queued);
+
 // A plan replaced by a newer one is destroyed on the publishing thread, never under the board's
 // lock nor by the reader that happened to hold it last: at 10,000 queued jobs freeing one is
 // tens of thousands of frees, which readers (a /filter) would otherwise wait on or pay for.

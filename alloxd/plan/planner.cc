@@ -145,10 +145,11 @@ void Planner::loop() {
   }
   auto tick = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
       std::chrono::duration<double>(config_.tick));
+  PlanCause cause = PlanCause::kAsked;  // the first plan
   while (true) {
     prune_store_history();
     const auto began = std::chrono::steady_clock::now();
-    solve_once();
+    solve_once(cause);
     const auto ended = std::chrono::steady_clock::now();
     const auto resume = ended + plan_pause(std::chrono::duration<double>(ended - began).count(),
                                            options_.pace, options_.max_pause);
@@ -174,6 +175,7 @@ void Planner::loop() {
     wake_cv_.wait_for(lock, tick, [&] { return wake_pending_ || stopping_; });
     sleeping_ = false;
     if (stopping_) return;
+    cause = urgent_ ? PlanCause::kAsked : wake_pending_ ? PlanCause::kChange : PlanCause::kTick;
     wake_pending_ = false;
     urgent_ = false;
   }
@@ -218,7 +220,7 @@ Expected<Decision> Planner::decide_isolating(PlanInput& input) {
   return policy_->decide(input.state);
 }
 
-void Planner::solve_once() {
+void Planner::solve_once(PlanCause cause) {
   PlanInput input;
   std::vector<std::pair<std::string, PlannedStart>> held;
   GangPlan gangs;
@@ -237,6 +239,9 @@ void Planner::solve_once() {
       });
     }
     std::shared_lock lock(book_mu_);
+    if (!plan_needed(cause, plans_.latest()->version, book_.version(), book_.queued_count())) {
+      return;
+    }
     has_inventory = book_.has_inventory();
     input = book_.snapshot(now());
     held = hold_admitted(input, input.state.now);
@@ -266,7 +271,10 @@ void Planner::solve_once() {
   auto plan = std::make_shared<const Plan>(std::move(made));
   std::map<std::string, int> queued_per_user;
   for (const auto& queued : input.state.queue) ++queued_per_user[queued.job->user];
-  std::map<std::string, double> shares = current_shares(input.state);
+  // The policy's own (allox fills them in), or computed here: one pass over the running jobs.
+  std::map<std::string, double> shares = decision && !decision->shares.empty()
+                                             ? std::move(decision->shares)
+                                             : current_shares(input.state);
   share_history_.record(now(), shares);
   // Metrics first: a filter answered from this plan may be followed at once by a /metrics read.
   metrics_.record_solve(seconds, input.state.queue.size(), input.state.running.size(),

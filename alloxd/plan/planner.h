@@ -7,7 +7,9 @@
 // job's bind onto the machines its admission holds, leave the next plan as it would be, so they
 // wake none (a bind stream re-plans on what it frees, not on every bind).
 // The thread snapshots the book, runs the policy (fairness round + matcher) and publishes a
-// Plan; it plans again after a change and at least every `tick`. Readers take the latest plan
+// Plan; it plans again after a change and at least every `tick`, except a plan that would
+// repeat the latest one (plan_needed, plan.h: no change since it, or the tick with nothing
+// queued), which is not solved. Readers take the latest plan
 // by pointer and read the book under a shared lock (read()), so they never wait for a solve.
 //
 // Pacing: after a plan that took d seconds (snapshot to published), the next one
@@ -311,7 +313,8 @@ class Planner {
   Planner(ExtenderConfig config, std::unique_ptr<SchedulingPolicy> policy,
           std::unique_ptr<Store> store, Metrics& metrics, PlannerOptions options);
   void loop();
-  void solve_once();
+  // Plans unless plan_needed (plan.h) says the plan would repeat the latest one.
+  void solve_once(PlanCause cause);
   void wake();
   void prune_store_history();
   // Runs the policy; when it fails, parks the queued jobs it cannot take alone and runs again.

@@ -90,6 +90,49 @@ TEST(MultiUnitFairness, GangUnitsAreTheNodesLowestIdleUnits) {
             gang_units(s.state.machines, s.state.idle, node_of, 7, 4).value());
 }
 
+// first_machines() gives each node's lowest machine, and a scan started there takes the same
+// units as one from machine 0, on nodes whose units are not adjacent too.
+TEST(MultiUnitFairness, GangUnitsFromTheNodesFirstMachineAreTheSame) {
+  std::vector<Machine> machines;
+  for (int u = 0; u < 3; ++u) {
+    for (std::string node : {"a", "b", "c"}) {  // a/0, b/0, c/0, a/1, ...: interleaved
+      machines.push_back({node + "/" + std::to_string(u), "gpu", 0, node});
+    }
+  }
+  const std::vector<std::size_t> node_of = node_ids(machines);
+  const std::vector<std::size_t> first = first_machines(node_of);
+  EXPECT_EQ((std::vector<std::size_t>{0, 1, 2}), first);
+  std::vector<bool> idle(machines.size(), true);
+  idle[1] = false;  // b/0 busy
+  for (std::size_t m = 0; m < machines.size(); ++m) {
+    for (int units = 1; units <= 4; ++units) {
+      EXPECT_EQ(gang_units(machines, idle, node_of, m, units),
+                gang_units(machines, idle, node_of, m, units, first[node_of[m]]))
+          << machines[m].name << " x" << units;
+    }
+  }
+  EXPECT_EQ((std::vector<std::size_t>{4, 7}),
+            gang_units(machines, idle, node_of, 7, 2, first[node_of[7]]).value());
+}
+
+// allox's decision carries the shares it started from: current_shares() of its snapshot.
+TEST(MultiUnitFairness, AlloxDecisionCarriesTheSharesItStartedFrom) {
+  Snapshot s;
+  s.queue("two", "alice", 2, 10);
+  s.queue("one", "bob", 1, 20);
+  auto policy = make_policy("allox", PolicyOptions{});
+  ASSERT_TRUE(policy.ok()) << policy.message();
+  Expected<Decision> d = (*policy)->decide(s.state);
+  ASSERT_TRUE(d.ok()) << d.message();
+  EXPECT_FALSE(d->start.empty());
+  EXPECT_EQ(current_shares(s.state), d->shares);
+  ClusterState empty = s.state;
+  empty.queue.clear();
+  d = (*policy)->decide(empty);
+  ASSERT_TRUE(d.ok()) << d.message();
+  EXPECT_EQ(current_shares(empty), d->shares);
+}
+
 // Applies a decision's starts as the simulator does; fails if one does not fit its node.
 void expect_fits(const ClusterState& state, const Decision& d, const std::string& policy) {
   std::vector<bool> idle = state.idle;

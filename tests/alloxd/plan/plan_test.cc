@@ -131,5 +131,32 @@ TEST(PlanBoardTest, TheLastReaderOfAReplacedPlanNeverFreesIt) {
   EXPECT_EQ(0u, board.latest()->version);
 }
 
+// plan_needed: a plan is skipped only where it would repeat the latest one; one that may
+// differ (a new book version, a caller's request, the tick with jobs whose estimates move with
+// the clock) is always solved.
+TEST(PlanNeededTest, OnlyAPlanThatWouldRepeatTheLatestIsSkipped) {
+  struct Case {
+    const char* what;
+    PlanCause cause;
+    std::uint64_t latest, book;
+    std::size_t queued;
+    bool needed;
+  };
+  const Case cases[] = {
+      {"a change at a new version", PlanCause::kChange, 7, 8, 0, true},
+      {"a change at a new version, jobs queued", PlanCause::kChange, 7, 8, 3, true},
+      {"a wake at the plan's version", PlanCause::kChange, 8, 8, 3, false},
+      {"a wake at the plan's version, nothing queued", PlanCause::kChange, 8, 8, 0, false},
+      {"the tick with jobs queued", PlanCause::kTick, 8, 8, 3, true},
+      {"the tick with nothing queued", PlanCause::kTick, 8, 8, 0, false},
+      {"the tick at a new version", PlanCause::kTick, 7, 8, 0, true},
+      {"asked for", PlanCause::kAsked, 8, 8, 0, true},
+      {"the first plan", PlanCause::kAsked, 0, 1, 0, true},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(c.needed, plan_needed(c.cause, c.latest, c.book, c.queued)) << c.what;
+  }
+}
+
 }  // namespace
 }  // namespace allox::extender
