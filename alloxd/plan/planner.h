@@ -141,10 +141,12 @@ class Planner {
   //      admission holds).
   // Group commit: concurrent callers (kube-scheduler's binds side by side, the watch, the
   // controller's workers) share these steps. A caller that finds a group being committed queues
-  // its batch, and the next group takes every batch queued, so a burst of callers costs one
-  // transaction (one fsync when any of it is synced) and one hold of the writers' lock per
-  // group, not per call. Within a group, a change to a job another change of the group already
-  // changes (other than registering its pods) waits for the next group, which is as if the
+  // its batch, and the next group takes every batch queued of the first one's class (synced:
+  // a change of it is kSynced; or written), so a burst of callers costs one transaction (one
+  // fsync when synced) and one hold of the writers' lock per group, not per call, and a written
+  // caller (the watch) never waits for an fsync of its own. A batch is never split: it is as
+  // durable as its strictest change. Within a group, a change to a job another change of the group
+  // already changes (other than registering its pods) waits for the next group, which is as if the
   // changes had been applied one after the other. Never call it from inside a read() or a hook.
   std::vector<Status> apply(std::span<const BookChange> changes);
 

@@ -3,6 +3,7 @@
 // What each kind of change does at each step: planner_steps.cc.
 #include <exception>
 #include <string>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -10,10 +11,36 @@
 
 namespace allox::extender {
 
+namespace {
+
+// How durable `change` asks to be (book_change.h).
+Durability durability_of(const BookChange& change) {
+  return std::visit(
+      [](const auto& c) {
+        using Kind = std::decay_t<decltype(c)>;
+        if constexpr (std::is_same_v<Kind, book::RemoveVariant> ||
+                      std::is_same_v<Kind, book::Admit> ||
+                      std::is_same_v<Kind, book::RollBackGang>) {
+          return Durability::kWritten;
+        } else if constexpr (std::is_same_v<Kind, book::RecordBindIntent> ||
+                             std::is_same_v<Kind, book::DropBindIntent> ||
+                             std::is_same_v<Kind, book::RemoveJob> ||
+                             std::is_same_v<Kind, book::AddProfile>) {
+          return Durability::kSynced;
+        } else {
+          return c.durability;
+        }
+      },
+      change);
+}
+
+}  // namespace
+
 struct Planner::Batch {
   std::span<const BookChange> changes;
   std::vector<Applied> outcomes;
-  bool done = false;  // under group_mu_: outcomes are final and the committer let go of them
+  bool synced = false;  // a change of it is synced
+  bool done = false;    // under group_mu_: outcomes are final and the committer let go of them
 };
 
 std::vector<Status> Planner::apply(std::span<const BookChange> changes) {
@@ -25,15 +52,21 @@ std::vector<Status> Planner::apply(std::span<const BookChange> changes) {
 }
 
 std::vector<Planner::Applied> Planner::apply_changes(std::span<const BookChange> changes) {
-  Batch batch{changes, std::vector<Applied>(changes.size())};
   if (changes.empty()) return {};
+  Batch batch{changes, std::vector<Applied>(changes.size())};
+  for (const BookChange& change : changes) {
+    batch.synced = batch.synced || durability_of(change) == Durability::kSynced;
+  }
   std::unique_lock lock(group_mu_);
   group_queue_.push_back(&batch);
   if (group_committing_ && options_.group_hooks.joined) {
     options_.group_hooks.joined(group_queue_.size());
   }
-  // Leader/follower: whoever finds no group being committed commits every batch queued (its own
-  // among them), so the batches that arrive during one commit share the next.
+  // Leader/follower: whoever finds no group being committed commits the batches queued (its own
+  // among them, or it commits again), so the batches that arrive during one commit share the
+  // next. A group takes the batches of the first one's class, synced or written, in order: a
+  // written batch (the watch's, a written start) never waits for an fsync of its own, only for
+  // the group before it, and the synced ones (bind intents) share one fsync.
   while (!batch.done) {
     if (group_committing_) {
       group_cv_.wait(lock);
@@ -41,7 +74,12 @@ std::vector<Planner::Applied> Planner::apply_changes(std::span<const BookChange>
     }
     group_committing_ = true;
     std::vector<Batch*> group;
-    group.swap(group_queue_);
+    const bool synced = group_queue_.front()->synced;
+    std::erase_if(group_queue_, [&](Batch* b) {
+      if (b->synced != synced) return false;
+      group.push_back(b);
+      return true;
+    });
     lock.unlock();
     try {
       commit_group(group);
@@ -119,8 +157,8 @@ void Planner::commit_group(const std::vector<Batch*>& group) {
       return OkStatus();
     };
     if (writes.size() == 1) {
-      writes.front()->outcome->status = store_->batch(
-          [&] { return kinds.write(*writes.front()); }, writes.front()->durability);
+      writes.front()->outcome->status =
+          store_->batch([&] { return kinds.write(*writes.front()); }, writes.front()->durability);
     } else if (!writes.empty()) {
       Status together = store_->batch([&] { return write_all(false); }, durability);
       if (!together) together = store_->batch([&] { return write_all(true); }, durability);

@@ -193,21 +193,24 @@ TEST(PlannerApplyTest, AChangeTheStoreRefusesFailsOnlyItself) {
 
 TEST(PlannerApplyTest, ConcurrentCallersShareOneCommitAndKeepTheirOwnOutcome) {
   // The first caller's group is held (before its transaction) until the other callers, of
-  // several kinds, have queued: they are then committed together, as one group, one
+  // several kinds, all synced, have queued: they are then committed together, as one group, one
   // transaction. One of them is refused by the database: only its caller gets the error.
   Books books;
   std::mutex mu;
   std::condition_variable cv;
   std::size_t queued = 0;
   std::vector<std::size_t> groups;
+  bool armed = false;  // the hooks look only at the calls after the set-up's
   constexpr std::size_t kOthers = 5;
   auto planner = books.open({[&](std::size_t n) {
                                std::lock_guard lock(mu);
+                               if (!armed) return;
                                queued = n;
                                cv.notify_all();
                              },
                              [&](std::size_t batches) {
                                std::unique_lock lock(mu);
+                               if (!armed) return;
                                groups.push_back(batches);
                                cv.notify_all();  // the test starts the others now
                                if (groups.size() == 1) {
@@ -224,7 +227,7 @@ TEST(PlannerApplyTest, ConcurrentCallersShareOneCommitAndKeepTheirOwnOutcome) {
                                 "NEW.job_id = 'lab/j3' BEGIN SELECT RAISE(ABORT, 'refused'); END"));
   {
     std::lock_guard lock(mu);
-    groups.clear();
+    armed = true;
   }
   const auto before = books.commits();
   std::vector<Status> outcomes(1 + kOthers, OkStatus());
@@ -240,13 +243,12 @@ TEST(PlannerApplyTest, ConcurrentCallersShareOneCommitAndKeepTheirOwnOutcome) {
   const JobVariant fifth = books.variant(5);
   threads.emplace_back([&] { outcomes[1] = planner->record_bind_intent(refused); });
   threads.emplace_back([&] { outcomes[2] = planner->record_bind_intent(fourth); });
-  threads.emplace_back(
-      [&] { outcomes[3] = planner->complete(books.job(0), Durability::kWritten); });
+  threads.emplace_back([&] { outcomes[3] = planner->complete(books.job(0), Durability::kSynced); });
   threads.emplace_back([&] {
-    outcomes[4] = status_of(planner->record_start(fifth, "n5", -1, Durability::kWritten));
+    outcomes[4] = status_of(planner->record_start(fifth, "n5", -1, Durability::kSynced));
   });
   threads.emplace_back([&] {
-    outcomes[5] = status_of(planner->register_variant(books.variant(7), Durability::kWritten));
+    outcomes[5] = status_of(planner->register_variant(books.variant(7), Durability::kSynced));
   });
   for (std::thread& t : threads) t.join();
   EXPECT_EQ((std::vector<std::size_t>{1, kOthers}), groups);
@@ -265,6 +267,62 @@ TEST(PlannerApplyTest, ConcurrentCallersShareOneCommitAndKeepTheirOwnOutcome) {
   std::set<std::string> intents;
   for (const BindIntent& intent : state->intents) intents.insert(intent.job_id);
   EXPECT_EQ((std::set<std::string>{books.job(2), books.job(4)}), intents);
+}
+
+TEST(PlannerApplyTest, AWrittenBatchQueuedBesideSyncedOnesIsNotHeldForTheirFsync) {
+  // While a synced group commits, a written batch (the watch's) and a synced one (a bind's
+  // intent) queue in that order: each goes in a group of its own class, the written one first
+  // and as a written commit, so the watch never waits for a bind's fsync.
+  Books books;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::size_t queued = 0;
+  std::vector<std::size_t> groups;
+  bool armed = false;  // the hooks look only at the calls after the set-up's
+  auto planner =
+      books.open({[&](std::size_t n) {
+                    std::lock_guard lock(mu);
+                    if (!armed) return;
+                    queued = n;
+                    cv.notify_all();
+                  },
+                  [&](std::size_t batches) {
+                    std::unique_lock lock(mu);
+                    if (!armed) return;
+                    groups.push_back(batches);
+                    cv.notify_all();
+                    if (groups.size() == 1) {
+                      cv.wait_for(lock, std::chrono::seconds(10), [&] { return queued == 2; });
+                    }
+                  }});
+  ASSERT_NE(nullptr, planner);
+  queue_and_start_two(books, *planner, 4);
+  {
+    std::lock_guard lock(mu);
+    armed = true;
+  }
+  const BindIntent first = books.intent(*planner, 2);
+  const BindIntent last = books.intent(*planner, 3);
+  const auto before = books.commits();
+  std::vector<Status> outcomes(3, OkStatus());
+  std::vector<std::thread> threads;
+  threads.emplace_back([&] { outcomes[0] = planner->record_bind_intent(first); });
+  {
+    std::unique_lock lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return !groups.empty(); }));
+  }
+  threads.emplace_back(
+      [&] { outcomes[1] = planner->complete(books.job(0), Durability::kWritten); });
+  {
+    std::unique_lock lock(mu);  // the written batch is queued first
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return queued == 1; }));
+  }
+  threads.emplace_back([&] { outcomes[2] = planner->record_bind_intent(last); });
+  for (std::thread& t : threads) t.join();
+  for (const Status& s : outcomes) EXPECT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ((std::vector<std::size_t>{1, 1, 1}), groups);
+  EXPECT_EQ(before.first + 2, books.commits().first);
+  EXPECT_EQ(before.second + 1, books.commits().second);
 }
 
 TEST(PlannerApplyTest, AGroupIsAsDurableAsItsStrictestChange) {
