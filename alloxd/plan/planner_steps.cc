@@ -265,40 +265,6 @@ void Planner::Steps::book_change(Step& step, const book::Start&) {
   p.metrics_.record_time_to_bind(std::max(0.0, view.at - step.record.arrival));
 }
 
-// StartGang: as Start, every member at once.
-
-void Planner::Steps::check_change(Step& step, const book::StartGang& c) {
-  if (!claim(step, c.job_id)) return;
-  std::unique_lock lock(p.book_mu_);
-  const BookJob* job = p.book_.job(c.job_id);
-  if (job != nullptr && job->record.phase == JobPhase::kRunning &&
-      job->member_nodes == c.member_nodes) {
-    step.outcome->gang = job->record;  // already recorded (the watch's members, or a repeat)
-    return;
-  }
-  auto started = p.book_.start_gang(c.job_id, c.member_nodes, c.device, view.at);
-  if (!started) {
-    step.outcome->status = started.error();
-    return;
-  }
-  step.record = *started;
-  step.outcome->gang = *started;
-  step.durability = c.durability;
-  step.replan = true;
-  step.then = Step::Then::kWrite;
-}
-
-Status Planner::Steps::write_change(Step& step, const book::StartGang& c) {
-  return p.store_->record_gang_start(step.record, c.member_nodes, step.durability);
-}
-
-void Planner::Steps::book_change(Step&, const book::StartGang& c) {
-  // What the watch saw bound so far belongs to this run: a later run of the job (its pods made
-  // again under the same names) counts its own members' bindings from none.
-  p.admitted_.erase(c.job_id);
-  p.gang_bound_.erase(c.job_id);
-}
-
 // Complete: the run is done and its machines free.
 
 void Planner::Steps::check_change(Step& step, const book::Complete& c) {
@@ -473,44 +439,6 @@ Status Planner::Steps::write_change(Step& step, const book::AddProfile&) {
 
 void Planner::Steps::book_change(Step& step, const book::AddProfile&) {
   p.book_.add_sample(step.sample);
-  step.replan = true;
-}
-
-// RollBackGang: the gang's members leave (the book and the store) and it waits again.
-
-void Planner::Steps::check_change(Step& step, const book::RollBackGang& c) {
-  if (!claim(step, c.job_id)) return;
-  {
-    std::shared_lock lock(p.book_mu_);
-    const BookJob* job = p.book_.job(c.job_id);
-    if (job == nullptr || job->record.phase != JobPhase::kQueued) return;
-    step.row = job->record.row;
-    for (const auto& [key, member] : job->variants) step.pods.push_back(member.pod);
-  }
-  step.then = Step::Then::kWrite;
-}
-
-Status Planner::Steps::write_change(Step& step, const book::RollBackGang& c) {
-  // A member that cannot be forgotten is only reported: the rollback goes on (the book lets go
-  // of it, and a restart reads the gang back waiting for its members).
-  for (const PodIdentity& pod : step.pods) {
-    if (auto s = p.store_->forget_member(pod, step.row, Durability::kWritten); !s) {
-      log_warn("could not forget a rolled-back gang member",
-               {{"job", c.job_id}, {"pod", pod_key(pod)}, {"error", s.message()}});
-    }
-  }
-  return OkStatus();
-}
-
-void Planner::Steps::book_change(Step& step, const book::RollBackGang& c) {
-  p.admitted_.erase(c.job_id);
-  p.gang_bound_.erase(c.job_id);
-  p.book_.note_gang(c.job_id, c.note);  // first: the note keeps the job once its members leave
-  for (const PodIdentity& pod : step.pods) {
-    if (!pod.uid.empty()) p.rolled_back_.insert(pod.uid);
-    p.book_.remove_variant(pod.namespace_name, pod.name);
-  }
-  p.rollbacks_.push_back({c.job_id, c.note, step.pods});  // under write_mu_
   step.replan = true;
 }
 
