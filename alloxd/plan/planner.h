@@ -43,6 +43,7 @@
 #include <mutex>
 #include <optional>
 #include <shared_mutex>
+#include <span>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
@@ -50,6 +51,7 @@
 
 #include "alloxd/config.h"
 #include "alloxd/control/cluster_api.h"
+#include "alloxd/plan/book_change.h"
 #include "alloxd/plan/gang_reservation.h"
 #include "alloxd/plan/plan.h"
 #include "alloxd/store/job_book.h"
@@ -60,15 +62,6 @@
 #include "fairness/policy.h"
 
 namespace allox::extender {
-
-// A profiling or progress report (POST /v1/profiles).
-struct ProfileReport {
-  std::string job_id;
-  DeviceType device;
-  ProfileSample::Kind kind = ProfileSample::Kind::kProfile;
-  std::int64_t iterations = 0;
-  double seconds = 0;
-};
 
 struct PlannerOptions {
   // Unix seconds; tests substitute a fake clock. Unset: the wall clock.
@@ -92,6 +85,15 @@ struct PlannerOptions {
   // The planner thread's nice value (thread_priority.h): the request threads, the watch and the
   // controller go first when the cores are busy. Never raised above the process's: 0 keeps it.
   int nice = 10;
+  // Tests: `joined` runs as a batch of changes queues behind a running group commit, with the
+  // number of batches queued, under the queue's lock (it must not call the planner);
+  // `before_commit` runs before a group's store transaction, with its number of batches, on the
+  // committing caller's thread holding the writers' lock only.
+  struct GroupHooks {
+    std::function<void(std::size_t queued)> joined;
+    std::function<void(std::size_t batches)> before_commit;
+  };
+  GroupHooks group_hooks;
 };
 
 // The pause after a plan that took `solve_seconds`: min(pace × solve_seconds, max_pause), and
@@ -100,11 +102,10 @@ std::chrono::steady_clock::duration plan_pause(double solve_seconds, double pace
 
 class Planner {
  public:
-  // The batched writers (register_variants, complete_all, admit_all: the watch's bursts and a
-  // new plan's admissions) change the book this many at a time, each chunk under its own hold
-  // of the book's lock: a /filter waits for one chunk at most, not for thousands of changes.
-  // Every change is whole on its own, so a reader between chunks sees the book that the same
-  // calls made one after another would have left.
+  // apply() changes the book this many at a time, each chunk under its own hold of the book's
+  // lock: a /filter waits for one chunk at most, not for thousands of changes. Every change is
+  // whole on its own, so a reader between chunks sees the book that the same changes applied
+  // one after another would have left.
   static constexpr std::size_t kBookWriteChunk = 64;
 
   // Opens the store and restores the book from it. metrics must outlive the planner.
@@ -126,17 +127,41 @@ class Planner {
   }
   const ExtenderConfig& config() const { return config_; }
 
-  // Changes. Each is durable before it returns and wakes the planner thread. `durability`
-  // (store.h): kWritten for what the API server also holds (the watch's pods, a start whose
-  // bind intent is on disk), which then costs no fsync of its own.
+  // The one write path of the book (the writers below are thin callers of it). Each change is
+  // durable (as its kind says: book_change.h) before apply returns, and is in the book: an
+  // outcome per change, in order. How a batch is applied, under one hold of the writers' lock:
+  //   1. each change is checked against the book (a read; a start takes its machines in the
+  //      book here, before the store, as only the book can choose them);
+  //   2. one store transaction writes every change that must be written, each in a savepoint:
+  //      a change whose write fails fails alone and the others are kept (when the commit itself
+  //      fails, each is written again alone). The transaction is as durable as the strictest
+  //      change in it;
+  //   3. the book is changed, kBookWriteChunk changes per hold of its lock;
+  //   4. the planner thread is woken once, when a change can alter the next plan: not for a
+  //      change that changed nothing, a bind intent, nor the latest plan carried out (an
+  //      admission as that plan starts the job, and the job's bind onto the machines its
+  //      admission holds).
+  // Group commit: concurrent callers (kube-scheduler's binds side by side, the watch, the
+  // controller's workers) share these steps. A caller that finds a group being committed queues
+  // its batch, and the next group takes every batch queued of the first one's class (synced:
+  // a change of it is kSynced; or written), so a burst of callers costs one transaction (one
+  // fsync when synced) and one hold of the writers' lock per group, not per call, and a written
+  // caller (the watch) never waits for an fsync of its own. A batch is never split: it is as
+  // durable as its strictest change. Within a group, a change to a job another change of the group
+  // already changes (other than registering its pods) waits for the next group, which is as if the
+  // changes had been applied one after the other. Never call it from inside a read() or a hook.
+  std::vector<Status> apply(std::span<const BookChange> changes);
+
+  // The writers: apply() with one change (or a batch of one kind), with what their callers need
+  // back. `durability` (store.h): kWritten for what the API server also holds (the watch's pods,
+  // a start whose bind intent is on disk), which then costs no fsync of its own.
   void set_inventory(const std::vector<NodeInventory>& nodes);
   // Registers a pod as a variant of its job (persisted when new or changed). Returns the book
   // version a plan must reach to include it (0 when nothing changed).
   Expected<std::uint64_t> register_variant(const JobVariant& variant,
                                            Durability durability = Durability::kSynced);
-  // register_variant for each, in order, in one store transaction (the watch's burst of new
-  // pods); an outcome per variant. When the transaction fails, each is registered alone so one
-  // bad pod fails only itself. A pod must appear at most once.
+  // register_variant for each, in order, in one batch (the watch's burst of new pods); an
+  // outcome per variant. A pod must appear at most once.
   std::vector<Status> register_variants(const std::vector<JobVariant>& variants,
                                         Durability durability = Durability::kSynced);
   struct Started {
@@ -149,8 +174,7 @@ class Planner {
   // Records that `variant` was bound to `node` (on `preferred_slot` when it is free there).
   // unused_variants holds only pods in variant's namespace: a job never spans tenants. Idempotent:
   // a start already recorded for this pod on this node (the watch saw the binding first, and
-  // perhaps the pod's end too) is returned. Concurrent calls (kube-scheduler's binds run side by
-  // side) are recorded as one group: one hold of the writers' lock, one store transaction.
+  // perhaps the pod's end too) is returned.
   Expected<Started> record_start(const JobVariant& variant, const std::string& node,
                                  int preferred_slot, Durability durability = Durability::kSynced);
   // The job's pod failed (or vanished) and its batch/v1 Job will run it again as another pod:
@@ -160,8 +184,7 @@ class Planner {
   Status requeue(const std::string& job_id, Durability durability = Durability::kSynced);
   // The job finished (its pod succeeded, failed or vanished, or an operator said so).
   Status complete(const std::string& job_id, Durability durability = Durability::kSynced);
-  // complete() for each (the watch's burst of ended pods): one hold of the writers' lock, one
-  // store transaction (each alone when it fails), one update of the book; an outcome per id. An
+  // complete() for each (the watch's burst of ended pods), in one batch; an outcome per id. An
   // id given twice is completed once (the second is answered as the first).
   std::vector<Status> complete_all(const std::vector<std::string>& job_ids,
                                    Durability durability = Durability::kSynced);
@@ -192,8 +215,7 @@ class Planner {
     std::string pod_key;  // namespace/name
     PlannedStart start;
   };
-  // admit() for each (a job at most once), the siblings' removals in one store transaction
-  // (falling back to one by one when it fails); an outcome per admission.
+  // admit() for each (a job at most once), in one batch; an outcome per admission.
   std::vector<Status> admit_all(const std::vector<AdmitRequest>& admissions);
   // Gangs (planner_gangs.cc, whose top says what the plan guarantees). The start of a gang
   // whose members were all bound (member pod key -> node), recorded in the book and the store
@@ -320,25 +342,38 @@ class Planner {
   // Runs the policy; when it fails, parks the queued jobs it cannot take alone and runs again.
   Expected<Decision> decide_isolating(PlanInput& input);
 
-  // A variant's registration, written to the store and not yet applied to the book.
-  struct VariantChange {
-    JobBook::Change kind = JobBook::Change::kNone;
-    JobRecord record;  // its run (row set)
-    const JobVariant* variant = nullptr;
-  };
   // Under book_mu_ (shared): a sibling of a job admitted as another variant stays out.
   bool admitted_as_another(const JobVariant& variant) const;
-  // Under write_mu_: classifies the variant against the book, or against `new_runs` (the runs a
-  // batch has written and not applied yet: job id -> record), and writes its change.
-  Expected<VariantChange> write_variant(const JobVariant& variant,
-                                        const std::unordered_map<std::string, JobRecord>& new_runs,
-                                        Durability durability);
-  // Under book_mu_ (exclusive), after write_variant.
-  void apply_variant(const VariantChange& change);
-  // Runs `section` on the calling thread holding book_mu_ exclusively, and returns its result:
-  // the changes made at the cluster's rate (registrations, starts, finishes, admissions, the
-  // retention sweep). The rare ones (an admin's removal, a profile report, a parked job, the
-  // inventory, the intents at start-up) take the lock themselves; some write the store under it.
+
+  // apply()'s outcome of one change, with what its writer returns besides.
+  struct Applied {
+    Status status = OkStatus();
+    std::uint64_t version = 0;       // RegisterVariant: the book's version with it (0: no change)
+    std::optional<Started> started;  // Start
+    std::optional<JobRecord> gang;   // StartGang
+  };
+  // apply() with every outcome. The group commit: a caller's batch waits in group_queue_ while
+  // another caller commits a group, and whoever finds none running commits every batch queued.
+  struct Batch;
+  std::vector<Applied> apply_changes(std::span<const BookChange> changes);
+  // Under write_mu_ (planner_apply.cc): steps 1-4 of apply() for the group's batches, again for
+  // the changes that wait for the next group, until none does.
+  void commit_group(const std::vector<Batch*>& group);
+  // One change on its way through a group, and what each kind does at each step
+  // (planner_steps.h, planner_steps.cc).
+  struct Step;
+  struct GroupView;
+  struct Steps;
+  std::mutex group_mu_;
+  std::condition_variable group_cv_;
+  std::vector<Batch*> group_queue_;  // under group_mu_
+  bool group_committing_ = false;    // under group_mu_
+
+  // Runs `section` on the calling thread holding book_mu_ exclusively, and returns its result.
+  // apply() changes the book only through it; so do the rare writers outside apply() (a parked
+  // job, the inventory, the retention sweep, the intents settled at start-up, a gang's members
+  // as the watch sees them bound or ended, an adopted gang), which change no store row (the
+  // start-up's settling aside) and so need no group commit.
   template <typename Section>
   auto write_book(Section&& section) {
     std::unique_lock lock(book_mu_);
@@ -361,11 +396,11 @@ class Planner {
   PlannerOptions options_;
   PlanBoard plans_;
 
-  // The book's writers, one at a time: each holds write_mu_ across its store write and its
-  // change to the book, so a writer may read the book under a shared lock, write the store
-  // holding no lock that readers (/filter, the controller) or the planner's snapshot wait on,
-  // and apply its change under book_mu_ with nothing changed in between (register_variant: a
-  // SQLite commit can take tens of ms on a loaded disk). Order: write_mu_, then book_mu_.
+  // The lock order, for every writer: write_mu_ (the writers, one at a time), then the store's
+  // transaction (Store::batch), then book_mu_ (exclusive, kBookWriteChunk changes at a time).
+  // A writer reads the book under a shared lock, writes the store holding no lock that readers
+  // (/filter, the controller) or the planner's snapshot wait on (a SQLite commit can take tens
+  // of ms on a loaded disk), and changes the book with nothing changed in between.
   std::mutex write_mu_;
   mutable std::shared_mutex book_mu_;
   JobBook book_;
@@ -408,30 +443,10 @@ class Planner {
   // completed, once every member has ended.
   std::unordered_set<std::string> gang_retries_;
   std::vector<Rollback> rollbacks_;
-  // admit_all's steps, as its one writer (write_mu_): the admissions that change something
-  // (read under a shared lock; the others' outcomes set), their siblings out of the store, then
-  // the book (returns whether a plan must follow: an admission the latest plan did not make).
-  struct Admitting;
-  std::vector<Admitting> admissions_to_write(const std::vector<AdmitRequest>& admissions,
-                                             std::vector<Status>& outcomes) const;
-  void forget_siblings(std::vector<Admitting>& admitting, std::vector<Status>& outcomes);
-  bool book_admissions(const std::vector<AdmitRequest>& admissions,
-                       const std::vector<Admitting>& admitting,
-                       const std::vector<Status>& outcomes);
   CompletionToBind completion_to_bind_;  // under book_mu_
 
-  // record_start's groups (leader/follower, as the store's bind intents): a call joins the
-  // forming group; whoever finds no group being recorded records the whole forming group. With
-  // 16 binds in flight, one each would queue 16 holds of write_mu_ (each a store commit) ahead of
-  // the watch's changes, and the watch would fall seconds behind the cluster.
-  struct StartCall;
-  void record_start_group(const std::vector<StartCall*>& group);
   // Under book_mu_, after the start: the job started on the very machines its admission held.
   bool held_as_started(const std::string& job_id, const JobRecord& record) const;
-  std::mutex start_group_mu_;
-  std::condition_variable start_group_cv_;
-  std::vector<StartCall*> start_forming_;  // under start_group_mu_
-  bool start_recording_ = false;           // under start_group_mu_
   ShareHistory share_history_;
 
   mutable std::mutex wake_mu_;

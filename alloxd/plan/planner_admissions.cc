@@ -1,11 +1,11 @@
 // Admissions: the controller's word that a job starts as one variant on a planned machine. The
 // planner holds that machine for it in the plans that follow (hold_admitted) until its bind, or
 // until the hold lapses.
-#include "alloxd/plan/planner.h"
-
 #include <algorithm>
 #include <string>
 #include <string_view>
+
+#include "alloxd/plan/planner.h"
 
 namespace allox::extender {
 
@@ -180,135 +180,13 @@ Status Planner::admit(const std::string& job_id, const std::string& pod_key,
   return admit_all({{job_id, pod_key, start}}).front();
 }
 
-struct Planner::Admitting {
-  std::size_t index = 0;  // into admissions
-  std::int64_t row = 0;
-  std::vector<PodIdentity> siblings;
-  std::size_t forgotten = 0;  // siblings out of the store
-};
-
 std::vector<Status> Planner::admit_all(const std::vector<AdmitRequest>& admissions) {
-  std::vector<Status> outcomes(admissions.size(), OkStatus());
-  bool changed = false;
-  {
-    // As the one writer (write_mu_): read under a shared lock, write the store holding no lock
-    // of the book's, then change the book (register_variant's pattern).
-    std::lock_guard write(write_mu_);
-    std::vector<Admitting> admitting = admissions_to_write(admissions, outcomes);
-    if (admitting.empty()) return outcomes;
-    forget_siblings(admitting, outcomes);
-    changed = book_admissions(admissions, admitting, outcomes);
+  std::vector<BookChange> changes;
+  changes.reserve(admissions.size());
+  for (const AdmitRequest& a : admissions) {
+    changes.emplace_back(book::Admit{a.job_id, a.pod_key, a.start});
   }
-  if (changed) wake();
-  return outcomes;
-}
-
-std::vector<Planner::Admitting> Planner::admissions_to_write(
-    const std::vector<AdmitRequest>& admissions, std::vector<Status>& outcomes) const {
-  std::vector<Admitting> admitting;
-  std::shared_lock lock(book_mu_);
-  const auto at = steady_now();
-  for (std::size_t i = 0; i < admissions.size(); ++i) {
-    const AdmitRequest& a = admissions[i];
-    const BookJob* job = book_.job(a.job_id);
-    if (job == nullptr) {
-      outcomes[i] = Error{"job " + a.job_id + " is unknown to allox"};
-      continue;
-    }
-    if (job->record.phase != JobPhase::kQueued) continue;
-    if (!job->variants.count(a.pod_key)) {
-      outcomes[i] = Error{"pod " + a.pod_key + " is not a variant of job " + a.job_id};
-      continue;
-    }
-    auto known = admitted_.find(a.job_id);
-    if (known != admitted_.end() && known->second.pod_key == a.pod_key &&
-        known->second.start == a.start &&
-        std::chrono::duration<double>(at - known->second.at).count() <= options_.admission_hold) {
-      continue;  // as before: nothing to plan again
-    }
-    Admitting next;
-    next.index = i;
-    next.row = job->record.row;
-    // A gang's other pods are its members, not siblings: all of them run.
-    for (const auto& [key, variant] : job->variants) {
-      if (key != a.pod_key && !job->is_gang()) next.siblings.push_back(variant.pod);
-    }
-    admitting.push_back(std::move(next));
-  }
-  return admitting;
-}
-
-void Planner::forget_siblings(std::vector<Admitting>& admitting, std::vector<Status>& outcomes) {
-  // The siblings leave the store: all in one transaction, or (when it fails) one by one, each
-  // admission stopping at its first failure as alone.
-  auto forget = [this](Admitting& a) -> Status {
-    for (; a.forgotten < a.siblings.size(); ++a.forgotten) {
-      Status s = store_->forget_variant(a.siblings[a.forgotten], a.row, Durability::kWritten);
-      if (!s) return s;
-    }
-    return OkStatus();
-  };
-  const Status together = store_->batch(
-      [&]() -> Status {
-        for (Admitting& a : admitting) {
-          if (auto s = forget(a); !s) return s;
-        }
-        return OkStatus();
-      },
-      Durability::kWritten);
-  if (!together) {
-    for (Admitting& a : admitting) {
-      a.forgotten = 0;  // the batch's writes were rolled back
-      outcomes[a.index] = forget(a);
-    }
-  }
-}
-
-bool Planner::book_admissions(const std::vector<AdmitRequest>& admissions,
-                              const std::vector<Admitting>& admitting,
-                              const std::vector<Status>& outcomes) {
-  // An admission exactly as the latest plan starts the job is that plan carried out: the plan
-  // the next change brings holds it (hold_admitted), and replanning for it alone would find the
-  // same starts. Under a backlog every plan's admissions would otherwise wake a plan of their
-  // own. Anything else (a start the plan no longer has, a sibling's removal whose admission
-  // failed) wakes the planner.
-  const std::shared_ptr<const Plan> latest = plans_.latest();
-  auto foreseen = [&](const AdmitRequest& request) {
-    auto planned = latest->starts.find(request.job_id);
-    return planned != latest->starts.end() && planned->second == request.start;
-  };
-  bool replan = false;
-  const auto at = steady_now();
-  write_book_in_chunks(admitting.size(), [&](std::size_t begin, std::size_t end) {
-    bool chunk_changed = false;
-    for (std::size_t i = begin; i < end; ++i) {
-      const Admitting& a = admitting[i];
-      for (std::size_t k = 0; k < a.forgotten; ++k) {
-        book_.remove_variant(a.siblings[k].namespace_name, a.siblings[k].name);
-      }
-      chunk_changed = chunk_changed || a.forgotten > 0;
-      const AdmitRequest& request = admissions[a.index];
-      if (!outcomes[a.index]) {
-        replan = replan || a.forgotten > 0;
-        continue;
-      }
-      Admission& admission = admitted_[request.job_id];
-      // A hold moved to another machine of the same node (hold_admitted) is the same
-      // commitment: its time runs from the first admission.
-      const bool moved = admission.pod_key == request.pod_key &&
-                         admission.start.node == request.start.node &&
-                         admission.start.device == request.start.device;
-      admission = {request.pod_key, request.start, moved ? admission.at : at};
-      held_jobs_.insert(request.job_id);
-      chunk_changed = true;
-      replan = replan || !foreseen(request);
-    }
-    if (chunk_changed) {
-      book_.touch();
-      admitted_version_.store(book_.version(), std::memory_order_release);
-    }
-  });
-  return replan;
+  return apply(changes);
 }
 
 }  // namespace allox::extender

@@ -207,33 +207,10 @@ void Planner::add_gangs(const GangPlan& gangs, Plan& plan) {
 Expected<JobRecord> Planner::record_gang_start(
     const std::string& job_id, const std::map<std::string, std::string>& member_nodes,
     const DeviceType& device, Durability durability) {
-  Expected<JobRecord> started = Error{"job " + job_id + " did not start"};
-  {
-    std::lock_guard write(write_mu_);
-    // The book first (it checks every member's room), then the store; a failed store write
-    // leaves the book as it was before the start.
-    const double at = now();
-    started = write_book([&]() -> Expected<JobRecord> {
-      const BookJob* job = book_.job(job_id);
-      if (job != nullptr && job->record.phase == JobPhase::kRunning &&
-          job->member_nodes == member_nodes) {
-        return job->record;  // already recorded (the watch's members, or a repeat)
-      }
-      return book_.start_gang(job_id, member_nodes, device, at);
-    });
-    if (!started) return started;
-    if (auto s = store_->record_gang_start(*started, member_nodes, durability); !s) {
-      return s.error();
-    }
-    // What the watch saw bound so far belongs to this run: a later run of the job (its pods
-    // made again under the same names) counts its own members' bindings from none.
-    write_book([&] {
-      admitted_.erase(job_id);
-      gang_bound_.erase(job_id);
-    });
-  }
-  wake();
-  return started;
+  const BookChange change = book::StartGang{job_id, member_nodes, device, durability};
+  Applied applied = std::move(apply_changes({&change, 1}).front());
+  if (!applied.status) return applied.status.error();
+  return std::move(*applied.gang);
 }
 
 std::optional<std::string> Planner::gang_member_bound(const JobVariant& member,
@@ -298,35 +275,8 @@ Status Planner::gang_member_ended(const JobVariant& member, bool failed, bool re
 }
 
 void Planner::roll_back_gang(const std::string& job_id, const std::string& note) {
-  {
-    std::lock_guard write(write_mu_);
-    Rollback rollback{job_id, note, {}};
-    std::int64_t row = 0;
-    {
-      std::shared_lock lock(book_mu_);
-      const BookJob* job = book_.job(job_id);
-      if (job == nullptr || job->record.phase != JobPhase::kQueued) return;
-      row = job->record.row;
-      for (const auto& [key, member] : job->variants) rollback.members.push_back(member.pod);
-    }
-    for (const PodIdentity& pod : rollback.members) {
-      if (auto s = store_->forget_member(pod, row, Durability::kWritten); !s) {
-        log_warn("could not forget a rolled-back gang member",
-                 {{"job", job_id}, {"pod", pod_key(pod)}, {"error", s.message()}});
-      }
-    }
-    write_book([&] {
-      admitted_.erase(job_id);
-      gang_bound_.erase(job_id);
-      book_.note_gang(job_id, note);  // first: the note keeps the job once its members leave
-      for (const PodIdentity& pod : rollback.members) {
-        if (!pod.uid.empty()) rolled_back_.insert(pod.uid);
-        book_.remove_variant(pod.namespace_name, pod.name);
-      }
-    });
-    rollbacks_.push_back(std::move(rollback));
-  }
-  wake();
+  const BookChange change = book::RollBackGang{job_id, note};
+  (void)apply({&change, 1});
 }
 
 Status Planner::adopt_gang(const std::string& job_id,

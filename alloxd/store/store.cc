@@ -134,6 +134,19 @@ Status Store::batch(const std::function<Status()>& body, Durability durability) 
       Mode::kWrite, durability);
 }
 
+Status Store::savepoint(const std::function<Status()>& body, Durability durability) {
+  std::lock_guard lock(mu_);
+  if (batch_depth_ == 0) return transaction(body, Mode::kWrite, durability);
+  if (auto s = step("SAVEPOINT change"); !s) return s;
+  Status status = body();
+  if (!status) {
+    // Its writes go; the batch's transaction stays open for the changes after it.
+    if (auto undone = step("ROLLBACK TO change"); !undone) return undone;
+  }
+  if (auto released = step("RELEASE change"); !released) return released;
+  return status;
+}
+
 Status Store::transaction(const std::function<Status()>& body, Mode mode, Durability durability) {
   if (batch_depth_ > 0) return body();  // part of the batch's transaction
   // WAL + NORMAL commits without an fsync (durable across a crash of alloxd, not of the OS); the

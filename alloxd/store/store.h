@@ -104,24 +104,17 @@ class Store {
   // (when body or the commit fails). One commit for a burst of the watch's pods instead of one
   // each. The writes' own durability gives way to the batch's.
   Status batch(const std::function<Status()>& body, Durability durability = Durability::kSynced);
+  // Inside batch(): runs `body`'s writes as one unit of the batch (an SQLite SAVEPOINT). When
+  // body fails its writes are rolled back and the batch goes on without them, so one bad change
+  // of a group fails only itself. Outside a batch: a transaction of its own.
+  Status savepoint(const std::function<Status()>& body,
+                   Durability durability = Durability::kSynced);
   // Another (or a changed) variant pod of the run `job_row`.
   Status record_variant(std::int64_t job_row, const JobVariant& variant,
                         Durability durability = Durability::kSynced);
-  // Synced before it returns. Concurrent calls share one transaction and one fsync (group
-  // commit): an intent arriving while another group commits waits for that commit, then joins
-  // the next group with every intent that arrived meanwhile. A failed group is retried intent
-  // by intent, so each caller gets its own intent's outcome.
+  // Synced before it returns (or with the batch it is part of). Concurrent binds share one
+  // commit through the planner's group (Planner::apply), not here.
   Status record_bind_intent(const BindIntent& intent);
-  // Groups of intents committed so far (each one transaction, one fsync).
-  std::uint64_t intent_commits() const;
-  // Tests: `joined` runs as an intent joins the forming group, with the group's size, under the
-  // group lock (it must not call the store); `before_commit` runs before a group is written,
-  // with its size, on the committing caller's thread, with no store lock held.
-  struct IntentHooks {
-    std::function<void(std::size_t waiting)> joined;
-    std::function<void(std::size_t group_size)> before_commit;
-  };
-  void set_intent_hooks(IntentHooks hooks);
   // The API server refused the bind, or reconciliation found it never happened.
   Status drop_bind_intent(std::int64_t job_row);
   // The run (job.row) was bound: phase running, a usage row opened, its intent cleared.
@@ -225,9 +218,6 @@ class Store {
   // intent cleared, in one transaction.
   Status end_run(std::int64_t job_row, const char* phase, double at, Durability durability);
 
-  // One synced transaction for a group of intents; an outcome per intent.
-  std::vector<Status> commit_intents(const std::vector<BindIntent>& intents);
-
   // Recursive: batch() holds it while the writes it groups take it again.
   std::recursive_mutex mu_;
   int batch_depth_ = 0;  // under mu_: > 0 while batch() runs; transaction() then joins it
@@ -235,14 +225,6 @@ class Store {
   std::unique_ptr<StatementCache> statements_;  // under mu_; finalized before db_ closes
   bool synchronous_full_ = true;  // the connection's PRAGMA synchronous (FULL or NORMAL)
   WriteObserver write_observer_;
-
-  // Group commit of bind intents (record_bind_intent). Taken before mu_, never while holding it.
-  struct IntentGroup;
-  mutable std::mutex group_mu_;  // guards the groups, each member waiting on its group's cv
-  std::shared_ptr<IntentGroup> forming_;  // the group new intents join; null when none forms
-  bool committing_ = false;               // a group is being written
-  std::uint64_t intent_commits_ = 0;
-  IntentHooks hooks_;
 
   // The checkpointer (see the top of this file). A commit only sets checkpoint_due_.
   sqlite3* checkpoint_db_ = nullptr;

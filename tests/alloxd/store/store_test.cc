@@ -475,131 +475,42 @@ TEST(StoreTest, WrittenChangesSurviveAKill9OfTheProcess) {
   EXPECT_EQ(1u, (*store)->load()->intents.size());
 }
 
-// K jobs arrived; returns their rows.
-std::vector<std::int64_t> arrive_jobs(Store& store, int count) {
-  std::vector<std::int64_t> rows;
-  for (int i = 0; i < count; ++i) {
-    const std::string id = "ns/j" + std::to_string(i);
-    auto row = store.record_arrival(arrival(id, "u", i), pod_of(id, "p" + std::to_string(i), "u"),
-                                    Durability::kWritten);
-    if (row.ok()) rows.push_back(*row);
-  }
-  return rows;
-}
-
-BindIntent intent_of(std::int64_t row, int i) {
-  return {row, "ns/j" + std::to_string(i), {"p" + std::to_string(i), "ns", "u"}, "n1", "gpu", 1};
-}
-
-TEST(StoreTest, ConcurrentBindIntentsShareOneCommitAndKeepTheirOwnOutcome) {
-  // The first intent's commit is held until the other K-1 have joined the next group: they
-  // are then written together, in one transaction. One of them is refused by the database
-  // (a trigger): its caller gets the error, the others are still recorded.
+TEST(StoreTest, ASavepointThatFailsLeavesTheRestOfItsBatch) {
+  // Planner::apply's transaction: each change in a savepoint, so the one the database refuses
+  // (a trigger here) is rolled back alone and the batch commits the others.
   testing::ScratchDir dir;
   const std::string path = dir.file("state.db");
   auto store = Store::open(path);
   ASSERT_TRUE(store.ok());
-  constexpr int kIntents = 6;
-  const std::vector<std::int64_t> rows = arrive_jobs(**store, kIntents);
-  ASSERT_EQ(static_cast<std::size_t>(kIntents), rows.size());
   RawDb raw(path);
-  ASSERT_EQ(SQLITE_OK, raw.exec("CREATE TRIGGER refuse BEFORE INSERT ON bind_intents WHEN "
-                                "NEW.job_id = 'ns/j3' BEGIN SELECT RAISE(ABORT, 'refused'); END"));
-  std::mutex mu;
-  std::condition_variable cv;
-  std::size_t waiting = 0;
-  std::vector<std::size_t> groups;
-  (*store)->set_intent_hooks({[&](std::size_t n) {
-                                std::lock_guard lock(mu);
-                                waiting = n;
-                                cv.notify_all();
-                              },
-                              [&](std::size_t size) {
-                                std::unique_lock lock(mu);
-                                groups.push_back(size);
-                                cv.notify_all();  // the test starts the others now
-                                if (groups.size() == 1) {
-                                  // Bounded only so that a broken grouping fails instead of
-                                  // hanging.
-                                  cv.wait_for(lock, std::chrono::seconds(10),
-                                              [&] { return waiting == kIntents - 1; });
-                                }
-                              }});
-  std::vector<Status> outcomes(kIntents, OkStatus());
-  std::vector<std::thread> threads;
-  threads.emplace_back([&] { outcomes[0] = (*store)->record_bind_intent(intent_of(rows[0], 0)); });
-  {
-    std::unique_lock lock(mu);  // the first commit has begun before the others arrive
-    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return !groups.empty(); }));
-  }
-  for (int i = 1; i < kIntents; ++i) {
-    threads.emplace_back(
-        [&, i] { outcomes[i] = (*store)->record_bind_intent(intent_of(rows[i], i)); });
-  }
-  for (std::thread& t : threads) t.join();
-  EXPECT_EQ((std::vector<std::size_t>{1, kIntents - 1}), groups);
-  EXPECT_EQ(2u, (*store)->intent_commits());
-  for (int i = 0; i < kIntents; ++i) {
-    EXPECT_EQ(i != 3, outcomes[i].ok()) << i << ": " << outcomes[i].message();
-  }
-  EXPECT_NE(std::string::npos, outcomes[3].message().find("refused"));
+  ASSERT_EQ(SQLITE_OK, raw.exec("CREATE TRIGGER refuse BEFORE INSERT ON variants WHEN "
+                                "NEW.pod_name = 'p1' BEGIN SELECT RAISE(ABORT, 'refused'); END"));
+  std::vector<Status> outcomes;
+  const Status together = (*store)->batch(
+      [&]() -> Status {
+        for (int i = 0; i < 3; ++i) {
+          const std::string id = "ns/j" + std::to_string(i);
+          outcomes.push_back((*store)->savepoint([&]() -> Status {
+            auto row = (*store)->record_arrival(arrival(id, "u", i),
+                                                pod_of(id, "p" + std::to_string(i), "u"));
+            return row.ok() ? OkStatus() : Status(row.error());
+          }));
+        }
+        return OkStatus();
+      },
+      Durability::kWritten);
+  ASSERT_TRUE(together.ok()) << together.message();
+  ASSERT_EQ(3u, outcomes.size());
+  EXPECT_TRUE(outcomes[0].ok());
+  EXPECT_NE(std::string::npos, outcomes[1].message().find("refused")) << outcomes[1].message();
+  EXPECT_TRUE(outcomes[2].ok());
+  // The refused arrival left no job row without its variant.
   auto state = (*store)->load();
   ASSERT_TRUE(state.ok());
-  std::set<std::string> recorded;
-  for (const BindIntent& intent : state->intents) recorded.insert(intent.job_id);
-  EXPECT_EQ((std::set<std::string>{"ns/j0", "ns/j1", "ns/j2", "ns/j4", "ns/j5"}), recorded);
-}
-
-TEST(StoreTest, AGroupedBindIntentThatReturnedSurvivesAKill9) {
-  // Eight threads record intents as binds would, each telling the "API server" (a pipe) the
-  // moment its intent returned; the process is killed mid-stream. Every intent the pipe heard
-  // of must be in the store: group commit never answers before its group is written.
-  testing::ScratchDir dir;
-  const std::string path = dir.file("state.db");
-  constexpr int kJobs = 400;
-  constexpr int kThreads = 8;
-  {
-    auto store = Store::open(path);
-    ASSERT_TRUE(store.ok());
-    ASSERT_EQ(static_cast<std::size_t>(kJobs), arrive_jobs(**store, kJobs).size());
-  }
-  int pipe_fds[2];
-  ASSERT_EQ(0, ::pipe(pipe_fds));
-  EXPECT_EXIT(
-      {
-        auto store = Store::open(path);
-        if (!store.ok()) std::_Exit(1);
-        auto state = (*store)->load();
-        if (!state.ok() || state->jobs.size() != kJobs) std::_Exit(2);
-        std::atomic<int> told{0};
-        std::vector<std::thread> threads;
-        for (int t = 0; t < kThreads; ++t) {
-          threads.emplace_back([&, t] {
-            for (int i = t; i < kJobs; i += kThreads) {
-              const std::int64_t row = state->jobs[i].row;
-              if (!(*store)->record_bind_intent(intent_of(row, i)).ok()) std::_Exit(3);
-              if (::write(pipe_fds[1], &row, sizeof row) != sizeof row) std::_Exit(4);
-              if (++told == kJobs / 2) std::raise(SIGKILL);  // binds in full flow
-            }
-          });
-        }
-        for (std::thread& t : threads) t.join();
-        std::_Exit(5);  // never reached: the kill came first
-      },
-      ::testing::KilledBySignal(SIGKILL), "");
-  ::close(pipe_fds[1]);
-  std::set<std::int64_t> told;
-  std::int64_t row = 0;
-  while (::read(pipe_fds[0], &row, sizeof row) == sizeof row) told.insert(row);
-  ::close(pipe_fds[0]);
-  ASSERT_GE(told.size(), static_cast<std::size_t>(kJobs / 2));
-  auto store = Store::open(path);
-  ASSERT_TRUE(store.ok()) << store.message();
-  auto state = store.value()->load();
-  ASSERT_TRUE(state.ok()) << state.message();
-  std::set<std::int64_t> recorded;
-  for (const BindIntent& intent : state->intents) recorded.insert(intent.job_row);
-  for (std::int64_t r : told) EXPECT_TRUE(recorded.count(r)) << "intent of row " << r << " lost";
+  std::set<std::string> jobs;
+  for (const JobRecord& job : state->jobs) jobs.insert(job.id);
+  EXPECT_EQ((std::set<std::string>{"ns/j0", "ns/j2"}), jobs);
+  EXPECT_EQ(2u, state->variants.size());
 }
 
 TEST(StoreTest, FinishedRunsGiveWayToANewRunAndAgeOutOfHistory) {
@@ -989,7 +900,8 @@ TEST(StoreTest, UnusablePathsAreErrorsNamingTheirCause) {
       {"/dev/null",
        "store: cannot use '/dev/null' as the database: it is not a regular file (a device, FIFO "
        "or socket)"},
-      {not_sqlite, "store: cannot use '" + not_sqlite + "' as the database: file is not a database"},
+      {not_sqlite,
+       "store: cannot use '" + not_sqlite + "' as the database: file is not a database"},
   };
   for (const Case& c : cases) {
     auto store = Store::open(c.path);
