@@ -1,6 +1,7 @@
 #include "kube/watch_event.h"
 
 #include <cstdint>
+#include <utility>
 
 #include "core/json_sax.h"
 
@@ -29,7 +30,9 @@ class Builder {
   bool number_integer(std::int64_t i) { return scalar(i); }
   bool number_unsigned(std::uint64_t u) { return scalar(u); }
   bool number_float(double d, const std::string&) { return scalar(d); }
-  bool string(std::string& text) { return scalar(std::move(text)); }
+  // Copied, not moved: the reader's scratch string keeps its capacity, so a string that is
+  // dropped costs no allocation.
+  bool string(std::string& text) { return scalar(std::as_const(text)); }
   bool start_object(std::size_t) { return open(json::value_t::object); }
   bool start_array(std::size_t) { return open(json::value_t::array); }
   bool end_object() { return close(); }
@@ -63,9 +66,11 @@ class Builder {
     if (open.is_array()) return &open.emplace_back(nullptr);
     return &open[key_];
   }
-  bool scalar(json value) {
+  // Built only where it is kept.
+  template <class T>
+  bool scalar(T&& value) {
     if (skipping_ > 0 || fields_of_next() == nullptr) return true;
-    *place() = std::move(value);
+    *place() = json(std::forward<T>(value));
     return true;
   }
   bool open(json::value_t type) {
