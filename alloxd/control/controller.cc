@@ -337,12 +337,27 @@ void Controller::leader_changed() {
   resync();
 }
 
+// A job reconcile can only act on through a pod still waiting to run: act_on leaves a bound or
+// ended pod alone whatever the book says, admit needs a start in the plan and roll_back a gang
+// (both enqueued below, whatever their pods). Such a job's pods change only through the watch,
+// which enqueues it (pods_changed), so the resync has nothing to find there.
+bool Controller::settled(const std::set<std::string>& pods) const {
+  for (const std::string& pod : pods) {
+    auto seen = mirror_.pods.find(pod);
+    if (seen == mirror_.pods.end() || seen->second.pending()) return false;
+    if (seen->second.variant && seen->second.variant->gang > 1) return false;
+  }
+  return true;
+}
+
 void Controller::resync() {
   std::vector<std::string> keys;
   {
     std::shared_lock cache(cache_mu_);
     keys.reserve(pods_of_.size());
-    for (const auto& [key, pods] : pods_of_) keys.push_back(key);
+    for (const auto& [key, pods] : pods_of_) {
+      if (!settled(pods)) keys.push_back(key);
+    }
   }
   {
     // A started job whose pods the cache does not show yet is still admitted when they come.
