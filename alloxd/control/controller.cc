@@ -167,6 +167,15 @@ void Controller::index(const std::string& pod, std::vector<std::string>& keys) {
   keys.push_back(key);
 }
 
+bool Controller::reindexed(const std::string& pod, std::vector<std::string>& keys) {
+  auto indexed = key_of_.find(pod);
+  auto seen = mirror_.pods.find(pod);
+  if (indexed == key_of_.end() || seen == mirror_.pods.end()) return false;
+  if (job_key_of(pod, seen->second) != indexed->second) return false;
+  keys.push_back(indexed->second);
+  return true;
+}
+
 std::optional<std::string> Controller::unindex(const std::string& pod) {
   auto it = key_of_.find(pod);
   if (it == key_of_.end()) return std::nullopt;
@@ -190,6 +199,7 @@ void Controller::pods_changed() {
       if (auto key = unindex(pod)) keys.push_back(std::move(*key));
     }
     for (const std::string& pod : changed) {
+      if (reindexed(pod, keys)) continue;
       if (auto key = unindex(pod)) keys.push_back(std::move(*key));  // its job may have changed
       index(pod, keys);
     }

@@ -212,6 +212,9 @@ class Controller {
   // bound or ended, none a gang's member (controller.cc says why).
   bool settled(const std::set<std::string>& pods) const;
   void index(const std::string& pod, std::vector<std::string>& keys);
+  // A changed pod whose job key is the one indexed (most changes: bound, ended) keeps its entries
+  // (no erase and insert of each) and its key goes to `keys`; false when it must be indexed anew.
+  bool reindexed(const std::string& pod, std::vector<std::string>& keys);
   std::optional<std::string> unindex(const std::string& pod);
   void forget_pod(const std::string& pod);
 
