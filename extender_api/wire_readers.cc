@@ -1,5 +1,5 @@
 // The one-pass readers of the two large bodies, ExtenderArgs (a /filter or /prioritize request)
-// and ExtenderFilterResult (a /filter answer): SAX events from wire_sax.h straight into the
+// and ExtenderFilterResult (a /filter answer): SAX events from core/json_sax.h straight into the
 // wire types, building JSON values only for the pods and nodes kept as received.
 #include "extender_api/wire.h"
 
@@ -9,7 +9,7 @@
 
 #include "extender_api/value_builder.h"
 #include "extender_api/wire_read.h"
-#include "extender_api/wire_sax.h"
+#include "core/json_sax.h"
 
 namespace allox::extender {
 namespace {
@@ -35,7 +35,7 @@ std::optional<Error> sax_frame_error(bool too_deep, const std::string& syntax_er
   return std::nullopt;
 }
 
-// The SAX interface wire_sax::parse drives, shared by the one-pass readers below: a scalar
+// The SAX interface json_sax::parse drives, shared by the one-pass readers below: a scalar
 // becomes the reader's value(type, make), make() building it as JSON only where the reader keeps
 // it, and objects and arrays its open(type) and close(), each called at the depth of the object
 // or array itself. The base tracks what every reader needs of the document: its depth (bounded
@@ -73,7 +73,7 @@ class SaxReader {
 
   // Reads `body` in one pass; what the reader made of it (its finish()).
   auto read(std::string_view body) {
-    wire_sax::Outcome outcome = wire_sax::parse(body, self());
+    json_sax::Outcome outcome = json_sax::parse(body, self());
     syntax_error_ = std::move(outcome.error);  // a syntax error wins over anything noted
     return self().finish(outcome.parsed);
   }

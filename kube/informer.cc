@@ -9,6 +9,7 @@ namespace {
 
 using nlohmann::json;
 
+// The list's resourceVersion (watch_event.cc reads an event's).
 std::string resource_version_of(const json& object) {
   if (!object.is_object()) return "";
   auto metadata = object.find("metadata");
@@ -23,48 +24,6 @@ std::string with_query(const std::string& path, const std::string& query) {
 
 }  // namespace
 
-Expected<WatchEvent> parse_watch_event(std::string_view line) {
-  json value = json::parse(line, nullptr, false);
-  if (!value.is_object()) return Error{"watch event: not a JSON object"};
-  auto type = value.find("type");
-  auto object = value.find("object");
-  if (type == value.end() || !type->is_string()) return Error{"watch event: type missing"};
-  if (object == value.end() || !object->is_object()) return Error{"watch event: object missing"};
-  WatchEvent event;
-  const std::string& name = type->get_ref<const std::string&>();
-  if (name == "ERROR") {
-    event.type = WatchEvent::Type::kError;
-    auto code = object->find("code");
-    event.error_code = code != object->end() && code->is_number_integer() ? code->get<int>() : 0;
-    event.object = std::move(*object);
-    return event;
-  }
-  if (name == "ADDED") {
-    event.type = WatchEvent::Type::kAdded;
-  } else if (name == "MODIFIED") {
-    event.type = WatchEvent::Type::kModified;
-  } else if (name == "DELETED") {
-    event.type = WatchEvent::Type::kDeleted;
-  } else if (name == "BOOKMARK") {
-    event.type = WatchEvent::Type::kBookmark;
-  } else {
-    return Error{"watch event: unknown type \"" + name + "\""};
-  }
-  event.resource_version = resource_version_of(*object);
-  if (event.resource_version.empty()) {
-    return Error{"watch event: object.metadata.resourceVersion missing"};
-  }
-  if (event.type != WatchEvent::Type::kBookmark) {
-    const json& metadata = (*object)["metadata"];
-    auto name_field = metadata.find("name");
-    if (name_field == metadata.end() || !name_field->is_string()) {
-      return Error{"watch event: object.metadata.name missing"};
-    }
-  }
-  event.object = std::move(*object);
-  return event;
-}
-
 Informer::Informer(KubeClient& client, InformerOptions options, InformerHandler& handler)
     : client_(client),
       options_(std::move(options)),
@@ -73,7 +32,8 @@ Informer::Informer(KubeClient& client, InformerOptions options, InformerHandler&
                .backoff_max = options_.backoff_max,
                .min_relist_interval = options_.min_relist_interval,
                .healthy_watch = options_.healthy_watch,
-               .watch_timeout = options_.watch_timeout}) {}
+               .watch_timeout = options_.watch_timeout}),
+      decoder_(options_.fields) {}
 
 Informer::~Informer() {
   stop();
@@ -233,7 +193,7 @@ Informer::WatchEnd Informer::watch(std::string& resource_version, std::string& w
   auto reply = client_.stream(
       with_query(options_.path, query), idle,
       [&](std::string_view line) {
-        auto event = parse_watch_event(line);
+        auto event = decoder_.decode(line);
         if (!event) {
           end = WatchEnd::kFailed;  // garbage: the stream cannot be trusted any more
           why = event.message();

@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "kube/client.h"
+#include "kube/watch_event.h"
 #include "kube/watch_pacing.h"
 
 namespace allox::kube {
@@ -58,6 +59,9 @@ struct InformerOptions {
   std::string selector;  // query parameters without '?', e.g. fieldSelector=spec.schedulerName%3Dx
   std::chrono::seconds watch_timeout{300};  // the server ends each watch after this
   int page_size = 500;
+  // What of each watched object the handler reads (watch_event.h): the rest of a watch event is
+  // skipped, never built. Lists hand on whole objects. Default: everything.
+  FieldSet fields;
   std::chrono::milliseconds backoff_initial{200};
   std::chrono::milliseconds backoff_max{30000};
   std::chrono::milliseconds min_relist_interval{1000};
@@ -75,16 +79,6 @@ struct InformerOptions {
   // class, core/thread_priority.h).
   std::function<void()> on_thread_start;
 };
-
-// What one watch line says, or an error naming what is wrong with it.
-struct WatchEvent {
-  enum class Type { kAdded, kModified, kDeleted, kBookmark, kError };
-  Type type = Type::kAdded;
-  nlohmann::json object;
-  std::string resource_version;  // of the object; empty for kError
-  int error_code = 0;            // kError: the Status code (410: too old)
-};
-Expected<WatchEvent> parse_watch_event(std::string_view line);
 
 class Informer {
  public:
@@ -119,6 +113,7 @@ class Informer {
   InformerOptions options_;
   InformerHandler& handler_;
   WatchPacing pacing_;
+  WatchDecoder decoder_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;

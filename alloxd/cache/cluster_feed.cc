@@ -80,6 +80,19 @@ Expected<ObservedPod> observe_pod(const json& pod, const DeviceMapping& devices,
   return observed;
 }
 
+kube::FieldSet observed_pod_fields() {
+  return kube::FieldSet::only({
+      // pod_identity, job_owner, the nudge, the deletion, the watch's own version
+      "metadata.name", "metadata.namespace", "metadata.uid", "metadata.annotations",
+      "metadata.ownerReferences", "metadata.resourceVersion", "metadata.deletionTimestamp",
+      // ours(); read_job_variant (requests, and pod_device_types' selector and affinity);
+      // scheduling_gates, affinity_room, pinned_node; the bind
+      "spec.schedulerName", "spec.containers.resources", "spec.nodeSelector", "spec.affinity",
+      "spec.schedulingGates", "spec.nodeName",
+      // phase, turned_away
+      "status.phase", "status.conditions"});
+}
+
 class ClusterFeed::NodeHandler final : public kube::InformerHandler {
  public:
   NodeHandler(Planner& planner, const ExtenderConfig& config, std::function<void()> on_listed)
@@ -173,6 +186,7 @@ ClusterFeed::ClusterFeed(kube::KubeClient& client, Planner& planner, const Exten
   if (!config.scheduler_name.empty()) {  // empty: every pod is allox's (config.h)
     pods.selector = "fieldSelector=" + kube::escape("spec.schedulerName=" + config.scheduler_name);
   }
+  pods.fields = observed_pod_fields();
   // The watch's threads never answer a request: alloxd's background class.
   pods.on_thread_start = [] { become_background_thread("allox-informer"); };
   kube::InformerOptions nodes;

@@ -148,4 +148,9 @@ class ClusterFeed {
 Expected<ObservedPod> observe_pod(const nlohmann::json& pod, const DeviceMapping& devices,
                                   const Tenancy& tenancy = {});
 
+// Every member of a pod observe_pod (and the feed's filter on spec.schedulerName) reads: what
+// the pod watch keeps of each event (kube/watch_event.h). observe_pod of a pod so cut reads the
+// same as of the whole pod.
+kube::FieldSet observed_pod_fields();
+
 }  // namespace allox::extender

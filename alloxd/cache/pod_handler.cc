@@ -227,7 +227,7 @@ std::optional<ObservedPod> ClusterFeed::PodHandler::ours(const json& object) con
   auto pod = observe_pod(object, config_.devices, config_.tenancy);
   if (!pod) return std::nullopt;
   resolve_job(*pod);
-  return *pod;
+  return std::move(*pod);
 }
 
 ClusterFeed::PodHandler::Standing ClusterFeed::PodHandler::standing(const ObservedPod& pod) const {

@@ -167,6 +167,15 @@ void Controller::index(const std::string& pod, std::vector<std::string>& keys) {
   keys.push_back(key);
 }
 
+bool Controller::reindexed(const std::string& pod, std::vector<std::string>& keys) {
+  auto indexed = key_of_.find(pod);
+  auto seen = mirror_.pods.find(pod);
+  if (indexed == key_of_.end() || seen == mirror_.pods.end()) return false;
+  if (job_key_of(pod, seen->second) != indexed->second) return false;
+  keys.push_back(indexed->second);
+  return true;
+}
+
 std::optional<std::string> Controller::unindex(const std::string& pod) {
   auto it = key_of_.find(pod);
   if (it == key_of_.end()) return std::nullopt;
@@ -190,6 +199,7 @@ void Controller::pods_changed() {
       if (auto key = unindex(pod)) keys.push_back(std::move(*key));
     }
     for (const std::string& pod : changed) {
+      if (reindexed(pod, keys)) continue;
       if (auto key = unindex(pod)) keys.push_back(std::move(*key));  // its job may have changed
       index(pod, keys);
     }
@@ -337,12 +347,27 @@ void Controller::leader_changed() {
   resync();
 }
 
+// A job reconcile can only act on through a pod still waiting to run: act_on leaves a bound or
+// ended pod alone whatever the book says, admit needs a start in the plan and roll_back a gang
+// (both enqueued below, whatever their pods). Such a job's pods change only through the watch,
+// which enqueues it (pods_changed), so the resync has nothing to find there.
+bool Controller::settled(const std::set<std::string>& pods) const {
+  for (const std::string& pod : pods) {
+    auto seen = mirror_.pods.find(pod);
+    if (seen == mirror_.pods.end() || seen->second.pending()) return false;
+    if (seen->second.variant && seen->second.variant->gang > 1) return false;
+  }
+  return true;
+}
+
 void Controller::resync() {
   std::vector<std::string> keys;
   {
     std::shared_lock cache(cache_mu_);
     keys.reserve(pods_of_.size());
-    for (const auto& [key, pods] : pods_of_) keys.push_back(key);
+    for (const auto& [key, pods] : pods_of_) {
+      if (!settled(pods)) keys.push_back(key);
+    }
   }
   {
     // A started job whose pods the cache does not show yet is still admitted when they come.

@@ -3,7 +3,7 @@
 // job keys (work_queue.h) holds them; `reconcile(job key)` reads the pod cache, the book and the
 // latest plan for that one job and returns idempotent actions; the queue's workers run reconcile
 // and then the actions, each one API round trip. Level-triggered: a missed or repeated key is
-// harmless, and the resync looks at every job again.
+// harmless, and the resync looks again at every job that may need it.
 //
 //   ClusterFeed on_change ──► pods_changed()   the cache brought up to the feed; the jobs of the
 //                                              pods that changed or left
@@ -13,8 +13,11 @@
 //                                              transaction first), waits with new words, parked,
 //                                              start dropped; a gang rolled back
 //   Lease won or lost     ──► leader_changed() every job
-//   every `resync`        ──► resync()         every job (a change no pod shows: an operator's
-//                                              completion through the API)
+//   every `resync`        ──► resync()         every job with a pod still waiting to run, a
+//                                              start in the plan, a gang or a rollback (a
+//                                              change no pod shows: an operator's completion
+//                                              through the API); a job whose pods are all bound
+//                                              or ended has nothing to act on until one changes
 //                                 │ job keys
 //                                 ▼
 //        WorkQueue: de-duplicated, admissions first, add_after, per-key back-off
@@ -205,7 +208,13 @@ class Controller {
   // at, their starts admitted together, then their keys enqueued.
   void act_on_plan();
   void take_rollbacks(std::vector<std::pair<std::string, WorkPriority>>& keys);
+  // Whether a job with these pods (cache_mu_ held) has nothing a resync could find: every pod
+  // bound or ended, none a gang's member (controller.cc says why).
+  bool settled(const std::set<std::string>& pods) const;
   void index(const std::string& pod, std::vector<std::string>& keys);
+  // A changed pod whose job key is the one indexed (most changes: bound, ended) keeps its entries
+  // (no erase and insert of each) and its key goes to `keys`; false when it must be indexed anew.
+  bool reindexed(const std::string& pod, std::vector<std::string>& keys);
   std::optional<std::string> unindex(const std::string& pod);
   void forget_pod(const std::string& pod);
 

@@ -530,7 +530,7 @@ TEST(WireTest, MalformedFilterAnswersNameTheField) {
   EXPECT_NE(std::string::npos, deep.message().find("nested deeper than")) << deep.message();
 }
 
-// The one-pass readers (RapidJSON underneath, extender_api/wire_sax.h) accept exactly the JSON that
+// The one-pass readers (RapidJSON underneath, core/json_sax.h) accept exactly the JSON that
 // nlohmann's strict DOM parse accepts, and read every value as it does: numbers at their edges,
 // escapes, UTF-8 (no overlong forms, surrogates or code points past U+10FFFF), NUL bytes,
 // trailing text. Each value sits in a whole-kept Pod and is compared with the DOM's reading.

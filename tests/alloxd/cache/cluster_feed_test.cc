@@ -314,5 +314,73 @@ TEST(ClusterFeedTest, NodeLabelsMakeSlotsOfTheModelAndARelabelIsReadAgain) {
   EXPECT_EQ(0u, refused.message().rfind("node h: nvidia.com/gpu: labels ", 0)) << refused.message();
 }
 
+// Everything observe_pod reads of a pod, as one line (a failed test shows what differs).
+std::string observed(const ObservedPod& pod) {
+  json out = {{"ref", {pod.ref.namespace_name, pod.ref.name, pod.ref.uid}},
+              {"read_error", pod.read_error}, {"gates", pod.gates},
+              {"room", static_cast<int>(pod.affinity_room)}, {"pinned", pod.pinned_node},
+              {"node", pod.node_name}, {"phase", pod.phase}, {"nudge", pod.nudge},
+              {"rv", pod.resource_version}, {"deleting", pod.deleting},
+              {"turned_away", pod.turned_away}, {"refusal", pod.job_refusal},
+              {"awaiting", pod.awaiting_job}};
+  if (pod.owner_job) out["owner"] = {pod.owner_job->namespace_name, pod.owner_job->name,
+                                     pod.owner_job->uid};
+  if (pod.variant) {
+    const JobVariant& v = *pod.variant;
+    out["variant"] = {{"job", v.job_id}, {"user", v.user}, {"device", v.device},
+                      {"devices", v.devices}, {"units", v.units}, {"gang", v.gang},
+                      {"hints", v.time_hints}, {"model", v.model},
+                      {"iterations", v.iterations ? *v.iterations : -1},
+                      {"batch", v.batch_size ? *v.batch_size : -1}};
+  }
+  return out.dump();
+}
+
+// The pod watch keeps only observed_pod_fields() of each event: a pod so cut must observe
+// exactly as the whole pod, whatever it holds (each case adds members observe_pod reads, in
+// the shapes it reads them, among members it does not).
+TEST(ClusterFeedTest, ThePodWatchKeepsEverythingObservePodReads) {
+  const ExtenderConfig config = testing::make_config({}, "unused.db");
+  json base = testing::make_pod("lab", "a-gpu", "nvidia.com/gpu",
+                                {{"allox.io/job", "train"}, {"allox.io/time.gpu", "60"},
+                                 {"allox.io/nudge", "3"}, {"allox.io/gang-size", "2"}});
+  base["metadata"]["resourceVersion"] = "42";
+  base["metadata"]["uid"] = "u-1";
+  base["metadata"]["managedFields"] = json::array({{{"manager", "kubectl"}}});
+  base["spec"]["volumes"] = json::array({{{"name", "v"}}});
+  base["spec"]["containers"][0]["env"] = json::array({{{"name", "A"}, {"value", "1"}}});
+  base["status"]["containerStatuses"] = json::array({{{"ready", true}}});
+  std::vector<json> pods(7, base);
+  pods[1]["spec"]["schedulingGates"] = json::array({{{"name", "allox.io/queue"}}});
+  pods[1]["spec"]["affinity"] = json::parse(R"({"nodeAffinity":{
+      "requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchFields":[
+      {"key":"metadata.name","operator":"In","values":["g1"]}]}]}}})");
+  pods[2]["spec"]["nodeName"] = "g1";
+  pods[2]["status"]["phase"] = "Running";
+  pods[3]["status"]["conditions"] = json::parse(
+      R"([{"type":"PodScheduled","status":"False","reason":"Unschedulable"}])");
+  pods[3]["spec"]["nodeSelector"] = {{"gpu", "yes"}};
+  pods[4]["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z";
+  pods[4]["metadata"]["ownerReferences"] = json::parse(
+      R"([{"apiVersion":"batch/v1","kind":"Job","name":"j","uid":"ju","controller":true}])");
+  pods[5]["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = "1.5";  // refused
+  pods[6]["spec"]["affinity"] = json::parse(R"({"podAffinity":{}})");
+  pods[6]["spec"]["schedulerName"] = "another";
+  const kube::WatchDecoder cut(observed_pod_fields()), whole;
+  for (const json& pod : pods) {
+    const std::string line = json{{"type", "MODIFIED"}, {"object", pod}}.dump();
+    auto kept = cut.decode(line);
+    auto all = whole.decode(line);
+    ASSERT_TRUE(kept.ok() && all.ok()) << kept.message() << all.message();
+    EXPECT_FALSE(kept->object["metadata"].contains("managedFields"));
+    EXPECT_FALSE(kept->object["spec"].contains("volumes"));
+    EXPECT_EQ(all->object["spec"]["schedulerName"], kept->object["spec"]["schedulerName"]);
+    auto from_kept = observe_pod(kept->object, config.devices, config.tenancy);
+    auto from_all = observe_pod(all->object, config.devices, config.tenancy);
+    ASSERT_TRUE(from_kept.ok() && from_all.ok()) << line;
+    EXPECT_EQ(observed(*from_all), observed(*from_kept)) << line;
+  }
+}
+
 }  // namespace
 }  // namespace allox::extender

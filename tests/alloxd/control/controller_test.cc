@@ -256,6 +256,37 @@ TEST(ControllerTest, ASucceededDeleteIsNotSentAgainWhileTheWatchLagsBehindIt) {
   EXPECT_EQ("9", json::parse(deletes[1].body)["preconditions"]["resourceVersion"]);
 }
 
+// The resync looks again at the jobs with a pod still waiting to run, and leaves out a job whose
+// pods are all bound or ended (reconcile has nothing to act on there until one changes, and the
+// watch enqueues that change), until a pod of it waits again.
+TEST(ControllerTest, TheResyncLeavesOutAJobWhosePodsAllRunOrEnded) {
+  Fixture f;
+  json late = run_a_with_a_late_sibling(f);
+  f.feed->pod_handler().on_upsert(variant("b-gpu", "b", "nvidia.com/gpu", true));  // waits: g1 is taken
+  f.settle();
+  ASSERT_EQ(1u, f.requests("DELETE").size());
+  f.feed->pod_handler().on_delete(late);  // the watch shows the sibling gone
+  f.settle();
+  auto resynced = [&f] {
+    f.controller->resync();
+    std::vector<std::string> keys = f.controller->drain();
+    std::sort(keys.begin(), keys.end());
+    return keys;
+  };
+  EXPECT_EQ(std::vector<std::string>{"lab/b"}, resynced());
+  json ended = variant("a-gpu", "a", "nvidia.com/gpu", false);
+  ended["spec"]["nodeName"] = "g1";
+  ended["status"]["phase"] = "Succeeded";
+  f.feed->pod_handler().on_upsert(ended);
+  f.settle();
+  EXPECT_EQ(std::vector<std::string>{"lab/b"}, resynced());
+  // A variant of a that waits (late, and pending) makes a a job to look at again.
+  f.feed->pod_handler().on_upsert(variant("a-cpu2", "a", "cpu", true));
+  f.controller->pods_changed();
+  f.controller->drain();
+  EXPECT_EQ((std::vector<std::string>{"lab/a", "lab/b"}), resynced());
+}
+
 TEST(ControllerTest,
      DeletedEventOnlyOnceTheDeleteSucceededAndARefusedDeleteIsRetriedWhenThePodChanges) {
   Fixture f;

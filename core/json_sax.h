@@ -1,5 +1,5 @@
-// The JSON reader behind wire.h's one-pass readers: RapidJSON's SAX reader (the Debian package
-// rapidjson-dev) driving a handler written against nlohmann's SAX interface (null, boolean,
+// A one-pass JSON reader: RapidJSON's SAX reader (the Debian package rapidjson-dev) driving a
+// handler written against nlohmann's SAX interface (null, boolean,
 // number_integer, number_unsigned, number_float, string, start_object, key, end_object,
 // start_array, end_array), so the readers keep building nlohmann values where they keep any.
 //
@@ -17,7 +17,8 @@
 // unsigned, negative ones signed, the rest double (read to full precision, so a rendered double
 // reads back the same).
 //
-// Not a public header: only wire_readers.cc includes it. Cost: linear in the body, one copy of it.
+// Used by extender_api/wire.h's one-pass readers and kube/'s watch decoder (kube/watch_event.h).
+// Cost: linear in the body, one copy of it.
 #pragma once
 
 #include <algorithm>
@@ -32,7 +33,7 @@
 #include <rapidjson/error/en.h>
 #include <rapidjson/reader.h>
 
-namespace allox::extender::wire_sax {
+namespace allox::json_sax {
 
 // Whether `text` is well-formed UTF-8 as RFC 3629 defines it.
 inline bool valid_utf8(std::string_view text) {
@@ -167,4 +168,4 @@ Outcome parse(std::string_view body, Handler& handler) {
                      " (at byte " + std::to_string(result.Offset()) + ")"};
 }
 
-}  // namespace allox::extender::wire_sax
+}  // namespace allox::json_sax
