@@ -35,6 +35,12 @@ void Planner::Steps::book(Step& step) {
   std::visit([&](const auto& c) { book_change(step, c); }, *step.change);
 }
 
+const BookJob* Planner::Steps::known_job(Step& step, const std::string& job_id) {
+  const BookJob* job = p.book_.job(job_id);
+  if (job == nullptr) step.outcome->status = Error{unknown(job_id)};
+  return job;
+}
+
 bool Planner::Steps::claim(Step& step, const std::string& job_id, bool registering) {
   auto [it, fresh] = view.touched.emplace(job_id, registering);
   if (!fresh && !(registering && it->second)) {
@@ -134,11 +140,8 @@ void Planner::Steps::check_change(Step& step, const book::Admit& c) {
   if (!claim(step, c.job_id)) return;
   {
     std::shared_lock lock(p.book_mu_);
-    const BookJob* job = p.book_.job(c.job_id);
-    if (job == nullptr) {
-      step.outcome->status = Error{unknown(c.job_id)};
-      return;
-    }
+    const BookJob* job = known_job(step, c.job_id);
+    if (job == nullptr) return;
     if (job->record.phase != JobPhase::kQueued) return;
     if (!job->variants.count(c.pod_key)) {
       step.outcome->status = Error{"pod " + c.pod_key + " is not a variant of job " + c.job_id};
@@ -275,11 +278,8 @@ void Planner::Steps::check_change(Step& step, const book::Complete& c) {
   if (!claim(step, c.job_id)) return;
   {
     std::shared_lock lock(p.book_mu_);
-    const BookJob* job = p.book_.job(c.job_id);
-    if (job == nullptr) {
-      step.outcome->status = Error{unknown(c.job_id)};
-      return;
-    }
+    const BookJob* job = known_job(step, c.job_id);
+    if (job == nullptr) return;
     if (job->record.phase != JobPhase::kRunning) {
       step.outcome->status = Error{not_running(c.job_id, job->record.phase)};
       return;
@@ -314,11 +314,8 @@ void Planner::Steps::check_change(Step& step, const book::Requeue& c) {
   if (!claim(step, c.job_id)) return;
   {
     std::shared_lock lock(p.book_mu_);
-    const BookJob* job = p.book_.job(c.job_id);
-    if (job == nullptr) {
-      step.outcome->status = Error{unknown(c.job_id)};
-      return;
-    }
+    const BookJob* job = known_job(step, c.job_id);
+    if (job == nullptr) return;
     if (job->record.phase != JobPhase::kRunning) {
       step.outcome->status = Error{not_running(c.job_id, job->record.phase)};
       return;
@@ -362,11 +359,8 @@ void Planner::Steps::check_change(Step& step, const book::RemoveJob& c) {
   if (!claim(step, c.job_id)) return;
   {
     std::shared_lock lock(p.book_mu_);
-    const BookJob* job = p.book_.job(c.job_id);
-    if (job == nullptr) {
-      step.outcome->status = Error{unknown(c.job_id)};
-      return;
-    }
+    const BookJob* job = known_job(step, c.job_id);
+    if (job == nullptr) return;
     // The book says why not (running, done, a bind in doubt) before anything is written.
     if (job->record.phase != JobPhase::kQueued) {
       step.outcome->status = Error{"job " + c.job_id + " is " + phase_name(job->record.phase) +
@@ -415,11 +409,8 @@ void Planner::Steps::check_change(Step& step, const book::AddProfile& c) {
   if (!claim(step, report.job_id)) return;
   {
     std::shared_lock lock(p.book_mu_);
-    const BookJob* job = p.book_.job(report.job_id);
-    if (job == nullptr) {
-      step.outcome->status = Error{unknown(report.job_id)};
-      return;
-    }
+    const BookJob* job = known_job(step, report.job_id);
+    if (job == nullptr) return;
     if (job->iterations && report.iterations > *job->iterations &&
         report.kind == ProfileSample::Kind::kProgress) {
       step.outcome->status =

@@ -65,6 +65,9 @@ struct Planner::Steps {
   // Whether `job_id` waits for the next group (another change of this one changes it); marks it
   // changed otherwise. `registering`: a registration, which may follow other registrations.
   bool claim(Step& step, const std::string& job_id, bool registering = false);
+  // The book's job `job_id` (the caller holds the book's lock), or null with the step's outcome
+  // saying that allox does not know it.
+  const BookJob* known_job(Step& step, const std::string& job_id);
 
   void check_change(Step& step, const book::RegisterVariant& c);
   void check_change(Step& step, const book::RemoveVariant& c);
