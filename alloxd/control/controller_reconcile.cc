@@ -70,6 +70,8 @@ void Controller::admit(Look& look) {
   auto [release, fresh] = released_.try_emplace(look.key);
   look.released_now = fresh || release->second.pod != chosen;
   release->second = {chosen, start->second};
+  // Mostly admitted already, by act_on_plan's admissions made together: a read then.
+  if (planner_.admission_stands(look.key, chosen, start->second)) return;
   const Status admitted = planner_.admit_all({{look.key, chosen, start->second}}).front();
   if (!admitted) {
     log_warn("controller: admission failed", {{"job", look.key}, {"error", admitted.message()}});

@@ -264,6 +264,11 @@ class Planner {
   std::vector<std::string> lapsed_gangs() const;
   // The variant ("namespace/name") `job_id` was admitted as, if it was.
   std::optional<std::string> admitted_as(const std::string& job_id) const;
+  // Whether `job_id`, still queued, is admitted as `pod_key` for `start` and its hold has not
+  // lapsed: admitting it so again would change nothing (a reconcile reads this instead of
+  // queueing a no-op behind the next group commit).
+  bool admission_stands(const std::string& job_id, const std::string& pod_key,
+                        const PlannedStart& start) const;
   // When `job_id`'s admission lapses (its steady-clock time plus admission_hold), if it is
   // admitted: the controller looks at a released gang again then (lapsed_gangs).
   std::optional<std::chrono::steady_clock::time_point> hold_lapses_at(
@@ -353,7 +358,8 @@ class Planner {
     std::optional<JobRecord> gang;   // StartGang
   };
   // apply() with every outcome. The group commit: a caller's batch waits in group_queue_ while
-  // another caller commits a group, and whoever finds none running commits every batch queued.
+  // another caller commits a group; whoever finds none running leads, and each leader hands the
+  // lead to the queue's front when its group is committed.
   struct Batch;
   std::vector<Applied> apply_changes(std::span<const BookChange> changes);
   // Under write_mu_ (planner_apply.cc): steps 1-4 of apply() for the group's batches, again for
@@ -365,9 +371,8 @@ class Planner {
   struct GroupView;
   struct Steps;
   std::mutex group_mu_;
-  std::condition_variable group_cv_;
   std::vector<Batch*> group_queue_;  // under group_mu_
-  bool group_committing_ = false;    // under group_mu_
+  bool group_committing_ = false;    // under group_mu_: a leader holds the lead
 
   // Runs `section` on the calling thread holding book_mu_ exclusively, and returns its result.
   // apply() changes the book only through it; so do the rare writers outside apply() (a parked

@@ -16,6 +16,19 @@ std::optional<std::string> Planner::admitted_as(const std::string& job_id) const
   return it->second.pod_key;
 }
 
+bool Planner::admission_stands(const std::string& job_id, const std::string& pod_key,
+                               const PlannedStart& start) const {
+  std::shared_lock lock(book_mu_);
+  const BookJob* job = book_.job(job_id);
+  if (job == nullptr || job->record.phase != JobPhase::kQueued) return false;
+  auto known = admitted_.find(job_id);
+  // The same test as the Admit change's check (planner_steps.cc), which calls it "as before".
+  return known != admitted_.end() && known->second.pod_key == pod_key &&
+         known->second.start == start &&
+         std::chrono::duration<double>(steady_now() - known->second.at).count() <=
+             options_.admission_hold;
+}
+
 std::optional<std::chrono::steady_clock::time_point> Planner::hold_lapses_at(
     const std::string& job_id) const {
   std::shared_lock lock(book_mu_);

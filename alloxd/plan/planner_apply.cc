@@ -1,6 +1,7 @@
 // The book's one write path (Planner::apply, planner.h): the group commit of concurrent callers'
 // batches, and a group's steps (check, one store transaction, the book in chunks, one wake).
 // What each kind of change does at each step: planner_steps.cc.
+#include <condition_variable>
 #include <exception>
 #include <string>
 #include <type_traits>
@@ -40,7 +41,14 @@ struct Planner::Batch {
   std::span<const BookChange> changes;
   std::vector<Applied> outcomes;
   bool synced = false;  // a change of it is synced
-  bool done = false;    // under group_mu_: outcomes are final and the committer let go of them
+  // Under group_mu_: outcomes are final and the committer let go of them.
+  bool done = false;
+  // Under group_mu_: this batch's caller commits the next group (the queue's front).
+  bool lead = false;
+  // Its caller waits here, woken only for its own outcome or its turn to lead: a condition
+  // shared by every waiter would wake them all at each commit (tens of /bind threads, the
+  // watch and the controller's workers) to find, but for one, nothing to do.
+  std::condition_variable cv;
 };
 
 std::vector<Status> Planner::apply(std::span<const BookChange> changes) {
@@ -53,7 +61,9 @@ std::vector<Status> Planner::apply(std::span<const BookChange> changes) {
 
 std::vector<Planner::Applied> Planner::apply_changes(std::span<const BookChange> changes) {
   if (changes.empty()) return {};
-  Batch batch{changes, std::vector<Applied>(changes.size())};
+  Batch batch;
+  batch.changes = changes;
+  batch.outcomes.resize(changes.size());
   for (const BookChange& change : changes) {
     batch.synced = batch.synced || durability_of(change) == Durability::kSynced;
   }
@@ -62,17 +72,22 @@ std::vector<Planner::Applied> Planner::apply_changes(std::span<const BookChange>
   if (group_committing_ && options_.group_hooks.joined) {
     options_.group_hooks.joined(group_queue_.size());
   }
-  // Leader/follower: whoever finds no group being committed commits the batches queued (its own
-  // among them, or it commits again), so the batches that arrive during one commit share the
-  // next. A group takes the batches of the first one's class, synced or written, in order: a
-  // written batch (the watch's, a written start) never waits for an fsync of its own, only for
-  // the group before it, and the synced ones (bind intents) share one fsync.
+  // Leader/follower: a caller that finds no group being committed leads (the queue holds only
+  // its batch then); a leader commits one group and hands the lead to the queue's front, so the
+  // batches that arrive during one commit share the next. A group takes the batches of the
+  // front one's class, synced or written, in order: a written batch (the watch's, a written
+  // start) never waits for an fsync of its own, only for the group before it, and the synced
+  // ones (bind intents) share one fsync. A leader is the front, so its own batch is in its group.
+  if (!group_committing_) {
+    group_committing_ = true;
+    batch.lead = true;
+  }
   while (!batch.done) {
-    if (group_committing_) {
-      group_cv_.wait(lock);
+    if (!batch.lead) {
+      batch.cv.wait(lock);
       continue;
     }
-    group_committing_ = true;
+    batch.lead = false;
     std::vector<Batch*> group;
     const bool synced = group_queue_.front()->synced;
     std::erase_if(group_queue_, [&](Batch* b) {
@@ -84,7 +99,7 @@ std::vector<Planner::Applied> Planner::apply_changes(std::span<const BookChange>
     try {
       commit_group(group);
     } catch (const std::exception& e) {
-      // Every caller must get an answer and the next group a committer, whatever went wrong.
+      // Every caller must get an answer and the next group a leader, whatever went wrong.
       for (Batch* b : group) {
         for (Applied& a : b->outcomes) {
           if (a.status) a.status = Error{"applying the change failed: " + std::string(e.what())};
@@ -92,9 +107,16 @@ std::vector<Planner::Applied> Planner::apply_changes(std::span<const BookChange>
       }
     }
     lock.lock();
-    for (Batch* b : group) b->done = true;  // its caller may return from here on
-    group_committing_ = false;
-    group_cv_.notify_all();
+    for (Batch* b : group) {
+      b->done = true;  // its caller may return from here on (it needs group_mu_ to see it)
+      if (b != &batch) b->cv.notify_one();
+    }
+    if (group_queue_.empty()) {
+      group_committing_ = false;
+    } else {
+      group_queue_.front()->lead = true;
+      group_queue_.front()->cv.notify_one();
+    }
   }
   return std::move(batch.outcomes);
 }

@@ -4,6 +4,7 @@
 // batched writers change the book a chunk at a time.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -95,6 +96,68 @@ TEST(PlannerReadsTest, ABurstOfAdmissionsReachesTheBookAChunkAtATime) {
   for (const Planner::AdmitRequest& a : admissions) {
     EXPECT_EQ(a.pod_key, books.planner->admitted_as(a.job_id).value_or("(none)"));
   }
+}
+
+// A reconcile reads whether the admission it would make stands already, instead of queueing a
+// change behind the next group commit. The read must say "stands" exactly when admitting again
+// would change nothing: the same variant and start, the hold not lapsed, the job still queued.
+TEST(PlannerReadsTest, AnAdmissionStandsAsMadeUntilItsHoldLapsesOrItsJobStarts) {
+  testing::ScratchDir dir;
+  ExtenderConfig config = testing::make_config(
+      {{"n0", {{"gpu", 1}, {"cpu", 1}}}, {"n1", {{"gpu", 1}}}}, dir.file("state.db"));
+  config.policy = "fifo";
+  Metrics metrics;
+  auto steady = std::make_shared<std::chrono::steady_clock::time_point>();
+  PlannerOptions options;
+  options.inventory = config.nodes;
+  options.steady_now = [steady] { return *steady; };
+  auto made = Planner::create(config, make_policy(config.policy, {}).value(), metrics, options);
+  ASSERT_TRUE(made.ok()) << made.message();
+  Planner& planner = **made;
+  planner.start();
+  auto variant = [&](const std::string& pod, const std::string& resource) {
+    auto read = read_job_variant(testing::make_pod("lab", pod, resource, {{"allox.io/job", "a"}}),
+                                 config.devices);
+    EXPECT_TRUE(read.ok()) << read.message();
+    return *read;
+  };
+  const JobVariant gpu = variant("a-gpu", "nvidia.com/gpu");
+  const JobVariant cpu = variant("a-cpu", "cpu");
+  ASSERT_TRUE(planner.register_variant(gpu, Durability::kWritten).ok());
+  ASSERT_TRUE(planner.register_variant(cpu, Durability::kWritten).ok());
+  planner.solve_now();
+  const auto plan = planner.latest_plan();
+  ASSERT_EQ(1u, plan->starts.count("lab/a"));
+  const PlannedStart start = plan->starts.at("lab/a");
+  // The variant the plan starts, and the job's other one.
+  const bool on_gpu = gpu.runs_on(start.device);
+  const JobVariant& chosen = on_gpu ? gpu : cpu;
+  const std::string pod = on_gpu ? "lab/a-gpu" : "lab/a-cpu";
+  const std::string other = on_gpu ? "lab/a-cpu" : "lab/a-gpu";
+  PlannedStart elsewhere = start;
+  elsewhere.slot = start.slot + 1;
+  auto version = [&] { return planner.read([](const JobBook& book) { return book.version(); }); };
+
+  EXPECT_FALSE(planner.admission_stands("lab/a", pod, start));  // not admitted yet
+  ASSERT_TRUE(planner.admit("lab/a", pod, start).ok());
+  EXPECT_TRUE(planner.admission_stands("lab/a", pod, start));
+  EXPECT_FALSE(planner.admission_stands("lab/a", other, start));
+  EXPECT_FALSE(planner.admission_stands("lab/a", pod, elsewhere));
+  EXPECT_FALSE(planner.admission_stands("lab/b", "lab/b-gpu", start));
+  // Where it stands, admitting again changes nothing: the book's version does not move.
+  const auto before = version();
+  ASSERT_TRUE(planner.admit("lab/a", pod, start).ok());
+  EXPECT_EQ(before, version());
+
+  *steady += std::chrono::seconds(61);  // admission_hold is 60 s
+  EXPECT_FALSE(planner.admission_stands("lab/a", pod, start));
+  // Made again as it was, it is the same commitment: its time still runs from the first.
+  ASSERT_TRUE(planner.admit("lab/a", pod, start).ok());
+  EXPECT_FALSE(planner.admission_stands("lab/a", pod, start));
+
+  ASSERT_TRUE(planner.record_start(chosen, start.node, start.slot, Durability::kWritten).ok());
+  EXPECT_FALSE(planner.admission_stands("lab/a", pod, start));  // it runs
+  planner.stop();
 }
 
 }  // namespace
