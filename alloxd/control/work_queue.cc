@@ -14,7 +14,7 @@ bool WorkQueue::add(const std::string& key, WorkPriority priority) {
     std::lock_guard lock(mu_);
     queued = add_locked(key, priority);
   }
-  if (queued) cv_.notify_all();
+  if (queued) cv_.notify_one();  // one key: one worker (get() wakes another for the next)
   return queued;
 }
 
@@ -60,6 +60,8 @@ bool WorkQueue::add_after(const std::string& key, Clock::duration delay, WorkPri
       return false;
     }
     const Clock::time_point due = now() + delay;
+    // Blocked get()s wait for the earliest delay: only an earlier one changes that.
+    const bool earliest = due_.empty() || due < due_.begin()->first;
     auto it = delayed_.find(key);
     if (it == delayed_.end()) {
       if (delayed_.size() >= options_.capacity) {
@@ -68,17 +70,19 @@ bool WorkQueue::add_after(const std::string& key, Clock::duration delay, WorkPri
       }
       delayed_[key] = {due, priority};
       due_.emplace(due, key);
-      sooner = true;
+      sooner = earliest;
     } else {
       it->second.priority = std::min(it->second.priority, priority);
       if (due < it->second.due) {
         it->second.due = due;
         due_.emplace(due, key);  // the later entry goes stale
-        sooner = true;
+        sooner = earliest;
       }
     }
   }
-  if (sooner) cv_.notify_all();  // a blocked get() may have to wake earlier
+  // One blocked get() is enough to wait for it (it wakes another when it takes the key and more
+  // are ready); waking every worker for each requeue had them all find nothing and sleep again.
+  if (sooner) cv_.notify_one();
   return true;
 }
 
@@ -160,6 +164,7 @@ std::optional<WorkQueue::Item> WorkQueue::try_get() {
 }
 
 void WorkQueue::done(const std::string& key) {
+  bool requeued = false, now_idle = false;
   {
     std::lock_guard lock(mu_);
     processing_.erase(key);
@@ -170,17 +175,20 @@ void WorkQueue::done(const std::string& key) {
       if (!shutting_down_) {
         ++counts_.added;
         queue_locked(key, priority);  // it had its place: never dropped for capacity
+        requeued = true;
       } else {
         ++counts_.dropped;
       }
     }
+    now_idle = waiting_.empty() && processing_.empty();
   }
-  cv_.notify_all();
+  if (requeued) cv_.notify_one();
+  if (now_idle) idle_cv_.notify_all();
 }
 
 void WorkQueue::tick() {
   std::lock_guard lock(mu_);
-  cv_.notify_all();
+  cv_.notify_all();  // every blocked get() looks at the stepped clock again
 }
 
 void WorkQueue::shutdown() {
@@ -195,6 +203,7 @@ void WorkQueue::shutdown() {
     due_.clear();
   }
   cv_.notify_all();
+  idle_cv_.notify_all();
 }
 
 bool WorkQueue::shutting_down() const {
@@ -214,7 +223,8 @@ bool WorkQueue::idle() const {
 
 bool WorkQueue::wait_idle(std::chrono::milliseconds timeout) const {
   std::unique_lock lock(mu_);
-  return cv_.wait_for(lock, timeout, [&] { return waiting_.empty() && processing_.empty(); });
+  return idle_cv_.wait_for(lock, timeout,
+                           [&] { return waiting_.empty() && processing_.empty(); });
 }
 
 WorkQueue::Counts WorkQueue::counts() const {

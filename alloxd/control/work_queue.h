@@ -117,7 +117,10 @@ class WorkQueue {
 
   WorkQueueOptions options_;
   mutable std::mutex mu_;
+  // Workers blocked in get() wait on cv_, woken one per ready key; wait_idle() on idle_cv_,
+  // woken when the last key in process is done.
   mutable std::condition_variable cv_;
+  mutable std::condition_variable idle_cv_;
   // Waiting keys. The orders hold (key, ticket); an entry whose ticket is not the key's current
   // one (the key was raised to kAdmit, or handed out) is skipped when reached.
   std::unordered_map<std::string, Waiting> waiting_;
