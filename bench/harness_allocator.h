@@ -6,11 +6,10 @@
 // thread's arena grows its heap a page at a time (an mprotect per page, run by whichever thread
 // needs the page) and every new page costs a page fault: in this VM those traps were ~25% of
 // the harness's CPU. The main heap grows 64 MB at a time (top_pad; glibc applies it to the
-// main heap and to each new thread heap), on transparent huge pages: a fault per 2 MB. Session
-// 24 also kept one arena for all threads; once alloxd kept up, the harness's threads waited on
-// that arena's lock, so the arenas are per thread again (docs/performance.md, "Allocator
-// arenas"). The API
-// behaviour is untouched: only how the process gets its memory.
+// main heap and to each new thread heap), on transparent huge pages: a fault per 2 MB. One
+// arena for all threads was tried too: once alloxd kept up, the harness's threads waited on
+// that arena's lock, so the arenas are per thread (docs/performance.md, "Allocator arenas").
+// The API behaviour is untouched: only how the process gets its memory.
 //
 // glibc reads GLIBC_TUNABLES only at start-up, so the settings need the process started again.
 #pragma once
