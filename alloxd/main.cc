@@ -19,6 +19,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
+#include <cstdlib>
 #include <mutex>
 #include <optional>
 #include <sstream>
@@ -114,6 +115,7 @@ void run_in_background_but_answer_at_once(RequestThreads request_threads,
 struct Flags {
   std::string config_path, listen, database, request_threads;
   double time_scale = 1;
+  std::string thread_cache;  // what run_with_thread_cache found in effect (heap.h)
 };
 
 // alloxd's clock: Unix seconds, or for demos a clock that runs time_scale times faster from
@@ -127,6 +129,17 @@ std::function<double()> scaled_clock(double time_scale) {
   return [seconds, start, time_scale] { return start + (seconds() - start) * time_scale; };
 }
 
+// What malloc's thread cache runs with (heap.h): a debug line when alloxd set it, the usual case.
+void log_thread_cache(const std::string& state) {
+  const char* given = std::getenv("GLIBC_TUNABLES");
+  const std::string tunables = given == nullptr ? "" : given;
+  if (state == "set") {
+    log_debug("malloc", {{"thread_cache", state}, {"GLIBC_TUNABLES", tunables}});
+  } else {
+    log_info("malloc", {{"thread_cache", state}, {"GLIBC_TUNABLES", tunables}});
+  }
+}
+
 // The config file with the command line's overrides applied, the log and the request threads'
 // class set from it; nullopt (each problem logged) when alloxd cannot run with it.
 std::optional<ExtenderConfig> read_config(const Flags& flags) {
@@ -138,6 +151,7 @@ std::optional<ExtenderConfig> read_config(const Flags& flags) {
     return std::nullopt;
   }
   configure_log(config->log);
+  log_thread_cache(flags.thread_cache);
   raise_descriptor_limit();
   if (!flags.listen.empty()) {
     if (auto s = set_listen_address(*config, flags.listen); !s) {
@@ -321,6 +335,8 @@ int run(const Flags& flags) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // First: it may start this process again with the thread cache set (heap.h).
+  const std::string thread_cache = run_with_thread_cache(argv);
   CLI::App app{"alloxd: the allox kube-scheduler extender (filter, prioritize, bind, preempt)"};
   Flags flags;
   app.add_option("-c,--config", flags.config_path, "alloxd YAML config (see alloxd/README.md)")
@@ -336,5 +352,6 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.set_version_flag("--version", "alloxd 0.1.0");
   CLI11_PARSE(app, argc, argv);
+  flags.thread_cache = thread_cache;
   return run(flags);
 }
