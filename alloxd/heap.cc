@@ -46,8 +46,11 @@ std::string run_with_thread_cache(char** argv) {
   const std::string ours = std::string(kSetting) + "=" + std::to_string(kThreadCacheBlocks);
   ::setenv("GLIBC_TUNABLES", (tunables.empty() ? ours : tunables + ":" + ours).c_str(), 1);
   ::setenv(kMarker, "1", 1);
-  // By its own path, so the process keeps its name in ps and top; /proc/self/exe when that path
-  // is gone (a binary replaced since it started).
+  // By the path it was started as, so the process keeps its name in ps and top (and a start
+  // through the dynamic loader, where /proc/self/exe is the loader, starts alloxd itself); by
+  // its own path when that was a name looked up in PATH; /proc/self/exe when that path is gone
+  // (a binary replaced since it started).
+  if (std::strchr(argv[0], '/') != nullptr) ::execv(argv[0], argv);
   std::error_code error;
   const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
   if (!error) ::execv(self.c_str(), argv);

@@ -33,6 +33,9 @@ Status tune_heap();
 
 inline constexpr int kThreadCacheBlocks = 512;
 
+// A tool that does not follow exec (valgrind without --trace-children=yes) loses alloxd at the
+// restart: set GLIBC_TUNABLES=glibc.malloc.tcache_count=512 for it, and alloxd starts as it is.
+//
 // Called first thing in main, with main's argv. When GLIBC_TUNABLES does not set
 // glibc.malloc.tcache_count, re-executes this program (same arguments, same process) with it
 // added to whatever GLIBC_TUNABLES held, and does not return. Otherwise, or when the
