@@ -349,6 +349,10 @@ class Planner {
 
   // Under book_mu_ (shared): a sibling of a job admitted as another variant stays out.
   bool admitted_as_another(const JobVariant& variant) const;
+  // Under book_mu_ (shared): `job_id` is admitted as `pod_key` for `start` and the hold has not
+  // lapsed, so admitting it so again changes nothing (the Admit change's "as before").
+  bool admitted_as_before(const std::string& job_id, const std::string& pod_key,
+                          const PlannedStart& start) const;
 
   // apply()'s outcome of one change, with what its writer returns besides.
   struct Applied {

@@ -21,8 +21,12 @@ bool Planner::admission_stands(const std::string& job_id, const std::string& pod
   std::shared_lock lock(book_mu_);
   const BookJob* job = book_.job(job_id);
   if (job == nullptr || job->record.phase != JobPhase::kQueued) return false;
+  return admitted_as_before(job_id, pod_key, start);
+}
+
+bool Planner::admitted_as_before(const std::string& job_id, const std::string& pod_key,
+                                 const PlannedStart& start) const {
   auto known = admitted_.find(job_id);
-  // The same test as the Admit change's check (planner_steps.cc), which calls it "as before".
   return known != admitted_.end() && known->second.pod_key == pod_key &&
          known->second.start == start &&
          std::chrono::duration<double>(steady_now() - known->second.at).count() <=

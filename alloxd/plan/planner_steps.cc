@@ -147,13 +147,7 @@ void Planner::Steps::check_change(Step& step, const book::Admit& c) {
       step.outcome->status = Error{"pod " + c.pod_key + " is not a variant of job " + c.job_id};
       return;
     }
-    auto known = p.admitted_.find(c.job_id);
-    if (known != p.admitted_.end() && known->second.pod_key == c.pod_key &&
-        known->second.start == c.start &&
-        std::chrono::duration<double>(p.steady_now() - known->second.at).count() <=
-            p.options_.admission_hold) {
-      return;  // as before: nothing to plan again
-    }
+    if (p.admitted_as_before(c.job_id, c.pod_key, c.start)) return;  // nothing to plan again
     step.row = job->record.row;
     // A gang's other pods are its members, not siblings: all of them run.
     for (const auto& [key, variant] : job->variants) {
