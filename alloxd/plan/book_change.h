@@ -53,9 +53,11 @@ struct Admit {
 struct RecordBindIntent {
   BindIntent intent;
 };
-// The API server refused the bind (synced).
+// The API server refused the bind, or start-up found the pod unbound (synced): the intent's row
+// goes, and the book's, where one was restored.
 struct DropBindIntent {
   std::int64_t job_row = 0;
+  std::string job_id;
 };
 // `variant` was bound to `node` (on `preferred_slot` when it is free there): the run starts.
 struct Start {

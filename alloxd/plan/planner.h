@@ -170,7 +170,7 @@ class Planner {
   };
   // Durable before the API server is asked to bind (store.h); dropped when it refuses.
   Status record_bind_intent(const BindIntent& intent);
-  Status drop_bind_intent(std::int64_t job_row);
+  Status drop_bind_intent(std::int64_t job_row, const std::string& job_id);
   // Records that `variant` was bound to `node` (on `preferred_slot` when it is free there).
   // unused_variants holds only pods in variant's namespace: a job never spans tenants. Idempotent:
   // a start already recorded for this pod on this node (the watch saw the binding first, and
@@ -380,9 +380,9 @@ class Planner {
 
   // Runs `section` on the calling thread holding book_mu_ exclusively, and returns its result.
   // apply() changes the book only through it; so do the rare writers outside apply() (a parked
-  // job, the inventory, the retention sweep, the intents settled at start-up, a gang's members
-  // as the watch sees them bound or ended, an adopted gang), which change no store row (the
-  // start-up's settling aside) and so need no group commit.
+  // job, the inventory, the retention sweep, a gang's members as the watch sees them bound or
+  // ended, an adopted gang), which change no store row and so need no group commit. Every store
+  // row is written by apply().
   template <typename Section>
   auto write_book(Section&& section) {
     std::unique_lock lock(book_mu_);

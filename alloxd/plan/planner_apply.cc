@@ -157,10 +157,9 @@ void Planner::commit_group(const std::vector<Batch*>& group) {
         writes.push_back(&step);
         durability = stricter(durability, step.durability);
       }
-      // Bind intents are rows only.
+      // A bind intent being made is a row only.
       if ((step.then == Step::Then::kWrite || step.then == Step::Then::kBook) &&
-          !std::holds_alternative<book::RecordBindIntent>(*step.change) &&
-          !std::holds_alternative<book::DropBindIntent>(*step.change)) {
+          !std::holds_alternative<book::RecordBindIntent>(*step.change)) {
         books.push_back(&step);
       }
       replan = replan || step.replan;

@@ -5,8 +5,11 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <variant>
+#include <vector>
 
 #include "alloxd/plan/planner.h"
+#include "core/log.h"
 
 namespace allox::extender {
 
@@ -15,8 +18,8 @@ Status Planner::record_bind_intent(const BindIntent& intent) {
   return apply({&change, 1}).front();
 }
 
-Status Planner::drop_bind_intent(std::int64_t job_row) {
-  const BookChange change = book::DropBindIntent{job_row};
+Status Planner::drop_bind_intent(std::int64_t job_row, const std::string& job_id) {
+  const BookChange change = book::DropBindIntent{job_row, job_id};
   return apply({&change, 1}).front();
 }
 
@@ -68,36 +71,44 @@ std::vector<Status> Planner::complete_all(const std::vector<std::string>& job_id
 void Planner::reconcile_binds(const std::vector<PodPlacement>& pods, bool complete) {
   std::map<std::string, const PodPlacement*> by_pod;
   for (const PodPlacement& pod : pods) by_pod[pod_key(pod.pod)] = &pod;
+  // What each intent comes to is read here; the changes go through apply, as every writer's do.
+  std::vector<BookChange> starts;
+  std::vector<std::int64_t> start_rows;  // each start's intent row
+  std::vector<BookChange> drops;
   {
-    std::lock_guard write(write_mu_);
-    std::unique_lock lock(book_mu_);
-    std::vector<BindIntent> intents;
+    std::shared_lock lock(book_mu_);
     for (const auto& [id, job] : book_.jobs()) {
-      if (job.intent) intents.push_back(*job.intent);
-    }
-    for (const BindIntent& intent : intents) {
+      if (!job.intent) continue;
+      const BindIntent& intent = *job.intent;
       auto it = by_pod.find(pod_key(intent.pod));
       if (it == by_pod.end() && !complete) continue;
       const PodPlacement* seen = it == by_pod.end() ? nullptr : it->second;
-      bool bound =
+      const bool bound =
           seen != nullptr && seen->exists && !seen->node_name.empty() &&
           (intent.pod.uid.empty() || seen->pod.uid.empty() || seen->pod.uid == intent.pod.uid);
-      const BookJob* job = book_.job(intent.job_id);
-      auto variant = job->variants.find(pod_key(intent.pod));
-      if (variant == job->variants.end()) bound = false;  // nothing left to start
-      if (bound) {
-        auto record = book_.start(intent.job_id, variant->second, seen->node_name, -1, now());
-        if (record) {
-          // Not durable: the store keeps the intent, and the next start-up settles it again.
-          (void)store_->record_start(*record);
-          continue;
-        }
-        // The node left the inventory or is full in allox's view: the pod runs there anyway,
-        // but allox cannot account for it; the job stays queued rather than double-booked.
+      auto variant = job.variants.find(pod_key(intent.pod));
+      if (bound && variant != job.variants.end()) {
+        // Written, not synced: the start clears the intent's row, and should a power cut roll
+        // that back, the next start-up settles the intent again.
+        starts.emplace_back(book::Start{variant->second, seen->node_name, -1, Durability::kWritten});
+        start_rows.push_back(intent.job_row);
+      } else {
+        drops.emplace_back(book::DropBindIntent{intent.job_row, intent.job_id});
       }
-      if (store_->drop_bind_intent(intent.job_row)) book_.clear_intent(intent.job_id);
     }
   }
+  const std::vector<Status> started = apply(starts);
+  for (std::size_t i = 0; i < starts.size(); ++i) {
+    if (started[i]) continue;
+    // The node left the inventory or is full in allox's view: the pod runs there anyway, but
+    // allox cannot account for it; the job stays queued rather than double-booked.
+    const auto& start = std::get<book::Start>(starts[i]);
+    log_warn("bind in doubt not settled as a start: the job stays queued",
+             {{"job", start.variant.job_id}, {"node", start.node},
+              {"reason", started[i].message()}});
+    drops.emplace_back(book::DropBindIntent{start_rows[i], start.variant.job_id});
+  }
+  (void)apply(drops);
   intents_seen_ = true;
   wake();
 }

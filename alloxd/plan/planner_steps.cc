@@ -184,7 +184,8 @@ void Planner::Steps::book_change(Step& step, const book::Admit& c) {
   step.replan = planned == latest->starts.end() || !(planned->second == c.start);
 }
 
-// Bind intents: rows only; the book learns of a bind when it starts.
+// Bind intents: the book learns of a bind when it starts; it holds an intent only as restored
+// from the store, until start-up settles it (reconcile_binds).
 
 void Planner::Steps::check_change(Step& step, const book::RecordBindIntent&) {
   step.durability = Durability::kSynced;
@@ -206,7 +207,9 @@ Status Planner::Steps::write_change(Step&, const book::DropBindIntent& c) {
   return p.store_->drop_bind_intent(c.job_row);
 }
 
-void Planner::Steps::book_change(Step&, const book::DropBindIntent&) {}
+void Planner::Steps::book_change(Step&, const book::DropBindIntent& c) {
+  p.book_.clear_intent(c.job_id);
+}
 
 // Start: the book first (only it can choose the machines), then the store. A bind's intent is
 // on disk already, so a failed write is settled from spec.nodeName after a restart.

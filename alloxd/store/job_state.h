@@ -4,7 +4,7 @@
 // run: parked (BookJob::parked: the policy cannot take it), admitted (the planner holds a
 // machine for it: Planner's admissions) and bind intent (BookJob::intent: a bind alloxd asked
 // the API server for and has not seen answered). Every edge below but the planner's own (park,
-// a lapsed hold, the retention sweep) and the start-up's (reconcile_binds) is a BookChange
+// a lapsed hold, the retention sweep) is a BookChange
 // (alloxd/plan/book_change.h) given to Planner::apply, the book's one write path, which writes
 // it to the store and then the book; docs/design.md, "Job state machine", gives each edge's
 // durability.
@@ -18,12 +18,12 @@
 //  book::Admit ────────▶ ▼ │
 //                      ADMITTED
 //                        │
-//  book::RecordBind-     │         book::DropBindIntent (the API server refused), or
-//  Intent (synced)       ▼         Planner::reconcile_binds (the pod is unbound) ──▶ QUEUED
+//  book::RecordBind-     │         book::DropBindIntent (the API server refused, or
+//  Intent (synced)       ▼         reconcile_binds finds the pod unbound) ──▶ QUEUED
 //                    BIND INTENT
 //                        │
-//  book::Start           │ (the binding was accepted, or the watch sees spec.nodeName), or
-//  → JobBook::start      ▼ Planner::reconcile_binds finds the pod bound
+//  book::Start           │ (the binding was accepted, the watch sees spec.nodeName, or
+//  → JobBook::start      ▼ Planner::reconcile_binds finds the pod bound)
 //                     RUNNING
 //                        │
 //  book::Complete        │ (the pod Succeeded, Failed or was deleted; or POST /v1/jobs/{id}/done)

@@ -530,5 +530,30 @@ TEST(IsolationTest, ReconcileIsAFunctionOverObservedPods) {
   EXPECT_EQ("", service->job("lab/b")->bind_in_doubt);
 }
 
+TEST(IsolationTest, ABindInDoubtOnANodeOutsideTheInventoryLeavesTheJobQueuedAndItsIntentGone) {
+  testing::ScratchDir dir;
+  auto config = testing::make_config({{"node-1", {{"gpu", 2}}}}, dir.file("state.db"));
+  leave_intent(config.database, "a");
+  leave_intent(config.database, "b");
+  auto service = start_service(config, policy_named("fifo"), nullptr, nullptr);
+  // a landed on a node alloxd does not know: it cannot account for the machine, so it does not
+  // start the job there (a double booking of node-1's GPUs would follow); b landed on node-1.
+  service->reconcile_binds({{{"a", "lab", "uid-a"}, true, "node-9", "Running"},
+                            {{"b", "lab", "uid-b"}, true, "node-1", "Running"}},
+                           true);
+  EXPECT_EQ(JobPhase::kQueued, service->job("lab/a")->record.phase);
+  EXPECT_EQ("", service->job("lab/a")->bind_in_doubt);
+  EXPECT_EQ(JobPhase::kRunning, service->job("lab/b")->record.phase);
+  service.reset();
+  auto state = (*Store::open(config.database))->load();
+  ASSERT_TRUE(state.ok());
+  EXPECT_TRUE(state->intents.empty()) << "both intents are settled in the store too";
+  auto restarted = start_service(config, policy_named("fifo"), nullptr, nullptr);
+  EXPECT_EQ(JobPhase::kQueued, restarted->job("lab/a")->record.phase);
+  EXPECT_EQ("", restarted->job("lab/a")->bind_in_doubt);
+  EXPECT_EQ(JobPhase::kRunning, restarted->job("lab/b")->record.phase);
+  EXPECT_EQ("node-1", restarted->job("lab/b")->record.node);
+}
+
 }  // namespace
 }  // namespace allox::extender
