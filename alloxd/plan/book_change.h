@@ -1,5 +1,5 @@
 // A change to the job book, as Planner::apply takes it: one kind per writer of the book, in the
-// problem's words (a pod registered, a job admitted, bound, finished...). The state each kind
+// problem's words (a pod registered, a job admitted, bound, finished, a node added...). The state each kind
 // moves a run along is drawn in alloxd/store/job_state.h.
 //
 // Each kind says how durable it must be when apply returns (store.h): kSynced on disk, kWritten
@@ -12,7 +12,9 @@
 #include <map>
 #include <string>
 #include <variant>
+#include <vector>
 
+#include "alloxd/config.h"
 #include "alloxd/model/pod.h"
 #include "alloxd/plan/plan.h"
 #include "alloxd/store/job_types.h"
@@ -97,11 +99,30 @@ struct RollBackGang {
   std::string note;
 };
 
+// The changes below are the book's alone: they write no row, so they never wait for a
+// transaction, and take the same lock order as every other change.
+//
+// The cluster's nodes and what each offers, as the node watch sees them (whole, every time).
+struct SetInventory {
+  std::vector<NodeInventory> nodes;
+};
+// The policy cannot take the queued job `job_id` on its own: it waits, out of the rounds, until
+// its pods change (RegisterVariant), with `reason` for whoever asks why.
+struct Park {
+  std::string job_id;
+  std::string reason;
+};
+// Runs finished before `before` leave the book (the retention sweep; their rows stay).
+struct ForgetFinished {
+  double before = 0;
+};
+
 }  // namespace book
 
 using BookChange =
     std::variant<book::RegisterVariant, book::RemoveVariant, book::Admit, book::RecordBindIntent,
                  book::DropBindIntent, book::Start, book::StartGang, book::Complete, book::Requeue,
-                 book::RemoveJob, book::AddProfile, book::RollBackGang>;
+                 book::RemoveJob, book::AddProfile, book::RollBackGang, book::SetInventory,
+                 book::Park, book::ForgetFinished>;
 
 }  // namespace allox::extender

@@ -208,13 +208,12 @@ Expected<Decision> Planner::decide_isolating(PlanInput& input) {
       culprits.push_back({queued.job->id, d.message()});
   }
   if (culprits.empty()) return decision;  // only the mix fails: every pod hears of it
+  std::vector<BookChange> parks;
+  parks.reserve(culprits.size());
+  for (auto& [id, reason] : culprits) parks.emplace_back(book::Park{id, std::move(reason)});
+  (void)apply(parks);  // a job gone since is not parked, and not planned either
   {
-    std::lock_guard write(write_mu_);
-    std::unique_lock lock(book_mu_);
-    for (const auto& [id, reason] : culprits) {
-      book_.park(id, reason);
-      log_warn("job parked: the policy cannot take it", {{"job", id}, {"reason", reason}});
-    }
+    std::shared_lock lock(book_mu_);
     input = book_.snapshot(input.state.now);
   }
   return policy_->decide(input.state);
@@ -231,13 +230,8 @@ void Planner::solve_once(PlanCause cause) {
     // writer's store write runs beside it too (only its change to the book waits for the read).
     // The snapshot's time is taken once the read lock is held: every change in the book was
     // made before it, so no job arrived or started after the time the round plans at.
-    {
-      std::lock_guard write(write_mu_);
-      write_book([&] {
-        book_.forget_finished(now() - config_.retention.finished_seconds);
-        drop_stale_holds();
-      });
-    }
+    const BookChange sweep = book::ForgetFinished{now() - config_.retention.finished_seconds};
+    (void)apply({&sweep, 1});
     std::shared_lock lock(book_mu_);
     if (!plan_needed(cause, plans_.latest()->version, book_.version(), book_.queued_count())) {
       return;
@@ -285,13 +279,8 @@ void Planner::solve_once(PlanCause cause) {
 }
 
 void Planner::set_inventory(const std::vector<NodeInventory>& nodes) {
-  {
-    std::lock_guard write(write_mu_);
-    std::unique_lock lock(book_mu_);
-    book_.set_inventory(nodes);
-    freed_version_.store(book_.version(), std::memory_order_release);
-  }
-  wake();
+  const BookChange change = book::SetInventory{nodes};
+  (void)apply({&change, 1});
 }
 
 }  // namespace allox::extender

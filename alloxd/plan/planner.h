@@ -379,9 +379,8 @@ class Planner {
   bool group_committing_ = false;    // under group_mu_: a leader holds the lead
 
   // Runs `section` on the calling thread holding book_mu_ exclusively, and returns its result.
-  // apply() changes the book only through it; so do the rare writers outside apply() (a parked
-  // job, the inventory, the retention sweep, a gang's members as the watch sees them bound or
-  // ended, an adopted gang), which change no store row and so need no group commit. Every store
+  // apply() changes the book only through it; so do two writers outside apply(), a gang's
+  // member as the watch sees it end and an adopted gang, which change no store row. Every store
   // row is written by apply().
   template <typename Section>
   auto write_book(Section&& section) {

@@ -21,7 +21,10 @@ Durability durability_of(const BookChange& change) {
         using Kind = std::decay_t<decltype(c)>;
         if constexpr (std::is_same_v<Kind, book::RemoveVariant> ||
                       std::is_same_v<Kind, book::Admit> ||
-                      std::is_same_v<Kind, book::RollBackGang>) {
+                      std::is_same_v<Kind, book::RollBackGang> ||
+                      std::is_same_v<Kind, book::SetInventory> ||
+                      std::is_same_v<Kind, book::Park> ||
+                      std::is_same_v<Kind, book::ForgetFinished>) {  // these three write nothing
           return Durability::kWritten;
         } else if constexpr (std::is_same_v<Kind, book::RecordBindIntent> ||
                              std::is_same_v<Kind, book::DropBindIntent> ||

@@ -81,6 +81,9 @@ struct Planner::Steps {
   void check_change(Step& step, const book::RemoveJob& c);
   void check_change(Step& step, const book::AddProfile& c);
   void check_change(Step& step, const book::RollBackGang& c);
+  void check_change(Step& step, const book::SetInventory& c);
+  void check_change(Step& step, const book::Park& c);
+  void check_change(Step& step, const book::ForgetFinished& c);
 
   Status write_change(Step& step, const book::RegisterVariant& c);
   Status write_change(Step& step, const book::RemoveVariant& c);
@@ -94,6 +97,9 @@ struct Planner::Steps {
   Status write_change(Step& step, const book::RemoveJob& c);
   Status write_change(Step& step, const book::AddProfile& c);
   Status write_change(Step& step, const book::RollBackGang& c);
+  Status write_change(Step& step, const book::SetInventory& c);
+  Status write_change(Step& step, const book::Park& c);
+  Status write_change(Step& step, const book::ForgetFinished& c);
 
   void book_change(Step& step, const book::RegisterVariant& c);
   void book_change(Step& step, const book::RemoveVariant& c);
@@ -107,6 +113,9 @@ struct Planner::Steps {
   void book_change(Step& step, const book::RemoveJob& c);
   void book_change(Step& step, const book::AddProfile& c);
   void book_change(Step& step, const book::RollBackGang& c);
+  void book_change(Step& step, const book::SetInventory& c);
+  void book_change(Step& step, const book::Park& c);
+  void book_change(Step& step, const book::ForgetFinished& c);
 };
 
 }  // namespace allox::extender

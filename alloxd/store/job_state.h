@@ -3,13 +3,13 @@
 // JobPhase is what the store keeps (queued, running, done, removed). The book refines a queued
 // run: parked (BookJob::parked: the policy cannot take it), admitted (the planner holds a
 // machine for it: Planner's admissions) and bind intent (BookJob::intent: a bind alloxd asked
-// the API server for and has not seen answered). Every edge below but the planner's own (park,
-// a lapsed hold, the retention sweep) is a BookChange
+// the API server for and has not seen answered). Every edge below but a lapsed hold (the
+// planner's, not the book's) is a BookChange
 // (alloxd/plan/book_change.h) given to Planner::apply, the book's one write path, which writes
 // it to the store and then the book; docs/design.md, "Job state machine", gives each edge's
 // durability.
 //
-//                           JobBook::park (a failed round: the policy cannot take it alone)
+//                           book::Park (a failed round: the policy cannot take it alone)
 //     pod seen ──────▶ QUEUED ─────────────────────────────────────────────▶ PARKED
 //  book::RegisterVariant │ ▲ ◀────────── book::RegisterVariant (a variant changed) ──┘
 //  → JobBook::add_run    │ │

@@ -488,5 +488,57 @@ TEST(PlannerApplyTest, AnAnsweredChangeSurvivesAKill9) {
   }
 }
 
+// The book's own changes (the retention sweep here) go through apply like the others: a run
+// finished before the retention window leaves the book at the next plan, one inside it stays,
+// and the store keeps both (its history is pruned on its own schedule).
+TEST(PlannerApplyTest, TheRetentionSweepLetsOnlyRunsFinishedBeforeTheWindowLeaveTheBook) {
+  testing::ScratchDir dir;
+  ExtenderConfig config = testing::make_config({{"n0", {{"gpu", 2}}}}, dir.file("state.db"));
+  config.retention.finished_seconds = 600;
+  auto clock = std::make_shared<double>(1000);
+  Metrics metrics;
+  PlannerOptions options;
+  options.inventory = config.nodes;
+  options.clock = [clock] { return *clock; };
+  auto made = Planner::create(config, make_policy("fifo", {}).value(), metrics, options);
+  ASSERT_TRUE(made.ok()) << made.message();
+  std::unique_ptr<Planner> planner = std::move(*made);
+  planner->start();
+  auto run = [&](const std::string& name) {
+    auto variant = read_job_variant(
+        testing::make_pod("lab", name, "nvidia.com/gpu", {{"allox.io/job", name}}), config.devices);
+    ASSERT_TRUE(variant.ok()) << variant.message();
+    ASSERT_TRUE(planner->register_variant(*variant).ok());
+    ASSERT_TRUE(planner->record_start(*variant, "n0", -1).ok());
+    ASSERT_TRUE(planner->complete(variant->job_id).ok());
+  };
+  run("early");  // finished at 1000
+  *clock = 1500;
+  run("late");  // finished at 1500
+  auto in_book = [&](const std::string& id) {
+    return planner->read([&](const JobBook& book) { return book.job(id) != nullptr; });
+  };
+  // Each sweep is the first step of a plan; a new pod makes sure a plan follows each clock step.
+  auto plan_after_a_change = [&](const std::string& name) {
+    auto variant = read_job_variant(
+        testing::make_pod("lab", name, "nvidia.com/gpu", {{"allox.io/job", name}}), config.devices);
+    ASSERT_TRUE(variant.ok()) << variant.message();
+    ASSERT_TRUE(planner->register_variant(*variant).ok());
+    planner->solve_now();
+  };
+  plan_after_a_change("waiting-1");
+  EXPECT_TRUE(in_book("lab/early"));  // 500 s ago: inside the window
+  *clock = 1700;
+  plan_after_a_change("waiting-2");
+  EXPECT_FALSE(in_book("lab/early")) << "finished 700 s ago, past the 600 s window";
+  EXPECT_TRUE(in_book("lab/late"));
+  planner->stop();
+  auto stored = (*Store::open(config.database))->load();
+  ASSERT_TRUE(stored.ok());
+  std::set<std::string> ids;
+  for (const JobRecord& job : stored->jobs) ids.insert(job.id);
+  EXPECT_TRUE(ids.count("lab/early") && ids.count("lab/late"));
+}
+
 }  // namespace
 }  // namespace allox::extender
