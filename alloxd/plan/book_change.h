@@ -116,6 +116,21 @@ struct Park {
 struct ForgetFinished {
   double before = 0;
 };
+// A member of the running gang `job_id` ended as the watch saw it (Planner::gang_member_ended):
+// `failed` ends the gang (its members still running are handed to the controller to delete);
+// `retry`: its batch/v1 Job makes it again, so the gang queues again once every member ended.
+struct EndMember {
+  std::string job_id;
+  std::string pod_key;
+  bool failed = false;
+  bool retry = false;
+};
+// A queued gang found released with no admission is admitted again on the nodes its members are
+// pinned to (pod key -> node), when they still hold it (Planner::adopt_gang).
+struct AdoptGang {
+  std::string job_id;
+  std::map<std::string, std::string> member_nodes;
+};
 
 }  // namespace book
 
@@ -123,6 +138,6 @@ using BookChange =
     std::variant<book::RegisterVariant, book::RemoveVariant, book::Admit, book::RecordBindIntent,
                  book::DropBindIntent, book::Start, book::StartGang, book::Complete, book::Requeue,
                  book::RemoveJob, book::AddProfile, book::RollBackGang, book::SetInventory,
-                 book::Park, book::ForgetFinished>;
+                 book::Park, book::ForgetFinished, book::EndMember, book::AdoptGang>;
 
 }  // namespace allox::extender

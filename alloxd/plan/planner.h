@@ -360,6 +360,8 @@ class Planner {
     std::uint64_t version = 0;       // RegisterVariant: the book's version with it (0: no change)
     std::optional<Started> started;  // Start
     std::optional<JobRecord> gang;   // StartGang
+    bool gang_ended = false;         // EndMember: every member has ended
+    bool gang_again = false;         // EndMember: ... and its Job makes the gang again
   };
   // apply() with every outcome. The group commit: a caller's batch waits in group_queue_ while
   // another caller commits a group; whoever finds none running leads, and each leader hands the
@@ -379,9 +381,8 @@ class Planner {
   bool group_committing_ = false;    // under group_mu_: a leader holds the lead
 
   // Runs `section` on the calling thread holding book_mu_ exclusively, and returns its result.
-  // apply() changes the book only through it; so do two writers outside apply(), a gang's
-  // member as the watch sees it end and an adopted gang, which change no store row. Every store
-  // row is written by apply().
+  // apply()'s book step changes the book through it; a start's check changes it under the same
+  // lock (only the book can choose the machines). Nothing outside apply() changes the book.
   template <typename Section>
   auto write_book(Section&& section) {
     std::unique_lock lock(book_mu_);

@@ -24,7 +24,9 @@ Durability durability_of(const BookChange& change) {
                       std::is_same_v<Kind, book::RollBackGang> ||
                       std::is_same_v<Kind, book::SetInventory> ||
                       std::is_same_v<Kind, book::Park> ||
-                      std::is_same_v<Kind, book::ForgetFinished>) {  // these three write nothing
+                      std::is_same_v<Kind, book::ForgetFinished> ||
+                      std::is_same_v<Kind, book::EndMember> ||
+                      std::is_same_v<Kind, book::AdoptGang>) {  // the last five write nothing
           return Durability::kWritten;
         } else if constexpr (std::is_same_v<Kind, book::RecordBindIntent> ||
                              std::is_same_v<Kind, book::DropBindIntent> ||

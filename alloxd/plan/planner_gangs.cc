@@ -244,33 +244,10 @@ std::optional<std::string> Planner::gang_member_bound(const JobVariant& member,
 }
 
 Status Planner::gang_member_ended(const JobVariant& member, bool failed, bool retry) {
-  bool all = false;
-  bool again = false;
-  {
-    std::lock_guard write(write_mu_);
-    if (failed && retry) gang_retries_.insert(member.job_id);
-    Rollback rest{member.job_id,
-                  "failed: member " + pod_key(member.pod) +
-                      " failed, so the gang ends and its other members are deleted",
-                  {},
-                  "GangFailed"};
-    all = write_book([&] {
-      const bool ended = book_.end_member(member.job_id, pod_key(member.pod));
-      const BookJob* job = book_.job(member.job_id);
-      if (!failed || ended || job == nullptr) return ended;
-      for (const auto& [key, node] : job->member_nodes) {
-        auto pod = job->variants.find(key);
-        if (!job->members_ended.count(key) && pod != job->variants.end()) {
-          rest.members.push_back(pod->second.pod);
-        }
-      }
-      return ended;
-    });
-    if (!rest.members.empty()) rollbacks_.push_back(std::move(rest));
-    if (all) again = gang_retries_.erase(member.job_id) > 0;
-  }
-  if (!all) return OkStatus();
-  if (again) return requeue(member.job_id, Durability::kWritten);
+  const BookChange change = book::EndMember{member.job_id, pod_key(member.pod), failed, retry};
+  Applied ended = std::move(apply_changes({&change, 1}).front());
+  if (!ended.status || !ended.gang_ended) return ended.status;
+  if (ended.gang_again) return requeue(member.job_id, Durability::kWritten);
   return complete(member.job_id, Durability::kWritten);
 }
 
@@ -281,62 +258,8 @@ void Planner::roll_back_gang(const std::string& job_id, const std::string& note)
 
 Status Planner::adopt_gang(const std::string& job_id,
                            const std::map<std::string, std::string>& member_nodes) {
-  std::string why;
-  {
-    std::lock_guard write(write_mu_);
-    std::unique_lock lock(book_mu_);
-    const BookJob* job = book_.job(job_id);
-    if (job == nullptr || !job->is_gang() || job->record.phase != JobPhase::kQueued ||
-        admitted_.count(job_id)) {
-      return OkStatus();
-    }
-    if (static_cast<int>(member_nodes.size()) != job->record.gang) {
-      return Error{"gang " + job_id + " has " + std::to_string(member_nodes.size()) +
-                   " pinned members, not " + std::to_string(job->record.gang)};
-    }
-    int units = 1;
-    for (const auto& [key, node] : member_nodes) {
-      auto variant = job->variants.find(key);
-      if (variant == job->variants.end()) {
-        return Error{"pod " + key + " is not a member of gang " + job_id};
-      }
-      units = std::max(units, variant->second.units);
-    }
-    std::map<std::string, int> wanted;  // node -> units its members need
-    for (const auto& [key, node] : member_nodes) wanted[node] += units;
-    for (const DeviceType& type : job->variants.begin()->second.device_types()) {
-      std::string short_of;
-      for (const auto& [node, need] : wanted) {
-        const NodeCapacity room = book_.capacity(node, type);
-        if (room.free < need && short_of.empty()) {
-          short_of = node + " has " + std::to_string(room.free) + " of " + std::to_string(need) +
-                     " " + type + " free";
-        }
-      }
-      if (!short_of.empty()) {
-        why += (why.empty() ? "" : "; ") + short_of;
-        continue;
-      }
-      Admission& admission = admitted_[job_id];
-      admission.pod_key = member_nodes.begin()->first;
-      admission.start = PlannedStart{};
-      admission.start.device = type;
-      admission.start.units = units;
-      // No slot yet: each plan holds `units` idle ones of the member's node (hold_members).
-      for (const auto& [key, node] : member_nodes) {
-        admission.start.members.push_back({key, node, -1});
-      }
-      admission.start.node = admission.start.members.front().node;
-      admission.at = steady_now();
-      book_.touch();
-      admitted_version_.store(book_.version(), std::memory_order_release);
-      why.clear();
-      break;
-    }
-  }
-  if (!why.empty()) return Error{"its pinned nodes no longer hold it: " + why};
-  wake();
-  return OkStatus();
+  const BookChange change = book::AdoptGang{job_id, member_nodes};
+  return apply({&change, 1}).front();
 }
 
 std::vector<Planner::Rollback> Planner::take_rollbacks() {

@@ -34,6 +34,7 @@ struct Planner::Step {
   std::string node = {};      // Complete
   DeviceType device = {};     // Complete
   ProfileSample sample = {};  // AddProfile
+  PlannedStart start = {};    // AdoptGang: the admission
 };
 
 // What a group's earlier changes did, for the later ones' checks.
@@ -84,6 +85,8 @@ struct Planner::Steps {
   void check_change(Step& step, const book::SetInventory& c);
   void check_change(Step& step, const book::Park& c);
   void check_change(Step& step, const book::ForgetFinished& c);
+  void check_change(Step& step, const book::EndMember& c);
+  void check_change(Step& step, const book::AdoptGang& c);
 
   Status write_change(Step& step, const book::RegisterVariant& c);
   Status write_change(Step& step, const book::RemoveVariant& c);
@@ -100,6 +103,8 @@ struct Planner::Steps {
   Status write_change(Step& step, const book::SetInventory& c);
   Status write_change(Step& step, const book::Park& c);
   Status write_change(Step& step, const book::ForgetFinished& c);
+  Status write_change(Step& step, const book::EndMember& c);
+  Status write_change(Step& step, const book::AdoptGang& c);
 
   void book_change(Step& step, const book::RegisterVariant& c);
   void book_change(Step& step, const book::RemoveVariant& c);
@@ -116,6 +121,8 @@ struct Planner::Steps {
   void book_change(Step& step, const book::SetInventory& c);
   void book_change(Step& step, const book::Park& c);
   void book_change(Step& step, const book::ForgetFinished& c);
+  void book_change(Step& step, const book::EndMember& c);
+  void book_change(Step& step, const book::AdoptGang& c);
 };
 
 }  // namespace allox::extender
