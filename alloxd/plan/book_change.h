@@ -1,6 +1,6 @@
 // A change to the job book, as Planner::apply takes it: one kind per writer of the book, in the
-// problem's words (a pod registered, a job admitted, bound, finished, a node added...). The state each kind
-// moves a run along is drawn in alloxd/store/job_state.h.
+// problem's words (a pod registered, a job admitted, bound, finished, a node added...). The state
+// each kind moves a run along is drawn in alloxd/store/job_state.h.
 //
 // Each kind says how durable it must be when apply returns (store.h): kSynced on disk, kWritten
 // in the OS. Kinds whose durability is fixed (an admission's dropped siblings are written, an

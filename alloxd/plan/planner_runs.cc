@@ -90,7 +90,8 @@ void Planner::reconcile_binds(const std::vector<PodPlacement>& pods, bool comple
       if (bound && variant != job.variants.end()) {
         // Written, not synced: the start clears the intent's row, and should a power cut roll
         // that back, the next start-up settles the intent again.
-        starts.emplace_back(book::Start{variant->second, seen->node_name, -1, Durability::kWritten});
+        starts.emplace_back(
+            book::Start{variant->second, seen->node_name, -1, Durability::kWritten});
         start_rows.push_back(intent.job_row);
       } else {
         drops.emplace_back(book::DropBindIntent{intent.job_row, intent.job_id});
@@ -103,9 +104,9 @@ void Planner::reconcile_binds(const std::vector<PodPlacement>& pods, bool comple
     // The node left the inventory or is full in allox's view: the pod runs there anyway, but
     // allox cannot account for it; the job stays queued rather than double-booked.
     const auto& start = std::get<book::Start>(starts[i]);
-    log_warn("bind in doubt not settled as a start: the job stays queued",
-             {{"job", start.variant.job_id}, {"node", start.node},
-              {"reason", started[i].message()}});
+    log_warn(
+        "bind in doubt not settled as a start: the job stays queued",
+        {{"job", start.variant.job_id}, {"node", start.node}, {"reason", started[i].message()}});
     drops.emplace_back(book::DropBindIntent{start_rows[i], start.variant.job_id});
   }
   (void)apply(drops);

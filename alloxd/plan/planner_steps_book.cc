@@ -17,7 +17,9 @@ void Planner::Steps::check_change(Step& step, const book::SetInventory&) {
   step.then = Step::Then::kBook;
 }
 
-Status Planner::Steps::write_change(Step&, const book::SetInventory&) { return OkStatus(); }
+Status Planner::Steps::write_change(Step&, const book::SetInventory&) {
+  return OkStatus();
+}
 
 void Planner::Steps::book_change(Step&, const book::SetInventory& c) {
   p.book_.set_inventory(c.nodes);
@@ -34,7 +36,9 @@ void Planner::Steps::check_change(Step& step, const book::Park& c) {
   step.then = Step::Then::kBook;
 }
 
-Status Planner::Steps::write_change(Step&, const book::Park&) { return OkStatus(); }
+Status Planner::Steps::write_change(Step&, const book::Park&) {
+  return OkStatus();
+}
 
 void Planner::Steps::book_change(Step&, const book::Park& c) {
   p.book_.park(c.job_id, c.reason);
@@ -48,7 +52,9 @@ void Planner::Steps::check_change(Step& step, const book::ForgetFinished&) {
   step.then = Step::Then::kBook;
 }
 
-Status Planner::Steps::write_change(Step&, const book::ForgetFinished&) { return OkStatus(); }
+Status Planner::Steps::write_change(Step&, const book::ForgetFinished&) {
+  return OkStatus();
+}
 
 void Planner::Steps::book_change(Step&, const book::ForgetFinished& c) {
   p.book_.forget_finished(c.before);

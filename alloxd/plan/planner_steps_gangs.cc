@@ -92,7 +92,9 @@ void Planner::Steps::check_change(Step& step, const book::EndMember& c) {
   step.then = Step::Then::kBook;
 }
 
-Status Planner::Steps::write_change(Step&, const book::EndMember&) { return OkStatus(); }
+Status Planner::Steps::write_change(Step&, const book::EndMember&) {
+  return OkStatus();
+}
 
 void Planner::Steps::book_change(Step& step, const book::EndMember& c) {
   if (c.failed && c.retry) p.gang_retries_.insert(c.job_id);
@@ -172,7 +174,9 @@ void Planner::Steps::check_change(Step& step, const book::AdoptGang& c) {
   step.outcome->status = Error{"its pinned nodes no longer hold it: " + why};
 }
 
-Status Planner::Steps::write_change(Step&, const book::AdoptGang&) { return OkStatus(); }
+Status Planner::Steps::write_change(Step&, const book::AdoptGang&) {
+  return OkStatus();
+}
 
 void Planner::Steps::book_change(Step& step, const book::AdoptGang& c) {
   p.admitted_[c.job_id] = {c.member_nodes.begin()->first, step.start, p.steady_now()};

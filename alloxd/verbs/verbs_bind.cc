@@ -50,7 +50,8 @@ BindingResult ExtenderVerbs::bind(const BindingArgs& args) {
     BindIntent intent{checked.job_row, v.job_id, v.pod, args.node, v.device, planner_.now()};
     if (auto s = planner_.record_bind_intent(intent); !s) return refuse_bind(s.message());
     if (auto s = api_->bind(args); !s) {
-      (void)planner_.drop_bind_intent(checked.job_row, v.job_id);  // if this fails, start-up settles it
+      (void)planner_.drop_bind_intent(checked.job_row,
+                                      v.job_id);  // if this fails, start-up settles it
       return refuse_bind(s.message());
     }
   }
