@@ -14,24 +14,22 @@ namespace allox::extender {
 
 namespace {
 
+template <typename Kind, typename... Kinds>
+constexpr bool is_one_of = (std::is_same_v<Kind, Kinds> || ...);
+
 // How durable `change` asks to be (book_change.h).
 Durability durability_of(const BookChange& change) {
   return std::visit(
       [](const auto& c) {
         using Kind = std::decay_t<decltype(c)>;
-        if constexpr (std::is_same_v<Kind, book::RemoveVariant> ||
-                      std::is_same_v<Kind, book::Admit> ||
-                      std::is_same_v<Kind, book::RollBackGang> ||
-                      std::is_same_v<Kind, book::SetInventory> ||
-                      std::is_same_v<Kind, book::Park> ||
-                      std::is_same_v<Kind, book::ForgetFinished> ||
-                      std::is_same_v<Kind, book::EndMember> ||
-                      std::is_same_v<Kind, book::AdoptGang>) {  // the last five write nothing
+        using namespace book;
+        if constexpr (is_one_of<Kind, RemoveVariant, Admit, RollBackGang>) {
           return Durability::kWritten;
-        } else if constexpr (std::is_same_v<Kind, book::RecordBindIntent> ||
-                             std::is_same_v<Kind, book::DropBindIntent> ||
-                             std::is_same_v<Kind, book::RemoveJob> ||
-                             std::is_same_v<Kind, book::AddProfile>) {
+        } else if constexpr (is_one_of<Kind, SetInventory, Park, ForgetFinished, EndMember,
+                                       AdoptGang>) {
+          return Durability::kWritten;  // they write no row: never a reason to fsync
+        } else if constexpr (is_one_of<Kind, RecordBindIntent, DropBindIntent, RemoveJob,
+                                       AddProfile>) {
           return Durability::kSynced;
         } else {
           return c.durability;
