@@ -321,6 +321,14 @@ void add_cluster_command(CLI::App& parent) {
           "harness CPU (this process: API server, scheduler, kubelets) %.1f s over the replay, "
           "%.2f ms per bound job; alloxd %.2f ms per bound job (last run)\n",
           last.harness_cpu_s, last.harness_cpu_s * 1000 / bound, last.alloxd_cpu_s * 1000 / bound);
+      std::printf(
+          "alloxd's CPU and API requests include deleting the unused variants: every pod bound "
+          "or deleted %.1f s after the last bind%s (last run)\n",
+          last.settle_s,
+          last.left_unbound == 0
+              ? ""
+              : (", " + std::to_string(last.left_unbound) + " still unbound when the wait ended")
+                    .c_str());
       print_cpu_by_thread("alloxd CPU by thread (its life, live threads; last run)",
                           last.alloxd_threads, last.alloxd_cpu_s);
       print_cpu_by_thread("harness CPU by thread (over the replay; last run)", last.harness_threads,

@@ -11,7 +11,9 @@
 // not fit a K80 gets no CPU pod). Durations follow sim/synthetic.h's Pareto (median
 // `median_duration` simulated seconds on the fastest GPU).
 //
-// The run ends when every job has been bound, or after `max_wall_s`. Measured (wall clock on a
+// The run ends when every job has been bound, or after `max_wall_s`; alloxd's CPU and API
+// requests are read once it has deleted the unused variants too (at most `settle_wall_s`
+// later). Measured (wall clock on a
 // shared machine: read the numbers as "under load"):
 //   - pods bound per second over every bind (first to last), and while saturated: over the time
 //     at least `saturation` pods stood ungated and unbound, waiting for the scheduler and alloxd
@@ -49,6 +51,9 @@ struct ClusterBenchOptions {
   double cpu_slowdown = 2;        // a CPU bundle's time / a K80's time
   std::size_t users = 8;
   double max_wall_s = 300;
+  // After every job is bound, how long to wait for alloxd to delete the unused variants before
+  // its CPU is read.
+  double settle_wall_s = 60;
   std::uint64_t seed = 1;
   // alloxd's batch_rounds (alloxd/config.h): every job a round's plan puts first on an idle
   // machine starts at once, instead of the paper's one start per matcher solve.
@@ -125,6 +130,11 @@ struct ClusterBenchResult {
   // emulator and the kubelets write to the store in process, so these are alloxd's alone).
   std::map<std::string, std::uint64_t> api_requests;
   double wall_s = 0;
+  // After the last bind: how long until no pod was left unbound (alloxd deleted every started
+  // job's unused variants; alloxd's CPU and requests above include that work), and how many
+  // were still left when the wait ended (settle_wall_s).
+  double settle_s = 0;
+  std::size_t left_unbound = 0;
   bool timed_out = false;
 };
 

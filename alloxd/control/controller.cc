@@ -99,9 +99,23 @@ void Controller::process(const WorkQueue::Item& item) {
     return;
   }
   Reconciliation result = reconcile(key);
+  // A job taken as an admission is started before it is tidied: its gate's removal (or nudge)
+  // runs now and the rest (the unused variant's deletion, events) waits behind every other
+  // admission, left to the next reconcile of the key at background priority. So a plan's
+  // starts reach kube-scheduler at one round trip each, not two.
+  const bool starts_first =
+      item.priority == WorkPriority::kAdmit &&
+      std::any_of(result.actions.begin(), result.actions.end(), [](const ControlAction& a) {
+        return a.priority == WorkPriority::kAdmit;
+      });
+  bool deferred = false;
   const ControlAction* failed = nullptr;
   Status failure = OkStatus();
   for (const ControlAction& action : result.actions) {
+    if (starts_first && action.priority != WorkPriority::kAdmit) {
+      deferred = true;
+      continue;
+    }
     if (leading_ && !leading_()) {  // the Lease went while reconciling: act no more
       ++refused_;
       continue;
@@ -117,6 +131,7 @@ void Controller::process(const WorkQueue::Item& item) {
   }
   if (failed == nullptr) {
     queue_.forget(key);
+    if (deferred) queue_.add(key, WorkPriority::kBackground);
   } else if (const int attempts = queue_.retries(key) + 1; attempts >= options_.max_attempts) {
     queue_.forget(key);
     ++given_up_;

@@ -26,6 +26,9 @@
 //   `workers` threads:  reconcile(key) ──► actions (gate removal, nudge, delete, event)
 //                         ok: forget(key)   failed: add_rate_limited(key), up to max_attempts
 //                         requeue_after:  add_after(key, d)      then done(key)
+//                         taken as an admission: only the starting actions (gate removal,
+//                         nudge) run; the key goes back as kBackground for the rest, so a
+//                         plan's starts all go out before any of their deletions
 //
 // reconcile(job) acts only while this replica holds the Lease (`leading`), and the workers ask
 // again before each action:
@@ -112,6 +115,9 @@ struct ControllerOptions {
 struct ControlAction {
   std::string key;  // what it does to what: "ungate lab/a-gpu", "delete job lab/x", "event ..."
   std::function<Status()> run;
+  // kAdmit: it starts a job (a gate's removal, a nudge); kBackground: it tidies up (a deletion,
+  // an event), and waits behind every start (Controller::process).
+  WorkPriority priority = WorkPriority::kBackground;
 };
 
 // What reconcile(key) returns: the actions, and when to look at the job again if nothing
@@ -244,7 +250,8 @@ class Controller {
   // Returns the action unless it succeeded for this very `seen` (the pod's resourceVersion, or
   // a uid) within `expectation`; records its success when it runs.
   void act(Look& look, const std::string& key, const std::string& seen,
-           std::function<Status()> action);
+           std::function<Status()> action,
+           WorkPriority priority = WorkPriority::kBackground);
   // Returns an event when its words changed, at most every requeue_event; recorded as said
   // once it was written.
   void say(Look& look, const kube::ObjectRef& object, const std::string& type,

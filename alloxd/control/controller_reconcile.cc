@@ -233,9 +233,12 @@ void Controller::release(Look& look, const std::string& key, const ObservedPod& 
     std::vector<std::string> gates = pod.gates;
     // Pinned to its planned node in the same patch: kube-scheduler then filters that one node.
     kube::NodePin pin{start.node, pod.affinity_room};
-    act(look, "ungate " + key, pod.resource_version, [this, ref, gates, pin] {
-      return kube::remove_gate(client_, ref, gates, kube::kQueueGate, pin);
-    });
+    act(
+        look, "ungate " + key, pod.resource_version,
+        [this, ref, gates, pin] {
+          return kube::remove_gate(client_, ref, gates, kube::kQueueGate, pin);
+        },
+        WorkPriority::kAdmit);
     nudged_[key] = now;  // released: a nudge is due only if it still waits after renudge
     ungated_.insert(key);
     look.look_again_at(now + options_.settle);  // if the removal was lost
@@ -248,8 +251,9 @@ void Controller::release(Look& look, const std::string& key, const ObservedPod& 
     auto last = nudged_.find(key);
     if (look.released_now || last == nudged_.end() || now - last->second >= options_.renudge) {
       std::string value = std::to_string(static_cast<long long>(look.wall * 1000));
-      look.out.actions.push_back(
-          {"nudge " + key, [this, ref, value] { return kube::nudge(client_, ref, value); }});
+      look.out.actions.push_back({"nudge " + key,
+                                  [this, ref, value] { return kube::nudge(client_, ref, value); },
+                                  WorkPriority::kAdmit});
       nudged_[key] = now;
     }
     look.look_again_at(nudged_[key] + options_.renudge);
@@ -310,7 +314,7 @@ void Controller::tell_queued(Look& look, const std::string& key, const ObservedP
 }
 
 void Controller::act(Look& look, const std::string& key, const std::string& seen,
-                     std::function<Status()> action) {
+                     std::function<Status()> action, WorkPriority priority) {
   auto done = succeeded_.find(key);
   if (done != succeeded_.end() && done->second.seen == seen &&
       look.now - done->second.at < options_.expectation) {
@@ -323,7 +327,8 @@ void Controller::act(Look& look, const std::string& key, const std::string& seen
                                   succeeded_[key] = {now(), seen};
                                 }
                                 return status;
-                              }});
+                              },
+                              priority});
 }
 
 void Controller::say(Look& look, const kube::ObjectRef& object, const std::string& type,

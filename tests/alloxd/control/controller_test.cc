@@ -8,7 +8,9 @@
 #include <atomic>
 #include <chrono>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
+#include <string>
 
 #include "core/log.h"
 #include "kube/pods.h"
@@ -956,6 +958,35 @@ TEST(ControllerTest, ASucceedingActionLogsNothingAtInfo) {
 // A job the plan starts now is reconciled before every job already waiting in the queue (one
 // tenant's hundreds of jobs to tell or tidy up must not delay another's start): its gate
 // removal is the first request of the drain.
+TEST(ControllerTest, APlansStartsAllLoseTheirGatesBeforeAnyUnusedVariantIsDeleted) {
+  Fixture f;
+  f.feed->node_handler().on_replace({testing::make_node("g1", "3", "0")});
+  std::vector<json> pods;
+  for (const std::string job : {"a", "b", "c"}) {
+    pods.push_back(variant(job + "-cpu", job, "cpu", true));
+    pods.push_back(variant(job + "-gpu", job, "nvidia.com/gpu", true));
+  }
+  f.feed->pod_handler().on_replace(pods);
+  f.settle();
+  std::vector<std::string> sent;  // "PATCH a-gpu", "DELETE a-cpu", ... in the order sent
+  for (const auto& r : f.server.requests()) {
+    if (r.method != "PATCH" && r.method != "DELETE") continue;
+    sent.push_back(r.method + " " + r.target.substr(r.target.rfind('/') + 1));
+  }
+  std::string listed;
+  for (const std::string& request : sent) listed += request + "; ";
+  ASSERT_EQ(6u, sent.size()) << listed;
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ("PATCH", sent[i].substr(0, 5)) << listed;
+    EXPECT_EQ("DELETE", sent[3 + i].substr(0, 6)) << listed;
+  }
+  const std::set<std::string> all(sent.begin(), sent.end());
+  for (const std::string job : {"a", "b", "c"}) {
+    EXPECT_EQ(1u, all.count("PATCH " + job + "-gpu")) << listed;
+    EXPECT_EQ(1u, all.count("DELETE " + job + "-cpu")) << listed;
+  }
+}
+
 TEST(ControllerTest, AJobThePlanStartsIsReconciledBeforeHundredsOfWaitingJobs) {
   Fixture f;
   f.feed->node_handler().on_replace({testing::make_node("g1", "1", "0")});
