@@ -30,6 +30,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "alloxd/config.h"
@@ -71,9 +72,14 @@ struct ObservedPod {
   bool pending() const { return node_name.empty() && (phase.empty() || phase == "Pending"); }
 };
 
+// The observed pods by "namespace/name". Hashed: at 100,000 pods a key shares most of its
+// characters with its neighbours ("bench/job-12345-gpu"), so an ordered map's ~17 comparisons
+// per lookup were a third of the watch's CPU.
+using ObservedPods = std::unordered_map<std::string, ObservedPod>;
+
 // A consumer's copy of the observed pods, brought up to date by ClusterFeed::sync_pods.
 struct PodMirror {
-  std::map<std::string, ObservedPod> pods;  // by "namespace/name"
+  ObservedPods pods;
   std::uint64_t generation = 0;             // the feed's sync this copy reflects (0: none)
 };
 
@@ -97,14 +103,15 @@ class ClusterFeed {
   // Re-lists both (a replica taking over).
   void relist();
 
-  // The observed pods, by "namespace/name" (a copy of every pod: reports, not per pass).
+  // The observed pods, by "namespace/name", in key order (a copy of every pod: reports, not per
+  // pass).
   std::map<std::string, ObservedPod> pods() const;
   // Brings `mirror` up to what pods() would return, copying only the pods changed since its
   // last sync (the feed marks each key it writes or erases); all of them on its first sync, or
-  // when another mirror synced in between. Returns the keys that left the mirror. A controller
+  // when another mirror synced in between. Returns the keys that left the mirror, sorted. A controller
   // pass at 100,000 pods then copies the few that changed, not the map. `changed`, when given,
   // receives every key the sync wrote into the mirror (new or changed pods; on a full copy, all
-  // of them): whatever differs from the mirror's last sync is in it.
+  // of them), sorted: whatever differs from the mirror's last sync is in it.
   std::vector<std::string> sync_pods(PodMirror& mirror,
                                      std::vector<std::string>* changed = nullptr);
   // The job of one observed pod ("" when its annotations cannot be read), without copying the

@@ -1,5 +1,8 @@
 #include "alloxd/cache/pod_handler.h"
 
+#include <algorithm>
+#include <map>
+
 #include "core/log.h"
 #include "kube/pods.h"
 
@@ -39,14 +42,14 @@ void ClusterFeed::PodHandler::on_replace(const std::vector<json>& objects) {
   // Binds in doubt (intents a crash left behind) are settled from this full list first: a
   // pod with spec.nodeName was bound, one without (or absent) was not.
   planner_.reconcile_binds(placements, /*complete=*/true);
-  std::vector<ObservedPod> gone;
+  std::map<std::string, ObservedPod> gone;  // in key order, as the list's own
   {
     std::lock_guard lock(mu_);
     for (const auto& [key, pod] : pods_) {
-      if (!seen.count(key)) gone.push_back(pod);
+      if (!seen.count(key)) gone.emplace(key, pod);
     }
   }
-  for (const ObservedPod& pod : gone) forget(pod);
+  for (const auto& [key, pod] : gone) forget(pod);
   for (const auto& [key, pod] : seen) apply(pod);
   flush_pending();
   synced_.store(true);
@@ -182,7 +185,7 @@ void ClusterFeed::PodHandler::forget_if_known(const std::string& namespace_name,
 
 std::map<std::string, ObservedPod> ClusterFeed::PodHandler::pods() const {
   std::lock_guard lock(mu_);
-  return pods_;
+  return {pods_.begin(), pods_.end()};
 }
 
 std::vector<std::string> ClusterFeed::PodHandler::sync_pods(PodMirror& mirror,
@@ -193,9 +196,12 @@ std::vector<std::string> ClusterFeed::PodHandler::sync_pods(PodMirror& mirror,
     for (const auto& [key, pod] : mirror.pods) {
       if (!pods_.count(key)) gone.push_back(key);
     }
+    std::sort(gone.begin(), gone.end());
     mirror.pods = pods_;
     if (changed != nullptr) {
+      const std::size_t from = changed->size();
       for (const auto& [key, pod] : pods_) changed->push_back(key);
+      std::sort(changed->begin() + static_cast<std::ptrdiff_t>(from), changed->end());
     }
   } else {
     for (const std::string& key : dirty_) {

@@ -116,7 +116,7 @@ class ClusterFeed::PodHandler final : public kube::InformerHandler {
   // Pods seen before their Job: Job key -> pod key -> the pod as last seen.
   std::map<std::string, std::map<std::string, nlohmann::json>> held_;
   mutable std::mutex mu_;
-  std::map<std::string, ObservedPod> pods_;
+  ObservedPods pods_;
   std::set<std::string> dirty_;   // keys written or erased since the last sync_pods
   std::uint64_t generation_ = 0;  // bumped by every sync_pods: the mirror it brought up to date
   std::atomic<bool> synced_{false};
