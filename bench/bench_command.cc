@@ -329,6 +329,11 @@ void add_cluster_command(CLI::App& parent) {
               ? ""
               : (", " + std::to_string(last.left_unbound) + " still unbound when the wait ended")
                     .c_str());
+      std::printf(
+          "unused variants deleted before the last bind: %zu of %zu, p50 %.1f s and p99 %.1f s "
+          "after their job's release (last run)\n",
+          last.deleted_in_run, last.pods - last.bound_once - last.bound_twice,
+          last.deletion_lag_p50_s, last.deletion_lag_p99_s);
       print_cpu_by_thread("alloxd CPU by thread (its life, live threads; last run)",
                           last.alloxd_threads, last.alloxd_cpu_s);
       print_cpu_by_thread("harness CPU by thread (over the replay; last run)", last.harness_threads,

@@ -281,6 +281,8 @@ Expected<ClusterBenchResult> run_cluster_bench(const ClusterBenchOptions& option
   double last_event_at = 0;
   std::size_t jobs_bound = 0;
   std::map<std::string, int> binds_of;
+  std::unordered_map<std::string, double> released_at;  // job -> its first gate removal, wall s
+  std::vector<double> deletion_lag_s;  // an unused variant's deletion after its job's release
   replay.record_events = true;
   replay.stop = &stop;
   replay.on_event = [&](const emulator::ReplayEvent& e) {
@@ -289,8 +291,15 @@ Expected<ClusterBenchResult> run_cluster_bench(const ClusterBenchOptions& option
     if (saturated) result.saturated_s += at - last_event_at;
     last_event_at = at;
     using Kind = emulator::ReplayEvent::Kind;
-    if (e.kind == Kind::kGateRemoved) waiting.insert(e.pod);
-    if (e.kind == Kind::kDeleted) waiting.erase(e.pod);
+    if (e.kind == Kind::kGateRemoved) {
+      waiting.insert(e.pod);
+      released_at.emplace(e.job, at);
+    }
+    if (e.kind == Kind::kDeleted) {
+      waiting.erase(e.pod);
+      auto released = released_at.find(e.job);
+      deletion_lag_s.push_back(released == released_at.end() ? 0 : at - released->second);
+    }
     if (e.kind == Kind::kBound) {
       waiting.erase(e.pod);
       if (saturated) ++result.saturated_binds;
@@ -359,6 +368,9 @@ Expected<ClusterBenchResult> run_cluster_bench(const ClusterBenchOptions& option
   std::vector<double> c2b_ms;
   for (double s : summary->completion_to_bind) c2b_ms.push_back(s / options.speedup * 1000);
   result.completion_to_bind_samples = c2b_ms.size();
+  result.deleted_in_run = deletion_lag_s.size();
+  result.deletion_lag_p50_s = emulator::quantile(deletion_lag_s, 0.5);
+  result.deletion_lag_p99_s = emulator::quantile(deletion_lag_s, 0.99);
   result.completion_to_bind_p50_ms = emulator::quantile(c2b_ms, 0.5);
   result.completion_to_bind_p99_ms = emulator::quantile(c2b_ms, 0.99);
 

@@ -24,7 +24,9 @@
 //     (simulated seconds / speedup = wall);
 //   - /filter latency as the scheduler sees it (HTTP round trip), with the NodeNames it sent;
 //   - plan time: alloxd's allox_last_solve_seconds at the largest queue it planned;
-//   - alloxd's peak RSS (VmHWM) and CPU time, from /proc.
+//   - alloxd's peak RSS (VmHWM) and CPU time, from /proc;
+//   - the unused variants' deletions: how many came before the last bind, and how long after
+//     their job's release (the tidying keeping pace with the starts, or not).
 // Invariants reported, never assumed: jobs bound exactly once, jobs bound twice, jobs unbound.
 //
 // Not thread-safe; one run at a time (it starts a child process and binds loopback ports).
@@ -135,6 +137,11 @@ struct ClusterBenchResult {
   // were still left when the wait ended (settle_wall_s).
   double settle_s = 0;
   std::size_t left_unbound = 0;
+  // Unused variants deleted before the last bind, and how long after their job's release (its
+  // gate's removal; wall seconds): whether the tidying keeps pace with the starts or waits
+  // behind them.
+  std::size_t deleted_in_run = 0;
+  double deletion_lag_p50_s = 0, deletion_lag_p99_s = 0;
   bool timed_out = false;
 };
 

@@ -102,7 +102,8 @@ void Controller::process(const WorkQueue::Item& item) {
   // A job taken as an admission is started before it is tidied: its gate's removal (or nudge)
   // runs now and the rest (the unused variant's deletion, events) waits behind every other
   // admission, left to the next reconcile of the key at background priority. So a plan's
-  // starts reach kube-scheduler at one round trip each, not two.
+  // starts reach kube-scheduler at one round trip each, not two; the tidying waits at most the
+  // queue's background_wait, then takes turns with the admissions (work_queue.h).
   const bool starts_first =
       item.priority == WorkPriority::kAdmit &&
       std::any_of(result.actions.begin(), result.actions.end(), [](const ControlAction& a) {

@@ -28,7 +28,8 @@
 //                         requeue_after:  add_after(key, d)      then done(key)
 //                         taken as an admission: only the starting actions (gate removal,
 //                         nudge) run; the key goes back as kBackground for the rest, so a
-//                         plan's starts all go out before any of their deletions
+//                         plan's starts go out before their deletions, which wait behind
+//                         admissions at most the queue's background_wait (2 s)
 //
 // reconcile(job) acts only while this replica holds the Lease (`leading`), and the workers ask
 // again before each action:
