@@ -100,12 +100,17 @@ void Controller::process(const WorkQueue::Item& item) {
   }
   Reconciliation result = reconcile(key);
   // A job taken as an admission is started before it is tidied: its gate's removal (or nudge)
-  // runs now and the rest (the unused variant's deletion, events) waits behind every other
-  // admission, left to the next reconcile of the key at background priority. So a plan's
-  // starts reach kube-scheduler at one round trip each, not two; the tidying waits at most the
-  // queue's background_wait, then takes turns with the admissions (work_queue.h).
+  // runs now and the rest (the unused variant's deletion, events) is left to the key's next
+  // reconcile, queued as an admission behind the ones waiting. So a plan's starts reach
+  // kube-scheduler at one round trip each, not two, and the tidying still goes before every
+  // background key (a backlog's thousands of Queued events would starve it there).
+  bool tidy_now = false;
+  {
+    std::lock_guard lock(mu_);
+    tidy_now = tidy_next_.erase(key) > 0;
+  }
   const bool starts_first =
-      item.priority == WorkPriority::kAdmit &&
+      item.priority == WorkPriority::kAdmit && !tidy_now &&
       std::any_of(result.actions.begin(), result.actions.end(), [](const ControlAction& a) {
         return a.priority == WorkPriority::kAdmit;
       });
@@ -132,7 +137,13 @@ void Controller::process(const WorkQueue::Item& item) {
   }
   if (failed == nullptr) {
     queue_.forget(key);
-    if (deferred) queue_.add(key, WorkPriority::kBackground);
+    if (deferred) {
+      {
+        std::lock_guard lock(mu_);
+        tidy_next_.insert(key);
+      }
+      queue_.add(key, WorkPriority::kAdmit);
+    }
   } else if (const int attempts = queue_.retries(key) + 1; attempts >= options_.max_attempts) {
     queue_.forget(key);
     ++given_up_;

@@ -27,9 +27,9 @@
 //                         ok: forget(key)   failed: add_rate_limited(key), up to max_attempts
 //                         requeue_after:  add_after(key, d)      then done(key)
 //                         taken as an admission: only the starting actions (gate removal,
-//                         nudge) run; the key goes back as kBackground for the rest, so a
-//                         plan's starts go out before their deletions, which wait behind
-//                         admissions at most the queue's background_wait (2 s)
+//                         nudge) run; the key goes back as an admission once more, behind the
+//                         admissions waiting, for the rest: a plan's starts go out before
+//                         their deletions, and the deletions before any background key
 //
 // reconcile(job) acts only while this replica holds the Lease (`leading`), and the workers ask
 // again before each action:
@@ -308,6 +308,9 @@ class Controller {
   std::unordered_map<std::string, Clock::time_point> told_until_;
   std::map<std::string, std::vector<Planner::Rollback>> rollbacks_;  // by job
   std::shared_ptr<const Plan> last_plan_;  // the plan plan_changed last looked at
+  // Admissions whose tidying (deletions, events) was left to their next reconcile: that one
+  // runs every action, so a job is deferred once, never in a loop.
+  std::unordered_set<std::string> tidy_next_;
 
   std::atomic<std::uint64_t> reconciled_{0}, done_{0}, failed_{0}, retried_{0}, given_up_{0},
       refused_{0};

@@ -47,8 +47,7 @@ bool WorkQueue::add_locked(const std::string& key, WorkPriority priority) {
 void WorkQueue::queue_locked(const std::string& key, WorkPriority priority) {
   const std::uint64_t ticket = ++next_ticket_;
   waiting_[key] = {priority, ticket};
-  (priority == WorkPriority::kAdmit ? admit_order_ : background_order_)
-      .push_back({key, ticket, now()});
+  (priority == WorkPriority::kAdmit ? admit_order_ : background_order_).emplace_back(key, ticket);
 }
 
 bool WorkQueue::add_after(const std::string& key, Clock::duration delay, WorkPriority priority) {
@@ -124,39 +123,21 @@ void WorkQueue::promote_due_locked() {
   }
 }
 
-std::optional<WorkQueue::Item> WorkQueue::take_locked(std::deque<Queued>& order) {
-  while (!order.empty()) {
-    Queued front = std::move(order.front());
-    order.pop_front();
-    auto it = waiting_.find(front.key);
-    if (it == waiting_.end() || it->second.ticket != front.ticket) continue;  // stale
-    Item item{std::move(front.key), it->second.priority};
-    waiting_.erase(it);
-    processing_.insert(item.key);
-    return item;
-  }
-  return std::nullopt;
-}
-
 std::optional<WorkQueue::Item> WorkQueue::pop_locked() {
   promote_due_locked();
-  // The oldest background key, once it has waited background_wait, takes turns with the
-  // admissions (stale entries in front of it are dropped on the way).
-  while (!background_order_.empty()) {
-    const Queued& front = background_order_.front();
-    auto it = waiting_.find(front.key);
-    if (it != waiting_.end() && it->second.ticket == front.ticket) break;
-    background_order_.pop_front();
+  for (auto* order : {&admit_order_, &background_order_}) {
+    while (!order->empty()) {
+      auto [key, ticket] = std::move(order->front());
+      order->pop_front();
+      auto it = waiting_.find(key);
+      if (it == waiting_.end() || it->second.ticket != ticket) continue;  // stale
+      Item item{key, it->second.priority};
+      waiting_.erase(it);
+      processing_.insert(key);
+      return item;
+    }
   }
-  const bool aged = !background_order_.empty() &&
-                    now() - background_order_.front().at >= options_.background_wait;
-  if (aged && !aged_last_) {
-    aged_last_ = true;
-    return take_locked(background_order_);
-  }
-  aged_last_ = false;
-  if (auto item = take_locked(admit_order_)) return item;
-  return take_locked(background_order_);
+  return std::nullopt;
 }
 
 std::optional<WorkQueue::Item> WorkQueue::get() {

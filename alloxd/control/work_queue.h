@@ -12,9 +12,6 @@
 //   - Priorities: a key added as kAdmit is handed out before every kBackground key (a job the
 //     plan starts now must not wait behind thousands of deletions); within a priority, in the
 //     order added. Adding a waiting key again as kAdmit raises it; never lowers it.
-//   - Aging: a kBackground key that has waited `background_wait` goes before the admissions,
-//     every other key handed out, so a stream of admissions (a backlog starting on a freed
-//     cluster) neither starves the tidying nor is starved by it.
 //   - add_after(key, d): added once d has passed on the injected clock (the earliest of several
 //     delays wins); d <= 0 is add(). add_rate_limited(key): add_after with the key's own
 //     exponential back-off (kube/backoff.h: initial, 2·initial, … up to max, without jitter),
@@ -54,8 +51,6 @@ struct WorkQueueOptions {
   std::chrono::milliseconds backoff_initial{100};
   std::chrono::milliseconds backoff_max{5000};
   std::size_t capacity = 100000;
-  // How long a kBackground key waits behind admissions before it takes turns with them.
-  std::chrono::milliseconds background_wait{2000};
   // The clock delays are measured on; unset: steady_clock.
   std::function<std::chrono::steady_clock::time_point()> now;
 };
@@ -109,11 +104,6 @@ class WorkQueue {
     WorkPriority priority;
     std::uint64_t ticket;  // the entry in the order that is this key's; older ones are stale
   };
-  struct Queued {
-    std::string key;
-    std::uint64_t ticket;
-    Clock::time_point at;  // when it was queued: its age, for background_wait
-  };
   struct Delayed {
     Clock::time_point due;
     WorkPriority priority;
@@ -124,8 +114,6 @@ class WorkQueue {
   void queue_locked(const std::string& key, WorkPriority priority);
   void promote_due_locked();
   std::optional<Item> pop_locked();
-  // The front of `order` handed out, skipping stale entries; std::nullopt when none is left.
-  std::optional<Item> take_locked(std::deque<Queued>& order);
 
   WorkQueueOptions options_;
   mutable std::mutex mu_;
@@ -136,8 +124,7 @@ class WorkQueue {
   // Waiting keys. The orders hold (key, ticket); an entry whose ticket is not the key's current
   // one (the key was raised to kAdmit, or handed out) is skipped when reached.
   std::unordered_map<std::string, Waiting> waiting_;
-  std::deque<Queued> admit_order_, background_order_;
-  bool aged_last_ = false;  // the last key handed out was a background key past background_wait
+  std::deque<std::pair<std::string, std::uint64_t>> admit_order_, background_order_;
   std::uint64_t next_ticket_ = 0;
   std::unordered_set<std::string> processing_;
   // Keys added while processed: queued again by done(), at this priority.

@@ -1,8 +1,7 @@
 // alloxd/control/work_queue.h: client-go's workqueue semantics. De-duplication of waiting keys,
 // a key added while processed handed out once more after done() and never to two workers at
-// once, admissions before background keys (aged ones taking turns with them), delays and
-// per-key back-off on an injected clock, a bound with counted drops, shutdown. Driven by
-// try_get() and a stepped clock: no sleeps.
+// once, admissions before background keys, delays and per-key back-off on an injected clock,
+// a bound with counted drops, shutdown. Driven by try_get() and a stepped clock: no sleeps.
 #include "alloxd/control/work_queue.h"
 
 #include <gtest/gtest.h>
@@ -92,32 +91,6 @@ TEST(WorkQueueTest, AnAdmissionIsHandedOutBeforeThousandsOfBackgroundKeys) {
   ASSERT_EQ(2999u, rest.size());
   EXPECT_EQ("big-0", rest.front());
   EXPECT_EQ("big-2998", rest.back());
-}
-
-TEST(WorkQueueTest, ABackgroundKeyPastBackgroundWaitTakesTurnsWithTheAdmissions) {
-  SteppedClock clock;
-  WorkQueue queue({.background_wait = milliseconds(2000), .now = clock.fn()});
-  ASSERT_TRUE(queue.add("tidy-1"));
-  ASSERT_TRUE(queue.add("tidy-2"));
-  for (int i = 0; i < 4; ++i) {
-    ASSERT_TRUE(queue.add("start-" + std::to_string(i), WorkPriority::kAdmit));
-  }
-  auto first = queue.try_get();
-  ASSERT_TRUE(first);
-  EXPECT_EQ("start-0", first->key) << "young background keys wait behind admissions";
-  queue.done(first->key);
-  clock.at += milliseconds(1999);
-  auto second = queue.try_get();
-  ASSERT_TRUE(second);
-  EXPECT_EQ("start-1", second->key);
-  queue.done(second->key);
-  clock.at += milliseconds(1);
-  ASSERT_TRUE(queue.add("tidy-3"));  // young: it waits behind the admissions
-  ASSERT_TRUE(queue.add("start-4", WorkPriority::kAdmit));
-  // tidy-1 and tidy-2 have waited 2 s: each goes before the next admission, one at a time.
-  EXPECT_EQ((std::vector<std::string>{"tidy-1", "start-2", "tidy-2", "start-3", "start-4",
-                                      "tidy-3"}),
-            drain(queue));
 }
 
 TEST(WorkQueueTest, AddAfterWaitsForTheInjectedClockAndTheEarliestDelayWins) {
