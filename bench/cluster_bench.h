@@ -13,8 +13,7 @@
 //
 // The run ends when every job has been bound, or after `max_wall_s`; alloxd's CPU and API
 // requests are read once it has deleted the unused variants too (at most `settle_wall_s`
-// later). Measured (wall clock on a
-// shared machine: read the numbers as "under load"):
+// later). Measured (wall clock on a shared machine: read the numbers as "under load"):
 //   - pods bound per second over every bind (first to last), and while saturated: over the time
 //     at least `saturation` pods stood ungated and unbound, waiting for the scheduler and alloxd
 //     (scheduler_perf's throughput: what the chain binds while it has work). The first mixes in

@@ -80,7 +80,7 @@ using ObservedPods = std::unordered_map<std::string, ObservedPod>;
 // A consumer's copy of the observed pods, brought up to date by ClusterFeed::sync_pods.
 struct PodMirror {
   ObservedPods pods;
-  std::uint64_t generation = 0;             // the feed's sync this copy reflects (0: none)
+  std::uint64_t generation = 0;  // the feed's sync this copy reflects (0: none)
 };
 
 class ClusterFeed {
@@ -108,10 +108,10 @@ class ClusterFeed {
   std::map<std::string, ObservedPod> pods() const;
   // Brings `mirror` up to what pods() would return, copying only the pods changed since its
   // last sync (the feed marks each key it writes or erases); all of them on its first sync, or
-  // when another mirror synced in between. Returns the keys that left the mirror, sorted. A controller
-  // pass at 100,000 pods then copies the few that changed, not the map. `changed`, when given,
-  // receives every key the sync wrote into the mirror (new or changed pods; on a full copy, all
-  // of them), sorted: whatever differs from the mirror's last sync is in it.
+  // when another mirror synced in between. Returns the keys that left the mirror, sorted. A
+  // controller pass at 100,000 pods then copies the few that changed, not the map. `changed`,
+  // when given, receives every key the sync wrote into the mirror (new or changed pods; on a
+  // full copy, all of them), sorted: whatever differs from the mirror's last sync is in it.
   std::vector<std::string> sync_pods(PodMirror& mirror,
                                      std::vector<std::string>* changed = nullptr);
   // The job of one observed pod ("" when its annotations cannot be read), without copying the

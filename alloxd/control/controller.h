@@ -117,7 +117,7 @@ struct ControlAction {
   std::string key;  // what it does to what: "ungate lab/a-gpu", "delete job lab/x", "event ..."
   std::function<Status()> run;
   // kAdmit: it starts a job (a gate's removal, a nudge); kBackground: it tidies up (a deletion,
-  // an event), and waits behind every start (Controller::process).
+  // an event), left to the job's next reconcile when it comes with a start (Controller::process).
   WorkPriority priority = WorkPriority::kBackground;
 };
 
