@@ -204,6 +204,9 @@ Expected<std::unique_ptr<HttpServer>> HttpServer::start(HttpHandler handler,
   impl.blocking = options.blocking;
   if (!impl.blocking && shared.handler.may_block) impl.blocking = start_blocking_pool();
   shared.blocking = impl.blocking.get();
+  // The server owns the pool; the state its connections share does not (the last connection
+  // may end on a pool thread, which must not be the one to join the pool).
+  shared.options.blocking.reset();
   std::size_t descriptors = descriptor_limit();
   shared.max_connections = std::max<std::size_t>(
       1, std::min(options.max_connections, descriptors > 2 * kReservedDescriptors
@@ -291,7 +294,11 @@ bool HttpServer::stop(std::chrono::milliseconds deadline) {
   bool drained = false;
   {
     std::unique_lock lock(shared.mu);
-    drained = shared.drained.wait_for(lock, deadline, [&] { return shared.in_flight == 0; });
+    drained = shared.drained.wait_for(lock, deadline, [&] {
+      if (shared.in_flight != 0) return false;
+      shared.closed = true;  // no reply starts after this (ListenerState::begin_reply)
+      return shared.in_flight == 0;
+    });
   }
   if (drained) impl_->join();
   return drained;

@@ -56,6 +56,9 @@ struct ListenerState {
   // wake a stop() waiting for the last reply.
   std::atomic<int> in_flight{0};
   std::atomic<bool> draining{false};
+  // Set by stop() once it saw no reply in flight: from then on no request is answered, so the
+  // count it saw stays 0 while the server's threads are joined.
+  std::atomic<bool> closed{false};
   std::atomic<std::size_t> handshakes{0};  // TLS handshakes in progress
 
   std::list<std::weak_ptr<Connection>>::iterator add(std::weak_ptr<Connection> connection) {
@@ -77,7 +80,15 @@ struct ListenerState {
   // clients that open connections and never finish their handshake hold a bounded number of
   // TLS states, and a real client's handshake (milliseconds) always gets its turn.
   void make_handshake_room();
-  void begin_reply() { in_flight.fetch_add(1); }
+  // False once the server is closed: the request is not answered (its connection closes). The
+  // count goes up before closed is read and stop() sets closed before it reads the count again
+  // (both sequentially consistent): either the reply is counted or the request is refused.
+  bool begin_reply() {
+    in_flight.fetch_add(1);
+    if (!closed.load()) return true;
+    end_reply();
+    return false;
+  }
   void end_reply() {
     // stop() sets draining under mu before it waits on in_flight under mu: either it sees 0, or
     // this sees draining and wakes it under mu.

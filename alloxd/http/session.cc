@@ -269,22 +269,26 @@ class Session : public ListenerState::Connection,
     request.authorization = std::string(message[http::field::authorization]);
     request.body = std::move(message.body());
     parser_.reset();
+    if (!shared_->begin_reply()) return close();  // read after the server closed
     busy = true;
-    shared_->begin_reply();
     const HttpHandler& handler = shared_->handler;
     if (handler.may_block && handler.may_block(request)) {
       shared_->pool_work.fetch_add(1);
       shared_->blocking->post(
           [self = this->shared_from_this(), request = std::move(request)]() mutable {
             auto reply = std::make_shared<HttpReply>(self->serve(request));
-            // Back to the connection's I/O thread, which alone touches the session.
-            asio::post(self->stream_.get_executor(),
-                       [self, reply] { self->send(std::move(*reply)); });
+            // The server outlives this count (join() waits for it to reach 0), not the session.
             ListenerState& shared = *self->shared_;
-            if (shared.pool_work.fetch_sub(1) == 1) {
-              std::lock_guard lock(shared.mu);
-              shared.pool_idle.notify_all();
-            }
+            // Back to the connection's I/O thread, which alone touches the session: the
+            // reference goes with the reply, so the session never ends on this thread, where
+            // it would outlive its I/O context once the server is joined.
+            auto executor = self->stream_.get_executor();
+            asio::post(executor,
+                       [self = std::move(self), reply] { self->send(std::move(*reply)); });
+            // Under the lock: join() can neither miss the wake-up nor destroy the state
+            // before this thread has let go of it.
+            std::lock_guard lock(shared.mu);
+            if (shared.pool_work.fetch_sub(1) == 1) shared.pool_idle.notify_all();
           });
       return;
     }
@@ -313,7 +317,9 @@ class Session : public ListenerState::Connection,
       self->busy = false;
       self->served = true;
       self->shared_->end_reply();
-      if (!ok || !keep_alive) return self->close();
+      // A drain that began while this reply was being written ends the connection here: a
+      // request read after it would outlive the server's wait for the replies in flight.
+      if (!ok || !keep_alive || self->shared_->is_draining()) return self->close();
       self->next_request();
     });
   }

@@ -412,6 +412,44 @@ TEST(HttpLimitsTest, StopDrainsRepliesInFlightAndRefusesNewConnections) {
   EXPECT_NE(std::string::npos, reply.find("Connection: close")) << reply;
 }
 
+// A request pipelined behind a reply that is still being written when the drain begins is not
+// answered: the connection closes after that reply, and stop() sees no reply left in flight
+// then or later, so the server's destruction does not wait on one.
+TEST(HttpLimitsTest, ARequestBehindAReplyBeingWrittenWhenTheDrainBeginsIsNotAnswered) {
+  std::atomic<int> small_served{0};
+  HttpHandler handler;
+  handler.serve = [&](const HttpRequest& request) {
+    if (request.path == "/big") return HttpReply{200, "text/plain", std::string(16 << 20, 'x')};
+    ++small_served;
+    return HttpReply{200, "text/plain", "small"};
+  };
+  HttpServerOptions options;
+  options.port = 0;
+  options.max_unread_reply_bytes = 64 << 20;  // the unread reply is the point, not a stall
+  options.unread_reply_stall = milliseconds(60'000);
+  auto started = HttpServer::start(std::move(handler), options);
+  ASSERT_TRUE(started) << started.message();
+  HttpServer& server = **started;
+  RawClient client(server.port());
+  ASSERT_TRUE(client.send("GET /big HTTP/1.1\r\nHost: x\r\n\r\n"
+                          "GET /small HTTP/1.1\r\nHost: x\r\n\r\n"));
+  // The first bytes of /big's reply: it is being written, kept alive, and cannot all fit in the
+  // sockets' buffers while the client does not read.
+  pollfd readable{client.fd(), POLLIN, 0};
+  ASSERT_EQ(1, ::poll(&readable, 1, 5000));
+  server.stop_accepting();
+  bool closed = false;
+  const std::string replies = client.read_until_closed(milliseconds(10'000), &closed);
+  EXPECT_TRUE(closed);
+  EXPECT_EQ(200, status_of(replies)) << replies.substr(0, 200);
+  EXPECT_EQ(std::string::npos, replies.find("small")) << "answered after the drain began";
+  EXPECT_EQ(0, small_served.load());
+  const auto begin = Clock::now();
+  EXPECT_TRUE(server.stop(milliseconds(5000)));
+  started->reset();
+  EXPECT_LT(Clock::now() - begin, std::chrono::seconds(1));
+}
+
 TEST(HttpLimitsTest, TlsModeServesHttpsOnly) {
   testing::ScratchDir dir;
   testing::write_self_signed(dir.file("tls.crt"), dir.file("tls.key"));
