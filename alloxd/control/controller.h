@@ -27,7 +27,7 @@
 //                         ok: forget(key)   failed: add_rate_limited(key), up to max_attempts
 //                         requeue_after:  add_after(key, d)      then done(key)
 //                         taken as an admission: only the starting actions (gate removal,
-//                         nudge) run; the key goes back as an admission once more, behind the
+//                         nudge, Admitted event) run; the key goes back as an admission once more, behind the
 //                         admissions waiting, for the rest: a plan's starts go out before
 //                         their deletions, and the deletions before any background key
 //
@@ -116,8 +116,9 @@ struct ControllerOptions {
 struct ControlAction {
   std::string key;  // what it does to what: "ungate lab/a-gpu", "delete job lab/x", "event ..."
   std::function<Status()> run;
-  // kAdmit: it starts a job (a gate's removal, a nudge); kBackground: it tidies up (a deletion,
-  // an event), left to the job's next reconcile when it comes with a start (Controller::process).
+  // kAdmit: it starts a job (a gate's removal, a nudge, the Admitted event that says where);
+  // kBackground: it tidies up (a deletion, another event), left to the job's next reconcile
+  // when it comes with a start (Controller::process).
   WorkPriority priority = WorkPriority::kBackground;
 };
 
@@ -255,8 +256,11 @@ class Controller {
            WorkPriority priority = WorkPriority::kBackground);
   // Returns an event when its words changed, at most every requeue_event; recorded as said
   // once it was written.
+  // kAdmit for the words that come with a start: a later reconcile may find the pod bound
+  // and no longer say them.
   void say(Look& look, const kube::ObjectRef& object, const std::string& type,
-           const std::string& reason, const std::string& message);
+           const std::string& reason, const std::string& message,
+           WorkPriority priority = WorkPriority::kBackground);
   // When the last event for `reason` went to the object (by its key).
   std::optional<Clock::time_point> said_at(const std::string& key, const std::string& reason) const;
 

@@ -262,8 +262,10 @@ void Controller::release(Look& look, const std::string& key, const ObservedPod& 
   // say all an Admitted event would: one API write per pod fewer. An ungated pod may wait in
   // kube-scheduler's back-off first, so it is told where it will start.
   // A gang's member is told where the whole gang goes: kube-scheduler's event names one node.
+  // Said with the start, not after it: the job's next reconcile may already see it bound.
   if (!ungated_.contains(key) || !start.members.empty()) {
-    say(look, pod.ref, "Normal", "Admitted", "starts on " + start_text(start));
+    say(look, pod.ref, "Normal", "Admitted", "starts on " + start_text(start),
+        WorkPriority::kAdmit);
   }
 }
 
@@ -332,7 +334,8 @@ void Controller::act(Look& look, const std::string& key, const std::string& seen
 }
 
 void Controller::say(Look& look, const kube::ObjectRef& object, const std::string& type,
-                     const std::string& reason, const std::string& message) {
+                     const std::string& reason, const std::string& message,
+                     WorkPriority priority) {
   const std::string key = key_of(object);
   if (!look.said_now.insert(key + " " + reason).second) return;  // two pods of one Job
   if (auto it = said_.find(key); it != said_.end()) {
@@ -350,7 +353,8 @@ void Controller::say(Look& look, const kube::ObjectRef& object, const std::strin
          std::lock_guard lock(mu_);
          said_[key][reason] = {message, now()};
          return OkStatus();
-       }});
+       },
+       priority});
 }
 
 std::optional<Controller::Clock::time_point> Controller::said_at(const std::string& key,

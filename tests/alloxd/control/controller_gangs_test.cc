@@ -52,7 +52,10 @@ struct Fixture {
   testing::ScratchDir dir;
   ExtenderConfig config;
   Metrics metrics;
-  ScriptedServer server{[](const ScriptedRequest& r) {
+  // Called for every request the API server takes, before it answers (a test's watch events).
+  std::function<void(const ScriptedRequest&)> on_request;
+  ScriptedServer server{[this](const ScriptedRequest& r) {
+    if (on_request) on_request(r);
     return ScriptedReply{r.method == "POST" ? 201 : 200, "{}", nullptr};
   }};
   kube::KubeClient client{{server.url(), "", ""}};
@@ -153,6 +156,33 @@ struct Fixture {
 
 const std::vector<std::string> kBothDeleted = {"/api/v1/namespaces/lab/pods/g-0",
                                                "/api/v1/namespaces/lab/pods/g-1"};
+
+// Each member is told where the gang starts with its gate's removal: kube-scheduler may bind a
+// member before its job is reconciled again, and that reconcile no longer releases it.
+TEST(ControllerGangsTest, AMemberBoundBeforeItsJobIsReconciledAgainWasToldWhereTheGangStarts) {
+  Fixture f;
+  f.on_request = [&f](const ScriptedRequest& r) {
+    if (r.method != "PATCH" || !r.target.ends_with("/g-0")) return;
+    // The watch shows g-0 bound on its pin the moment its gate goes.
+    std::string node;
+    for (const json& op : json::parse(r.body)) {
+      if (op["op"] == "add") node = kube::pinned_node({{"spec", {{"affinity", op["value"]}}}});
+    }
+    json bound = member(0, node);
+    bound["spec"]["nodeName"] = node;
+    f.feed->pod_handler().on_upsert(bound);
+    f.controller->pods_changed();  // the watch's handler
+  };
+  f.feed->pod_handler().on_replace({member(0), member(1)});
+  f.settle();
+  ASSERT_EQ(2u, f.pins().size());
+  for (const std::string pod : {"g-0", "g-1"}) {
+    const std::vector<std::string> told = f.event_reasons(pod);
+    EXPECT_EQ(1, std::count_if(told.begin(), told.end(),
+                               [](const std::string& e) { return e.starts_with("Admitted: "); }))
+        << pod;
+  }
+}
 
 TEST(ControllerGangsTest, AGangReleasedBeforeARestartKeepsItsPinnedNodesAndLapsesAfterTheHold) {
   Fixture f;
