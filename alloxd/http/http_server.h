@@ -115,11 +115,13 @@ class HttpServer {
   std::string url() const;  // http://host:port or https://host:port
 
   // Stops accepting and closes every connection that is not being answered, at once; replies
-  // in flight are still sent (with Connection: close). Idempotent; returns immediately.
+  // in flight are still sent (with Connection: close, or their connection closes after them),
+  // and no request read after this is answered. Idempotent; returns immediately.
   void stop_accepting();
   // stop_accepting(), then waits up to `deadline` for the replies in flight. True when none is
-  // left (the server's threads are then joined); false when a handler is still running at the
-  // deadline (the destructor will wait for it; a process that is exiting may rather _exit).
+  // left: the server is then closed (no reply starts after that moment) and its threads are
+  // joined. False when a handler is still running at the deadline (the destructor will wait for
+  // it; a process that is exiting may rather _exit).
   bool stop(std::chrono::milliseconds deadline = std::chrono::seconds(30));
 
  private:
