@@ -27,9 +27,9 @@
 //                         ok: forget(key)   failed: add_rate_limited(key), up to max_attempts
 //                         requeue_after:  add_after(key, d)      then done(key)
 //                         taken as an admission: only the starting actions (gate removal,
-//                         nudge, Admitted event) run; the key goes back as an admission once more, behind the
-//                         admissions waiting, for the rest: a plan's starts go out before
-//                         their deletions, and the deletions before any background key
+//                         nudge, Admitted event) run; the key goes back as an admission once more,
+//                         behind the admissions waiting, for the rest: a plan's starts go out
+//                         before their deletions, and the deletions before any background key
 //
 // reconcile(job) acts only while this replica holds the Lease (`leading`), and the workers ask
 // again before each action:
@@ -191,8 +191,8 @@ class Controller {
   struct PodFacts {
     bool known = false;  // its job is in the book
     JobPhase phase = JobPhase::kQueued;
-    bool in_book = false;  // the pod is a variant of its job in the book
-    std::string runs_as;   // namespace/name of the pod the job runs as (when running)
+    bool in_book = false;      // the pod is a variant of its job in the book
+    std::string runs_as;       // namespace/name of the pod the job runs as (when running)
     bool gang_member = false;  // a member of a gang: never a sibling to delete
   };
   // The plan's start as reconcile released it: the pod released for it, at which start.
@@ -252,8 +252,7 @@ class Controller {
   // Returns the action unless it succeeded for this very `seen` (the pod's resourceVersion, or
   // a uid) within `expectation`; records its success when it runs.
   void act(Look& look, const std::string& key, const std::string& seen,
-           std::function<Status()> action,
-           WorkPriority priority = WorkPriority::kBackground);
+           std::function<Status()> action, WorkPriority priority = WorkPriority::kBackground);
   // Returns an event when its words changed, at most every requeue_event; recorded as said
   // once it was written.
   // kAdmit for the words that come with a start: a later reconcile may find the pod bound
@@ -305,7 +304,7 @@ class Controller {
   std::unordered_map<std::string, std::map<std::string, std::pair<std::string, Clock::time_point>>>
       said_;
   std::unordered_map<std::string, Clock::time_point> nudged_;
-  std::unordered_set<std::string> ungated_;  // pods released by removing their gate
+  std::unordered_set<std::string> ungated_;            // pods released by removing their gate
   std::unordered_map<std::string, Release> released_;  // by job
   // Until when a job's Queued events are paced: a plan whose words changed enqueues it only
   // past this (its reconcile asked to be requeued then).

@@ -322,7 +322,8 @@ void Controller::act(Look& look, const std::string& key, const std::string& seen
       look.now - done->second.at < options_.expectation) {
     return;  // done for this very version: the watch has not shown its effect yet
   }
-  look.out.actions.push_back({key, [this, key, seen, action = std::move(action)]() -> Status {
+  look.out.actions.push_back({key,
+                              [this, key, seen, action = std::move(action)]() -> Status {
                                 Status status = action();
                                 if (status) {
                                   std::lock_guard lock(mu_);
@@ -334,8 +335,7 @@ void Controller::act(Look& look, const std::string& key, const std::string& seen
 }
 
 void Controller::say(Look& look, const kube::ObjectRef& object, const std::string& type,
-                     const std::string& reason, const std::string& message,
-                     WorkPriority priority) {
+                     const std::string& reason, const std::string& message, WorkPriority priority) {
   const std::string key = key_of(object);
   if (!look.said_now.insert(key + " " + reason).second) return;  // two pods of one Job
   if (auto it = said_.find(key); it != said_.end()) {
@@ -346,15 +346,15 @@ void Controller::say(Look& look, const kube::ObjectRef& object, const std::strin
       return;
     }
   }
-  look.out.actions.push_back(
-      {"event " + key + " " + reason, [this, object, key, type, reason, message]() -> Status {
-         auto outcome = events_.record(object, type, reason, message);
-         if (!outcome) return outcome.error();
-         std::lock_guard lock(mu_);
-         said_[key][reason] = {message, now()};
-         return OkStatus();
-       },
-       priority});
+  look.out.actions.push_back({"event " + key + " " + reason,
+                              [this, object, key, type, reason, message]() -> Status {
+                                auto outcome = events_.record(object, type, reason, message);
+                                if (!outcome) return outcome.error();
+                                std::lock_guard lock(mu_);
+                                said_[key][reason] = {message, now()};
+                                return OkStatus();
+                              },
+                              priority});
 }
 
 std::optional<Controller::Clock::time_point> Controller::said_at(const std::string& key,

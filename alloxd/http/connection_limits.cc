@@ -1,5 +1,6 @@
 // The listener's caps on what clients hold: connections (at the cap the least useful are
-// closed) and TLS handshakes in progress (at the cap the oldest are reset).
+// closed), TLS connections waiting for their ClientHello and TLS handshakes in progress (at
+// each cap the oldest are reset).
 #include "alloxd/http/listener_state.h"
 
 #include <algorithm>
@@ -14,10 +15,16 @@ void ListenerState::make_room() {
     std::lock_guard lock(mu);
     if (open_count < max_connections) return;
     std::size_t excess = open_count - max_connections + 1;
-    for (bool served_ones : {false, true}) {
+    // Stalled inside their first TLS record, then never served, then idle after a reply.
+    const auto in_turn = [](const Connection& c, int turn) {
+      if (c.busy) return false;
+      if (turn == 0) return c.awaiting_hello.load();
+      return !c.awaiting_hello && c.served == (turn == 2);
+    };
+    for (int turn = 0; turn < 3; ++turn) {
       for (auto it = open.begin(); it != open.end() && idle.size() < excess; ++it) {
         auto c = it->lock();
-        if (c && !c->busy && c->served == served_ones) idle.push_back(std::move(c));
+        if (c && in_turn(*c, turn)) idle.push_back(std::move(c));
       }
     }
     for (auto it = open.begin(); it != open.end() && idle.size() + writers.size() < excess; ++it) {
@@ -29,23 +36,40 @@ void ListenerState::make_room() {
   for (auto& c : writers) c->close_if_writing();
 }
 
-void ListenerState::make_handshake_room() {
-  const std::size_t cap = std::max<std::size_t>(1, options.max_handshakes);
-  const std::size_t now_in_progress = handshakes.load();
+namespace {
+
+// At `cap` connections with `flag` set (counted by `count`), resets the oldest of them, enough
+// to admit one more.
+void reset_oldest(ListenerState& state, std::atomic<std::size_t>& count,
+                  std::atomic<bool> ListenerState::Connection::*flag,
+                  void (ListenerState::Connection::*reset)()) {
+  const std::size_t cap = std::max<std::size_t>(1, state.options.max_handshakes);
+  const std::size_t now_in_progress = count.load();
   if (now_in_progress < cap) return;
-  std::vector<std::shared_ptr<Connection>> victims;
+  std::vector<std::shared_ptr<ListenerState::Connection>> victims;
   {
-    std::lock_guard lock(mu);
+    std::lock_guard lock(state.mu);
     const std::size_t excess = now_in_progress - cap + 1;
-    for (auto it = open.begin(); it != open.end() && victims.size() < excess; ++it) {
+    for (auto it = state.open.begin(); it != state.open.end() && victims.size() < excess; ++it) {
       auto c = it->lock();
-      if (c && c->handshaking.exchange(false)) {
-        --handshakes;
+      if (c && ((*c).*flag).exchange(false)) {
+        --count;
         victims.push_back(std::move(c));
       }
     }
   }
-  for (auto& c : victims) c->reset();
+  for (auto& c : victims) ((*c).*reset)();
+}
+
+}  // namespace
+
+void ListenerState::make_handshake_room() {
+  reset_oldest(*this, handshakes, &Connection::handshaking, &Connection::reset);
+}
+
+void ListenerState::make_hello_room() {
+  // Spared when its bytes are in: its read completion waits behind a flood's connections.
+  reset_oldest(*this, hellos, &Connection::awaiting_hello, &Connection::reset_unless_readable);
 }
 
 }  // namespace allox::extender

@@ -224,16 +224,15 @@ Expected<std::unique_ptr<HttpServer>> HttpServer::start(HttpHandler handler,
   // looks at the process after start (a health probe, ps, a test) sees the server as it serves.
   auto ready = std::make_shared<Countdown>(impl.contexts.size());
   for (auto& io : impl.contexts) {
-    impl.threads.emplace_back(
-        [&io = *io, ready, request_class = options.request_class] {
-          // Whether the kernel grants the class is the caller's to report (alloxd_main probes
-          // it): this thread serves either way.
-          (void)(request_class ? enter_request_class()
-                               : run_this_thread_interactively(std::chrono::microseconds(0)));
-          name_this_thread("allox-http");
-          ready->arrive();
-          io.run();
-        });
+    impl.threads.emplace_back([&io = *io, ready, request_class = options.request_class] {
+      // Whether the kernel grants the class is the caller's to report (alloxd_main probes
+      // it): this thread serves either way.
+      (void)(request_class ? enter_request_class()
+                           : run_this_thread_interactively(std::chrono::microseconds(0)));
+      name_this_thread("allox-http");
+      ready->arrive();
+      io.run();
+    });
   }
   ready->wait();
   // The listen queue holds early connections; they are accepted now, on the acceptor's own

@@ -14,11 +14,14 @@
 //     still to be sent, the client must take some every unread_reply_stall: a client that
 //     sends requests and reads no answer is reset and its reply freed;
 //   - at max_connections open connections, accepting a new one closes the oldest connection
-//     that is not being answered (idle or still sending), else the oldest whose reply waits for
-//     a client that does not read it, so a flood of stalled clients can never lock out
-//     kube-scheduler or a /healthz probe;
-//   - TLS: a handshake not done within handshake_timeout is closed, and at max_handshakes in
-//     progress a new connection closes the oldest one still in its handshake.
+//     still waiting for its TLS ClientHello, else the oldest that is not being answered (idle or
+//     still sending), else the oldest whose reply waits for a client that does not read it, so
+//     a flood of stalled clients can never lock out kube-scheduler or a /healthz probe;
+//   - TLS: a handshake not done within handshake_timeout is closed. A handshake is in progress
+//     once the client's first record (its ClientHello) has arrived whole (tls_hello.h); at
+//     max_handshakes in progress a new one resets the oldest. Clients stalled inside their
+//     ClientHello take no handshake slot, so they cannot push a real client's handshake out;
+//     at max_handshakes of them waiting, a new connection resets the oldest waiting.
 // Connections are kept alive (HTTP/1.1). Each of the `threads` I/O threads runs its own event
 // loop and owns the connections handed to it in turn as they are accepted; a connection's
 // requests are answered one after another on its thread. Handlers run there, except requests
@@ -63,9 +66,9 @@ struct HttpServerOptions {
   // The I/O threads run interactively (SCHED_NORMAL, thread_priority.h), whatever class the
   // thread that started the server has, so a request that arrives preempts background work.
   // With `request_class` they enter the process's request class instead (thread_priority.h
-  // RequestClass: real-time where request_threads.h chose it). Only for the listener kube-scheduler calls: a
-  // listener tenants can reach (reports, the webhook) stays normal, so no flood of requests
-  // runs real-time against the node's other work.
+  // RequestClass: real-time where request_threads.h chose it). Only for the listener kube-scheduler
+  // calls: a listener tenants can reach (reports, the webhook) stays normal, so no flood of
+  // requests runs real-time against the node's other work.
   bool request_class = false;
   // A reports listener for a Kubernetes Service: GET only; any other method gets 405, so the
   // extender verbs and admin endpoints stay on the loopback listener.

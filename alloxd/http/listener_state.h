@@ -43,10 +43,14 @@ struct ListenerState {
     virtual void close_if_writing() = 0;
     // Posts a reset to the connection's thread.
     virtual void reset() = 0;
-    std::atomic<bool> busy{false};         // a complete request is being answered
-    std::atomic<bool> served{false};       // at least one reply was sent
-    std::atomic<bool> writing{false};      // its reply is composed and being sent
-    std::atomic<bool> handshaking{false};  // its TLS handshake is not done
+    // Posts a reset to the connection's thread unless bytes from its client wait there to be
+    // read (a ClientHello that arrived while the thread was busy: it is not stalled).
+    virtual void reset_unless_readable() = 0;
+    std::atomic<bool> busy{false};            // a complete request is being answered
+    std::atomic<bool> served{false};          // at least one reply was sent
+    std::atomic<bool> writing{false};         // its reply is composed and being sent
+    std::atomic<bool> handshaking{false};     // its TLS handshake is not done
+    std::atomic<bool> awaiting_hello{false};  // its TLS ClientHello has not all arrived
   };
   std::mutex mu;
   std::condition_variable drained;
@@ -60,6 +64,7 @@ struct ListenerState {
   // count it saw stays 0 while the server's threads are joined.
   std::atomic<bool> closed{false};
   std::atomic<std::size_t> handshakes{0};  // TLS handshakes in progress
+  std::atomic<std::size_t> hellos{0};      // TLS connections waiting for their ClientHello
 
   std::list<std::weak_ptr<Connection>>::iterator add(std::weak_ptr<Connection> connection) {
     std::lock_guard lock(mu);
@@ -71,8 +76,9 @@ struct ListenerState {
     open.erase(it);
     --open_count;
   }
-  // At the cap, asks connections to close, enough to admit one more: first those that never
-  // completed a request (stalled or slow clients), oldest first, then idle kept-alive ones
+  // At the cap, asks connections to close, enough to admit one more: first those still waiting
+  // for their TLS ClientHello, then those that never completed a request (stalled or slow
+  // clients), each oldest first, then idle kept-alive ones
   // (kube-scheduler's), oldest first, then those whose reply waits for a client that does not
   // read it, oldest first. Connections whose handler is running are never chosen.
   void make_room();
@@ -80,6 +86,10 @@ struct ListenerState {
   // clients that open connections and never finish their handshake hold a bounded number of
   // TLS states, and a real client's handshake (milliseconds) always gets its turn.
   void make_handshake_room();
+  // Before a TLS connection waits for its ClientHello: at max_handshakes waiting, the oldest
+  // waiting are closed. Each holds a TLS stream's buffers; a real client leaves this state as
+  // soon as its first segment arrives.
+  void make_hello_room();
   // False once the server is closed: the request is not answered (its connection closes). The
   // count goes up before closed is read and stop() sets closed before it reads the count again
   // (both sequentially consistent): either the reply is counted or the request is refused.

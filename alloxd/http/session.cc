@@ -4,14 +4,14 @@
 #include <boost/asio/post.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <charconv>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 
 #include "alloxd/http/listener_state.h"
+#include "alloxd/http/reply_head.h"
 #include "alloxd/http/request_target.h"
+#include "alloxd/http/tls_hello.h"
 
 namespace allox::extender {
 
@@ -32,23 +32,12 @@ constexpr std::chrono::milliseconds kLinger{1000};
 // is two reads instead of a hundred reads of the 512-byte minimum a small buffer allows.
 constexpr std::size_t kBodyReadSize = 64 << 10;
 
-std::string error_body(const std::string& message) {
-  return nlohmann::json{{"error", message}}.dump(-1, ' ', false,
-                                                 nlohmann::json::error_handler_t::replace);
-}
-
 using Parser = http::request_parser<http::string_body>;
 
 // Room to read into while a request's header arrives: a request line, its headers and a small
 // body (a /filter at 100 NodeNames is about 1.6 KB) in one read. Kept by an idle connection.
 constexpr std::size_t kHeaderReadSize = 4096;
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-
-void append_number(std::string& out, std::size_t n) {
-  char digits[24];
-  auto end = std::to_chars(std::begin(digits), std::end(digits), n).ptr;
-  out.append(digits, end);
-}
 
 // One connection: read a request under the limits, answer it, repeat while kept alive. It is
 // owned by one I/O thread (its io_context has no other), so its handlers never run at once and
@@ -67,6 +56,7 @@ class Session : public ListenerState::Connection,
         shared_(std::move(shared)),
         buffer_(shared_->options.max_header_bytes + kBodyReadSize) {}
   ~Session() override {
+    end_hello();
     end_handshake();
     if (registered_) shared_->remove(self_in_list_);
   }
@@ -77,16 +67,8 @@ class Session : public ListenerState::Connection,
     // Accepted just as the server stopped: stop_accepting() did not see it in the list.
     if (shared_->is_draining()) return close();
     if constexpr (kTls) {
-      shared_->make_handshake_room();
-      handshaking = true;
-      ++shared_->handshakes;
       arm(std::min(shared_->options.read_timeout, shared_->options.handshake_timeout));
-      stream_.async_handshake(asio::ssl::stream_base::server,
-                              [self = this->shared_from_this()](error_code ec) {
-                                self->end_handshake();
-                                if (ec || self->closed_) return self->close();
-                                self->next_request();
-                              });
+      read_hello();
     } else {
       next_request();
     }
@@ -109,6 +91,13 @@ class Session : public ListenerState::Connection,
                [self = this->shared_from_this()] { self->close(/*reset=*/true); });
   }
 
+  void reset_unless_readable() override {
+    asio::post(stream_.get_executor(), [self = this->shared_from_this()] {
+      error_code ec;
+      if (self->socket().available(ec) == 0 || ec) self->close(/*reset=*/true);
+    });
+  }
+
  private:
   static constexpr bool kTls = !std::is_same_v<Stream, tcp::socket>;
 
@@ -116,6 +105,52 @@ class Session : public ListenerState::Connection,
 
   void end_handshake() {
     if (handshaking.exchange(false)) --shared_->handshakes;
+  }
+  void end_hello() {
+    if (awaiting_hello.exchange(false)) --shared_->hellos;
+  }
+
+  // Reads the client's first TLS record, then hands it to the handshake, which only then takes
+  // a handshake slot (tls_hello.h). Under the handshake's deadline, armed by start().
+  void read_hello() {
+    const std::size_t have = hello_.size();
+    const std::size_t want = tls_first_record_bytes(hello_);
+    if (have >= want) return handshake();
+    hello_.resize(want);
+    // A real client's ClientHello is usually in already: taken at once, it never waits (nor
+    // can a flood of waiting connections push it out while its read completion is queued).
+    error_code ec;
+    socket().non_blocking(true, ec);
+    const std::size_t n =
+        ec ? 0 : socket().read_some(asio::buffer(hello_.data() + have, want - have), ec);
+    hello_.resize(have + n);
+    if (!ec) return read_hello();
+    if (ec != asio::error::would_block && ec != asio::error::try_again) return close();
+    hello_.resize(want);
+    if (!awaiting_hello) {
+      shared_->make_hello_room();
+      awaiting_hello = true;
+      ++shared_->hellos;
+    }
+    socket().async_read_some(asio::buffer(hello_.data() + have, want - have),
+                             [self = this->shared_from_this(), have](error_code ec, std::size_t n) {
+                               self->hello_.resize(have + n);
+                               if (ec || self->closed_) return self->close();
+                               self->read_hello();
+                             });
+  }
+  void handshake() {
+    end_hello();
+    shared_->make_handshake_room();
+    handshaking = true;
+    ++shared_->handshakes;
+    stream_.async_handshake(asio::ssl::stream_base::server, asio::buffer(hello_),
+                            [self = this->shared_from_this()](error_code ec, std::size_t) {
+                              self->end_handshake();
+                              std::string().swap(self->hello_);
+                              if (ec || self->closed_) return self->close();
+                              self->next_request();
+                            });
   }
 
   // Cancels the pending socket operation after `timeout`; the operation then fails with
@@ -274,22 +309,21 @@ class Session : public ListenerState::Connection,
     const HttpHandler& handler = shared_->handler;
     if (handler.may_block && handler.may_block(request)) {
       shared_->pool_work.fetch_add(1);
-      shared_->blocking->post(
-          [self = this->shared_from_this(), request = std::move(request)]() mutable {
-            auto reply = std::make_shared<HttpReply>(self->serve(request));
-            // The server outlives this count (join() waits for it to reach 0), not the session.
-            ListenerState& shared = *self->shared_;
-            // Back to the connection's I/O thread, which alone touches the session: the
-            // reference goes with the reply, so the session never ends on this thread, where
-            // it would outlive its I/O context once the server is joined.
-            auto executor = self->stream_.get_executor();
-            asio::post(executor,
-                       [self = std::move(self), reply] { self->send(std::move(*reply)); });
-            // Under the lock: join() can neither miss the wake-up nor destroy the state
-            // before this thread has let go of it.
-            std::lock_guard lock(shared.mu);
-            if (shared.pool_work.fetch_sub(1) == 1) shared.pool_idle.notify_all();
-          });
+      shared_->blocking->post([self = this->shared_from_this(),
+                               request = std::move(request)]() mutable {
+        auto reply = std::make_shared<HttpReply>(self->serve(request));
+        // The server outlives this count (join() waits for it to reach 0), not the session.
+        ListenerState& shared = *self->shared_;
+        // Back to the connection's I/O thread, which alone touches the session: the
+        // reference goes with the reply, so the session never ends on this thread, where
+        // it would outlive its I/O context once the server is joined.
+        auto executor = self->stream_.get_executor();
+        asio::post(executor, [self = std::move(self), reply] { self->send(std::move(*reply)); });
+        // Under the lock: join() can neither miss the wake-up nor destroy the state
+        // before this thread has let go of it.
+        std::lock_guard lock(shared.mu);
+        if (shared.pool_work.fetch_sub(1) == 1) shared.pool_idle.notify_all();
+      });
       return;
     }
     send(serve(request));
@@ -329,19 +363,7 @@ class Session : public ListenerState::Connection,
   template <class Done>
   void write(HttpReply reply, bool keep_alive, Done done) {
     reply_ = std::move(reply);
-    head_.assign(version_ == 10 ? "HTTP/1.0 " : "HTTP/1.1 ");
-    append_number(head_, static_cast<std::size_t>(reply_.status));
-    head_ += ' ';
-    const auto reason = http::obsolete_reason(static_cast<http::status>(reply_.status));
-    head_.append(reason.data(), reason.size());
-    head_ += "\r\nContent-Type: ";
-    head_ += reply_.content_type;
-    head_ += "\r\nContent-Length: ";
-    append_number(head_, reply_.body.size());
-    // HTTP/1.1 keeps a connection alive unless told; HTTP/1.0 closes it unless told.
-    if (version_ >= 11 && !keep_alive) head_ += "\r\nConnection: close";
-    if (version_ < 11 && keep_alive) head_ += "\r\nConnection: keep-alive";
-    head_ += "\r\n\r\n";
+    compose_reply_head(head_, version_, reply_, keep_alive);
     sent_ = 0;
     write_deadline_ = Clock::now() + shared_->options.read_timeout;
     writing = true;
@@ -448,6 +470,7 @@ class Session : public ListenerState::Connection,
     closed_ = true;
     disarm();
     timer_.cancel();  // its wait holds the session
+    end_hello();
     end_handshake();
     error_code ignored;
     if (reset) {
@@ -459,6 +482,7 @@ class Session : public ListenerState::Connection,
   }
 
   Stream stream_;
+  std::string hello_;  // a TLS connection's first record, until its handshake is done
   asio::steady_timer timer_;
   std::shared_ptr<ListenerState> shared_;
   beast::flat_buffer buffer_;

@@ -85,8 +85,8 @@ struct Fixture {
     feed = std::make_unique<ClusterFeed>(client, *planner, config, nullptr);
     ControllerOptions controller_options;
     controller_options.steady_now = steady();
-    controller = std::make_unique<Controller>(*planner, *feed, client, events,
-                                              [] { return true; }, controller_options);
+    controller = std::make_unique<Controller>(
+        *planner, *feed, client, events, [] { return true; }, controller_options);
     planner->start();
     feed->node_handler().on_replace({testing::make_node("g1", "1", "0"),
                                      testing::make_node("g2", "1", "0"),

@@ -9,6 +9,8 @@
 #include <cpprest/http_client.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <openssl/bio.h>
+#include <openssl/ssl.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -431,8 +433,9 @@ TEST(HttpLimitsTest, ARequestBehindAReplyBeingWrittenWhenTheDrainBeginsIsNotAnsw
   ASSERT_TRUE(started) << started.message();
   HttpServer& server = **started;
   RawClient client(server.port());
-  ASSERT_TRUE(client.send("GET /big HTTP/1.1\r\nHost: x\r\n\r\n"
-                          "GET /small HTTP/1.1\r\nHost: x\r\n\r\n"));
+  ASSERT_TRUE(
+      client.send("GET /big HTTP/1.1\r\nHost: x\r\n\r\n"
+                  "GET /small HTTP/1.1\r\nHost: x\r\n\r\n"));
   // The first bytes of /big's reply: it is being written, kept alive, and cannot all fit in the
   // sockets' buffers while the client does not read.
   pollfd readable{client.fd(), POLLIN, 0};
@@ -481,30 +484,139 @@ TEST(HttpLimitsTest, TlsModeServesHttpsOnly) {
   EXPECT_NE(std::string::npos, bad.message().find("missing.key")) << bad.message();
 }
 
-// Clients that open TLS connections and never finish a handshake: at max_handshakes in
-// progress the oldest are closed, so a real client still gets through at once, and each is
-// closed at handshake_timeout in any case.
-TEST(HttpLimitsTest, StalledTlsHandshakesAreBoundedInNumberAndTime) {
+// A TLS client driven by hand over a RawClient, one flight at a time: its ClientHello, the rest
+// of its handshake once the server's flight is in, then one request over the connection.
+class HandDrivenTls {
+ public:
+  HandDrivenTls() : context_(SSL_CTX_new(TLS_client_method())), ssl_(SSL_new(context_)) {
+    in_ = BIO_new(BIO_s_mem());
+    out_ = BIO_new(BIO_s_mem());
+    SSL_set_bio(ssl_, in_, out_);  // the SSL owns both
+    SSL_set_verify(ssl_, SSL_VERIFY_NONE, nullptr);
+    SSL_set_connect_state(ssl_);
+  }
+  ~HandDrivenTls() {
+    SSL_free(ssl_);
+    SSL_CTX_free(context_);
+  }
+  HandDrivenTls(const HandDrivenTls&) = delete;
+  HandDrivenTls& operator=(const HandDrivenTls&) = delete;
+
+  // Takes what the server sent and returns what the client sends next (its ClientHello first).
+  std::string step(const std::string& received) {
+    if (!received.empty()) BIO_write(in_, received.data(), static_cast<int>(received.size()));
+    if (!SSL_is_init_finished(ssl_)) SSL_do_handshake(ssl_);
+    return pending();
+  }
+  // Runs the handshake to its end over `client`; false if the server closed or reset it.
+  bool finish(RawClient& client) {
+    const auto until = Clock::now() + milliseconds(5000);
+    while (!SSL_is_init_finished(ssl_) && Clock::now() < until) {
+      const std::string got = client.read_some(milliseconds(500));
+      if (got.empty()) continue;
+      if (!client.send(step(got))) return false;
+    }
+    return SSL_is_init_finished(ssl_);
+  }
+  // One request over the finished handshake; the reply's first bytes.
+  std::string ask(RawClient& client, const std::string& request) {
+    SSL_write(ssl_, request.data(), static_cast<int>(request.size()));
+    if (!client.send(pending())) return "";
+    const auto until = Clock::now() + milliseconds(5000);
+    while (Clock::now() < until) {
+      const std::string got = client.read_some(milliseconds(500));
+      if (got.empty()) continue;
+      BIO_write(in_, got.data(), static_cast<int>(got.size()));
+      char plain[4096];
+      const int n = SSL_read(ssl_, plain, sizeof plain);
+      if (n > 0) return std::string(plain, static_cast<std::size_t>(n));
+      (void)client.send(pending());  // a post-handshake message may want an answer
+    }
+    return "";
+  }
+
+ private:
+  std::string pending() {
+    std::string out;
+    char chunk[4096];
+    for (int n; (n = BIO_read(out_, chunk, sizeof chunk)) > 0;) {
+      out.append(chunk, static_cast<std::size_t>(n));
+    }
+    return out;
+  }
+  SSL_CTX* context_;
+  SSL* ssl_;
+  BIO* in_ = nullptr;
+  BIO* out_ = nullptr;
+};
+
+struct TlsFiles {
   testing::ScratchDir dir;
-  testing::write_self_signed(dir.file("tls.crt"), dir.file("tls.key"));
   HttpServerOptions options;
-  options.tls_cert_file = dir.file("tls.crt");
-  options.tls_key_file = dir.file("tls.key");
-  options.read_timeout = std::chrono::seconds(60);  // not what ends them
-  options.max_handshakes = 8;
-  options.handshake_timeout = milliseconds(1500);
-  auto server = start_server(options);
+  TlsFiles() {
+    testing::write_self_signed(dir.file("tls.crt"), dir.file("tls.key"));
+    options.tls_cert_file = dir.file("tls.crt");
+    options.tls_key_file = dir.file("tls.key");
+    options.read_timeout = std::chrono::seconds(60);  // not what ends them
+  }
+};
+
+int healthz_over_https(const HttpServer& server) {
+  web::http::client::http_client_config config;
+  config.set_validate_certificates(false);
+  config.set_timeout(std::chrono::seconds(5));
+  web::http::client::http_client client(server.url(), config);
+  return client.request(web::http::methods::GET, "/healthz").get().status_code();
+}
+
+// Clients that open TLS connections and stall inside their ClientHello hold no handshake slot: a
+// real client's handshake in progress is not pushed out by them, however many come, and they go
+// at handshake_timeout.
+TEST(HttpLimitsTest, ClientsStalledInsideTheirClientHelloPushNoHandshakeOut) {
+  TlsFiles tls;
+  tls.options.max_handshakes = 2;
+  tls.options.handshake_timeout = milliseconds(1500);
+  auto server = start_server(tls.options);
+  ASSERT_NE(nullptr, server);
+  RawClient real(server->port());
+  HandDrivenTls handshake;
+  ASSERT_TRUE(real.send(handshake.step("")));  // its whole ClientHello
+  const std::string server_flight = real.read_some(milliseconds(5000));
+  ASSERT_FALSE(server_flight.empty()) << "the server answers a whole ClientHello at once";
+  std::vector<std::unique_ptr<RawClient>> stalled;
+  for (int i = 0; i < 16; ++i) {
+    stalled.push_back(std::make_unique<RawClient>(server->port()));
+    stalled.back()->send("\x16\x03\x01");  // the start of a ClientHello, and nothing more
+  }
+  EXPECT_EQ(200, healthz_over_https(*server)) << "a second real client takes the other slot";
+  ASSERT_TRUE(real.send(handshake.step(server_flight)));
+  ASSERT_TRUE(handshake.finish(real)) << "the first real client's handshake was pushed out";
+  const std::string reply = handshake.ask(real, kGetHealthz);
+  EXPECT_EQ(200, status_of(reply)) << reply;
+  // The stalled ones go at handshake_timeout.
+  const auto begin = Clock::now();
+  bool closed = false;
+  stalled.back()->read_until_closed(milliseconds(10000), &closed);
+  EXPECT_TRUE(closed);
+  EXPECT_LT(Clock::now() - begin, std::chrono::seconds(5));
+}
+
+// Clients that send a whole ClientHello and never finish the handshake: at max_handshakes in
+// progress the oldest are reset, so a real client still gets through at once, and each is closed
+// at handshake_timeout in any case.
+TEST(HttpLimitsTest, StalledTlsHandshakesAreBoundedInNumberAndTime) {
+  TlsFiles tls;
+  tls.options.max_handshakes = 8;
+  tls.options.handshake_timeout = milliseconds(1500);
+  auto server = start_server(tls.options);
   ASSERT_NE(nullptr, server);
   std::vector<std::unique_ptr<RawClient>> stalled;
   for (int i = 0; i < 32; ++i) {
     stalled.push_back(std::make_unique<RawClient>(server->port()));
-    stalled.back()->send("\x16\x03\x01");  // the start of a ClientHello, and nothing more
+    HandDrivenTls handshake;
+    stalled.back()->send(handshake.step(""));  // a whole ClientHello, and nothing more
   }
-  web::http::client::http_client_config config;
-  config.set_validate_certificates(false);
-  config.set_timeout(std::chrono::seconds(5));
-  web::http::client::http_client client(server->url(), config);
-  EXPECT_EQ(200, client.request(web::http::methods::GET, "/healthz").get().status_code());
+  EXPECT_EQ(200, healthz_over_https(*server));
   // The oldest were closed to make room, without waiting for any timeout.
   int closed_count = 0;
   for (int i = 0; i < 16; ++i) {
@@ -521,6 +633,38 @@ TEST(HttpLimitsTest, StalledTlsHandshakesAreBoundedInNumberAndTime) {
   EXPECT_LT(Clock::now() - begin, std::chrono::seconds(5));
 }
 
+// At the connection cap the clients stalled inside their ClientHello are closed first: a real
+// client in the middle of its handshake, older than all of them, keeps its connection.
+TEST(HttpLimitsTest, AtTheConnectionCapClientsStalledInTheirClientHelloAreClosedFirst) {
+  TlsFiles tls;
+  tls.options.max_connections = 16;
+  tls.options.handshake_timeout = milliseconds(60'000);  // not what ends them
+  auto server = start_server(tls.options);
+  ASSERT_NE(nullptr, server);
+  RawClient real(server->port());
+  HandDrivenTls handshake;
+  ASSERT_TRUE(real.send(handshake.step("")));
+  const std::string server_flight = real.read_some(milliseconds(5000));
+  ASSERT_FALSE(server_flight.empty());
+  std::vector<std::unique_ptr<RawClient>> stalled;
+  for (int i = 0; i < 40; ++i) {
+    stalled.push_back(std::make_unique<RawClient>(server->port()));
+    stalled.back()->send("\x16\x03\x01");
+  }
+  EXPECT_EQ(200, healthz_over_https(*server));
+  ASSERT_TRUE(real.send(handshake.step(server_flight)));
+  ASSERT_TRUE(handshake.finish(real)) << "the real client's connection was closed";
+  const std::string reply = handshake.ask(real, kGetHealthz);
+  EXPECT_EQ(200, status_of(reply)) << reply;
+  // The cap holds.
+  int closed_count = 0;
+  for (auto& client : stalled) {
+    bool closed = false;
+    client->read_until_closed(milliseconds(20), &closed);
+    closed_count += closed ? 1 : 0;
+  }
+  EXPECT_GE(closed_count, 40 - 16);
+}
 
 }  // namespace
 }  // namespace allox::extender
