@@ -569,6 +569,25 @@ int healthz_over_https(const HttpServer& server) {
   return client.request(web::http::methods::GET, "/healthz").get().status_code();
 }
 
+// `count` clients that send the start of a ClientHello, and nothing more.
+std::vector<std::unique_ptr<RawClient>> stalled_in_client_hello(int port, int count) {
+  std::vector<std::unique_ptr<RawClient>> stalled;
+  for (int i = 0; i < count; ++i) {
+    stalled.push_back(std::make_unique<RawClient>(port));
+    stalled.back()->send("\x16\x03\x01");
+  }
+  return stalled;
+}
+
+// The server closes `client` within 5 s (handshake_timeout in these tests is 1.5 s).
+void expect_closed_at_the_handshake_timeout(RawClient& client) {
+  const auto begin = Clock::now();
+  bool closed = false;
+  client.read_until_closed(milliseconds(10000), &closed);
+  EXPECT_TRUE(closed);
+  EXPECT_LT(Clock::now() - begin, std::chrono::seconds(5));
+}
+
 // Clients that open TLS connections and stall inside their ClientHello hold no handshake slot: a
 // real client's handshake in progress is not pushed out by them, however many come, and they go
 // at handshake_timeout.
@@ -583,22 +602,13 @@ TEST(HttpLimitsTest, ClientsStalledInsideTheirClientHelloPushNoHandshakeOut) {
   ASSERT_TRUE(real.send(handshake.step("")));  // its whole ClientHello
   const std::string server_flight = real.read_some(milliseconds(5000));
   ASSERT_FALSE(server_flight.empty()) << "the server answers a whole ClientHello at once";
-  std::vector<std::unique_ptr<RawClient>> stalled;
-  for (int i = 0; i < 16; ++i) {
-    stalled.push_back(std::make_unique<RawClient>(server->port()));
-    stalled.back()->send("\x16\x03\x01");  // the start of a ClientHello, and nothing more
-  }
+  const auto stalled = stalled_in_client_hello(server->port(), 16);
   EXPECT_EQ(200, healthz_over_https(*server)) << "a second real client takes the other slot";
   ASSERT_TRUE(real.send(handshake.step(server_flight)));
   ASSERT_TRUE(handshake.finish(real)) << "the first real client's handshake was pushed out";
   const std::string reply = handshake.ask(real, kGetHealthz);
   EXPECT_EQ(200, status_of(reply)) << reply;
-  // The stalled ones go at handshake_timeout.
-  const auto begin = Clock::now();
-  bool closed = false;
-  stalled.back()->read_until_closed(milliseconds(10000), &closed);
-  EXPECT_TRUE(closed);
-  EXPECT_LT(Clock::now() - begin, std::chrono::seconds(5));
+  expect_closed_at_the_handshake_timeout(*stalled.back());
 }
 
 // Clients that send a whole ClientHello and never finish the handshake: at max_handshakes in
@@ -626,11 +636,7 @@ TEST(HttpLimitsTest, StalledTlsHandshakesAreBoundedInNumberAndTime) {
   }
   EXPECT_GE(closed_count, 16);
   // The newest ones go at handshake_timeout.
-  const auto begin = Clock::now();
-  bool closed = false;
-  stalled.back()->read_until_closed(milliseconds(10000), &closed);
-  EXPECT_TRUE(closed);
-  EXPECT_LT(Clock::now() - begin, std::chrono::seconds(5));
+  expect_closed_at_the_handshake_timeout(*stalled.back());
 }
 
 // At the connection cap the clients stalled inside their ClientHello are closed first: a real
@@ -646,11 +652,7 @@ TEST(HttpLimitsTest, AtTheConnectionCapClientsStalledInTheirClientHelloAreClosed
   ASSERT_TRUE(real.send(handshake.step("")));
   const std::string server_flight = real.read_some(milliseconds(5000));
   ASSERT_FALSE(server_flight.empty());
-  std::vector<std::unique_ptr<RawClient>> stalled;
-  for (int i = 0; i < 40; ++i) {
-    stalled.push_back(std::make_unique<RawClient>(server->port()));
-    stalled.back()->send("\x16\x03\x01");
-  }
+  const auto stalled = stalled_in_client_hello(server->port(), 40);
   EXPECT_EQ(200, healthz_over_https(*server));
   ASSERT_TRUE(real.send(handshake.step(server_flight)));
   ASSERT_TRUE(handshake.finish(real)) << "the real client's connection was closed";
