@@ -118,6 +118,18 @@ std::unique_ptr<HttpServer> start_server(HttpServerOptions options,
   return std::move(*server);
 }
 
+// How many of the first `first` clients the server closed, each waited on for `wait`.
+int closed_by_server(const std::vector<std::unique_ptr<RawClient>>& clients, std::size_t first,
+                     milliseconds wait) {
+  int closed_count = 0;
+  for (std::size_t i = 0; i < std::min(first, clients.size()); ++i) {
+    bool closed = false;
+    clients[i]->read_until_closed(wait, &closed);
+    closed_count += closed ? 1 : 0;
+  }
+  return closed_count;
+}
+
 const std::string kGetHealthz = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
 
 TEST(HttpLimitsTest, OversizedHeadersGet431BeforeTheyEnd) {
@@ -245,13 +257,7 @@ TEST(HttpLimitsTest, ConnectionCapClosesStalledClientsNotHealthz) {
     EXPECT_EQ(200, status_of(probe.read_some(milliseconds(5000)))) << "probe " << i;
   }
   // The oldest stalled clients were closed to make room; the cap holds.
-  int closed_count = 0;
-  for (auto& client : stalled) {
-    bool closed = false;
-    client->read_until_closed(milliseconds(20), &closed);
-    closed_count += closed ? 1 : 0;
-  }
-  EXPECT_GE(closed_count, 64 - 16);
+  EXPECT_GE(closed_by_server(stalled, stalled.size(), milliseconds(20)), 64 - 16);
 }
 
 // A server whose every reply is `size` bytes, counting what it served.
@@ -628,13 +634,7 @@ TEST(HttpLimitsTest, StalledTlsHandshakesAreBoundedInNumberAndTime) {
   }
   EXPECT_EQ(200, healthz_over_https(*server));
   // The oldest were closed to make room, without waiting for any timeout.
-  int closed_count = 0;
-  for (int i = 0; i < 16; ++i) {
-    bool closed = false;
-    stalled[i]->read_until_closed(milliseconds(200), &closed);
-    closed_count += closed ? 1 : 0;
-  }
-  EXPECT_GE(closed_count, 16);
+  EXPECT_GE(closed_by_server(stalled, 16, milliseconds(200)), 16);
   // The newest ones go at handshake_timeout.
   expect_closed_at_the_handshake_timeout(*stalled.back());
 }
@@ -659,13 +659,7 @@ TEST(HttpLimitsTest, AtTheConnectionCapClientsStalledInTheirClientHelloAreClosed
   const std::string reply = handshake.ask(real, kGetHealthz);
   EXPECT_EQ(200, status_of(reply)) << reply;
   // The cap holds.
-  int closed_count = 0;
-  for (auto& client : stalled) {
-    bool closed = false;
-    client->read_until_closed(milliseconds(20), &closed);
-    closed_count += closed ? 1 : 0;
-  }
-  EXPECT_GE(closed_count, 40 - 16);
+  EXPECT_GE(closed_by_server(stalled, stalled.size(), milliseconds(20)), 40 - 16);
 }
 
 }  // namespace
