@@ -69,7 +69,8 @@ void ListenerState::make_handshake_room() {
 
 void ListenerState::make_hello_room() {
   // Spared when its bytes are in: its read completion waits behind a flood's connections.
-  reset_oldest(*this, hellos, &Connection::awaiting_hello, &Connection::reset_unless_readable);
+  reset_oldest(*this, hellos, &Connection::awaiting_hello,
+               &Connection::reset_if_still_awaiting_hello);
 }
 
 }  // namespace allox::extender

@@ -43,9 +43,10 @@ struct ListenerState {
     virtual void close_if_writing() = 0;
     // Posts a reset to the connection's thread.
     virtual void reset() = 0;
-    // Posts a reset to the connection's thread unless bytes from its client wait there to be
-    // read (a ClientHello that arrived while the thread was busy: it is not stalled).
-    virtual void reset_unless_readable() = 0;
+    // Posts a reset to the connection's thread unless, by the time it runs, the ClientHello
+    // was read or bytes from the client wait there to be read (a ClientHello that arrived
+    // while the thread was busy: it is not stalled).
+    virtual void reset_if_still_awaiting_hello() = 0;
     std::atomic<bool> busy{false};            // a complete request is being answered
     std::atomic<bool> served{false};          // at least one reply was sent
     std::atomic<bool> writing{false};         // its reply is composed and being sent

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "alloxd/http/deadline.h"
 #include "alloxd/http/listener_state.h"
 #include "alloxd/http/reply_head.h"
 #include "alloxd/http/request_target.h"
@@ -52,7 +53,11 @@ class Session : public ListenerState::Connection,
  public:
   Session(Stream stream, std::shared_ptr<ListenerState> shared)
       : stream_(std::move(stream)),
-        timer_(stream_.get_executor()),
+        deadline_(stream_.get_executor(),
+                  [this] {
+                    error_code ignored;
+                    if (!closed_) socket().cancel(ignored);
+                  }),
         shared_(std::move(shared)),
         buffer_(shared_->options.max_header_bytes + kBodyReadSize) {}
   ~Session() override {
@@ -67,7 +72,8 @@ class Session : public ListenerState::Connection,
     // Accepted just as the server stopped: stop_accepting() did not see it in the list.
     if (shared_->is_draining()) return close();
     if constexpr (kTls) {
-      arm(std::min(shared_->options.read_timeout, shared_->options.handshake_timeout));
+      deadline_.arm(std::min(shared_->options.read_timeout, shared_->options.handshake_timeout),
+                    *this);
       read_hello();
     } else {
       next_request();
@@ -91,8 +97,9 @@ class Session : public ListenerState::Connection,
                [self = this->shared_from_this()] { self->close(/*reset=*/true); });
   }
 
-  void reset_unless_readable() override {
+  void reset_if_still_awaiting_hello() override {
     asio::post(stream_.get_executor(), [self = this->shared_from_this()] {
+      if (self->hello_read_) return;  // read since it was chosen, before this ran
       error_code ec;
       if (self->socket().available(ec) == 0 || ec) self->close(/*reset=*/true);
     });
@@ -140,6 +147,7 @@ class Session : public ListenerState::Connection,
                              });
   }
   void handshake() {
+    hello_read_ = true;
     end_hello();
     shared_->make_handshake_room();
     handshaking = true;
@@ -151,33 +159,6 @@ class Session : public ListenerState::Connection,
                               if (ec || self->closed_) return self->close();
                               self->next_request();
                             });
-  }
-
-  // Cancels the pending socket operation after `timeout`; the operation then fails with
-  // operation_aborted and timed_out_ set. A connection has one deadline and one timer wait: a
-  // deadline moved later (every kept-alive request moves it) costs no timer operation, the wait
-  // in progress re-waits when it ends early; only a deadline earlier than that wait re-arms.
-  void arm(std::chrono::milliseconds timeout) { arm_until(Clock::now() + timeout); }
-  void arm_until(Clock::time_point deadline) {
-    timed_out_ = false;
-    deadline_ = deadline;
-    if (!waiting_ || deadline_ < wait_until_) wait();
-  }
-  void disarm() { deadline_ = Clock::time_point::max(); }
-  void wait() {
-    waiting_ = true;
-    wait_until_ = deadline_;
-    std::uint64_t generation = ++timer_generation_;
-    timer_.expires_at(deadline_);  // ends a wait in progress, whose handler is then stale
-    timer_.async_wait([self = this->shared_from_this(), generation](error_code ec) {
-      if (generation != self->timer_generation_) return;
-      self->waiting_ = false;
-      if (ec || self->closed_ || self->deadline_ == Clock::time_point::max()) return;
-      if (Clock::now() < self->deadline_) return self->wait();
-      self->timed_out_ = true;
-      error_code ignored;
-      self->socket().cancel(ignored);
-    });
   }
 
   void next_request() {
@@ -192,10 +173,11 @@ class Session : public ListenerState::Connection,
     // timeout for a new connection), and the read deadline starts with that byte.
     started_ = buffer_.size() > 0;
     if (started_) {
-      arm(shared_->options.read_timeout);
+      deadline_.arm(shared_->options.read_timeout, *this);
       return parse();
     }
-    arm(requests_ == 0 ? shared_->options.read_timeout : shared_->options.idle_timeout);
+    deadline_.arm(requests_ == 0 ? shared_->options.read_timeout : shared_->options.idle_timeout,
+                  *this);
     read_more();
   }
 
@@ -230,7 +212,7 @@ class Session : public ListenerState::Connection,
     if (ec) return fail(ec);
     if (!started_) {
       started_ = true;
-      arm(shared_->options.read_timeout);
+      deadline_.arm(shared_->options.read_timeout, *this);
     }
     parse();
   }
@@ -290,7 +272,7 @@ class Session : public ListenerState::Connection,
   }
 
   void on_request() {
-    disarm();
+    deadline_.disarm();
     ++requests_;
     // An idle connection keeps no big read buffer (4,096 of them may be open).
     if (buffer_.size() == 0 && buffer_.capacity() > kBodyReadSize / 4) buffer_.shrink_to_fit();
@@ -380,9 +362,10 @@ class Session : public ListenerState::Connection,
     const auto& options = shared_->options;
     const std::size_t total = head_.size() + reply_.body.size();
     const std::size_t unsent = total - sent_;
-    arm_until(unsent > options.max_unread_reply_bytes
-                  ? std::min(write_deadline_, Clock::now() + options.unread_reply_stall)
-                  : write_deadline_);
+    deadline_.arm_until(unsent > options.max_unread_reply_bytes
+                            ? std::min(write_deadline_, Clock::now() + options.unread_reply_stall)
+                            : write_deadline_,
+                        *this);
     std::array<asio::const_buffer, 2> buffers{asio::buffer(head_), asio::buffer(reply_.body)};
     if (sent_ < head_.size()) {
       buffers[0] += sent_;
@@ -394,12 +377,12 @@ class Session : public ListenerState::Connection,
         buffers, [self = this->shared_from_this(), done, total](error_code ec, std::size_t n) {
           self->sent_ += n;
           if (!ec && !self->closed_ && self->sent_ < total) return self->write_some(done);
-          self->disarm();
+          self->deadline_.disarm();
           self->writing = false;
           self->reply_ = {};
           // A client that took too little of its reply in time: reset, so the kernel drops
           // what it still holds for it too.
-          if (ec && self->timed_out_) self->close(/*reset=*/true);
+          if (ec && self->deadline_.timed_out()) self->close(/*reset=*/true);
           done(!ec && !self->closed_);
         });
   }
@@ -432,7 +415,7 @@ class Session : public ListenerState::Connection,
     if (ec == http::error::body_limit) {
       return refuse(413, "request body larger than " + std::to_string(body_limit_) + " bytes");
     }
-    if (timed_out_) {
+    if (deadline_.timed_out()) {
       if (!got_some) return close();  // a connection that never sent a byte: nothing to answer
       return refuse(408, "request not complete within " +
                              std::to_string(options.read_timeout.count()) + " ms");
@@ -449,7 +432,7 @@ class Session : public ListenerState::Connection,
     error_code ignored;
     socket().shutdown(tcp::socket::shutdown_send, ignored);
     linger_until_ = Clock::now() + kLinger;
-    arm(kLinger);
+    deadline_.arm(kLinger, *this);
     discard();
   }
   void discard() {
@@ -468,8 +451,7 @@ class Session : public ListenerState::Connection,
   void close(bool reset = false) {
     if (closed_) return;
     closed_ = true;
-    disarm();
-    timer_.cancel();  // its wait holds the session
+    deadline_.cancel();  // its wait holds the session
     end_hello();
     end_handshake();
     error_code ignored;
@@ -483,7 +465,8 @@ class Session : public ListenerState::Connection,
 
   Stream stream_;
   std::string hello_;  // a TLS connection's first record, until its handshake is done
-  asio::steady_timer timer_;
+  bool hello_read_ = false;
+  Deadline deadline_;  // the pending read's or write's; cancels it when it passes
   std::shared_ptr<ListenerState> shared_;
   beast::flat_buffer buffer_;
   std::optional<Parser> parser_;
@@ -497,11 +480,6 @@ class Session : public ListenerState::Connection,
   std::unique_ptr<std::array<char, 16384>> sink_;
   std::list<std::weak_ptr<ListenerState::Connection>>::iterator self_in_list_;
   bool registered_ = false;
-  std::uint64_t timer_generation_ = 0;
-  Clock::time_point deadline_ = Clock::time_point::max();
-  Clock::time_point wait_until_;
-  bool waiting_ = false;  // a timer wait is in progress, until wait_until_
-  bool timed_out_ = false;
   bool closed_ = false;
   bool keep_alive_ = true;
   unsigned version_ = 11;
