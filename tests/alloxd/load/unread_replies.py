@@ -9,10 +9,12 @@
    reports port meanwhile. Reports alloxd's RSS growth at its peak (VmHWM) and after the
    clients are gone; passes when the peak growth is under 100 MB.
 3. HANDSHAKES (default 10,000) connections to the TLS webhook port that send the first bytes
-   of a ClientHello and stall, held for 15 s, while an HTTPS /healthz is probed. Reports the
-   RSS growth; passes when the peak growth is under 100 MB and every probe answered.
+   of a ClientHello and stall, held for 15 s, while an HTTPS /healthz is probed from a process
+   of its own. Reports the RSS growth; passes when the peak growth is under 100 MB and every
+   probe answered.
 """
 import json
+import multiprocessing
 import socket
 import ssl
 import sys
@@ -81,7 +83,8 @@ def queue_jobs(port, jobs):
         t.join()
 
 
-def probe_while(port, seconds, tls, failures):
+def probe_while(port, seconds, tls, report):
+    failures = []
     end = time.monotonic() + seconds
     while time.monotonic() < end:
         try:
@@ -90,13 +93,17 @@ def probe_while(port, seconds, tls, failures):
         except OSError as e:
             failures.append(str(e))
         time.sleep(0.5)
+    report.send(failures)
 
 
 def attack(pid, name, open_one, count, port, tls):
     before = status_kb(pid, "VmRSS")
     reset_peak(pid)
-    failures = []
-    prober = threading.Thread(target=probe_while, args=(port, 15, tls, failures))
+    # The prober is a process of its own, as a real client is: a thread of this one would wait
+    # for the interpreter lock while the attack loop runs, and its ClientHello with it.
+    context = multiprocessing.get_context("fork")
+    failures_in, failures_out = context.Pipe(duplex=False)
+    prober = context.Process(target=probe_while, args=(port, 15, tls, failures_out))
     prober.start()
     sockets = []
     for i in range(count):
@@ -104,6 +111,7 @@ def attack(pid, name, open_one, count, port, tls):
             sockets.append(open_one())
         except OSError:
             pass
+    failures = failures_in.recv()
     prober.join()
     peak = status_kb(pid, "VmHWM")
     closed_by_server = 0
