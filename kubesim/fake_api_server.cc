@@ -644,11 +644,12 @@ FakeApiServer::~FakeApiServer() {
 void FakeApiServer::stop() {
   Impl& impl = *impl_;
   if (impl.stopping.exchange(true)) return;
-  beast::error_code ignored;
-  impl.acceptor.cancel(ignored);
+  // shutdown() wakes the accept() blocked on the listening socket (it fails with EINVAL); the
+  // acceptor object itself is the accept thread's until it is joined.
   ::shutdown(impl.acceptor.native_handle(), SHUT_RDWR);
-  impl.acceptor.close(ignored);
   if (impl.accept_thread.joinable()) impl.accept_thread.join();
+  beast::error_code ignored;
+  impl.acceptor.close(ignored);
   impl.objects.break_watches();
   std::list<std::thread> threads;
   {

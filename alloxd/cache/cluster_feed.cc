@@ -204,8 +204,9 @@ ClusterFeed::ClusterFeed(kube::KubeClient& client, Planner& planner, const Exten
     start_pods();
   };
   if (metrics != nullptr) {
-    for (auto [options, collection] : {std::pair{&pods, Metrics::Collection::kPods},
-                                       std::pair{&nodes, Metrics::Collection::kNodes}}) {
+    for (const auto& [options, kind] : {std::pair{&pods, Metrics::Collection::kPods},
+                                         std::pair{&nodes, Metrics::Collection::kNodes}}) {
+      const Metrics::Collection collection = kind;  // a lambda captures a variable, not a binding
       options->on_list = [metrics, collection] { metrics->record_list(collection); };
       options->on_watch_end = [metrics, collection](const char* why) {
         metrics->record_watch_end(collection, why);

@@ -404,7 +404,9 @@ void Controller::resync() {
     for (auto it = succeeded_.begin(); it != succeeded_.end();) {
       it = at - it->second.at > options_.expectation ? succeeded_.erase(it) : std::next(it);
     }
-    for (const auto& [id, start] : planner_.latest_plan()->starts) keys.push_back(id);
+    // Held while its starts are read: the planner frees a replaced plan no one holds.
+    const std::shared_ptr<const Plan> plan = planner_.latest_plan();
+    for (const auto& [id, start] : plan->starts) keys.push_back(id);
     for (const auto& [id, rollbacks] : rollbacks_) keys.push_back(id);
   }
   for (const std::string& key : keys) queue_.add(key);

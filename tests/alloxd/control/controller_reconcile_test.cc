@@ -193,7 +193,8 @@ TEST(ControllerReconcileTest, AGangIsAdmittedWholeAndRolledBackWhenItsHoldLapses
   // The watch shows both released, pinned; unbound, the gang is looked at again the moment its
   // hold (admission_hold, 60 s) lapses.
   f.advance(f.options.settle);
-  for (const GangPlacement& m : f.planner->latest_plan()->starts.at("lab/g").members) {
+  const auto plan = f.planner->latest_plan();
+  for (const GangPlacement& m : plan->starts.at("lab/g").members) {
     f.feed->pod_handler().on_upsert(member(m.pod == "lab/g-0" ? 0 : 1, 2, m.node));
   }
   const Reconciliation settled = f.reconcile("lab/g");
