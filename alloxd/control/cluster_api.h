@@ -46,7 +46,8 @@ std::unique_ptr<ClusterApi> make_kube_binder(kube::KubeClient& client);
 // Machine slots of a v1.Node from its status.allocatable: one per unit of each mapped resource,
 // of the type its metadata.labels give it (DeviceMapping::node_device: a GPU model's type, else
 // the resource's plain type), and floor(cpu / cores_per_machine) CPU machines. Errors name the
-// malformed field, or the two labels that give the node two types.
+// malformed field, a count of more than 4,096 machines of one type, or the two labels that give
+// the node two types.
 Expected<NodeInventory> node_inventory(const nlohmann::json& node, const DeviceMapping& devices);
 
 }  // namespace allox::extender

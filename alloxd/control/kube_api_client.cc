@@ -62,6 +62,10 @@ class KubeBinder final : public ClusterApi {
 std::unique_ptr<ClusterApi> make_kube_binder(kube::KubeClient& client) {
   return std::make_unique<KubeBinder>(client);
 }
+// More machines of one type than any node has: a status claiming more (`nvidia.com/gpu: 1Ti`)
+// is refused, so one node's status cannot fill the book with slots.
+constexpr int kMaxNodeMachines = 4096;
+
 Expected<NodeInventory> node_inventory(const json& node, const DeviceMapping& devices) {
   if (!node.is_object()) return Error{"node: expected an object"};
   NodeInventory inventory;
@@ -86,15 +90,22 @@ Expected<NodeInventory> node_inventory(const json& node, const DeviceMapping& de
     if (!quantity.is_string()) continue;
     auto amount = kube::parse_quantity(quantity.get<std::string>());
     if (!amount) return Error{"node " + inventory.name + ": " + resource + ": " + amount.message()};
-    if (resource == "cpu") {
-      int machines = static_cast<int>(std::floor(*amount / devices.cores_per_machine));
-      if (machines > 0) inventory.machines[devices.cpu_device] += machines;
-    } else {
+    DeviceType type = devices.cpu_device;
+    double machines = std::floor(*amount / devices.cores_per_machine);
+    if (resource != "cpu") {
       auto device = devices.node_device(resource, labels);
       if (!device) return Error{"node " + inventory.name + ": " + device.message()};
-      int machines = static_cast<int>(std::floor(*amount));
-      if (*device && machines > 0) inventory.machines[**device] += machines;
+      if (!*device) continue;  // not a device (memory, pods, ...), whatever its size
+      type = **device;
+      machines = std::floor(*amount);
     }
+    // Compared as a double: a count past int's range does not convert.
+    if (machines > kMaxNodeMachines) {
+      return Error{"node " + inventory.name + ": status.allocatable." + resource + ": " +
+                   quantity.get<std::string>() + " makes more than " +
+                   std::to_string(kMaxNodeMachines) + " machines of one type on one node"};
+    }
+    if (machines >= 1) inventory.machines[type] += static_cast<int>(machines);
   }
   return inventory;
 }

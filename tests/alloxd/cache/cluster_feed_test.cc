@@ -314,6 +314,31 @@ TEST(ClusterFeedTest, NodeLabelsMakeSlotsOfTheModelAndARelabelIsReadAgain) {
   EXPECT_EQ(0u, refused.message().rfind("node h: nvidia.com/gpu: labels ", 0)) << refused.message();
 }
 
+TEST(ClusterFeedTest, ANodeClaimingMoreMachinesThanAnyNodeHasIsRefusedNamingTheField) {
+  testing::ScratchDir dir;
+  const ExtenderConfig config = testing::make_config({}, dir.file("state.db"));
+  auto refused = node_inventory(testing::make_node("n", "1Ti", "64"), config.devices);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(std::string::npos, refused.message().find("node n: status.allocatable.nvidia.com/gpu"))
+      << refused.message();
+  refused = node_inventory(testing::make_node("n", "8", "1e15"), config.devices);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(std::string::npos, refused.message().find("status.allocatable.cpu: 1e15"))
+      << refused.message();
+
+  // A huge resource that is no device is no machine at all.
+  json node = testing::make_node("n", "8", "64");
+  node["status"]["allocatable"]["memory"] = "1Ti";
+  node["status"]["allocatable"]["ephemeral-storage"] = "1Ei";
+  auto inventory = node_inventory(node, config.devices);
+  ASSERT_TRUE(inventory.ok()) << inventory.message();
+  EXPECT_EQ((std::map<DeviceType, int>{{"gpu", 8}, {"cpu", 2}}), inventory->machines);
+  // A count of zero or less is no machine, not an error.
+  inventory = node_inventory(testing::make_node("n", "0", "0"), config.devices);
+  ASSERT_TRUE(inventory.ok()) << inventory.message();
+  EXPECT_TRUE(inventory->machines.empty());
+}
+
 // Everything observe_pod reads of a pod, as one line (a failed test shows what differs).
 std::string observed(const ObservedPod& pod) {
   json out = {{"ref", {pod.ref.namespace_name, pod.ref.name, pod.ref.uid}},
