@@ -62,6 +62,7 @@ class KubeBinder final : public ClusterApi {
 std::unique_ptr<ClusterApi> make_kube_binder(kube::KubeClient& client) {
   return std::make_unique<KubeBinder>(client);
 }
+
 // More machines of one type than any node has: a status claiming more (`nvidia.com/gpu: 1Ti`)
 // is refused, so one node's status cannot fill the book with slots.
 constexpr int kMaxNodeMachines = 4096;
