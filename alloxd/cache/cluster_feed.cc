@@ -87,7 +87,8 @@ kube::FieldSet observed_pod_fields() {
       "metadata.ownerReferences", "metadata.resourceVersion", "metadata.deletionTimestamp",
       // ours(); read_job_variant (requests, and pod_device_types' selector and affinity);
       // scheduling_gates, affinity_room, pinned_node; the bind
-      "spec.schedulerName", "spec.containers.resources", "spec.nodeSelector", "spec.affinity",
+      "spec.schedulerName", "spec.containers.resources", "spec.initContainers.resources",
+      "spec.initContainers.restartPolicy", "spec.overhead", "spec.nodeSelector", "spec.affinity",
       "spec.schedulingGates", "spec.nodeName",
       // phase, turned_away
       "status.phase", "status.conditions"});

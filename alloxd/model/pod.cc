@@ -70,38 +70,92 @@ std::string string_at(const json& object, std::string_view key) {
   return value != nullptr && value->is_string() ? value->get<std::string>() : std::string();
 }
 
-// Sums requests (limits where a resource has no request) over the pod's containers.
+// The quantities of a resource list (`limits`, `requests`, `overhead`) into `out`, each
+// replacing what `out` held; `where` names the list in errors.
+Status read_quantities(const json& list, const std::string& where,
+                       std::map<std::string, double>& out) {
+  if (!list.is_object()) return OkStatus();
+  for (const auto& [name, quantity] : list.items()) {
+    if (quantity.is_string()) {
+      auto parsed = parse_quantity(quantity.get<std::string>());
+      if (!parsed) return Error{where + "." + name + ": " + parsed.message()};
+      out[name] = *parsed;
+    } else if (quantity.is_number()) {
+      out[name] = quantity.get<double>();
+    } else {
+      return Error{where + "." + name + ": expected a quantity"};
+    }
+  }
+  return OkStatus();
+}
+
+// One container's requests, limits standing in for missing requests (as the API server
+// defaults them). `where` names the container in errors: "Pod.spec.containers[0]".
+Expected<std::map<std::string, double>> container_requests(const json& container,
+                                                           const std::string& where) {
+  std::map<std::string, double> own;
+  if (!container.is_object()) return own;
+  const json* resources = find_key(container, "resources");
+  if (resources == nullptr || !resources->is_object()) return own;
+  for (const char* kind : {"limits", "requests"}) {  // requests override limits
+    const json* list = find_key(*resources, kind);
+    if (list == nullptr) continue;
+    if (Status s = read_quantities(*list, where + ".resources." + kind, own); !s) {
+      return s.error();
+    }
+  }
+  return own;
+}
+
+// What kube-scheduler's NodeResourcesFit counts for a pod: the sum over its containers and its
+// sidecars (init containers with restartPolicy Always, which run beside them), or, where more,
+// what one init container needs while the sidecars started before it run; plus spec.overhead.
+// A pod whose init container asks for 4 GPUs holds 4 on its node however little the main
+// container asks.
 Expected<std::map<std::string, double>> requested_resources(const json& pod) {
   std::map<std::string, double> total;
   const json* spec = find_key(pod, "spec");
   if (spec == nullptr || !spec->is_object()) return total;
-  const json* containers = find_key(*spec, "containers");
-  if (containers == nullptr || !containers->is_array()) return total;
-  for (std::size_t i = 0; i < containers->size(); ++i) {
-    const json& container = (*containers)[i];
-    if (!container.is_object()) continue;
-    const json* resources = find_key(container, "resources");
-    if (resources == nullptr || !resources->is_object()) continue;
-    std::map<std::string, double> own;
-    for (const char* kind : {"limits", "requests"}) {  // requests override limits
-      const json* list = find_key(*resources, kind);
-      if (list == nullptr || !list->is_object()) continue;
-      for (const auto& [name, quantity] : list->items()) {
-        std::string where =
-            "Pod.spec.containers[" + std::to_string(i) + "].resources." + kind + "." + name;
-        std::optional<double> amount;
-        if (quantity.is_string()) {
-          auto parsed = parse_quantity(quantity.get<std::string>());
-          if (!parsed) return Error{where + ": " + parsed.message()};
-          amount = *parsed;
-        } else if (quantity.is_number()) {
-          amount = quantity.get<double>();
-        } else {
-          return Error{where + ": expected a quantity"};
+  if (const json* containers = find_key(*spec, "containers");
+      containers != nullptr && containers->is_array()) {
+    for (std::size_t i = 0; i < containers->size(); ++i) {
+      auto own = container_requests((*containers)[i],
+                                    "Pod.spec.containers[" + std::to_string(i) + "]");
+      if (!own) return own.error();
+      for (const auto& [name, amount] : *own) total[name] += amount;
+    }
+  }
+  std::map<std::string, double> sidecars;  // the sidecars started so far
+  std::map<std::string, double> init_peak;
+  if (const json* inits = find_key(*spec, "initContainers");
+      inits != nullptr && inits->is_array()) {
+    for (std::size_t i = 0; i < inits->size(); ++i) {
+      const json& init = (*inits)[i];
+      auto own = container_requests(init, "Pod.spec.initContainers[" + std::to_string(i) + "]");
+      if (!own) return own.error();
+      const bool sidecar = init.is_object() && string_at(init, "restartPolicy") == "Always";
+      if (sidecar) {
+        for (const auto& [name, amount] : *own) {
+          total[name] += amount;
+          sidecars[name] += amount;
         }
-        own[name] = *amount;
+      }
+      // While this one runs: itself (a sidecar: itself among the sidecars) and the sidecars
+      // before it.
+      std::map<std::string, double> running = sidecars;
+      if (!sidecar) {
+        for (const auto& [name, amount] : *own) running[name] += amount;
+      }
+      for (const auto& [name, amount] : running) {
+        init_peak[name] = std::max(init_peak[name], amount);
       }
     }
+  }
+  for (const auto& [name, amount] : init_peak) total[name] = std::max(total[name], amount);
+  if (const json* overhead = find_key(*spec, "overhead");
+      overhead != nullptr && overhead->is_object()) {
+    std::map<std::string, double> own;
+    if (Status s = read_quantities(*overhead, "Pod.spec.overhead", own); !s) return s.error();
     for (const auto& [name, amount] : own) total[name] += amount;
   }
   return total;

@@ -36,8 +36,10 @@
 // device, CPU bundles: ceil(requested cores / cores_per_machine). At least 1 (a pod requesting
 // none of its device's resources needs one), at most kMaxUnits.
 //
-// Resource requests are summed over containers (limits stand in for missing requests, as in
-// Kubernetes). Quantities use Kubernetes suffixes (500m, 2, 1k, 32Gi). Thread-safe: pure.
+// Resource requests are what kube-scheduler counts: the sum over containers and sidecars (init
+// containers with restartPolicy Always), at least what any one init container needs beside the
+// sidecars started before it, plus spec.overhead; limits stand in for missing requests, as in
+// Kubernetes. Quantities use Kubernetes suffixes (500m, 2, 1k, 32Gi). Thread-safe: pure.
 #pragma once
 
 #include <algorithm>

@@ -375,7 +375,7 @@ TEST(ClusterFeedTest, ThePodWatchKeepsEverythingObservePodReads) {
   base["spec"]["volumes"] = json::array({{{"name", "v"}}});
   base["spec"]["containers"][0]["env"] = json::array({{{"name", "A"}, {"value", "1"}}});
   base["status"]["containerStatuses"] = json::array({{{"ready", true}}});
-  std::vector<json> pods(7, base);
+  std::vector<json> pods(9, base);
   pods[1]["spec"]["schedulingGates"] = json::array({{{"name", "allox.io/queue"}}});
   pods[1]["spec"]["affinity"] = json::parse(R"({"nodeAffinity":{
       "requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchFields":[
@@ -391,6 +391,12 @@ TEST(ClusterFeedTest, ThePodWatchKeepsEverythingObservePodReads) {
   pods[5]["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = "1.5";  // refused
   pods[6]["spec"]["affinity"] = json::parse(R"({"podAffinity":{}})");
   pods[6]["spec"]["schedulerName"] = "another";
+  // Init containers (a sidecar among them) and the runtime's overhead count toward the units.
+  pods[7]["spec"]["initContainers"] = json::parse(R"([
+      {"name":"proxy","restartPolicy":"Always","image":"p",
+       "resources":{"limits":{"nvidia.com/gpu":"1"}}},
+      {"name":"warm","image":"w","resources":{"requests":{"nvidia.com/gpu":"4","cpu":"2"}}}])");
+  pods[8]["spec"]["overhead"] = {{"nvidia.com/gpu", "2"}, {"cpu", "250m"}};
   const kube::WatchDecoder cut(observed_pod_fields()), whole;
   for (const json& pod : pods) {
     const std::string line = json{{"type", "MODIFIED"}, {"object", pod}}.dump();

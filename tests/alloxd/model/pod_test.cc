@@ -290,6 +290,64 @@ TEST(PodTest, UnitsAreTheDevicesOfItsTypeItRequests) {
   EXPECT_EQ(1, named->units);
 }
 
+// The pod's effective requests, as kube-scheduler counts them on the node.
+TEST(PodTest, UnitsCountInitContainersSidecarsAndOverheadAsTheSchedulerDoes) {
+  DeviceMapping mapping;
+  mapping.resources = {{"nvidia.com/gpu", "gpu"}};
+  mapping.cores_per_machine = 32;
+  auto units = [&](const nlohmann::json& pod) {
+    auto v = read_job_variant(pod, mapping);
+    EXPECT_TRUE(v.ok()) << v.message();
+    return v.ok() ? v->units : -1;
+  };
+  auto init = [](const char* name, const nlohmann::json& requests, bool sidecar = false) {
+    nlohmann::json c = {{"name", name}, {"resources", {{"requests", requests}}}};
+    if (sidecar) c["restartPolicy"] = "Always";
+    return c;
+  };
+  // An init container needing more than the containers sets the pod's count...
+  nlohmann::json pod = pod_requesting({{"nvidia.com/gpu", "1"}});
+  pod["spec"]["initContainers"] = {init("warm-up", {{"nvidia.com/gpu", "4"}})};
+  EXPECT_EQ(4, units(pod));
+  // ...one needing less does not, and init containers run one at a time: never summed.
+  pod["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = "3";
+  pod["spec"]["initContainers"] = {init("a", {{"nvidia.com/gpu", "2"}}),
+                                   init("b", {{"nvidia.com/gpu", "2"}})};
+  EXPECT_EQ(3, units(pod));
+  // A sidecar runs beside the containers (added) and beside the init containers after it.
+  pod["spec"]["initContainers"] = {init("proxy", {{"nvidia.com/gpu", "1"}}, true),
+                                   init("b", {{"nvidia.com/gpu", "4"}})};
+  EXPECT_EQ(5, units(pod));  // b with the sidecar: 5; the containers with it: 4
+  pod["spec"]["initContainers"] = {init("b", {{"nvidia.com/gpu", "4"}}),
+                                   init("proxy", {{"nvidia.com/gpu", "1"}}, true)};
+  EXPECT_EQ(4, units(pod));  // b before the sidecar: 4; the containers with it: 4
+  // Limits stand in for an init container's missing requests too.
+  pod["spec"]["initContainers"] = {
+      {{"name", "l"}, {"resources", {{"limits", {{"nvidia.com/gpu", "6"}}}}}}};
+  EXPECT_EQ(6, units(pod));
+  // CPU: an init container's cores and the runtime's overhead count toward the bundles.
+  nlohmann::json cpu = pod_requesting({{"cpu", "30"}});
+  EXPECT_EQ(1, units(cpu));
+  cpu["spec"]["overhead"] = {{"cpu", "4"}};
+  EXPECT_EQ(2, units(cpu));
+  cpu["spec"].erase("overhead");
+  cpu["spec"]["initContainers"] = {init("unpack", {{"cpu", "96"}})};
+  EXPECT_EQ(3, units(cpu));
+  // A bad quantity in either list is named by its place.
+  cpu["spec"]["initContainers"] = {init("unpack", {{"cpu", "lots"}})};
+  auto bad = read_job_variant(cpu, mapping);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(std::string::npos,
+            bad.message().find("Pod.spec.initContainers[0].resources.requests.cpu"))
+      << bad.message();
+  cpu["spec"].erase("initContainers");
+  cpu["spec"]["overhead"] = {{"cpu", true}};
+  bad = read_job_variant(cpu, mapping);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(std::string::npos, bad.message().find("Pod.spec.overhead.cpu: expected a quantity"))
+      << bad.message();
+}
+
 TEST(PodTest, AbsurdDeviceCountsAreErrorsNamingTheResource) {
   DeviceMapping mapping;
   mapping.cores_per_machine = 32;
