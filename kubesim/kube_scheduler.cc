@@ -71,23 +71,28 @@ Resources parse_resources(const json& map) {
   return out;
 }
 
-// Requests of a pod as the scheduler computes them: the sum over containers (limits standing
-// in for missing requests), at least the largest init container, plus one "pods".
+// A container's requests, limits standing in for missing ones (the API server defaults them).
+Resources container_requests(const json& container) {
+  const json& resources = field(container, "resources");
+  Resources requests = parse_resources(field(resources, "requests"));
+  for (const auto& [name, value] : parse_resources(field(resources, "limits")))
+    requests.try_emplace(name, value);
+  return requests;
+}
+
+// Requests of a pod as the scheduler computes them: the sum over containers, at least the
+// largest init container, plus spec.overhead and one "pods". (Sidecar init containers are off
+// in v1.28: the API server drops their restartPolicy, so every init container runs alone.)
 Resources pod_requests(const json& pod) {
   Resources sum;
   const json& spec = field(pod, "spec");
   for (const json& c : field(spec, "containers")) {
-    const json& resources = field(c, "resources");
-    Resources requests = parse_resources(field(resources, "requests"));
-    for (const auto& [name, value] : parse_resources(field(resources, "limits")))
-      requests.try_emplace(name, value);
-    for (const auto& [name, value] : requests) sum[name] += value;
+    for (const auto& [name, value] : container_requests(c)) sum[name] += value;
   }
   for (const json& c : field(spec, "initContainers")) {
-    const json& resources = field(c, "resources");
-    for (const auto& [name, value] : parse_resources(field(resources, "requests")))
-      sum[name] = std::max(sum[name], value);
+    for (const auto& [name, value] : container_requests(c)) sum[name] = std::max(sum[name], value);
   }
+  for (const auto& [name, value] : parse_resources(field(spec, "overhead"))) sum[name] += value;
   sum["pods"] = 1;
   return sum;
 }

@@ -280,6 +280,33 @@ TEST_F(KubeSchedulerTest, APodNoNodeFitsByResourcesNeverReachesTheExtender) {
   EXPECT_EQ(filters + 1, extender.calls("filter").size());
 }
 
+TEST_F(KubeSchedulerTest, InitContainersAndOverheadCountTowardThePodsRequests) {
+  // NodeResourcesFit's requests: the largest init container (limits standing in for missing
+  // requests) when it needs more than the containers, plus spec.overhead.
+  add_node("node-a", "2", "8");
+  start();
+  json warm = gpu_pod("warm");  // one GPU, but its init container needs three
+  warm["spec"]["initContainers"] = json::array(
+      {{{"name", "init"},
+        {"image", "warm:1"},
+        {"resources", {{"limits", {{"nvidia.com/gpu", "3"}}}}}}});
+  create(warm);
+  json heavy = gpu_pod("heavy");  // one core, and 7.5 of the runtime's
+  heavy["spec"]["overhead"] = {{"cpu", "7500m"}};
+  create(heavy);
+  ASSERT_TRUE(eventually([&] {
+    return count(SchedulerEvent::Kind::kUnschedulable,
+                 "0/1 nodes are available: 1 Insufficient nvidia.com/gpu.") > 0 &&
+           count(SchedulerEvent::Kind::kUnschedulable,
+                 "0/1 nodes are available: 1 Insufficient cpu.") > 0;
+  }));
+  EXPECT_EQ("", node_of("warm"));
+  EXPECT_EQ("", node_of("heavy"));
+  // Without them both would fit: a plain pod of the same containers binds.
+  create(gpu_pod("plain"));
+  ASSERT_TRUE(eventually([&] { return node_of("plain") == "node-a"; }));
+}
+
 TEST_F(KubeSchedulerTest, AnUnschedulablePodCarriesTheRealFitErrorAndPreemptionMessage) {
   // As a real v1.28.7 prints it (scheduler-log-excerpts.txt): the filters' histogram sorted as
   // "count reason" strings, then DefaultPreemption's own FitError over every node.
