@@ -29,6 +29,7 @@
 
 #include "fairness/cluster_view.h"
 #include "fairness/policies.h"
+#include "matcher/glpk_thread.h"
 
 namespace allox {
 namespace {
@@ -143,6 +144,7 @@ class MaxMinPolicy : public SchedulingPolicy {
                                    std::vector<Candidate>& candidates) {
     std::vector<double> x(candidates.size(), 0.0);
     if (candidates.empty()) return x;
+    matcher::glpk_env_ends_with_thread();
     glp_term_out(GLP_OFF);
     glp_prob* lp = glp_create_prob();
     glp_set_obj_dir(lp, GLP_MAX);

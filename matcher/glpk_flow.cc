@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "matcher/flow_backend.h"
+#include "matcher/glpk_thread.h"
 
 namespace allox::matcher {
 namespace {
@@ -27,6 +28,7 @@ Expected<SlotFlow> solve_with_glpk(const SlotNetwork& network) {
       return Error{"GLPK backend: costs above 2^53 ms are not exact in its doubles; use lemon"};
     }
   }
+  matcher::glpk_env_ends_with_thread();
   glp_term_out(GLP_OFF);
   std::unique_ptr<glp_prob, ProblemDeleter> lp(glp_create_prob());
   glp_set_obj_dir(lp.get(), GLP_MIN);
