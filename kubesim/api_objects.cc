@@ -484,6 +484,13 @@ ApiResult<ObjectPtr> ApiObjects::create(const ResourceType& type, const std::str
     json& spec = object["spec"];
     if (!spec.contains("schedulerName")) spec["schedulerName"] = "default-scheduler";
     if (!spec.contains("priority")) spec["priority"] = 0;
+    // v1.28's SidecarContainers gate is off by default, and the API server then drops an init
+    // container's restartPolicy (dropDisabledFields): every init container runs alone.
+    if (auto inits = spec.find("initContainers"); inits != spec.end() && inits->is_array()) {
+      for (json& init : *inits) {
+        if (init.is_object()) init.erase("restartPolicy");
+      }
+    }
     if (spec.contains("schedulingGates") && spec["schedulingGates"].empty())
       spec.erase("schedulingGates");
     if (!object.contains("status") || !object["status"].is_object())

@@ -93,6 +93,22 @@ TEST(ApiObjectsTest, AGatedPodIsStoredWithTheSchedulingGatedCondition) {
   EXPECT_EQ("True", (*kept)["status"]["conditions"][0]["status"]);
 }
 
+// v1.28 with its default gates: SidecarContainers is off, so the API server drops an init
+// container's restartPolicy and keeps the rest of it.
+TEST(ApiObjectsTest, AnInitContainersRestartPolicyIsDroppedAsV128Does) {
+  ApiObjects objects;
+  json pod = gated_pod("s");
+  pod["spec"]["initContainers"] = json::array(
+      {{{"name", "proxy"}, {"image", "p:1"}, {"restartPolicy", "Always"}}, "not an object"});
+  ObjectPtr created = stored(objects.create(pods_resource(), "lab", pod));
+  ASSERT_TRUE(created);
+  const json& inits = (*created)["spec"]["initContainers"];
+  ASSERT_EQ(2u, inits.size());
+  EXPECT_FALSE(inits[0].contains("restartPolicy"));
+  EXPECT_EQ("p:1", inits[0]["image"]);
+  EXPECT_EQ("not an object", inits[1]);
+}
+
 std::string patch_error(ApiObjects& objects, const std::string& name, const std::string& patch) {
   auto result = objects.patch(pods_resource(), "lab", name, PatchType::kJson, patch, false);
   auto* error = std::get_if<ApiError>(&result);
