@@ -144,6 +144,15 @@ void write_json(const std::vector<PlanScenario>& scenarios, const fs::path& path
 }
 
 void run_plan(const PlanArgs& a) {
+  // The chart goes to <stem>.svg and .png beside it: a folder, or a path with no file name
+  // ("out/", "/"), would name a hidden ".svg" instead of the file asked for.
+  if (!a.gantt.empty() &&
+      (fs::is_directory(a.gantt) || fs::path(a.gantt).stem().empty())) {
+    std::cerr << "allox plan: --gantt " << a.gantt
+              << ": is a folder or has no file name; give a file such as plan.svg (or use --out "
+                 "for a folder)\n";
+    fail();
+  }
   const Cluster cluster = check(load_cluster_file(a.cluster));
   const Workload workload = check(load_workload_file(a.jobs));
   std::vector<PlanAlternative> alternatives;

@@ -2,6 +2,8 @@
 // summary.json / jobs.csv / plots. A thin shell over sim/ (experiment.h, report.h, plots.h).
 #include <unistd.h>
 
+#include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -121,6 +123,21 @@ class ProgressBar {
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
+// 0 (no periodic rounds) or at least a second: a shorter period would add rounds without end
+// (or, below the clock's resolution, never advance it at all).
+CLI::Validator round_period() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        double v = -1;
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+        const bool whole_text = ec == std::errc() && end == text.data() + text.size();
+        if (whole_text && (v == 0 || (v >= 1 && v <= kMaxInputSeconds))) return "";
+        return "must be 0 (none) or a number of seconds from 1 to " +
+               csv_number(kMaxInputSeconds) + ", got '" + text + "'";
+      },
+      "0 or seconds >= 1");
+}
+
 std::string guess_format(const std::string& path) {
   const std::string ext = fs::path(path).extension().string();
   if (ext == ".csv") return "csv";
@@ -181,9 +198,24 @@ Expected<Cluster> load_cluster(const SimulateArgs& a) {
         !fresh && it->second != u) {
       return Error{"--machines: two node shapes for " + device + " ('" + m + "')"};
     }
+    // n <= 100000 here, so the sum cannot overflow before it is refused.
+    if (count[device] + n > static_cast<long long>(kMaxClusterDevices)) {
+      return Error{"--machines " + m + ": over " + std::to_string(kMaxClusterDevices) +
+                   " machines of " + device};
+    }
     count[device] += static_cast<int>(n);
   }
   if (count.empty()) return Error{"give --cluster FILE, or --gpus/--cpus/--machines counts"};
+  // --gpus and --cpus are one-unit machines; --machines entries count every unit.
+  long long devices = 0;
+  for (const auto& [device, n] : count) {
+    const auto shape = units.find(device);
+    devices += static_cast<long long>(n) * (shape == units.end() ? 1 : shape->second);
+  }
+  if (devices > static_cast<long long>(kMaxClusterDevices)) {
+    return Error{"--gpus, --cpus and --machines describe " + std::to_string(devices) +
+                 " devices; a cluster has at most " + std::to_string(kMaxClusterDevices)};
+  }
   return make_uniform_cluster(count, units);
 }
 
@@ -263,6 +295,15 @@ std::string setting(const Trace& trace, const Cluster& cluster, const SimulateAr
 void simulate(const SimulateArgs& a) {
   const Trace trace = check(load_trace(a));
   const Cluster cluster = check(load_cluster(a));
+  // Checked before any run, so a value too large costs nothing.
+  const auto others = std::count_if(cluster.machines.begin(), cluster.machines.end(),
+                                    [](const Machine& m) { return m.device != "gpu"; });
+  for (int gpus : a.sweep_gpus) {
+    if (static_cast<std::size_t>(others) + static_cast<std::size_t>(gpus) > kMaxClusterDevices) {
+      check(Status(Error{"--sweep-gpus " + std::to_string(gpus) + ": the cluster would have over " +
+                         std::to_string(kMaxClusterDevices) + " devices"}));
+    }
+  }
   if (!a.save_trace.empty()) {
     check(write_output_file(a.save_trace, [&](std::ostream& o) { write_csv_trace(trace, o); }));
   }
@@ -442,7 +483,7 @@ void add_simulate_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--median-duration", a->synthetic.median_duration,
                   "synthetic: median seconds on a job's fastest device")
-      ->check(number_above(0))
+      ->check(number_in(0, kMaxInputSeconds))
       ->capture_default_str();
   cmd->add_option("--estimate-error", a->synthetic.estimate_error,
                   "synthetic: estimates are true × (1 + e), e uniform in ±this")
@@ -531,16 +572,16 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--startup", a->startup,
                   "seconds every run (profiling or job) pays before its first iteration, "
                   "capped at half the run")
-      ->check(number_above(0, true))
+      ->check(number_in(0, kMaxInputSeconds, true))
       ->capture_default_str();
   cmd->add_option("--profiling-min-run", a->profiling_min_run,
                   "shortest profiling run, seconds")
-      ->check(number_above(0, true))
+      ->check(number_in(0, kMaxInputSeconds, true))
       ->capture_default_str();
   cmd->add_option("--round-period", a->round_period,
                   "seconds between periodic scheduling rounds (default: 60 for las, none for "
                   "the others; 0: none)")
-      ->check(number_above(0, true));
+      ->check(round_period());
   cmd->add_option("--threads", a->threads, "run policies in parallel on this many threads")
       ->check(whole_at_least(1))
       ->capture_default_str();

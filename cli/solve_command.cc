@@ -14,6 +14,7 @@
 
 #include "cli/commands.h"
 #include "cli/exit.h"
+#include "cli/number_checks.h"
 #include "core/cluster_file.h"
 #include "core/workload_file.h"
 #include "matcher/matcher.h"
@@ -196,6 +197,7 @@ void add_solve_command(CLI::App& app) {
   cmd->add_option("--now", args->now,
                   "planning time in seconds; machines busy until a later "
                   "time start their queue then")
+      ->check(number_in(0, kMaxInputSeconds, true))
       ->capture_default_str();
   cmd->add_option("--format", args->format, "json or table")
       ->check(CLI::IsMember({"json", "table"}))

@@ -12,7 +12,8 @@
 // Machine per device, named "<node>/<i>", with Machine::node the entry's name; units: 1 is the
 // plain one-device machine. Pool keys: device (required), count (nodes, 1..100000, required;
 // count x units at most 100000), prefix (default "<device>-"), start (default 0), busy_until
-// (default 0, for every unit), units. Machine names must be unique across both lists.
+// (default 0, for every unit), units. Machine names must be unique across both lists; the
+// cluster holds at most kMaxClusterDevices devices in all.
 // Every problem is reported with file, line and field (see core/yaml_fields.h); an empty
 // cluster is an error.
 #pragma once

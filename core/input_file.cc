@@ -7,9 +7,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <system_error>
 
 namespace allox {
 
@@ -32,26 +29,56 @@ const char* file_kind(mode_t mode) {
   return "not a regular file";
 }
 
+// Closes a descriptor on every return.
+struct Descriptor {
+  int fd;
+  ~Descriptor() { ::close(fd); }
+};
+
 }  // namespace
 
 Expected<std::string> read_input_file(const std::string& path, std::size_t limit) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::file_status status = fs::status(path, ec);
-  if (ec || !fs::exists(status)) return Error{path + ": no such file"};
-  if (fs::is_directory(status)) return Error{path + ": is a directory, expected a file"};
-  const std::uintmax_t size = fs::file_size(path, ec);
-  if (!ec && size > limit) {
-    return Error{path + ": file is " + mebibytes(size) + ", over the " + mebibytes(limit) +
-                 " limit for input files"};
+  // O_NONBLOCK so that opening a FIFO nobody writes to returns at once instead of waiting for a
+  // writer; fstat on the open descriptor, so the file checked is the file read.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    const int error = errno;
+    if (error == ENOENT) return Error{path + ": no such file"};
+    if (error == EISDIR) return Error{path + ": is a directory, expected a file"};
+    return Error{path + ": cannot be opened for reading: " + std::strerror(error)};
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error{path + ": cannot be opened for reading"};
-  // Read in chunks and stop past the limit: a pipe or special file has no size to check first.
+  const Descriptor closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return Error{path + ": cannot be read: " + std::strerror(errno)};
+  if (S_ISDIR(st.st_mode)) return Error{path + ": is a directory, expected a file"};
+  if (S_ISREG(st.st_mode) && static_cast<std::uintmax_t>(st.st_size) > limit) {
+    return Error{path + ": file is " + mebibytes(static_cast<std::uintmax_t>(st.st_size)) +
+                 ", over the " + mebibytes(limit) + " limit for input files"};
+  }
   std::string text;
   char chunk[1 << 16];
-  while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
-    text.append(chunk, static_cast<std::size_t>(in.gcount()));
+  if (S_ISFIFO(st.st_mode)) {
+    // A pipe with a writer (`<(command)`, `/dev/stdin` in a pipeline) is read to its end. With
+    // none, a non-blocking read says end of input at once; a writer still to come cannot be told
+    // from none, so that is an error rather than a wait for ever.
+    const ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (n == 0) {
+      return Error{path + ": is a FIFO with no writer (or nothing written), expected a file"};
+    }
+    if (n > 0) text.append(chunk, static_cast<std::size_t>(n));
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+      return Error{path + ": cannot be read: " + std::strerror(errno)};
+    }
+  }
+  // From here a pipe's reads wait for its writer, as reads of a pipe do.
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  // Read in chunks and stop past the limit: a pipe or device has no size to check first.
+  for (;;) {
+    const ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Error{path + ": cannot be read: " + std::strerror(errno)};
+    if (n == 0) break;
+    text.append(chunk, static_cast<std::size_t>(n));
     if (text.size() > limit) {
       return Error{path + ": input is over the " + mebibytes(limit) + " limit for input files"};
     }

@@ -13,6 +13,7 @@ namespace allox {
 inline constexpr std::size_t kMaxInputBytes = 32u << 20;
 
 // The whole file. Errors name the path: missing, unreadable, a directory, or over `limit` bytes.
+// A pipe with a writer is read to its end; a FIFO without one is refused at once, never waited on.
 Expected<std::string> read_input_file(const std::string& path, std::size_t limit = kMaxInputBytes);
 
 // The same for a file a service reads at start-up (its config, a token file): only a regular file

@@ -35,6 +35,15 @@ struct Machine {
   std::string node{};     // the node this unit belongs to; empty: a one-unit node of its own
 };
 
+// Longest time in seconds an input file may state (an arrival, a processing time, a busy_until):
+// about 285,000 years, where a double still resolves milliseconds and the matcher's integer
+// costs stay inside int64 (matcher/prepared_problem.h).
+inline constexpr double kMaxInputSeconds = 9.0e12;
+
+// Largest cluster (devices of all types) a cluster file or a command's counts may describe: each
+// device is a Machine, and a matching's memory grows with them.
+inline constexpr std::size_t kMaxClusterDevices = 100000;
+
 // Largest number of devices a job may ask for, and a node may offer, of one type.
 inline constexpr int kMaxUnits = 64;
 

@@ -39,7 +39,7 @@ void read_times(FieldReader& reader, const YAML::Node& node, const std::string& 
     const std::string field = "time." + device;
     if (!reader.device_name(entry.first, subject, "device type in time", device)) continue;
     const auto seconds =
-        reader.number_at(entry.second, subject, field, "a positive number of seconds", true);
+        reader.seconds_at(entry.second, subject, field, true);
     if (seconds) job.time[device] = *seconds;
   }
   if (times.size() == 0) {
@@ -60,7 +60,7 @@ std::optional<Job> read_job(FieldReader& reader, const YAML::Node& node, std::si
   Job job;
   const auto id = reader.text(node, "id", subject, true);
   const auto user = reader.text(node, "user", subject, false);
-  const auto arrival = reader.non_negative(node, "arrival", subject, "seconds", false);
+  const auto arrival = reader.seconds(node, "arrival", subject, false, false);
   const auto iterations = reader.integer(node, "iterations", subject, 1, kMaxIterations, false);
   const auto family = reader.text(node, "family", subject, false);
   const auto units = reader.integer(node, "units", subject, 1, kMaxUnits, false);

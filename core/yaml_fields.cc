@@ -1,5 +1,6 @@
 #include "core/yaml_fields.h"
 
+#include <yaml-cpp/depthguard.h>
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -9,6 +10,8 @@
 #include <vector>
 
 #include "core/csv.h"
+#include "core/model.h"
+#include "core/utf8.h"
 
 namespace allox {
 
@@ -32,13 +35,23 @@ std::string join(std::span<const std::string_view> items) {
 
 // Every mapping in the document, at any depth, checked for a key given twice. yaml-cpp keeps
 // both entries and lookups see the first, so a later line that seems to change a setting would
-// silently not. An explicit stack: the document's depth is the input's to choose.
-std::string repeated_keys(const YAML::Node& root, const std::string& source) {
+// silently not. An explicit stack: the document's depth is the input's to choose. An alias is
+// walked again wherever it is used, as every reader of the document will walk it, so the walk
+// stops past `max_nodes`: aliases of aliases ("billion laughs") would otherwise expand a few
+// lines into more nodes than any computer visits.
+std::string repeated_keys(const YAML::Node& root, const std::string& source,
+                          std::size_t max_nodes) {
   std::vector<std::pair<int, std::string>> found;  // line, message
   std::vector<YAML::Node> pending = {root};
+  std::size_t visited = 0;
   while (!pending.empty()) {
     const YAML::Node node = pending.back();
     pending.pop_back();
+    if (++visited > max_nodes) {
+      return source + ":" + std::to_string(line_of(node)) +
+             ": aliases expand the document past " + std::to_string(max_nodes) +
+             " nodes; write the repeated parts out or drop the aliases";
+    }
     if (node.IsSequence()) {
       for (const YAML::Node& item : node) pending.push_back(item);
       continue;
@@ -70,11 +83,17 @@ Expected<YAML::Node> parse_yaml(const std::string& text, const std::string& sour
   YAML::Node root;
   try {
     root = YAML::Load(text);
+  } catch (const YAML::DeepRecursion& e) {
+    return Error{source + ":" + std::to_string(e.mark.line + 1) +
+                 ": not valid YAML or JSON: lists or mappings nested over " +
+                 std::to_string(e.depth() - 1) + " levels deep"};
   } catch (const YAML::Exception& e) {
     return Error{source + ":" + std::to_string(e.mark.line + 1) +
                  ": not valid YAML or JSON: " + e.msg};
   }
-  if (std::string repeated = repeated_keys(root, source); !repeated.empty()) {
+  // A document without aliases has at most about one node per byte of its text.
+  const std::size_t max_nodes = 2 * text.size() + 1024;
+  if (std::string repeated = repeated_keys(root, source, max_nodes); !repeated.empty()) {
     return Error{repeated};
   }
   return root;
@@ -159,17 +178,27 @@ std::optional<std::string> FieldReader::text(const YAML::Node& map, const char* 
     fail(node, subject, std::string(key) + " must be a non-empty string, got " + describe(node));
     return std::nullopt;
   }
+  if (!is_utf8_text(node.Scalar())) {
+    fail(node, subject,
+         std::string(key) + " must be UTF-8 text without control characters");
+    return std::nullopt;
+  }
   return node.Scalar();
 }
 
 std::optional<double> FieldReader::number_at(const YAML::Node& node, std::string_view subject,
                                              std::string_view field, std::string_view requirement,
-                                             bool strictly_positive) {
+                                             bool strictly_positive, double max) {
   std::optional<double> value;
   if (node.IsScalar()) value = parse_decimal(node.Scalar());
   if (!value || *value < 0 || (strictly_positive && *value == 0)) {
     fail(node, subject,
          std::string(field) + " must be " + std::string(requirement) + ", got " + describe(node));
+    return std::nullopt;
+  }
+  if (*value > max) {
+    fail(node, subject,
+         std::string(field) + " must be at most " + csv_number(max) + ", got " + describe(node));
     return std::nullopt;
   }
   return value;
@@ -199,6 +228,24 @@ std::optional<double> FieldReader::non_negative(const YAML::Node& map, const cha
                                                 bool required) {
   return bounded_number(map, key, subject, "a non-negative number of " + std::string(unit), false,
                         required);
+}
+
+std::optional<double> FieldReader::seconds(const YAML::Node& map, const char* key,
+                                           std::string_view subject, bool positive,
+                                           bool required) {
+  const YAML::Node node = map[key];
+  if (!node || node.IsNull()) {
+    if (required) fail(map, subject, std::string(key) + " is required");
+    return std::nullopt;
+  }
+  return seconds_at(node, subject, key, positive);
+}
+
+std::optional<double> FieldReader::seconds_at(const YAML::Node& node, std::string_view subject,
+                                              std::string_view field, bool positive) {
+  return number_at(node, subject, field,
+                   positive ? "a positive number of seconds" : "a non-negative number of seconds",
+                   positive, kMaxInputSeconds);
 }
 
 std::optional<std::int64_t> FieldReader::integer(const YAML::Node& map, const char* key,

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <limits>
 #include <optional>
 #include <span>
 #include <string>
@@ -52,6 +53,11 @@ class FieldReader {
   std::optional<double> non_negative(const YAML::Node& map, const char* key,
                                      std::string_view subject, std::string_view unit,
                                      bool required);
+  // A time in seconds, >= 0 (> 0 when `positive`) and at most kMaxInputSeconds (core/model.h).
+  std::optional<double> seconds(const YAML::Node& map, const char* key, std::string_view subject,
+                                bool positive, bool required);
+  std::optional<double> seconds_at(const YAML::Node& node, std::string_view subject,
+                                   std::string_view field, bool positive);
   // An integer in [min, max].
   std::optional<std::int64_t> integer(const YAML::Node& map, const char* key,
                                       std::string_view subject, std::int64_t min, std::int64_t max,
@@ -66,10 +72,11 @@ class FieldReader {
   bool device_name(const YAML::Node& at, std::string_view subject, std::string_view field,
                    const std::string& name);
 
-  // Reads a number with the wording of `field` for errors ("time.gpu").
+  // Reads a number with the wording of `field` for errors ("time.gpu"), at most `max`.
   std::optional<double> number_at(const YAML::Node& node, std::string_view subject,
                                   std::string_view field, std::string_view requirement,
-                                  bool strictly_positive);
+                                  bool strictly_positive,
+                                  double max = std::numeric_limits<double>::max());
 
  private:
   std::optional<double> bounded_number(const YAML::Node& map, const char* key,

@@ -6,6 +6,7 @@
 
 #include "core/csv.h"
 #include "core/input_file.h"
+#include "core/utf8.h"
 
 namespace allox {
 
@@ -39,6 +40,11 @@ Expected<std::vector<JobRun>> read_jobs_csv(std::istream& in, const std::string&
       if (!value) return Error{where + name + ": expected a number, got '" + text + "'"};
       return value;
     };
+    for (const char* name : {"job", "user", "device", "machine"}) {
+      if (!is_utf8_text(field(name))) {
+        return Error{where + name + ": expected UTF-8 text without control characters"};
+      }
+    }
     JobRun run;
     run.job = field("job");
     run.user = field("user");

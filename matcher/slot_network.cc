@@ -61,6 +61,11 @@ Expected<SlotNetwork> build(const PreparedProblem& problem, const std::vector<Sl
       if (problem.time(j, t) != kCannotRun) arc_total += slots_of_type[t].size();
     }
   }
+  if (!implicit_arcs && arc_total > kMaxExplicitArcs) {
+    return Error{"the network would hold " + std::to_string(arc_total) + " job arcs, over the " +
+                 std::to_string(kMaxExplicitArcs) +
+                 " that fit in memory; the transport backend (or auto) solves it without them"};
+  }
   if (implicit_arcs) {
     net.implicit = &problem;
     net.implicit_arc_count = arc_total;

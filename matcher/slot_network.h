@@ -20,6 +20,10 @@ namespace allox::matcher {
 
 inline constexpr std::int64_t kMaxPathTicks = std::int64_t{1} << 60;
 
+// Most job arcs a network stores (16 bytes each, before a backend's own copy): past it, building
+// one is an error rather than an allocation that fails or exhausts the machine.
+inline constexpr std::size_t kMaxExplicitArcs = std::size_t{1} << 26;
+
 struct Outlet {
   std::size_t slot = 0;
   std::size_t group = 0;  // index into PreparedProblem::groups

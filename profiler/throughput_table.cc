@@ -1,10 +1,11 @@
 #include "profiler/throughput_table.h"
 
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
 #include <sstream>
+
+#include "core/input_file.h"
 
 namespace allox {
 
@@ -16,11 +17,9 @@ std::optional<ThroughputKey> parse_gavel_key(const std::string& key) {
 }
 
 Expected<ThroughputTable> ThroughputTable::load_gavel(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Error{path + ": cannot open throughput table"};
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_gavel(text.str(), path);
+  auto text = read_input_file(path);  // the input limit, and no wait on a FIFO
+  if (!text) return Error{text.message() + " (throughput table)"};
+  return parse_gavel(*text, path);
 }
 
 Expected<ThroughputTable> ThroughputTable::parse_gavel(const std::string& json_text,

@@ -1,11 +1,12 @@
 #include "sim/allox_trace.h"
 
 #include <cmath>
-#include <fstream>
 #include <sstream>
 #include <vector>
 
 #include "core/csv.h"
+#include "core/input_file.h"
+#include "core/utf8.h"
 
 namespace allox {
 namespace {
@@ -51,8 +52,13 @@ Expected<Trace> parse_allox_trace(std::istream& in, const std::string& source_na
       return fail("expected '1 <job id> 1 <arrival> <user>', got " + std::to_string(header.size()) +
                   " fields");
     }
-    if (!to_double(header[3], arrival) || arrival < 0)
-      return fail("bad arrival '" + header[3] + "'");
+    if (!is_utf8_text(header[1]) || !is_utf8_text(header[4])) {
+      return fail("job id and user must be UTF-8 text without control characters");
+    }
+    if (!to_double(header[3], arrival) || arrival < 0 || arrival > kMaxInputSeconds) {
+      return fail("arrival must be a number of seconds from 0 to " +
+                  csv_number(kMaxInputSeconds) + ", got '" + header[3] + "'");
+    }
 
     if (!next_line(in, line, line_no)) return fail("stage line missing");
     const std::vector<std::string> stage = split_words(line);
@@ -64,8 +70,19 @@ Expected<Trace> parse_allox_trace(std::istream& in, const std::string& source_na
       if (!to_double(stage[i + 1], v[i])) return fail("bad number '" + stage[i + 1] + "'");
     }
     const double cpu_time = v[3], gpu_time = v[6], cpu_error = v[8], gpu_error = v[9];
-    if (cpu_time <= 0 || gpu_time <= 0) return fail("cpu and gpu times must be > 0");
+    const std::string most = csv_number(kMaxInputSeconds);
+    if (cpu_time <= 0 || gpu_time <= 0 || cpu_time > kMaxInputSeconds ||
+        gpu_time > kMaxInputSeconds) {
+      return fail("cpu and gpu times must be > 0 and at most " + most + " seconds");
+    }
     if (cpu_error <= -1 || gpu_error <= -1) return fail("estimate errors must be > -1");
+    if (cpu_time * (1 + cpu_error) > kMaxInputSeconds ||
+        gpu_time * (1 + gpu_error) > kMaxInputSeconds) {
+      return fail("estimates (time x (1 + error)) must be at most " + most + " seconds");
+    }
+    if (v[1] < 0 || v[2] < 0 || v[4] < 0 || v[5] < 0) {
+      return fail("cores, memory, GPUs and GPU memory must be >= 0");
+    }
 
     if (!next_line(in, line, line_no)) return fail("closing '0' line missing");
     if (split_words(line) != std::vector<std::string>{"0"}) {
@@ -95,8 +112,9 @@ Expected<Trace> parse_allox_trace(std::istream& in, const std::string& source_na
 }
 
 Expected<Trace> load_allox_trace(const std::string& path, const AlloxTraceOptions& options) {
-  std::ifstream in(path);
-  if (!in) return Error{"cannot open trace " + path};
+  auto text = read_input_file(path);  // the input limit, and no wait on a FIFO
+  if (!text) return text.error();
+  std::istringstream in(std::move(*text));
   return parse_allox_trace(in, path, options);
 }
 

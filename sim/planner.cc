@@ -17,6 +17,12 @@ Trace trace_of(const Workload& workload) {
 }
 
 Expected<Cluster> with_additions(const Cluster& base, const PlanAlternative& alt) {
+  std::size_t added = 0;
+  for (const auto& [device, n] : alt.add) added += static_cast<std::size_t>(n);
+  if (base.machines.size() + added > kMaxClusterDevices) {
+    return Error{"--add " + alt.name.substr(1) + ": the cluster would have over " +
+                 std::to_string(kMaxClusterDevices) + " devices"};
+  }
   Cluster c = base;
   std::set<std::string> names;
   for (const Machine& m : base.machines) names.insert(m.name);

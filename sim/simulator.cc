@@ -8,6 +8,7 @@
 #include <queue>
 #include <unordered_map>
 
+#include "core/csv.h"
 #include "fairness/cluster_view.h"
 #include "profiler/profiler.h"
 
@@ -169,7 +170,15 @@ class Replay {
       if (Status s = decide_until_stable(); !s.ok()) return s.error();
       record_shares(now);
       // A round with nothing else pending could only repeat the same answer forever.
-      if (round && !events_.empty()) push(now + options_.round_period, EventKind::kRound, 0, 0);
+      if (round && !events_.empty()) {
+        if (++rounds_ > kMaxPeriodicRounds) {
+          return Error{"simulate: over " + std::to_string(kMaxPeriodicRounds) +
+                       " periodic rounds of " + csv_number(options_.round_period) +
+                       " s by t = " + csv_number(now) +
+                       " s; the trace's times call for a longer round period"};
+        }
+        push(next_round(now), EventKind::kRound, 0, 0);
+      }
       report_progress();
     }
     result_.wall_seconds =
@@ -215,7 +224,18 @@ class Replay {
   }
   std::size_t user_of(std::size_t j) const { return user_index_.at(job(j).user); }
 
+  // The round after one at `now`. With every job that has arrived finished, the rounds before the
+  // next event would change nothing: the grid resumes at its last point at or before that event,
+  // so a long gap between arrivals costs two rounds, not one per period.
+  double next_round(double now) const {
+    const double next = now + options_.round_period;
+    const double event = events_.top().time;
+    if (arrived_ != finished_ || event <= next) return next;
+    return now + std::floor((event - now) / options_.round_period) * options_.round_period;
+  }
+
   void arrive(std::size_t j) {
+    ++arrived_;
     if (use_profiler()) profiler_.add_job(declared_[j]);
     if (!profiling_) {
       enqueue(j, job(j).arrival);
@@ -604,6 +624,8 @@ class Replay {
   std::map<DeviceType, ProfilingQueue> profiling_queues_;
 
   std::size_t finished_ = 0;
+  std::size_t arrived_ = 0;
+  std::size_t rounds_ = 0;
   std::size_t events_since_report_ = 0;
   SimResult result_;
 };

@@ -94,12 +94,17 @@ enum class EstimateMode {
   kTrace,     // the trace's estimates, minus elapsed time for a running job
 };
 
+// Periodic rounds one run may take: a minute's period over two years of simulated time. Past
+// it a run is an error naming the period, not a run that seems to hang.
+inline constexpr std::size_t kMaxPeriodicRounds = 1'000'000;
+
 struct SimOptions {
   ProfilingOptions profiling;
   EstimateMode estimates = EstimateMode::kProfiler;
   ResumeRule resume = ResumeRule::kCheckpoint;
   std::int64_t default_iterations = 100;  // for jobs whose trace gives no iteration count
   double round_period = 0;  // seconds between periodic decide() rounds; 0 = events only
+                            // (at most kMaxPeriodicRounds of them, else the run is an error)
   // Called now and then with the fraction of jobs finished (0..1); for a progress bar.
   std::function<void(double)> progress;
 };

@@ -9,6 +9,7 @@
 
 #include "core/csv.h"
 #include "core/input_file.h"
+#include "core/utf8.h"
 #include "core/yaml_fields.h"
 
 namespace allox {
@@ -31,8 +32,8 @@ void read_device_times(FieldReader& reader, const YAML::Node& node, const char* 
     if (!reader.device_name(entry.first, subject, std::string("device type in ") + key, device)) {
       continue;
     }
-    const auto seconds = reader.number_at(entry.second, subject, std::string(key) + "." + device,
-                                          "a positive number of seconds", true);
+    const auto seconds =
+        reader.seconds_at(entry.second, subject, std::string(key) + "." + device, true);
     if (seconds) out[device] = *seconds;
   }
 }
@@ -50,7 +51,7 @@ void read_yaml_job(FieldReader& reader, const YAML::Node& node, std::size_t inde
   TraceJob tj;
   const auto id = reader.text(node, "id", subject, true);
   const auto user = reader.text(node, "user", subject, false);
-  const auto arrival = reader.non_negative(node, "arrival", subject, "seconds", false);
+  const auto arrival = reader.seconds(node, "arrival", subject, false, false);
   const auto iterations = reader.integer(node, "iterations", subject, 1, 1'000'000'000'000, false);
   const auto family = reader.text(node, "family", subject, false);
   const auto units = reader.integer(node, "units", subject, 1, kMaxUnits, false);
@@ -194,16 +195,21 @@ Expected<Trace> parse_csv_trace(const std::string& text, const std::string& sour
       switch (kind) {
         case Column::kJob:
           if (value.empty()) return fail("job id is empty");
+          if (!is_utf8_text(value)) return fail("job must be UTF-8 text without control characters");
           tj.job.id = value;
           break;
         case Column::kUser:
+          if (!is_utf8_text(value)) {
+            return fail("user must be UTF-8 text without control characters");
+          }
           tj.job.user = value.empty() ? "default" : value;
           break;
         case Column::kArrival:
           if (value.empty()) break;
           x = parse_decimal(value);
-          if (!x || *x < 0) {
-            return fail(column + " must be a number of seconds >= 0, got '" + value + "'");
+          if (!x || *x < 0 || *x > kMaxInputSeconds) {
+            return fail(column + " must be a number of seconds from 0 to " +
+                        csv_number(kMaxInputSeconds) + ", got '" + value + "'");
           }
           tj.job.arrival = *x;
           break;
@@ -220,8 +226,9 @@ Expected<Trace> parse_csv_trace(const std::string& text, const std::string& sour
         case Column::kEstimate:
           if (value.empty()) break;
           x = parse_decimal(value);
-          if (!x || *x <= 0) {
-            return fail(column + " must be a positive number of seconds, got '" + value + "'");
+          if (!x || *x <= 0 || *x > kMaxInputSeconds) {
+            return fail(column + " must be a positive number of seconds up to " +
+                        csv_number(kMaxInputSeconds) + ", got '" + value + "'");
           }
           (kind == Column::kTime ? tj.true_time : estimate)[device] = *x;
           break;

@@ -56,6 +56,16 @@ refused --resume "${sim[@]}" --gpus 2 --cpus 2 --resume sometimes
 refused --alpha plan --cluster "$cluster" --jobs "$jobs" --alpha -1
 refused --window report "$work" --window 0
 refused --now report "$work" --now -5
+# Absurd values refused before any work: a period below a second (rounds without end), clusters
+# past 100,000 devices, a planning time past the longest time an input may state.
+refused --round-period "${sim[@]}" --gpus 2 --cpus 2 --round-period 1e-300
+refused --gpus "${sim[@]}" --gpus 1000000000 --cpus 2
+refused --sweep-gpus "${sim[@]}" --gpus 2 --cpus 2 --sweep-gpus 1000000000
+refused --startup "${sim[@]}" --gpus 2 --cpus 2 --startup 1e308
+refused --now solve --cluster "$cluster" --jobs "$jobs" --now 1e308
+refused --now solve --cluster "$cluster" --jobs "$jobs" --now -1e308
+refused --add plan --cluster "$cluster" --jobs "$jobs" --add gpu=100000
+refused --gantt plan --cluster "$cluster" --jobs "$jobs" --gantt "$work/"
 # A device no job can use would change nothing: an error naming it.
 refused fpga plan --cluster "$cluster" --jobs "$jobs" --add fpga=2
 refused --add plan --cluster "$cluster" --jobs "$jobs" --add gpu=0

@@ -37,5 +37,15 @@ for f in bad-*.yaml; do
 done
 check bad-weight.json 'bad-weight.json:1: user "a": weight must be a positive number of shares, got -1'
 count=$((count + 1))
+# A FIFO nobody writes to is refused at once, not waited on.
+fifo_dir=$(mktemp -d)
+mkfifo "$fifo_dir/cluster.yaml"
+got=$(timeout 20 "$allox" validate "$fifo_dir/cluster.yaml" 2>&1 >/dev/null)
+status=$?
+count=$((count + 1))
+if [[ $status -ne 1 || "$got" != "$fifo_dir/cluster.yaml: is a FIFO with no writer (or nothing written), expected a file" ]]; then
+  echo "FAIL: FIFO: exit $status: $got"; failures=$((failures + 1))
+fi
+rm -rf "$fifo_dir"
 echo "$((count - failures)) of $count bad fixtures rejected with their exact message"
 exit $((failures > 0))

@@ -125,6 +125,19 @@ pools:
   - {device: v100, count: 50000, units: 4}
 )",
      R"(cluster.yaml:2: pools[0]: count x units must be at most 100000 devices)"},
+    // Each pool within its limit, the cluster past it: refused before the machines are made,
+    // and said once.
+    {R"(pools:
+  - {device: gpu, count: 100000}
+  - {device: cpu, count: 1, prefix: c}
+  - {device: tpu, count: 100000}
+)",
+     R"(cluster.yaml:3: pools[1]: the cluster would have over 100000 devices (machines and pools )"
+     R"(together, each unit counted))"},
+    {R"(machines:
+  - {name: n, device: gpu, busy_until: 1e308}
+)",
+     R"(cluster.yaml:2: machine "n": busy_until must be at most 9e+12, got 1e308)"},
     {R"(machines:
   - {name: n/0, device: v100}
   - {name: n, device: v100, units: 2}

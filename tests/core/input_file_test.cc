@@ -3,9 +3,12 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "core/cluster_file.h"
 #include "core/workload_file.h"
@@ -71,6 +74,27 @@ TEST_F(InputFileTest, RegularFilesOnlyAndAFifoNeverBlocks) {
   // A symlink to a regular file is that file.
   fs::create_symlink(text, dir_ / "link.yaml");
   EXPECT_EQ("tick: 5\n", read_regular_file((dir_ / "link.yaml").string()).value());
+}
+
+// A FIFO nobody writes to is refused at once (a command waiting on it would seem to hang); a
+// pipe with a writer, as `<(command)` gives, is read to its end.
+TEST_F(InputFileTest, AFifoWithoutAWriterIsRefusedAndAPipeIsRead) {
+  const std::string fifo = (dir_ / "fifo.yaml").string();
+  ASSERT_EQ(0, ::mkfifo(fifo.c_str(), 0600));
+  EXPECT_EQ(fifo + ": is a FIFO with no writer (or nothing written), expected a file",
+            read_input_file(fifo).message());
+  int ends[2];
+  ASSERT_EQ(0, ::pipe(ends));
+  ASSERT_EQ(5, ::write(ends[1], "jobs:", 5));
+  const std::string reader = "/dev/fd/" + std::to_string(ends[0]);
+  std::thread writer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // a writer slower than the read
+    EXPECT_EQ(4, ::write(ends[1], " []\n", 4));
+    ::close(ends[1]);
+  });
+  EXPECT_EQ("jobs: []\n", read_input_file(reader).value());
+  writer.join();
+  ::close(ends[0]);
 }
 
 TEST_F(InputFileTest, NamesMissingFilesAndDirectories) {

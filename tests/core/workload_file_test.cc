@@ -88,6 +88,22 @@ jobs: []
   - {id: j1, time: {gpu: 1e400}}
 )",
      R"(jobs.yaml:2: job "j1": time.gpu must be a positive number of seconds, got "1e400")"},
+    {R"(jobs:
+  - {id: j1, time: {gpu: 1e308}}
+)",
+     R"(jobs.yaml:2: job "j1": time.gpu must be at most 9e+12, got 1e308)"},
+    {R"(jobs:
+  - {id: j1, arrival: 9000000000001, time: {gpu: 1}}
+)",
+     R"(jobs.yaml:2: job "j1": arrival must be at most 9e+12, got 9000000000001)"},
+    {R"(a: &a [x, x, x, x, x, x, x, x]
+b: &b [*a, *a, *a, *a, *a, *a, *a, *a]
+c: &c [*b, *b, *b, *b, *b, *b, *b, *b]
+d: &d [*c, *c, *c, *c, *c, *c, *c, *c]
+jobs: [*d, *d, *d, *d, *d, *d, *d, *d]
+)",
+     R"(jobs.yaml:1: aliases expand the document past 1398 nodes; write the repeated parts out )"
+     R"(or drop the aliases)"},
     {R"(jobs: 5
 )",
      R"(jobs.yaml:1: jobs must be a list, got 5)"},
@@ -121,6 +137,23 @@ TEST(WorkloadFile, RejectsEachBadInputWithItsExactMessage) {
     ASSERT_FALSE(workload.ok()) << bad.text;
     EXPECT_EQ(bad.error, workload.message()) << bad.text;
   }
+}
+
+// Names end up in JSON outputs, which hold UTF-8 only, and on terminals.
+TEST(WorkloadFile, RefusesNamesThatAreNotText) {
+  EXPECT_EQ("jobs.yaml:2: job \"j\xe9\": id must be UTF-8 text without control characters",
+            parse_workload("jobs:\n  - {id: j\xe9, time: {gpu: 1}}\n", "jobs.yaml").message());
+  EXPECT_EQ("jobs.yaml:2: job \"j\": user must be UTF-8 text without control characters",
+            parse_workload("jobs:\n  - {id: j, user: \"a\\x01\", time: {gpu: 1}}\n",
+                           "jobs.yaml")
+                .message());
+}
+
+// yaml-cpp stops at its depth limit; the message says so instead of "bad file".
+TEST(WorkloadFile, DeepNestingIsRefusedByItsDepth) {
+  const std::string nested = std::string(100000, '[') + std::string(100000, ']');
+  EXPECT_EQ("jobs.yaml:1: not valid YAML or JSON: lists or mappings nested over 499 levels deep",
+            parse_workload(nested, "jobs.yaml").message());
 }
 
 TEST(WorkloadFile, ReadsJobsUsersAndDefaults) {

@@ -197,5 +197,18 @@ TEST(Prepare, ABadMachineTimeIsAnErrorNamingTheMachine) {
   }
 }
 
+// 100,000 jobs on two machines: a backend that stores every job arc would need about 10^10 of
+// them. It says so instead of failing an allocation; the default backend solves the queue.
+TEST(Solve, ANetworkTooLargeToStoreIsAnError) {
+  std::vector<std::map<DeviceType, double>> times;
+  for (int j = 0; j < 100000; ++j) times.push_back({{"gpu", 1 + j % 97}, {"cpu", 1 + j % 13}});
+  const Instance instance = make({{"gpu-0", "gpu", 0}, {"cpu-0", "cpu", 0}}, times);
+  for (Backend backend : {Backend::kGlpk, Backend::kBoost}) {
+    const Expected<Schedule> plan = solve(instance.problem(), {.backend = backend});
+    ASSERT_FALSE(plan.ok());
+    EXPECT_THAT(plan.message(), HasSubstr("that fit in memory")) << backend_name(backend);
+  }
+}
+
 }  // namespace
 }  // namespace allox::matcher

@@ -56,11 +56,17 @@ TEST(AlloxTrace, MalformedInputNamesTheLine) {
   };
   const Case cases[] = {
       {"1 0 1 0 q\n", "two:1:"},
-      {"# 0\n1 0 1 x q\nstage -1 1 1 1 1 1 1 1 0 0\n0\n", "two:2: bad arrival"},
+      {"# 0\n1 0 1 x q\nstage -1 1 1 1 1 1 1 1 0 0\n0\n", "two:2: arrival must be a number of seconds"},
       {"# 0\n1 0 1 0 q\nstage -1 1 1 1 1 1\n0\n", "two:3:"},
       {"# 0\n1 0 1 0 q\nstage -1 1 1 0 1 1 1 1 0 0\n0\n", "times must be > 0"},
       {"# 0\n1 0 1 0 q\nstage -1 1 1 1 1 1 1 1 -1 0\n0\n", "errors must be > -1"},
       {"# 0\n1 0 1 0 q\nstage -1 1 1 1 1 1 1 1 0 0\n2\n", "dependencies"},
+      // Absurd numbers: past the longest time any input may state, or resources below zero.
+      {"# 0\n1 0 1 1e308 q\nstage -1 1 1 1 1 1 1 1 0 0\n0\n", "two:2: arrival must be"},
+      {"# 0\n1 0 1 0 q\nstage -1 1 1 1e308 1 1 1 1 0 0\n0\n", "two:3: cpu and gpu times"},
+      {"# 0\n1 0 1 0 q\nstage -1 1 1 1 1 1 1 1 1e308 0\n0\n", "two:3: estimates"},
+      {"# 0\n1 0 1 0 q\nstage -1 -5 1 1 1 1 1 1 0 0\n0\n", "two:3: cores, memory"},
+      {"# 0\n1 0 1 0 q\xe9\nstage -1 1 1 1 1 1 1 1 0 0\n0\n", "two:2: job id and user"},
       {"# 0\n1 0 1 0 q\nstage -1 1 1 1 1 1 1 1 0 0\n0\n# 1\n1 0 1 0 q\nstage -1 1 1 1 1 1 1 1 0 "
        "0\n0\n",
        "appears twice"},

@@ -256,6 +256,32 @@ TEST(Simulator, PeriodicRoundsCallThePolicy) {
   expect_schedule(*r, {{"a", 0, 100, "gpu-0"}, {"b", 100, 200, "gpu-0"}});
 }
 
+// With nothing queued or running, rounds until the next arrival could change nothing: a gap of
+// 9e12 s (the longest time an input may state) takes a few rounds, not 1.5e11 of them.
+TEST(Simulator, PeriodicRoundsSkipAnIdleGap) {
+  SimOptions options;
+  options.round_period = 60;
+  GreedyFastestIdle policy;
+  Trace t = make_trace(
+      {trace_job("a", "u", 0, {{"gpu", 100}}), trace_job("b", "u", 9e12, {{"gpu", 100}})});
+  auto r = simulate(t, make_cluster(0, 1), policy, options);
+  ASSERT_TRUE(r.ok()) << r.message();
+  expect_schedule(*r, {{"a", 0, 100, "gpu-0"}, {"b", 9e12, 9e12 + 100, "gpu-0"}});
+}
+
+// A job running for years under a one-minute period would take rounds without end: past
+// kMaxPeriodicRounds the run is an error naming the period.
+TEST(Simulator, TooManyPeriodicRoundsIsAnError) {
+  SimOptions options;
+  options.round_period = 1;
+  GreedyFastestIdle policy;
+  auto r = simulate(make_trace({trace_job("a", "u", 0, {{"gpu", 1e9}})}), make_cluster(0, 1),
+                    policy, options);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.message().find("over 1000000 periodic rounds of 1 s"), std::string::npos)
+      << r.message();
+}
+
 TEST(Simulator, JobThatCannotRunAnywhereStaysUnfinished) {
   GreedyFastestIdle policy;
   Trace t =
