@@ -34,11 +34,17 @@ inline std::optional<Scope> child_scope(Scope scope, std::string_view key) {
       }
       return std::nullopt;
     case Scope::kSpec:
-      if (iequals(key, "schedulerName")) return Scope::kAll;
-      if (iequals(key, "containers")) return Scope::kContainers;
+      // ours(); pod_device_types (nodeSelector, affinity); the requests (containers, init
+      // containers, overhead)
+      for (std::string_view kept : {"schedulerName", "nodeSelector", "affinity", "overhead"}) {
+        if (iequals(key, kept)) return Scope::kAll;
+      }
+      if (iequals(key, "containers") || iequals(key, "initContainers")) {
+        return Scope::kContainers;
+      }
       return std::nullopt;
     case Scope::kContainer:
-      if (iequals(key, "resources")) return Scope::kAll;
+      if (iequals(key, "resources") || iequals(key, "restartPolicy")) return Scope::kAll;
       return std::nullopt;
   }
   return std::nullopt;

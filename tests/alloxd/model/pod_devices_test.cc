@@ -6,6 +6,7 @@
 
 #include "alloxd/config.h"
 #include "alloxd/model/pod.h"
+#include "extender_api/wire.h"
 #include "tests/alloxd/testing/test_support.h"
 
 namespace allox::extender {
@@ -153,6 +154,41 @@ TEST(PodDevicesTest, APodPinnedToAModelNeedsTheUnitsItRequests) {
   ASSERT_TRUE(named.ok()) << named.message();
   EXPECT_EQ("a100", named->device);
   EXPECT_EQ(2, named->units);
+}
+
+// /filter reads the pod kube-scheduler sends pruned to what model/pod.h reads
+// (PodFields::kRead): so pruned, every pod must read as the same variant as the whole pod, or a
+// pod the watch registered would be registered again, differently, by its /filter.
+TEST(PodDevicesTest, TheFilterBodysPrunedPodReadsAsTheWholePod) {
+  const DeviceMapping mapping = models();
+  json base = testing::make_pod("lab", "p", "nvidia.com/gpu", {{"allox.io/time.h100", "60"}});
+  base["spec"]["volumes"] = json::array({{{"name", "v"}}});
+  base["spec"]["containers"][0]["env"] = json::array({{{"name", "A"}, {"value", "1"}}});
+  std::vector<json> pods(6, base);
+  pods[1]["spec"]["nodeSelector"] = {{kProduct, "NVIDIA-H100-80GB-HBM3"}};
+  pods[2]["spec"]["affinity"] =
+      required_affinity({{expression(kProduct, "NotIn", {"NVIDIA-H100-80GB-HBM3"})}});
+  pods[3]["spec"]["initContainers"] = json::array(
+      {{{"name", "proxy"},
+        {"restartPolicy", "Always"},
+        {"resources", {{"limits", {{"nvidia.com/gpu", "1"}}}}}},
+       {{"name", "warm"}, {"resources", {{"requests", {{"nvidia.com/gpu", "4"}}}}}}});
+  pods[4]["spec"]["overhead"] = {{"nvidia.com/gpu", "2"}};
+  pods[5]["spec"]["NodeSelector"] = {{kProduct, "NVIDIA-A100-SXM4-40GB"}};  // any case, as read
+  auto render = [](const JobVariant& v) {
+    return json{{"job", v.job_id}, {"device", v.device}, {"devices", v.devices},
+                {"units", v.units}, {"user", v.user}, {"hints", v.time_hints}}
+        .dump();
+  };
+  for (const json& pod : pods) {
+    auto whole = read_job_variant(pod, mapping);
+    auto args = parse_extender_args(testing::filter_body(pod, {"n1"}), PodFields::kRead);
+    ASSERT_TRUE(whole.ok() && args.ok()) << pod.dump();
+    EXPECT_FALSE(args->pod["spec"].contains("volumes"));
+    auto pruned = read_job_variant(args->pod, mapping);
+    ASSERT_TRUE(pruned.ok()) << pruned.message();
+    EXPECT_EQ(render(*whole), render(*pruned)) << pod.dump();
+  }
 }
 
 }  // namespace
