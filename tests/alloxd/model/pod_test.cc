@@ -307,23 +307,24 @@ TEST(PodTest, UnitsCountInitContainersSidecarsAndOverheadAsTheSchedulerDoes) {
   };
   // An init container needing more than the containers sets the pod's count...
   nlohmann::json pod = pod_requesting({{"nvidia.com/gpu", "1"}});
-  pod["spec"]["initContainers"] = {init("warm-up", {{"nvidia.com/gpu", "4"}})};
+  pod["spec"]["initContainers"] =
+      nlohmann::json::array({init("warm-up", {{"nvidia.com/gpu", "4"}})});
   EXPECT_EQ(4, units(pod));
   // ...one needing less does not, and init containers run one at a time: never summed.
   pod["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = "3";
-  pod["spec"]["initContainers"] = {init("a", {{"nvidia.com/gpu", "2"}}),
-                                   init("b", {{"nvidia.com/gpu", "2"}})};
+  pod["spec"]["initContainers"] = nlohmann::json::array(
+      {init("a", {{"nvidia.com/gpu", "2"}}), init("b", {{"nvidia.com/gpu", "2"}})});
   EXPECT_EQ(3, units(pod));
   // A sidecar runs beside the containers (added) and beside the init containers after it.
-  pod["spec"]["initContainers"] = {init("proxy", {{"nvidia.com/gpu", "1"}}, true),
-                                   init("b", {{"nvidia.com/gpu", "4"}})};
+  pod["spec"]["initContainers"] = nlohmann::json::array(
+      {init("proxy", {{"nvidia.com/gpu", "1"}}, true), init("b", {{"nvidia.com/gpu", "4"}})});
   EXPECT_EQ(5, units(pod));  // b with the sidecar: 5; the containers with it: 4
-  pod["spec"]["initContainers"] = {init("b", {{"nvidia.com/gpu", "4"}}),
-                                   init("proxy", {{"nvidia.com/gpu", "1"}}, true)};
+  pod["spec"]["initContainers"] = nlohmann::json::array(
+      {init("b", {{"nvidia.com/gpu", "4"}}), init("proxy", {{"nvidia.com/gpu", "1"}}, true)});
   EXPECT_EQ(4, units(pod));  // b before the sidecar: 4; the containers with it: 4
   // Limits stand in for an init container's missing requests too.
-  pod["spec"]["initContainers"] = {
-      {{"name", "l"}, {"resources", {{"limits", {{"nvidia.com/gpu", "6"}}}}}}};
+  pod["spec"]["initContainers"] = nlohmann::json::array(
+      {{{"name", "l"}, {"resources", {{"limits", {{"nvidia.com/gpu", "6"}}}}}}});
   EXPECT_EQ(6, units(pod));
   // CPU: an init container's cores and the runtime's overhead count toward the bundles.
   nlohmann::json cpu = pod_requesting({{"cpu", "30"}});
@@ -331,10 +332,10 @@ TEST(PodTest, UnitsCountInitContainersSidecarsAndOverheadAsTheSchedulerDoes) {
   cpu["spec"]["overhead"] = {{"cpu", "4"}};
   EXPECT_EQ(2, units(cpu));
   cpu["spec"].erase("overhead");
-  cpu["spec"]["initContainers"] = {init("unpack", {{"cpu", "96"}})};
+  cpu["spec"]["initContainers"] = nlohmann::json::array({init("unpack", {{"cpu", "96"}})});
   EXPECT_EQ(3, units(cpu));
   // A bad quantity in either list is named by its place.
-  cpu["spec"]["initContainers"] = {init("unpack", {{"cpu", "lots"}})};
+  cpu["spec"]["initContainers"] = nlohmann::json::array({init("unpack", {{"cpu", "lots"}})});
   auto bad = read_job_variant(cpu, mapping);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(std::string::npos,
