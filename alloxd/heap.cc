@@ -12,10 +12,25 @@
 #include <malloc.h>
 #endif
 
+// A sanitizer's allocator stands in for glibc's malloc (and refuses mallopt): nothing to tune.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define ALLOX_GLIBC_HEAP 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
+    __has_feature(memory_sanitizer)
+#define ALLOX_GLIBC_HEAP 0
+#endif
+#endif
+#if !defined(ALLOX_GLIBC_HEAP) && defined(__GLIBC__)
+#define ALLOX_GLIBC_HEAP 1
+#elif !defined(ALLOX_GLIBC_HEAP)
+#define ALLOX_GLIBC_HEAP 0
+#endif
+
 namespace allox::extender {
 
 Status tune_heap() {
-#if defined(__GLIBC__)
+#if ALLOX_GLIBC_HEAP
   constexpr int kThreshold = 128 << 10;
   // Setting either threshold ends glibc's dynamic adjustment of both.
   if (mallopt(M_MMAP_THRESHOLD, kThreshold) != 1) return Error{"mallopt(M_MMAP_THRESHOLD) refused"};

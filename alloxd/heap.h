@@ -10,7 +10,8 @@
 // their own; free memory above 128 KiB at the top of the heap is given back) and caps the
 // arenas at 2. The resident set then follows the live set (docs/results.md has the figures).
 //
-// Call once at start-up, before any thread starts. glibc only; a no-op elsewhere.
+// Call once at start-up, before any thread starts. glibc's malloc only; a no-op elsewhere,
+// and under a sanitizer, whose allocator replaces glibc's.
 //
 // A third default costs CPU, not memory: each thread's cache of freed blocks (tcache) keeps 7
 // blocks of a size. alloxd's threads free a burst of small blocks per event (a watch event's
