@@ -10,31 +10,45 @@ namespace allox {
 Expected<std::vector<std::string>> split_csv_record(const std::string& line) {
   std::vector<std::string> fields(1);
   bool quoted = false;
+  // Blanks outside quotes at a field's ends are layout, not content: `kept` is the field's length
+  // up to its last quoted or non-blank character, and a field is cut to it when it ends.
+  std::size_t kept = 0;
+  const auto is_blank = [](char c) { return c == ' ' || c == '\t'; };
   for (std::size_t i = 0; i < line.size(); ++i) {
     const char c = line[i];
+    std::string& field = fields.back();
     if (quoted) {
       if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
-        fields.back() += '"';
+        field += '"';
         ++i;
       } else if (c == '"') {
         quoted = false;
       } else {
-        fields.back() += c;
+        field += c;
       }
+      kept = field.size();
     } else if (c == '"') {
       quoted = true;
     } else if (c == ',') {
+      field.resize(kept);
       fields.emplace_back();
+      kept = 0;
+    } else if (is_blank(c)) {
+      if (!field.empty()) field += c;
     } else if (c != '\r') {
-      fields.back() += c;
+      field += c;
+      kept = field.size();
     }
   }
   if (quoted) return Error{"unterminated quote"};
+  fields.back().resize(kept);
   return fields;
 }
 
 std::string csv_field(const std::string& text) {
-  if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
+  const bool blank_end = !text.empty() && (text.front() == ' ' || text.front() == '\t' ||
+                                           text.back() == ' ' || text.back() == '\t');
+  if (!blank_end && text.find_first_of(",\"\n\r") == std::string::npos) return text;
   std::string quoted = "\"";
   for (char c : text) {
     if (c == '"') quoted += '"';

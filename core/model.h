@@ -20,13 +20,17 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 namespace allox {
 
-// Free-form device type name such as "cpu", "gpu", "v100" (lowercase, digits, '-', '_', '.').
+// A device type's name such as "cpu", "gpu", "v100": lowercase letters, digits, '-', '_', '.',
+// starting with a letter or digit, at most 63 characters (is_device_type_name). Every file reader
+// checks it, so a name is safe in CSV headers, JSON, file names and terminals.
 using DeviceType = std::string;
+bool is_device_type_name(std::string_view name);
 
 struct Machine {
   std::string name;

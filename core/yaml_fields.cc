@@ -277,12 +277,7 @@ std::optional<std::int64_t> FieldReader::integer_at(const YAML::Node& node,
 
 bool FieldReader::device_name(const YAML::Node& at, std::string_view subject,
                               std::string_view field, const std::string& name) {
-  bool valid = !name.empty() && name.size() <= 63 &&
-               ((name[0] >= 'a' && name[0] <= 'z') || (name[0] >= '0' && name[0] <= '9'));
-  for (char c : name) {
-    valid = valid &&
-            ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.');
-  }
+  const bool valid = is_device_type_name(name);
   if (!valid) {
     fail(at, subject,
          std::string(field) +

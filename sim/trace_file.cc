@@ -83,6 +83,13 @@ void read_yaml_job(FieldReader& reader, const YAML::Node& node, std::size_t inde
 
 // ---- CSV ----
 
+std::string bad_device(const std::string& column) {
+  const std::string shown = is_utf8_text(column) ? column : "(not UTF-8 text)";
+  return "column '" + shown +
+         "': the device type must be a device type name (lowercase letters, digits, '-', '_', "
+         "'.'; at most 63 characters)";
+}
+
 std::string trim(const std::string& s) {
   const auto b = s.find_first_not_of(" \t");
   if (b == std::string::npos) return "";
@@ -143,7 +150,7 @@ Expected<Trace> parse_csv_trace(const std::string& text, const std::string& sour
     if (trim(line).empty() || line[0] == '#') continue;
     auto fields = split_csv_record(line);
     if (!fields) return fail(fields.message());
-    for (const std::string& f : *fields) header.push_back(trim(f));
+    header = std::move(*fields);  // the splitter drops blanks around unquoted fields
   }
   if (header.empty()) return fail("empty trace: expected a header row");
 
@@ -163,9 +170,11 @@ Expected<Trace> parse_csv_trace(const std::string& text, const std::string& sour
     } else if (name == "units") {
       columns.push_back({Column::kUnits, ""});
     } else if (name.rfind("time.", 0) == 0 && name.size() > 5) {
+      if (!is_device_type_name(name.substr(5))) return fail(bad_device(name));
       columns.push_back({Column::kTime, name.substr(5)});
       has_time = true;
     } else if (name.rfind("estimate.", 0) == 0 && name.size() > 9) {
+      if (!is_device_type_name(name.substr(9))) return fail(bad_device(name));
       columns.push_back({Column::kEstimate, name.substr(9)});
     } else {
       return fail("unknown column '" + name +
@@ -188,7 +197,7 @@ Expected<Trace> parse_csv_trace(const std::string& text, const std::string& sour
     TraceJob tj;
     std::map<DeviceType, double> estimate;
     for (std::size_t c = 0; c < columns.size(); ++c) {
-      const std::string value = trim((*fields)[c]);
+      const std::string& value = (*fields)[c];
       const auto& [kind, device] = columns[c];
       const std::string& column = header[c];
       std::optional<double> x;

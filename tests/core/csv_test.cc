@@ -29,6 +29,8 @@ TEST(CsvTest, SplitsPlainAndQuotedFields) {
       {R"("say ""hi""",2)", {R"(say "hi")", "2"}},
       {"a,b\r", {"a", "b"}},
       {R"(1,"",3)", {"1", "", "3"}},
+      {" a , b\t,\tc d ", {"a", "b", "c d"}},
+      {R"( " a " , "" ,x)", {" a ", "", "x"}},
   };
   for (const Case& c : cases) {
     auto fields = split_csv_record(c.line);
@@ -46,7 +48,7 @@ TEST(CsvTest, UnterminatedQuoteIsAnError) {
 // What csv_field writes, split_csv_record reads back, for any text without a newline.
 TEST(CsvTest, QuotedFieldsRoundTrip) {
   std::mt19937 rng(7);
-  const std::string alphabet = "ab,\" \r1";
+  const std::string alphabet = "ab,\" \r\t1";
   for (int trial = 0; trial < 500; ++trial) {
     std::vector<std::string> fields(1 + rng() % 4);
     std::string line;
@@ -60,6 +62,9 @@ TEST(CsvTest, QuotedFieldsRoundTrip) {
   }
   EXPECT_EQ("plain", csv_field("plain"));
   EXPECT_EQ(R"("a,b")", csv_field("a,b"));
+  EXPECT_EQ(R"(" a")", csv_field(" a"));
+  EXPECT_EQ("\"a\t\"", csv_field("a\t"));
+  EXPECT_EQ("a b", csv_field("a b"));
 }
 
 // The one number syntax of allox's text inputs: plain decimals only.

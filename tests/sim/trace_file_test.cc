@@ -76,6 +76,10 @@ TEST(CsvTrace, ErrorsNameTheLine) {
       {"job,time.gpu,time.cpu\na,,\n", "no time.<device>"},
       {"job,time.gpu,estimate.cpu\na,1,2\n", "estimate.cpu given"},
       {"job,time.gpu\n\"a,1\n", "unterminated quote"},
+      // Device types as the YAML readers take them: no capitals, blanks or bytes that are not text.
+      {"job,time.GPU\na,1\n", "t.csv:1: column 'time.GPU': the device type must be"},
+      {"job,time.a b\na,1\n", "column 'time.a b': the device type must be"},
+      {"job,time.gpu,estimate.g\xffu\na,1,2\n", "column '(not UTF-8 text)': the device type"},
   };
   for (const Case& c : cases) {
     auto t = parse_csv_trace(c.text, "t.csv");
@@ -88,7 +92,8 @@ TEST(CsvTrace, WriteThenReadGivesTheSameTrace) {
   auto t = parse_yaml_trace(
       "jobs:\n"
       "  - {id: a, user: u1, arrival: 0.125, time: {cpu: 97.5, gpu: 49}, estimate: {gpu: 51.3}}\n"
-      "  - {id: \"b,\\\"x\\\"\", user: u2, arrival: 7, time: {tpu: 3}}\n",
+      "  - {id: \"b,\\\"x\\\"\", user: u2, arrival: 7, time: {tpu: 3}}\n"
+      "  - {id: \" c \", user: \"u 3 \", arrival: 9, time: {tpu: 4}}\n",  // blank ends
       "t.yaml");
   ASSERT_TRUE(t.ok()) << t.message();
   std::ostringstream out;
