@@ -13,6 +13,7 @@
 #include "cli/exit.h"
 #include "cli/number_checks.h"
 #include "core/cluster_file.h"
+#include "core/input_file.h"
 #include "core/workload_file.h"
 #include "fairness/jobs_csv.h"
 #include "fairness/report.h"
@@ -92,7 +93,10 @@ void run_report(const ReportArgs& args) {
   input.now = now;
   input.window = args.window;
   if (!args.config.empty()) {
-    auto config = extender::load_extender_config(args.config);
+    // Read as any input (a pipe with a writer too), not as alloxd reads its own config at start-up.
+    auto text = read_input_file(args.config);
+    auto config = text ? extender::parse_extender_config(*text, args.config)
+                       : Expected<extender::ExtenderConfig>(text.error());
     if (!config) {
       std::cerr << config.message() << "\n";
       fail();

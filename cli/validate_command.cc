@@ -1,8 +1,13 @@
 // allox validate FILE...: checks input files and says what is wrong with each, precisely.
+#include <algorithm>
 #include <iostream>
+#include <iterator>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "alloxd/config.h"
@@ -36,19 +41,67 @@ bool has_estimates(const YAML::Node& root) {
   return false;
 }
 
-// Tells the file's kind by its extension or its top-level keys.
-Expected<FileKind> detect_kind(const std::string& path, const std::string& forced) {
+// The first two lines that are not blank (nor comments, when `skip_comments`), without leading
+// blanks; empty when the text has fewer.
+std::pair<std::string_view, std::string_view> first_lines(std::string_view text,
+                                                          bool skip_comments) {
+  std::string_view found[2];
+  std::size_t count = 0;
+  while (count < 2 && !text.empty()) {
+    const std::size_t end = std::min(text.find('\n'), text.size());
+    std::string_view line = text.substr(0, end);
+    text.remove_prefix(std::min(end + 1, text.size()));
+    const std::size_t start = line.find_first_not_of(" \t\r");
+    if (start == std::string_view::npos) continue;
+    line.remove_prefix(start);
+    if (skip_comments && line.front() == '#') continue;
+    found[count++] = line;
+  }
+  return {found[0], found[1]};
+}
+
+// AlloX's format opens with "# <index>" and then "1 <job id> 1 <arrival> <user>".
+bool looks_like_allox_trace(std::string_view text) {
+  const auto [index, header] = first_lines(text, false);
+  if (index.size() < 2 || index.front() != '#') return false;
+  const std::size_t digits = index.find_first_not_of(" \t", 1);
+  if (digits == std::string_view::npos ||
+      index.find_first_not_of("0123456789 \t\r", digits) != std::string_view::npos) {
+    return false;
+  }
+  std::istringstream words{std::string(header)};
+  const std::vector<std::string> fields{std::istream_iterator<std::string>(words), {}};
+  return fields.size() == 5 && fields[0] == "1";
+}
+
+// allox's CSV opens (after comments) with a header that names a job column.
+bool looks_like_csv_trace(std::string_view text) {
+  std::string_view header = first_lines(text, true).first;
+  if (header.find(',') == std::string_view::npos) return false;  // a job and a time column
+  while (!header.empty()) {
+    const std::size_t comma = std::min(header.find(','), header.size());
+    std::string_view column = header.substr(0, comma);
+    header.remove_prefix(std::min(comma + 1, header.size()));
+    const std::size_t begin = column.find_first_not_of(" \t\r\"");
+    if (begin == std::string_view::npos) continue;
+    column = column.substr(begin, column.find_last_not_of(" \t\r\"") - begin + 1);
+    if (column == "job") return true;
+  }
+  return false;
+}
+
+// Tells the file's kind by --kind, its extension, or its content: the top-level keys of YAML,
+// else the opening lines of the text formats (a pipe or /dev/stdin has no extension).
+Expected<FileKind> detect_kind(const std::string& path, const std::string& text,
+                               const std::string& forced) {
   if (forced == "cluster") return FileKind::kCluster;
   if (forced == "jobs") return FileKind::kJobs;
   if (forced == "trace") return FileKind::kTrace;
   if (forced == "alloxd") return FileKind::kAlloxdConfig;
   if (ends_with(path, ".txt")) return FileKind::kAlloxTrace;
   if (ends_with(path, ".csv")) return FileKind::kCsvTrace;
-  auto text = read_input_file(path);
-  if (!text) return text.error();
-  auto root = parse_yaml(*text, path);
-  if (!root) return root.error();
-  if (root->IsMap()) {
+  auto root = parse_yaml(text, path);
+  if (root && root->IsMap()) {
     if ((*root)["machines"] || (*root)["pools"]) return FileKind::kCluster;
     if ((*root)["listen"] || (*root)["nodes"] || (*root)["apiserver"]) {
       return FileKind::kAlloxdConfig;
@@ -56,24 +109,34 @@ Expected<FileKind> detect_kind(const std::string& path, const std::string& force
     if (has_estimates(*root)) return FileKind::kTrace;
     if ((*root)["jobs"] || (*root)["users"]) return FileKind::kJobs;
   }
+  if (!root || !root->IsMap()) {
+    if (looks_like_allox_trace(text)) return FileKind::kAlloxTrace;
+    if (looks_like_csv_trace(text)) return FileKind::kCsvTrace;
+  }
+  if (!root) return root.error();
   return Error{path +
                ":1: cannot tell what this file is: expected a cluster (top-level machines or "
                "pools), a jobs file or trace (top-level jobs or users), or an alloxd config "
                "(listen, nodes); use --kind to say"};
 }
 
-// Loads a trace of any format; the summary line names what was read.
-Expected<std::string> check_trace(const std::string& path, FileKind kind) {
-  auto trace = kind == FileKind::kAlloxTrace ? load_allox_trace(path)
-               : kind == FileKind::kCsvTrace ? load_csv_trace(path)
-                                             : load_yaml_trace(path);
+// Parses a trace of any format; the summary line names what was read.
+Expected<std::string> check_trace(const std::string& path, const std::string& text,
+                                  FileKind kind) {
+  Expected<Trace> trace = Error{""};
+  if (kind == FileKind::kAlloxTrace) {
+    std::istringstream in(text);
+    trace = parse_allox_trace(in, path);
+  } else {
+    trace = kind == FileKind::kCsvTrace ? parse_csv_trace(text, path) : parse_yaml_trace(text, path);
+  }
   if (!trace) return trace.error();
   return "trace: " + std::to_string(trace->jobs.size()) + " jobs, " +
          std::to_string(trace->users.size()) + " users";
 }
 
-Expected<std::string> check_alloxd_config(const std::string& path) {
-  auto config = extender::load_extender_config(path);
+Expected<std::string> check_alloxd_config(const std::string& path, const std::string& text) {
+  auto config = extender::parse_extender_config(text, path);
   if (!config) return config.error();
   return "alloxd config: " + std::to_string(config->nodes.size()) + " nodes, policy " +
          config->policy;
@@ -85,45 +148,47 @@ struct Checked {
   bool all_valid = true;
 };
 
-void check_file(const std::string& path, const std::string& forced, Checked& checked) {
-  auto kind = detect_kind(path, forced);
-  if (!kind) {
-    std::cerr << kind.message() << "\n";
-    checked.all_valid = false;
-    return;
-  }
-  if (*kind != FileKind::kCluster && *kind != FileKind::kJobs) {
-    auto summary =
-        *kind == FileKind::kAlloxdConfig ? check_alloxd_config(path) : check_trace(path, *kind);
-    if (!summary) {
-      std::cerr << summary.message() << "\n";
-      checked.all_valid = false;
-      return;
-    }
-    std::cout << "ok: " << path << " (" << *summary << ")\n";
-    return;
-  }
-  if (*kind == FileKind::kCluster) {
-    auto cluster = load_cluster_file(path);
-    if (!cluster) {
-      std::cerr << cluster.message() << "\n";
-      checked.all_valid = false;
-      return;
-    }
-    std::cout << "ok: " << path << " (cluster: " << cluster->machines.size() << " machines, "
-              << cluster->device_types().size() << " device types)\n";
+// The summary line of a cluster or jobs file, kept for the cross-check of jobs against clusters.
+Expected<std::string> check_model_file(const std::string& path, const std::string& text,
+                                       FileKind kind, Checked& checked) {
+  if (kind == FileKind::kCluster) {
+    auto cluster = parse_cluster(text, path);
+    if (!cluster) return cluster.error();
+    const std::string summary = "cluster: " + std::to_string(cluster->machines.size()) +
+                                " machines, " +
+                                std::to_string(cluster->device_types().size()) + " device types";
     checked.cluster = std::move(*cluster);
-    return;
+    return summary;
   }
-  auto workload = load_workload_file(path);
-  if (!workload) {
-    std::cerr << workload.message() << "\n";
+  auto workload = parse_workload(text, path);
+  if (!workload) return workload.error();
+  const std::string summary = "jobs: " + std::to_string(workload->jobs.size()) + " jobs, " +
+                              std::to_string(workload->users.size()) + " users";
+  checked.workloads.emplace_back(path, std::move(*workload));
+  return summary;
+}
+
+// Reads the file once (a pipe, `<(command)` or /dev/stdin gives its text only once) and checks
+// that text as the kind it is.
+void check_file(const std::string& path, const std::string& forced, Checked& checked) {
+  Expected<std::string> summary = Error{""};
+  if (auto text = read_input_file(path); !text) {
+    summary = text.error();
+  } else if (auto kind = detect_kind(path, *text, forced); !kind) {
+    summary = kind.error();
+  } else if (*kind == FileKind::kCluster || *kind == FileKind::kJobs) {
+    summary = check_model_file(path, *text, *kind, checked);
+  } else if (*kind == FileKind::kAlloxdConfig) {
+    summary = check_alloxd_config(path, *text);
+  } else {
+    summary = check_trace(path, *text, *kind);
+  }
+  if (!summary) {
+    std::cerr << summary.message() << "\n";
     checked.all_valid = false;
     return;
   }
-  std::cout << "ok: " << path << " (jobs: " << workload->jobs.size() << " jobs, "
-            << workload->users.size() << " users)\n";
-  checked.workloads.emplace_back(path, std::move(*workload));
+  std::cout << "ok: " << path << " (" << *summary << ")\n";
 }
 
 }  // namespace
@@ -132,8 +197,9 @@ void add_validate_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "validate",
       "Check cluster and jobs files (YAML or JSON), simulation traces (YAML, CSV, AlloX .txt) and "
-      "alloxd configs. With a cluster among them, also check that every job can run on it. Exit "
-      "status 1 if any file is rejected.");
+      "alloxd configs. With a cluster among them, also check that every job can run on it. Each "
+      "file is read once, so a pipe works (<(command), /dev/stdin); its kind comes from --kind, "
+      "its extension or its content. Exit status 1 if any file is rejected.");
   auto files = std::make_shared<std::vector<std::string>>();
   auto kind = std::make_shared<std::string>();
   cmd->add_option("files", *files, "files to check")->required();

@@ -132,5 +132,28 @@ else
 fi
 count=$((count + 1))
 
+# Every input is read once, so a pipe (`<(cat f)`) gives each command what the file gives; the
+# reports' timings aside.
+same_from_pipe() {  # description, then the command's output from files and from pipes
+  count=$((count + 1))
+  [[ -n "$2" && "$2" == "$3" ]] || fail "$1 differs when its inputs are pipes:"$'\n'"$2"$'\n'"---"$'\n'"$3"
+}
+untimed() { grep -v -e solve_ms -e ' ms$' -e 'planned at' | sed 's/ *[0-9.]*$//'; }
+same_from_pipe solve \
+  "$("$allox" solve --cluster "$cluster" --jobs "$jobs" 2>&1 | untimed)" \
+  "$("$allox" solve --cluster <(cat "$cluster") --jobs <(cat "$jobs") 2>&1 | untimed)"
+same_from_pipe plan \
+  "$("$allox" plan --cluster "$cluster" --jobs "$jobs" --add gpu=2 2>&1)" \
+  "$("$allox" plan --cluster <(cat "$cluster") --jobs <(cat "$jobs") --add gpu=2 2>&1)"
+same_from_pipe simulate \
+  "$("$allox" simulate --trace "$trace" --cluster "$cluster" --no-progress 2>&1 | untimed)" \
+  "$("$allox" simulate --trace <(cat "$trace") --format csv --cluster <(cat "$cluster") \
+       --no-progress 2>&1 | untimed)"
+same_from_pipe report \
+  "$("$allox" report "$work/run/sjf/jobs.csv" --config "$root/examples/alloxd.yaml" \
+       --jobs "$jobs" 2>&1)" \
+  "$("$allox" report <(cat "$work/run/sjf/jobs.csv") --config <(cat "$root/examples/alloxd.yaml") \
+       --jobs <(cat "$jobs") 2>&1)"
+
 echo "$((count - failures)) of $count checks passed"
 exit $((failures > 0))

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# allox validate end to end: the shipped examples pass, and each bad fixture is rejected with
-# exit status 1 and exactly the message written in its "# expect:" line.
+# allox validate end to end: the shipped examples pass, each bad fixture is rejected with exit
+# status 1 and exactly the message written in its "# expect:" line, and a file given as a pipe
+# (`<(cat f)`, /dev/stdin) gets the answer the file itself gets.
 set -u
 allox=$1
 root=$2
 failures=0
+count=0
 
 if ! out=$("$allox" validate "$root"/examples/*.yaml "$root"/examples/*.csv \
              "$root"/data/allox-google/experiment_large_23p.txt 2>&1); then
@@ -20,6 +22,23 @@ if ! out=$("$allox" validate "$root"/examples/gpu/cluster.yaml "$root"/examples/
   echo "FAIL: multi-GPU examples rejected: $out"; failures=$((failures + 1))
 fi
 
+# Each file is read once: a pipe, `<(command)` or /dev/stdin gives its text only once, so the
+# kind is told from that same text (by content where there is no extension) and the answer is
+# the one the file itself gets.
+for f in examples/cluster.yaml examples/jobs.yaml examples/trace.yaml examples/trace.csv \
+         examples/alloxd.yaml examples/cluster.json examples/jobs.json \
+         data/allox-google/experiment_large_23p.txt tests/cli/fixtures/bad-duplicate-job.yaml; do
+  want=$("$allox" validate "$root/$f" 2>&1 | sed "s|$root/$f|FILE|")
+  got=$("$allox" validate <(cat "$root/$f") 2>&1 | sed 's|/dev/fd/[0-9]*|FILE|')
+  [[ "$got" == "$want" ]] || { echo "FAIL: <(cat $f): $got (want $want)"; failures=$((failures + 1)); }
+  got=$(cat "$root/$f" | "$allox" validate /dev/stdin 2>&1 | sed 's|/dev/stdin|FILE|')
+  [[ "$got" == "$want" ]] || { echo "FAIL: $f on stdin: $got (want $want)"; failures=$((failures + 1)); }
+  count=$((count + 2))
+done
+got=$("$allox" validate --kind alloxd <(cat "$root/examples/alloxd.yaml") 2>&1)
+grep -q '^ok: .*(alloxd config: ' <<<"$got" || { echo "FAIL: --kind alloxd of a pipe: $got"; failures=$((failures + 1)); }
+count=$((count + 1))
+
 cd "$root/tests/cli/fixtures" || exit 1
 check() {  # file expected-message
   local got status
@@ -30,7 +49,6 @@ check() {  # file expected-message
     failures=$((failures + 1))
   fi
 }
-count=0
 for f in bad-*.yaml; do
   check "$f" "$(sed -n '1s/^# expect: //p' "$f")"
   count=$((count + 1))
@@ -47,5 +65,5 @@ if [[ $status -ne 1 || "$got" != "$fifo_dir/cluster.yaml: is a FIFO with no writ
   echo "FAIL: FIFO: exit $status: $got"; failures=$((failures + 1))
 fi
 rm -rf "$fifo_dir"
-echo "$((count - failures)) of $count bad fixtures rejected with their exact message"
+echo "$((count - failures)) of $count checks passed (bad fixtures rejected with their exact message, pipes read once)"
 exit $((failures > 0))
