@@ -120,7 +120,7 @@ void run_report(const ReportArgs& args) {
     input.machines = machines_seen(input.jobs);
   }
   if (!args.jobs.empty()) {
-    auto workload = load_workload_file(args.jobs);
+    auto workload = load_workload_file(args.jobs, JobList::kMayBeEmpty);  // its users' weights
     if (!workload) {
       std::cerr << workload.message() << "\n";
       fail();

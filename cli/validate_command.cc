@@ -114,6 +114,11 @@ Expected<FileKind> detect_kind(const std::string& path, const std::string& text,
     if (looks_like_csv_trace(text)) return FileKind::kCsvTrace;
   }
   if (!root) return root.error();
+  // Nothing, blanks or comments, or `[]` (an empty `{}` is an alloxd config on every default).
+  if (root->IsNull() || (root->IsSequence() && root->size() == 0)) {
+    return Error{path + ":1: the file " + (root->IsNull() ? "is empty" : "is an empty list") +
+                 ": expected a cluster, a jobs file, a trace or an alloxd config"};
+  }
   return Error{path +
                ":1: cannot tell what this file is: expected a cluster (top-level machines or "
                "pools), a jobs file or trace (top-level jobs or users), or an alloxd config "

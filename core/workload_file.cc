@@ -77,7 +77,8 @@ std::optional<Job> read_job(FieldReader& reader, const YAML::Node& node, std::si
 
 }  // namespace
 
-Expected<Workload> parse_workload(const std::string& text, const std::string& source) {
+Expected<Workload> parse_workload(const std::string& text, const std::string& source,
+                                  JobList job_list) {
   auto root = parse_yaml(text, source);
   if (!root) return root.error();
   FieldReader reader(source);
@@ -106,14 +107,19 @@ Expected<Workload> parse_workload(const std::string& text, const std::string& so
   for (const Job& job : workload.jobs) {
     if (user_names.insert(job.user).second) workload.users.push_back({job.user, 1});
   }
+  // Only when nothing else is wrong: a list of bad jobs is not an empty one.
+  if (reader.ok() && job_list == JobList::kRequired && workload.jobs.empty()) {
+    reader.fail((*root)["jobs"] ? (*root)["jobs"] : *root, "",
+                "the jobs file has no jobs: list at least one under jobs");
+  }
   if (!reader.ok()) return reader.error();
   return workload;
 }
 
-Expected<Workload> load_workload_file(const std::string& path) {
+Expected<Workload> load_workload_file(const std::string& path, JobList job_list) {
   auto text = read_input_file(path);
   if (!text) return text.error();
-  return parse_workload(*text, path);
+  return parse_workload(*text, path, job_list);
 }
 
 Status check_runnable(const Cluster& cluster, const Workload& workload, const std::string& source) {

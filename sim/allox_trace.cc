@@ -105,6 +105,10 @@ Expected<Trace> parse_allox_trace(std::istream& in, const std::string& source_na
     }
     trace.jobs.push_back(std::move(tj));
   }
+  if (trace.jobs.empty()) {
+    return Error{source_name +
+                 ":1: the trace has no jobs: expected four lines per job, from '# <index>'"};
+  }
   add_missing_users(trace);
   sort_by_arrival(trace);
   if (Status s = validate_trace(trace); !s.ok()) return Error{source_name + ": " + s.message()};

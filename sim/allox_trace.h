@@ -26,7 +26,8 @@ struct AlloxTraceOptions {
   bool exact_estimates = false;  // ignore the file's errors: estimate = true time
 };
 
-// Errors name the source and line. The trace is sorted by arrival and passes validate_trace().
+// Errors name the source and line; a text without a job is one. The trace is sorted by arrival
+// and passes validate_trace().
 Expected<Trace> parse_allox_trace(std::istream& in, const std::string& source_name,
                                   const AlloxTraceOptions& options = {});
 Expected<Trace> load_allox_trace(const std::string& path, const AlloxTraceOptions& options = {});

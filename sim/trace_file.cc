@@ -133,6 +133,11 @@ Expected<Trace> parse_yaml_trace(const std::string& text, const std::string& sou
       reader.fail(jobs[i], "job \"" + trace.jobs.back().job.id + "\"", "duplicate job id");
     }
   }
+  // Only when nothing else is wrong: a list of bad jobs is not an empty one.
+  if (reader.ok() && trace.jobs.empty()) {
+    reader.fail((*root)["jobs"] ? (*root)["jobs"] : *root, "",
+                "the trace has no jobs: list at least one under jobs");
+  }
   if (!reader.ok()) return reader.error();
   return finish(std::move(trace), source);
 }
@@ -152,7 +157,10 @@ Expected<Trace> parse_csv_trace(const std::string& text, const std::string& sour
     if (!fields) return fail(fields.message());
     header = std::move(*fields);  // the splitter drops blanks around unquoted fields
   }
-  if (header.empty()) return fail("empty trace: expected a header row");
+  if (header.empty()) {
+    line_no = std::max(line_no, 1);  // an empty file has no line 0
+    return fail("the trace is empty: expected a header row, then a row per job");
+  }
 
   enum class Column { kJob, kUser, kArrival, kUnits, kTime, kEstimate };
   std::vector<std::pair<Column, DeviceType>> columns;
@@ -185,6 +193,7 @@ Expected<Trace> parse_csv_trace(const std::string& text, const std::string& sour
   if (!has_time) return fail("at least one 'time.<device>' column is required");
 
   Trace trace;
+  const int header_line = line_no;
   while (std::getline(in, line)) {
     ++line_no;
     if (trim(line).empty() || line[0] == '#') continue;
@@ -253,6 +262,10 @@ Expected<Trace> parse_csv_trace(const std::string& text, const std::string& sour
       tj.job.time[device] = x;
     }
     trace.jobs.push_back(std::move(tj));
+  }
+  if (trace.jobs.empty()) {
+    return Error{source + ":" + std::to_string(header_line) +
+                 ": the trace has no jobs: add a row per job under the header"};
   }
   return finish(std::move(trace), source);
 }

@@ -18,8 +18,8 @@
 // time.<device> is the time on k devices) and estimate.<device> are optional; YAML takes the same
 // `units` key per job; an empty time cell means the job cannot run on
 // that device, an empty estimate cell means "exact". Fields may be double-quoted. Users get
-// weight 1. Errors name the file, line and field. Loaded traces are sorted by arrival and pass
-// validate_trace().
+// weight 1. Errors name the file, line and field. A trace without a job is an error (a mistake,
+// never a run of nothing). Loaded traces are sorted by arrival and pass validate_trace().
 #pragma once
 
 #include <ostream>

@@ -132,6 +132,36 @@ else
 fi
 count=$((count + 1))
 
+# An input without a job is a mistake: every command refuses it in one line naming the file
+# (and line and field), exit status 1, in each trace format. A file read only for its users'
+# weights (report --jobs) may list none.
+printf 'users: [{name: a}]\njobs: []\n' >"$work/none.yaml"
+printf 'job,user,time.gpu\n' >"$work/none.csv"
+: >"$work/none.txt"
+no_jobs="the jobs file has no jobs: list at least one under jobs"
+refused_in_one_line() {  # expected-line command...
+  local want=$1; shift
+  local err status
+  err=$("$allox" "$@" 2>&1 >/dev/null)
+  status=$?
+  count=$((count + 1))
+  [[ $status -eq 1 && "$err" == "$want" ]] || fail "allox $*: exit $status: $err (want: $want)"
+}
+refused_in_one_line "allox simulate: $work/none.yaml:2: the trace has no jobs: list at least one under jobs" \
+  simulate --trace "$work/none.yaml" --gpus 1 --no-progress
+refused_in_one_line "allox simulate: $work/none.csv:1: the trace has no jobs: add a row per job under the header" \
+  simulate --trace "$work/none.csv" --gpus 1 --no-progress
+refused_in_one_line "allox simulate: $work/none.txt:1: the trace has no jobs: expected four lines per job, from '# <index>'" \
+  simulate --trace "$work/none.txt" --gpus 1 --no-progress
+refused_in_one_line "$work/none.yaml:2: $no_jobs" solve --cluster "$cluster" --jobs "$work/none.yaml"
+refused_in_one_line "allox plan: $work/none.yaml:2: $no_jobs" \
+  plan --cluster "$cluster" --jobs "$work/none.yaml" --add gpu=1
+refused_in_one_line "$work/none.yaml:2: $no_jobs" validate "$work/none.yaml"
+if ! out=$("$allox" report "$work/run/sjf" --jobs "$work/none.yaml" 2>&1); then
+  fail "report --jobs with users alone refused: $out"
+fi
+count=$((count + 1))
+
 # Every input is read once, so a pipe (`<(cat f)`) gives each command what the file gives; the
 # reports' timings aside.
 same_from_pipe() {  # description, then the command's output from files and from pipes

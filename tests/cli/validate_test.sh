@@ -49,12 +49,22 @@ check() {  # file expected-message
     failures=$((failures + 1))
   fi
 }
-for f in bad-*.yaml; do
+for f in bad-*.yaml bad-*.csv; do
   check "$f" "$(sed -n '1s/^# expect: //p' "$f")"
   count=$((count + 1))
 done
 check bad-weight.json 'bad-weight.json:1: user "a": weight must be a positive number of shares, got -1'
 count=$((count + 1))
+# A trace or jobs file without a job is refused, naming the file, whatever its format.
+empty_dir=$(mktemp -d)
+: >"$empty_dir/none.txt"
+echo '[]' >"$empty_dir/none.json"
+echo '{"jobs": []}' >"$empty_dir/jobs.json"
+check "$empty_dir/none.txt" "$empty_dir/none.txt:1: the trace has no jobs: expected four lines per job, from '# <index>'"
+check "$empty_dir/none.json" "$empty_dir/none.json:1: the file is an empty list: expected a cluster, a jobs file, a trace or an alloxd config"
+check "$empty_dir/jobs.json" "$empty_dir/jobs.json:1: the jobs file has no jobs: list at least one under jobs"
+count=$((count + 3))
+rm -rf "$empty_dir"
 # A FIFO nobody writes to is refused at once, not waited on.
 fifo_dir=$(mktemp -d)
 mkfifo "$fifo_dir/cluster.yaml"

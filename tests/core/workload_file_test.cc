@@ -139,6 +139,29 @@ TEST(WorkloadFile, RejectsEachBadInputWithItsExactMessage) {
   }
 }
 
+// A jobs file without a job is a mistake for everything that plans or checks its jobs, refused
+// naming the file, line and field; a list of bad jobs is reported as such. A file read for its
+// users' weights alone may list none.
+TEST(WorkloadFile, AFileWithoutJobsIsRefusedUnlessOnlyItsUsersAreWanted) {
+  const BadInput cases[] = {
+      {"jobs: []\n", "jobs.yaml:1: the jobs file has no jobs: list at least one under jobs"},
+      {"users:\n  - {name: a, weight: 2}\njobs: []\n",
+       "jobs.yaml:3: the jobs file has no jobs: list at least one under jobs"},
+      {"users:\n  - {name: a, weight: 2}\n",
+       "jobs.yaml:1: the jobs file has no jobs: list at least one under jobs"},
+      {"{\"jobs\": []}", "jobs.yaml:1: the jobs file has no jobs: list at least one under jobs"},
+      {"jobs:\n  - {time: {gpu: 1}}\n", "jobs.yaml:2: jobs[0]: id is required"},
+  };
+  for (const BadInput& bad : cases) {
+    EXPECT_EQ(bad.error, parse_workload(bad.text, "jobs.yaml").message()) << bad.text;
+  }
+  auto users = parse_workload("users:\n  - {name: a, weight: 2}\n", "users.yaml",
+                              JobList::kMayBeEmpty);
+  ASSERT_TRUE(users.ok()) << users.message();
+  EXPECT_TRUE(users->jobs.empty());
+  EXPECT_EQ(2, users->weight_of("a"));
+}
+
 // Names end up in JSON outputs, which hold UTF-8 only, and on terminals.
 TEST(WorkloadFile, RefusesNamesThatAreNotText) {
   EXPECT_EQ("jobs.yaml:2: job \"j\xe9\": id must be UTF-8 text without control characters",

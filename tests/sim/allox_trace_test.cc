@@ -79,6 +79,17 @@ TEST(AlloxTrace, MalformedInputNamesTheLine) {
   }
 }
 
+// A trace without a job is a mistake (the wrong file, a failed export), refused naming the file
+// rather than simulated as nothing.
+TEST(AlloxTrace, ATraceWithoutJobsIsRefused) {
+  for (const char* text : {"", "\n  \n\t\n"}) {
+    std::istringstream in(text);
+    EXPECT_EQ("empty.txt:1: the trace has no jobs: expected four lines per job, from '# <index>'",
+              parse_allox_trace(in, "empty.txt").message())
+        << '"' << text << '"';
+  }
+}
+
 TEST(AlloxTrace, LoadsThePaperWorkload) {
   auto t = load_allox_trace(ALLOX_SOURCE_DIR "/data/allox-google/jobs_input_10_Google.txt");
   ASSERT_TRUE(t.ok()) << t.message();

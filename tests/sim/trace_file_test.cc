@@ -44,6 +44,45 @@ TEST(YamlTrace, ErrorsNameLineAndField) {
   }
 }
 
+// A trace without a job is a mistake (the wrong file, a failed export), refused naming the file,
+// line and field rather than simulated as nothing; a list of bad jobs is reported as such.
+TEST(YamlTrace, ATraceWithoutJobsIsRefused) {
+  struct Case {
+    const char* text;
+    const char* want;
+  };
+  const Case cases[] = {
+      {"jobs: []\n", "t.yaml:1: the trace has no jobs: list at least one under jobs"},
+      {"users: [{name: a}]\njobs: []\n",
+       "t.yaml:2: the trace has no jobs: list at least one under jobs"},
+      {"users: [{name: a}]\n", "t.yaml:1: the trace has no jobs: list at least one under jobs"},
+      {"{\"users\": [],\n \"jobs\": []}\n",
+       "t.yaml:2: the trace has no jobs: list at least one under jobs"},
+      {"jobs:\n  - {id: a}\n", "t.yaml:2: job \"a\": time is required (device type -> seconds, "
+                              "e.g. {gpu: 60})"},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(c.want, parse_yaml_trace(c.text, "t.yaml").message()) << c.text;
+  }
+}
+
+TEST(CsvTrace, ATraceWithoutJobsIsRefused) {
+  struct Case {
+    const char* text;
+    const char* want;
+  };
+  const Case cases[] = {
+      {"", "t.csv:1: the trace is empty: expected a header row, then a row per job"},
+      {"# a comment\n\n", "t.csv:2: the trace is empty: expected a header row, then a row per job"},
+      {"job,time.gpu\n", "t.csv:1: the trace has no jobs: add a row per job under the header"},
+      {"# jobs\njob,time.gpu\n\n# none yet\n",
+       "t.csv:2: the trace has no jobs: add a row per job under the header"},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(c.want, parse_csv_trace(c.text, "t.csv").message()) << c.text;
+  }
+}
+
 TEST(CsvTrace, ParsesColumnsAndEmptyCells) {
   const char* text =
       "# comment\n"
