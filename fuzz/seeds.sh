@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Writes the seed corpus of one fuzz target into a folder: the real kube-scheduler v1.28 traffic
-# and the upstream golden bodies in data/kube-extender/, the shipped alloxd configs, and every
+# and the upstream golden bodies in data/kube-extender/, the shipped alloxd configs, the
+# planner's example files and the first jobs of the AlloX paper's trace, and every
 # input saved under fuzz/regressions/<target>/ (crashes found before, kept so they stay fixed).
-#   fuzz/seeds.sh fuzz_wire|fuzz_pod|fuzz_routes|fuzz_config|fuzz_admission OUT_DIR
+#   fuzz/seeds.sh fuzz_wire|fuzz_pod|fuzz_routes|fuzz_config|fuzz_admission|fuzz_workload|
+#                 fuzz_cluster|fuzz_trace OUT_DIR
 set -euo pipefail
 target=$1
 out=$2
@@ -67,6 +69,27 @@ case $target in
   fuzz_config)
     cp "$root/examples/alloxd.yaml" "$out/examples-alloxd.yaml"
     cp "$root/manifests/alloxd.yaml" "$out/manifests-alloxd.yaml"
+    ;;
+  fuzz_workload)
+    for file in "$root"/examples/jobs.yaml "$root"/examples/jobs.json "$root"/examples/gpu/jobs.yaml; do
+      rel=${file#"$root"/}
+      cp "$file" "$out/${rel//\//_}"
+    done
+    ;;
+  fuzz_cluster)
+    for file in "$root"/examples/cluster.yaml "$root"/examples/cluster.json \
+      "$root"/examples/gpu/cluster.yaml; do
+      rel=${file#"$root"/}
+      cp "$file" "$out/${rel//\//_}"
+    done
+    ;;
+  fuzz_trace)
+    # The first byte picks the reader (fuzz_trace.cc): y YAML, c CSV, a the AlloX paper's format.
+    { printf y; cat "$root/examples/trace.yaml"; } >"$out/trace.yaml"
+    { printf y; cat "$root/examples/jobs.json"; } >"$out/jobs.json"
+    { printf c; cat "$root/examples/trace.csv"; } >"$out/trace.csv"
+    { printf a; head -n 40 "$root/data/allox-google/jobs_input_10_Google.txt"; } >"$out/allox-google-10.txt"
+    { printf a; head -n 40 "$root/data/allox-google/experiment_large_23p.txt"; } >"$out/allox-large-10.txt"
     ;;
   *)
     echo "unknown fuzz target: $target" >&2
