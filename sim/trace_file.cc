@@ -297,7 +297,10 @@ void write_csv_trace(const Trace& trace, std::ostream& out) {
   for (const DeviceType& d : devices) out << ",estimate." << d;
   out << '\n';
   for (const TraceJob& tj : trace.jobs) {
-    out << csv_field(tj.job.id) << ',' << csv_field(tj.job.user) << ','
+    // A row starting with '#' reads as a comment: such an id is written quoted.
+    std::string id = csv_field(tj.job.id);
+    if (id.starts_with('#')) id = '"' + id + '"';
+    out << id << ',' << csv_field(tj.job.user) << ','
         << csv_number(tj.job.arrival);
     if (units) out << ',' << tj.job.units;
     for (const DeviceType& d : devices) {

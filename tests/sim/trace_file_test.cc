@@ -132,7 +132,8 @@ TEST(CsvTrace, WriteThenReadGivesTheSameTrace) {
       "jobs:\n"
       "  - {id: a, user: u1, arrival: 0.125, time: {cpu: 97.5, gpu: 49}, estimate: {gpu: 51.3}}\n"
       "  - {id: \"b,\\\"x\\\"\", user: u2, arrival: 7, time: {tpu: 3}}\n"
-      "  - {id: \" c \", user: \"u 3 \", arrival: 9, time: {tpu: 4}}\n",  // blank ends
+      "  - {id: \" c \", user: \"u 3 \", arrival: 9, time: {tpu: 4}}\n"  // blank ends
+      "  - {id: \"#d\", user: \"#u\", arrival: 10, time: {tpu: 5}}\n",  // not a comment
       "t.yaml");
   ASSERT_TRUE(t.ok()) << t.message();
   std::ostringstream out;
