@@ -30,6 +30,11 @@ constexpr std::size_t kTransportMaxSlots = 256;
 // up to ~4,000 jobs, up to ~380 slots, 1.7x less CPU than LEMON on the same solves).
 constexpr std::size_t kTransportMaxSlotsWarm = 512;
 constexpr std::size_t kCrowdedType = 3;
+// A cluster of one device type is never the assignment solver's: a job takes the same time on
+// every machine, so the machines' positions tie and its searches cover most of the queue, while
+// the grouped network orders the whole queue alike and LEMON solves it at once (10,000 jobs on
+// one machine, or on two of one type: LEMON 0.4-0.9 s, the assignment solver 6-15 s;
+// docs/performance.md, "The matcher on few machines").
 
 // First guess of levels per device type: the type's speed-proportional share of the jobs per
 // machine, with a margin, and never fewer than the jobs that can only run there need.
@@ -162,7 +167,7 @@ Backend choose_backend(const PreparedProblem& problem, const PriceMemory* memory
     machines += count;
     if (count >= kCrowdedType) crowded += count;
   }
-  const bool distinct = 4 * crowded <= machines;
+  const bool distinct = problem.types.size() > 1 && 4 * crowded <= machines;
   const bool fits = problem.job_count * machines <= kMaxPositionPairs;
   return distinct && fits ? Backend::kAssignment : Backend::kLemon;
 }

@@ -21,9 +21,10 @@ struct LevelSolution {
 
 // What Backend::kAuto runs: the transport solver when the grouped network starts with few slots
 // (its Dijkstra is dense over them), or with somewhat more when `memory` (may be null) remembers
-// every device type (a warm re-plan: the solver starts at the previous solve's prices); otherwise the assignment solver (position_solver.h) when
-// machines are nearly all of distinct device types (at most a quarter of them in types of 3 or
-// more machines) and it fits kMaxPositionPairs, else LEMON. All are exact; this only picks the
+// every device type (a warm re-plan: the solver starts at the previous solve's prices); otherwise
+// the assignment solver (position_solver.h) when the cluster has several device types, its
+// machines nearly all of distinct ones (at most a quarter of them in types of 3 or more
+// machines), and it fits kMaxPositionPairs, else LEMON. All are exact; this only picks the
 // fastest measured.
 Backend choose_backend(const PreparedProblem& problem, const PriceMemory* memory = nullptr);
 

@@ -16,10 +16,14 @@
 // lazily, nearest first. (2) Prices only fall and queues only grow, so the least cost − price
 // of a job on a machine only rises: a bound kept per job and machine, in a min-heap per job,
 // lets a settled job enter only the few machines that can still beat the nearest free column. On
-// 100 distinct machines a search settles about 300 jobs and enters ~2.4 machines for each. This
-// suits many distinct machines (where the grouped network has many slots and the transport solver's
-// dense Dijkstra over slots is slow); grouping does not help it, so it ignores groups, and
-// identical machines (whose positions tie) make its searches long.
+// 100 distinct machines a search settles about 300 jobs and enters ~2.4 machines for each. (3)
+// On few machines with long queues a search settles long runs of each queue (about a third of
+// it on 2 machines). A job's walk along a machine ends at the first settled position: by the
+// same concavity the holder there is at least as cheap as the job at every position beyond, and
+// no farther, so a search costs a heap operation per column it settles. This suits distinct
+// machines (where the grouped network has many slots and the transport solver's dense Dijkstra
+// over slots is slow); grouping does not help it, so it ignores groups, and identical machines
+// (whose positions tie) make its searches long.
 //
 // Exactness: before returning, the answer is proved optimal by its duals over every column,
 // without the convexity the search relies on (every column price ≤ 0, free columns 0, no job

@@ -142,6 +142,105 @@ TEST(AssignmentSearch, IdenticalMachinesBesideDistinctOnesAndWhoAutoPicks) {
   }
 }
 
+// `jobs` jobs with random whole-second times on the named machines (device type, busy until);
+// every job can run on every type.
+Instance long_queue(std::mt19937& rng, int jobs,
+                    const std::vector<std::pair<std::string, double>>& machines) {
+  Instance instance;
+  for (std::size_t m = 0; m < machines.size(); ++m) {
+    instance.machines.push_back({"m" + std::to_string(m), machines[m].first, machines[m].second});
+  }
+  std::uniform_int_distribution<int> gpu(10, 3600);
+  std::uniform_int_distribution<int> cpu(10, 7200);
+  for (int j = 0; j < jobs; ++j) {
+    Job job;
+    job.id = "j" + std::to_string(j);
+    job.time["gpu"] = gpu(rng);
+    job.time["cpu"] = cpu(rng);
+    instance.jobs.push_back(job);
+  }
+  instance.pending = pending_jobs(instance.jobs);
+  return instance;
+}
+
+TEST(AssignmentSearch, DeepQueuesOnOneOrTwoMachinesAgainstBruteForce) {
+  // Every job on one or two machines: queues as deep as the instance, where a search settles long
+  // runs of positions and a job's walk passes them. Whole seconds from 0 make ties common; one
+  // type or two, machines busy or free.
+  std::mt19937 rng(134);
+  testing::InstanceShape shape;
+  shape.max_machines = 2;
+  int rounds = 0;
+  for (const std::vector<std::string>& devices :
+       {std::vector<std::string>{"gpu"}, std::vector<std::string>{"cpu", "gpu"}}) {
+    shape.devices = devices;
+    for (int round = 0; round < 120; ++round) {
+      shape.fractional = round % 3 == 2;
+      const int jobs = std::uniform_int_distribution<int>(1, 7)(rng);
+      const int machines = std::uniform_int_distribution<int>(1, 2)(rng);
+      const Instance instance = testing::random_instance(rng, shape, jobs, machines);
+      const std::int64_t best = testing::brute_force_objective(instance);
+      for (Backend backend : {Backend::kAssignment, Backend::kAuto}) {
+        const Expected<Schedule> plan = solve(instance.problem(), {.backend = backend});
+        ASSERT_TRUE(plan.ok()) << backend_name(backend) << ": " << plan.message() << "\n"
+                               << instance.describe();
+        EXPECT_EQ(plan->objective_ticks, best) << backend_name(backend) << "\n"
+                                               << instance.describe();
+        EXPECT_EQ(plan_problems(instance, *plan), std::vector<std::string>{})
+            << instance.describe();
+      }
+      ++rounds;
+    }
+  }
+  EXPECT_EQ(240, rounds);
+}
+
+TEST(AssignmentSearch, LongQueuesOnFewMachinesAgreeWithLemonAndTransport) {
+  // 1,000 jobs on a GPU and a CPU node, and on two GPUs (one busy) and a CPU node: queues of
+  // hundreds on each machine, each job's search passing runs of settled positions.
+  std::mt19937 rng(135);
+  const std::vector<std::vector<std::pair<std::string, double>>> clusters = {
+      {{"gpu", 0}, {"cpu", 0}}, {{"gpu", 0}, {"gpu", 30}, {"cpu", 0}}};
+  for (const auto& machines : clusters) {
+    const Instance instance = long_queue(rng, 1000, machines);
+    const std::string what = std::to_string(machines.size()) + " machines";
+    const Expected<Schedule> assignment =
+        solve(instance.problem(), {.backend = Backend::kAssignment});
+    ASSERT_TRUE(assignment.ok()) << what << ": " << assignment.message();
+    EXPECT_EQ(plan_problems(instance, *assignment), std::vector<std::string>{}) << what;
+    for (Backend reference : {Backend::kLemon, Backend::kTransport}) {
+      const Expected<Schedule> other = solve(instance.problem(), {.backend = reference});
+      ASSERT_TRUE(other.ok()) << what << ": " << other.message();
+      EXPECT_EQ(assignment->objective_ticks, other->objective_ticks)
+          << what << " against " << backend_name(reference);
+    }
+    const Expected<Schedule> chosen = solve(instance.problem(), {.backend = Backend::kAuto});
+    ASSERT_TRUE(chosen.ok()) << what << ": " << chosen.message();
+    EXPECT_EQ("assignment", backend_name(chosen->backend)) << what;
+  }
+}
+
+TEST(AssignmentSearch, AutoLeavesAClusterOfOneDeviceTypeToLemon) {
+  // One machine, or two of one type (one busy): every job takes the same time on each, the
+  // positions tie, and the grouped network is LEMON's to solve; the assignment solver agrees.
+  // Queues past the transport solver's 256 slots.
+  std::mt19937 rng(136);
+  const std::vector<std::vector<std::pair<std::string, double>>> clusters = {
+      {{"gpu", 0}}, {{"gpu", 0}, {"gpu", 0}}, {{"gpu", 0}, {"gpu", 30}}};
+  for (const auto& machines : clusters) {
+    const Instance instance = long_queue(rng, 600, machines);
+    const std::string what = std::to_string(machines.size()) + " machine(s) of one type";
+    const Expected<Schedule> chosen = solve(instance.problem(), {.backend = Backend::kAuto});
+    ASSERT_TRUE(chosen.ok()) << what << ": " << chosen.message();
+    EXPECT_EQ("lemon", backend_name(chosen->backend)) << what;
+    EXPECT_EQ(plan_problems(instance, *chosen), std::vector<std::string>{}) << what;
+    const Expected<Schedule> assignment =
+        solve(instance.problem(), {.backend = Backend::kAssignment});
+    ASSERT_TRUE(assignment.ok()) << what << ": " << assignment.message();
+    EXPECT_EQ(chosen->objective_ticks, assignment->objective_ticks) << what;
+  }
+}
+
 TEST(AssignmentSearch, RefusesMoreJobMachinePairsThanItsBoundsHoldAndAutoSolvesThem) {
   // 2,048 identical machines and just enough jobs to pass the limit.
   Instance instance;
