@@ -143,7 +143,7 @@ void print_gangs(const Cluster& cluster, const Workload& workload,
 template <class T>
 T or_fail(Expected<T> value) {
   if (!value.ok()) {
-    std::cerr << value.message() << "\n";
+    std::cerr << "allox solve: " << value.message() << "\n";
     fail();
   }
   return std::move(*value);

@@ -153,7 +153,7 @@ refused_in_one_line "allox simulate: $work/none.csv:1: the trace has no jobs: ad
   simulate --trace "$work/none.csv" --gpus 1 --no-progress
 refused_in_one_line "allox simulate: $work/none.txt:1: the trace has no jobs: expected four lines per job, from '# <index>'" \
   simulate --trace "$work/none.txt" --gpus 1 --no-progress
-refused_in_one_line "$work/none.yaml:2: $no_jobs" solve --cluster "$cluster" --jobs "$work/none.yaml"
+refused_in_one_line "allox solve: $work/none.yaml:2: $no_jobs" solve --cluster "$cluster" --jobs "$work/none.yaml"
 refused_in_one_line "allox plan: $work/none.yaml:2: $no_jobs" \
   plan --cluster "$cluster" --jobs "$work/none.yaml" --add gpu=1
 refused_in_one_line "$work/none.yaml:2: $no_jobs" validate "$work/none.yaml"
