@@ -1,7 +1,6 @@
 // allox validate FILE...: checks input files and says what is wrong with each, precisely.
 #include <algorithm>
 #include <iostream>
-#include <iterator>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -19,6 +18,7 @@
 #include "core/yaml_fields.h"
 #include "sim/allox_trace.h"
 #include "sim/trace_file.h"
+#include "sim/trace_format.h"
 
 namespace allox::cli {
 
@@ -37,55 +37,6 @@ bool has_estimates(const YAML::Node& root) {
   if (!jobs.IsSequence()) return false;
   for (const YAML::Node& job : jobs) {
     if (job.IsMap() && job["estimate"]) return true;
-  }
-  return false;
-}
-
-// The first two lines that are not blank (nor comments, when `skip_comments`), without leading
-// blanks; empty when the text has fewer.
-std::pair<std::string_view, std::string_view> first_lines(std::string_view text,
-                                                          bool skip_comments) {
-  std::string_view found[2];
-  std::size_t count = 0;
-  while (count < 2 && !text.empty()) {
-    const std::size_t end = std::min(text.find('\n'), text.size());
-    std::string_view line = text.substr(0, end);
-    text.remove_prefix(std::min(end + 1, text.size()));
-    const std::size_t start = line.find_first_not_of(" \t\r");
-    if (start == std::string_view::npos) continue;
-    line.remove_prefix(start);
-    if (skip_comments && line.front() == '#') continue;
-    found[count++] = line;
-  }
-  return {found[0], found[1]};
-}
-
-// AlloX's format opens with "# <index>" and then "1 <job id> 1 <arrival> <user>".
-bool looks_like_allox_trace(std::string_view text) {
-  const auto [index, header] = first_lines(text, false);
-  if (index.size() < 2 || index.front() != '#') return false;
-  const std::size_t digits = index.find_first_not_of(" \t", 1);
-  if (digits == std::string_view::npos ||
-      index.find_first_not_of("0123456789 \t\r", digits) != std::string_view::npos) {
-    return false;
-  }
-  std::istringstream words{std::string(header)};
-  const std::vector<std::string> fields{std::istream_iterator<std::string>(words), {}};
-  return fields.size() == 5 && fields[0] == "1";
-}
-
-// allox's CSV opens (after comments) with a header that names a job column.
-bool looks_like_csv_trace(std::string_view text) {
-  std::string_view header = first_lines(text, true).first;
-  if (header.find(',') == std::string_view::npos) return false;  // a job and a time column
-  while (!header.empty()) {
-    const std::size_t comma = std::min(header.find(','), header.size());
-    std::string_view column = header.substr(0, comma);
-    header.remove_prefix(std::min(comma + 1, header.size()));
-    const std::size_t begin = column.find_first_not_of(" \t\r\"");
-    if (begin == std::string_view::npos) continue;
-    column = column.substr(begin, column.find_last_not_of(" \t\r\"") - begin + 1);
-    if (column == "job") return true;
   }
   return false;
 }

@@ -1,8 +1,8 @@
 #include "cli/simulate/inputs.h"
 
 #include <algorithm>
-#include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "core/cluster_file.h"
@@ -11,16 +11,10 @@
 #include "sim/experiment.h"
 #include "sim/synthetic.h"
 #include "sim/trace_file.h"
+#include "sim/trace_format.h"
 
 namespace allox::cli {
 namespace {
-
-std::string guess_format(const std::string& path) {
-  const std::string ext = std::filesystem::path(path).extension().string();
-  if (ext == ".csv") return "csv";
-  if (ext == ".yaml" || ext == ".yml" || ext == ".json") return "yaml";
-  return "allox";
-}
 
 // One --machines entry: device=N (N one-device machines) or device=NxU (N nodes of U units),
 // added to the counts and node shapes per device type.
@@ -77,14 +71,12 @@ Expected<Trace> load_trace(const SimulateArgs& a) {
     o.jobs = a.synthetic_jobs;
     trace = generate_synthetic_trace(*table, o);
   } else {
-    const std::string format = a.format.empty() ? guess_format(a.trace) : a.format;
-    if (format == "allox") {
-      trace = load_allox_trace(a.trace, AlloxTraceOptions{a.exact_estimates});
-    } else if (format == "yaml") {
-      trace = load_yaml_trace(a.trace);
-    } else {
-      trace = load_csv_trace(a.trace);
-    }
+    // --format is checked against these three names (options.cc); none: the file says.
+    std::optional<TraceFormat> format;
+    if (a.format == "allox") format = TraceFormat::kAllox;
+    if (a.format == "yaml") format = TraceFormat::kYaml;
+    if (a.format == "csv") format = TraceFormat::kCsv;
+    trace = load_trace(a.trace, format, AlloxTraceOptions{a.exact_estimates});
   }
   if (trace && a.exact_estimates) use_true_times_as_estimates(*trace);
   return trace;

@@ -28,7 +28,8 @@ void add_trace_options(CLI::App& cmd, SimulateArgs& a) {
   auto* trace = cmd.add_option("--trace", a.trace, "trace file");
   cmd.add_option("--format", a.format,
                  "trace format: allox (paper workload), yaml or csv (examples/trace.*); "
-                 "default from the file extension (.csv, .yaml/.yml/.json, else allox)")
+                 "default from the file extension (.csv, .yaml/.yml/.json, .txt), else from "
+                 "the file's first lines (a pipe)")
       ->check(CLI::IsMember({"allox", "yaml", "csv"}));
   auto* synthetic =
       cmd.add_option("--synthetic", a.synthetic_jobs,

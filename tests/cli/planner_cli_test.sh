@@ -179,6 +179,12 @@ same_from_pipe simulate \
   "$("$allox" simulate --trace "$trace" --cluster "$cluster" --no-progress 2>&1 | untimed)" \
   "$("$allox" simulate --trace <(cat "$trace") --format csv --cluster <(cat "$cluster") \
        --no-progress 2>&1 | untimed)"
+# Without --format, a pipe's trace is told by its first lines: CSV, YAML and the AlloX format.
+for piped in "$trace" "$root/examples/trace.yaml" "$root/data/allox-google/experiment_large_23p.txt"; do
+  same_from_pipe "simulate ${piped##*/} without --format" \
+    "$("$allox" simulate --trace "$piped" --gpus 2 --cpus 2 --no-progress 2>&1 | untimed)" \
+    "$("$allox" simulate --trace <(cat "$piped") --gpus 2 --cpus 2 --no-progress 2>&1 | untimed)"
+done
 same_from_pipe report \
   "$("$allox" report "$work/run/sjf/jobs.csv" --config "$root/examples/alloxd.yaml" \
        --jobs "$jobs" 2>&1)" \
