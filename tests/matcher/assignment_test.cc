@@ -17,6 +17,7 @@ namespace allox::matcher {
 namespace {
 
 using testing::Instance;
+using testing::long_queue;
 using testing::plan_problems;
 
 // Every machine its own device type d<m>; job j takes times[j][m] seconds on machine m, or
@@ -140,27 +141,6 @@ TEST(AssignmentSearch, IdenticalMachinesBesideDistinctOnesAndWhoAutoPicks) {
     ASSERT_TRUE(chosen.ok()) << what << ": " << chosen.message();
     EXPECT_EQ(chosen->backend, picked) << what;
   }
-}
-
-// `jobs` jobs with random whole-second times on the named machines (device type, busy until);
-// every job can run on every type.
-Instance long_queue(std::mt19937& rng, int jobs,
-                    const std::vector<std::pair<std::string, double>>& machines) {
-  Instance instance;
-  for (std::size_t m = 0; m < machines.size(); ++m) {
-    instance.machines.push_back({"m" + std::to_string(m), machines[m].first, machines[m].second});
-  }
-  std::uniform_int_distribution<int> gpu(10, 3600);
-  std::uniform_int_distribution<int> cpu(10, 7200);
-  for (int j = 0; j < jobs; ++j) {
-    Job job;
-    job.id = "j" + std::to_string(j);
-    job.time["gpu"] = gpu(rng);
-    job.time["cpu"] = cpu(rng);
-    instance.jobs.push_back(job);
-  }
-  instance.pending = pending_jobs(instance.jobs);
-  return instance;
 }
 
 TEST(AssignmentSearch, DeepQueuesOnOneOrTwoMachinesAgainstBruteForce) {

@@ -16,24 +16,13 @@ namespace allox::matcher {
 namespace {
 
 using testing::Instance;
+using testing::long_queue;
 using testing::plan_problems;
 
 // 10,000 jobs of 10 s to an hour on a GPU, to two on a CPU node, on `machines`.
-Instance ten_thousand_jobs(const std::vector<std::pair<std::string, std::string>>& machines) {
-  Instance instance;
-  for (const auto& [name, device] : machines) instance.machines.push_back({name, device, 0});
+Instance ten_thousand_jobs(const std::vector<std::pair<std::string, double>>& machines) {
   std::mt19937 rng(137);
-  std::uniform_int_distribution<int> gpu(10, 3600);
-  std::uniform_int_distribution<int> cpu(10, 7200);
-  for (int j = 0; j < 10000; ++j) {
-    Job job;
-    job.id = "j" + std::to_string(j);
-    job.time["gpu"] = gpu(rng);
-    job.time["cpu"] = cpu(rng);
-    instance.jobs.push_back(job);
-  }
-  instance.pending = pending_jobs(instance.jobs);
-  return instance;
+  return long_queue(rng, 10000, machines);
 }
 
 Expected<Schedule> solve_auto(const Instance& instance) {
@@ -41,7 +30,7 @@ Expected<Schedule> solve_auto(const Instance& instance) {
 }
 
 TEST(FewMachinesScale, TenThousandJobsOnAGpuAndACpuNode) {
-  const Instance instance = ten_thousand_jobs({{"gpu-0", "gpu"}, {"cpu-0", "cpu"}});
+  const Instance instance = ten_thousand_jobs({{"gpu", 0}, {"cpu", 0}});
   const Expected<Schedule> plan = solve_auto(instance);
   ASSERT_TRUE(plan.ok()) << plan.message();
   EXPECT_EQ("assignment", backend_name(plan->backend));
@@ -49,7 +38,7 @@ TEST(FewMachinesScale, TenThousandJobsOnAGpuAndACpuNode) {
 }
 
 TEST(FewMachinesScale, TenThousandJobsOnTwoGpus) {
-  const Instance instance = ten_thousand_jobs({{"gpu-0", "gpu"}, {"gpu-1", "gpu"}});
+  const Instance instance = ten_thousand_jobs({{"gpu", 0}, {"gpu", 0}});
   const Expected<Schedule> plan = solve_auto(instance);
   ASSERT_TRUE(plan.ok()) << plan.message();
   EXPECT_EQ("lemon", backend_name(plan->backend));

@@ -156,4 +156,23 @@ std::vector<std::string> plan_problems(const Instance& instance, const Schedule&
   return problems;
 }
 
+Instance long_queue(std::mt19937& rng, int jobs,
+                    const std::vector<std::pair<std::string, double>>& machines) {
+  Instance instance;
+  for (std::size_t m = 0; m < machines.size(); ++m) {
+    instance.machines.push_back({"m" + std::to_string(m), machines[m].first, machines[m].second});
+  }
+  std::uniform_int_distribution<int> gpu(10, 3600);
+  std::uniform_int_distribution<int> cpu(10, 7200);
+  for (int j = 0; j < jobs; ++j) {
+    Job job;
+    job.id = "j" + std::to_string(j);
+    job.time["gpu"] = gpu(rng);
+    job.time["cpu"] = cpu(rng);
+    instance.jobs.push_back(job);
+  }
+  instance.pending = pending_jobs(instance.jobs);
+  return instance;
+}
+
 }  // namespace allox::matcher::testing

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/model.h"
@@ -43,6 +44,11 @@ Instance random_instance(std::mt19937& rng, const InstanceShape& shape, int jobs
 // Minimum Σ (C_j − now) in ticks over every schedule (every ordered split of the jobs into
 // machine queues). Exponential: at most ~8 jobs on 3 machines.
 std::int64_t brute_force_objective(const Instance& instance);
+
+// `jobs` jobs with random whole-second times, 10 s to an hour on a GPU and to two on a CPU node,
+// on the named machines (device type, busy until): long queues on few machines.
+Instance long_queue(std::mt19937& rng, int jobs,
+                    const std::vector<std::pair<std::string, double>>& machines);
 
 // Problems found in `plan` for `instance` (empty when consistent): every job exactly once,
 // positions 1..n on every machine, start = when the machine frees or the previous job ends,
