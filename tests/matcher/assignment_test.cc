@@ -161,12 +161,7 @@ TEST(AssignmentSearch, DeepQueuesOnOneOrTwoMachinesAgainstBruteForce) {
       const Instance instance = testing::random_instance(rng, shape, jobs, machines);
       const std::int64_t best = testing::brute_force_objective(instance);
       for (Backend backend : {Backend::kAssignment, Backend::kAuto}) {
-        const Expected<Schedule> plan = solve(instance.problem(), {.backend = backend});
-        ASSERT_TRUE(plan.ok()) << backend_name(backend) << ": " << plan.message() << "\n"
-                               << instance.describe();
-        EXPECT_EQ(plan->objective_ticks, best) << backend_name(backend) << "\n"
-                                               << instance.describe();
-        EXPECT_EQ(plan_problems(instance, *plan), std::vector<std::string>{})
+        EXPECT_EQ("", testing::differs_from_optimum(instance, backend, best))
             << instance.describe();
       }
       ++rounds;

@@ -175,4 +175,21 @@ Instance long_queue(std::mt19937& rng, int jobs,
   return instance;
 }
 
+std::string differs_from_optimum(const Instance& instance, Backend backend, std::int64_t best) {
+  SolveOptions options;
+  options.backend = backend;
+  const Expected<Schedule> plan = solve(instance.problem(), options);
+  const std::string name(backend_name(backend));
+  if (!plan.ok()) return name + ": " + plan.message();
+  std::string wrong;
+  if (plan->objective_ticks != best) {
+    wrong += name + ": objective " + std::to_string(plan->objective_ticks) +
+             " ticks, the optimum " + std::to_string(best) + "\n";
+  }
+  for (const std::string& problem : plan_problems(instance, *plan)) {
+    wrong += name + ": " + problem + "\n";
+  }
+  return wrong;
+}
+
 }  // namespace allox::matcher::testing

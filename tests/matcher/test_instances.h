@@ -55,4 +55,8 @@ Instance long_queue(std::mt19937& rng, int jobs,
 // finish = start + time on the machine's device, objective = Σ (finish − now).
 std::vector<std::string> plan_problems(const Instance& instance, const Schedule& plan);
 
+// Solves `instance` with `backend`: empty when it succeeds with a valid plan of objective `best`
+// ticks, else what went wrong (the backend named; the instance is the caller's to describe).
+std::string differs_from_optimum(const Instance& instance, Backend backend, std::int64_t best);
+
 }  // namespace allox::matcher::testing
