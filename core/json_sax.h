@@ -9,19 +9,21 @@
 // whitespace 16 bytes at a time (SSE2), in place in a copy of the body.
 //
 // What it accepts is what nlohmann's strict parser accepts: one JSON value (RFC 8259) and
-// whitespace. RapidJSON without encoding validation (its validating path scans one byte at a
+// whitespace; the one exception is a number whose exponent alone is past double's range, refused
+// as an overflow even when its significand is zero ("0e400", which nlohmann reads as 0). RapidJSON without encoding validation (its validating path scans one byte at a
 // time) accepts more, so this adds what nlohmann checks: every string and key is well-formed
 // UTF-8 (no overlong forms, no surrogates, nothing past U+10FFFF, which also refuses a lone
 // "\uDC00" that RapidJSON would encode), and the body holds no NUL byte (RapidJSON reads NUL as
 // the end of its input). Numbers come as nlohmann reports them: non-negative integers
-// unsigned, negative ones signed, the rest double (read to full precision, so a rendered double
-// reads back the same).
+// unsigned, negative ones signed, integers past 64 bits and the rest double, each read from its
+// text by std::from_chars (exactly rounded, so a rendered double reads back the same).
 //
 // Used by extender_api/wire.h's one-pass readers and kube/'s watch decoder (kube/watch_event.h).
 // Cost: linear in the body, one copy of it.
 #pragma once
 
 #include <algorithm>
+#include <charconv>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -94,7 +96,30 @@ class Adapter {
   }
   bool Uint64(std::uint64_t u) { return handler_.number_unsigned(u); }
   bool Double(double d) { return handler_.number_float(d, empty_); }
-  bool RawNumber(const char*, rapidjson::SizeType, bool) { return false; }  // never asked for
+  // Every number comes here as its text (parse() asks for that): RapidJSON 1.1.0's own
+  // full-precision conversion reads a zero significand with a large exponent wrongly ("0e55" as
+  // 7.9e28, "0e-55" as 7.3e-158; it calls clz(0)). std::from_chars rounds exactly.
+  bool RawNumber(const char* text, rapidjson::SizeType length, bool) {
+    const char* end = text + length;
+    if (std::find_if(text, end, [](char c) { return c == '.' || c == 'e' || c == 'E'; }) == end) {
+      if (*text == '-') {
+        std::int64_t i = 0;
+        if (std::from_chars(text, end, i).ec == std::errc()) return Int64(i);
+      } else {
+        std::uint64_t u = 0;
+        if (std::from_chars(text, end, u).ec == std::errc()) return Uint64(u);
+      }
+      // An integer past 64 bits reads as a double, as nlohmann reads it.
+    }
+    double d = 0;
+    const std::from_chars_result read = std::from_chars(text, end, d);
+    if (read.ec == std::errc()) return Double(d);
+    // Out of range: too large is an error; too small is zero (as strtod, nlohmann and RapidJSON
+    // read it). A decimal exponent below the digits' own makes it small.
+    if (tiny(std::string_view(text, length))) return Double(*text == '-' ? -0.0 : 0.0);
+    overflow_.assign(text, std::min<std::size_t>(length, 64));
+    return false;
+  }
   bool String(const char* text, rapidjson::SizeType length, bool) {
     if (!take(text, length)) return false;
     return handler_.string(scratch_);
@@ -109,8 +134,36 @@ class Adapter {
   bool EndArray(rapidjson::SizeType) { return handler_.end_array(); }
 
   bool bad_utf8() const { return bad_utf8_; }
+  // The number too large for a double that stopped the parse; empty if none did.
+  const std::string& overflow() const { return overflow_; }
 
  private:
+  // Whether a number from_chars found out of range is below the smallest double rather than
+  // above the largest: its exponent plus the place of its first non-zero digit is negative.
+  static bool tiny(std::string_view number) {
+    const std::size_t e = number.find_first_of("eE");
+    long long exponent = 0;
+    if (e != std::string_view::npos) {
+      std::string_view digits = number.substr(e + 1);
+      const bool negative = !digits.empty() && digits.front() == '-';
+      if (!digits.empty() && (digits.front() == '-' || digits.front() == '+')) {
+        digits.remove_prefix(1);
+      }
+      // An exponent of more than 18 digits is far past either end of a double.
+      if (digits.size() > 18) return negative;
+      std::from_chars(digits.data(), digits.data() + digits.size(), exponent);
+      if (negative) exponent = -exponent;
+    }
+    const std::string_view mantissa = number.substr(0, e);
+    const std::size_t point = std::min(mantissa.find('.'), mantissa.size());
+    const std::size_t first = mantissa.find_first_of("123456789");
+    if (first == std::string_view::npos) return true;  // zero
+    // The first non-zero digit's place: 10^(point - first - 1), one less past the point.
+    const long long place = first < point ? static_cast<long long>(point - first - 1)
+                                          : -static_cast<long long>(first - point);
+    return place + exponent < 0;
+  }
+
   bool take(const char* text, rapidjson::SizeType length) {
     std::string_view view(text, length);
     if (!valid_utf8(view)) {
@@ -125,6 +178,7 @@ class Adapter {
   std::string scratch_;  // the string or key handed on; nlohmann's interface takes std::string&
   const std::string empty_;
   bool bad_utf8_ = false;
+  std::string overflow_;
 };
 
 // What parse() saw. `error` is set (a "malformed JSON: ..." message, capped) for a body that is
@@ -153,12 +207,16 @@ Outcome parse(std::string_view body, Handler& handler) {
   Adapter<Handler> adapter(handler);
   rapidjson::Reader reader;
   constexpr unsigned kFlags = rapidjson::kParseInsituFlag | rapidjson::kParseIterativeFlag |
-                              rapidjson::kParseFullPrecisionFlag;
+                              rapidjson::kParseNumbersAsStringsFlag;
   const rapidjson::ParseResult result = reader.Parse<kFlags>(stream, adapter);
   if (result) return {true, ""};
   if (adapter.bad_utf8()) {
     return {false, "malformed JSON: a string that is not UTF-8 before byte " +
                        std::to_string(result.Offset())};
+  }
+  if (!adapter.overflow().empty()) {  // name the number, as nlohmann did
+    return {false, "malformed JSON: number overflow parsing '" + adapter.overflow() +
+                       "' (at byte " + std::to_string(result.Offset()) + ")"};
   }
   if (result.Code() == rapidjson::kParseErrorTermination) return {false, ""};
   if (result.Code() == rapidjson::kParseErrorNumberTooBig) {  // name the number, as nlohmann did
