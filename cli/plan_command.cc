@@ -40,11 +40,7 @@ struct PlanArgs {
 
 template <class T>
 T check(Expected<T> e) {
-  if (!e.ok()) {
-    std::cerr << "allox plan: " << e.message() << "\n";
-    fail();
-  }
-  return std::move(*e);
+  return value_or_fail(std::move(e), "allox plan");
 }
 
 // A file-name-safe form of a scenario name: "+gpu=4,cpu=8" -> "gpu4_cpu8".

@@ -142,11 +142,7 @@ void print_gangs(const Cluster& cluster, const Workload& workload,
 
 template <class T>
 T or_fail(Expected<T> value) {
-  if (!value.ok()) {
-    std::cerr << "allox solve: " << value.message() << "\n";
-    fail();
-  }
-  return std::move(*value);
+  return value_or_fail(std::move(value), "allox solve");
 }
 
 void run_solve(const SolveArgs& args) {

@@ -2,7 +2,6 @@
 // status 1 (cli/exit.h).
 #pragma once
 
-#include <iostream>
 #include <utility>
 
 #include "cli/exit.h"
@@ -11,20 +10,13 @@
 namespace allox::cli {
 
 inline void check(const Status& s) {
-  if (!s.ok()) {
-    std::cerr << "allox simulate: " << s.message() << "\n";
-    fail();
-  }
+  value_or_fail(s, "allox simulate");
 }
 
 // The value, or the error reported as above.
 template <class T>
 T check(Expected<T> e) {
-  if (!e.ok()) {
-    std::cerr << "allox simulate: " << e.message() << "\n";
-    fail();
-  }
-  return std::move(*e);
+  return value_or_fail(std::move(e), "allox simulate");
 }
 
 }  // namespace allox::cli
