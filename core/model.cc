@@ -8,7 +8,9 @@ namespace allox {
 
 bool is_device_type_name(std::string_view name) {
   if (name.empty() || name.size() > 63) return false;
-  const auto lower_or_digit = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  const auto lower_or_digit = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+  };
   if (!lower_or_digit(name[0])) return false;
   return std::all_of(name.begin(), name.end(), [&](char c) {
     return lower_or_digit(c) || c == '-' || c == '_' || c == '.';
