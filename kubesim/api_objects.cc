@@ -9,11 +9,14 @@
 #include <optional>
 #include <set>
 
+#include "kube/object_fields.h"
 #include "kubesim/job_objects.h"
 #include "kubesim/json_equal.h"
 
 namespace allox::emulator {
 
+using kube::object_member;
+using kube::string_member;
 using nlohmann::json;
 
 const ResourceType& pods_resource() {
@@ -79,21 +82,8 @@ std::string object_key(const ResourceType& type, const std::string& ns, const st
   return type.namespaced ? ns + "/" + name : name;
 }
 
-const json& metadata_of(const json& object) {
-  static const json empty = json::object();
-  auto it = object.find("metadata");
-  return it != object.end() && it->is_object() ? *it : empty;
-}
-
-std::string string_at(const json& object, const char* key) {
-  auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
-const json& object_at(const json& object, const char* key);
-
 bool is_terminal(const json& pod) {
-  std::string phase = string_at(object_at(pod, "status"), "phase");
+  std::string phase = string_member(object_member(pod, "status"), "phase");
   return phase == "Succeeded" || phase == "Failed";
 }
 
@@ -147,8 +137,8 @@ bool same_frozen_spec(const json& before, const json& after, bool directives) {
 // as JSON where Go prints its own syntax. std::nullopt when the change is allowed.
 std::optional<ApiError> scheduling_directive_error(const std::string& name, const json& before,
                                                    const json& after) {
-  const json& old_selector = object_at(before, "nodeSelector");
-  const json& new_selector = object_at(after, "nodeSelector");
+  const json& old_selector = object_member(before, "nodeSelector");
+  const json& new_selector = object_member(after, "nodeSelector");
   for (auto it = old_selector.begin(); it != old_selector.end(); ++it) {
     auto kept = new_selector.find(it.key());
     if (kept == new_selector.end() || *kept != *it) {
@@ -160,8 +150,9 @@ std::optional<ApiError> scheduling_directive_error(const std::string& name, cons
   }
   auto terms_of = [](const json& spec) -> const json& {
     static const json none = json::array();
-    const json& required = object_at(object_at(object_at(spec, "affinity"), "nodeAffinity"),
-                                     "requiredDuringSchedulingIgnoredDuringExecution");
+    const json& required =
+        object_member(object_member(object_member(spec, "affinity"), "nodeAffinity"),
+                      "requiredDuringSchedulingIgnoredDuringExecution");
     auto terms = required.find("nodeSelectorTerms");
     return terms != required.end() && terms->is_array() ? *terms : none;
   };
@@ -196,20 +187,13 @@ std::optional<ApiError> scheduling_directive_error(const std::string& name, cons
   return std::nullopt;
 }
 
-// The object's `key` member, or an empty object when absent or not an object (no copy).
-const json& object_at(const json& object, const char* key) {
-  static const json empty = json::object();
-  auto it = object.find(key);
-  return it != object.end() && it->is_object() ? *it : empty;
-}
-
 std::set<std::string> gate_names(const json& pod) {
   std::set<std::string> names;
-  const json& spec = object_at(pod, "spec");
+  const json& spec = object_member(pod, "spec");
   auto gates = spec.find("schedulingGates");
   if (gates != spec.end() && gates->is_array()) {
     for (const json& gate : *gates) {
-      if (gate.is_object()) names.insert(string_at(gate, "name"));
+      if (gate.is_object()) names.insert(string_member(gate, "name"));
     }
   }
   return names;
@@ -223,7 +207,7 @@ void mark_scheduling_gated(json& status, double now) {
   json& conditions = status["conditions"];
   if (!conditions.is_array()) conditions = json::array();
   for (const json& condition : conditions)
-    if (condition.is_object() && string_at(condition, "type") == "PodScheduled") return;
+    if (condition.is_object() && string_member(condition, "type") == "PodScheduled") return;
   conditions.push_back({{"type", "PodScheduled"},
                         {"status", "False"},
                         {"reason", "SchedulingGated"},
@@ -418,7 +402,7 @@ ApiResult<ObjectPtr> ApiObjects::create(const ResourceType& type, const std::str
   if (!object.contains("metadata") || !object["metadata"].is_object())
     object["metadata"] = json::object();
   json& metadata = object["metadata"];
-  const std::string body_ns = string_at(metadata, "namespace");
+  const std::string body_ns = string_member(metadata, "namespace");
   if (type.namespaced && !body_ns.empty() && body_ns != ns) {
     return bad_request(
         "the namespace of the provided object does not match the namespace sent on the request");
@@ -426,8 +410,8 @@ ApiResult<ObjectPtr> ApiObjects::create(const ResourceType& type, const std::str
   // EnsureObjectNamespaceMatchesRequestNamespace: the request's namespace is the object's
   // before admission sees it (a webhook's namespaceSelector reads it).
   if (type.namespaced) metadata["namespace"] = ns;
-  std::string name = string_at(metadata, "name");
-  const std::string generate = string_at(metadata, "generateName");
+  std::string name = string_member(metadata, "name");
+  const std::string generate = string_member(metadata, "generateName");
   if (name.empty() && generate.empty()) {
     return invalid(type.kind, "", "metadata.name",
                    "Required value: name or generateName is required");
@@ -455,7 +439,7 @@ ApiResult<ObjectPtr> ApiObjects::create(const ResourceType& type, const std::str
       object = std::move(std::get<json>(admitted));
     }
     const json& admitted_spec = object["spec"];
-    if (!gate_names(object).empty() && !string_at(admitted_spec, "nodeName").empty()) {
+    if (!gate_names(object).empty() && !string_member(admitted_spec, "nodeName").empty()) {
       return invalid("Pod", name, "spec.nodeName",
                      "Forbidden: cannot be set until all schedulingGates have been cleared");
     }
@@ -516,10 +500,10 @@ namespace {
 // strategy for the types served). Returns the object to store, or the error to answer.
 ApiResult<json> prepare_update(const ResourceType& type, const json& old, json updated,
                                bool status_only) {
-  const std::string name = string_at(metadata_of(old), "name");
+  const std::string name = string_member(object_member(old, "metadata"), "name");
   if (!updated.is_object()) return bad_request("the request body is not a JSON object");
-  const std::string current_rv = string_at(metadata_of(old), "resourceVersion");
-  const json& new_meta = metadata_of(updated);
+  const std::string current_rv = string_member(object_member(old, "metadata"), "resourceVersion");
+  const json& new_meta = object_member(updated, "metadata");
   if (new_meta.contains("resourceVersion") && !new_meta["resourceVersion"].is_null()) {
     std::string asked = new_meta["resourceVersion"].is_string()
                             ? new_meta["resourceVersion"].get<std::string>()
@@ -530,7 +514,7 @@ ApiResult<json> prepare_update(const ResourceType& type, const json& old, json u
                       "version and try again");
     }
   }
-  const std::string new_name = string_at(new_meta, "name");
+  const std::string new_name = string_member(new_meta, "name");
   if (!new_name.empty() && new_name != name) {
     return bad_request("the name of the object (" + new_name +
                        ") does not match the name on the URL (" + name + ")");
@@ -557,7 +541,7 @@ ApiResult<json> prepare_update(const ResourceType& type, const json& old, json u
   // Identity and bookkeeping stay the server's.
   if (!out.contains("metadata") || !out["metadata"].is_object()) out["metadata"] = json::object();
   json& meta = out["metadata"];
-  const json& old_meta = metadata_of(old);
+  const json& old_meta = object_member(old, "metadata");
   for (const char* key : {"name", "namespace", "uid", "creationTimestamp", "deletionTimestamp",
                           "deletionGracePeriodSeconds"}) {
     auto kept = old_meta.find(key);
@@ -653,15 +637,15 @@ ApiResult<ObjectPtr> ApiObjects::remove(const ResourceType& type, const std::str
   if (options.is_object() && options.contains("preconditions") &&
       options["preconditions"].is_object()) {
     const json& pre = options["preconditions"];
-    const std::string uid = string_at(pre, "uid");
-    const std::string actual_uid = string_at(metadata_of(*old), "uid");
+    const std::string uid = string_member(pre, "uid");
+    const std::string actual_uid = string_member(object_member(*old, "metadata"), "uid");
     if (!uid.empty() && uid != actual_uid) {
       return conflict(qualified_plural(type), name,
                       "Precondition failed: UID in precondition: " + uid +
                           ", UID in object meta: " + actual_uid);
     }
-    const std::string rv = string_at(pre, "resourceVersion");
-    const std::string actual_rv = string_at(metadata_of(*old), "resourceVersion");
+    const std::string rv = string_member(pre, "resourceVersion");
+    const std::string actual_rv = string_member(object_member(*old, "metadata"), "resourceVersion");
     if (!rv.empty() && rv != actual_rv) {
       return conflict(qualified_plural(type), name,
                       "Precondition failed: ResourceVersion in precondition: " + rv +
@@ -671,7 +655,7 @@ ApiResult<ObjectPtr> ApiObjects::remove(const ResourceType& type, const std::str
   if (type.kind == "Job") {
     const Propagation policy = std::get<Propagation>(propagation);
     if (policy != Propagation::kBackground) {
-      settle_dependents(ns, string_at(metadata_of(*old), "uid"), policy);
+      settle_dependents(ns, string_member(object_member(*old, "metadata"), "uid"), policy);
     }
   }
   return remove_locked(type, key, old, options);
@@ -684,9 +668,9 @@ ApiResult<ObjectPtr> ApiObjects::remove_locked(const ResourceType& type, const s
                                                ObjectPtr old, const json& options) {
   ObjectPtr last = old;
   const bool graceful =
-      type.kind == "Pod" && !string_at(object_at(*old, "spec"), "nodeName").empty() &&
+      type.kind == "Pod" && !string_member(object_member(*old, "spec"), "nodeName").empty() &&
       !is_terminal(*old) && !(options.is_object() && options.value("gracePeriodSeconds", -1) == 0);
-  if (graceful && !metadata_of(*old).contains("deletionTimestamp")) {
+  if (graceful && !object_member(*old, "metadata").contains("deletionTimestamp")) {
     json marked = *old;
     marked["metadata"]["deletionTimestamp"] = rfc3339(state_->now());
     marked["metadata"]["deletionGracePeriodSeconds"] = 30;
@@ -706,7 +690,8 @@ void ApiObjects::settle_dependents(const std::string& ns, const std::string& own
   auto table = state_->objects.find(type_key(pods_resource()));
   if (table == state_->objects.end()) return;
   for (const auto& [key, pod] : table->second) {
-    if (string_at(metadata_of(*pod), "namespace") == ns && controlled_by(*pod, owner_uid)) {
+    if (string_member(object_member(*pod, "metadata"), "namespace") == ns &&
+        controlled_by(*pod, owner_uid)) {
       owned.emplace_back(key, pod);
     }
   }
@@ -719,7 +704,7 @@ void ApiObjects::settle_dependents(const std::string& ns, const std::string& own
     json& refs = orphan["metadata"]["ownerReferences"];
     json kept = json::array();
     for (const json& ref : refs) {
-      if (string_at(ref, "uid") != owner_uid) kept.push_back(ref);
+      if (string_member(ref, "uid") != owner_uid) kept.push_back(ref);
     }
     if (kept.empty()) {
       orphan["metadata"].erase("ownerReferences");
@@ -736,27 +721,27 @@ ApiResult<json> ApiObjects::bind(const std::string& ns, const std::string& name,
   const ResourceType& type = pods_resource();
   if (!binding.is_object()) return bad_request("the Binding is not a JSON object");
   const json target = binding.value("target", json::object());
-  const std::string node = target.is_object() ? string_at(target, "name") : "";
+  const std::string node = target.is_object() ? string_member(target, "name") : "";
   if (node.empty()) return invalid("Binding", name, "target.name", "Required value");
-  const std::string body_name = string_at(metadata_of(binding), "name");
+  const std::string body_name = string_member(object_member(binding, "metadata"), "name");
   if (!body_name.empty() && body_name != name) {
     return bad_request("the name of the Binding (" + body_name +
                        ") does not match the pod on the URL (" + name + ")");
   }
   // kube-apiserver's BindingREST turns every refusal into 409 Conflict on pods/binding.
   auto refuse = [&](const std::string& why) { return conflict("pods/binding", name, why); };
-  const std::string uid = string_at(metadata_of(binding), "uid");
+  const std::string uid = string_member(object_member(binding, "metadata"), "uid");
   auto bound = state_->modify(
       type, object_key(type, ns, name), name, [&](const json& old) -> ApiResult<json> {
-        const std::string actual_uid = string_at(metadata_of(old), "uid");
+        const std::string actual_uid = string_member(object_member(old, "metadata"), "uid");
         if (!uid.empty() && uid != actual_uid) {
           return refuse("Precondition failed: UID in precondition: " + uid +
                         ", UID in object meta: " + actual_uid);
         }
-        if (metadata_of(old).contains("deletionTimestamp")) {
+        if (object_member(old, "metadata").contains("deletionTimestamp")) {
           return refuse("pod " + name + " is being deleted, cannot be assigned to a host");
         }
-        const std::string on = string_at(object_at(old, "spec"), "nodeName");
+        const std::string on = string_member(object_member(old, "spec"), "nodeName");
         if (!on.empty())
           return refuse("pod " + name + " is already assigned to node \"" + on + "\"");
         if (!gate_names(old).empty()) {
@@ -805,7 +790,7 @@ ApiResult<json> ApiObjects::list(const ListRequest& request) const {
          it != table->second.end(); ++it) {
       const json& object = *it->second;
       if (type.namespaced && !request.namespace_name.empty() &&
-          string_at(metadata_of(object), "namespace") != request.namespace_name) {
+          string_member(object_member(object, "metadata"), "namespace") != request.namespace_name) {
         continue;
       }
       if (!request.selector.matches(object)) continue;
@@ -844,7 +829,8 @@ ApiResult<std::shared_ptr<WatchStream>> ApiObjects::watch(const WatchRequest& re
     if (table != state_->objects.end()) {
       for (const auto& [key, object] : table->second) {
         if (request.resource->namespaced && !request.namespace_name.empty() &&
-            string_at(metadata_of(*object), "namespace") != request.namespace_name) {
+            string_member(object_member(*object, "metadata"), "namespace") !=
+                request.namespace_name) {
           continue;
         }
         if (request.selector.matches(*object)) s.pending.push_back({"ADDED", object, ""});
@@ -922,7 +908,8 @@ WatchStream::Next WatchStream::next(WatchEvent& event, std::chrono::milliseconds
       if (record.type != s.request.resource) continue;
       const json& object = *record.object;
       if (s.request.resource->namespaced && !s.request.namespace_name.empty() &&
-          string_at(metadata_of(object), "namespace") != s.request.namespace_name) {
+          string_member(object_member(object, "metadata"), "namespace") !=
+              s.request.namespace_name) {
         continue;
       }
       const Selector& selector = s.request.selector;

@@ -1,22 +1,14 @@
 #include "kubesim/job_objects.h"
 
+#include "kube/object_fields.h"
+
 namespace allox::emulator {
 
+using kube::member;
+using kube::string_member;
 using nlohmann::json;
 
 namespace {
-
-const json& member(const json& object, const char* key) {
-  static const json none;
-  if (!object.is_object()) return none;
-  auto it = object.find(key);
-  return it == object.end() ? none : *it;
-}
-
-std::string text(const json& object, const char* key) {
-  const json& value = member(object, key);
-  return value.is_string() ? value.get<std::string>() : "";
-}
 
 ApiError job_invalid(const std::string& name, const std::string& field, const std::string& why) {
   return invalid("Job", name, field, why, "batch");
@@ -25,7 +17,7 @@ ApiError job_invalid(const std::string& name, const std::string& field, const st
 }  // namespace
 
 ApiResult<json> prepare_new_job(json job) {
-  const std::string name = text(member(job, "metadata"), "name");
+  const std::string name = string_member(member(job, "metadata"), "name");
   if (!job.contains("spec") || !job["spec"].is_object()) {
     return job_invalid(name, "spec.template.spec.containers", "Required value");
   }
@@ -35,7 +27,7 @@ ApiResult<json> prepare_new_job(json job) {
   if (!containers.is_array() || containers.empty()) {
     return job_invalid(name, "spec.template.spec.containers", "Required value");
   }
-  const std::string restart = text(pod_spec, "restartPolicy");
+  const std::string restart = string_member(pod_spec, "restartPolicy");
   if (restart != "OnFailure" && restart != "Never") {
     return job_invalid(name, "spec.template.spec.restartPolicy",
                        restart.empty() ? "Required value: valid values: \"OnFailure\", \"Never\""
@@ -55,7 +47,7 @@ ApiResult<json> prepare_new_job(json job) {
     }
   }
   if (member(spec, "completionMode").is_null()) spec["completionMode"] = "NonIndexed";
-  const std::string mode = text(spec, "completionMode");
+  const std::string mode = string_member(spec, "completionMode");
   if (mode != "NonIndexed" && mode != "Indexed") {
     return job_invalid(name, "spec.completionMode",
                        "Unsupported value: " + member(spec, "completionMode").dump() +
@@ -92,7 +84,7 @@ void complete_new_job(json& job) {
 }
 
 std::optional<ApiError> job_update_error(const json& old, const json& updated) {
-  const std::string name = text(member(old, "metadata"), "name");
+  const std::string name = string_member(member(old, "metadata"), "name");
   const json& before = member(old, "spec");
   const json& after = member(updated, "spec");
   for (const char* field : {"template", "selector", "completionMode"}) {
@@ -102,18 +94,20 @@ std::optional<ApiError> job_update_error(const json& old, const json& updated) {
     }
   }
   if (member(before, "completions") != member(after, "completions")) {
-    const bool elastic = text(before, "completionMode") == "Indexed" &&
+    const bool elastic = string_member(before, "completionMode") == "Indexed" &&
                          member(after, "completions") == member(after, "parallelism");
     if (!elastic) {
-      return job_invalid(name, "spec.completions",
-                         "Invalid value: " + member(after, "completions").dump() +
-                             ": field is immutable");
+      return job_invalid(
+          name, "spec.completions",
+          "Invalid value: " + member(after, "completions").dump() + ": field is immutable");
     }
   }
   const json& parallelism = member(after, "parallelism");
-  if (!parallelism.is_null() && (!parallelism.is_number_integer() || parallelism.get<long long>() < 0)) {
-    return job_invalid(name, "spec.parallelism",
-                       "Invalid value: " + parallelism.dump() + ": must be greater than or equal to 0");
+  if (!parallelism.is_null() &&
+      (!parallelism.is_number_integer() || parallelism.get<long long>() < 0)) {
+    return job_invalid(
+        name, "spec.parallelism",
+        "Invalid value: " + parallelism.dump() + ": must be greater than or equal to 0");
   }
   return std::nullopt;
 }
@@ -132,7 +126,8 @@ ApiResult<Propagation> propagation_of(const json& options, bool is_job) {
     return error;
   }
   const json& orphan = member(options, "orphanDependents");
-  if (orphan.is_boolean()) return orphan.get<bool>() ? Propagation::kOrphan : Propagation::kBackground;
+  if (orphan.is_boolean())
+    return orphan.get<bool>() ? Propagation::kOrphan : Propagation::kBackground;
   return is_job ? Propagation::kOrphan : Propagation::kBackground;
 }
 
@@ -142,7 +137,8 @@ const json* controller_ref(const json& object, const std::string& kind) {
   const json& refs = member(member(object, "metadata"), "ownerReferences");
   if (!refs.is_array()) return nullptr;
   for (const json& ref : refs) {
-    if (member(ref, "controller") == json(true) && (kind.empty() || text(ref, "kind") == kind)) {
+    if (member(ref, "controller") == json(true) &&
+        (kind.empty() || string_member(ref, "kind") == kind)) {
       return &ref;
     }
   }
@@ -153,17 +149,17 @@ const json* controller_ref(const json& object, const std::string& kind) {
 
 bool controlled_by(const json& object, const std::string& owner_uid) {
   const json* ref = controller_ref(object, "");
-  return ref != nullptr && text(*ref, "uid") == owner_uid;
+  return ref != nullptr && string_member(*ref, "uid") == owner_uid;
 }
 
 std::string controller_uid(const json& object, const std::string& kind) {
   const json* ref = controller_ref(object, kind);
-  return ref == nullptr ? "" : text(*ref, "uid");
+  return ref == nullptr ? "" : string_member(*ref, "uid");
 }
 
 std::string controller_name(const json& object, const std::string& kind) {
   const json* ref = controller_ref(object, kind);
-  return ref == nullptr ? "" : text(*ref, "name");
+  return ref == nullptr ? "" : string_member(*ref, "name");
 }
 
 }  // namespace allox::emulator

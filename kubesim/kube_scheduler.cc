@@ -11,6 +11,10 @@
 #include <thread>
 
 #include "core/log.h"
+#include "core/thread_priority.h"
+#include "extender_api/extender_client.h"
+#include "kube/object_fields.h"
+#include "kube/quantity.h"
 #include "kubesim/attachment.h"
 #include "kubesim/cluster_threads.h"
 #include "kubesim/diagnosis.h"
@@ -18,12 +22,12 @@
 #include "kubesim/extender_client.h"
 #include "kubesim/json_equal.h"
 #include "kubesim/node_snapshot.h"
-#include "extender_api/extender_client.h"
-#include "kube/quantity.h"
-#include "core/thread_priority.h"
 
 namespace allox::emulator {
 
+using kube::member;
+using kube::object_member;
+using kube::string_member;
 using nlohmann::json;
 
 const char* scheduler_event_name(SchedulerEvent::Kind kind) {
@@ -48,24 +52,13 @@ namespace {
 
 using Resources = std::map<std::string, double>;
 
-const json& field(const json& object, const char* key) {
-  static const json empty = json::object();
-  auto it = object.find(key);
-  return it != object.end() && !it->is_null() ? *it : empty;
-}
-
-std::string text(const json& object, const char* key) {
-  auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
 Resources parse_resources(const json& map) {
   Resources out;
   if (!map.is_object()) return out;
   for (const auto& [name, quantity] : map.items()) {
     if (!quantity.is_string() && !quantity.is_number()) continue;
-    auto value = kube::parse_quantity(quantity.is_string() ? quantity.get<std::string>()
-                                                               : quantity.dump());
+    auto value =
+        kube::parse_quantity(quantity.is_string() ? quantity.get<std::string>() : quantity.dump());
     if (value) out[name] = *value;
   }
   return out;
@@ -73,9 +66,9 @@ Resources parse_resources(const json& map) {
 
 // A container's requests, limits standing in for missing ones (the API server defaults them).
 Resources container_requests(const json& container) {
-  const json& resources = field(container, "resources");
-  Resources requests = parse_resources(field(resources, "requests"));
-  for (const auto& [name, value] : parse_resources(field(resources, "limits")))
+  const json& resources = object_member(container, "resources");
+  Resources requests = parse_resources(object_member(resources, "requests"));
+  for (const auto& [name, value] : parse_resources(object_member(resources, "limits")))
     requests.try_emplace(name, value);
   return requests;
 }
@@ -85,14 +78,15 @@ Resources container_requests(const json& container) {
 // in v1.28: the API server drops their restartPolicy, so every init container runs alone.)
 Resources pod_requests(const json& pod) {
   Resources sum;
-  const json& spec = field(pod, "spec");
-  for (const json& c : field(spec, "containers")) {
+  const json& spec = object_member(pod, "spec");
+  for (const json& c : member(spec, "containers")) {
     for (const auto& [name, value] : container_requests(c)) sum[name] += value;
   }
-  for (const json& c : field(spec, "initContainers")) {
+  for (const json& c : member(spec, "initContainers")) {
     for (const auto& [name, value] : container_requests(c)) sum[name] = std::max(sum[name], value);
   }
-  for (const auto& [name, value] : parse_resources(field(spec, "overhead"))) sum[name] += value;
+  for (const auto& [name, value] : parse_resources(object_member(spec, "overhead")))
+    sum[name] += value;
   sum["pods"] = 1;
   return sum;
 }
@@ -100,12 +94,12 @@ Resources pod_requests(const json& pod) {
 // Every resource a pod names in requests or limits (extender interest).
 std::set<std::string> named_resources(const json& pod) {
   std::set<std::string> out;
-  const json& spec = field(pod, "spec");
+  const json& spec = object_member(pod, "spec");
   for (const char* list : {"containers", "initContainers"}) {
-    for (const json& c : field(spec, list)) {
-      const json& resources = field(c, "resources");
+    for (const json& c : member(spec, list)) {
+      const json& resources = object_member(c, "resources");
       for (const char* kind : {"requests", "limits"}) {
-        for (const auto& [name, value] : field(resources, kind).items()) out.insert(name);
+        for (const auto& [name, value] : object_member(resources, kind).items()) out.insert(name);
       }
     }
   }
@@ -139,19 +133,19 @@ struct PodInfo {
 PodInfo read_pod(const ObjectPtr& object, NodeSnapshot& snapshot) {
   PodInfo pod;
   pod.object = object;
-  const json& meta = field(*object, "metadata");
-  const json& spec = field(*object, "spec");
-  const json& status = field(*object, "status");
-  pod.ns = text(meta, "namespace");
-  pod.name = text(meta, "name");
-  pod.uid = text(meta, "uid");
-  pod.node = text(spec, "nodeName");
-  pod.nominated = text(status, "nominatedNodeName");
-  pod.scheduler = text(spec, "schedulerName");
+  const json& meta = object_member(*object, "metadata");
+  const json& spec = object_member(*object, "spec");
+  const json& status = object_member(*object, "status");
+  pod.ns = string_member(meta, "namespace");
+  pod.name = string_member(meta, "name");
+  pod.uid = string_member(meta, "uid");
+  pod.node = string_member(spec, "nodeName");
+  pod.nominated = string_member(status, "nominatedNodeName");
+  pod.scheduler = string_member(spec, "schedulerName");
   pod.priority = spec.contains("priority") && spec["priority"].is_number_integer()
                      ? spec["priority"].get<int>()
                      : 0;
-  const std::string phase = text(status, "phase");
+  const std::string phase = string_member(status, "phase");
   pod.terminal = phase == "Succeeded" || phase == "Failed";
   pod.gated = spec.contains("schedulingGates") && spec["schedulingGates"].is_array() &&
               !spec["schedulingGates"].empty();
@@ -270,8 +264,8 @@ struct KubeScheduler::Impl {
 
   void on_pod(const Change& change, double now) {
     const json& any = change.after ? *change.after : *change.before;
-    const std::string key =
-        text(field(any, "metadata"), "namespace") + "/" + text(field(any, "metadata"), "name");
+    const std::string key = string_member(object_member(any, "metadata"), "namespace") + "/" +
+                            string_member(object_member(any, "metadata"), "name");
     auto existing = pods.find(key);
     const bool was_holding =
         existing != pods.end() && !existing->second.node.empty() && !existing->second.terminal;
@@ -329,18 +323,19 @@ struct KubeScheduler::Impl {
 
   void on_node(const Change& change, double now) {
     const json& any = change.after ? *change.after : *change.before;
-    const std::string name = text(field(any, "metadata"), "name");
+    const std::string name = string_member(object_member(any, "metadata"), "name");
     if (change.type == "DELETED") {
       nodes.remove(name);
       return;
     }
     const bool labels_changed =
-        change.before && field(field(*change.before, "metadata"), "labels") !=
-                             field(field(*change.after, "metadata"), "labels");
+        change.before && object_member(object_member(*change.before, "metadata"), "labels") !=
+                             object_member(object_member(*change.after, "metadata"), "labels");
     const bool changed =
-        nodes.upsert(name, change.after,
-                     parse_resources(field(field(*change.after, "status"), "allocatable")),
-                     field(*change.after, "spec").value("unschedulable", false)) ||
+        nodes.upsert(
+            name, change.after,
+            parse_resources(object_member(object_member(*change.after, "status"), "allocatable")),
+            object_member(*change.after, "spec").value("unschedulable", false)) ||
         change.type == "ADDED" || labels_changed;
     if (changed) {
       moved(change.type == "ADDED" ? ClusterEvent::kNodeAdd : ClusterEvent::kNodeUpdate, now);
@@ -527,7 +522,7 @@ struct KubeScheduler::Impl {
                std::string& node_out, std::vector<std::string>& victims_out, std::string& message,
                bool& clear_nomination) {
     clear_nomination = false;
-    if (field(*pod.object, "spec").value("preemptionPolicy", "") == "Never") {
+    if (object_member(*pod.object, "spec").value("preemptionPolicy", "") == "Never") {
       message = "preemption: not eligible due to preemptionPolicy=Never.";
       return false;
     }

@@ -10,10 +10,13 @@
 #include <sstream>
 #include <variant>
 
+#include "kube/object_fields.h"
 #include "kubesim/fake_kubelet.h"
 
 namespace allox::emulator {
 
+using kube::object_member;
+using kube::string_member;
 using nlohmann::json;
 
 const char* replay_event_name(ReplayEvent::Kind kind) {
@@ -131,19 +134,6 @@ json pod_for(const ReplayJob& job, const DeviceType& device, const ReplayOptions
           {"spec", spec}};
 }
 
-// object[key] when it is an object, else an empty object (read in place).
-const json& member(const json& object, const char* key) {
-  static const json empty = json::object();
-  auto it = object.find(key);
-  return it != object.end() && it->is_object() ? *it : empty;
-}
-
-// object[key] as a string; "" when missing or not a string.
-std::string text(const json& object, const char* key) {
-  auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
 class Replay {
  public:
   Replay(ApiObjects& objects, SimClock& clock, const std::vector<ReplayJob>& jobs,
@@ -167,15 +157,16 @@ class Replay {
     // The nodes' labels, for the type an unpinned pod runs as (type_on); nodes are in place
     // before a replay starts.
     for (const ObjectPtr& node : objects_.objects(nodes_resource())) {
-      auto& labels = node_labels_[text(member(*node, "metadata"), "name")];
-      for (const auto& [key, value] : member(member(*node, "metadata"), "labels").items()) {
+      auto& labels = node_labels_[string_member(object_member(*node, "metadata"), "name")];
+      for (const auto& [key, value] :
+           object_member(object_member(*node, "metadata"), "labels").items()) {
         if (value.is_string()) labels[key] = value.get<std::string>();
       }
     }
     const auto wall_start = std::chrono::steady_clock::now();
     FakeKubelet kubelet(objects_, clock_, [this](const json& pod) -> std::optional<double> {
-      const json& annotations = member(member(pod, "metadata"), "annotations");
-      auto job = index_.find(text(annotations, "allox.io/job"));
+      const json& annotations = object_member(object_member(pod, "metadata"), "annotations");
+      auto job = index_.find(string_member(annotations, "allox.io/job"));
       if (job == index_.end()) return std::nullopt;
       auto t = jobs_[job->second].true_time.find(job_of(pod).value_or(std::pair(0, "")).second);
       if (t == jobs_[job->second].true_time.end()) return std::nullopt;
@@ -249,13 +240,14 @@ class Replay {
   // The job and device of a pod of this replay, from its annotations.
   std::optional<std::pair<std::size_t, DeviceType>> job_of(const json& pod) const {
     // Called for every change of every pod: read in place (no copy of the metadata).
-    const json& meta = member(pod, "metadata");
-    if (text(meta, "namespace") != options_.pod_namespace) return std::nullopt;
-    const json& annotations = member(meta, "annotations");
-    auto it = index_.find(text(annotations, "allox.io/job"));
+    const json& meta = object_member(pod, "metadata");
+    if (string_member(meta, "namespace") != options_.pod_namespace) return std::nullopt;
+    const json& annotations = object_member(meta, "annotations");
+    auto it = index_.find(string_member(annotations, "allox.io/job"));
     if (it == index_.end()) return std::nullopt;
-    DeviceType device = text(annotations, "allox.io/device");
-    if (device.empty()) device = type_on(text(member(pod, "spec"), "nodeName"), jobs_[it->second]);
+    DeviceType device = string_member(annotations, "allox.io/device");
+    if (device.empty())
+      device = type_on(string_member(object_member(pod, "spec"), "nodeName"), jobs_[it->second]);
     return std::make_pair(it->second, device);
   }
 

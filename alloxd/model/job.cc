@@ -3,24 +3,15 @@
 #include <algorithm>
 
 #include "alloxd/model/pod.h"
+#include "kube/object_fields.h"
 
 namespace allox::extender {
 
+using kube::member;
+using kube::string_member;
 using nlohmann::json;
 
 namespace {
-
-const json& member(const json& object, const char* key) {
-  static const json none;
-  if (!object.is_object()) return none;
-  auto it = object.find(key);
-  return it == object.end() ? none : *it;
-}
-
-std::string text(const json& object, const char* key) {
-  const json& value = member(object, key);
-  return value.is_string() ? value.get<std::string>() : "";
-}
 
 std::optional<int> whole(const json& object, const char* key) {
   const json& value = member(object, key);
@@ -32,7 +23,7 @@ bool condition_true(const json& job, const char* type) {
   const json& conditions = member(member(job, "status"), "conditions");
   if (!conditions.is_array()) return false;
   for (const json& c : conditions) {
-    if (text(c, "type") == type && text(c, "status") == "True") return true;
+    if (string_member(c, "type") == type && string_member(c, "status") == "True") return true;
   }
   return false;
 }
@@ -45,9 +36,11 @@ std::optional<JobOwner> job_owner(const json& pod) {
   if (!refs.is_array()) return std::nullopt;
   for (const json& ref : refs) {
     if (member(ref, "controller") != json(true)) continue;
-    if (text(ref, "kind") != "Job" || text(ref, "apiVersion") != "batch/v1") return std::nullopt;
-    std::string ns = text(meta, "namespace");
-    return JobOwner{ns.empty() ? "default" : ns, text(ref, "name"), text(ref, "uid")};
+    if (string_member(ref, "kind") != "Job" || string_member(ref, "apiVersion") != "batch/v1")
+      return std::nullopt;
+    std::string ns = string_member(meta, "namespace");
+    return JobOwner{ns.empty() ? "default" : ns, string_member(ref, "name"),
+                    string_member(ref, "uid")};
   }
   return std::nullopt;
 }
@@ -55,17 +48,17 @@ std::optional<JobOwner> job_owner(const json& pod) {
 Expected<JobFacts> read_job(const json& job) {
   const json& meta = member(job, "metadata");
   JobFacts facts;
-  facts.ref.name = text(meta, "name");
+  facts.ref.name = string_member(meta, "name");
   if (facts.ref.name.empty()) return Error{"Job.metadata.name: required"};
-  facts.ref.namespace_name = text(meta, "namespace");
+  facts.ref.namespace_name = string_member(meta, "namespace");
   if (facts.ref.namespace_name.empty()) facts.ref.namespace_name = "default";
-  facts.ref.uid = text(meta, "uid");
+  facts.ref.uid = string_member(meta, "uid");
   const json& spec = member(job, "spec");
-  std::string annotated = text(member(meta, "annotations"), "allox.io/job");
+  std::string annotated = string_member(member(meta, "annotations"), "allox.io/job");
   const char* field = "Job.metadata.annotations[allox.io/job]";
   if (annotated.empty()) {
-    annotated = text(member(member(member(spec, "template"), "metadata"), "annotations"),
-                     "allox.io/job");
+    annotated = string_member(member(member(member(spec, "template"), "metadata"), "annotations"),
+                              "allox.io/job");
     field = "Job.spec.template.metadata.annotations[allox.io/job]";
   }
   if (annotated.empty()) {
@@ -78,7 +71,7 @@ Expected<JobFacts> read_job(const json& job) {
   }
   facts.parallelism = whole(spec, "parallelism").value_or(1);
   facts.completions = whole(spec, "completions");
-  facts.indexed = text(spec, "completionMode") == "Indexed";
+  facts.indexed = string_member(spec, "completionMode") == "Indexed";
   facts.backoff_limit = whole(spec, "backoffLimit").value_or(6);
   facts.failed = whole(member(job, "status"), "failed").value_or(0);
   facts.complete = condition_true(job, "Complete");
