@@ -12,7 +12,7 @@ shift $(($# < 2 ? $# : 2))
 root=$(cd "$(dirname "$0")/.." && pwd)
 targets=("$@")
 ((${#targets[@]} > 0)) || targets=(fuzz_wire fuzz_pod fuzz_config fuzz_routes fuzz_admission fuzz_workload fuzz_cluster
-  fuzz_trace)
+  fuzz_trace fuzz_validate)
 
 failed=()
 for target in "${targets[@]}"; do
@@ -25,7 +25,7 @@ for target in "${targets[@]}"; do
   [[ -n ${FUZZ_RUNS:-} ]] && options+=(-runs="$FUZZ_RUNS")
   case $target in
     fuzz_config) options+=(-dict="$root/fuzz/yaml.dict") ;;
-    fuzz_workload | fuzz_cluster | fuzz_trace) options+=(-dict="$root/fuzz/planner.dict") ;;
+    fuzz_workload | fuzz_cluster | fuzz_trace | fuzz_validate) options+=(-dict="$root/fuzz/planner.dict") ;;
     *) options+=(-dict="$root/fuzz/json.dict") ;;
   esac
   echo "== $target: ${seconds}s" >&2

@@ -4,7 +4,7 @@
 # planner's example files and the first jobs of the AlloX paper's trace, and every
 # input saved under fuzz/regressions/<target>/ (crashes found before, kept so they stay fixed).
 #   fuzz/seeds.sh fuzz_wire|fuzz_pod|fuzz_routes|fuzz_config|fuzz_admission|fuzz_workload|
-#                 fuzz_cluster|fuzz_trace OUT_DIR
+#                 fuzz_cluster|fuzz_trace|fuzz_validate OUT_DIR
 set -euo pipefail
 target=$1
 out=$2
@@ -90,6 +90,20 @@ case $target in
     { printf c; cat "$root/examples/trace.csv"; } >"$out/trace.csv"
     { printf a; head -n 40 "$root/data/allox-google/jobs_input_10_Google.txt"; } >"$out/allox-google-10.txt"
     { printf a; head -n 40 "$root/data/allox-google/experiment_large_23p.txt"; } >"$out/allox-large-10.txt"
+    ;;
+  fuzz_validate)
+    # Two bytes first (fuzz_validate.cc): the file's name (y .yaml, t .txt, c .csv, p none) and
+    # --kind (C, J, T, A, - none). Every example under the name it has, and some without one.
+    seed() { { printf '%s' "$1"; cat "$2"; } >"$out/$3"; }
+    seed y- "$root/examples/cluster.yaml" cluster.yaml
+    seed p- "$root/examples/jobs.json" jobs-pipe.json
+    seed yJ "$root/examples/jobs.yaml" jobs-forced.yaml
+    seed p- "$root/examples/trace.yaml" trace-pipe.yaml
+    seed c- "$root/examples/trace.csv" trace.csv
+    seed pT "$root/examples/trace.csv" trace-csv-pipe
+    seed y- "$root/examples/alloxd.yaml" alloxd.yaml
+    { printf 'p-'; head -n 40 "$root/data/allox-google/jobs_input_10_Google.txt"; } >"$out/allox-pipe.txt"
+    printf 'y-users: [{name: a, weight: 2}]\n' >"$out/users.yaml"
     ;;
   *)
     echo "unknown fuzz target: $target" >&2

@@ -161,6 +161,22 @@ if ! out=$("$allox" report "$work/run/sjf" --jobs "$work/none.yaml" 2>&1); then
   fail "report --jobs with users alone refused: $out"
 fi
 count=$((count + 1))
+# A file of users without a jobs key is the weights file report --jobs reads: validate accepts
+# it and says which commands need jobs; report --jobs reads it.
+printf 'users:
+  - {name: a, weight: 2}
+  - {name: b}
+' >"$work/users.yaml"
+out=$("$allox" validate "$work/users.yaml" 2>&1)
+status=$?
+count=$((count + 1))
+want="ok: $work/users.yaml (users: 2 users and no jobs, for report --jobs; simulate, solve and plan need jobs)"
+[[ $status -eq 0 && "$out" == "$want" ]] || fail "validate of users alone: exit $status: $out (want: $want)"
+refused_in_one_line "allox solve: $work/users.yaml:1: $no_jobs" solve --cluster "$cluster" --jobs "$work/users.yaml"
+if ! out=$("$allox" report "$work/run/sjf" --jobs "$work/users.yaml" 2>&1); then
+  fail "report --jobs with a users file refused: $out"
+fi
+count=$((count + 1))
 
 # Every input is read once, so a pipe (`<(cat f)`) gives each command what the file gives; the
 # reports' timings aside.

@@ -63,7 +63,10 @@ echo '{"jobs": []}' >"$empty_dir/jobs.json"
 check "$empty_dir/none.txt" "$empty_dir/none.txt:1: the trace has no jobs: expected four lines per job, from '# <index>'"
 check "$empty_dir/none.json" "$empty_dir/none.json:1: the file is an empty list: expected a cluster, a jobs file, a trace or an alloxd config"
 check "$empty_dir/jobs.json" "$empty_dir/jobs.json:1: the jobs file has no jobs: list at least one under jobs"
-count=$((count + 3))
+# YAML whose top-level keys name no kind is refused with what each kind needs, never a crash.
+printf 'a: 1\n' >"$empty_dir/other.yaml"
+check "$empty_dir/other.yaml" "$empty_dir/other.yaml:1: cannot tell what this file is: expected a cluster (top-level machines or pools), a jobs file or trace (top-level jobs or users), or an alloxd config (listen, nodes); use --kind to say"
+count=$((count + 4))
 rm -rf "$empty_dir"
 # A FIFO nobody writes to is refused at once, not waited on.
 fifo_dir=$(mktemp -d)
