@@ -6,9 +6,19 @@
 
 #include "core/csv.h"
 #include "core/input_file.h"
+#include "core/model.h"
 #include "core/utf8.h"
 
 namespace allox {
+namespace {
+
+std::string format_seconds_bound() {
+  std::ostringstream out;
+  out << kMaxInputSeconds;
+  return out.str();
+}
+
+}  // namespace
 
 Expected<std::vector<JobRun>> read_jobs_csv(std::istream& in, const std::string& origin) {
   std::string line;
@@ -23,6 +33,7 @@ Expected<std::vector<JobRun>> read_jobs_csv(std::istream& in, const std::string&
     }
   }
   std::vector<JobRun> jobs;
+  std::map<std::string, int> first_line;  // job id -> the line that has it
   for (int line_no = 2; std::getline(in, line); ++line_no) {
     if (line.empty() || line == "\r") continue;
     const std::string where = origin + ":" + std::to_string(line_no) + ": ";
@@ -38,12 +49,23 @@ Expected<std::vector<JobRun>> read_jobs_csv(std::istream& in, const std::string&
       if (text.empty() && optional) return std::optional<double>{};
       std::optional<double> value = parse_decimal(text);
       if (!value) return Error{where + name + ": expected a number, got '" + text + "'"};
+      if (!(*value >= 0 && *value <= kMaxInputSeconds)) {
+        return Error{where + name + ": expected seconds in 0.." + format_seconds_bound() +
+                     ", got '" + text + "'"};
+      }
       return value;
     };
     for (const char* name : {"job", "user", "device", "machine"}) {
       if (!is_utf8_text(field(name))) {
         return Error{where + name + ": expected UTF-8 text without control characters"};
       }
+    }
+    for (const char* name : {"job", "user"}) {
+      if (field(name).empty()) return Error{where + name + ": required"};
+    }
+    if (auto [it, fresh] = first_line.emplace(field("job"), line_no); !fresh) {
+      return Error{where + "job: '" + field("job") + "' is already on line " +
+                   std::to_string(it->second)};
     }
     JobRun run;
     run.job = field("job");
@@ -59,6 +81,11 @@ Expected<std::vector<JobRun>> read_jobs_csv(std::istream& in, const std::string&
     run.arrival = **arrival;
     run.start = *start;
     run.finish = *finish;
+    if (run.start) {  // a job that ran says where
+      for (const char* name : {"device", "machine"}) {
+        if (field(name).empty()) return Error{where + name + ": required for a job that started"};
+      }
+    }
     if (column.contains("units")) {
       std::optional<double> units = parse_decimal(field("units"));
       if (!units || *units < 1 || *units > kMaxUnits || *units != std::floor(*units)) {

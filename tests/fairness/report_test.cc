@@ -143,5 +143,35 @@ TEST(JobsCsvTest, ErrorsNameLineAndColumn) {
   EXPECT_NE(std::string::npos, read_jobs_csv(ragged, "c.csv").message().find("c.csv:2"));
 }
 
+TEST(JobsCsvTest, AbsurdRowsAreRefusedNamingTheField) {
+  const std::string header = "job,user,arrival,start,finish,device,machine\n";
+  struct Case {
+    const char* row;
+    const char* error;
+  };
+  const Case cases[] = {
+      {"j1,u,-5,1,2,gpu,g", "d.csv:2: arrival: expected seconds in 0..9e+12, got '-5'"},
+      {"j1,u,0,1e308,1.7e308,gpu,g", "d.csv:2: start: expected seconds in 0..9e+12, got '1e308'"},
+      {"j1,u,0,1,2e13,gpu,g", "d.csv:2: finish: expected seconds in 0..9e+12, got '2e13'"},
+      {",u,0,1,2,gpu,g", "d.csv:2: job: required"},
+      {"j1,,0,1,2,gpu,g", "d.csv:2: user: required"},
+      {"j1,u,0,1,2,gpu,", "d.csv:2: machine: required for a job that started"},
+      {"j1,u,0,1,2,,g", "d.csv:2: device: required for a job that started"},
+  };
+  for (const Case& c : cases) {
+    std::istringstream csv(header + c.row + "\n");
+    auto jobs = read_jobs_csv(csv, "d.csv");
+    EXPECT_FALSE(jobs.ok()) << c.row;
+    EXPECT_EQ(c.error, jobs.message()) << c.row;
+  }
+  std::istringstream twice(header + "j1,u,0,1,2,gpu,g\nj2,u,0,,,,\nj1,v,3,4,5,gpu,g\n");
+  EXPECT_EQ("d.csv:4: job: 'j1' is already on line 2", read_jobs_csv(twice, "d.csv").message());
+  // At the bound, and a job that never started with neither device nor machine, are valid.
+  std::istringstream edge(header + "j1,u,0,9e12,9e12,gpu,g\nj2,u,0,,,,\n");
+  auto jobs = read_jobs_csv(edge, "d.csv");
+  ASSERT_TRUE(jobs.ok()) << jobs.message();
+  EXPECT_EQ(2u, jobs->size());
+}
+
 }  // namespace
 }  // namespace allox
