@@ -35,9 +35,9 @@ struct ReportArgs {
 
 // alloxd's job lifecycle as report rows; times are unix seconds, machines "node/device-slot".
 Expected<std::vector<JobRun>> runs_from_store(const std::string& path) {
-  // Store::open creates a missing database: a mistyped path must not report an empty cluster.
-  if (!std::filesystem::exists(path)) return Error{path + ": no such store"};
-  auto store = extender::Store::open(path);
+  // Read-only: a report never creates, migrates or writes a store (nor another application's
+  // database given by mistake), and may read one a running alloxd writes.
+  auto store = extender::Store::open_for_reading(path);
   if (!store) return store.error();
   auto state = (*store)->load();
   if (!state) return state.error();

@@ -42,7 +42,22 @@ Expected<std::unique_ptr<Store>> Store::open(const std::string& path,
   if (auto problem = unusable_database_path(path)) {
     return Error{"store: cannot use '" + path + "' as the database: " + *problem};
   }
-  auto opened = open_sqlite(path, busy_timeout);
+  return name_path_in_error(path, open_sqlite(path, busy_timeout, false));
+}
+
+Expected<std::unique_ptr<Store>> Store::open_for_reading(const std::string& path,
+                                                         std::chrono::milliseconds busy_timeout) {
+  if (path != ":memory:" && !std::filesystem::exists(path)) {
+    return Error{"store: cannot use '" + path + "' as the database: it does not exist"};
+  }
+  if (auto problem = unusable_database_path(path)) {
+    return Error{"store: cannot use '" + path + "' as the database: " + *problem};
+  }
+  return name_path_in_error(path, open_sqlite(path, busy_timeout, true));
+}
+
+Expected<std::unique_ptr<Store>> Store::name_path_in_error(
+    const std::string& path, Expected<std::unique_ptr<Store>> opened) {
   if (!opened) {
     // SQLite's own message ("file is not a database") with the path it is about.
     std::string message = opened.message();
@@ -56,11 +71,11 @@ Expected<std::unique_ptr<Store>> Store::open(const std::string& path,
 }
 
 Expected<std::unique_ptr<Store>> Store::open_sqlite(const std::string& path,
-                                                    std::chrono::milliseconds busy_timeout) {
+                                                    std::chrono::milliseconds busy_timeout,
+                                                    bool read_only) {
   sqlite3* db = nullptr;
-  int rc =
-      sqlite3_open_v2(path.c_str(), &db,
-                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
+  const int flags = read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+  int rc = sqlite3_open_v2(path.c_str(), &db, flags | SQLITE_OPEN_FULLMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     std::string message = db != nullptr ? sqlite3_errmsg(db) : "out of memory";
     sqlite3_close(db);
@@ -68,6 +83,10 @@ Expected<std::unique_ptr<Store>> Store::open_sqlite(const std::string& path,
   }
   std::unique_ptr<Store> store(new Store(db));
   sqlite3_busy_timeout(db, static_cast<int>(busy_timeout.count()));
+  if (read_only) {
+    if (auto s = store->check_version_for_reading(); !s) return s.error();
+    return store;
+  }
   // 1 KB pages for a new file (an existing one keeps its own): every commit writes each page it
   // touches whole to the WAL, and alloxd's commits change a row or two, so 4 KB pages wrote 2.6x
   // the bytes (1.66 GB against 0.64 GB for 50,000 jobs in `allox bench cluster`) and kept the

@@ -91,7 +91,14 @@ class Store {
   // waits up to `busy_timeout` for another connection's lock, then fails with SQLite's BUSY.
   // Errors name the path and the cause: a missing directory, a directory, a device or FIFO (such
   // as /dev/null), a file that is not an SQLite database.
+  // A database of another application (tables, none of them allox's) is refused, never written.
   static Expected<std::unique_ptr<Store>> open(
+      const std::string& path, std::chrono::milliseconds busy_timeout = std::chrono::seconds(5));
+  // For reading alone (`allox report --store`, possibly beside a running alloxd): an existing
+  // file, opened read-only, of exactly this schema version (an older one is named, to be
+  // migrated by alloxd; nothing is created, migrated or checkpointed). Only load() and the
+  // usage reads may be called; a write fails with SQLite's "readonly database".
+  static Expected<std::unique_ptr<Store>> open_for_reading(
       const std::string& path, std::chrono::milliseconds busy_timeout = std::chrono::seconds(5));
   ~Store();
   Store(const Store&) = delete;
@@ -189,8 +196,12 @@ class Store {
   void observe_writes(WriteObserver observer);
 
  private:
+  // `opened`, or its error with the path named in it.
+  static Expected<std::unique_ptr<Store>> name_path_in_error(
+      const std::string& path, Expected<std::unique_ptr<Store>> opened);
   static Expected<std::unique_ptr<Store>> open_sqlite(const std::string& path,
-                                                      std::chrono::milliseconds busy_timeout);
+                                                      std::chrono::milliseconds busy_timeout,
+                                                      bool read_only);
   explicit Store(sqlite3* db);
   // Opens the checkpointer's connection to `path` and starts its thread; in place of SQLite's
   // automatic checkpoint (a WAL hook on the writing connection). Returns once the thread runs,
@@ -209,6 +220,9 @@ class Store {
   // One statement from the cache, run to its end (BEGIN, COMMIT, a PRAGMA: no rows).
   Status step(const char* sql);
   Status migrate();
+  // Up to three of the database's own tables by name ("a, b, c, ..."); "" when it has none.
+  Expected<std::string> table_names();
+  Status check_version_for_reading();
   // Runs `body` inside BEGIN ... COMMIT (IMMEDIATE: takes the write lock up front, so a write
   // never fails half-way on a lock); rolls back when body or COMMIT fails.
   enum class Mode { kRead, kWrite };

@@ -149,6 +149,41 @@ ALTER TABLE variants ADD COLUMN node TEXT NOT NULL DEFAULT '';
 
 }  // namespace
 
+Expected<std::string> Store::table_names() {
+  Statement tables(db_,
+                   "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE "
+                   "'sqlite_%' ORDER BY name LIMIT 4");
+  std::string names;
+  for (int count = 0; tables.next(); ++count) {
+    if (count > 0) names += ", ";
+    names += count < 3 ? tables.text(0) : std::string("...");
+  }
+  if (auto s = tables.status("inspect schema"); !s) return s.error();
+  return names;
+}
+
+Status Store::check_version_for_reading() {
+  Statement version(db_, "PRAGMA user_version");
+  if (!version.next()) return version.status("read schema version");
+  const std::int64_t found = version.integer(0);
+  if (found == kSchemaVersion) return OkStatus();
+  if (found > kSchemaVersion) {
+    return Error{"store: schema version " + std::to_string(found) + " is newer than this allox (" +
+                 std::to_string(kSchemaVersion) + ")"};
+  }
+  if (found == 0) {
+    auto tables = table_names();
+    if (!tables) return tables.error();
+    if (tables->empty()) return Error{"store: empty: no allox tables"};
+    if (tables->find("jobs") == std::string::npos) {
+      return Error{"store: holds another application's tables (" + *tables + "), not allox's"};
+    }
+  }
+  return Error{"store: schema version " + std::to_string(found == 0 ? 1 : found) +
+               ", older than this allox's (" + std::to_string(kSchemaVersion) +
+               "): start alloxd on it once to migrate it"};
+}
+
 Status Store::migrate() {
   // The reads are finished (their statements finalized) before the transaction: an open
   // statement on sqlite_master would lock the tables the migration renames and drops.
@@ -168,6 +203,14 @@ Status Store::migrate() {
     from_v1 = v1.next();
     if (!from_v1) {
       if (auto s = v1.status("inspect schema"); !s) return s;
+      // Neither allox's nor empty: another application's database (a mistyped --database).
+      // Writing allox's tables into it would change a file that is not ours.
+      if (auto tables = table_names(); !tables) {
+        return tables.error();
+      } else if (!tables->empty()) {
+        return Error{"store: holds another application's tables (" + *tables +
+                     "), not allox's: give a new file or an allox store"};
+      }
     }
   }
   const bool from_v2 = found == 2;

@@ -1,11 +1,13 @@
 // allox report --store end to end: a store written through alloxd's Store API, reported by the
 // allox binary, with figures worked out by hand.
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -103,9 +105,44 @@ TEST(ReportStoreTest, MissingStoreIsAnErrorNotANewDatabase) {
   std::filesystem::remove(path);
   Output out = run(kAllox + " report --store " + path);
   EXPECT_EQ(1, out.status);
-  EXPECT_NE(std::string::npos, out.text.find("no such store")) << out.text;
+  EXPECT_NE(std::string::npos, out.text.find("it does not exist")) << out.text;
   EXPECT_FALSE(std::filesystem::exists(path));
   EXPECT_EQ(1, run(kAllox + " report").status);
+}
+
+// A report only reads: an empty file or another application's database given by mistake is
+// refused and left as it was, byte for byte.
+TEST(ReportStoreTest, AFileThatIsNotAnAlloxStoreIsRefusedAndLeftAsItWas) {
+  const std::string dir = ::testing::TempDir();
+  const std::string empty = dir + "/allox_report_empty.db";
+  const std::string theirs = dir + "/allox_report_theirs.db";
+  std::filesystem::remove(theirs);
+  std::ofstream{empty};
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(SQLITE_OK, sqlite3_open(theirs.c_str(), &db));
+    ASSERT_EQ(SQLITE_OK,
+              sqlite3_exec(db, "CREATE TABLE orders (id INTEGER)", nullptr, nullptr, nullptr));
+    sqlite3_close(db);
+  }
+  auto bytes = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string theirs_before = bytes(theirs);
+  const std::string cluster =
+      " --cluster " + std::string(ALLOX_SOURCE_DIR) + "/examples/cluster.yaml";
+  Output on_empty = run(kAllox + " report --store " + empty + cluster);
+  EXPECT_EQ(1, on_empty.status);
+  EXPECT_NE(std::string::npos, on_empty.text.find("empty: no allox tables")) << on_empty.text;
+  EXPECT_EQ(0u, std::filesystem::file_size(empty));
+  Output on_theirs = run(kAllox + " report --store " + theirs + cluster);
+  EXPECT_EQ(1, on_theirs.status);
+  EXPECT_NE(std::string::npos, on_theirs.text.find("another application's tables (orders)"))
+      << on_theirs.text;
+  EXPECT_EQ(theirs_before, bytes(theirs));
+  std::filesystem::remove(empty);
+  std::filesystem::remove(theirs);
 }
 
 }  // namespace

@@ -865,7 +865,9 @@ TEST(StoreTest, ANewStoreUsesSmallPagesAndAnOldOneKeepsItsOwn) {
   const std::string old = dir.file("old.db");
   {
     RawDb four_kb(old);
-    ASSERT_EQ(SQLITE_OK, four_kb.exec("PRAGMA page_size=4096; CREATE TABLE t (x INTEGER);"));
+    // A file laid out in 4 KB pages that holds no table (another application's is refused).
+    ASSERT_EQ(SQLITE_OK, four_kb.exec("PRAGMA page_size=4096; CREATE TABLE t (x INTEGER);"
+                                      "DROP TABLE t;"));
   }
   {
     auto store = Store::open(old);
@@ -908,6 +910,74 @@ TEST(StoreTest, UnusablePathsAreErrorsNamingTheirCause) {
     ASSERT_FALSE(store.ok()) << c.path;
     EXPECT_EQ(c.error, store.message());
   }
+}
+
+TEST(StoreTest, AnotherApplicationsDatabaseIsRefusedAndLeftUnchanged) {
+  testing::ScratchDir dir;
+  const std::string path = dir.file("theirs.db");
+  {
+    RawDb theirs(path);
+    ASSERT_EQ(SQLITE_OK, theirs.exec("CREATE TABLE orders (id INTEGER); CREATE TABLE t (x);"
+                                     "CREATE TABLE u (x); CREATE TABLE v (x);"));
+  }
+  auto store = Store::open(path);
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ("store: cannot use '" + path +
+                "' as the database: holds another application's tables (orders, t, u, ...), not "
+                "allox's: give a new file or an allox store",
+            store.message());
+  RawDb after(path);
+  EXPECT_EQ(4, after.count("SELECT count(*) FROM sqlite_master"));
+  EXPECT_EQ(0, after.count("PRAGMA user_version"));
+}
+
+TEST(StoreTest, ReadingOpensOnlyAnAlloxStoreOfThisVersionAndWritesNothing) {
+  testing::ScratchDir dir;
+  const std::string ours = dir.file("state.db");
+  {
+    auto store = Store::open(ours);
+    ASSERT_TRUE(store.ok()) << store.message();
+    ASSERT_TRUE(record_jobs(**store, 3).ok());
+  }
+  auto reader = Store::open_for_reading(ours);
+  ASSERT_TRUE(reader.ok()) << reader.message();
+  auto state = (*reader)->load();
+  ASSERT_TRUE(state.ok()) << state.message();
+  EXPECT_EQ(3u, state->jobs.size());
+  auto write =
+      (*reader)->record_arrival(arrival("ns/late", "alice", 1), pod_of("ns/late", "q", "v"));
+  EXPECT_FALSE(write.ok());
+  EXPECT_NE(std::string::npos, write.message().find("readonly")) << write.message();
+  reader->reset();
+  EXPECT_EQ(3u, (*Store::open(ours))->load()->jobs.size());
+
+  const std::string missing = dir.file("missing.db");
+  EXPECT_EQ("store: cannot use '" + missing + "' as the database: it does not exist",
+            Store::open_for_reading(missing).message());
+  EXPECT_FALSE(std::filesystem::exists(missing));
+
+  const std::string empty = dir.file("empty.db");
+  std::ofstream{empty};
+  EXPECT_EQ("store: cannot use '" + empty + "' as the database: empty: no allox tables",
+            Store::open_for_reading(empty).message());
+  EXPECT_EQ(0u, std::filesystem::file_size(empty));
+
+  const std::string theirs = dir.file("theirs.db");
+  RawDb(theirs).exec("CREATE TABLE orders (id INTEGER)");
+  EXPECT_EQ("store: cannot use '" + theirs +
+                "' as the database: holds another application's tables (orders), not allox's",
+            Store::open_for_reading(theirs).message());
+
+  const std::string old = dir.file("old.db");
+  RawDb(old).exec("CREATE TABLE jobs (id TEXT PRIMARY KEY)");
+  EXPECT_EQ("store: cannot use '" + old +
+                "' as the database: schema version 1, older than this allox's (5): start alloxd "
+                "on it once to migrate it",
+            Store::open_for_reading(old).message());
+  RawDb(old).exec("PRAGMA user_version = 99");
+  EXPECT_EQ("store: cannot use '" + old +
+                "' as the database: schema version 99 is newer than this allox (5)",
+            Store::open_for_reading(old).message());
 }
 
 }  // namespace
