@@ -187,7 +187,20 @@ void Planner::Steps::book_change(Step& step, const book::Admit& c) {
 // Bind intents: the book learns of a bind when it starts; it holds an intent only as restored
 // from the store, until start-up settles it (reconcile_binds).
 
-void Planner::Steps::check_change(Step& step, const book::RecordBindIntent&) {
+void Planner::Steps::check_change(Step& step, const book::RecordBindIntent& c) {
+  // /bind read the job queued, but an admin's removal (or a start the watch reported) may have
+  // come since: such a job is not bound, and the API server never hears of the bind.
+  if (!claim(step, c.intent.job_id)) return;
+  {
+    std::shared_lock lock(p.book_mu_);
+    const BookJob* job = known_job(step, c.intent.job_id);
+    if (job == nullptr) return;
+    if (job->record.phase != JobPhase::kQueued) {
+      step.outcome->status = Error{"job " + c.intent.job_id + " is " +
+                                   phase_name(job->record.phase) + ", not queued: not bound"};
+      return;
+    }
+  }
   step.durability = Durability::kSynced;
   step.then = Step::Then::kWrite;
 }

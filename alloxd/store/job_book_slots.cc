@@ -140,6 +140,10 @@ Expected<JobRecord> JobBook::start(const std::string& job_id, const JobVariant& 
                  job.record.pod_name + " on " + job.record.node};
   }
   if (job.record.phase == JobPhase::kDone) return Error{"job " + job_id + " has finished"};
+  if (job.record.phase != JobPhase::kQueued) {  // removed: never started, never counted again
+    return Error{"job " + job_id + " is " + phase_name(job.record.phase) +
+                 "; only a queued job starts"};
+  }
   if (!has_node(node)) return Error{"node " + node + " is not in allox's inventory"};
   const int units = std::max(1, pod_variant.units);
   // One type for all its units: the plan's (the preferred slot's) when it is one of the pod's

@@ -143,6 +143,38 @@ TEST(PlannerStartsTest, AGroupAnswersRepeatsAndRefusalsOneByOne) {
   });
 }
 
+// An admin's removal racing a /bind of the same job: whichever the book sees first wins, the
+// other is refused, and the book's counts stay whole (a removed job started anyway was counted
+// out of the queue twice, and the next plan's snapshot reserved 2^64 jobs).
+TEST(PlannerStartsTest, ARemovedJobIsNeitherBoundNorStarted) {
+  Books books;
+  auto planner = books.open_with_jobs();
+  ASSERT_NE(nullptr, planner);
+  const JobVariant removed = books.variant(0);
+  ASSERT_TRUE(planner->remove(removed.job_id).ok());
+  // /bind read the job queued before the removal: its intent is refused, so the API server
+  // never hears of the bind.
+  auto intent = planner->record_bind_intent(
+      BindIntent{1, removed.job_id, removed.pod, "n0", "gpu", planner->now()});
+  EXPECT_EQ("job lab/j0 is removed, not queued: not bound", intent.message());
+  // Its intent was written before the removal: the start that follows is refused.
+  auto started = planner->record_start(removed, "n0", -1, Durability::kWritten);
+  EXPECT_EQ("job lab/j0 is removed; only a queued job starts", started.message());
+  planner->read([&](const JobBook& book) {
+    EXPECT_EQ(JobPhase::kRemoved, book.job("lab/j0")->record.phase);
+    EXPECT_EQ(static_cast<std::size_t>(kJobs - 1), book.queued_count());
+    EXPECT_EQ(0u, book.running_count());
+    EXPECT_EQ(static_cast<std::size_t>(kJobs - 1), book.snapshot(planner->now()).state.queue.size());
+  });
+  // A queued job still binds and starts.
+  const JobVariant queued = books.variant(1);
+  EXPECT_TRUE(planner
+                  ->record_bind_intent(
+                      BindIntent{2, queued.job_id, queued.pod, "n1", "gpu", planner->now()})
+                  .ok());
+  EXPECT_TRUE(planner->record_start(queued, "n1", -1, Durability::kWritten).ok());
+}
+
 TEST(PlannerStartsTest, ABurstOfEndsAnswersEachJobAndSurvivesARestart) {
   Books books;
   {
