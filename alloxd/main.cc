@@ -35,6 +35,7 @@
 #include "alloxd/http/webhook_server.h"
 #include "alloxd/service.h"
 #include "alloxd/verbs/admission.h"
+#include "cli/number_checks.h"
 #include "core/log.h"
 #include "core/thread_priority.h"
 #include "fairness/policy.h"
@@ -112,8 +113,14 @@ void run_in_background_but_answer_at_once(RequestThreads request_threads,
   }
 }
 
+// --time-scale's range: a clock a thousand times slower or a million times faster than real
+// time; beyond, a replay's times leave what the store and the reports take (9e12 s).
+constexpr double kMinTimeScale = 1e-3;
+constexpr double kMaxTimeScale = 1e6;
+
 struct Flags {
-  std::string config_path, listen, database, request_threads;
+  std::string config_path, listen, request_threads;
+  std::optional<std::string> database;  // given, even empty (refused), or the config's
   double time_scale = 1;
   std::string thread_cache;  // what run_with_thread_cache found in effect (heap.h)
 };
@@ -169,7 +176,13 @@ std::optional<ExtenderConfig> read_config(const Flags& flags) {
     config->request_threads = *threads;
   }
   run_in_background_but_answer_at_once(config->request_threads, config->listen_host);
-  if (!flags.database.empty()) config->database = flags.database;
+  if (flags.database) {
+    if (flags.database->empty()) {
+      log_error("--database: must name the SQLite file, got an empty path");
+      return std::nullopt;
+    }
+    config->database = *flags.database;
+  }
 
   return std::move(*config);
 }
@@ -349,7 +362,7 @@ int main(int argc, char** argv) {
                  "overriding the config's request_threads (manifests/realtime/ sets auto)");
   app.add_option("--time-scale", flags.time_scale,
                  "run alloxd's clock this many times faster than real time (demos, replays)")
-      ->check(CLI::PositiveNumber);
+      ->check(cli::number_in(kMinTimeScale, kMaxTimeScale));
   app.set_version_flag("--version", "alloxd 0.1.0");
   CLI11_PARSE(app, argc, argv);
   flags.thread_cache = thread_cache;
