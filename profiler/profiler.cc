@@ -199,7 +199,10 @@ std::optional<RateEstimate> Profiler::from_family(const Job& job, const DeviceTy
 
 std::optional<RateEstimate> Profiler::from_table(const Job& job, const DeviceType& device) const {
   if (!options_.throughputs || job.family.empty() || !job.iterations) return std::nullopt;
-  ThroughputKey key = parse_gavel_key(job.family).value_or(ThroughputKey{job.family, 1});
+  // A family that is not a Gavel key (or names an absurd scale factor) is a configuration of
+  // one machine; one that names none in the table has no estimate from it.
+  Expected<ThroughputKey> parsed = parse_gavel_key(job.family);
+  const ThroughputKey key = parsed ? *parsed : ThroughputKey{job.family, 1};
   std::optional<double> time =
       options_.throughputs->job_time(key, device, static_cast<double>(*job.iterations));
   if (!time) return std::nullopt;

@@ -48,7 +48,8 @@ class ThroughputTable {
   std::map<ThroughputKey, std::map<DeviceType, double>> rates_;
 };
 
-// Parses "('ResNet-18 (batch size 16)', 1)"; nullopt if the key has another shape.
-std::optional<ThroughputKey> parse_gavel_key(const std::string& key);
+// Parses "('ResNet-18 (batch size 16)', 1)" in one pass, whatever the key's length. Error (naming
+// the key, cut to 60 bytes) if it has another shape or its scale factor is not 1..kMaxUnits.
+Expected<ThroughputKey> parse_gavel_key(const std::string& key);
 
 }  // namespace allox

@@ -180,6 +180,28 @@ TEST(ProfilerTest, ThroughputTableThenDefaultThenError) {
   EXPECT_EQ((std::map<DeviceType, double>{{"cpu", 600}, {"v100", 40}}), with.time);
 }
 
+// alloxd passes pods' families through here: one that is a Gavel key with an absurd scale
+// factor, or 60,000 bytes long, has no table estimate (it threw std::out_of_range, or overflowed
+// the stack in std::regex_match).
+TEST(ProfilerTest, AFamilyThatIsNoUsableGavelKeyHasNoTableEstimate) {
+  auto table = ThroughputTable::parse_gavel(
+      R"js({"v100": {"('ResNet-18 (batch size 16)', 1)": {"null": 25.0}}})js", "inline");
+  ASSERT_TRUE(table.ok()) << table.message();
+  ProfilerOptions options;
+  options.throughputs = &*table;
+  Profiler p(options);
+  for (const std::string& family :
+       {std::string("('ResNet-18 (batch size 16)', 99999999999)"),
+        "('" + std::string(60000, 'A') + "', 1)", "('" + std::string(60000, 'A')}) {
+    auto e = p.estimate(make_job("j", 1000, family), "v100");
+    ASSERT_FALSE(e.ok()) << family.substr(0, 60);
+    EXPECT_NE(std::string::npos, e.message().find("job j on v100")) << e.message();
+  }
+  auto gavel_key = p.estimate(make_job("k", 1000, "('ResNet-18 (batch size 16)', 1)"), "v100");
+  ASSERT_TRUE(gavel_key.ok()) << gavel_key.message();
+  EXPECT_DOUBLE_EQ(40, gavel_key->total_seconds);
+}
+
 TEST(ProfilerTest, RejectedSampleLeavesTheProfileUnchanged) {
   Profiler p;
   Job j = make_job("j", 1000);
