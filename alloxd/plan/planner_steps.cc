@@ -297,6 +297,7 @@ void Planner::Steps::check_change(Step& step, const book::Complete& c) {
     step.node = job->record.node;
     step.device = job->record.device;
     step.row = job->record.row;
+    step.at = std::max(view.at, job->record.start);  // as JobBook::finish records it
   }
   view.completing[c.job_id] = &step;
   step.durability = c.durability;
@@ -304,7 +305,7 @@ void Planner::Steps::check_change(Step& step, const book::Complete& c) {
 }
 
 Status Planner::Steps::write_change(Step& step, const book::Complete&) {
-  return p.store_->record_finish(step.row, view.at, step.durability);
+  return p.store_->record_finish(step.row, step.at, step.durability);
 }
 
 void Planner::Steps::book_change(Step& step, const book::Complete& c) {
@@ -383,13 +384,14 @@ void Planner::Steps::check_change(Step& step, const book::RemoveJob& c) {
       return;
     }
     step.row = job->record.row;
+    step.at = std::max(view.at, job->record.arrival);  // as JobBook::remove records it
   }
   step.durability = Durability::kSynced;
   step.then = Step::Then::kWrite;
 }
 
 Status Planner::Steps::write_change(Step& step, const book::RemoveJob&) {
-  return p.store_->record_removal(step.row, view.at);
+  return p.store_->record_removal(step.row, step.at);
 }
 
 void Planner::Steps::book_change(Step& step, const book::RemoveJob& c) {

@@ -33,6 +33,7 @@ struct Planner::Step {
   PodIdentity ran = {};       // Requeue: the pod that ran
   std::string node = {};      // Complete
   DeviceType device = {};     // Complete
+  double at = 0;              // Complete, RemoveJob: the time recorded, never before start/arrival
   ProfileSample sample = {};  // AddProfile
   PlannedStart start = {};    // AdoptGang: the admission
 };

@@ -175,7 +175,7 @@ Expected<JobRecord> JobBook::remove(const std::string& job_id, double now) {
                  " in doubt; try again once it is reconciled"};
   }
   job.record.phase = JobPhase::kRemoved;
-  job.record.finish = now;
+  job.record.finish = std::max(now, job.record.arrival);
   job.parked.clear();
   refresh(job);
   --queued_;

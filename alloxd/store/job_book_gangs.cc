@@ -112,7 +112,7 @@ Expected<JobRecord> JobBook::start_gang(const std::string& job_id,
   job.record.device = device;
   job.record.machine = slots_[static_cast<std::size_t>(job.slot)].index;
   job.record.units = k;
-  job.record.start = now;
+  job.record.start = std::max(now, job.record.arrival);  // never before its arrival
   job.intent.reset();
   job.parked.clear();
   job.gang_note.clear();

@@ -193,7 +193,8 @@ Expected<JobRecord> JobBook::start(const std::string& job_id, const JobVariant& 
   job.record.device = device;  // the type it runs as, of the ones it offered
   job.record.machine = machine.index;
   job.record.units = units;
-  job.record.start = now;
+  // Never before its arrival: the wall clock may have stepped back (NTP, a restored VM) since.
+  job.record.start = std::max(now, job.record.arrival);
   job.intent.reset();
   job.parked.clear();
   refresh(job);
@@ -223,7 +224,7 @@ Expected<JobRecord> JobBook::finish(const std::string& job_id, double now) {
   }
   free_slots(job);
   job.record.phase = JobPhase::kDone;
-  job.record.finish = now;
+  job.record.finish = std::max(now, job.record.start);  // never before its start (clock steps)
   refresh(job);
   --running_;
   ++version_;

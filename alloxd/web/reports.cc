@@ -26,7 +26,9 @@ Expected<FairnessReport> fairness_report(const JobBook& book, double now, double
     run.user = r.user;
     run.arrival = r.arrival;
     if (r.phase != JobPhase::kQueued) {
-      run.start = r.start;
+      // A run recorded before its arrival by a clock that stepped back reads as starting on
+      // arrival, rather than failing the whole report.
+      run.start = std::max(r.start, r.arrival);
       run.device = r.device;
       run.machine = r.node + "/" + r.device + "-" + std::to_string(r.machine);
       run.units = r.units * std::max(1, r.gang);  // a gang holds N × k devices
@@ -35,7 +37,7 @@ Expected<FairnessReport> fairness_report(const JobBook& book, double now, double
         input.machines[r.device] = static_cast<std::size_t>(std::max(1, r.units));
       }
     }
-    if (r.phase == JobPhase::kDone) run.finish = r.finish;
+    if (r.phase == JobPhase::kDone) run.finish = std::max(r.finish, *run.start);
     for (const auto& [key, variant] : job.variants) {
       for (const DeviceType& type : variant.device_types()) {
         run.times[type] = book.estimate(job, type).seconds;

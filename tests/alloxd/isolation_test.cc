@@ -439,6 +439,36 @@ TEST(IsolationTest, ARecreatedPodIsANewJobAndFinishedJobsLeaveMemory) {
   EXPECT_EQ(2, done_runs) << "both runs stay in the history";
 }
 
+// The wall clock steps back (NTP, a restored VM) between a pod's arrival, its bind and its end:
+// the run is recorded starting on arrival and ending on its start, never before, and the
+// fairness report (which refuses a run that starts before it arrives) keeps answering.
+TEST(IsolationTest, AClockThatStepsBackRecordsNoRunBeforeItsArrival) {
+  testing::ScratchDir dir;
+  auto config = testing::make_config({{"g", {{"gpu", 1}}}}, dir.file("state.db"));
+  FakeClock clock;
+  auto service = start_service(config, policy_named("fifo"), nullptr, &clock);
+  const double arrival = clock.now;
+  json pod = make_pod("lab", "train", "nvidia.com/gpu");
+  ASSERT_EQ("g", admitted_node(service->filter(args_for(pod, {"g"}))));
+  clock.now = arrival - 3600;
+  ASSERT_EQ("", service->bind({"train", "lab", "uid-train", "g"}).error);
+  EXPECT_EQ(arrival, service->job("lab/train")->record.start);
+  ASSERT_TRUE(service->fairness().ok()) << service->fairness().message();
+  clock.now = arrival - 7200;
+  ASSERT_TRUE(service->complete("lab/train").ok());
+  EXPECT_EQ(arrival, service->job("lab/train")->record.finish);
+  auto report = service->fairness();
+  ASSERT_TRUE(report.ok()) << report.message();
+  service.reset();
+  auto store = Store::open(config.database);
+  ASSERT_TRUE(store.ok()) << store.message();
+  auto state = (*store)->load();
+  ASSERT_TRUE(state.ok()) << state.message();
+  ASSERT_EQ(1u, state->jobs.size());
+  EXPECT_EQ(arrival, state->jobs[0].start);
+  EXPECT_EQ(arrival, state->jobs[0].finish);
+}
+
 TEST(IsolationTest, AVariantTheFinishedRunNeverSawDoesNotRunTheJobAgain) {
   testing::ScratchDir dir;
   auto config = testing::make_config({{"g", {{"gpu", 1}}}}, dir.file("state.db"));
