@@ -1,14 +1,17 @@
 #include "alloxd/config.h"
 
 #include <algorithm>
+#include <boost/asio/ip/address.hpp>
 #include <charconv>
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "alloxd/config_sections.h"
 #include "core/input_file.h"
 #include "core/yaml_fields.h"
+#include "fairness/policy.h"
 
 namespace allox::extender {
 namespace {
@@ -17,11 +20,32 @@ using namespace config_yaml;
 
 // The top-level keys: the ones read_root allows, and how an alloxd config is told from some other
 // file (not_a_config).
-constexpr std::string_view kRootKeys[] = {
-    "listen", "reports_listen", "database", "policy", "alpha", "starvation_bound", "batch_rounds",
-    "tick", "default_job_seconds", "fairness_window", "max_body_bytes", "http_threads",
-    "request_threads", "admin_token", "admin_token_file", "devices", "throughputs", "cpu", "nodes",
-    "tenancy", "retention", "log", "apiserver", "scheduler_name", "webhook", "limits"};
+constexpr std::string_view kRootKeys[] = {"listen",
+                                          "reports_listen",
+                                          "database",
+                                          "policy",
+                                          "alpha",
+                                          "starvation_bound",
+                                          "batch_rounds",
+                                          "tick",
+                                          "default_job_seconds",
+                                          "fairness_window",
+                                          "max_body_bytes",
+                                          "http_threads",
+                                          "request_threads",
+                                          "admin_token",
+                                          "admin_token_file",
+                                          "devices",
+                                          "throughputs",
+                                          "cpu",
+                                          "nodes",
+                                          "tenancy",
+                                          "retention",
+                                          "log",
+                                          "apiserver",
+                                          "scheduler_name",
+                                          "webhook",
+                                          "limits"};
 
 // Scheduling rounds at most 20 times a second, at least once an hour.
 constexpr double kMinTickSeconds = 0.05;
@@ -38,6 +62,13 @@ void read_root(FieldReader& reader, const YAML::Node& root, ExtenderConfig& conf
   config.reports_listen = listen_address(reader, root, "reports_listen");
   config.database = reader.text(root, "database", "", false).value_or(config.database);
   config.policy = reader.text(root, "policy", "", false).value_or(config.policy);
+  if (const std::vector<std::string> known = policy_names();
+      std::find(known.begin(), known.end(), config.policy) == known.end()) {
+    std::string names;
+    for (const std::string& name : known) names += (names.empty() ? "" : ", ") + name;
+    reader.fail(root["policy"] ? root["policy"] : root, "",
+                "policy must be one of " + names + ", got " + describe(root["policy"]));
+  }
   if (root["alpha"] && !root["alpha"].IsNull()) {
     const auto alpha = reader.number_at(root["alpha"], "", "alpha", "a number in (0, 1]", true);
     if (alpha && *alpha > 1) {
@@ -53,8 +84,7 @@ void read_root(FieldReader& reader, const YAML::Node& root, ExtenderConfig& conf
   read_seconds(reader, root, "tick", "", kMinTickSeconds, kMaxTickSeconds, config.tick);
   read_seconds(reader, root, "default_job_seconds", "", kMinJobSeconds, kMaxJobSeconds,
                config.default_job_seconds);
-  read_seconds(reader, root, "fairness_window", "", 1, kMaxDurationSeconds,
-               config.fairness_window);
+  read_seconds(reader, root, "fairness_window", "", 1, kMaxDurationSeconds, config.fairness_window);
   config.max_body_bytes = static_cast<std::size_t>(
       reader.integer(root, "max_body_bytes", "", 1024, kMaxBodyBytes, false)
           .value_or(static_cast<std::int64_t>(config.max_body_bytes)));
@@ -77,6 +107,21 @@ void read_root(FieldReader& reader, const YAML::Node& root, ExtenderConfig& conf
   if (config.apiserver && config.scheduler_name.empty()) config.scheduler_name = "allox-scheduler";
   read_webhook(reader, root, config.webhook);
   read_limits(reader, root, config.limits);
+  // Two listeners on one address: the second cannot listen, and alloxd would stop at start-up.
+  const ListenAddress extender{config.listen_host, config.listen_port};
+  auto same = [&](const ListenAddress& other) {
+    return other.port != 0 && other.port == extender.port && other.host == extender.host;
+  };
+  if (config.reports_listen && same(*config.reports_listen)) {
+    reader.fail(root["reports_listen"], "",
+                "reports_listen must differ from listen, got the same "
+                "address");
+  }
+  if (config.webhook && same(config.webhook->listen)) {
+    reader.fail(root["webhook"], "webhook",
+                "listen must differ from the root listen, got the "
+                "same address");
+  }
   // GET /v1/fairness reads the jobs held in memory; a job finished inside the window must still
   // be there, or the windowed share would forget it.
   if (config.fairness_window > config.retention.finished_seconds) {
@@ -185,7 +230,19 @@ Expected<ListenAddress> parse_listen_address(const std::string& address) {
   if (ec != std::errc() || end != port_text.data() + port_text.size() || port < 0 || port > 65535) {
     return Error{expected};
   }
-  return ListenAddress{address.substr(0, colon), port};
+  std::string host = address.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);  // [::1]:8888
+  }
+  boost::system::error_code not_ip;
+  boost::asio::ip::make_address(host, not_ip);
+  if (not_ip) {
+    return Error{
+        "host:port whose host is an IP address (alloxd resolves no names; 127.0.0.1, "
+        "0.0.0.0, [::1]), got \"" +
+        address + "\""};
+  }
+  return ListenAddress{host, port};
 }
 
 Status set_listen_address(ExtenderConfig& config, const std::string& address) {

@@ -7,10 +7,14 @@
 #include <set>
 #include <utility>
 
+#include "core/model.h"
+
 namespace allox::extender::config_yaml {
 namespace {
 
 constexpr std::int64_t kMaxMachinesPerNode = 100000;
+constexpr double kMinCoresPerMachine = 0.001;
+constexpr double kMaxCoresPerMachine = 1e6;
 
 }  // namespace
 
@@ -73,6 +77,33 @@ void read_devices(FieldReader& reader, const YAML::Node& root, DeviceMapping& de
 }
 
 void check_device_types(FieldReader& reader, const YAML::Node& root, const DeviceMapping& devices) {
+  const YAML::Node listed = root["devices"];
+  auto at = [&](std::size_t i, const char* key) {
+    return listed && listed.IsSequence() && listed[i][key] ? listed[i][key] : root;
+  };
+  // A resource maps to one device type, and CPUs are the cpu section's: a second mapping of a
+  // resource would be ignored, and a GPU resource read as CPU bundles would queue its pods
+  // behind the CPU pods for CPU slots.
+  std::map<std::string, std::size_t> first_of;  // resource -> the entry that maps it
+  for (std::size_t i = 0; i < devices.resources.size(); ++i) {
+    const auto& r = devices.resources[i];
+    const std::string subject = "devices[" + std::to_string(i) + "]";
+    if (auto [it, fresh] = first_of.emplace(r.resource, i); !fresh) {
+      reader.fail(at(i, "resource"), subject,
+                  "resource " + r.resource + " is already mapped by devices[" +
+                      std::to_string(it->second) + "]; a resource names one device type");
+    }
+    if (r.resource == "cpu") {
+      reader.fail(at(i, "resource"), subject,
+                  "resource cpu is counted in CPU bundles (the cpu section); map extended "
+                  "resources such as nvidia.com/gpu here");
+    }
+    if (r.device == devices.cpu_device) {
+      reader.fail(at(i, "device"), subject,
+                  "device " + r.device + " is the CPU bundles' type (cpu.device); give " +
+                      r.resource + " a type of its own");
+    }
+  }
   std::map<DeviceType, std::string> plain;  // plain type (and the CPU device) -> its resource
   plain[devices.cpu_device] = "cpu";
   for (const auto& r : devices.resources) plain.emplace(r.device, r.resource);
@@ -118,8 +149,19 @@ void read_cpu(FieldReader& reader, const YAML::Node& root, DeviceMapping& device
   if (const auto device = reader.text(cpu, "device", "cpu", false)) {
     if (reader.device_name(cpu["device"], "cpu", "device", *device)) devices.cpu_device = *device;
   }
-  if (const auto cores = reader.positive(cpu, "cores_per_machine", "cpu", "cores", false)) {
-    devices.cores_per_machine = *cores;
+  // From a millicore, the smallest CPU quantity Kubernetes has, to a million cores: a pod's
+  // CPU request is a count of these bundles.
+  if (const YAML::Node cores = cpu["cores_per_machine"]; cores && !cores.IsNull()) {
+    const auto value =
+        reader.number_at(cores, "cpu", "cores_per_machine", "a number of cores from 0.001 to 1e6",
+                         true, kMaxCoresPerMachine);
+    if (value && *value < kMinCoresPerMachine) {
+      reader.fail(
+          cores, "cpu",
+          "cores_per_machine must be a number of cores from 0.001 to 1e6, got " + describe(cores));
+    } else if (value) {
+      devices.cores_per_machine = *value;
+    }
   }
 }
 
@@ -151,6 +193,17 @@ void read_nodes(FieldReader& reader, const YAML::Node& root, std::vector<NodeInv
       }
     }
     nodes.push_back(std::move(node));
+  }
+  // Each machine is a slot in the book and a row on the status page: the whole inventory is
+  // bounded as a planner's cluster file is.
+  std::size_t total = 0;
+  for (const NodeInventory& node : nodes) {
+    for (const auto& [device, count] : node.machines) total += static_cast<std::size_t>(count);
+  }
+  if (total > kMaxClusterDevices) {
+    reader.fail(root["nodes"], "nodes",
+                std::to_string(total) + " machines in all, over the " +
+                    std::to_string(kMaxClusterDevices) + " alloxd keeps");
   }
 }
 

@@ -43,7 +43,7 @@ TEST(ConfigTest, DefaultsWhenKeysAreAbsent) {
     EXPECT_EQ("127.0.0.1", config->listen_host);
     EXPECT_EQ(8888, config->listen_port);
     EXPECT_DOUBLE_EQ(0.5, config->alpha);
-    EXPECT_FALSE(config->batch_rounds);             // the paper's one start per solve
+    EXPECT_FALSE(config->batch_rounds);                           // the paper's one start per solve
     EXPECT_EQ(RequestThreads::kNormal, config->request_threads);  // real-time is an opt-in
     EXPECT_EQ(std::size_t{1} << 20, config->max_body_bytes);
     EXPECT_TRUE(config->admin_token.empty());
@@ -107,9 +107,9 @@ apiserver: {url: "https://k8s.local/", token: abc, ca_file: /ca.crt}
 }
 
 TEST(ConfigTest, ApiServerUrlsWithAHostAreAccepted) {
-  for (const char* url : {"https://kubernetes.default.svc", "https://10.0.0.1:6443/",
-                          "http://127.0.0.1:8080", "https://[::1]:6443", "https://[fd00::1]",
-                          "https://k8s.local/prefix?x=1"}) {
+  for (const char* url :
+       {"https://kubernetes.default.svc", "https://10.0.0.1:6443/", "http://127.0.0.1:8080",
+        "https://[::1]:6443", "https://[fd00::1]", "https://k8s.local/prefix?x=1"}) {
     auto config = parse_extender_config(std::string("apiserver: {url: '") + url + "'}", "t.yaml");
     EXPECT_TRUE(config.ok()) << url << ": " << config.message();
   }
@@ -141,10 +141,12 @@ TEST(ConfigTest, BadConfigsNameTheKey) {
       {"hunter2", not_a_config + "plain text (its contents are not shown)"},
       {"root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1::/:/usr/sbin/nologin",
        not_a_config + "plain text (its contents are not shown)"},
-      {"", "t.yaml:1: the config is empty; give at least one setting, or {} to start on every "
-           "default"},
-      {"# only comments\n\n", "t.yaml:1: the config is empty; give at least one setting, or {} "
-                              "to start on every default"},
+      {"",
+       "t.yaml:1: the config is empty; give at least one setting, or {} to start on every "
+       "default"},
+      {"# only comments\n\n",
+       "t.yaml:1: the config is empty; give at least one setting, or {} "
+       "to start on every default"},
       {"tick: 1\npolicy: fifo\ntick: 2", R"(t.yaml:3: duplicate key "tick" (first on line 1))"},
       {"nodes:\n  - name: a\n    machines: {gpu: 1}\n    machines: {gpu: 2}",
        R"(t.yaml:4: duplicate key "machines" (first on line 3))"},
@@ -242,7 +244,7 @@ TEST(ConfigTest, BadConfigsNameTheKey) {
        R"(t.yaml:1: devices[0]: device )" + devices + R"(, got "Big")"},
       {"devices: [{device: tpu}]", "t.yaml:1: devices[0]: resource is required"},
       {"cpu: {cores_per_machine: 0}",
-       "t.yaml:1: cpu: cores_per_machine must be a positive number of cores, got 0"},
+       "t.yaml:1: cpu: cores_per_machine must be a number of cores from 0.001 to 1e6, got 0"},
       {"max_body_bytes: 10",
        "t.yaml:1: max_body_bytes must be a whole number from 1024 to 1073741824, got 10"},
       {"http_threads: 0", "t.yaml:1: http_threads must be a whole number from 1 to 256, got 0"},
@@ -286,6 +288,29 @@ TEST(ConfigTest, BadConfigsNameTheKey) {
       {"alpha: [", "t.yaml:1: not valid YAML or JSON: end of sequence flow not found"},
       {"limits: {realtime_node_names: 0}",
        "t.yaml:1: limits: realtime_node_names must be a whole number from 1 to 1000000, got 0"},
+      // A config alloxd could not run: refused here, so `allox validate` says so too.
+      {"nodes:\n  - {name: a, machines: {gpu: 100000, cpu: 100000}}",
+       "t.yaml:2: nodes: 200000 machines in all, over the 100000 alloxd keeps"},
+      {"policy: nope",
+       "t.yaml:1: policy must be one of allox, fifo, sjf, drf, drf-ext, drffifo, es, srpt, las, "
+       "maxmin, es-fastest, drf-ext-fastest, got \"nope\""},
+      {"listen: example.com:8888",
+       "t.yaml:1: listen must be host:port whose host is an IP address (alloxd resolves no "
+       "names; 127.0.0.1, 0.0.0.0, [::1]), got \"example.com:8888\""},
+      {"listen: 127.0.0.1:8888\nreports_listen: 127.0.0.1:8888",
+       "t.yaml:2: reports_listen must differ from listen, got the same address"},
+      {"devices:\n  - {resource: nvidia.com/gpu, device: cpu}",
+       "t.yaml:2: devices[0]: device cpu is the CPU bundles' type (cpu.device); give "
+       "nvidia.com/gpu a type of its own"},
+      {"devices:\n  - {resource: nvidia.com/gpu, device: gpu}\n  - {resource: nvidia.com/gpu, "
+       "device: tpu}",
+       "t.yaml:3: devices[1]: resource nvidia.com/gpu is already mapped by devices[0]; a "
+       "resource names one device type"},
+      {"devices:\n  - {resource: cpu, device: fast}",
+       "t.yaml:2: devices[0]: resource cpu is counted in CPU bundles (the cpu section); map "
+       "extended resources such as nvidia.com/gpu here"},
+      {"cpu: {cores_per_machine: 1e-300}",
+       "t.yaml:1: cpu: cores_per_machine must be a number of cores from 0.001 to 1e6, got 1e-300"},
       {"limits: {unread_bytes: 5}",
        R"(t.yaml:1: limits: unknown key "unread_bytes" (expected one of: unread_reply_bytes, )"
        R"(apiserver_reply_bytes, realtime_filter_body_bytes, realtime_node_names))"},
@@ -384,8 +409,9 @@ TEST_F(ConfigFileTest, NonRegularConfigFilesAreRefusedWithoutBlocking) {
   EXPECT_EQ("/dev/null: is a character device, expected a regular file",
             load_extender_config("/dev/null").message());
   const std::string empty = write("empty.yaml", "");
-  EXPECT_EQ(empty + ":1: the config is empty; give at least one setting, or {} to start on every "
-                    "default",
+  EXPECT_EQ(empty +
+                ":1: the config is empty; give at least one setting, or {} to start on every "
+                "default",
             load_extender_config(empty).message());
   // A token file is read the same way.
   auto config = parse_extender_config("admin_token_file: " + fifo, "t.yaml");
@@ -429,6 +455,10 @@ TEST(ConfigTest, ListenAddressOverride) {
   EXPECT_EQ(0, config.listen_port);
   EXPECT_FALSE(set_listen_address(config, "127.0.0.1:x").ok());
   EXPECT_FALSE(set_listen_address(config, ":80").ok());
+  EXPECT_FALSE(set_listen_address(config, "localhost:80").ok()) << "alloxd resolves no names";
+  ASSERT_TRUE(set_listen_address(config, "[::1]:8080").ok());
+  EXPECT_EQ("::1", config.listen_host);
+  EXPECT_EQ(8080, config.listen_port);
 }
 
 // GPU models as node labels: each rule gives the nodes of one label value a type of its own; the
