@@ -1,11 +1,13 @@
 #include "alloxd/http/routes.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "alloxd/model/pod.h"
 #include "alloxd/verbs/admission.h"
 #include "alloxd/web/status_page.h"
+#include "core/model.h"
 #include "core/thread_priority.h"
 
 namespace allox::extender {
@@ -58,6 +60,11 @@ Expected<ProfileReport> parse_profile(const json& value, const std::string& wher
   if (auto s = text("job", report.job_id); !s) return s.error();
   if (auto s = check_job_id(report.job_id); !s) return Error{where + ".job: " + s.message()};
   if (auto s = text("device", report.device); !s) return s.error();
+  if (!is_device_type_name(report.device)) {
+    return Error{where +
+                 ".device: must be a device type name (lowercase letters, digits, '-', '_', '.'; "
+                 "at most 63 characters)"};
+  }
   const json* iterations = find_key(value, "iterations");
   // Above int64 the parser gives an unsigned number, which would wrap negative.
   if (iterations == nullptr || !iterations->is_number_integer() ||
@@ -72,6 +79,10 @@ Expected<ProfileReport> parse_profile(const json& value, const std::string& wher
       !std::isfinite(seconds->get<double>())) {
     return Error{where + ".seconds: expected a positive number"};
   }
+  if (!(seconds->get<double>() >= kMinJobSeconds && seconds->get<double>() <= kMaxJobSeconds)) {
+    return Error{where + ".seconds: must be within 0.001 to 2592000 (30 days), got " +
+                 seconds->dump()};
+  }
   report.seconds = seconds->get<double>();
   if (const json* kind = find_key(value, "kind"); kind != nullptr && !kind->is_null()) {
     if (*kind == "profile") {
@@ -85,6 +96,24 @@ Expected<ProfileReport> parse_profile(const json& value, const std::string& wher
   return report;
 }
 
+// A sample says how fast the job runs on a type one of its pods can run on (a GPU pod of any
+// model: each model's type), or the type it runs on.
+Status check_profile_device(const JobView& job, const DeviceMapping& devices,
+                            const DeviceType& device) {
+  std::vector<DeviceType> types;
+  if (!job.record.device.empty()) types.push_back(job.record.device);
+  for (const VariantView& variant : job.variants) {
+    for (const DeviceType& type : devices.interchangeable(variant.device)) types.push_back(type);
+  }
+  if (std::find(types.begin(), types.end(), device) != types.end()) return OkStatus();
+  std::sort(types.begin(), types.end());
+  types.erase(std::unique(types.begin(), types.end()), types.end());
+  std::string listed;
+  for (const DeviceType& type : types) listed += (listed.empty() ? "" : ", ") + type;
+  return Error{"job " + job.record.id + " has no pod of type " + device +
+               (listed.empty() ? "" : " (its types: " + listed + ")")};
+}
+
 HttpReply post_profiles(ExtenderService& service, const std::string& body) {
   auto value = parse_json_body(body);
   if (!value) return error_reply(400, value.message());
@@ -93,11 +122,14 @@ HttpReply post_profiles(ExtenderService& service, const std::string& body) {
   for (std::size_t i = 0; i < list.size(); ++i) {
     auto report = parse_profile(list[i], "samples[" + std::to_string(i) + "]");
     if (!report) return error_reply(400, report.message());
-    if (!service.job(report->job_id)) {
-      return error_reply(404, "job " + report->job_id + " is unknown to allox");
+    auto job = service.job(report->job_id);
+    if (!job) return error_reply(404, "job " + report->job_id + " is unknown to allox");
+    if (auto s = check_profile_device(*job, service.config().devices, report->device); !s) {
+      return error_reply(400, "samples[" + std::to_string(i) + "].device: " + s.message());
     }
     reports.push_back(std::move(*report));
   }
+  // Every sample was checked above: a batch is kept whole or refused whole.
   for (const ProfileReport& report : reports) {
     if (auto s = service.add_profile(report); !s) return error_reply(400, s.message());
   }
@@ -116,8 +148,7 @@ HttpReply extender_verb(ExtenderService& service, const HttpRequest& request) {
   if (path == "/filter" || path == "/prioritize") {
     auto args = parse_extender_args(request.body, PodFields::kRead);
     if (!args) return error_reply(400, args.message());
-    if (const std::size_t most = realtime_node_names(service);
-        args->candidates().size() > most) {
+    if (const std::size_t most = realtime_node_names(service); args->candidates().size() > most) {
       return error_reply(413, std::to_string(args->candidates().size()) +
                                   " candidate nodes in one call; with real-time request threads "
                                   "alloxd answers at most " +

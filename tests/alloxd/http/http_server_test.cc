@@ -188,6 +188,47 @@ TEST(HttpServerTest, ProfilesNeedTheAdminTokenAndChangeEstimates) {
   EXPECT_NEAR(101, job["variants"][0]["estimate_seconds"].get<double>(), 1e-6);
 }
 
+// A batch of samples is kept whole or refused whole: a bad third sample leaves the first two
+// unrecorded (a retry would otherwise record them again), and the error names it.
+TEST(HttpServerTest, AProfileBatchWithOneBadSampleRecordsNoneOfIt) {
+  ServerFixture server({{"g", {{"gpu", 1}}}});
+  server.post("/filter", testing::filter_body(make_pod("lab", "p", "nvidia.com/gpu",
+                                                       {{"allox.io/iterations", "1000"}}),
+                                              {"g"}));
+  auto estimate = [&] {
+    const json job = json::parse(server.get("/v1/jobs/lab/p").body);
+    return job["variants"][0]["estimate_source"].dump() + " " +
+           job["variants"][0]["estimate_seconds"].dump();
+  };
+  const std::string before = estimate();
+  const std::string good = R"({"job":"lab/p","device":"gpu","iterations":10,"seconds":5},)"
+                           R"({"job":"lab/p","device":"gpu","iterations":20,"seconds":9},)";
+  struct Case {
+    std::string last, error;
+  };
+  const Case cases[] = {
+      {R"({"job":"lab/p","device":"gpu","iterations":30,"seconds":1e-9})",
+       "samples[2].seconds: must be within 0.001 to 2592000 (30 days), got 1e-09"},
+      {R"({"job":"lab/p","device":"tpu","iterations":30,"seconds":1})",
+       "samples[2].device: job lab/p has no pod of type tpu (its types: gpu)"},
+      {R"({"job":"lab/p","device":"GPU!","iterations":30,"seconds":1})",
+       "samples[2].device: must be a device type name (lowercase letters, digits, '-', '_', "
+       "'.'; at most 63 characters)"},
+  };
+  for (const Case& c : cases) {
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      auto r = server.post("/v1/profiles", "[" + good + c.last + "]", kAdmin);
+      EXPECT_EQ(400, r.status) << r.body;
+      EXPECT_EQ(c.error, json::parse(r.body)["error"]) << r.body;
+    }
+  }
+  EXPECT_EQ(before, estimate()) << "no sample of a refused batch was recorded";
+  // The same good samples alone are recorded, and move the estimate.
+  auto r = server.post("/v1/profiles", "[" + good.substr(0, good.size() - 1) + "]", kAdmin);
+  ASSERT_EQ(200, r.status) << r.body;
+  EXPECT_NE(before, estimate());
+}
+
 TEST(HttpServerTest, StalledAndHalfClosedClientsDoNotBlockOthers) {
   ServerFixture server({{"g", {{"gpu", 1}}}});
   // Announces 1000 bytes, sends 10 and stalls.
