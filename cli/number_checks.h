@@ -48,6 +48,14 @@ inline CLI::Validator whole_at_least(long long min) {
                                        false, "a whole number >= " + std::to_string(min));
 }
 
+// A whole number in min..max (counts with a bound: synthetic jobs and users).
+inline CLI::Validator whole_in(long long min, long long max) {
+  return number_checks_detail::bounded(static_cast<double>(min), false, static_cast<double>(max),
+                                       false, true, false,
+                                       "a whole number in " + std::to_string(min) + ".." +
+                                           std::to_string(max));
+}
+
 // A finite number > min (seconds, rates), or >= min when `inclusive`.
 inline CLI::Validator number_above(double min, bool inclusive = false) {
   return number_checks_detail::bounded(min, !inclusive, INFINITY, true, false, false,

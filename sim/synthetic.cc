@@ -54,7 +54,12 @@ Expected<Trace> generate_synthetic_trace(const ThroughputTable& table, const Syn
   Expected<std::vector<JobType>> job_types = synthetic_job_types(table);
   if (!job_types.ok()) return job_types.error();
   const std::vector<JobType>& types = *job_types;
-  if (o.users == 0) return Error{"synthetic: users must be >= 1"};
+  if (o.jobs == 0 || o.jobs > kMaxSyntheticJobs) {
+    return Error{"synthetic: jobs must be 1.." + std::to_string(kMaxSyntheticJobs)};
+  }
+  if (o.users == 0 || o.users > kMaxSyntheticUsers) {
+    return Error{"synthetic: users must be 1.." + std::to_string(kMaxSyntheticUsers)};
+  }
   if (!(o.arrival_rate > 0)) return Error{"synthetic: arrival_rate must be > 0"};
   if (!(o.median_duration > 0)) return Error{"synthetic: median_duration must be > 0"};
   if (!(o.pareto_shape > 0)) return Error{"synthetic: pareto_shape must be > 0"};

@@ -45,6 +45,11 @@ struct JobType {
 // The single-worker job types of a table, sorted by model name. Error if there are none.
 Expected<std::vector<JobType>> synthetic_job_types(const ThroughputTable& table);
 
+// The most jobs, and users, a synthetic trace holds: about as many as a trace file within the
+// input limit (core/input_file.h) can list.
+inline constexpr std::size_t kMaxSyntheticJobs = 1'000'000;
+inline constexpr std::size_t kMaxSyntheticUsers = kMaxSyntheticJobs;
+
 struct SyntheticOptions {
   std::size_t jobs = 1000;
   std::size_t users = 4;

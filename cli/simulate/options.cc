@@ -5,6 +5,7 @@
 
 #include "cli/number_checks.h"
 #include "core/model.h"
+#include "sim/synthetic.h"
 
 namespace allox::cli {
 namespace {
@@ -34,11 +35,13 @@ void add_trace_options(CLI::App& cmd, SimulateArgs& a) {
   auto* synthetic =
       cmd.add_option("--synthetic", a.synthetic_jobs,
                      "instead of --trace, generate this many jobs (Poisson arrivals, Gavel "
-                     "job types, Pareto durations)")
-          ->check(whole_at_least(1));
+                     "job types, Pareto durations), at most " +
+                         std::to_string(kMaxSyntheticJobs))
+          ->check(whole_in(1, kMaxSyntheticJobs));
   trace->excludes(synthetic);
-  cmd.add_option("--users", a.synthetic.users, "synthetic: number of users")
-      ->check(whole_at_least(1))
+  cmd.add_option("--users", a.synthetic.users,
+                 "synthetic: number of users, at most " + std::to_string(kMaxSyntheticUsers))
+      ->check(whole_in(1, kMaxSyntheticUsers))
       ->capture_default_str();
   cmd.add_option("--rate", a.synthetic.arrival_rate, "synthetic: arrivals per second")
       ->check(number_above(0))

@@ -66,6 +66,21 @@ refused --now solve --cluster "$cluster" --jobs "$jobs" --now 1e308
 refused --now solve --cluster "$cluster" --jobs "$jobs" --now -1e308
 refused --add plan --cluster "$cluster" --jobs "$jobs" --add gpu=100000
 refused --gantt plan --cluster "$cluster" --jobs "$jobs" --gantt "$work/"
+# refused_with STATUS LINE ARGS...: the command exits with STATUS and stderr's first line is LINE.
+refused_with() {
+  local want_status=$1 want=$2; shift 2
+  local err status
+  err=$("$allox" "$@" 2>&1 >/dev/null)
+  status=$?
+  count=$((count + 1))
+  [[ $status -eq $want_status && "$(head -1 <<<"$err")" == "$want" ]] ||
+    fail "allox $*: exit $status: $err (want exit $want_status: $want)"
+}
+# A billion synthetic jobs or users: bad_alloc or the OOM killer before.
+refused_with 105 "--synthetic: must be a whole number in 1..1000000, got '1e9'" \
+  simulate --synthetic 1e9 --gpus 2 --no-progress
+refused_with 105 "--users: must be a whole number in 1..1000000, got '1000000000'" \
+  simulate --synthetic 3 --users 1000000000 --gpus 2 --no-progress
 # A device no job can use would change nothing: an error naming it.
 refused fpga plan --cluster "$cluster" --jobs "$jobs" --add fpga=2
 refused --add plan --cluster "$cluster" --jobs "$jobs" --add gpu=0

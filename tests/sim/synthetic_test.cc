@@ -88,6 +88,17 @@ TEST(Synthetic, RejectsBadOptions) {
   o = {};
   o.estimate_error = 1;
   EXPECT_FALSE(generate_synthetic_trace(table, o).ok());
+  // A billion jobs or users would be refused only by bad_alloc (SIGABRT) or the OOM killer.
+  o = {};
+  o.jobs = kMaxSyntheticJobs + 1;
+  auto jobs = generate_synthetic_trace(table, o);
+  ASSERT_FALSE(jobs.ok());
+  EXPECT_EQ("synthetic: jobs must be 1..1000000", jobs.message());
+  o = {};
+  o.users = kMaxSyntheticUsers + 1;
+  auto users = generate_synthetic_trace(table, o);
+  ASSERT_FALSE(users.ok());
+  EXPECT_EQ("synthetic: users must be 1..1000000", users.message());
   // A table without single-worker configurations gives no job types.
   auto multi = ThroughputTable::parse_gavel(
       R"js({"v100": {"('ResNet-18 (batch size 16)', 2)": {"null": 3}}})js", "t.json");
