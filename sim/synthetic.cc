@@ -4,6 +4,8 @@
 #include <cmath>
 #include <random>
 
+#include "core/csv.h"
+
 namespace allox {
 namespace {
 
@@ -50,18 +52,22 @@ Expected<std::vector<JobType>> synthetic_job_types(const ThroughputTable& table)
   return types;
 }
 
-Expected<Trace> generate_synthetic_trace(const ThroughputTable& table, const SyntheticOptions& o) {
+Expected<Trace> generate_synthetic_trace(const ThroughputTable& table, const SyntheticOptions& o,
+                                         const SyntheticOptionNames& names) {
   Expected<std::vector<JobType>> job_types = synthetic_job_types(table);
   if (!job_types.ok()) return job_types.error();
   const std::vector<JobType>& types = *job_types;
   if (o.jobs == 0 || o.jobs > kMaxSyntheticJobs) {
-    return Error{"synthetic: jobs must be 1.." + std::to_string(kMaxSyntheticJobs)};
+    return Error{"synthetic: " + names.jobs + " must be 1.." + std::to_string(kMaxSyntheticJobs)};
   }
   if (o.users == 0 || o.users > kMaxSyntheticUsers) {
-    return Error{"synthetic: users must be 1.." + std::to_string(kMaxSyntheticUsers)};
+    return Error{"synthetic: " + names.users + " must be 1.." +
+                 std::to_string(kMaxSyntheticUsers)};
   }
-  if (!(o.arrival_rate > 0)) return Error{"synthetic: arrival_rate must be > 0"};
-  if (!(o.median_duration > 0)) return Error{"synthetic: median_duration must be > 0"};
+  if (!(o.arrival_rate > 0)) return Error{"synthetic: " + names.arrival_rate + " must be > 0"};
+  if (!(o.median_duration > 0)) {
+    return Error{"synthetic: " + names.median_duration + " must be > 0"};
+  }
   if (!(o.pareto_shape > 0)) return Error{"synthetic: pareto_shape must be > 0"};
   if (!(o.max_duration_factor >= 1)) return Error{"synthetic: max_duration_factor must be >= 1"};
   if (!(o.estimate_error >= 0 && o.estimate_error < 1)) {
@@ -91,6 +97,13 @@ Expected<Trace> generate_synthetic_trace(const ThroughputTable& table, const Syn
   double now = 0;
   for (std::size_t i = 0; i < o.jobs; ++i) {
     if (i > 0) now += -std::log1p(-uniform01(rng)) / o.arrival_rate;
+    const std::string id = "job" + std::to_string(i);
+    if (!(now <= kMaxInputSeconds)) {
+      return Error{"synthetic: " + id + " would arrive at " + csv_number(now) + " s, past the " +
+                   csv_number(kMaxInputSeconds) + " s a trace may state: " + names.arrival_rate +
+                   " " + csv_number(o.arrival_rate) + " is too low for " +
+                   std::to_string(o.jobs) + " jobs"};
+    }
     const std::size_t user = std::min<std::size_t>(uniform01(rng) * o.users, o.users - 1);
     // Multi-device: the scale factor first, then a model among those the table has at it.
     const int units = o.multi_device ? scale_factor(uniform01(rng)) : 1;
@@ -99,15 +112,39 @@ Expected<Trace> generate_synthetic_trace(const ThroughputTable& table, const Syn
         types[pool[std::min<std::size_t>(uniform01(rng) * pool.size(), pool.size() - 1)]];
     const double duration =
         std::min(cap, scale * std::pow(1 - uniform01(rng), -1 / o.pareto_shape));
+    // With its estimate error (below), at most twice the duration.
+    if (!(duration * (1 + o.estimate_error) <= kMaxInputSeconds)) {
+      return Error{"synthetic: " + id + " would take " + csv_number(duration) +
+                   " s on its fastest device, past the " + csv_number(kMaxInputSeconds) +
+                   " s a trace may state (estimates up to " + csv_number(1 + o.estimate_error) +
+                   "x that): " + names.median_duration + " " + csv_number(o.median_duration) +
+                   " is too high"};
+    }
     const std::map<DeviceType, double> wide =
         units > 1 ? rates_at(table, type.model, units) : std::map<DeviceType, double>{};
     const std::map<DeviceType, double>* speeds = units > 1 ? &wide : &type.steps_per_second;
     double fastest = 0;
     for (const auto& [device, rate] : *speeds) fastest = std::max(fastest, rate);
     const double steps = duration * fastest;
+    if (!(std::ceil(steps) <= kMaxSyntheticIterations)) {
+      return Error{"synthetic: " + id + " (" + type.model + ") would count " + csv_number(steps) +
+                   " iterations at " + csv_number(fastest) + " steps/s, over " +
+                   csv_number(kMaxSyntheticIterations) + ": " + names.table +
+                   " states too high a throughput"};
+    }
+    for (const auto& [device, rate] : *speeds) {
+      const double t = steps / rate;
+      if (!(t * (1 + o.estimate_error) <= kMaxInputSeconds)) {
+        return Error{"synthetic: " + id + " (" + type.model + ") would take " + csv_number(t) +
+                     " s on " + device + " at " + csv_number(rate) + " steps/s, past the " +
+                     csv_number(kMaxInputSeconds) + " s a trace may state: " + names.table +
+                     " states too low a throughput beside " + csv_number(fastest) +
+                     " steps/s on another device"};
+      }
+    }
 
     TraceJob tj;
-    tj.job.id = "job" + std::to_string(i);
+    tj.job.id = id;
     tj.job.user = trace.users[user].name;
     tj.job.arrival = now;
     tj.job.family = type.model;

@@ -49,6 +49,8 @@ Expected<std::vector<JobType>> synthetic_job_types(const ThroughputTable& table)
 // input limit (core/input_file.h) can list.
 inline constexpr std::size_t kMaxSyntheticJobs = 1'000'000;
 inline constexpr std::size_t kMaxSyntheticUsers = kMaxSyntheticJobs;
+// The most iterations a synthetic job counts: exactly representable as a double.
+inline constexpr double kMaxSyntheticIterations = 9.0e15;
 
 struct SyntheticOptions {
   std::size_t jobs = 1000;
@@ -62,8 +64,24 @@ struct SyntheticOptions {
   std::uint64_t seed = 1;
 };
 
-// Errors name the first out-of-range option. Users are named user0 .. user<U-1>, jobs job0 ...
+// What errors call the options and the table: SyntheticOptions' field names by default; a
+// command passes the names its user typed ("--rate", "--gavel t.json").
+struct SyntheticOptionNames {
+  std::string jobs = "jobs";
+  std::string users = "users";
+  std::string arrival_rate = "arrival_rate";
+  std::string median_duration = "median_duration";
+  std::string table = "the throughput table";
+};
+
+// Errors name the first out-of-range option. The trace holds what a trace file may state
+// (sim/trace_file.h): every arrival and time, estimates included, at most kMaxInputSeconds,
+// iteration counts at most kMaxSyntheticIterations; a trace past them is an error naming the
+// option that put it there (arrivals: arrival_rate; times on a job's fastest device:
+// median_duration; times on its other devices and iteration counts: the table's throughputs).
+// Users are named user0 .. user<U-1>, jobs job0 ...
 Expected<Trace> generate_synthetic_trace(const ThroughputTable& table,
-                                         const SyntheticOptions& options);
+                                         const SyntheticOptions& options,
+                                         const SyntheticOptionNames& names = {});
 
 }  // namespace allox

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <set>
 
+#include "core/csv.h"
 #include "profiler/estimate_error.h"
 
 namespace allox {
@@ -33,8 +34,9 @@ Status validate_trace(const Trace& trace) {
     const std::string where = "trace: job '" + job.id + "'";
     if (job.id.empty()) return Error{"trace: a job has an empty id"};
     if (!ids.insert(job.id).second) return Error{where + " appears twice"};
-    if (!std::isfinite(job.arrival) || job.arrival < 0) {
-      return Error{where + ": arrival must be a finite number >= 0"};
+    if (!(job.arrival >= 0 && job.arrival <= kMaxInputSeconds)) {
+      return Error{where + ": arrival must be a number of seconds in 0.." +
+                   csv_number(kMaxInputSeconds) + ", got " + csv_number(job.arrival)};
     }
     if (!weights.count(job.user)) return Error{where + ": user " + job.user + " is not listed"};
     if (job.time.empty()) return Error{where + ": no device it can run on"};
@@ -53,8 +55,9 @@ Status validate_trace(const Trace& trace) {
       if (!positive_finite(estimate)) {
         return Error{where + ": estimated time on " + device + " must be > 0"};
       }
-      if (!positive_finite(truth->second)) {
-        return Error{where + ": true time on " + device + " must be > 0"};
+      if (!positive_finite(truth->second) || truth->second > kMaxInputSeconds) {
+        return Error{where + ": true time on " + device + " must be in (0, " +
+                     csv_number(kMaxInputSeconds) + "] s, got " + csv_number(truth->second)};
       }
     }
   }

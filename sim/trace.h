@@ -28,9 +28,9 @@ struct Trace {
   std::vector<TraceJob> jobs;
 };
 
-// Checks: unique non-empty job ids, arrival >= 0, units in 1..kMaxUnits, at least one device per
-// job, estimated and true
-// times finite and > 0 with identical device keys, every job's user listed once in users with a
+// Checks: unique non-empty job ids, arrival in 0..kMaxInputSeconds, units in 1..kMaxUnits, at
+// least one device per job, estimated times finite and > 0, true times in (0, kMaxInputSeconds]
+// (estimates may exceed it: an estimation error on a long job), with identical device keys, every job's user listed once in users with a
 // weight > 0. The error names the first offending job.
 Status validate_trace(const Trace& trace);
 

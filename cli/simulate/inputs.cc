@@ -69,7 +69,13 @@ Expected<Trace> load_trace(const SimulateArgs& a) {
     if (!table) return table.error();
     SyntheticOptions o = a.synthetic;
     o.jobs = a.synthetic_jobs;
-    trace = generate_synthetic_trace(*table, o);
+    SyntheticOptionNames names;
+    names.jobs = "--synthetic";
+    names.users = "--users";
+    names.arrival_rate = "--rate";
+    names.median_duration = "--median-duration";
+    names.table = "--gavel " + a.gavel;
+    trace = generate_synthetic_trace(*table, o, names);
   } else {
     // --format is checked against these three names (options.cc); none: the file says.
     std::optional<TraceFormat> format;

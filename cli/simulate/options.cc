@@ -147,8 +147,13 @@ void add_rule_options(CLI::App& cmd, SimulateArgs& a) {
                  "capped at half the run")
       ->check(number_in(0, kMaxInputSeconds, true))
       ->capture_default_str();
-  cmd.add_option("--profiling-min-run", a.profiling_min_run, "shortest profiling run, seconds")
-      ->check(number_in(0, kMaxInputSeconds, true))
+  // A job's estimate extrapolates its 1% and 2% runs to all its iterations (up to 99 times
+  // their difference, each up to twice its length with estimate error): past this the
+  // estimates leave the times the matcher takes.
+  cmd.add_option("--profiling-min-run", a.profiling_min_run,
+                 "shortest profiling run, seconds (below " +
+                     csv_number(kMaxInputSeconds / 200) + ")")
+      ->check(number_in(0, kMaxInputSeconds / 200, true))
       ->capture_default_str();
   cmd.add_option("--round-period", a.round_period,
                  "seconds between periodic scheduling rounds (default: 60 for las, none for "

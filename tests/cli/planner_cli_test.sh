@@ -81,6 +81,21 @@ refused_with 105 "--synthetic: must be a whole number in 1..1000000, got '1e9'" 
   simulate --synthetic 1e9 --gpus 2 --no-progress
 refused_with 105 "--users: must be a whole number in 1..1000000, got '1000000000'" \
   simulate --synthetic 3 --users 1000000000 --gpus 2 --no-progress
+# A synthetic trace is held to a trace file's limits (9e12 s), naming the option past them;
+# profiling runs so long that the estimates fitted to them leave the matcher's range are refused
+# before the run (it failed half-way: "decide() failed").
+err=$("$allox" simulate --synthetic 3 --rate 1e-300 --gavel "$root/data/gavel/simulation_throughputs.json" \
+        --machines v100=1 --no-progress 2>&1 >/dev/null)
+status=$?
+count=$((count + 1))
+[[ $status -eq 1 && "$err" == "allox simulate: synthetic: job1 would arrive at "*" s, past the 9e+12 s a trace may state: --rate 1e-300 is too low for 3 jobs" ]] ||
+  fail "simulate --rate 1e-300: $err"
+refused --median-duration simulate --synthetic 3 --median-duration 8.9e12 \
+  --gavel "$root/data/gavel/simulation_throughputs.json" --machines v100=1 --no-progress
+printf '{"v100": {"(%sA%s, 1)": {"null": 3}}, "k80": {"(%sA%s, 1)": {"null": 1e-300}}}' \' \' \' \' >"$work/crawl.json"
+refused "--gavel $work/crawl.json" simulate --synthetic 3 --gavel "$work/crawl.json" --machines v100=1 --no-progress
+refused_with 105 "--profiling-min-run: must be a number in [0, 4.5e+10), got '1e12'" \
+  "${sim[@]}" --gpus 2 --cpus 2 --profiling --profiling-min-run 1e12
 # A device no job can use would change nothing: an error naming it.
 refused fpga plan --cluster "$cluster" --jobs "$jobs" --add fpga=2
 refused --add plan --cluster "$cluster" --jobs "$jobs" --add gpu=0

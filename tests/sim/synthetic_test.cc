@@ -106,5 +106,67 @@ TEST(Synthetic, RejectsBadOptions) {
   EXPECT_FALSE(generate_synthetic_trace(*multi, SyntheticOptions{}).ok());
 }
 
+// The message around the one drawn number: `head` before it, `tail` after it.
+void expect_message(const std::string& head, const std::string& tail, const std::string& got) {
+  EXPECT_EQ(0u, got.find(head)) << got;
+  ASSERT_GE(got.size(), head.size() + tail.size()) << got;
+  EXPECT_EQ(tail, got.substr(got.size() - tail.size())) << got;
+  const std::string number = got.substr(head.size(), got.size() - head.size() - tail.size());
+  EXPECT_EQ(std::string::npos, number.find(' ')) << got;
+}
+
+// Arrivals and times past what a trace file may state (9e12 s) were generated as asked: 300-digit
+// figures in every output. Each is refused naming the option that put it there.
+TEST(Synthetic, ATracePastTheInputLimitsIsRefusedNamingItsCause) {
+  const ThroughputTable table = gavel();
+  SyntheticOptions o;
+  o.jobs = 3;
+  o.arrival_rate = 1e-300;
+  auto slow = generate_synthetic_trace(table, o);
+  ASSERT_FALSE(slow.ok());
+  expect_message("synthetic: job1 would arrive at ",
+                 " s, past the 9e+12 s a trace may state: arrival_rate 1e-300 is too low "
+                 "for 3 jobs",
+                 slow.message());
+
+  o = {};
+  o.jobs = 3;
+  o.median_duration = 9e12;
+  SyntheticOptionNames names;
+  names.median_duration = "--median-duration";
+  auto is_long = generate_synthetic_trace(table, o, names);
+  ASSERT_FALSE(is_long.ok());
+  expect_message("synthetic: job0 would take ",
+                 " s on its fastest device, past the 9e+12 s a trace may state "
+                 "(estimates up to 1.2x that): --median-duration 9e+12 is too high",
+                 is_long.message());
+
+  // One device a hundred orders of magnitude slower than the other.
+  auto crawl = ThroughputTable::parse_gavel(
+      R"js({"v100": {"('A', 1)": {"null": 3}}, "k80": {"('A', 1)": {"null": 1e-300}}})js",
+      "t.json");
+  ASSERT_TRUE(crawl.ok()) << crawl.message();
+  o = {};
+  o.jobs = 3;
+  names.table = "--gavel t.json";
+  auto slow_device = generate_synthetic_trace(*crawl, o, names);
+  ASSERT_FALSE(slow_device.ok());
+  expect_message("synthetic: job0 (A) would take ",
+                 " s on k80 at 1e-300 steps/s, past the 9e+12 s a trace may state: "
+                 "--gavel t.json states too low a throughput beside 3 steps/s on another device",
+                 slow_device.message());
+
+  // Iterations past a whole double (and past int64: the conversion was undefined).
+  auto fast = ThroughputTable::parse_gavel(R"js({"v100": {"('A', 1)": {"null": 1e300}}})js",
+                                           "t.json");
+  ASSERT_TRUE(fast.ok()) << fast.message();
+  auto many = generate_synthetic_trace(*fast, o, names);
+  ASSERT_FALSE(many.ok());
+  expect_message("synthetic: job0 (A) would count ",
+                 " iterations at 1e+300 steps/s, over 9e+15: --gavel t.json states too high a "
+                 "throughput",
+                 many.message());
+}
+
 }  // namespace
 }  // namespace allox

@@ -159,5 +159,29 @@ TEST(TraceFiles, ExamplesLoad) {
   EXPECT_FALSE(csv->jobs.empty());
 }
 
+// validate_trace holds every trace to the limits a trace file gets (9e12 s), generated ones too.
+TEST(TraceCheck, ArrivalsAndTrueTimesPastTheInputLimitAreRefused) {
+  Trace trace;
+  trace.users.push_back({"u", 1});
+  TraceJob tj;
+  tj.job.id = "j";
+  tj.job.user = "u";
+  tj.job.arrival = 1e13;
+  tj.job.time["gpu"] = 2e13;  // an estimate may exceed it
+  tj.true_time["gpu"] = 5;
+  trace.jobs.push_back(tj);
+  Status late = validate_trace(trace);
+  ASSERT_FALSE(late.ok());
+  EXPECT_EQ("trace: job 'j': arrival must be a number of seconds in 0..9e+12, got 1e+13",
+            late.message());
+  trace.jobs[0].job.arrival = 0;
+  EXPECT_TRUE(validate_trace(trace).ok());
+  trace.jobs[0].true_time["gpu"] = 1e300;
+  Status is_long = validate_trace(trace);
+  ASSERT_FALSE(is_long.ok());
+  EXPECT_EQ("trace: job 'j': true time on gpu must be in (0, 9e+12] s, got 1e+300",
+            is_long.message());
+}
+
 }  // namespace
 }  // namespace allox
