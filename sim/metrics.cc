@@ -86,7 +86,9 @@ SimSummary summarize(const SimResult& result, const Trace& trace, const Cluster&
     UserSummary& us = s.per_user[u];
     if (us.completed == 0) continue;
     us.avg_jct = jct_sum[u] / us.completed;
-    us.rho = jct_sum[u] / isolated_sum[u];
+    // Jobs shorter than the clock resolves at their arrival finish when they arrive: no
+    // slowdown (a ρ of 0 made Jain's index 1/0/∞ = NaN).
+    us.rho = jct_sum[u] > 0 ? jct_sum[u] / isolated_sum[u] : 1;
     s.max_rho = std::max(s.max_rho, us.rho);
     inverse_rho.push_back(1 / us.rho);
   }

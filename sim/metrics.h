@@ -10,7 +10,8 @@
 //   true(j,d) / min(1, s_u · n_d), for n_d machines of type d (a slice smaller than one machine
 //   runs the job proportionally slower).
 // - ρ_u = Σ JCT / Σ isolated time over u's completed jobs (finish-time fairness; 1 = as good as
-//   owning the slice, larger is worse); max_rho = max over users.
+//   owning the slice, larger is worse); max_rho = max over users. A user whose JCTs sum to 0
+//   (jobs too short for the clock to tell their finish from their arrival) has ρ_u = 1.
 // - jain = Jain's index (Σx)² / (n·Σx²) of x_u = 1/ρ_u over users with completed jobs: 1 when
 //   every user is slowed down equally, 1/n when one user gets everything.
 #pragma once

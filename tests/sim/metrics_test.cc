@@ -51,6 +51,26 @@ TEST(Metrics, HandComputedSummary) {
   EXPECT_DOUBLE_EQ(s.jain, 0.8);
 }
 
+// A job of 1e-11 s arriving at 1e6 s finishes when it arrives in floating point: JCT 0, ρ 0, and
+// Jain's index over 1/ρ was NaN. Such a user has ρ 1 (no slowdown).
+TEST(Metrics, AJobThatTakesNoMeasurableTimeLeavesJainFinite) {
+  // In arrival order, as the simulator's records are.
+  Trace t = testing::make_trace({testing::trace_job("b", "u2", 0, {{"gpu", 10}}),
+                                 testing::trace_job("a", "u1", 1e6, {{"gpu", 1e-11}})});
+  SimResult r;
+  r.users = {"u1", "u2"};
+  r.jobs = {finished("b", "u2", 0, 30), finished("a", "u1", 1e6, 1e6 + 1e-11)};
+  r.jobs[1].arrival = 1e6;
+  ASSERT_EQ(*r.jobs[1].finish, r.jobs[1].arrival);  // 1e6 + 1e-11 == 1e6
+  SimSummary s = summarize(r, t, testing::make_cluster(0, 2), 0.5);
+  ASSERT_EQ(2u, s.per_user.size());
+  EXPECT_EQ("u2", s.per_user[0].user);  // users in order of first job
+  EXPECT_DOUBLE_EQ(3, s.per_user[0].rho);
+  EXPECT_DOUBLE_EQ(1, s.per_user[1].rho);
+  // x = (1, 1/3), as in HandComputedSummary.
+  EXPECT_DOUBLE_EQ(0.8, s.jain);
+}
+
 // One GPU shared by two users: each slice is half a GPU, so a 10 s job takes 20 s isolated.
 TEST(Metrics, FractionalSliceSlowsTheIsolatedBaseline) {
   Trace t = testing::make_trace({testing::trace_job("a", "u1", 0, {{"gpu", 10}}),
