@@ -14,6 +14,7 @@
 #include "cli/number_checks.h"
 #include "core/cluster_file.h"
 #include "core/input_file.h"
+#include "core/model.h"
 #include "core/workload_file.h"
 #include "fairness/jobs_csv.h"
 #include "fairness/report.h"
@@ -159,11 +160,13 @@ void add_report_command(CLI::App& app) {
   cmd->add_option("--config", args->config, "alloxd.yaml whose nodes give the machine counts")
       ->excludes(cluster);
   cmd->add_option("--jobs", args->jobs, "jobs file whose users section gives the weights");
+  // Both within the times an input may state, as solve --now: a report time of 1e308 printed
+  // figures of 300 digits.
   cmd->add_option("--now", args->now, "report time in seconds (default: the run's last event)")
-      ->check(number_above(0, true));
+      ->check(number_in(0, kMaxInputSeconds, true));
   cmd->add_option("--window", args->window, "usage window in seconds")
       ->capture_default_str()
-      ->check(number_above(0));
+      ->check(number_in(0, kMaxInputSeconds));
   cmd->add_flag("--json", args->json, "print JSON instead of a table");
   cmd->callback([args] { run_report(*args); });
 }

@@ -96,6 +96,9 @@ printf '{"v100": {"(%sA%s, 1)": {"null": 3}}, "k80": {"(%sA%s, 1)": {"null": 1e-
 refused "--gavel $work/crawl.json" simulate --synthetic 3 --gavel "$work/crawl.json" --machines v100=1 --no-progress
 refused_with 105 "--profiling-min-run: must be a number in [0, 4.5e+10), got '1e12'" \
   "${sim[@]}" --gpus 2 --cpus 2 --profiling --profiling-min-run 1e12
+# A report time or window past the times an input may state, as solve --now.
+refused_with 105 "--now: must be a number in [0, 9e+12), got '1e308'" report "$work" --now 1e308
+refused_with 105 "--window: must be a number in (0, 9e+12], got '1e308'" report "$work" --window 1e308
 # A device no job can use would change nothing: an error naming it.
 refused fpga plan --cluster "$cluster" --jobs "$jobs" --add fpga=2
 refused --add plan --cluster "$cluster" --jobs "$jobs" --add gpu=0
