@@ -1,6 +1,7 @@
 #include "cli/simulate/inputs.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <string>
@@ -59,6 +60,14 @@ Status check_option_pairs(const SimulateArgs& args) {
     return Error{"give --trace FILE or --synthetic N"};
   }
   if (args.plots && args.out.empty()) return Error{"--plots needs --out DIR"};
+  // The trace is written before it is replayed: over its own file it would replace the input.
+  std::error_code ec;
+  if (!args.trace.empty() && !args.save_trace.empty() &&
+      (args.trace == args.save_trace ||
+       std::filesystem::equivalent(args.trace, args.save_trace, ec))) {
+    return Error{"--save-trace " + args.save_trace + " is the --trace file " + args.trace +
+                 ": it would be overwritten; save the trace elsewhere"};
+  }
   return OkStatus();
 }
 

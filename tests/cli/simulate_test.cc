@@ -84,6 +84,21 @@ TEST(SimulateInputs, OptionsThatOnlyWorkTogether) {
   EXPECT_TRUE(check_option_pairs(a).ok());
 }
 
+// --save-trace over the --trace file (by name or by another path to it) replaced the input.
+TEST(SimulateInputs, SavingTheTraceOverItsOwnFileIsRefused) {
+  const std::string trace = ALLOX_SOURCE_DIR "/examples/trace.csv";
+  SimulateArgs a;
+  a.trace = trace;
+  a.save_trace = ALLOX_SOURCE_DIR "/examples/../examples/trace.csv";
+  EXPECT_EQ("--save-trace " + a.save_trace + " is the --trace file " + trace +
+                ": it would be overwritten; save the trace elsewhere",
+            check_option_pairs(a).message());
+  a.save_trace = trace;
+  EXPECT_FALSE(check_option_pairs(a).ok());
+  a.save_trace = ::testing::TempDir() + "/saved-trace.csv";  // need not exist yet
+  EXPECT_TRUE(check_option_pairs(a).ok()) << check_option_pairs(a).message();
+}
+
 TEST(SimulateInputs, TheClusterOfCountsAndNodeShapes) {
   SimulateArgs a;
   a.cpus = 1;
