@@ -26,6 +26,8 @@ void simulate(const SimulateArgs& a) {
   check(check_option_pairs(a));
   const Trace trace = check(load_trace(a));
   const Cluster cluster = check(load_cluster(a));
+  // A job no machine can run would stay queued for ever: 0 of N completed, exit status 0.
+  check(check_trace_runnable(trace, cluster));
   check(check_sweep_gpus(a, cluster));
   if (!a.save_trace.empty()) {
     check(write_output_file(a.save_trace, [&](std::ostream& o) { write_csv_trace(trace, o); }));

@@ -64,6 +64,39 @@ Status validate_trace(const Trace& trace) {
   return OkStatus();
 }
 
+Status check_trace_runnable(const Trace& trace, const Cluster& cluster) {
+  const std::map<DeviceType, int> largest = largest_node_units(cluster.machines);
+  const TraceJob* first = nullptr;
+  std::size_t stuck = 0;
+  for (const TraceJob& tj : trace.jobs) {
+    const bool fits = std::any_of(tj.job.time.begin(), tj.job.time.end(), [&](const auto& entry) {
+      auto it = largest.find(entry.first);
+      return it != largest.end() && it->second >= tj.job.units;
+    });
+    if (fits) continue;
+    if (!first) first = &tj;
+    ++stuck;
+  }
+  if (!first) return OkStatus();
+  std::string devices;
+  for (const auto& [device, seconds] : first->job.time) {
+    devices += (devices.empty() ? "" : ", ") + device;
+  }
+  std::string have;
+  for (const auto& [device, units] : largest) {
+    have += (have.empty() ? "" : ", ") + device +
+            (first->job.units > 1 ? " " + std::to_string(units) : "");
+  }
+  if (have.empty()) have = "none";
+  std::string why = "trace: job '" + first->job.id + "' can run on no machine of the cluster: ";
+  why += first->job.units > 1
+             ? "it needs " + std::to_string(first->job.units) + " units on one node of " +
+                   devices + "; the cluster's largest nodes: " + have
+             : "it runs only on " + devices + "; the cluster has " + have;
+  if (stuck > 1) why += "; " + std::to_string(stuck - 1) + " more jobs cannot run either";
+  return Error{why};
+}
+
 void sort_by_arrival(Trace& trace) {
   std::stable_sort(trace.jobs.begin(), trace.jobs.end(), [](const TraceJob& a, const TraceJob& b) {
     return a.job.arrival < b.job.arrival;

@@ -34,6 +34,12 @@ struct Trace {
 // weight > 0. The error names the first offending job.
 Status validate_trace(const Trace& trace);
 
+// Every job can run on the cluster: some device type of its has a node of at least its units.
+// The error names the first job that cannot, the device types it can use and the cluster's,
+// and how many such jobs there are. The simulator leaves such a job queued for ever (a sweep
+// that removes a device type may mean to); a command replaying a trace refuses it.
+Status check_trace_runnable(const Trace& trace, const Cluster& cluster);
+
 // Stable-sorts jobs by arrival (file order breaks ties), the order the simulator admits them.
 void sort_by_arrival(Trace& trace);
 

@@ -31,7 +31,8 @@ bool has_estimates(const YAML::Node& root) {
 }
 
 // Parses a trace of any format; the summary line names what was read.
-Expected<std::string> check_trace(const std::string& path, const std::string& text, FileKind kind) {
+Expected<std::string> check_trace(const std::string& path, const std::string& text, FileKind kind,
+                                  Checked& checked) {
   Expected<Trace> trace = Error{""};
   if (kind == FileKind::kAlloxTrace) {
     std::istringstream in(text);
@@ -41,8 +42,10 @@ Expected<std::string> check_trace(const std::string& path, const std::string& te
         kind == FileKind::kCsvTrace ? parse_csv_trace(text, path) : parse_yaml_trace(text, path);
   }
   if (!trace) return trace.error();
-  return "trace: " + std::to_string(trace->jobs.size()) + " jobs, " +
-         std::to_string(trace->users.size()) + " users";
+  const std::string summary = "trace: " + std::to_string(trace->jobs.size()) + " jobs, " +
+                              std::to_string(trace->users.size()) + " users";
+  checked.traces.emplace_back(path, std::move(*trace));
+  return summary;
 }
 
 Expected<std::string> check_alloxd_config(const std::string& path, const std::string& text) {
@@ -132,7 +135,7 @@ Expected<std::string> check_text(const std::string& path, const std::string& tex
     case FileKind::kTrace:
     case FileKind::kAlloxTrace:
     case FileKind::kCsvTrace:
-      return check_trace(path, text, *kind);
+      return check_trace(path, text, *kind, checked);
   }
   return Error{path + ": unknown kind"};
 }
@@ -143,6 +146,11 @@ std::vector<Error> check_jobs_runnable(const Checked& checked) {
   for (const auto& [path, workload] : checked.workloads) {
     if (auto runnable = check_runnable(*checked.cluster, workload, path); !runnable) {
       errors.push_back(Error{runnable.message()});
+    }
+  }
+  for (const auto& [path, trace] : checked.traces) {
+    if (Status runnable = check_trace_runnable(trace, *checked.cluster); !runnable.ok()) {
+      errors.push_back(Error{path + ": " + runnable.message()});
     }
   }
   return errors;

@@ -22,6 +22,7 @@
 #include "core/model.h"
 #include "core/result.h"
 #include "core/workload_file.h"
+#include "sim/trace.h"
 
 namespace allox::cli {
 
@@ -31,6 +32,7 @@ enum class FileKind { kCluster, kJobs, kTrace, kAlloxTrace, kCsvTrace, kAlloxdCo
 struct Checked {
   std::optional<Cluster> cluster;                           // the last valid cluster
   std::vector<std::pair<std::string, Workload>> workloads;  // (path, jobs) of each jobs file
+  std::vector<std::pair<std::string, Trace>> traces;        // (path, trace) of each trace
 };
 
 Expected<FileKind> detect_kind(const std::string& path, const std::string& text,
@@ -42,7 +44,9 @@ Expected<std::string> check_text(const std::string& path, const std::string& tex
                                  const std::string& forced, Checked& checked);
 
 // With a cluster among the valid files: every jobs file's jobs checked against it (each job
-// has a device type the cluster has, on a node large enough); one error per jobs file that is not.
+// has a device type the cluster has, on a node large enough), and every trace's (each job can
+// run on some machine: sim/trace.h check_trace_runnable, the check `simulate` makes); one error
+// per file that is not.
 std::vector<Error> check_jobs_runnable(const Checked& checked);
 
 }  // namespace allox::cli

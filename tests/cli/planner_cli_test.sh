@@ -99,6 +99,11 @@ refused_with 105 "--profiling-min-run: must be a number in [0, 4.5e+10), got '1e
 # A report time or window past the times an input may state, as solve --now.
 refused_with 105 "--now: must be a number in [0, 9e+12), got '1e308'" report "$work" --now 1e308
 refused_with 105 "--window: must be a number in (0, 9e+12], got '1e308'" report "$work" --window 1e308
+# A trace with a job no machine of the cluster can run: it stayed queued for ever (0 of N
+# completed, exit 0).
+printf 'job,user,arrival,time.fpga\nj1,u1,0,10\n' >"$work/fpga.csv"
+refused_with 1 "allox simulate: trace: job 'j1' can run on no machine of the cluster: it runs only on fpga; the cluster has gpu" \
+  simulate --trace "$work/fpga.csv" --gpus 2 --no-progress
 # A device no job can use would change nothing: an error naming it.
 refused fpga plan --cluster "$cluster" --jobs "$jobs" --add fpga=2
 refused --add plan --cluster "$cluster" --jobs "$jobs" --add gpu=0
@@ -139,7 +144,7 @@ refused --add plan --cluster "$gpu_cluster" --jobs "$gpu_jobs" --add v100=2x0
 refused --machines simulate --synthetic 20 --multi-device "${gavel[@]}" --machines v100=2x65
 refused --machines simulate --synthetic 20 --multi-device "${gavel[@]}" --machines v100=1x4 \
   --machines v100=1x8
-refused "units 8" simulate --synthetic 200 --multi-device "${gavel[@]}" --no-progress \
+refused "needs 8 units on one node" simulate --synthetic 200 --multi-device "${gavel[@]}" --no-progress \
   --machines v100=2x4 --machines p100=2x4 --machines k80=2x4
 if out=$("$allox" plan --cluster "$gpu_cluster" --jobs "$gpu_jobs" --add v100=8 --add p100=2x2 2>&1); then
   grep -q '+v100=8' <<<"$out" && grep -q '+p100=2x2' <<<"$out" ||

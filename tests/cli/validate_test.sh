@@ -68,6 +68,20 @@ printf 'a: 1\n' >"$empty_dir/other.yaml"
 check "$empty_dir/other.yaml" "$empty_dir/other.yaml:1: cannot tell what this file is: expected a cluster (top-level machines or pools), a jobs file or trace (top-level jobs or users), or an alloxd config (listen, nodes); use --kind to say"
 count=$((count + 4))
 rm -rf "$empty_dir"
+# A trace is checked against a cluster as a jobs file is: a job no machine can run (it stayed
+# queued for ever in simulate: 0 of 1 completed, exit 0) is refused naming the job and devices.
+cross_dir=$(mktemp -d)
+printf 'job,user,arrival,time.fpga,time.tpu\nj1,u1,0,10,20\nj2,u1,0,10,\nj3,u1,5,,8\n' >"$cross_dir/t.csv"
+printf 'pools:\n  - {device: gpu, count: 2}\n' >"$cross_dir/c.yaml"
+got=$("$allox" validate "$cross_dir/t.csv" "$cross_dir/c.yaml" 2>&1 >/dev/null)
+status=$?
+want="$cross_dir/t.csv: trace: job 'j1' can run on no machine of the cluster: it runs only on fpga, tpu; the cluster has gpu; 2 more jobs cannot run either"
+[[ $status -eq 1 && "$got" == "$want" ]] || { echo "FAIL: trace against a cluster: exit $status: $got (want $want)"; failures=$((failures + 1)); }
+printf 'pools:\n  - {device: tpu, count: 1}\n  - {device: fpga, count: 1}\n' >"$cross_dir/c.yaml"
+got=$("$allox" validate "$cross_dir/t.csv" "$cross_dir/c.yaml" 2>&1)
+[[ $? -eq 0 ]] || { echo "FAIL: runnable trace refused: $got"; failures=$((failures + 1)); }
+count=$((count + 2))
+rm -rf "$cross_dir"
 # A FIFO nobody writes to is refused at once, not waited on.
 fifo_dir=$(mktemp -d)
 mkfifo "$fifo_dir/cluster.yaml"
