@@ -1,8 +1,13 @@
 #include "alloxd/store/store.h"
 
+#include <fcntl.h>
 #include <sqlite3.h>
+#include <sys/file.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -35,6 +40,32 @@ std::optional<std::string> unusable_database_path(const std::string& path) {
   return std::nullopt;
 }
 
+// The exclusive lock on `<path>.lock` that makes this process the database's one writer: the
+// lock file's descriptor, or an error naming the process that holds it.
+Expected<int> lock_database(const std::string& path) {
+  const std::string lock_path = path + ".lock";
+  const int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    return Error{"store: cannot create the lock file '" + lock_path + "': " + std::strerror(errno)};
+  }
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    char holder[32] = {};
+    const ssize_t n = ::pread(fd, holder, sizeof holder - 1, 0);
+    ::close(fd);
+    std::string pid(holder, n > 0 ? static_cast<std::size_t>(n) : 0);
+    pid.erase(pid.find_last_not_of(" \n") + 1);
+    return Error{"store: '" + path + "' is in use by another alloxd" +
+                 (pid.empty() ? std::string() : " (pid " + pid + ")") +
+                 ": one alloxd per database"};
+  }
+  const std::string pid = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(fd, 0) != 0 ||
+      ::pwrite(fd, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
+    // The lock holds without the pid; only the message of a second alloxd is the poorer.
+  }
+  return fd;
+}
+
 }  // namespace
 
 Expected<std::unique_ptr<Store>> Store::open(const std::string& path,
@@ -42,7 +73,19 @@ Expected<std::unique_ptr<Store>> Store::open(const std::string& path,
   if (auto problem = unusable_database_path(path)) {
     return Error{"store: cannot use '" + path + "' as the database: " + *problem};
   }
-  return name_path_in_error(path, open_sqlite(path, busy_timeout, false));
+  int lock_fd = -1;
+  if (path != ":memory:" && !path.empty()) {
+    auto locked = lock_database(path);
+    if (!locked) return locked.error();
+    lock_fd = *locked;
+  }
+  auto opened = name_path_in_error(path, open_sqlite(path, busy_timeout, false));
+  if (!opened) {
+    if (lock_fd >= 0) ::close(lock_fd);
+    return opened;
+  }
+  (*opened)->lock_fd_ = lock_fd;
+  return opened;
 }
 
 Expected<std::unique_ptr<Store>> Store::open_for_reading(const std::string& path,
@@ -115,6 +158,7 @@ Store::~Store() {
   sqlite3_close(checkpoint_db_);  // before db_: the last connection to close checkpoints
   statements_.reset();            // finalized before their connection closes
   sqlite3_close(db_);
+  if (lock_fd_ >= 0) ::close(lock_fd_);  // the lock goes last, once nothing writes
 }
 
 Status Store::exec(const char* sql) {

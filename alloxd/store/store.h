@@ -92,6 +92,10 @@ class Store {
   // Errors name the path and the cause: a missing directory, a directory, a device or FIFO (such
   // as /dev/null), a file that is not an SQLite database.
   // A database of another application (tables, none of them allox's) is refused, never written.
+  // One alloxd per database: the store holds an exclusive lock on `<path>.lock` (flock, gone
+  // with the process, kill -9 included) for its life, and a second open of the path, by this
+  // process or another, is refused naming the holder's pid. Two writers would each keep a book
+  // of their own and place two jobs on one machine.
   static Expected<std::unique_ptr<Store>> open(
       const std::string& path, std::chrono::milliseconds busy_timeout = std::chrono::seconds(5));
   // For reading alone (`allox report --store`, possibly beside a running alloxd): an existing
@@ -236,6 +240,7 @@ class Store {
   std::recursive_mutex mu_;
   int batch_depth_ = 0;  // under mu_: > 0 while batch() runs; transaction() then joins it
   sqlite3* db_;
+  int lock_fd_ = -1;  // `<path>.lock`, flock'ed exclusively while the store is open; -1: none
   std::unique_ptr<StatementCache> statements_;  // under mu_; finalized before db_ closes
   bool synchronous_full_ = true;  // the connection's PRAGMA synchronous (FULL or NORMAL)
   WriteObserver write_observer_;

@@ -98,9 +98,10 @@ TEST(TenancyTest, AJobAnnotationNamingAnotherNamespaceIsRefused) {
   for (const json* pod : {&intruder, &climber}) {
     const FilterResult refused = service->filter(args_for(*pod, {"node-1"}));
     EXPECT_TRUE(refused.node_names && refused.node_names->empty());
-    EXPECT_EQ("allox cannot read this pod: annotation allox.io/job: the job id has a '/' beyond "
-              "the one between namespace and name",
-              refused.failed_and_unresolvable_nodes.at("node-1"));
+    EXPECT_EQ(
+        "allox cannot read this pod: annotation allox.io/job: the job id has a '/' beyond "
+        "the one between namespace and name",
+        refused.failed_and_unresolvable_nodes.at("node-1"));
   }
   EXPECT_FALSE(service->job("team-b/team-a/train").ok()) << "no nested job is made";
   // The watch registers team-a's pods: asked again after each plan and watch change, until a
@@ -132,8 +133,8 @@ TEST(TenancyTest, AJobAnnotationNamingAnotherNamespaceIsRefused) {
 // however often it is offered, the book, the plan and the answers stay as small as before.
 TEST(IsolationTest, AHundredKilobyteUserIsRefusedAndCostsNothing) {
   testing::ScratchDir dir;
-  auto config = testing::make_config({{"g", {{"gpu", 1}}}, {"h", {{"gpu", 1}}}},
-                                     dir.file("state.db"));
+  auto config =
+      testing::make_config({{"g", {{"gpu", 1}}}, {"h", {{"gpu", 1}}}}, dir.file("state.db"));
   config.tenancy.user_annotation_namespaces = {"lab"};
   auto service = start_service(config, policy_named("allox"), nullptr, nullptr);
   const std::string huge(100 << 10, 'u');
@@ -147,9 +148,10 @@ TEST(IsolationTest, AHundredKilobyteUserIsRefusedAndCostsNothing) {
     for (const json& pod : pods) {
       const FilterResult answer = service->filter(args_for(pod, {"g", "h"}));
       EXPECT_TRUE(answer.node_names && answer.node_names->empty());
-      EXPECT_EQ("allox cannot read this pod: annotation allox.io/user: 102400 bytes, over "
-                "Kubernetes' limit of 63 for label values",
-                answer.failed_and_unresolvable_nodes.at("g"));
+      EXPECT_EQ(
+          "allox cannot read this pod: annotation allox.io/user: 102400 bytes, over "
+          "Kubernetes' limit of 63 for label values",
+          answer.failed_and_unresolvable_nodes.at("g"));
       largest_answer = std::max(largest_answer, render(answer).size());
     }
   }
@@ -360,8 +362,7 @@ TEST(IsolationTest, ListsArePagedAndTheStatusPageShowsTheFirstPage) {
   std::string token;
   int pages = 0;
   do {
-    json page = json::parse(
-        call(*service, "GET", "/v1/queue?limit=400&continue=" + token).body);
+    json page = json::parse(call(*service, "GET", "/v1/queue?limit=400&continue=" + token).body);
     for (const json& job : page["queued"]) seen.insert(job["id"].get<std::string>());
     token = page["page"]["continue"].get<std::string>();
     ++pages;
@@ -390,8 +391,8 @@ TEST(IsolationTest, ListsArePagedAndTheStatusPageShowsTheFirstPage) {
   EXPECT_EQ(400, reply.status);
   EXPECT_EQ("continue: expected the token of a previous page's page.continue",
             json::parse(reply.body).value("error", ""));
-  EXPECT_EQ(0u, json::parse(call(*service, "GET", "/v1/queue?continue=99999").body)["queued"]
-                    .size())
+  EXPECT_EQ(0u,
+            json::parse(call(*service, "GET", "/v1/queue?continue=99999").body)["queued"].size())
       << "past the end: an empty page";
 
   const std::string page = call(*service, "GET", "/").body;
@@ -537,7 +538,7 @@ TEST(IsolationTest, BindIntentsAreReconciledFromSpecNodeNameAtStartUp) {
   auto lost = service->job("lab/lost");
   EXPECT_EQ(JobPhase::kQueued, lost->record.phase);
   EXPECT_EQ("", lost->bind_in_doubt);
-  EXPECT_TRUE((*Store::open(config.database))->load()->intents.empty());
+  EXPECT_TRUE((*Store::open_for_reading(config.database))->load()->intents.empty());
 }
 
 TEST(IsolationTest, ReconcileIsAFunctionOverObservedPods) {
@@ -575,7 +576,7 @@ TEST(IsolationTest, ABindInDoubtOnANodeOutsideTheInventoryLeavesTheJobQueuedAndI
   EXPECT_EQ("", service->job("lab/a")->bind_in_doubt);
   EXPECT_EQ(JobPhase::kRunning, service->job("lab/b")->record.phase);
   service.reset();
-  auto state = (*Store::open(config.database))->load();
+  auto state = (*Store::open_for_reading(config.database))->load();
   ASSERT_TRUE(state.ok());
   EXPECT_TRUE(state->intents.empty()) << "both intents are settled in the store too";
   auto restarted = start_service(config, policy_named("fifo"), nullptr, nullptr);

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <string>
 
+#include "kubesim/alloxd_process.h"
 #include "tests/alloxd/testing/test_support.h"
 
 namespace allox::extender {
@@ -56,6 +57,26 @@ TEST(MainFlagsTest, AnEmptyDatabaseFlagIsRefusedNotReplacedByTheConfigs) {
   EXPECT_NE(std::string::npos,
             exit.output.find("--database: must name the SQLite file, got an empty path"))
       << exit.output;
+}
+
+// Two alloxd on one database would each keep a book and place two jobs on one machine: the
+// second is refused at start-up, naming the first.
+TEST(MainFlagsTest, ASecondAlloxdOnTheSameDatabaseIsRefused) {
+  testing::ScratchDir dir;
+  emulator::AlloxdLaunch launch;
+  launch.binary = std::string(ALLOX_BINARY_DIR) + "/cli/alloxd";
+  launch.config = std::string(ALLOX_SOURCE_DIR) + "/examples/alloxd.yaml";
+  launch.database = dir.file("state.db");
+  auto first = emulator::AlloxdProcess::start(launch);
+  ASSERT_TRUE(first.ok()) << first.message();
+  const Exit second = run_alloxd("--database " + launch.database);
+  EXPECT_NE(0, second.status) << second.output;
+  EXPECT_NE(
+      std::string::npos,
+      second.output.find("store: '" + launch.database + "' is in use by another alloxd (pid " +
+                         std::to_string((*first)->pid()) + "): one alloxd per database"))
+      << second.output;
+  (*first)->terminate(std::chrono::seconds(10));
 }
 
 }  // namespace

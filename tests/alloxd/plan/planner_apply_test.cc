@@ -262,7 +262,7 @@ TEST(PlannerApplyTest, ConcurrentCallersShareOneCommitAndKeepTheirOwnOutcome) {
     EXPECT_EQ(JobPhase::kRunning, book.job(books.job(5))->record.phase);
     EXPECT_NE(nullptr, book.job(books.job(7)));
   });
-  auto state = Store::open(books.config.database).value()->load();
+  auto state = Store::open_for_reading(books.config.database).value()->load();
   ASSERT_TRUE(state.ok()) << state.message();
   std::set<std::string> intents;
   for (const BindIntent& intent : state->intents) intents.insert(intent.job_id);
@@ -470,7 +470,7 @@ TEST(PlannerApplyTest, AnAnsweredChangeSurvivesAKill9) {
   while (::read(pipe_fds[0], &j, sizeof j) == sizeof j) told.insert(j);
   ::close(pipe_fds[0]);
   ASSERT_GE(told.size(), static_cast<std::size_t>(kMany / 2));
-  auto state = Store::open(config.database).value()->load();
+  auto state = Store::open_for_reading(config.database).value()->load();
   ASSERT_TRUE(state.ok()) << state.message();
   std::set<std::string> intents;
   for (const BindIntent& intent : state->intents) intents.insert(intent.job_id);
@@ -533,7 +533,7 @@ TEST(PlannerApplyTest, TheRetentionSweepLetsOnlyRunsFinishedBeforeTheWindowLeave
   EXPECT_FALSE(in_book("lab/early")) << "finished 700 s ago, past the 600 s window";
   EXPECT_TRUE(in_book("lab/late"));
   planner->stop();
-  auto stored = (*Store::open(config.database))->load();
+  auto stored = (*Store::open_for_reading(config.database))->load();
   ASSERT_TRUE(stored.ok());
   std::set<std::string> ids;
   for (const JobRecord& job : stored->jobs) ids.insert(job.id);

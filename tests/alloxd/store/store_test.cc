@@ -912,6 +912,26 @@ TEST(StoreTest, UnusablePathsAreErrorsNamingTheirCause) {
   }
 }
 
+// One writer per database: a second open waits for nothing and is refused, naming the holder;
+// once the first store closes, the database opens again (as it does after a kill -9, which
+// drops the lock with the process: WrittenChangesSurviveAKill9OfTheProcess reopens it).
+TEST(StoreTest, ASecondOpenOfOneDatabaseIsRefusedWhileTheFirstHoldsIt) {
+  testing::ScratchDir dir;
+  const std::string path = dir.file("state.db");
+  auto first = Store::open(path);
+  ASSERT_TRUE(first.ok()) << first.message();
+  auto second = Store::open(path);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ("store: '" + path + "' is in use by another alloxd (pid " + std::to_string(::getpid()) +
+                "): one alloxd per database",
+            second.message());
+  auto reader = Store::open_for_reading(path);
+  EXPECT_TRUE(reader.ok()) << "a report reads beside the writer: " << reader.message();
+  first->reset();
+  auto again = Store::open(path);
+  EXPECT_TRUE(again.ok()) << again.message();
+}
+
 TEST(StoreTest, AnotherApplicationsDatabaseIsRefusedAndLeftUnchanged) {
   testing::ScratchDir dir;
   const std::string path = dir.file("theirs.db");

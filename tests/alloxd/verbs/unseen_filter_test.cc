@@ -90,8 +90,7 @@ struct Fixture {
     EXPECT_TRUE(made.ok()) << made.message();
     planner = std::move(*made);
     feed = std::make_unique<ClusterFeed>(client, *planner, planner->config(), nullptr);
-    controller =
-        std::make_unique<Controller>(*planner, *feed, client, events, [] { return true; });
+    controller = std::make_unique<Controller>(*planner, *feed, client, events, [] { return true; });
     VerbOptions options;
     options.nudges = nudges;
     // A wait would end at the plan, which the hook lets through: a wrong answer is then a failed
@@ -150,7 +149,7 @@ TEST(UnseenFilterTest, OnTheNudgePathANewJobIsAnsweredWhileItsRoundIsHeldAndNoth
   // Left to the watch: not in the book, not in the store (so a kill -9 now loses nothing).
   EXPECT_FALSE(f.in_book("lab/a"));
   {
-    auto store = Store::open(f.dir.file("state.db"));
+    auto store = Store::open_for_reading(f.dir.file("state.db"));
     ASSERT_TRUE(store.ok()) << store.message();
     auto stored = (*store)->load();
     ASSERT_TRUE(stored.ok()) << stored.message();
