@@ -54,6 +54,12 @@ std::string slug(const std::string& name) {
   return s;
 }
 
+// "1 of 3 jobs never started": the note beside a scenario's figures.
+std::string unfinished_count(const PlanScenario& s) {
+  return std::to_string(s.unfinished.size()) + " of " + std::to_string(s.result.jobs.size()) +
+         " jobs " + unfinished_state(s);
+}
+
 // Column widths follow the longest scenario and user names, so every row lines up.
 void print(const std::vector<PlanScenario>& scenarios) {
   std::size_t name_width = std::string("scenario").size();
@@ -69,7 +75,9 @@ void print(const std::vector<PlanScenario>& scenarios) {
     std::cout << std::left << std::setw(first) << s.name << std::right << std::setw(10)
               << s.cluster.machines.size() << std::setw(12) << s.summary.avg_jct << std::setw(12)
               << s.summary.makespan << std::setw(9)
-              << (base > 0 ? 100 * (s.summary.avg_jct - base) / base : 0) << "%\n";
+              << (base > 0 ? 100 * (s.summary.avg_jct - base) / base : 0) << "%";
+    if (!s.unfinished.empty()) std::cout << "  (" << unfinished_count(s) << ")";
+    std::cout << "\n";
   }
   const auto& users = scenarios.front().summary.per_user;
   std::size_t user_width = std::string("user").size();
@@ -82,7 +90,12 @@ void print(const std::vector<PlanScenario>& scenarios) {
   for (std::size_t u = 0; u < users.size(); ++u) {
     std::cout << std::left << std::setw(static_cast<int>(user_width) + 2) << users[u].user;
     for (const PlanScenario& s : scenarios) {
-      std::cout << std::right << std::setw(column) << s.summary.per_user[u].last_finish;
+      std::cout << std::right << std::setw(column);
+      if (const std::string state = unfinished_state(s, users[u].user); !state.empty()) {
+        std::cout << state;
+      } else {
+        std::cout << s.summary.per_user[u].last_finish;
+      }
     }
     std::cout << "\n";
   }
@@ -97,8 +110,9 @@ std::string caption(const PlanScenario& s, const PlanArgs& a) {
       << s.summary.makespan << " s,  " << s.cluster.machines.size() << " machines (";
   const char* sep = "";
   for (const auto& [device, n] : per_type) out << std::exchange(sep, ", ") << n << " " << device;
-  out << "),  " << s.result.jobs.size() << " jobs of " << s.result.users.size() << " users,  "
-      << a.policy;
+  out << "),  " << s.result.jobs.size() << " jobs";
+  if (!s.unfinished.empty()) out << " (" << s.unfinished.size() << " " << unfinished_state(s) << ")";
+  out << " of " << s.result.users.size() << " users,  " << a.policy;
   if (a.policy == "allox") out << " alpha = " << csv_number(a.alpha);
   return out.str();
 }
@@ -120,18 +134,41 @@ void write_json(const std::vector<PlanScenario>& scenarios, const fs::path& path
     nlohmann::ordered_json js;
     js["scenario"] = s.name;
     js["machines"] = s.cluster.machines.size();
+    js["jobs_finished"] = s.result.jobs.size() - s.unfinished.size();
+    nlohmann::ordered_json never_started = nlohmann::ordered_json::array();
+    nlohmann::ordered_json never_finished = nlohmann::ordered_json::array();
+    for (std::size_t i : s.unfinished) {
+      const SimJobRecord& r = s.result.jobs[i];
+      (r.start ? never_finished : never_started).push_back(r.job);
+    }
+    js["never_started"] = never_started;
+    js["never_finished"] = never_finished;
+    // Over the jobs that finished; a user with a job that never finished has no last finish.
     js["avg_jct"] = s.summary.avg_jct;
     js["makespan"] = s.summary.makespan;
     nlohmann::ordered_json users = nlohmann::ordered_json::object();
-    for (const UserSummary& u : s.summary.per_user) users[u.user] = u.last_finish;
+    for (const UserSummary& u : s.summary.per_user) {
+      if (!unfinished_state(s, u.user).empty()) {
+        users[u.user] = nullptr;
+      } else {
+        users[u.user] = u.last_finish;
+      }
+    }
     js["user_last_finish"] = users;
     nlohmann::ordered_json jobs = nlohmann::ordered_json::array();
     for (const SimJobRecord& r : s.result.jobs) {
-      jobs.push_back({{"job", r.job},
-                      {"user", r.user},
-                      {"machine", r.machine},
-                      {"start", r.start.value_or(-1)},
-                      {"finish", r.finish.value_or(-1)}});
+      nlohmann::ordered_json job = {{"job", r.job}, {"user", r.user}};
+      if (r.finish) {
+        job["machine"] = r.machine;
+        job["start"] = *r.start;
+        job["finish"] = *r.finish;
+      } else {
+        job["state"] = unfinished_state(r);
+        job["machine"] = nullptr;
+        job["start"] = r.start ? nlohmann::ordered_json(*r.start) : nlohmann::ordered_json();
+        job["finish"] = nullptr;
+      }
+      jobs.push_back(job);
     }
     js["jobs"] = jobs;
     j.push_back(js);
@@ -158,6 +195,12 @@ void run_plan(const PlanArgs& a) {
   options.policy_options.alpha = a.alpha;
   const std::vector<PlanScenario> scenarios = check(plan(workload, cluster, alternatives, options));
   print(scenarios);
+  // A starving policy is a valid answer to a what-if: a warning, not an error.
+  for (const PlanScenario& s : scenarios) {
+    if (const std::string note = unfinished_note(s, a.policy); !note.empty()) {
+      std::cerr << "allox plan: warning: " << note << "\n";
+    }
+  }
   if (!a.gantt.empty()) {
     const fs::path path(a.gantt);
     draw_gantt(scenarios.front(), a, path.has_parent_path() ? path.parent_path() : ".",

@@ -102,6 +102,44 @@ Expected<PlanAlternative> parse_alternative(const std::string& text) {
   return alt;
 }
 
+std::string unfinished_state(const SimJobRecord& job) {
+  return job.start ? "never finished" : "never started";
+}
+
+std::string unfinished_state(const PlanScenario& scenario) {
+  if (scenario.unfinished.empty()) return "";
+  for (std::size_t i : scenario.unfinished) {
+    if (scenario.result.jobs[i].start) return "never finished";
+  }
+  return "never started";
+}
+
+std::string unfinished_state(const PlanScenario& scenario, const std::string& user) {
+  std::string state;
+  for (std::size_t i : scenario.unfinished) {
+    const SimJobRecord& r = scenario.result.jobs[i];
+    if (r.user != user) continue;
+    if (!r.start) return "never started";
+    state = "never finished";
+  }
+  return state;
+}
+
+std::string unfinished_note(const PlanScenario& scenario, const std::string& policy) {
+  if (scenario.unfinished.empty()) return "";
+  constexpr std::size_t kNamed = 5;
+  const std::size_t n = scenario.unfinished.size(), total = scenario.result.jobs.size();
+  std::string ids;
+  for (std::size_t k = 0; k < n && k < kNamed; ++k) {
+    ids += (k ? ", " : "") + scenario.result.jobs[scenario.unfinished[k]].job;
+  }
+  if (n > kNamed) ids += " and " + std::to_string(n - kNamed) + " more";
+  return "scenario '" + scenario.name + "': " + std::to_string(n) + " of " +
+         std::to_string(total) + " jobs " + unfinished_state(scenario) + " under " + policy +
+         " (" + ids + "); its avg JCT, makespan and last finishes count only the " +
+         std::to_string(total - n) + " that finished";
+}
+
 Expected<std::vector<PlanScenario>> plan(const Workload& workload, const Cluster& cluster,
                                          const std::vector<PlanAlternative>& alternatives,
                                          const PlanOptions& options) {
@@ -134,11 +172,20 @@ Expected<std::vector<PlanScenario>> plan(const Workload& workload, const Cluster
                      " can run on none of the cluster's machines"};
       }
     }
-    auto policy = make_policy(options.policy, options.policy_options);
-    if (!policy) return policy.error();
-    auto result = simulate(trace, c, **policy);
+    std::unique_ptr<SchedulingPolicy> policy;
+    if (options.make_policy) {
+      policy = options.make_policy();
+    } else {
+      auto named = make_policy(options.policy, options.policy_options);
+      if (!named) return named.error();
+      policy = std::move(*named);
+    }
+    auto result = simulate(trace, c, *policy);
     if (!result) return Error{"scenario '" + name + "': " + result.message()};
-    PlanScenario s{name, c, std::move(*result), {}};
+    PlanScenario s{name, c, std::move(*result), {}, {}};
+    for (std::size_t i = 0; i < s.result.jobs.size(); ++i) {
+      if (!s.result.jobs[i].finish) s.unfinished.push_back(i);
+    }
     s.summary =
         summarize(s.result, trace, c,
                   options.policy == "allox" ? std::optional<double>(options.policy_options.alpha)

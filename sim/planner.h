@@ -11,7 +11,9 @@
 // (minimum total completion time); any registered policy may be used instead.
 #pragma once
 
+#include <functional>
 #include <limits>
+#include <memory>
 #include <map>
 #include <string>
 #include <vector>
@@ -39,11 +41,18 @@ struct PlanScenario {
   std::string name;  // "as is" or the alternative's name
   Cluster cluster;
   SimResult result;
-  SimSummary summary;
+  SimSummary summary;  // its figures count only the jobs that finished
+  // Jobs the policy left unfinished when the plan ran out of events (it never started them, or
+  // never resumed them), as indices into result.jobs in trace order. A policy that starves jobs
+  // is a valid answer to a what-if, so this is not an error; callers must show it.
+  std::vector<std::size_t> unfinished;
 };
 
 struct PlanOptions {
   std::string policy = "allox";
+  // When set, each scenario runs a fresh policy made by this instead of `policy` by name (a
+  // caller's own policy); `policy` then only labels the plan.
+  std::function<std::unique_ptr<SchedulingPolicy>()> make_policy;
   // α = 1 and no starvation guard: a plan is offline, and the guard (which starts long-waiting
   // jobs first, oldest first) would turn a long queue's plan into FIFO.
   PolicyOptions policy_options = [] {
@@ -53,6 +62,20 @@ struct PlanOptions {
     return o;
   }();
 };
+
+// How a scenario's unfinished jobs are shown. "never started", or "never finished" for a job
+// that ran and was preempted, never to resume.
+std::string unfinished_state(const SimJobRecord& job);
+// The scenario's state for all its unfinished jobs ("never started" when none of them ran, else
+// "never finished"), and "" when every job finished.
+std::string unfinished_state(const PlanScenario& scenario);
+// A user's last finish is undefined when one of its jobs never finished: the state of that job
+// ("never started" first), else "".
+std::string unfinished_state(const PlanScenario& scenario, const std::string& user);
+// One line for a scenario whose policy left jobs unfinished, naming the first five:
+// "scenario 'as is': 1 of 3 jobs never started under es (j2); its avg JCT, makespan and last
+// finishes count only the 2 that finished"; "" when every job finished.
+std::string unfinished_note(const PlanScenario& scenario, const std::string& policy);
 
 // Errors: an alternative adding a device type no job can run on (it could change nothing), a job
 // that can run on no machine of a scenario, an unknown policy, a policy error.

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "fairness/policy.h"
 
 namespace allox {
 namespace {
@@ -58,6 +59,56 @@ TEST(Planner, BusyMachineAndMissingDevice) {
   auto none = plan(two_jobs_one_gpu(), cpus, {});
   ASSERT_FALSE(none.ok());
   EXPECT_NE(none.message().find("job a can run on none"), std::string::npos) << none.message();
+}
+
+// A policy that never starts bob's jobs and starts alice's on the first idle machine.
+class StarvesBob : public SchedulingPolicy {
+ public:
+  std::string name() const override { return "starves-bob"; }
+  Expected<Decision> decide(const ClusterState& state) override {
+    Decision d;
+    std::vector<bool> idle = state.idle;
+    for (const QueuedJob& q : state.queue) {
+      if (q.job->user == "bob") continue;
+      for (std::size_t m = 0; m < idle.size(); ++m) {
+        if (!idle[m]) continue;
+        idle[m] = false;
+        d.start.push_back({q.job->id, m});
+        break;
+      }
+    }
+    return d;
+  }
+};
+
+// A policy that leaves jobs queued to the end is a valid answer, but the plan says so: the jobs
+// are listed, the figures count only those that finished, and bob has no last finish.
+TEST(Planner, JobsThePolicyNeverStartsAreListedAndLeftOutOfTheFigures) {
+  Workload w = two_jobs_one_gpu();
+  w.jobs.push_back(Job{"b2", "bob", 0, {{"gpu", 30}}, std::nullopt, ""});
+  Cluster c;
+  c.machines = {{"gpu-0", "gpu", 0}};
+  PlanOptions options;
+  options.policy = "starves-bob";
+  options.make_policy = [] { return std::make_unique<StarvesBob>(); };
+  auto scenarios = plan(w, c, {}, options);
+  ASSERT_TRUE(scenarios.ok()) << scenarios.message();
+  const PlanScenario& s = scenarios->front();
+  ASSERT_EQ(s.unfinished, (std::vector<std::size_t>{1, 2}));
+  EXPECT_EQ(s.summary.completed, 1u);
+  EXPECT_DOUBLE_EQ(s.summary.avg_jct, 10);
+  EXPECT_DOUBLE_EQ(s.summary.makespan, 10);
+  EXPECT_EQ(unfinished_state(s), "never started");
+  EXPECT_EQ(unfinished_state(s, "alice"), "");
+  EXPECT_EQ(unfinished_state(s, "bob"), "never started");
+  EXPECT_EQ(unfinished_note(s, "starves-bob"),
+            "scenario 'as is': 2 of 3 jobs never started under starves-bob (b, b2); its avg JCT, "
+            "makespan and last finishes count only the 1 that finished");
+
+  auto fine = plan(two_jobs_one_gpu(), c, {});
+  ASSERT_TRUE(fine.ok()) << fine.message();
+  EXPECT_TRUE(fine->front().unfinished.empty());
+  EXPECT_EQ(unfinished_note(fine->front(), "allox"), "");
 }
 
 }  // namespace

@@ -85,6 +85,23 @@ TEST(Report, JobsCsvRecomputesTheSummary) {
   EXPECT_DOUBLE_EQ(last_finish - first_arrival, f.summary.makespan);
 }
 
+TEST(Report, ComparisonTableSaysHowManyJobsNeverFinished) {
+  SimSummary all;
+  all.policy = "fifo";
+  all.jobs = all.completed = 3;
+  SimSummary some;
+  some.policy = "es";
+  some.jobs = 3;
+  some.completed = 2;
+  std::ostringstream out;
+  write_comparison_table({all, some}, out);
+  EXPECT_NE(out.str().find("\nes: 1 of 3 jobs never finished; its figures count only the 2 that "
+                           "finished\n"),
+            std::string::npos)
+      << out.str();
+  EXPECT_EQ(out.str().find("fifo:"), std::string::npos) << out.str();
+}
+
 TEST(Report, ComparisonCsvHasOneRowPerRun) {
   Fixture f;
   std::ostringstream out;
