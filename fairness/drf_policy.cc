@@ -24,8 +24,11 @@
 //   the slowest type on average, and free types are tried fastest (largest beta) first.
 // drffifo (AlloX, EuroSys 2020, section 6.1, "DRFFIFO", the baseline of the paper's "up to 95%"):
 //   DRF with no profiling (uses_estimates() is false, so the simulator skips profiling runs),
-//   FIFO within each user, every job on its GPU variant (a job without one runs on the first
-//   device type it lists). Dominant share as drf; head-of-line blocking as drf.
+//   FIFO within each user, every job on its GPU variant: its `gpu` time; on a cluster of GPU
+//   models (device types other than `cpu`), the model its stated times make fastest, as a user
+//   submitting a GPU job would pick it; a job with no GPU variant runs on its fastest other type.
+//   Only types the cluster has, with a node that holds the job's units, are candidates, so a job
+//   runs wherever one of its types exists. Dominant share as drf; head-of-line blocking as drf.
 // drf-ext-fastest (allox's earlier variant, kept for comparison): a user's share is AlloX's L
 //   (fairness/share.h), the head job (shortest on its fastest type) takes whichever idle device
 //   type runs it fastest, and a user whose head job fits no idle machine sits out this round.
@@ -325,11 +328,13 @@ class DrfFifoPolicy : public SchedulingPolicy {
   std::string name() const override { return "drffifo"; }
   bool uses_estimates() const override { return false; }
 
-  // FIFO within each user, each job on its variant; a variant the cluster lacks never runs.
+  // FIFO within each user, each job on its variant; a job none of whose types the cluster can
+  // hold never runs.
   Expected<Decision> decide(const ClusterState& state) override {
+    const std::map<DeviceType, int> largest = largest_nodes(state);
     std::map<std::string, std::vector<std::size_t>> queues;
     for (std::size_t i = 0; i < state.queue.size(); ++i) {
-      if (variant(*state.queue[i].job)) queues[state.queue[i].job->user].push_back(i);
+      if (variant(*state.queue[i].job, largest)) queues[state.queue[i].job->user].push_back(i);
     }
     for (auto& [user, jobs] : queues) {
       std::stable_sort(jobs.begin(), jobs.end(), [&](std::size_t a, std::size_t b) {
@@ -337,25 +342,28 @@ class DrfFifoPolicy : public SchedulingPolicy {
                std::tie(state.queue[b].queued_since, state.queue[b].job->id);
       });
     }
-    const std::map<DeviceType, int> largest = largest_nodes(state);
     return fill_by_dominant_share(state, capacity_, queues,
-                                  [&](const QueuedJob& job) -> std::optional<DeviceType> {
-                                    std::optional<DeviceType> device = variant(*job.job);
-                                    auto n = device ? largest.find(*device) : largest.end();
-                                    if (n == largest.end() || n->second < job.job->units) {
-                                      return std::nullopt;  // never runs here
-                                    }
-                                    return device;
-                                  });
+                                  [&](const QueuedJob& job) { return variant(*job.job, largest); });
   }
 
  private:
   MachineCapacity capacity_;
 
-  static std::optional<DeviceType> variant(const Job& job) {
-    if (job.time.contains("gpu")) return DeviceType("gpu");
-    if (job.time.empty()) return std::nullopt;
-    return job.time.begin()->first;
+  // `gpu` when the job has it; else its fastest type other than `cpu` (ties: the alphabetically
+  // first); else its fastest type. Over the types of `largest` (the cluster's largest node per
+  // type) whose node holds the job's units.
+  static std::optional<DeviceType> variant(const Job& job,
+                                           const std::map<DeviceType, int>& largest) {
+    std::optional<std::tuple<int, double, DeviceType>> best;  // (rank, time, type), least first
+    for (const auto& [device, time] : job.time) {
+      auto n = largest.find(device);
+      if (n == largest.end() || n->second < job.units) continue;
+      const int rank = device == "gpu" ? 0 : device != "cpu" ? 1 : 2;
+      auto key = std::make_tuple(rank, time, device);
+      if (!best || key < *best) best = key;
+    }
+    if (!best) return std::nullopt;
+    return std::get<2>(*best);
   }
 };
 

@@ -153,6 +153,16 @@ else
   fail "plan on multi-GPU nodes failed: $out"
 fi
 count=$((count + 1))
+# Every baseline plans every job of the GPU models' example: drffifo runs a job on its fastest
+# model the cluster can hold (resnet50-8 on the 8-GPU v100 node, never on the 4-GPU k80 node).
+for policy in drffifo drf drf-ext es es-fastest fifo sjf; do
+  count=$((count + 1))
+  out=$("$allox" plan --cluster "$gpu_cluster" --jobs "$gpu_jobs" --policy "$policy" --out "$work/p-$policy" 2>&1) ||
+    fail "plan --policy $policy failed: $out"
+  if grep -q 'never' <<<"$out" || grep -q '"state"' "$work/p-$policy/plan.json"; then
+    fail "plan --policy $policy leaves jobs unfinished: $out"
+  fi
+done
 if out=$("$allox" solve --cluster "$gpu_cluster" --jobs "$gpu_jobs" --format table 2>&1); then
   grep -q 'lower bound' <<<"$out" && grep -q 'resnet50-8 *dgx-0 *v100 *8' <<<"$out" ||
     fail "solve of multi-GPU jobs without its bound or the 8-GPU job on the 8-GPU node: $out"

@@ -182,6 +182,25 @@ TEST(DrfFifoPolicyTest, ArrivalOrderPerUserOnGpusWithHeadOfLineBlocking) {
   EXPECT_FALSE((*made)->uses_estimates());
 }
 
+TEST(DrfFifoPolicyTest, OnGpuModelsEachJobRunsOnItsFastestModelTheClusterHas) {
+  StateBuilder b(10);
+  b.machine("v100-0", "v100").machine("k80-0", "k80").machine("cpu-0", "cpu");
+  // a: v100 fastest, k80 first by name: it takes the v100. c: CPU fastest, but its GPU variant
+  // (k80) is a GPU model. d: fastest on p100, which the cluster lacks: the next model, k80,
+  // which c already took, so d waits (head-of-line) rather than on a p100 that never comes.
+  b.queued("a", "alice", 0, {{"v100", 10}, {"k80", 40}});
+  b.queued("c", "carol", 1, {{"k80", 30}, {"cpu", 5}});
+  b.queued("d", "dave", 2, {{"p100", 1}, {"k80", 20}, {"cpu", 90}});
+  EXPECT_EQ((Starts{"a@v100-0", "c@k80-0"}), decide("drffifo", b));
+
+  // Alone, d runs on the k80: never on the p100 no machine has.
+  StateBuilder alone(10);
+  alone.machine("k80-0", "k80").machine("cpu-0", "cpu");
+  alone.queued("d", "dave", 2, {{"p100", 1}, {"k80", 20}, {"cpu", 90}});
+  alone.queued("e", "erin", 3, {{"p100", 1}, {"cpu", 2}});
+  EXPECT_EQ((Starts{"d@k80-0", "e@cpu-0"}), decide("drffifo", alone));
+}
+
 TEST(MakePolicyTest, UnknownNamesAndBadOptionsAreErrorsNamingTheField) {
   auto unknown = make_policy("lottery", PolicyOptions{});
   ASSERT_FALSE(unknown.ok());
