@@ -7,11 +7,12 @@
 namespace allox::extender {
 
 struct HttpRequest {
-  std::string method;         // GET, POST, ...
-  std::string path;           // percent-decoded, without the query string
-  std::string authorization;  // the Authorization header, if any
+  std::string method;             // GET, POST, ...
+  std::string path;               // percent-decoded, without the query string
+  std::string authorization;      // the Authorization header, if any
   std::string body;
   std::string query;  // what follows '?' in the target, as sent (not decoded)
+  int authorization_headers = 0;  // how many came: more than one is refused, never picked from
 };
 
 struct HttpReply {

@@ -1,8 +1,10 @@
 #include "alloxd/http/routes.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
+#include <string_view>
 
 #include "alloxd/model/pod.h"
 #include "alloxd/verbs/admission.h"
@@ -38,7 +40,24 @@ std::optional<HttpReply> check_admin(const ExtenderService& service, const HttpR
   if (token.empty()) {
     return error_reply(403, "alloxd has no admin_token configured; admin endpoints are off");
   }
-  if (request.authorization != "Bearer " + token) {
+  if (request.authorization_headers > 1) {
+    return error_reply(400, "more than one Authorization header; send one");
+  }
+  // The scheme is case-insensitive (RFC 9110); the token is compared in time that does not
+  // depend on where it differs.
+  constexpr std::string_view kScheme = "bearer ";
+  const std::string& given = request.authorization;
+  bool bearer = given.size() >= kScheme.size();
+  for (std::size_t i = 0; bearer && i < kScheme.size(); ++i) {
+    bearer = std::tolower(static_cast<unsigned char>(given[i])) == kScheme[i];
+  }
+  const std::string_view presented =
+      bearer ? std::string_view(given).substr(kScheme.size()) : std::string_view();
+  unsigned char differ = presented.size() == token.size() ? 0 : 1;
+  for (std::size_t i = 0; i < token.size(); ++i) {
+    differ |= static_cast<unsigned char>(token[i] ^ (i < presented.size() ? presented[i] : 0));
+  }
+  if (!bearer || differ != 0) {
     return error_reply(401, "this endpoint needs 'Authorization: Bearer <admin token>'");
   }
   return std::nullopt;
@@ -286,6 +305,11 @@ HttpReply route(ExtenderService& service, const HttpRequest& request) {
   if (path.size() > kJobsPrefix.size() && path.rfind(kJobsPrefix, 0) == 0) {
     if (auto reply = job_route(service, request, path.substr(kJobsPrefix.size()))) return *reply;
   }
+  for (const char* read_only :
+       {"/healthz", "/readyz", "/metrics", "/", "/v1/fairness", "/v1/queue"}) {
+    if (path == read_only) return error_reply(405, path + " takes GET");
+  }
+  if (path == "/v1/profiles") return error_reply(405, path + " takes POST");
   return error_reply(404, "no route for " + request.method + " " + path);
 }
 

@@ -284,6 +284,7 @@ class Session : public ListenerState::Connection,
     request.path = decode_path({message.target().data(), message.target().size()});
     request.query = query_of({message.target().data(), message.target().size()});
     request.authorization = std::string(message[http::field::authorization]);
+    request.authorization_headers = static_cast<int>(message.count(http::field::authorization));
     request.body = std::move(message.body());
     parser_.reset();
     if (!shared_->begin_reply()) return close();  // read after the server closed

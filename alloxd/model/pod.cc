@@ -7,6 +7,7 @@
 #include "alloxd/config.h"
 #include "alloxd/model/pod_devices.h"
 #include "core/number_text.h"
+#include "core/utf8.h"
 #include "extender_api/wire.h"
 #include "kube/quantity.h"
 
@@ -115,12 +116,21 @@ Expected<std::map<std::string, double>> container_requests(const json& container
 Expected<std::map<std::string, double>> requested_resources(const json& pod) {
   std::map<std::string, double> total;
   const json* spec = find_key(pod, "spec");
-  if (spec == nullptr || !spec->is_object()) return total;
+  if (spec == nullptr || spec->is_null()) return total;
+  // A field of the wrong kind is refused, not read as absent: a pod whose containers are not a
+  // list would otherwise ask for nothing and be booked as the smallest CPU job.
+  if (!spec->is_object()) return Error{"Pod.spec: expected an object"};
+  for (const char* list : {"containers", "initContainers"}) {
+    const json* field = find_key(*spec, list);
+    if (field != nullptr && !field->is_null() && !field->is_array()) {
+      return Error{std::string("Pod.spec.") + list + ": expected a list"};
+    }
+  }
   if (const json* containers = find_key(*spec, "containers");
       containers != nullptr && containers->is_array()) {
     for (std::size_t i = 0; i < containers->size(); ++i) {
-      auto own = container_requests((*containers)[i],
-                                    "Pod.spec.containers[" + std::to_string(i) + "]");
+      auto own =
+          container_requests((*containers)[i], "Pod.spec.containers[" + std::to_string(i) + "]");
       if (!own) return own.error();
       for (const auto& [name, amount] : *own) total[name] += amount;
     }
@@ -197,9 +207,8 @@ Expected<int> requested_units(const json& pod, const DeviceType& device,
   if (device == mapping.cpu_device) {
     const double bundles = std::max(1.0, std::ceil(amount / mapping.cores_per_machine));
     if (bundles > kMaxUnits) {
-      return Error{where + "cpu: " + shown_number(amount) + " cores are " +
-                   shown_number(bundles) + " CPU bundles of " +
-                   shown_number(mapping.cores_per_machine) + limit};
+      return Error{where + "cpu: " + shown_number(amount) + " cores are " + shown_number(bundles) +
+                   " CPU bundles of " + shown_number(mapping.cores_per_machine) + limit};
     }
     return static_cast<int>(bundles);
   }
@@ -219,7 +228,8 @@ Expected<int> requested_units(const json& pod, const DeviceType& device,
 Expected<PodIdentity> pod_identity(const json& pod) {
   if (!pod.is_object()) return Error{"Pod: expected an object"};
   const json* metadata = find_key(pod, "metadata");
-  if (metadata == nullptr || !metadata->is_object()) return Error{"Pod.metadata: missing"};
+  if (metadata == nullptr || metadata->is_null()) return Error{"Pod.metadata: missing"};
+  if (!metadata->is_object()) return Error{"Pod.metadata: expected an object"};
   const json* name = find_key(*metadata, "name");
   if (name == nullptr || !name->is_string() || name->get<std::string>().empty()) {
     return Error{"Pod.metadata.name: missing"};
@@ -255,7 +265,8 @@ Status check_job_id(std::string_view id) {
                  std::string(namespace_name.empty() ? "namespace" : "name")};
   }
   for (std::string_view segment : {namespace_name, name}) {
-    if (segment == "." || segment == "..") return Error{"has a \"" + std::string(segment) + "\" segment"};
+    if (segment == "." || segment == "..")
+      return Error{"has a \"" + std::string(segment) + "\" segment"};
   }
   if (namespace_name.size() > kMaxLabelLength) {
     return Error{"namespace of " + std::to_string(namespace_name.size()) +
@@ -266,6 +277,7 @@ Status check_job_id(std::string_view id) {
                  std::to_string(kMaxNameLength) + " for names"};
   }
   if (has_control_character(id)) return Error{"holds a control character"};
+  if (!valid_utf8(id)) return Error{"is not UTF-8 text"};
   return OkStatus();
 }
 
@@ -286,9 +298,9 @@ namespace {
 
 // What a pod's allox.io/ annotations say, before the job id and user are settled.
 struct Annotated {
-  std::string job;         // allox.io/job, empty when absent
-  std::string user;        // allox.io/user, empty when absent
-  std::string device;      // allox.io/device, empty when absent
+  std::string job;     // allox.io/job, empty when absent
+  std::string user;    // allox.io/user, empty when absent
+  std::string device;  // allox.io/device, empty when absent
 };
 
 // Reads one allox.io/ annotation into `variant` or `annotated`; an error names the annotation.
@@ -310,7 +322,8 @@ Status read_annotation(const std::string& key, const json& value, JobVariant& va
     annotated.device = text;
   } else if (key == "allox.io/iterations") {
     auto n = parse_iterations(text);
-    if (!n) return Error{where + shown_value(text) + " is not a positive whole number within int64"};
+    if (!n)
+      return Error{where + shown_value(text) + " is not a positive whole number within int64"};
     variant.iterations = *n;
   } else if (key == "allox.io/model") {
     if (auto problem = label_problem(text); problem || text.empty()) {
@@ -332,11 +345,14 @@ Status read_annotation(const std::string& key, const json& value, JobVariant& va
     variant.gang = static_cast<int>(*n);
   } else if (std::string_view(key).starts_with(kTimePrefix)) {
     const std::string device = key.substr(kTimePrefix.size());
-    if (auto problem = label_problem(device)) return Error{where + "the device type is " + *problem};
+    if (auto problem = label_problem(device))
+      return Error{where + "the device type is " + *problem};
     auto seconds = parse_finite_number(text);
-    if (!seconds || *seconds <= 0) return Error{where + shown_value(text) + " is not a number of seconds"};
+    if (!seconds || *seconds <= 0)
+      return Error{where + shown_value(text) + " is not a number of seconds"};
     if (*seconds < kMinJobSeconds || *seconds > kMaxJobSeconds) {
-      return Error{where + shown_value(text) + " seconds is out of range: 0.001 to 2592000 (30 days)"};
+      return Error{where + shown_value(text) +
+                   " seconds is out of range: 0.001 to 2592000 (30 days)"};
     }
     variant.time_hints[device] = *seconds;
   }
@@ -374,6 +390,9 @@ Expected<JobVariant> read_job_variant(const json& pod, const DeviceMapping& mapp
   Annotated annotated;
   const json* metadata = find_key(pod, "metadata");
   const json* annotations = find_key(*metadata, "annotations");
+  if (annotations != nullptr && !annotations->is_null() && !annotations->is_object()) {
+    return Error{"Pod.metadata.annotations: expected an object of strings"};
+  }
   if (annotations != nullptr && annotations->is_object()) {
     for (const auto& [key, value] : annotations->items()) {
       if (!std::string_view(key).starts_with(kAnnotationPrefix)) continue;

@@ -144,6 +144,14 @@ TEST(HttpServerTest, StatusCodesForBadRequests) {
        kAdmin, 404},
       {"POST", "/v1/jobs/lab/none/done", "", kAdmin, 404},
       {"POST", "/v1/jobs/lab/none/done", "", "", 401},
+      // A route that exists, asked with another method; the scheme's case; a path not UTF-8.
+      {"PUT", "/healthz", "", "", 405},
+      {"POST", "/v1/queue", "{}", "", 405},
+      {"GET", "/v1/profiles", "", "", 405},
+      {"POST", "/v1/profiles", "{}", "bearer test-token", 400},
+      {"POST", "/v1/profiles", "{}", "Bearer test-token-and-more", 401},
+      {"POST", "/v1/profiles", "{}", "Bearer test-toke", 401},
+      {"GET", "/v1/jobs/%FF%FE/x", "", "", 400},
   };
   for (const Case& c : cases) {
     auto r = testing::http_request(server.url(), c.method, c.path, c.body, c.authorization);
@@ -155,6 +163,26 @@ TEST(HttpServerTest, StatusCodesForBadRequests) {
     }
   }
   EXPECT_TRUE(server.service().queue().queued.empty());
+}
+
+// Two Authorization headers are refused whichever comes first: picking one would let the order
+// decide what a proxy and alloxd each believe was sent.
+TEST(HttpServerTest, TwoAuthorizationHeadersAreRefused) {
+  ServerFixture server({{"g", {{"gpu", 1}}}});
+  for (const std::string order : {"Bearer test-token\r\nAuthorization: Bearer wrong",
+                                  "Bearer wrong\r\nAuthorization: Bearer test-token"}) {
+    const int fd = connect_to(server.url());
+    ASSERT_GE(fd, 0);
+    const std::string request = "POST /v1/profiles HTTP/1.1\r\nHost: x\r\nAuthorization: " + order +
+                                "\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}";
+    ASSERT_EQ(static_cast<ssize_t>(request.size()), ::send(fd, request.data(), request.size(), 0));
+    std::string reply;
+    char buffer[1024];
+    for (ssize_t n; (n = ::recv(fd, buffer, sizeof buffer, 0)) > 0;) reply.append(buffer, n);
+    ::close(fd);
+    EXPECT_EQ(0u, reply.rfind("HTTP/1.1 400", 0)) << reply;
+    EXPECT_NE(std::string::npos, reply.find("more than one Authorization header")) << reply;
+  }
 }
 
 // A number beyond double's range is the client's mistake, on every body alloxd parses.

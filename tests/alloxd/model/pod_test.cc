@@ -81,8 +81,9 @@ TEST(PodTest, JobIdAnnotationsThatEscapeTheNamespaceAreRefused) {
       {"..", "annotation allox.io/job: the job id has a \"..\" segment"},
       {"team-b/..", "annotation allox.io/job: the job id has a \"..\" segment"},
       {".", "annotation allox.io/job: the job id has a \".\" segment"},
-      {"team-b/", "annotation allox.io/job: the job id expected <namespace>/<name>, got an empty "
-                  "name"},
+      {"team-b/",
+       "annotation allox.io/job: the job id expected <namespace>/<name>, got an empty "
+       "name"},
       {"train\nnext", "annotation allox.io/job: the job id holds a control character"},
       {std::string("tr\0ain", 6), "annotation allox.io/job: the job id holds a control character"},
       {std::string(254, 'j'),
@@ -91,8 +92,7 @@ TEST(PodTest, JobIdAnnotationsThatEscapeTheNamespaceAreRefused) {
   };
   for (const Case& c : cases) {
     auto v = read_job_variant(
-        testing::make_pod("team-b", "p", "cpu", {{"allox.io/job", c.annotation}}),
-        DeviceMapping{});
+        testing::make_pod("team-b", "p", "cpu", {{"allox.io/job", c.annotation}}), DeviceMapping{});
     ASSERT_FALSE(v.ok()) << c.annotation;
     EXPECT_EQ(c.error, v.message()) << c.annotation;
   }
@@ -128,6 +128,7 @@ TEST(PodTest, CheckJobIdTable) {
       {std::string(64, 'n') + "/j", "namespace of 64 bytes, over Kubernetes' limit of 63"},
       {"n/" + std::string(100 << 10, 'j'),
        "name of 102400 bytes, over Kubernetes' limit of 253 for names"},
+      {"lab/\xff\xfe", "is not UTF-8 text"},
   };
   for (const Case& c : cases) {
     const Status s = check_job_id(c.id);
@@ -177,9 +178,8 @@ TEST(PodTest, OverlongNamesAndValuesAreRefusedWithoutEchoingThem) {
     EXPECT_EQ(c.error, v.message());
   }
   // Where allox.io/user is not read (the namespace is the user), its size does not matter.
-  auto ignored =
-      read_job_variant(testing::make_pod("team-a", "p", "cpu", {{"allox.io/user", huge}}),
-                       DeviceMapping{}, tenancy);
+  auto ignored = read_job_variant(
+      testing::make_pod("team-a", "p", "cpu", {{"allox.io/user", huge}}), DeviceMapping{}, tenancy);
   ASSERT_TRUE(ignored.ok()) << ignored.message();
   EXPECT_EQ("team-a", ignored->user);
   auto at_limit = read_job_variant(
@@ -240,6 +240,36 @@ TEST(PodTest, BadAnnotationsAreErrorsNamingThem) {
   EXPECT_EQ("Pod.metadata.name: missing", nameless.message());
 }
 
+// A field of the wrong kind is refused naming it, not read as absent (a pod whose containers
+// are not a list asked for nothing and was booked as the smallest CPU job).
+TEST(PodTest, FieldsOfTheWrongKindAreRefusedNamingThem) {
+  DeviceMapping mapping;
+  struct Case {
+    const char* pointer;
+    nlohmann::json value;
+    std::string error;
+  };
+  const Case cases[] = {
+      {"/metadata", "x", "Pod.metadata: expected an object"},
+      {"/metadata/annotations", "x", "Pod.metadata.annotations: expected an object of strings"},
+      {"/spec", "x", "Pod.spec: expected an object"},
+      {"/spec/containers", {{"a", 1}}, "Pod.spec.containers: expected a list"},
+      {"/spec/initContainers", "x", "Pod.spec.initContainers: expected a list"},
+  };
+  for (const Case& c : cases) {
+    nlohmann::json pod = testing::make_pod("ns", "p", "nvidia.com/gpu");
+    pod[nlohmann::json::json_pointer(c.pointer)] = c.value;
+    auto v = read_job_variant(pod, mapping);
+    ASSERT_FALSE(v.ok()) << c.pointer;
+    EXPECT_EQ(c.error, v.message()) << c.pointer;
+  }
+  // Absent or null is what Kubernetes means by none.
+  nlohmann::json pod = testing::make_pod("ns", "p", "nvidia.com/gpu");
+  pod["metadata"]["annotations"] = nullptr;
+  pod["spec"]["initContainers"] = nullptr;
+  EXPECT_TRUE(read_job_variant(pod, mapping).ok());
+}
+
 // A pod whose one container requests `requests` (quantities as Kubernetes writes them).
 nlohmann::json pod_requesting(const nlohmann::json& requests,
                               const std::map<std::string, std::string>& annotations = {}) {
@@ -284,8 +314,8 @@ TEST(PodTest, UnitsAreTheDevicesOfItsTypeItRequests) {
   ASSERT_TRUE(summed.ok()) << summed.message();
   EXPECT_EQ(3, summed->units);
   // A device named by annotation counts the resources mapping to it; none requested is one.
-  auto named = read_job_variant(pod_requesting({{"cpu", "4"}}, {{"allox.io/device", "v100"}}),
-                                mapping);
+  auto named =
+      read_job_variant(pod_requesting({{"cpu", "4"}}, {{"allox.io/device", "v100"}}), mapping);
   ASSERT_TRUE(named.ok()) << named.message();
   EXPECT_EQ(1, named->units);
 }
