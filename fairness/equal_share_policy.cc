@@ -4,7 +4,12 @@
 // static part of each device type in proportion to its weight: floor(n_d * w_u / sum w), the
 // leftover machines going to the largest fractional parts (ties by name). Neither is
 // work-conserving: a machine in an absent user's part stays idle, which is the point of the
-// baseline. They differ in which of a user's jobs takes a free machine of the user's part:
+// baseline. A part that rounds to no machine (more users than machines of a type) would keep
+// its user off that type for ever, so such a user may hold one job there (k machines for a job
+// of k units) on a machine still idle once every user has been served in its part: a share under
+// one machine is served from machines no part wants at the time. With at least one machine of
+// each type per user (the paper's settings) this never happens. They differ in which of a
+// user's jobs takes a free machine of the user's part:
 //
 // es (AlloX, EuroSys 2020, section 6.1, "ES"): when a resource frees, the user's job with the
 //   shortest processing time *on that resource* takes it. When several of the user's machines
@@ -70,6 +75,14 @@ std::map<std::string, std::map<DeviceType, std::size_t>> machines_in_use(
   return used;
 }
 
+// The parts lent to users whose part of a type rounds to no machine: one machine of such a type
+// (within_part lets a wider job through when the user holds none there), none of the others.
+std::map<DeviceType, std::size_t> lent_parts(const std::map<DeviceType, std::size_t>& quota) {
+  std::map<DeviceType, std::size_t> lent;
+  for (const auto& [device, n] : quota) lent[device] = n == 0 ? 1 : 0;
+  return lent;
+}
+
 // Whether a job of k units fits its user's part of `part` machines of a type where the user
 // holds `used`: used + k <= part, or, for a job wider than the part, when the user holds nothing
 // there (otherwise it could never run).
@@ -104,44 +117,55 @@ class EqualSharePolicy : public SchedulingPolicy {
 
     IdleMachines idle(state);
     Decision decision;
-    for (const std::string& user : users) {
-      std::vector<std::size_t>& jobs = queues[user];
-      if (pick_ == EsPick::kHeadOnFastest) {
-        start_heads(state, jobs, quota[user], used[user], idle, decision);
-        continue;
-      }
-      for (;;) {
-        // The user's shortest (job, device) pair over device types with a free machine in its
-        // part; ties to the earlier-queued job, then id.
-        std::optional<std::tuple<double, double, std::string, std::size_t, DeviceType>> best;
-        for (std::size_t k = 0; k < jobs.size(); ++k) {
-          const QueuedJob& q = state.queue[jobs[k]];
-          for (const auto& [device, n] : quota[user]) {
-            if (!idle.fits(device, q.job->units) || !within_part(used[user][device], q, n)) {
-              continue;
-            }
-            std::optional<double> t = queued_time_on(q, device);
-            if (!t) continue;
-            auto candidate = std::make_tuple(*t, q.queued_since, q.job->id, k, device);
-            if (!best || candidate < *best) best = candidate;
-          }
+    // Every user in its part first, then the lent machines of parts that round to none.
+    for (bool lent : {false, true}) {
+      for (const std::string& user : users) {
+        const std::map<DeviceType, std::size_t> part =
+            lent ? lent_parts(quota[user]) : quota[user];
+        if (pick_ == EsPick::kHeadOnFastest) {
+          start_heads(state, queues[user], part, used[user], idle, decision);
+        } else {
+          start_shortest_pairs(state, queues[user], part, used[user], idle, decision);
         }
-        if (!best) break;
-        const auto& [t, since, id, k, device] = *best;
-        const int units = state.queue[jobs[k]].job->units;
-        decision.start.push_back({id, *idle.take(device, units)});
-        used[user][device] += static_cast<std::size_t>(units);
-        jobs.erase(jobs.begin() + static_cast<std::ptrdiff_t>(k));
       }
     }
     return decision;
   }
 
  private:
+  // The paper's rule for one user: its shortest (job, device) pair over device types with a free
+  // machine in its part, again while one is left; ties to the earlier-queued job, then id.
+  // Started jobs leave `jobs`.
+  static void start_shortest_pairs(const ClusterState& state, std::vector<std::size_t>& jobs,
+                                   const std::map<DeviceType, std::size_t>& part,
+                                   std::map<DeviceType, std::size_t>& used, IdleMachines& idle,
+                                   Decision& decision) {
+    for (;;) {
+      std::optional<std::tuple<double, double, std::string, std::size_t, DeviceType>> best;
+      for (std::size_t k = 0; k < jobs.size(); ++k) {
+        const QueuedJob& q = state.queue[jobs[k]];
+        for (const auto& [device, n] : part) {
+          if (!idle.fits(device, q.job->units) || !within_part(used[device], q, n)) continue;
+          std::optional<double> t = queued_time_on(q, device);
+          if (!t) continue;
+          auto candidate = std::make_tuple(*t, q.queued_since, q.job->id, k, device);
+          if (!best || candidate < *best) best = candidate;
+        }
+      }
+      if (!best) return;
+      const auto& [t, since, id, k, device] = *best;
+      const int units = state.queue[jobs[k]].job->units;
+      decision.start.push_back({id, *idle.take(device, units)});
+      used[device] += static_cast<std::size_t>(units);
+      jobs.erase(jobs.begin() + static_cast<std::ptrdiff_t>(k));
+    }
+  }
+
+ private:
   // kHeadOnFastest for one user: its jobs shortest on their fastest device type first (ties to
   // the earlier-queued job, then id), each on that type while the user's part has one free
-  // there; the first that finds none stops the user.
-  static void start_heads(const ClusterState& state, const std::vector<std::size_t>& jobs,
+  // there; the first that finds none stops the user. Started jobs leave `jobs`.
+  static void start_heads(const ClusterState& state, std::vector<std::size_t>& jobs,
                           const std::map<DeviceType, std::size_t>& quota,
                           std::map<DeviceType, std::size_t>& used, IdleMachines& idle,
                           Decision& decision) {
@@ -158,14 +182,17 @@ class EqualSharePolicy : public SchedulingPolicy {
     std::sort(order.begin(), order.end());
     std::map<std::string, const QueuedJob*> by_id;
     for (std::size_t i : jobs) by_id[state.queue[i].job->id] = &state.queue[i];
+    std::set<std::string> started;
     for (const auto& [time, since, id, device] : order) {
       const QueuedJob& q = *by_id.at(id);
       if (!idle.fits(device, q.job->units) || !within_part(used[device], q, quota.at(device))) {
-        return;
+        break;
       }
       decision.start.push_back({id, *idle.take(device, q.job->units)});
       used[device] += static_cast<std::size_t>(q.job->units);
+      started.insert(id);
     }
+    std::erase_if(jobs, [&](std::size_t i) { return started.contains(state.queue[i].job->id); });
   }
 
   EsPick pick_;
@@ -195,22 +222,29 @@ class EqualShareFastestPolicy : public SchedulingPolicy {
 
     IdleMachines idle(state);
     Decision decision;
-    for (const auto& [shortest, i] : order) {
-      if (!idle.any()) break;
-      const QueuedJob& q = state.queue[i];
-      const std::string& user = q.job->user;
-      std::optional<std::pair<DeviceType, double>> best;
-      for (const auto& [device, n] : counts) {
-        if (!idle.fits(device, q.job->units) ||
-            !within_part(used[user][device], q, quota[user][device])) {
-          continue;
+    std::vector<bool> started(state.queue.size(), false);
+    // Every job in its user's part first, then the lent machines of parts that round to none.
+    for (bool lent : {false, true}) {
+      for (const auto& [shortest, i] : order) {
+        if (!idle.any()) break;
+        if (started[i]) continue;
+        const QueuedJob& q = state.queue[i];
+        const std::string& user = q.job->user;
+        std::optional<std::pair<DeviceType, double>> best;
+        for (const auto& [device, n] : counts) {
+          const std::size_t part = quota[user][device];
+          if (!idle.fits(device, q.job->units) ||
+              !within_part(used[user][device], q, lent ? (part == 0 ? 1 : 0) : part)) {
+            continue;
+          }
+          auto t = queued_time_on(q, device);
+          if (t && (!best || *t < best->second)) best = {device, *t};
         }
-        auto t = queued_time_on(q, device);
-        if (t && (!best || *t < best->second)) best = {device, *t};
+        if (!best) continue;
+        decision.start.push_back({q.job->id, *idle.take(best->first, q.job->units)});
+        used[user][best->first] += static_cast<std::size_t>(q.job->units);
+        started[i] = true;
       }
-      if (!best) continue;
-      decision.start.push_back({q.job->id, *idle.take(best->first, q.job->units)});
-      used[user][best->first] += static_cast<std::size_t>(q.job->units);
     }
     return decision;
   }

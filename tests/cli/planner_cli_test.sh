@@ -163,6 +163,16 @@ for policy in drffifo drf drf-ext es es-fastest fifo sjf; do
     fail "plan --policy $policy leaves jobs unfinished: $out"
   fi
 done
+# Three users on two machines: es's parts are 1, 1 and 0; u2 runs once the others' jobs end.
+printf 'pools:\n  - {device: v100, count: 2}\n' >"$work/two.yaml"
+printf 'users: [{name: u0}, {name: u1}, {name: u2}]\njobs:\n' >"$work/three.yaml"
+for u in 0 1 2; do printf '  - {id: j%s, user: u%s, time: {v100: 100}}\n' $u $u >>"$work/three.yaml"; done
+for policy in es es-fastest; do
+  count=$((count + 1))
+  out=$("$allox" plan --cluster "$work/two.yaml" --jobs "$work/three.yaml" --policy $policy 2>&1)
+  grep -q '^u2 *200.0$' <<<"$out" && ! grep -q never <<<"$out" ||
+    fail "plan --policy $policy: u2 should finish at 200: $out"
+done
 if out=$("$allox" solve --cluster "$gpu_cluster" --jobs "$gpu_jobs" --format table 2>&1); then
   grep -q 'lower bound' <<<"$out" && grep -q 'resnet50-8 *dgx-0 *v100 *8' <<<"$out" ||
     fail "solve of multi-GPU jobs without its bound or the 8-GPU job on the 8-GPU node: $out"

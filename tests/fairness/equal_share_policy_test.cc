@@ -23,13 +23,52 @@ TEST(EqualSharePolicyTest, StaticWeightedPartitionLeavesOtherUsersMachinesIdle) 
   // Weights 1:1:2 of 4 GPUs: alice 1, bob 1, carol 2. Of 2 CPU nodes: exact 0.5, 0.5, 1; the
   // leftover node goes to the larger fraction, alice before bob by name: alice 1, bob 0, carol 1.
   // es: alice's pairs shortest first: a3 on a GPU (1); her GPU is then used, and her CPU node
-  // goes to her job shortest on CPU: a2 (7, against a1's 10). bob's b2 (2) takes his GPU; he has
-  // no CPU node. carol's machines stay idle.
-  EXPECT_EQ((Starts{"a3@gpu-0", "a2@cpu-0", "b2@gpu-1"}), starts(decide_once("es", b), b.state()));
+  // goes to her job shortest on CPU: a2 (7, against a1's 10). bob's b2 (2) takes his GPU. carol's
+  // GPUs stay idle. bob's CPU part rounds to none, so once every part is served he may hold one
+  // CPU node left idle: b1 takes it.
+  EXPECT_EQ((Starts{"a3@gpu-0", "a2@cpu-0", "b2@gpu-1", "b1@cpu-1"}),
+            starts(decide_once("es", b), b.state()));
   // es-fastest: all jobs shortest-on-fastest first: a3 (1), b2 (2), a1 (5) finds alice's GPU
-  // used and takes her CPU node (10 s, where a2 would need 7).
-  EXPECT_EQ((Starts{"a3@gpu-0", "b2@gpu-1", "a1@cpu-0"}),
+  // used and takes her CPU node (10 s, where a2 would need 7); then b1 the idle CPU node.
+  EXPECT_EQ((Starts{"a3@gpu-0", "b2@gpu-1", "a1@cpu-0", "b1@cpu-1"}),
             starts(decide_once("es-fastest", b), b.state()));
+}
+
+// Three users, two machines: the parts are 1, 1 and 0 (the leftovers by name). The user whose
+// part rounds to none waits while the others use theirs, then runs one job at a time on a
+// machine no part wants, in every pick; a user with a part still gets its own first.
+TEST(EqualSharePolicyTest, AUserWhosePartRoundsToNoMachineRunsOnMachinesNoPartWants) {
+  PolicyOptions head;
+  head.es_pick = EsPick::kHeadOnFastest;
+  for (const char* policy : {"es", "es-fastest"}) {
+    for (const PolicyOptions& options : {PolicyOptions{}, head}) {
+      StateBuilder busy;
+      busy.machine("g0", "v100").machine("g1", "v100");
+      busy.user("u0", 1).user("u1", 1).user("u2", 1);
+      busy.running("r0", "u0", "g0", 0, {{"v100", 100}});
+      busy.running("r1", "u1", "g1", 0, {{"v100", 100}});
+      busy.queued("c1", "u2", 0, {{"v100", 100}});
+      EXPECT_EQ(Starts{}, starts(decide_once(policy, busy, options), busy.state())) << policy;
+
+      StateBuilder freed(100);
+      freed.machine("g0", "v100").machine("g1", "v100");
+      freed.user("u0", 1).user("u1", 1).user("u2", 1);
+      freed.queued("c1", "u2", 0, {{"v100", 100}});
+      freed.queued("c2", "u2", 0, {{"v100", 100}});
+      EXPECT_EQ(Starts{"c1@g0"}, starts(decide_once(policy, freed, options), freed.state()))
+          << policy;
+
+      StateBuilder both(100);
+      both.machine("g0", "v100").machine("g1", "v100");
+      both.user("u0", 1).user("u1", 1).user("u2", 1);
+      both.queued("c1", "u2", 0, {{"v100", 100}});
+      both.queued("a1", "u0", 50, {{"v100", 100}});
+      both.queued("a2", "u0", 50, {{"v100", 100}});
+      EXPECT_EQ((Starts{"a1@g0", "c1@g1"}),
+                starts(decide_once(policy, both, options), both.state()))
+          << policy;
+    }
+  }
 }
 
 TEST(EqualSharePolicyTest, FreedResourceGoesToTheUsersJobShortestOnThatResource) {
