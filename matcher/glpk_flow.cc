@@ -15,6 +15,11 @@ namespace {
 
 // Doubles hold integers exactly up to 2^53; larger costs would make the LP inexact.
 constexpr std::int64_t kMaxExactCost = std::int64_t{1} << 53;
+// Above this cost (ms) the floating-point simplex's tolerances, relative to the costs, can
+// accept a basis whose reduced costs are a few ms negative: a plan of 1e11 s busy machines cost
+// 4 s more than the optimum. From here on the simplex's basis is finished by glp_exact, GLPK's
+// simplex in rational arithmetic, which the doubles (integers up to 2^53) enter exactly.
+constexpr std::int64_t kExactFinishCost = std::int64_t{1} << 22;
 
 struct ProblemDeleter {
   void operator()(glp_prob* lp) const { glp_delete_prob(lp); }
@@ -23,10 +28,15 @@ struct ProblemDeleter {
 }  // namespace
 
 Expected<SlotFlow> solve_with_glpk(const SlotNetwork& network) {
+  std::int64_t largest = 0;
   for (std::int64_t cost : network.arc_cost) {
     if (cost > kMaxExactCost) {
       return Error{"GLPK backend: costs above 2^53 ms are not exact in its doubles; use lemon"};
     }
+    largest = std::max(largest, cost < 0 ? -cost : cost);
+  }
+  for (const Outlet& outlet : network.outlets) {
+    largest = std::max(largest, outlet.cost < 0 ? -outlet.cost : outlet.cost);
   }
   matcher::glpk_env_ends_with_thread();
   glp_term_out(GLP_OFF);
@@ -74,8 +84,11 @@ Expected<SlotFlow> solve_with_glpk(const SlotNetwork& network) {
   parameters.msg_lev = GLP_MSG_OFF;
   parameters.presolve = GLP_ON;
   SlotFlow flow;
-  const int code = glp_simplex(lp.get(), &parameters);
+  int code = glp_simplex(lp.get(), &parameters);
   if (code == GLP_ENOPFS) return flow;
+  if (code == 0 && largest > kExactFinishCost && glp_get_status(lp.get()) == GLP_OPT) {
+    code = glp_exact(lp.get(), &parameters);
+  }
   if (code != 0) return Error{"GLPK simplex failed with code " + std::to_string(code)};
   const int status = glp_get_status(lp.get());
   if (status == GLP_NOFEAS || status == GLP_INFEAS) return flow;

@@ -84,6 +84,25 @@ TEST(BackendsAgree, ManyDistinctResidualsPerTypeAndOverdueMachines) {
   }
 }
 
+// A machine busy for 1e11 s beside a free one: costs near 1e14 ms, where the floating-point
+// simplex's tolerances accepted a plan 4 s above the optimum (j3 on the busy machine). Every
+// backend, GLPK included, puts the three jobs on the free machine: 1 + 3 + 6 = 10 s.
+TEST(BackendsAgree, HugeResidualTimesStayExactOnEveryBackend) {
+  const std::vector<Machine> machines = {{"g0", "gpu", 1e11}, {"g1", "gpu", 0}};
+  std::vector<Job> jobs;
+  for (int t = 1; t <= 3; ++t) {
+    jobs.push_back(Job{"j" + std::to_string(t), "u", 0, {{"gpu", double(t)}}, std::nullopt, ""});
+  }
+  const std::vector<PendingJob> pending = pending_jobs(jobs);
+  const MatchingProblem problem{.now = 0, .machines = machines, .jobs = pending, .idle = {}};
+  for (Backend backend : {Backend::kLemon, Backend::kBoost, Backend::kGlpk, Backend::kTransport,
+                          Backend::kAssignment, Backend::kAuto}) {
+    const Expected<Schedule> plan = solve(problem, {.backend = backend});
+    ASSERT_TRUE(plan.ok()) << backend_name(backend) << ": " << plan.message();
+    EXPECT_DOUBLE_EQ(plan->objective, 10) << backend_name(backend);
+  }
+}
+
 TEST(BackendsAgree, GroupedGraphMatchesNaiveGraphWithIdenticalMachines) {
   // Many identical idle machines: the grouped graph shares slots, the naive one does not.
   std::mt19937 rng(5);
