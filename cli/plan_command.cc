@@ -7,6 +7,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -117,6 +118,23 @@ std::string caption(const PlanScenario& s, const PlanArgs& a) {
   return out.str();
 }
 
+// Each scenario's Gantt file stem in --out: gantt_<slug>, and where two scenarios' slugs are
+// the same ("+v-100=1" and "+v100=1", or one --add given twice) the later one's gets
+// _<its index> (the as-is scenario is 0, then each --add in order).
+std::vector<std::string> gantt_stems(const std::vector<PlanScenario>& scenarios) {
+  std::vector<std::string> stems;
+  std::set<std::string> taken;
+  for (std::size_t i = 0; i < scenarios.size(); ++i) {
+    std::string stem = "gantt_" + slug(scenarios[i].name);
+    for (std::string suffix = "_" + std::to_string(i); taken.contains(stem); suffix += "_") {
+      stem = "gantt_" + slug(scenarios[i].name) + suffix;
+    }
+    taken.insert(stem);
+    stems.push_back(stem);
+  }
+  return stems;
+}
+
 // <dir>/<stem>.svg and .png.
 void draw_gantt(const PlanScenario& s, const PlanArgs& a, const fs::path& dir,
                 const std::string& stem) {
@@ -128,11 +146,14 @@ void draw_gantt(const PlanScenario& s, const PlanArgs& a, const fs::path& dir,
   }
 }
 
-void write_json(const std::vector<PlanScenario>& scenarios, const fs::path& path) {
+void write_json(const std::vector<PlanScenario>& scenarios, const std::vector<std::string>& stems,
+                const fs::path& path) {
   nlohmann::ordered_json j = nlohmann::ordered_json::array();
-  for (const PlanScenario& s : scenarios) {
+  for (std::size_t i = 0; i < scenarios.size(); ++i) {
+    const PlanScenario& s = scenarios[i];
     nlohmann::ordered_json js;
     js["scenario"] = s.name;
+    js["gantt"] = stems[i] + ".svg";
     js["machines"] = s.cluster.machines.size();
     js["jobs_finished"] = s.result.jobs.size() - s.unfinished.size();
     nlohmann::ordered_json never_started = nlohmann::ordered_json::array();
@@ -176,16 +197,35 @@ void write_json(const std::vector<PlanScenario>& scenarios, const fs::path& path
   check(write_output_file(path, [&](std::ostream& out) { out << j.dump(2) << "\n"; }));
 }
 
-void run_plan(const PlanArgs& a) {
-  // The chart goes to <stem>.svg and .png beside it: a folder, or a path with no file name
-  // ("out/", "/"), would name a hidden ".svg" instead of the file asked for.
-  if (!a.gantt.empty() &&
-      (fs::is_directory(a.gantt) || fs::path(a.gantt).stem().empty())) {
-    std::cerr << "allox plan: --gantt " << a.gantt
-              << ": is a folder or has no file name; give a file such as plan.svg (or use --out "
-                 "for a folder)\n";
+// --gantt's target, checked before any work: the chart goes to <stem>.svg and .png in PATH's
+// folder. A folder, or a path with no file name ("out/", "/"), would name a hidden ".svg"; a
+// folder that does not exist is refused rather than made; a device or other special file
+// (/dev/null, a FIFO), as PATH or as either image, is not a file a chart can be written to.
+void check_gantt_target(const std::string& gantt) {
+  auto refuse = [&](const std::string& why) {
+    std::cerr << "allox plan: --gantt " << gantt << ": " << why << "\n";
     fail();
+  };
+  const fs::path path(gantt);
+  std::error_code ec;
+  if (fs::is_directory(path, ec) || path.stem().empty()) {
+    refuse("is a folder or has no file name; give a file such as plan.svg (or use --out for a "
+           "folder)");
   }
+  const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  if (!fs::is_directory(dir, ec)) refuse("the folder " + dir.string() + " does not exist");
+  const fs::path stem = dir / path.stem();
+  for (const fs::path& file : {path, fs::path(stem.string() + ".svg"),
+                               fs::path(stem.string() + ".png")}) {
+    const fs::file_status st = fs::status(file, ec);
+    if (fs::exists(st) && !fs::is_regular_file(st)) {
+      refuse(file.string() + " is a device or special file, not a file to write a chart to");
+    }
+  }
+}
+
+void run_plan(const PlanArgs& a) {
+  if (!a.gantt.empty()) check_gantt_target(a.gantt);
   const Cluster cluster = check(load_cluster_file(a.cluster));
   const Workload workload = check(load_workload_file(a.jobs));
   std::vector<PlanAlternative> alternatives;
@@ -209,8 +249,9 @@ void run_plan(const PlanArgs& a) {
   if (!a.out.empty()) {
     std::error_code ec;
     fs::create_directories(a.out, ec);
-    for (const PlanScenario& s : scenarios) draw_gantt(s, a, a.out, "gantt_" + slug(s.name));
-    write_json(scenarios, fs::path(a.out) / "plan.json");
+    const std::vector<std::string> stems = gantt_stems(scenarios);
+    for (std::size_t i = 0; i < scenarios.size(); ++i) draw_gantt(scenarios[i], a, a.out, stems[i]);
+    write_json(scenarios, stems, fs::path(a.out) / "plan.json");
   }
 }
 
@@ -232,8 +273,15 @@ void add_plan_command(CLI::App& app) {
   cmd->add_option("--alpha", a->alpha, "allox fairness knob α (1 = minimum total JCT)")
       ->check(number_in(0, 1))
       ->capture_default_str();
-  cmd->add_option("--gantt", a->gantt, "write the as-is plan's Gantt chart to this SVG file, and a PNG beside it");
-  cmd->add_option("--out", a->out, "folder for plan.json and gantt_<scenario>.svg and .png per scenario");
+  cmd->add_option("--gantt", a->gantt,
+                  "the as-is plan's Gantt chart: writes exactly two files, PATH without its "
+                  "extension plus .svg and .png (--gantt out/plan.svg writes out/plan.svg and "
+                  "out/plan.png, replacing them); the folder must exist");
+  cmd->add_option("--out", a->out,
+                  "folder (made if missing) for plan.json and, per scenario, gantt_<scenario>.svg "
+                  "and .png (as_is, then each --add: --add gpu=4,cpu=8 gives gantt_gpu4_cpu8; a "
+                  "name taken by an earlier scenario gets _<index>, the --add's position from 1); "
+                  "nothing else is written");
   cmd->callback([a] { run_plan(*a); });
 }
 

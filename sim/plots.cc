@@ -2,12 +2,14 @@
 
 #include <fcntl.h>
 #include <spawn.h>
+#include <stdlib.h>
 #include <sys/wait.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -34,15 +36,17 @@ std::string gp_quoted(const std::string& s) {
   return out + "'";
 }
 
-// The plot commands are written twice, once per terminal.
+// The plot commands are written twice, once per terminal; the images go to <output>.png and
+// .svg (default: <stem>, beside the script).
 std::string script(const std::string& stem, const std::string& setup, const std::string& plot,
-                   const std::string& size = "800,500") {
+                   const std::string& size = "800,500", const std::string& output = "") {
+  const std::string images = output.empty() ? stem : output;
   std::ostringstream gp;
   gp << kTerminals << setup << "\n";
   gp << "eval('set terminal ' . png_term . ' size " << size << " noenhanced')\n";
-  gp << "set output " << gp_quoted(stem + ".png") << "\n" << plot << "\n";
+  gp << "set output " << gp_quoted(images + ".png") << "\n" << plot << "\n";
   gp << "set terminal svg size " << size << " noenhanced\n";
-  gp << "set output " << gp_quoted(stem + ".svg") << "\n" << plot << "\nset output\n";
+  gp << "set output " << gp_quoted(images + ".svg") << "\n" << plot << "\nset output\n";
   return gp.str();
 }
 
@@ -84,6 +88,42 @@ Status draw(const std::string& dir, const std::string& stem, const std::string& 
   if (Status s = write_text(fs::path(dir) / (stem + ".dat"), data); !s.ok()) return s;
   if (Status s = write_text(fs::path(dir) / (stem + ".gp"), gp); !s.ok()) return s;
   return run_gnuplot(dir, stem);
+}
+
+// A folder of its own under the system's temporary folder, removed with the object.
+class TemporaryFolder {
+ public:
+  TemporaryFolder() {
+    std::error_code ec;
+    std::string pattern = (fs::temp_directory_path(ec) / "allox-plot-XXXXXX").string();
+    if (!ec && ::mkdtemp(pattern.data()) != nullptr) path_ = pattern;
+  }
+  ~TemporaryFolder() {
+    std::error_code ec;
+    if (!path_.empty()) fs::remove_all(path_, ec);
+  }
+  TemporaryFolder(const TemporaryFolder&) = delete;
+  TemporaryFolder& operator=(const TemporaryFolder&) = delete;
+  const fs::path& path() const { return path_; }  // empty when it could not be made
+
+ private:
+  fs::path path_;
+};
+
+// draw() with the sources as `sources` says: kDiscard writes the data and script (whose images
+// go to make_script(output prefix)) into a temporary folder and draws the images into `dir`.
+Status draw_with(PlotSources sources, const std::string& dir, const std::string& stem,
+                 const std::string& data,
+                 const std::function<std::string(const std::string&)>& make_script) {
+  if (sources == PlotSources::kKeep) return draw(dir, stem, data, make_script(""));
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return Error{"cannot create " + dir + ": " + ec.message()};
+  const fs::path images = fs::absolute(dir, ec) / stem;
+  if (ec) return Error{"cannot resolve " + dir + ": " + ec.message()};
+  TemporaryFolder work;
+  if (work.path().empty()) return Error{"cannot create a temporary folder for gnuplot's files"};
+  return draw(work.path().string(), stem, data, make_script(images.string()));
 }
 
 
@@ -248,7 +288,8 @@ Status plot_load_sweep(const std::vector<SweepPoint>& points, const std::string&
 }
 
 Status plot_gantt(const SimResult& result, const Cluster& cluster, const std::string& title,
-                  const std::string& caption, const std::string& dir, const std::string& stem) {
+                  const std::string& caption, const std::string& dir, const std::string& stem,
+                  PlotSources sources) {
   const std::size_t rows = cluster.machines.size();
   if (rows == 0) return Error{"plot_gantt: the cluster has no machines"};
   std::map<std::string, std::size_t> row_of;
@@ -305,7 +346,9 @@ Status plot_gantt(const SimResult& result, const Cluster& cluster, const std::st
   plot << ", for [i=1:" << result.users.size() << "] " << f
        << " index i using ($2+($3-$2)*0.02):1:4 with labels left tc rgb '#ffffff' notitle";
   const std::string size = "1100," + std::to_string(std::max<std::size_t>(360, 120 + 26 * rows));
-  return draw(dir, stem, data.str(), script(stem, setup.str(), plot.str(), size));
+  return draw_with(sources, dir, stem, data.str(), [&](const std::string& output) {
+    return script(stem, setup.str(), plot.str(), size, output);
+  });
 }
 
 }  // namespace allox

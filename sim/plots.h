@@ -3,10 +3,12 @@
 // colour and line style with allox always in the same red (sim/plot_style.h), tick labels inside
 // the canvas.
 //
-// Each function writes its data (<stem>.dat) and script (<stem>.gp) into `dir`, then runs
-// `gnuplot <stem>.gp`, which writes <stem>.png (pngcairo when gnuplot has it, else png) and
-// <stem>.svg. Data is thinned to a few hundred points per curve so the images stay small. The
-// scripts stay behind, so a person can restyle a figure without re-running the simulation.
+// Each function writes its data (<stem>.dat) and script (<stem>.gp), then runs `gnuplot
+// <stem>.gp`, which writes <stem>.png (pngcairo when gnuplot has it, else png) and <stem>.svg into
+// `dir`. Data is thinned to a few hundred points per curve so the images stay small. The
+// simulator's figures keep their data and scripts beside the images, so a person can restyle a
+// figure without re-running the simulation; a Gantt chart writes them into a temporary folder
+// removed afterwards, unless asked to keep them (PlotSources).
 // Errors: the folder cannot be written, or gnuplot is missing or fails (its stderr is quoted).
 #pragma once
 
@@ -46,7 +48,13 @@ Status plot_load_sweep(const std::vector<SweepPoint>& points, const std::string&
 // run when preempted), coloured by user and labelled with the job id where it fits, a grey bar
 // for a machine's busy period before the plan; `caption` (the scenario's figures) under the time
 // axis. Precondition: `result` came from simulate() on `cluster`.
+// Where a figure's data, script and gnuplot's messages go: beside its images (kKeep), or into a
+// temporary folder removed once gnuplot has drawn (kDiscard), so that only <stem>.svg and
+// <stem>.png are written into `dir`.
+enum class PlotSources { kKeep, kDiscard };
+
 Status plot_gantt(const SimResult& result, const Cluster& cluster, const std::string& title,
-                  const std::string& caption, const std::string& dir, const std::string& stem);
+                  const std::string& caption, const std::string& dir, const std::string& stem,
+                  PlotSources sources = PlotSources::kDiscard);
 
 }  // namespace allox

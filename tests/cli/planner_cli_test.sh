@@ -173,6 +173,40 @@ for policy in es es-fastest; do
   grep -q '^u2 *200.0$' <<<"$out" && ! grep -q never <<<"$out" ||
     fail "plan --policy $policy: u2 should finish at 200: $out"
 done
+# --gantt refuses a device or a missing folder with the exact reason, and writes its two images
+# and nothing else: files of gnuplot's helper names beside it stay as they were.
+refused_with() {
+  local want=$1; shift
+  local err
+  count=$((count + 1))
+  if err=$("$allox" "$@" 2>&1 >/dev/null); then
+    fail "accepted: allox $*"
+  elif [[ $err != "$want" ]]; then
+    fail "allox $*: said '$err', want '$want'"
+  fi
+}
+refused_with "allox plan: --gantt /dev/null: /dev/null is a device or special file, not a file to write a chart to" \
+  plan --cluster "$work/two.yaml" --jobs "$work/three.yaml" --gantt /dev/null
+refused_with "allox plan: --gantt $work/none/plan.svg: the folder $work/none does not exist" \
+  plan --cluster "$work/two.yaml" --jobs "$work/three.yaml" --gantt "$work/none/plan.svg"
+[[ -e /dev/null.svg || -e "$work/none" ]] && fail "--gantt refused but wrote /dev/null.svg or $work/none"
+mkdir -p "$work/g"
+echo mine >"$work/g/plan.dat"
+echo mine >"$work/g/plan.gp"
+count=$((count + 1))
+"$allox" plan --cluster "$work/two.yaml" --jobs "$work/three.yaml" --gantt "$work/g/plan.svg" >/dev/null 2>&1 ||
+  fail "plan --gantt failed"
+[[ $(ls "$work/g" | tr '\n' ' ') == "plan.dat plan.gp plan.png plan.svg " ]] ||
+  fail "plan --gantt wrote other files: $(ls "$work/g")"
+[[ $(cat "$work/g/plan.dat" "$work/g/plan.gp") == $'mine\nmine' ]] || fail "plan --gantt overwrote plan.dat or plan.gp"
+# Two scenarios whose names make the same file name each get their own chart.
+printf 'jobs:\n  - {id: j0, user: u0, time: {v100: 100, v-100: 50}}\n' >"$work/dashed.yaml"
+count=$((count + 1))
+"$allox" plan --cluster "$work/two.yaml" --jobs "$work/dashed.yaml" --add v-100=1 --add v100=1 \
+  --add v100=1 --out "$work/same" >/dev/null 2>&1 || fail "plan with colliding scenario names failed"
+[[ $(cd "$work/same" && ls *.svg | tr '\n' ' ') == "gantt_as_is.svg gantt_v1001.svg gantt_v1001_2.svg gantt_v1001_3.svg " ]] ||
+  fail "colliding scenario names share a chart: $(ls "$work/same")"
+grep -q '"gantt": "gantt_v1001_3.svg"' "$work/same/plan.json" || fail "plan.json does not name each chart"
 if out=$("$allox" solve --cluster "$gpu_cluster" --jobs "$gpu_jobs" --format table 2>&1); then
   grep -q 'lower bound' <<<"$out" && grep -q 'resnet50-8 *dgx-0 *v100 *8' <<<"$out" ||
     fail "solve of multi-GPU jobs without its bound or the 8-GPU job on the 8-GPU node: $out"

@@ -181,8 +181,9 @@ TEST_F(PlotsTest, GanttHasOneSeriesPerUserAndItsCaption) {
   auto scenarios = plan(w, c, {});
   ASSERT_TRUE(scenarios.ok()) << scenarios.message();
   const std::string caption = "avg JCT 16.5 s, makespan 23.0 s";
-  ASSERT_TRUE(
-      plot_gantt((*scenarios)[0].result, c, "allox plan: as is", caption, dir_.string(), "g").ok());
+  ASSERT_TRUE(plot_gantt((*scenarios)[0].result, c, "allox plan: as is", caption, dir_.string(),
+                         "g", PlotSources::kKeep)
+                  .ok());
   expect_rendered(dir_, "g", "allox plan: as is");
   EXPECT_NE(read(dir_ / "g.svg").find(caption), std::string::npos);
   const std::vector<Series> series = series_of(dir_ / "g.gp", "g");
@@ -200,6 +201,32 @@ TEST_F(PlotsTest, GanttHasOneSeriesPerUserAndItsCaption) {
   }
   EXPECT_EQ(bars, 3) << data;
   EXPECT_NE(data.find("1 0 3 \"\""), std::string::npos) << data;
+}
+
+// By default a Gantt chart writes its two images and nothing else: gnuplot's data, script and
+// messages go to a temporary folder that is removed, so files of those names beside the chart
+// are left as they were.
+TEST_F(PlotsTest, GanttWritesOnlyItsImagesByDefault) {
+  Workload w;
+  w.users = {{"alice", 1}};
+  w.jobs = {Job{"a", "alice", 0, {{"gpu", 10}}, std::nullopt, ""}};
+  Cluster c;
+  c.machines = {{"gpu-0", "gpu", 0}};
+  auto scenarios = plan(w, c, {});
+  ASSERT_TRUE(scenarios.ok()) << scenarios.message();
+  const std::filesystem::path sub = dir_ / "rel";
+  std::filesystem::create_directories(sub);
+  std::ofstream(dir_ / "g.dat") << "mine\n";
+  ASSERT_TRUE(plot_gantt((*scenarios)[0].result, c, "t", "c", sub.string(), "g").ok());
+  std::set<std::string> files;
+  for (const auto& entry : std::filesystem::directory_iterator(sub)) {
+    files.insert(entry.path().filename().string());
+  }
+  EXPECT_EQ(files, (std::set<std::string>{"g.png", "g.svg"}));
+  ASSERT_TRUE(plot_gantt((*scenarios)[0].result, c, "t", "c", dir_.string(), "g").ok());
+  EXPECT_EQ(read(dir_ / "g.dat"), "mine\n");
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "g.gp"));
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "g.log"));
 }
 
 }  // namespace
