@@ -9,6 +9,7 @@
 
 #include "alloxd/config.h"
 #include "alloxd/store/store.h"
+#include "alloxd/web/reports.h"
 #include "cli/commands.h"
 #include "cli/exit.h"
 #include "cli/number_checks.h"
@@ -44,18 +45,7 @@ Expected<std::vector<JobRun>> runs_from_store(const std::string& path) {
   if (!state) return state.error();
   std::vector<JobRun> runs;
   for (const extender::JobRecord& j : state->jobs) {
-    if (j.phase == extender::JobPhase::kRemoved) continue;  // an admin removed it unrun
-    JobRun run;
-    run.job = j.id;
-    run.user = j.user;
-    run.arrival = j.arrival;
-    if (j.phase != extender::JobPhase::kQueued) {
-      run.start = j.start;
-      run.device = j.device;
-      run.machine = j.node + "/" + j.device + "-" + std::to_string(j.machine);
-    }
-    if (j.phase == extender::JobPhase::kDone) run.finish = j.finish;
-    runs.push_back(std::move(run));
+    if (auto run = extender::report_run(j)) runs.push_back(std::move(*run));
   }
   return runs;
 }

@@ -13,6 +13,22 @@ namespace allox::extender {
 
 using nlohmann::json;
 
+std::optional<JobRun> report_run(const JobRecord& r) {
+  if (r.phase == JobPhase::kRemoved) return std::nullopt;
+  JobRun run;
+  run.job = r.id;
+  run.user = r.user;
+  run.arrival = r.arrival;
+  if (r.phase != JobPhase::kQueued) {
+    run.start = std::max(r.start, r.arrival);
+    run.device = r.device;
+    run.machine = r.node + "/" + r.device + "-" + std::to_string(r.machine);
+    run.units = r.units * std::max(1, r.gang);  // a gang holds N × k devices
+  }
+  if (r.phase == JobPhase::kDone) run.finish = std::max(r.finish, *run.start);
+  return run;
+}
+
 Expected<FairnessReport> fairness_report(const JobBook& book, double now, double window) {
   ReportInput input;
   input.now = now;
@@ -20,30 +36,19 @@ Expected<FairnessReport> fairness_report(const JobBook& book, double now, double
   for (const MachineSlot& slot : book.slots()) ++input.machines[slot.device];
   for (const auto& [id, job] : book.jobs()) {
     const JobRecord& r = job.record;
-    if (r.phase == JobPhase::kRemoved) continue;  // removed unrun by an admin: no share, no JCT
-    JobRun run;
-    run.job = id;
-    run.user = r.user;
-    run.arrival = r.arrival;
-    if (r.phase != JobPhase::kQueued) {
-      // A run recorded before its arrival by a clock that stepped back reads as starting on
-      // arrival, rather than failing the whole report.
-      run.start = std::max(r.start, r.arrival);
-      run.device = r.device;
-      run.machine = r.node + "/" + r.device + "-" + std::to_string(r.machine);
-      run.units = r.units * std::max(1, r.gang);  // a gang holds N × k devices
-      // A node that left the inventory still ran the job: count its machine, do not fail.
-      if (!input.machines.contains(r.device)) {
-        input.machines[r.device] = static_cast<std::size_t>(std::max(1, r.units));
-      }
+    std::optional<JobRun> run = report_run(r);
+    if (!run) continue;
+    run->job = id;
+    // A node that left the inventory still ran the job: count its machine, do not fail.
+    if (r.phase != JobPhase::kQueued && !input.machines.contains(r.device)) {
+      input.machines[r.device] = static_cast<std::size_t>(std::max(1, r.units));
     }
-    if (r.phase == JobPhase::kDone) run.finish = std::max(r.finish, *run.start);
     for (const auto& [key, variant] : job.variants) {
       for (const DeviceType& type : variant.device_types()) {
-        run.times[type] = book.estimate(job, type).seconds;
+        run->times[type] = book.estimate(job, type).seconds;
       }
     }
-    input.jobs.push_back(std::move(run));
+    input.jobs.push_back(std::move(*run));
   }
   return make_report(input);
 }
@@ -205,7 +210,6 @@ std::pair<std::size_t, std::size_t> page_bounds(const ListPage& page, std::size_
   return {begin, begin + std::min(page.limit, total - begin)};
 }
 
-
 // The next page's token, "" when every list ends within this page.
 std::string next_token(const ListPage& page, std::size_t longest) {
   if (page.offset >= longest || longest - page.offset <= page.limit) return "";
@@ -255,11 +259,11 @@ Expected<ListPage> parse_list_page(std::string_view query) {
 json to_json(const QueueView& queue, const ListPage& page) {
   json doc = queue_json(queue, page_bounds(page, queue.queued.size()),
                         page_bounds(page, queue.running.size()));
-  doc["page"] = {{"limit", page.limit},
-                 {"queued_total", queue.queued.size()},
-                 {"running_total", queue.running.size()},
-                 {"continue",
-                  next_token(page, std::max(queue.queued.size(), queue.running.size()))}};
+  doc["page"] = {
+      {"limit", page.limit},
+      {"queued_total", queue.queued.size()},
+      {"running_total", queue.running.size()},
+      {"continue", next_token(page, std::max(queue.queued.size(), queue.running.size()))}};
   return doc;
 }
 

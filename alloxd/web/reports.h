@@ -35,7 +35,7 @@ struct JobView {
   std::optional<PlannedWait> planned_wait;
   std::optional<double> remaining;  // running jobs
   std::string parked;  // why the policy cannot take it, or no node is large enough (queued jobs)
-  std::string bind_in_doubt;        // node of a bind not yet reconciled after a restart
+  std::string bind_in_doubt;  // node of a bind not yet reconciled after a restart
   // A gang (record.gang > 1): each member's node while it runs, and why it went back to the
   // queue (a rollback).
   std::map<std::string, std::string> member_nodes;
@@ -51,6 +51,12 @@ struct QueueView {
   std::vector<JobView> running;  // by start time
   int machines = 0, idle_machines = 0, nodes = 0;
 };
+
+// A run as the fairness report reads it: its machine named "node/device-index", its units a
+// gang's N × k; a run an older alloxd recorded before its arrival by a clock that stepped back
+// reads as starting on arrival (and ending no earlier). Nullopt for a run an admin removed unrun
+// (no share, no JCT). Shared by GET /v1/fairness and `allox report --store`.
+std::optional<JobRun> report_run(const JobRecord& record);
 
 // The views, built from the book (read under its lock) and the latest plan at time `now`.
 // The fairness report errs only on an inconsistent book (a start before its arrival).
