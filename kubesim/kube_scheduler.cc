@@ -13,6 +13,7 @@
 #include "core/log.h"
 #include "core/thread_priority.h"
 #include "extender_api/extender_client.h"
+#include "kube/node_fit.h"
 #include "kube/object_fields.h"
 #include "kube/quantity.h"
 #include "kubesim/attachment.h"
@@ -124,7 +125,8 @@ struct PodInfo {
   std::string ns, name, uid, node, nominated, scheduler;
   ResourceAmounts requests;  // NodeSnapshot's ids, milli-units
   std::set<std::string> resource_names;
-  NodeAffinity affinity;  // spec.nodeSelector and required node affinity
+  // spec.nodeSelector, required node affinity and spec.tolerations
+  kube::PodPlacement placement;
   int priority = 0;
   bool terminal = false, gated = false, deleting = false;
   bool assumed = false;  // bound by us, not yet seen bound in the store
@@ -152,7 +154,7 @@ PodInfo read_pod(const ObjectPtr& object, NodeSnapshot& snapshot) {
   pod.deleting = meta.contains("deletionTimestamp");
   pod.requests = snapshot.amounts(pod_requests(*object));
   pod.resource_names = named_resources(*object);
-  pod.affinity = NodeAffinity(*object);
+  pod.placement = kube::PodPlacement(*object);
   return pod;
 }
 
@@ -331,11 +333,12 @@ struct KubeScheduler::Impl {
     const bool labels_changed =
         change.before && object_member(object_member(*change.before, "metadata"), "labels") !=
                              object_member(object_member(*change.after, "metadata"), "labels");
+    kube::NodeFacts facts = kube::node_facts(*change.after);
     const bool changed =
         nodes.upsert(
             name, change.after,
             parse_resources(object_member(object_member(*change.after, "status"), "allocatable")),
-            object_member(*change.after, "spec").value("unschedulable", false)) ||
+            facts.unschedulable, std::move(facts.taints)) ||
         change.type == "ADDED" || labels_changed;
     if (changed) {
       moved(change.type == "ADDED" ? ClusterEvent::kNodeAdd : ClusterEvent::kNodeUpdate, now);
@@ -495,19 +498,18 @@ struct KubeScheduler::Impl {
                                     const std::string& only, Diagnosis& d) {
     count_nominated_for(pod, key);
     std::vector<std::string> feasible;
-    const NodeAffinity* affinity = pod.affinity.any() ? &pod.affinity : nullptr;
     if (!only.empty()) {
       const std::size_t i = nodes.index_of(only);
       if (i == nodes.size()) return feasible;
       NodeSnapshot::Failures failures;
-      if (nodes.fits(i, pod.requests, &failures, affinity)) feasible.push_back(only);
+      if (nodes.fits(i, pod.requests, &failures, &pod.placement)) feasible.push_back(only);
       failures.flush(nodes, d);
       return feasible;
     }
     const std::size_t want = nodes_to_find(nodes.size());
     feasible.reserve(std::min(want, nodes.size()));
     const std::size_t processed =
-        nodes.find_fit(pod.requests, next_start_node, want, feasible, d, affinity);
+        nodes.find_fit(pod.requests, next_start_node, want, feasible, d, &pod.placement);
     if (nodes.size() > 0) next_start_node = (next_start_node + processed) % nodes.size();
     return feasible;
   }
@@ -527,8 +529,8 @@ struct KubeScheduler::Impl {
       return false;
     }
     if (const NodeSnapshot::Node* nominated = nodes.find(pod.nominated);
-        nominated != nullptr && !d.unresolvable(nominated->name) && !nominated->unschedulable &&
-        pod.affinity.matches(nominated->object.get(), nominated->name)) {
+        nominated != nullptr && !d.unresolvable(nominated->name) &&
+        !nodes.unresolvable(nodes.index_of(nominated->name), pod.placement)) {
       for (const auto& [other, priority] : nominated->pods) {
         auto found = pods.find(other);
         if (priority < pod.priority && found != pods.end() && found->second.deleting) {
@@ -545,10 +547,9 @@ struct KubeScheduler::Impl {
     std::map<std::string, std::vector<std::string>> candidates;  // node -> victim keys
     for (std::size_t i = 0; i < nodes.size(); ++i) {
       const NodeSnapshot::Node& node = nodes[i];
-      // UnschedulableAndUnresolvable in the filters (NodeAffinity's rejections among them):
-      // no victim can change that.
-      if (node.unschedulable || d.unresolvable(node.name) ||
-          (pod.affinity.any() && !pod.affinity.matches(node.object.get(), node.name))) {
+      // UnschedulableAndUnresolvable in the filters (NodeUnschedulable's, TaintToleration's and
+      // NodeAffinity's rejections): no victim can change that.
+      if (d.unresolvable(node.name) || nodes.unresolvable(i, pod.placement)) {
         statuses.add("Preemption is not helpful for scheduling");
         continue;
       }

@@ -5,13 +5,17 @@
 //
 // One pod at a time (scheduleOne):
 //   1. the pod's nominated node (after a preemption) is evaluated alone first;
-//   2. in-tree filters: NodeUnschedulable, NodeAffinity (spec.nodeSelector and required node
-//      affinity; a pod pinned by `metadata.name In` is evaluated on the named nodes alone, as
-//      its PreFilter result makes it) and NodeResourcesFit (requests, including cpu and
-//      memory, against allocatable minus the assigned non-terminal pods and pods nominated
-//      there), on node_snapshot.h's integers, from a rotating start while percentageOfNodesToScore
-//      allows. A pod no node fits by resources or affinity never reaches an extender, and an
-//      extender is asked only about the nodes that passed;
+//   2. in-tree filters, in the default profile's order: NodeUnschedulable (a cordoned node,
+//      unless the pod tolerates node.kubernetes.io/unschedulable:NoSchedule), TaintToleration
+//      (spec.taints with effect NoSchedule or NoExecute against spec.tolerations), NodeAffinity
+//      (spec.nodeSelector and required node affinity; a pod pinned by `metadata.name In` is
+//      evaluated on the named nodes alone, as its PreFilter result makes it) and
+//      NodeResourcesFit (requests, including cpu and memory, against allocatable minus the
+//      assigned non-terminal pods and pods nominated there), on node_snapshot.h's integers,
+//      from a rotating start while percentageOfNodesToScore allows. A pod no node passes never
+//      reaches an extender, and an extender is asked only about the nodes that passed. A node's
+//      cordon, taints, labels and allocatable are re-read on every update of the node, and a
+//      change of any is a NodeUpdate for the parked pods;
 //   3. extenders' /filter, in order, for extenders interested in the pod (managedResources;
 //      empty means every pod), with NodeNames (nodeCacheCapable) or full Nodes;
 //   4. no node left: DefaultPreemption looks for lower-priority victims (extenders' /preempt

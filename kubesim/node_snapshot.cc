@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <iterator>
 
 namespace allox::emulator {
 
@@ -12,118 +11,13 @@ std::int64_t to_milli(double quantity) {
 
 namespace {
 
-using nlohmann::json;
-
-const json* member(const json* object, const char* key) {
-  if (object == nullptr || !object->is_object()) return nullptr;
-  auto it = object->find(key);
-  return it == object->end() || it->is_null() ? nullptr : &*it;
-}
-
-std::string string_of(const json& value) {
-  return value.is_string() ? value.get<std::string>() : "";
+// The pod side when the caller gives none: a pod with no selector, affinity or toleration.
+const kube::PodPlacement& none() {
+  static const kube::PodPlacement nothing;
+  return nothing;
 }
 
 }  // namespace
-
-NodeAffinity::NodeAffinity(const json& pod) {
-  const json* spec = member(&pod, "spec");
-  if (const json* selector = member(spec, "nodeSelector"); selector && selector->is_object()) {
-    for (auto it = selector->begin(); it != selector->end(); ++it)
-      selector_.emplace_back(it.key(), string_of(*it));
-  }
-  const json* required = member(member(member(spec, "affinity"), "nodeAffinity"),
-                                "requiredDuringSchedulingIgnoredDuringExecution");
-  if (required == nullptr) return;
-  required_ = true;
-  auto read = [](const json* list) {
-    std::vector<Requirement> out;
-    if (list == nullptr || !list->is_array()) return out;
-    for (const json& r : *list) {
-      if (!r.is_object()) continue;
-      Requirement requirement{
-          string_of(r.value("key", json())), string_of(r.value("operator", json())), {}};
-      if (const json* values = member(&r, "values"); values && values->is_array()) {
-        for (const json& v : *values) requirement.values.push_back(string_of(v));
-      }
-      out.push_back(std::move(requirement));
-    }
-    return out;
-  };
-  std::set<std::string> names;
-  bool every_term_names = true;
-  if (const json* terms = member(required, "nodeSelectorTerms"); terms && terms->is_array()) {
-    for (const json& t : *terms) {
-      Term term{read(member(&t, "matchExpressions")), read(member(&t, "matchFields"))};
-      // The nodes this term allows by name: the intersection of its `metadata.name In` lists.
-      std::optional<std::set<std::string>> named;
-      for (const Requirement& r : term.fields) {
-        if (r.key != "metadata.name" || r.op != "In") continue;
-        std::set<std::string> these(r.values.begin(), r.values.end());
-        if (named) {
-          std::set<std::string> both;
-          std::set_intersection(named->begin(), named->end(), these.begin(), these.end(),
-                                std::inserter(both, both.end()));
-          these = std::move(both);
-        }
-        named = std::move(these);
-      }
-      if (named) {
-        names.insert(named->begin(), named->end());
-      } else {
-        every_term_names = false;  // terms are ORed: this one may allow any node
-      }
-      terms_.push_back(std::move(term));
-    }
-  }
-  if (every_term_names && !terms_.empty()) names_.emplace(names.begin(), names.end());
-}
-
-bool NodeAffinity::matches(const json* node, std::string_view name) const {
-  const json* labels = member(member(node, "metadata"), "labels");
-  auto label = [&](const std::string& key) -> const json* { return member(labels, key.c_str()); };
-  for (const auto& [key, value] : selector_) {
-    const json* have = label(key);
-    if (have == nullptr || string_of(*have) != value) return false;
-  }
-  if (!required_) return true;
-  auto in = [](const std::vector<std::string>& values, std::string_view v) {
-    return std::find(values.begin(), values.end(), v) != values.end();
-  };
-  for (const Term& term : terms_) {
-    if (term.expressions.empty() && term.fields.empty()) continue;  // matches no node
-    bool all = true;
-    for (const Requirement& r : term.expressions) {
-      const json* have = label(r.key);
-      if (r.op == "Exists") {
-        all = have != nullptr;
-      } else if (r.op == "DoesNotExist") {
-        all = have == nullptr;
-      } else if (r.op == "In") {
-        all = have != nullptr && in(r.values, string_of(*have));
-      } else if (r.op == "NotIn") {
-        all = have == nullptr || !in(r.values, string_of(*have));
-      } else {
-        all = false;
-      }
-      if (!all) break;
-    }
-    for (std::size_t k = 0; all && k < term.fields.size(); ++k) {
-      const Requirement& r = term.fields[k];
-      if (r.key != "metadata.name") {
-        all = false;
-      } else if (r.op == "In") {
-        all = in(r.values, name);
-      } else if (r.op == "NotIn") {
-        all = !in(r.values, name);
-      } else {
-        all = false;
-      }
-    }
-    if (all) return true;
-  }
-  return false;
-}
 
 NodeSnapshot::NodeSnapshot(const std::set<std::string>& ignored) {
   pods_ = resource("pods");
@@ -164,7 +58,8 @@ std::size_t NodeSnapshot::index_of(std::string_view name) const {
 }
 
 bool NodeSnapshot::upsert(const std::string& name, ObjectPtr object,
-                          const std::map<std::string, double>& allocatable, bool unschedulable) {
+                          const std::map<std::string, double>& allocatable, bool unschedulable,
+                          std::vector<kube::Taint> taints) {
   auto it = std::lower_bound(
       nodes_.begin(), nodes_.end(), name,
       [](const std::unique_ptr<Node>& n, const std::string& v) { return n->name < v; });
@@ -178,8 +73,8 @@ bool NodeSnapshot::upsert(const std::string& name, ObjectPtr object,
     added = true;
   }
   Node& node = **it;
-  const bool changed =
-      added || unschedulable != node.unschedulable || allocatable != node.quantities;
+  const bool changed = added || unschedulable != node.unschedulable ||
+                       allocatable != node.quantities || taints != node.taints;
   node.allocatable.assign(resources_.size(), 0);
   node.declared.assign(resources_.size(), false);
   for (const auto& [resource_name, value] : allocatable) {
@@ -194,6 +89,7 @@ bool NodeSnapshot::upsert(const std::string& name, ObjectPtr object,
   node.quantities = allocatable;
   node.object = std::move(object);
   node.unschedulable = unschedulable;
+  node.taints = std::move(taints);
   node.declares_pods = node.declares(pods_);
   if (resources_.size() > stride_) {
     relayout();
@@ -210,8 +106,10 @@ void NodeSnapshot::write_row(std::size_t i) {
     row[r] = node.allocatable_of(static_cast<ResourceId>(r)) -
              node.requested_of(static_cast<ResourceId>(r));
   }
+  const bool tainted = std::any_of(node.taints.begin(), node.taints.end(), kube::blocks_scheduling);
   flags_[i] = static_cast<std::uint8_t>((node.unschedulable ? kUnschedulable : 0) |
-                                        (node.declares_pods ? kDeclaresPods : 0));
+                                        (node.declares_pods ? kDeclaresPods : 0) |
+                                        (tainted ? kTainted : 0));
 }
 
 void NodeSnapshot::relayout() {
@@ -278,23 +176,41 @@ void NodeSnapshot::set_nominated(const std::vector<Nominated>& nominated) {
 }
 
 bool NodeSnapshot::fits(std::size_t i, const ResourceAmounts& pod, Failures* failures,
-                        const NodeAffinity* affinity) const {
-  static const std::vector<const ResourceAmounts*> none;
-  return fits_without(i, pod, none, failures, affinity);
+                        const kube::PodPlacement* placement) const {
+  static const std::vector<const ResourceAmounts*> freed;
+  return fits_without(i, pod, freed, failures, placement);
+}
+
+bool NodeSnapshot::placement_passes(std::size_t i, const kube::PodPlacement& placement,
+                                    Failures* failures) const {
+  const Node& node = *nodes_[i];
+  const std::uint8_t flags = flags_[i];
+  if ((flags & kUnschedulable) != 0 && !placement.tolerates_unschedulable()) {
+    if (failures != nullptr) ++failures->unschedulable;
+    return false;
+  }
+  if ((flags & kTainted) != 0) {
+    if (const kube::Taint* taint = placement.untolerated(node.taints)) {
+      if (failures != nullptr) failures->count_untolerated(*taint);
+      return false;
+    }
+  }
+  if (placement.affinity().any() && !placement.affinity().matches(node.object.get(), node.name)) {
+    if (failures != nullptr) ++failures->affinity;
+    return false;
+  }
+  return true;
+}
+
+bool NodeSnapshot::unresolvable(std::size_t i, const kube::PodPlacement& placement) const {
+  return !placement_passes(i, placement, nullptr);
 }
 
 bool NodeSnapshot::fits_without(std::size_t i, const ResourceAmounts& pod,
                                 const std::vector<const ResourceAmounts*>& freed,
-                                Failures* failures, const NodeAffinity* affinity) const {
+                                Failures* failures, const kube::PodPlacement* placement) const {
   const Node& node = *nodes_[i];
-  if (node.unschedulable) {
-    if (failures != nullptr) ++failures->unschedulable;
-    return false;
-  }
-  if (affinity != nullptr && !affinity->matches(node.object.get(), node.name)) {
-    if (failures != nullptr) ++failures->affinity;
-    return false;
-  }
+  if (!placement_passes(i, placement != nullptr ? *placement : none(), failures)) return false;
   const bool nominated = any_nominated_ && node.nominated_cycle == nominated_cycle_;
   bool fit = true;
   for (const ResourceAmount& a : pod) {
@@ -321,13 +237,28 @@ bool NodeSnapshot::fits_without(std::size_t i, const ResourceAmounts& pod,
   return fit;
 }
 
+void NodeSnapshot::Failures::count_untolerated(const kube::Taint& taint) {
+  for (Untolerated& u : untolerated) {
+    if (u.taint.key == taint.key && u.taint.value == taint.value) {
+      ++u.nodes;
+      return;
+    }
+  }
+  untolerated.push_back({taint, 1});
+}
+
 void NodeSnapshot::Failures::flush(const NodeSnapshot& snapshot, Diagnosis& d) {
   if (unschedulable > 0) {
-    d.add("node(s) were unschedulable", unschedulable);
+    d.add(kube::kUnschedulableReason, unschedulable);
     d.plugins.insert("NodeUnschedulable");
   }
+  for (const Untolerated& u : untolerated) {
+    d.add(kube::untolerated_taint_reason(u.taint), u.nodes);
+    d.plugins.insert("TaintToleration");
+  }
+  untolerated.clear();
   if (affinity > 0) {
-    d.add("node(s) didn't match Pod's node affinity/selector", affinity);
+    d.add(kube::kNodeAffinityReason, affinity);
     d.plugins.insert("NodeAffinity");
   }
   bool resources = too_many_pods > 0;
@@ -344,9 +275,11 @@ void NodeSnapshot::Failures::flush(const NodeSnapshot& snapshot, Diagnosis& d) {
 
 std::size_t NodeSnapshot::find_fit(const ResourceAmounts& pod, std::size_t start, std::size_t want,
                                    std::vector<std::string>& feasible, Diagnosis& d,
-                                   const NodeAffinity* affinity) const {
+                                   const kube::PodPlacement* placement) const {
   const std::size_t all = nodes_.size();
   if (all == 0) return 0;
+  const kube::PodPlacement& p = placement != nullptr ? *placement : none();
+  const kube::NodeAffinity* affinity = p.affinity().any() ? &p.affinity() : nullptr;
   if (affinity != nullptr && affinity->names()) {
     // The PreFilter's nodes alone; those it left out (and names no node holds) are the
     // filter's rejections.
@@ -356,7 +289,7 @@ std::size_t NodeSnapshot::find_fit(const ResourceAmounts& pod, std::size_t start
       const std::size_t i = index_of(name);
       if (i == all) continue;
       ++evaluated;
-      if (fits(i, pod, &failures, affinity)) {
+      if (fits(i, pod, &failures, &p)) {
         feasible.push_back(nodes_[i]->name);
       }
     }
@@ -384,15 +317,19 @@ std::size_t NodeSnapshot::find_fit(const ResourceAmounts& pod, std::size_t start
     if (i >= all) i -= all;
     const std::uint8_t flags = flags_[i];
     bool fit = true;
-    if ((flags & kUnschedulable) != 0) {
+    if ((flags & kUnschedulable) != 0 && !p.tolerates_unschedulable()) {
       ++failures.unschedulable;
+      fit = false;
+    } else if (const kube::Taint* taint =
+                   (flags & kTainted) != 0 ? p.untolerated(nodes_[i]->taints) : nullptr) {
+      failures.count_untolerated(*taint);
       fit = false;
     } else if (affinity != nullptr &&
                !affinity->matches(nodes_[i]->object.get(), nodes_[i]->name)) {
       ++failures.affinity;
       fit = false;
     } else if (any_nominated_ && nodes_[i]->nominated_cycle == nominated_cycle_) {
-      fit = fits(i, pod, &failures);  // pods nominated here count: the general path
+      fit = fits(i, pod, &failures, &p);  // pods nominated here count: the general path
     } else {
       const std::int64_t* row = free_.data() + i * stride_;
       for (const Check& c : checks) {

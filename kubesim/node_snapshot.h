@@ -1,20 +1,26 @@
 // The emulator's node cache as kube-scheduler's scheduling cycle reads it (the cache Snapshot
 // of framework.NodeInfo): nodes in a vector in name order, each with its allocatable and the
 // requests of the pods assumed or bound there as integers indexed by a resource id, so the
-// in-tree filters (NodeUnschedulable, NodeResourcesFit) over 5,000 nodes compare integers and
-// allocate nothing per node.
+// in-tree filters over 5,000 nodes compare integers and allocate nothing per node.
 //
 // Amounts are milli-units: a quantity q is llround(q * 1000) (cpu "500m" -> 500, one GPU ->
 // 1000, memory bytes x 1000), so a fit is an exact integer comparison, as kube-scheduler's
 // framework.Resource (MilliCPU, bytes, scalar counts) makes it.
 //
-// A pod's fit on a node: for each resource it requests (amount > 0, not ignored by an extender's
-// ignoredByScheduler), requested on the node + the requests of pods nominated there that the
-// caller counts + the pod's request <= allocatable. "pods" is checked only on a node that
-// declares it. Between the two, when the pod has a node selector or required node affinity,
-// NodeAffinity (below), in kube-scheduler's filter order. The reasons are kube-scheduler's:
-// "node(s) were unschedulable", "node(s) didn't match Pod's node affinity/selector", "Too many
-// pods", "Insufficient <resource>".
+// The filters, in the default profile's order, a node stopping at the first that fails:
+//   NodeUnschedulable  a cordoned node, unless the pod tolerates node.kubernetes.io/unschedulable;
+//   TaintToleration    the node's first NoSchedule/NoExecute taint the pod does not tolerate;
+//   NodeAffinity       spec.nodeSelector and required node affinity (kube/node_fit.h), when the
+//                      pod has either;
+//   NodeResourcesFit   for each resource the pod requests (amount > 0, not ignored by an
+//                      extender's ignoredByScheduler), requested on the node + the requests of
+//                      pods nominated there that the caller counts + the pod's request <=
+//                      allocatable; "pods" is checked only on a node that declares it.
+// The pod's side of the first three is a kube::PodPlacement (none given: a pod that states
+// nothing). The reasons are kube-scheduler's: "node(s) were unschedulable", "node(s) had
+// untolerated taint {key: value}", "node(s) didn't match Pod's node affinity/selector", "Too
+// many pods", "Insufficient <resource>". The first three are UnschedulableAndUnresolvable:
+// preemption does not try those nodes.
 // Not thread-safe: owned by the emulator's scheduling thread.
 #pragma once
 
@@ -29,6 +35,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "kube/node_fit.h"
 #include "kubesim/api_objects.h"
 #include "kubesim/diagnosis.h"
 
@@ -45,43 +52,6 @@ using ResourceAmounts = std::vector<ResourceAmount>;  // one entry per resource
 
 std::int64_t to_milli(double quantity);
 
-// kube-scheduler v1.28's NodeAffinity plugin for one pod. Filter: every spec.nodeSelector label
-// equal, and one of the required node affinity terms matching (a term matches when all its
-// requirements do; one with none matches no node): matchExpressions on the node's labels with
-// In, NotIn, Exists, DoesNotExist, matchFields on metadata.name with In, NotIn (other operators
-// and keys match nothing here). A node it rejects is UnschedulableAndUnresolvable: preemption
-// does not try it.
-// PreFilter: when every term names nodes by `metadata.name In`, only those nodes are evaluated
-// (framework.PreFilterResult), the way a pod pinned by name (a DaemonSet's, or one alloxd
-// released) is filtered on its one node instead of the whole cluster. The nodes left out are
-// counted under this plugin's reason. kube-scheduler 1.28 patch releases differ on them (an
-// error when a named node is not in the cache, or "node is filtered out by the prefilter
-// result"); the emulator counts what the filter itself would say of them.
-class NodeAffinity {
- public:
-  NodeAffinity() = default;  // no selector, no required terms: every node
-  explicit NodeAffinity(const nlohmann::json& pod);
-  // False when the plugin has nothing to check (its PreFilter's Skip).
-  bool any() const { return !selector_.empty() || required_; }
-  // `node`: the v1.Node object (null reads as a node without labels).
-  bool matches(const nlohmann::json* node, std::string_view name) const;
-  // The PreFilter's node names (sorted, unique); std::nullopt when every node is a candidate.
-  const std::optional<std::vector<std::string>>& names() const { return names_; }
-
- private:
-  struct Requirement {
-    std::string key, op;
-    std::vector<std::string> values;
-  };
-  struct Term {
-    std::vector<Requirement> expressions, fields;
-  };
-  std::vector<std::pair<std::string, std::string>> selector_;
-  bool required_ = false;
-  std::vector<Term> terms_;
-  std::optional<std::vector<std::string>> names_;
-};
-
 class NodeSnapshot {
  public:
   // `ignored`: resources NodeResourcesFit does not check (extenders' ignoredByScheduler).
@@ -97,6 +67,7 @@ class NodeSnapshot {
     std::string name;
     ObjectPtr object;
     bool unschedulable = false;
+    std::vector<kube::Taint> taints;        // spec.taints, every effect
     bool declares_pods = false;             // allocatable names "pods"
     std::vector<std::int64_t> allocatable;  // by resource id; 0 when not declared
     std::vector<std::int64_t> requested;    // by resource id: pods assumed or bound here
@@ -119,9 +90,11 @@ class NodeSnapshot {
   };
 
   // Adds or updates a node; true when what the filters read changed (allocatable,
-  // spec.unschedulable) or the node is new.
+  // spec.unschedulable, spec.taints) or the node is new. `object` (may be null) is what
+  // NodeAffinity reads the labels from and the extenders are sent.
   bool upsert(const std::string& name, ObjectPtr object,
-              const std::map<std::string, double>& allocatable, bool unschedulable);
+              const std::map<std::string, double>& allocatable, bool unschedulable,
+              std::vector<kube::Taint> taints = {});
   void remove(const std::string& name);
   std::size_t size() const { return nodes_.size(); }
   const Node& operator[](std::size_t i) const { return *nodes_[i]; }
@@ -143,30 +116,39 @@ class NodeSnapshot {
   };
   void set_nominated(const std::vector<Nominated>& nominated);
 
-  // In-tree filters on node i (NodeAffinity when `affinity` is given). On failure, each reason
-  // is counted in `failures` and the plugins that failed are added to `plugins`.
+  // The in-tree filters on node i. On failure, each reason is counted in `failures` and the
+  // plugins that failed are added to `plugins`.
   struct Failures {
     std::size_t unschedulable = 0, affinity = 0, too_many_pods = 0;
     std::vector<std::size_t> insufficient;  // by resource id
+    struct Untolerated {
+      kube::Taint taint;  // its key and value make the reason
+      std::size_t nodes = 0;
+    };
+    std::vector<Untolerated> untolerated;  // few distinct taints: a scan
+    void count_untolerated(const kube::Taint& taint);
     // Adds the counts to `d` with kube-scheduler's reason texts, then clears them.
     void flush(const NodeSnapshot& snapshot, Diagnosis& d);
   };
   bool fits(std::size_t i, const ResourceAmounts& pod, Failures* failures = nullptr,
-            const NodeAffinity* affinity = nullptr) const;
+            const kube::PodPlacement* placement = nullptr) const;
   // The same with `freed` taken off the node's requests (preemption's dry run: the pod's fit
   // once those pods are gone).
   bool fits_without(std::size_t i, const ResourceAmounts& pod,
                     const std::vector<const ResourceAmounts*>& freed, Failures* failures = nullptr,
-                    const NodeAffinity* affinity = nullptr) const;
+                    const kube::PodPlacement* placement = nullptr) const;
+  // Whether NodeUnschedulable, TaintToleration or NodeAffinity refuses node i: the rejections
+  // no preemption can change.
+  bool unresolvable(std::size_t i, const kube::PodPlacement& placement) const;
 
-  // NodeUnschedulable + NodeAffinity (when given) + NodeResourcesFit over the nodes from `start`
-  // in rotation, stopping once `want` fit: their names are appended to `feasible`, the others'
-  // reasons counted in `d`. Returns the nodes processed (kube-scheduler advances its next start
-  // index by that). When the affinity's PreFilter names nodes, only those are evaluated, all
-  // of them (in name order; the rotation is not moved: 0 is returned).
+  // The filters over the nodes from `start` in rotation, stopping once `want` fit: their names
+  // are appended to `feasible`, the others' reasons counted in `d`. Returns the nodes processed
+  // (kube-scheduler advances its next start index by that). When the pod's NodeAffinity
+  // PreFilter names nodes, only those are evaluated, all of them (in name order; the rotation
+  // is not moved: 0 is returned), and every other node counts under NodeAffinity's reason.
   std::size_t find_fit(const ResourceAmounts& pod, std::size_t start, std::size_t want,
                        std::vector<std::string>& feasible, Diagnosis& d,
-                       const NodeAffinity* affinity = nullptr) const;
+                       const kube::PodPlacement* placement = nullptr) const;
 
  private:
   struct Resource {
@@ -181,7 +163,10 @@ class NodeSnapshot {
   // What find_fit reads, flat in node order so a pass over 5,000 nodes walks one array: row i
   // holds node i's allocatable - requested for resource ids below stride_ (a cache of the
   // Node's own vectors, rewritten with them), and its flags.
-  static constexpr std::uint8_t kUnschedulable = 1, kDeclaresPods = 2;
+  static constexpr std::uint8_t kUnschedulable = 1, kDeclaresPods = 2, kTainted = 4;
+  // The in-tree filters before NodeResourcesFit; false (counted) when one refuses node i.
+  bool placement_passes(std::size_t i, const kube::PodPlacement& placement,
+                        Failures* failures) const;
   void write_row(std::size_t i);
   void relayout();
   std::size_t stride_ = 0;

@@ -190,7 +190,8 @@ bool SchedulingQueue::event_helps(const Entry& e, ClusterEvent event) const {
          event == ClusterEvent::kNodeUpdate)) {
       return true;
     }
-    if ((plugin == "NodeUnschedulable" || plugin == "NodeName" || plugin == "NodeAffinity") &&
+    if ((plugin == "NodeUnschedulable" || plugin == "NodeName" || plugin == "TaintToleration" ||
+         plugin == "NodeAffinity") &&
         (event == ClusterEvent::kNodeAdd || event == ClusterEvent::kNodeUpdate)) {
       return true;
     }

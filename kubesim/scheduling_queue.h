@@ -5,8 +5,9 @@
 //   unschedulable   pods no node fits. They leave only when
 //                   - a cluster event that may help them happens (move_all): the event must be
 //                     one the plugins that rejected the pod register for (NodeResourcesFit:
-//                     an assigned pod deleted, a node added or updated; NodeUnschedulable and
-//                     NodeAffinity: a node added or updated); a pod rejected by an
+//                     an assigned pod deleted, a node added or updated; NodeUnschedulable,
+//                     TaintToleration and NodeAffinity: a node added or updated, a change of
+//                     its taints among them); a pod rejected by an
 //                     extender alone has no such plugin and moves on any event;
 //                   - the pod itself is updated (not its status): update();
 //                   - it has sat there for the unschedulable timeout (5 min), checked every 30 s.

@@ -652,6 +652,134 @@ TEST_F(SteppedSchedulerTest, APodPinnedToAVanishedNodeWaitsWithTheAffinityReason
   ASSERT_TRUE(step_until([&] { return node_of("p") == "node-gone"; }, 60));
 }
 
+// A node with a GPU and the given spec (taints, cordon).
+json node_with(const std::string& name, const std::string& gpus, const json& spec) {
+  return {{"metadata", {{"name", name}}},
+          {"spec", spec},
+          {"status",
+           {{"allocatable",
+             {{"cpu", "8"}, {"memory", "64Gi"}, {"nvidia.com/gpu", gpus}, {"pods", "110"}}}}}};
+}
+
+json dedicated_ml() {
+  return json::parse(R"({"taints":[{"key":"dedicated","value":"ml","effect":"NoSchedule"}]})");
+}
+
+// TaintToleration runs after NodeUnschedulable and before NodeAffinity and the resources: each
+// node counts under the first filter that refuses it, a tainted node never reaches the
+// extender, and preemption does not try it (UnschedulableAndUnresolvable).
+TEST_F(KubeSchedulerTest, TaintedAndCordonedNodesRefuseWithKubeSchedulersReasons) {
+  ASSERT_FALSE(
+      failed(objects.create(nodes_resource(), "", node_with("node-a", "1", dedicated_ml()))));
+  ASSERT_FALSE(
+      failed(objects.create(nodes_resource(), "", node_with("node-b", "1", dedicated_ml()))));
+  json cordoned = dedicated_ml();
+  cordoned["unschedulable"] = true;
+  ASSERT_FALSE(failed(objects.create(nodes_resource(), "", node_with("node-c", "1", cordoned))));
+  ASSERT_FALSE(failed(objects.create(
+      nodes_resource(), "",
+      node_with("node-d", "0",
+                json::parse(R"({"taints":[{"key":"soft","effect":"PreferNoSchedule"}]})")))));
+  start();
+  create(gpu_pod("plain"));
+  const std::string message =
+      "0/4 nodes are available: 1 Insufficient nvidia.com/gpu, 1 node(s) were unschedulable, 2 "
+      "node(s) had untolerated taint {dedicated: ml}. preemption: 0/4 nodes are available: 1 No "
+      "preemption victims found for incoming pod, 3 Preemption is not helpful for scheduling..";
+  ASSERT_TRUE(eventually([&] { return count(SchedulerEvent::Kind::kUnschedulable) > 0; }));
+  EXPECT_EQ(1, count(SchedulerEvent::Kind::kUnschedulable, message));
+  EXPECT_EQ(message, get("plain")["status"]["conditions"][0].value("message", ""));
+  EXPECT_EQ(0u, extender.calls("filter").size());
+
+  // Tolerating the cordon and the taint: the cordoned node is one of the pod's nodes.
+  json tolerant = pinned(gpu_pod("tolerant"), "node-c");
+  tolerant["spec"]["tolerations"] = json::parse(
+      R"([{"key":"node.kubernetes.io/unschedulable","operator":"Exists","effect":"NoSchedule"},
+          {"key":"dedicated","operator":"Equal","value":"ml"}])");
+  create(tolerant);
+  ASSERT_TRUE(eventually([&] { return node_of("tolerant") == "node-c"; }));
+  EXPECT_EQ(json({"node-c"}), extender.calls("filter").back().body["NodeNames"]);
+  // Tolerating the cordon alone is not enough there: its taint still refuses the pod.
+  json cordon_only = pinned(gpu_pod("cordon-only"), "node-c");
+  cordon_only["spec"]["tolerations"] =
+      json::parse(R"([{"key":"node.kubernetes.io/unschedulable","operator":"Exists"}])");
+  create(cordon_only);
+  ASSERT_TRUE(eventually([&] {
+    return count(SchedulerEvent::Kind::kUnschedulable,
+                 "0/4 nodes are available: 1 node(s) had untolerated taint {dedicated: ml}, 3 "
+                 "node(s) didn't match Pod's node affinity/selector.") > 0;
+  }));
+}
+
+// A pod parked for a taint binds once it tolerates it (an update of the pod), and another once
+// the taint is removed (an update of the node, which moves the pods TaintToleration parked);
+// both by the event, not by the 5-minute timeout.
+TEST_F(SteppedSchedulerTest, APodParkedForATaintBindsOnceTolerantOrOnceTheTaintIsGone) {
+  ASSERT_FALSE(
+      failed(objects.create(nodes_resource(), "", node_with("node-a", "1", dedicated_ml()))));
+  ASSERT_FALSE(
+      failed(objects.create(nodes_resource(), "", node_with("node-b", "1", dedicated_ml()))));
+  start();
+  create(pinned(gpu_pod("g"), "node-a"));
+  ASSERT_TRUE(eventually(
+      [&] { return count(SchedulerEvent::Kind::kUnschedulable) == 1 && scheduler->idle(); }));
+  EXPECT_EQ(
+      "0/2 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) "
+      "had untolerated taint {dedicated: ml}. preemption: 0/2 nodes are available: 2 "
+      "Preemption is not helpful for scheduling..",
+      get("g")["status"]["conditions"][0].value("message", ""));
+  let_pass(60);
+  EXPECT_EQ("", node_of("g"));
+  EXPECT_EQ(0u, extender.calls("filter").size());
+  // The pod gains the toleration (the API server allows adding tolerations to a pod).
+  ASSERT_FALSE(failed(objects.patch(
+      pods_resource(), "lab", "g", PatchType::kMerge,
+      R"({"spec":{"tolerations":[{"key":"dedicated","operator":"Exists","effect":"NoSchedule"}]}})",
+      false)));
+  const double tolerated_at = clock.now();
+  ASSERT_TRUE(step_until([&] { return node_of("g") == "node-a"; }, 60));
+  EXPECT_LT(clock.now() - tolerated_at, 30.0);
+
+  // Both nodes refuse h for their taint (node-a's GPU is taken, but the taint comes first): only
+  // TaintToleration parked it.
+  create(gpu_pod("h"));
+  ASSERT_TRUE(eventually(
+      [&] { return count(SchedulerEvent::Kind::kUnschedulable) == 2 && scheduler->idle(); }));
+  EXPECT_EQ(1, count(SchedulerEvent::Kind::kUnschedulable,
+                     "0/2 nodes are available: 2 node(s) had untolerated taint {dedicated: ml}."));
+  let_pass(60);
+  EXPECT_EQ("", node_of("h"));
+  // The taint removed by a PATCH of the node.
+  ASSERT_FALSE(failed(objects.patch(nodes_resource(), "", "node-b", PatchType::kMerge,
+                                    R"({"spec":{"taints":null}})", false)));
+  const double untainted_at = clock.now();
+  ASSERT_TRUE(step_until([&] { return node_of("h") == "node-b"; }, 60));
+  EXPECT_LT(clock.now() - untainted_at, 30.0);
+  EXPECT_EQ(0u, scheduler->stats().timeouts);
+  std::lock_guard lock(events_mu);
+  EXPECT_TRUE(std::any_of(events.begin(), events.end(), [](const SchedulerEvent& e) {
+    return e.kind == SchedulerEvent::Kind::kMoved && e.pod == "lab/h" && e.message == "NodeUpdate";
+  }));
+}
+
+// A taint added to a node is re-read from the node's update: the next pod is refused there.
+TEST_F(KubeSchedulerTest, ATaintAddedToANodeRefusesTheNextPod) {
+  add_node("node-a", "2");
+  start();
+  create(gpu_pod("before"));
+  ASSERT_TRUE(eventually([&] { return node_of("before") == "node-a"; }));
+  ASSERT_FALSE(failed(
+      objects.patch(nodes_resource(), "", "node-a", PatchType::kMerge,
+                    R"({"spec":{"taints":[{"key":"maintenance","effect":"NoExecute"}]}})", false)));
+  ASSERT_TRUE(eventually([&] { return scheduler->idle(); }));
+  create(gpu_pod("after"));
+  ASSERT_TRUE(eventually([&] {
+    return count(SchedulerEvent::Kind::kUnschedulable,
+                 "0/1 nodes are available: 1 node(s) had untolerated taint {maintenance: }.") > 0;
+  }));
+  EXPECT_EQ("", node_of("after"));
+}
+
 TEST_F(KubeSchedulerTest, WithoutNodeCacheTheExtenderGetsFullNodes) {
   add_node("node-a", "1");
   SchedulerConfiguration config;

@@ -1,6 +1,7 @@
-// kubesim/node_snapshot.h: NodeUnschedulable and NodeResourcesFit on integer
-// amounts, the rotation kube-scheduler's percentageOfNodesToScore walks, nominated pods, and
-// the reasons counted for the FitError.
+// kubesim/node_snapshot.h: NodeUnschedulable, TaintToleration, NodeAffinity and
+// NodeResourcesFit on integer amounts, the rotation kube-scheduler's percentageOfNodesToScore
+// walks, nominated pods, and the reasons counted for the FitError. The pod's side of the first
+// three (kube/node_fit.h) has its own tests in tests/kube/node_fit_test.cc.
 #include "kubesim/node_snapshot.h"
 
 #include <gtest/gtest.h>
@@ -100,71 +101,19 @@ nlohmann::json labelled(const std::string& name, const nlohmann::json& labels) {
   return {{"metadata", {{"name", name}, {"labels", labels}}}};
 }
 
-// NodeAffinity's filter: the node selector and the required terms (ORed; each term's
-// requirements ANDed), on labels and on the node's name.
-TEST(NodeAffinityTest, SelectorAndRequiredTermsMatchAsKubeSchedulerDoes) {
-  using nlohmann::json;
-  const json a = labelled("a", {{"zone", "z1"}, {"gpu", "a100"}});
-  const json b = labelled("b", {{"zone", "z2"}});
-  EXPECT_FALSE(NodeAffinity(json::parse(R"({"spec":{}})")).any());
-  EXPECT_TRUE(NodeAffinity(json::parse(R"({"spec":{}})")).matches(&a, "a"));
-
-  NodeAffinity selector(json::parse(R"({"spec":{"nodeSelector":{"zone":"z1"}}})"));
-  EXPECT_TRUE(selector.any());
-  EXPECT_TRUE(selector.matches(&a, "a"));
-  EXPECT_FALSE(selector.matches(&b, "b"));
-  EXPECT_FALSE(selector.matches(nullptr, "c"));
-  EXPECT_FALSE(selector.names());
-
-  auto required = [](const std::string& terms) {
-    return NodeAffinity(json::parse(
-        R"({"spec":{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":
-            {"nodeSelectorTerms":)" +
-        terms + "}}}}}"));
-  };
-  NodeAffinity expressions = required(
-      R"([{"matchExpressions":[{"key":"gpu","operator":"Exists"},
-                               {"key":"zone","operator":"NotIn","values":["z2"]}]},
-          {"matchExpressions":[{"key":"gpu","operator":"DoesNotExist"},
-                               {"key":"zone","operator":"In","values":["z2","z3"]}]}])");
-  EXPECT_TRUE(expressions.matches(&a, "a"));  // first term
-  EXPECT_TRUE(expressions.matches(&b, "b"));  // second term
-  EXPECT_FALSE(expressions.matches(nullptr, "c"));
-  EXPECT_FALSE(expressions.names());
-
-  NodeAffinity pinned =
-      required(R"([{"matchFields":[{"key":"metadata.name","operator":"In","values":["b"]}]}])");
-  EXPECT_FALSE(pinned.matches(&a, "a"));
-  EXPECT_TRUE(pinned.matches(&b, "b"));
-  ASSERT_TRUE(pinned.names());
-  EXPECT_EQ((std::vector<std::string>{"b"}), *pinned.names());
-  NodeAffinity not_b =
-      required(R"([{"matchFields":[{"key":"metadata.name","operator":"NotIn","values":["b"]}]}])");
-  EXPECT_TRUE(not_b.matches(&a, "a"));
-  EXPECT_FALSE(not_b.matches(&b, "b"));
-  EXPECT_FALSE(not_b.names());
-  // A term naming nodes beside one that does not: every node is a candidate.
-  EXPECT_FALSE(
-      required(R"([{"matchFields":[{"key":"metadata.name","operator":"In","values":["b"]}]},
-                            {"matchExpressions":[{"key":"gpu","operator":"Exists"}]}])")
-          .names());
-  // An empty term matches no node.
-  EXPECT_FALSE(required(R"([{}])").matches(&a, "a"));
-}
-
 // A pod pinned by name is evaluated on its node alone; every other node counts under
 // NodeAffinity's reason, as does a pinned node that is gone.
 TEST_F(NodeSnapshotTest, APinnedPodIsEvaluatedOnItsNodeAlone) {
   for (const char* name : {"n0", "n1", "n2", "n3"}) add(name, {{"cpu", 4}, {"nvidia.com/gpu", 1}});
   const ResourceAmounts gpu = pod({{"cpu", 1}, {"nvidia.com/gpu", 1}});
   auto pin = [](const std::string& node) {
-    return NodeAffinity(nlohmann::json::parse(
+    return kube::PodPlacement(nlohmann::json::parse(
         R"({"spec":{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":
             {"nodeSelectorTerms":[{"matchFields":[{"key":"metadata.name","operator":"In",
             "values":[")" +
         node + R"("]}]}]}}}}})"));
   };
-  const NodeAffinity on_n2 = pin("n2");
+  const kube::PodPlacement on_n2 = pin("n2");
   std::vector<std::string> feasible;
   Diagnosis d;
   EXPECT_EQ(0u, nodes.find_fit(gpu, 1, 100, feasible, d, &on_n2));
@@ -181,7 +130,7 @@ TEST_F(NodeSnapshotTest, APinnedPodIsEvaluatedOnItsNodeAlone) {
       full.message(4));
   EXPECT_EQ((std::set<std::string>{"NodeAffinity", "NodeResourcesFit"}), full.plugins);
   // Gone: nothing to evaluate.
-  const NodeAffinity on_gone = pin("n9");
+  const kube::PodPlacement on_gone = pin("n9");
   Diagnosis gone;
   nodes.find_fit(gpu, 0, 100, feasible, gone, &on_gone);
   EXPECT_TRUE(feasible.empty());
@@ -197,7 +146,7 @@ TEST_F(NodeSnapshotTest, ANodeSelectorFiltersBeforeTheResources) {
                {{"cpu", 4}}, false);
   nodes.upsert("c", std::make_shared<const nlohmann::json>(labelled("c", {{"zone", "z1"}})),
                {{"cpu", 4}}, true);
-  const NodeAffinity z1(nlohmann::json::parse(R"({"spec":{"nodeSelector":{"zone":"z1"}}})"));
+  const kube::PodPlacement z1(nlohmann::json::parse(R"({"spec":{"nodeSelector":{"zone":"z1"}}})"));
   std::vector<std::string> feasible;
   Diagnosis d;
   EXPECT_EQ(3u, nodes.find_fit(pod({{"cpu", 8}}), 0, 3, feasible, d, &z1));
@@ -242,7 +191,10 @@ TEST_F(NodeSnapshotTest, FindFitAgreesWithTheFilterOfEachNodeOnRandomClusters) {
       Quantities allocatable = {{"cpu", static_cast<double>(rng() % 9)}};
       if (rng() % 2) allocatable["nvidia.com/gpu"] = static_cast<double>(rng() % 3);
       if (rng() % 2) allocatable["pods"] = static_cast<double>(rng() % 3);
-      snapshot.upsert(names.back(), nullptr, allocatable, rng() % 7 == 0);
+      std::vector<kube::Taint> taints;
+      if (rng() % 4 == 0) taints.push_back({"t" + std::to_string(rng() % 3), "", "NoSchedule"});
+      if (rng() % 8 == 0) taints.push_back({"soft", "", "PreferNoSchedule"});
+      snapshot.upsert(names.back(), nullptr, allocatable, rng() % 7 == 0, std::move(taints));
     }
     for (int p = 0; p < count * 2; ++p) {
       Quantities requests = {{"cpu", 0.5 * static_cast<double>(rng() % 4)}, {"pods", 1}};
@@ -259,16 +211,21 @@ TEST_F(NodeSnapshotTest, FindFitAgreesWithTheFilterOfEachNodeOnRandomClusters) {
     const ResourceAmounts nominee = snapshot.amounts({{"cpu", 1}});
     if (rng() % 3 == 0) snapshot.set_nominated({{names[rng() % names.size()], &nominee}});
     const std::size_t start = rng() % 50, want = 1 + rng() % 40;
+    nlohmann::json tolerations = nlohmann::json::array();
+    if (rng() % 2) tolerations.push_back({{"key", "t0"}, {"operator", "Exists"}});
+    if (rng() % 4 == 0)
+      tolerations.push_back({{"key", "node.kubernetes.io/unschedulable"}, {"operator", "Exists"}});
+    const kube::PodPlacement placement(nlohmann::json{{"spec", {{"tolerations", tolerations}}}});
 
     std::vector<std::string> feasible;
     Diagnosis d;
-    const std::size_t processed = snapshot.find_fit(pod, start, want, feasible, d);
+    const std::size_t processed = snapshot.find_fit(pod, start, want, feasible, d, &placement);
     std::vector<std::string> expected;
     NodeSnapshot::Failures failures;
     std::size_t walked = 0;
     for (std::size_t k = 0; k < snapshot.size() && expected.size() < want; ++k, ++walked) {
       const std::size_t i = (start + k) % snapshot.size();
-      if (snapshot.fits(i, pod, &failures)) expected.push_back(snapshot[i].name);
+      if (snapshot.fits(i, pod, &failures, &placement)) expected.push_back(snapshot[i].name);
     }
     Diagnosis e;
     failures.flush(snapshot, e);
@@ -278,12 +235,79 @@ TEST_F(NodeSnapshotTest, FindFitAgreesWithTheFilterOfEachNodeOnRandomClusters) {
   }
 }
 
+// TaintToleration between NodeUnschedulable and NodeAffinity, each node counted under the first
+// filter that refuses it; a blocking taint's reason names it, a PreferNoSchedule one never
+// refuses.
+TEST_F(NodeSnapshotTest, TaintsRefuseUntoleratingPodsInKubeSchedulersOrder) {
+  using nlohmann::json;
+  auto node = [&](const std::string& name, const std::string& zone, bool cordoned,
+                  std::vector<kube::Taint> taints) {
+    nodes.upsert(name, std::make_shared<const json>(labelled(name, {{"zone", zone}})), {{"cpu", 4}},
+                 cordoned, std::move(taints));
+  };
+  node("a", "z1", false, {{"dedicated", "ml", "NoSchedule"}});
+  node("b", "z1", false, {{"soft", "", "PreferNoSchedule"}, {"evict", "", "NoExecute"}});
+  node("c", "z2", false, {{"dedicated", "ml", "NoSchedule"}});  // tainted and unlabelled
+  node("d", "z1", true, {{"dedicated", "ml", "NoSchedule"}});   // cordoned and tainted
+  node("e", "z1", false, {{"soft", "", "PreferNoSchedule"}});
+  const ResourceAmounts one = pod({{"cpu", 1}});
+  auto run = [&](const kube::PodPlacement* placement, std::vector<std::string>& feasible) {
+    feasible.clear();
+    Diagnosis d;
+    nodes.find_fit(one, 0, 5, feasible, d, placement);
+    return d;
+  };
+  std::vector<std::string> feasible;
+  Diagnosis plain = run(nullptr, feasible);
+  EXPECT_EQ((std::vector<std::string>{"e"}), feasible);
+  EXPECT_EQ(
+      "0/5 nodes are available: 1 node(s) had untolerated taint {evict: }, 1 node(s) were "
+      "unschedulable, 2 node(s) had untolerated taint {dedicated: ml}.",
+      plain.message(5));
+  EXPECT_EQ((std::set<std::string>{"NodeUnschedulable", "TaintToleration"}), plain.plugins);
+  EXPECT_TRUE(nodes.unresolvable(nodes.index_of("a"), kube::PodPlacement()));
+  EXPECT_FALSE(nodes.unresolvable(nodes.index_of("e"), kube::PodPlacement()));
+
+  // Tolerating dedicated=ml and the cordon, with a zone: c is NodeAffinity's, b keeps its taint.
+  const kube::PodPlacement ml(json::parse(R"({"spec":{"nodeSelector":{"zone":"z1"},"tolerations":[
+      {"key":"dedicated","operator":"Equal","value":"ml","effect":"NoSchedule"},
+      {"key":"node.kubernetes.io/unschedulable","operator":"Exists","effect":"NoSchedule"}]}})"));
+  Diagnosis tolerated = run(&ml, feasible);
+  EXPECT_EQ((std::vector<std::string>{"a", "d", "e"}), feasible);
+  EXPECT_EQ(
+      "0/5 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) "
+      "had untolerated taint {evict: }.",
+      tolerated.message(5));
+  EXPECT_EQ((std::set<std::string>{"NodeAffinity", "TaintToleration"}), tolerated.plugins);
+  // fits() filters alike, one node at a time.
+  EXPECT_TRUE(nodes.fits(nodes.index_of("d"), one, nullptr, &ml));
+  EXPECT_FALSE(nodes.fits(nodes.index_of("d"), one));
+  EXPECT_FALSE(nodes.fits(nodes.index_of("b"), one, nullptr, &ml));
+
+  // Without the zone, c's taint is tolerated too; a taint removed frees its node.
+  const kube::PodPlacement everything(
+      json::parse(R"({"spec":{"tolerations":[{"operator":"Exists"}]}})"));
+  run(&everything, feasible);
+  EXPECT_EQ((std::vector<std::string>{"a", "b", "c", "d", "e"}), feasible);
+  EXPECT_TRUE(nodes.upsert("a", nodes.find("a")->object, {{"cpu", 4}}, false, {}));
+  run(nullptr, feasible);
+  EXPECT_EQ((std::vector<std::string>{"a", "e"}), feasible);
+}
+
 TEST_F(NodeSnapshotTest, UpsertReportsWhatTheFiltersRead) {
   EXPECT_TRUE(nodes.upsert("a", nullptr, {{"cpu", 4}}, false));
   EXPECT_FALSE(nodes.upsert("a", nullptr, {{"cpu", 4}}, false));
   EXPECT_TRUE(nodes.upsert("a", nullptr, {{"cpu", 4}, {"nvidia.com/gpu", 0}}, false));
   EXPECT_TRUE(nodes.upsert("a", nullptr, {{"cpu", 4}, {"nvidia.com/gpu", 0}}, true));
   EXPECT_TRUE(nodes.find("a")->unschedulable);
+  const std::vector<kube::Taint> taint = {{"k", "v", "NoSchedule"}};
+  EXPECT_TRUE(nodes.upsert("a", nullptr, {{"cpu", 4}, {"nvidia.com/gpu", 0}}, true, taint));
+  EXPECT_FALSE(nodes.upsert("a", nullptr, {{"cpu", 4}, {"nvidia.com/gpu", 0}}, true, taint));
+  EXPECT_EQ(taint, nodes.find("a")->taints);
+  EXPECT_TRUE(nodes.upsert("a", nullptr, {{"cpu", 4}, {"nvidia.com/gpu", 0}}, true,
+                           {{"k", "v", "NoExecute"}}));
+  EXPECT_TRUE(nodes.upsert("a", nullptr, {{"cpu", 4}, {"nvidia.com/gpu", 0}}, true));
+  EXPECT_TRUE(nodes.find("a")->taints.empty());
   nodes.remove("a");
   EXPECT_EQ(nullptr, nodes.find("a"));
   EXPECT_EQ(0u, nodes.size());
