@@ -81,6 +81,7 @@
 #include "core/log.h"
 #include "core/model.h"
 #include "core/result.h"
+#include "kube/node_fit.h"
 #include "profiler/throughput_table.h"
 
 namespace allox::extender {
@@ -131,6 +132,14 @@ struct DeviceMapping {
 struct NodeInventory {
   std::string name;
   std::map<DeviceType, int> machines;  // device type -> number of machines on the node
+  // What the Node object says about which pods may go there (labels, taints, cordon), read by
+  // the plan's node choice and the pin (docs/design.md, "Nodes a pod may go to"). Empty for a
+  // node of the config's fixed inventory.
+  kube::NodeFacts facts{};
+  // Why the node takes no new job (cordoned, or a taint of Kubernetes' own saying it is not
+  // ready or unreachable); its machines are then left out (`machines` empty). Empty otherwise.
+  std::string closed{};
+  bool operator==(const NodeInventory&) const = default;
 };
 
 // The coordination.k8s.io/v1 Lease whose holder acts on the cluster.

@@ -90,6 +90,8 @@ kube::FieldSet observed_pod_fields() {
       "spec.schedulerName", "spec.containers.resources", "spec.initContainers.resources",
       "spec.initContainers.restartPolicy", "spec.overhead", "spec.nodeSelector", "spec.affinity",
       "spec.schedulingGates", "spec.nodeName",
+      // read_job_variant's placement (where the pod may go)
+      "spec.tolerations",
       // phase, turned_away
       "status.phase", "status.conditions"});
 }
@@ -125,7 +127,16 @@ class ClusterFeed::NodeHandler final : public kube::InformerHandler {
       return;
     }
     auto it = nodes_.find(inventory->name);
-    if (it != nodes_.end() && it->second.machines == inventory->machines) return;  // status churn
+    if (it != nodes_.end() && it->second == *inventory) return;  // status churn
+    const std::string was_closed = it != nodes_.end() ? it->second.closed : "";
+    if (inventory->closed != was_closed) {
+      if (inventory->closed.empty()) {
+        log_info("cluster feed: node open to new jobs again", {{"node", inventory->name}});
+      } else {
+        log_info("cluster feed: node takes no new job",
+                 {{"node", inventory->name}, {"why", inventory->closed}});
+      }
+    }
     nodes_[inventory->name] = *inventory;
     publish();
   }

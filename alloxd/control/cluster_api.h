@@ -47,7 +47,14 @@ std::unique_ptr<ClusterApi> make_kube_binder(kube::KubeClient& client);
 // of the type its metadata.labels give it (DeviceMapping::node_device: a GPU model's type, else
 // the resource's plain type), and floor(cpu / cores_per_machine) CPU machines. Errors name the
 // malformed field, a count of more than 4,096 machines of one type, or the two labels that give
-// the node two types.
+// the node two types. The node's facts (labels, taints, cordon) come along; a closed node
+// (closed_because) offers no machine, once its counts have been checked.
 Expected<NodeInventory> node_inventory(const nlohmann::json& node, const DeviceMapping& devices);
+
+// Why a node takes no new job whatever the pod: cordoned (spec.unschedulable), or a NoSchedule or
+// NoExecute taint of Kubernetes' own (`node.kubernetes.io/...`: not ready, unreachable, out of
+// service; `node.cloudprovider.kubernetes.io/uninitialized`). Empty when it may take some pod;
+// other taints are weighed against each pod's tolerations (JobVariant::placement).
+std::string closed_because(const kube::NodeFacts& node);
 
 }  // namespace allox::extender

@@ -180,6 +180,7 @@ class Controller {
     std::map<std::string, ObservedPod> pods;  // the job's pods, as the cache shows them
     bool synced = false;                      // the feed has listed every pod
     bool released_now = false;                // admit() released a pod for the start just now
+    std::string pin_refused;  // why the released pod may not be pinned to its node ("" if it may)
     std::set<std::string> said_now;           // events returned by this reconcile
     Reconciliation out;
     std::optional<Clock::time_point> due;  // when to look again (unset: when it changes)
@@ -237,6 +238,8 @@ class Controller {
   void admit_together(const Plan& plan,
                       const std::vector<std::pair<std::string, WorkPriority>>& keys);
   std::vector<PodFacts> facts_of(const Look& look) const;
+  std::string pin_refused(const JobBook& book, const std::string& job_id, const std::string& pod,
+                          const std::string& node) const;
   void act_on(Look& look, const std::string& key, const ObservedPod& pod, const PodFacts& job);
   std::optional<std::string> why_delete(const Look& look, const std::string& key,
                                         const ObservedPod& pod, const PodFacts& job) const;

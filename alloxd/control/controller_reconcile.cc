@@ -61,8 +61,13 @@ void Controller::admit(Look& look) {
     released_.erase(look.key);
     return;
   }
-  const std::string chosen =
-      planner_.read([&](const JobBook& book) { return choose(look, book, start->second); });
+  std::string chosen;
+  planner_.read([&](const JobBook& book) {
+    chosen = choose(look, book, start->second);
+    look.pin_refused = start->second.members.empty() && !chosen.empty()
+                           ? pin_refused(book, look.key, chosen, start->second.node)
+                           : std::string();
+  });
   if (chosen.empty()) {
     released_.erase(look.key);  // looked at again when its pods change, or at the resync
     return;
@@ -88,13 +93,32 @@ std::string Controller::choose(const Look& look, const JobBook& book,
   }
   const BookJob* job = book.job(look.key);
   if (job == nullptr || job->record.phase != JobPhase::kQueued) return {};
+  // A variant that may go to the planned node first: the plan chose the node for one that may.
+  const kube::NodeFacts* node = book.node_facts(start.node);
+  std::string fallback;
   for (const auto& [key, variant] : job->variants) {
     auto pod = look.pods.find(key);
     if (variant.runs_on(start.device) && pod != look.pods.end() && pod->second.pending()) {
-      return key;
+      if (node == nullptr || variant.may_go_to(*node)) return key;
+      if (fallback.empty()) fallback = key;
     }
   }
-  return {};
+  return fallback;
+}
+
+// Why `pod` of the job may not be pinned to `node` (kube-scheduler's words), "" when it may: the
+// node's cordon or taints, or the pod's selector or affinity, changed since the plan chose it.
+std::string Controller::pin_refused(const JobBook& book, const std::string& job_id,
+                                    const std::string& pod, const std::string& node) const {
+  const kube::NodeFacts* facts = book.node_facts(node);
+  const BookJob* job = book.job(job_id);
+  if (facts == nullptr || job == nullptr) return "";
+  auto variant = job->variants.find(pod);
+  if (variant == job->variants.end() || variant->second.may_go_to(*facts)) return "";
+  const kube::PodPlacement states_nothing;
+  const kube::PodPlacement& placement =
+      variant->second.placement != nullptr ? *variant->second.placement : states_nothing;
+  return placement.refuses(*facts).value_or("refused");
 }
 
 // Where each of the job's waiting pods' job stands (after the admission), in the order of
@@ -232,7 +256,14 @@ void Controller::release(Look& look, const std::string& key, const ObservedPod& 
   if (std::find(pod.gates.begin(), pod.gates.end(), kube::kQueueGate) != pod.gates.end()) {
     std::vector<std::string> gates = pod.gates;
     // Pinned to its planned node in the same patch: kube-scheduler then filters that one node.
-    kube::NodePin pin{start.node, pod.affinity_room};
+    // Not where the pod may not go (the node changed since the plan): a pin cannot be undone,
+    // so the pod goes through kube-scheduler's full filter, and /filter takes another node of
+    // the planned device.
+    kube::NodePin pin{look.pin_refused.empty() ? start.node : std::string(), pod.affinity_room};
+    if (!look.pin_refused.empty()) {
+      log_info("controller: released without the pin",
+               {{"pod", key}, {"node", start.node}, {"why", look.pin_refused}});
+    }
     act(
         look, "ungate " + key, pod.resource_version,
         [this, ref, gates, pin] {

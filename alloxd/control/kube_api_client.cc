@@ -63,6 +63,21 @@ std::unique_ptr<ClusterApi> make_kube_binder(kube::KubeClient& client) {
   return std::make_unique<KubeBinder>(client);
 }
 
+std::string closed_because(const kube::NodeFacts& node) {
+  if (node.unschedulable) return "cordoned (spec.unschedulable)";
+  // Kubernetes' own taints (the node lifecycle controller's, the kubelet's, the cloud
+  // provider's) say the node is not ready, unreachable, out of service or not initialised: no
+  // job pod tolerates them in practice. Any other taint is a matter of each pod's tolerations.
+  for (const kube::Taint& taint : node.taints) {
+    if (taint.effect != "NoSchedule" && taint.effect != "NoExecute") continue;
+    if (taint.key.starts_with("node.kubernetes.io/") ||
+        taint.key.starts_with("node.cloudprovider.kubernetes.io/")) {
+      return "tainted " + taint.key + ":" + taint.effect;
+    }
+  }
+  return "";
+}
+
 // More machines of one type than any node has: a status claiming more (`nvidia.com/gpu: 1Ti`)
 // is refused, so one node's status cannot fill the book with slots.
 constexpr int kMaxNodeMachines = 4096;
@@ -77,12 +92,9 @@ Expected<NodeInventory> node_inventory(const json& node, const DeviceMapping& de
   inventory.name = name->get<std::string>();
   // Its labels say which model its devices are (DeviceMapping::node_device); non-string values
   // are no label a rule could match.
-  std::map<std::string, std::string> labels;
-  if (const json* given = find_key(*metadata, "labels"); given != nullptr && given->is_object()) {
-    for (const auto& [key, value] : given->items()) {
-      if (value.is_string()) labels.emplace(key, value.get<std::string>());
-    }
-  }
+  inventory.facts = kube::node_facts(node);
+  const std::map<std::string, std::string>& labels = inventory.facts.labels;
+  inventory.closed = closed_because(inventory.facts);
   const json* status = find_key(node, "status");
   const json* allocatable =
       status != nullptr && status->is_object() ? find_key(*status, "allocatable") : nullptr;
@@ -108,6 +120,8 @@ Expected<NodeInventory> node_inventory(const json& node, const DeviceMapping& de
     }
     if (machines >= 1) inventory.machines[type] += static_cast<int>(machines);
   }
+  // Checked whole first (a malformed count is an error whether or not the node is open).
+  if (!inventory.closed.empty()) inventory.machines.clear();
   return inventory;
 }
 

@@ -6,6 +6,7 @@
 
 #include "alloxd/config.h"
 #include "alloxd/model/pod_devices.h"
+#include "alloxd/model/pod_placement.h"
 #include "core/number_text.h"
 #include "core/utf8.h"
 #include "extender_api/wire.h"
@@ -428,6 +429,9 @@ Expected<JobVariant> read_job_variant(const json& pod, const DeviceMapping& mapp
   auto units = requested_units(pod, variant.device, mapping);
   if (!units) return units.error();
   variant.units = *units;
+  PodConstraints constraints = read_pod_constraints(pod);
+  variant.placement = std::move(constraints.placement);
+  variant.placement_key = std::move(constraints.key);
   return variant;
 }
 

@@ -45,6 +45,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -54,6 +55,7 @@
 
 #include "core/model.h"
 #include "core/result.h"
+#include "kube/node_fit.h"
 
 namespace allox::extender {
 
@@ -125,7 +127,16 @@ struct JobVariant {
   // reading the annotation fills it, and a reader of another owner (an Indexed batch/v1 Job,
   // completions == parallelism) may set it. The member's identity is its pod (`pod`).
   int gang = 1;
+  // Where its pod may go besides the device (kube/node_fit.h): its spec.nodeSelector, required
+  // node affinity and tolerations, with alloxd's own pin left out (a gate's removal adds it, and
+  // it is no constraint of the owner's). Null when the pod states none. Not stored, as
+  // `devices`; `placement_key` is its text, so that a changed pod compares as a changed variant.
+  std::shared_ptr<const kube::PodPlacement> placement = nullptr;
+  std::string placement_key = {};
 
+  // Whether kube-scheduler lets this variant's pod onto `node` by what both say (cordon, taints,
+  // selector, affinity; no resources): a pod that states nothing still meets a node's taints.
+  bool may_go_to(const kube::NodeFacts& node) const;
   // Whether it can run on `type`.
   bool runs_on(std::string_view type) const {
     if (devices.empty()) return device == type;

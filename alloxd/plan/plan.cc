@@ -83,24 +83,116 @@ std::vector<std::size_t> take_units(const std::vector<MachineSlot>& slots, std::
   return out;
 }
 
-// The Decision's starts as PlannedStarts, each on as many slots as its job needs.
-void place_starts(const ClusterState& state, const std::vector<Placement>& starts,
-                  const std::vector<MachineSlot>& slots, Plan& plan) {
+// Which nodes a queued job's pods may go to (JobVariant::may_go_to), by its index in the queue.
+class NodeChoice {
+ public:
+  explicit NodeChoice(const PlanInput& input) : input_(input) {}
+
+  // Why node may not take job q on `device` (kube-scheduler's words for the first variant that
+  // runs there); std::nullopt when some variant of it may go there, or the node's facts are not
+  // known (the config's inventory).
+  std::optional<std::string> refusal(std::size_t q, std::string_view node,
+                                     const DeviceType& device) const {
+    if (input_.nodes == nullptr) return std::nullopt;
+    auto facts = input_.nodes->find(node);
+    if (facts == input_.nodes->end()) return std::nullopt;
+    const auto* placements =
+        q < input_.queue_placements.size() ? input_.queue_placements[q].get() : nullptr;
+    if (placements == nullptr) {
+      static const JobVariant kStatesNothing;
+      if (kStatesNothing.may_go_to(facts->second)) return std::nullopt;
+      return kube::PodPlacement().refuses(facts->second).value_or("refused");
+    }
+    std::optional<std::string> why;
+    for (const JobVariant& variant : *placements) {
+      if (!variant.runs_on(device)) continue;
+      if (variant.may_go_to(facts->second)) return std::nullopt;
+      if (!why) {
+        why = variant.placement != nullptr ? variant.placement->refuses(facts->second)
+                                           : kube::PodPlacement().refuses(facts->second);
+      }
+    }
+    return why.value_or("no pod of it runs on " + device);
+  }
+
+ private:
+  const PlanInput& input_;
+};
+
+// Another node's `units` idle slots of `device` for job q, on a node its pods may go to (the
+// first such in slot order); empty when there is none.
+std::vector<std::size_t> take_elsewhere(const std::vector<MachineSlot>& slots,
+                                        const NodeChoice& choice, std::size_t q,
+                                        const DeviceType& device, int units,
+                                        std::vector<bool>& taken) {
+  std::size_t s = 0;
+  while (s < slots.size()) {
+    std::size_t next = s + 1;  // past this node's slots of the type (adjacent)
+    while (next < slots.size() && slots[next].node == slots[s].node &&
+           slots[next].device == slots[s].device) {
+      ++next;
+    }
+    const bool idle = std::any_of(taken.begin() + static_cast<std::ptrdiff_t>(s),
+                                  taken.begin() + static_cast<std::ptrdiff_t>(next),
+                                  [](bool t) { return !t; });
+    if (slots[s].device == device && idle && !choice.refusal(q, slots[s].node, device)) {
+      std::vector<std::size_t> taking = take_units(slots, s, units, taken);
+      if (!taking.empty()) return taking;
+    }
+    s = next;
+  }
+  return {};
+}
+
+// The Decision's starts as PlannedStarts, each on as many slots as its job needs, on a node its
+// pods may go to: the policy's machine when they may, else (after every start that keeps its
+// machine) the first node of the same type with room that they may go to. The policy plans by
+// device type, so any idle machine of the type is as good to it; a start with no such node
+// waits, with the reason in `notes`.
+void place_starts(const PlanInput& input, const std::vector<Placement>& starts,
+                  const std::vector<MachineSlot>& slots, Plan& plan,
+                  std::unordered_map<std::string, std::string>& notes) {
   if (starts.empty()) return;
-  std::unordered_map<std::string_view, const Job*> queued;
+  const ClusterState& state = input.state;
+  std::unordered_map<std::string_view, std::size_t> queued;
   queued.reserve(state.queue.size());
-  for (const QueuedJob& q : state.queue) queued.emplace(q.job->id, q.job);
+  for (std::size_t q = 0; q < state.queue.size(); ++q) queued.emplace(state.queue[q].job->id, q);
   std::vector<bool> taken(slots.size(), false);
   for (std::size_t m = 0; m < slots.size() && m < state.idle.size(); ++m) taken[m] = !state.idle[m];
+  const NodeChoice choice(input);
+  struct Moved {
+    const Placement* placement;
+    std::size_t q;
+    int units;
+    std::string why;
+  };
+  std::vector<Moved> moved;
   for (const Placement& placement : starts) {
     if (placement.machine >= slots.size()) continue;  // a policy bug; the job stays queued
     auto job = queued.find(placement.job_id);
-    const int units = job == queued.end() ? 1 : std::max(1, job->second->units);
+    const std::size_t q = job == queued.end() ? state.queue.size() : job->second;
+    const int units = q == state.queue.size() ? 1 : std::max(1, state.queue[q].job->units);
     const MachineSlot& slot = slots[placement.machine];
+    if (auto why = choice.refusal(q, slot.node, slot.device)) {
+      moved.push_back({&placement, q, units, "planned node " + slot.node + ": " + *why});
+      continue;
+    }
     std::vector<std::size_t> taking = take_units(slots, placement.machine, units, taken);
     if (taking.empty()) continue;  // the node cannot hold it now: it waits
     plan.starts[placement.job_id] = {slot.node, slot.device, static_cast<int>(taking.front()),
                                      units};
+  }
+  for (const Moved& m : moved) {
+    const DeviceType& device = slots[m.placement->machine].device;
+    std::vector<std::size_t> taking = take_elsewhere(slots, choice, m.q, device, m.units, taken);
+    if (taking.empty()) {
+      notes[m.placement->job_id] = "no idle " + units_text(device, m.units) +
+                                   " on a node its pod may go to (" + m.why + ")";
+      continue;
+    }
+    const MachineSlot& slot = slots[taking.front()];
+    plan.starts[m.placement->job_id] = {slot.node, slot.device, static_cast<int>(taking.front()),
+                                        m.units};
   }
 }
 
@@ -158,7 +250,8 @@ Plan make_plan(const PlanInput& input, const Expected<Decision>& decision,
     plan.error = decision.message();
     return plan;
   }
-  place_starts(input.state, decision->start, slots, plan);
+  std::unordered_map<std::string, std::string> notes;
+  place_starts(input, decision->start, slots, plan, notes);
   struct Waiting {
     double estimated_start;
     double arrival;
@@ -186,6 +279,9 @@ Plan make_plan(const PlanInput& input, const Expected<Decision>& decision,
     PlannedWait wait{static_cast<int>(i + 1), static_cast<int>(waiting.size()), std::nullopt};
     if (waiting[i].estimated_start != std::numeric_limits<double>::infinity()) {
       wait.estimated_start = waiting[i].estimated_start;
+    }
+    if (auto note = notes.find(waiting[i].queued->job->id); note != notes.end()) {
+      wait.note = std::move(note->second);
     }
     plan.waiting[waiting[i].queued->job->id] = wait;
   }

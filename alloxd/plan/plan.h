@@ -3,7 +3,10 @@
 // A plan is the policy's Decision turned into per-job answers: the node and slots each job that
 // starts now goes to (a job of k units: k idle slots of one node and device, the policy's
 // placement machine first when it is idle, then that node's lowest idle ones; a placement whose
-// node has fewer idle slots left is dropped and the job waits), and for the others their
+// node has fewer idle slots left is dropped and the job waits; a placement on a node the job's
+// pods may not go to, JobVariant::may_go_to, moves to the first node with k idle slots of the
+// device that they may go to, after the placements that stay, or waits with the reason in
+// PlannedWait::note), and for the others their
 // position in the queue and estimated start (the policy's, else a list schedule: O(jobs ×
 // machines) per plan). Plans are immutable once made and shared by pointer (PlanBoard), so
 // readers never wait for a solve.

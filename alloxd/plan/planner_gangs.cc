@@ -5,7 +5,7 @@
 //   - Order: queued gangs by arrival (then id), each placed only when all N members have
 //     been seen and N placements of k idle units of one type exist now: for each of the
 //     gang's types in its order, the nodes in inventory order, as many members on a node as
-//     its idle units hold (first fit).
+//     its idle units hold and the member may go to (JobVariant::may_go_to; first fit).
 //   - What this guarantees: a gang's start is all N placements at once, never more units on a
 //     node than are idle there; an admitted gang (its gates removed) keeps its placements in
 //     every plan until it binds or its hold lapses, and is then rolled back (controller).
@@ -19,6 +19,7 @@
 //   - A gang none of whose types could ever hold it (N placements of k over the whole
 //     inventory) is parked by the book (JobBook::gang_too_large) and holds nothing.
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <string>
 #include <tuple>
@@ -43,12 +44,15 @@ std::vector<std::size_t> idle_on(const std::vector<MachineSlot>& slots, const Cl
   return out;
 }
 
+// Whether member i may go to a node (JobVariant::may_go_to).
+using MemberMayGo = std::function<bool(std::size_t member, const std::string& node)>;
+
 // First fit of `members` × `units` of `device`: each member on the next node in inventory order
-// with `units` idle slots; empty when fewer than all fit.
+// with `units` idle slots that it may go to; empty when fewer than all fit.
 std::vector<GangPlacement> first_fit(const std::vector<MachineSlot>& slots,
                                      const ClusterState& state,
                                      const std::vector<std::string>& members,
-                                     const DeviceType& device, int units,
+                                     const DeviceType& device, int units, const MemberMayGo& may_go,
                                      std::vector<std::size_t>& taking) {
   std::vector<GangPlacement> out;
   std::size_t s = 0;
@@ -63,8 +67,8 @@ std::vector<GangPlacement> first_fit(const std::vector<MachineSlot>& slots,
     for (; s < slots.size() && slots[s].node == node && slots[s].device == device; ++s) {
       if (s < state.idle.size() && state.idle[s]) idle.push_back(s);
     }
-    for (std::size_t i = 0;
-         i + static_cast<std::size_t>(units) <= idle.size() && out.size() < members.size();
+    for (std::size_t i = 0; i + static_cast<std::size_t>(units) <= idle.size() &&
+                            out.size() < members.size() && may_go(out.size(), node);
          i += static_cast<std::size_t>(units)) {
       out.push_back({members[out.size()], node, static_cast<int>(idle[i])});
       taking.insert(taking.end(), idle.begin() + static_cast<std::ptrdiff_t>(i),
@@ -151,9 +155,13 @@ Planner::GangPlan Planner::plan_gangs(PlanInput& input) const {
       start = admitted->second.start;
       hold_members(slots, state, units, start, taking);
     } else {
+      const MemberMayGo may_go = [&](std::size_t member, const std::string& node) {
+        const kube::NodeFacts* facts = book_.node_facts(node);
+        return facts == nullptr || job->variants.at(members[member]).may_go_to(*facts);
+      };
       for (const DeviceType& type : first.device_types()) {
         start.device = type;
-        start.members = first_fit(slots, state, members, type, units, taking);
+        start.members = first_fit(slots, state, members, type, units, may_go, taking);
         if (!start.members.empty()) break;
       }
     }

@@ -27,7 +27,7 @@ bool same_variant(const JobVariant& a, const JobVariant& b) {
   return a.device == b.device && a.units == b.units && a.time_hints == b.time_hints &&
          a.iterations == b.iterations && a.pod.uid == b.pod.uid && a.user == b.user &&
          a.devices == b.devices && a.model == b.model && a.batch_size == b.batch_size &&
-         a.gang == b.gang;
+         a.gang == b.gang && a.placement_key == b.placement_key;
 }
 
 // A pod this run has seen: one of its variants, or the pod it ran as. An empty UID cannot tell
@@ -337,6 +337,14 @@ void JobBook::refresh(BookJob& book_job) {
     book_job.progress.reset();
   }
   book_job.planned = std::move(job);
+  book_job.placements.reset();
+  if (phase == JobPhase::kQueued &&
+      std::any_of(book_job.variants.begin(), book_job.variants.end(),
+                  [](const auto& entry) { return entry.second.placement != nullptr; })) {
+    auto placements = std::make_shared<std::vector<JobVariant>>();
+    for (const auto& [key, variant] : book_job.variants) placements->push_back(variant);
+    book_job.placements = std::move(placements);
+  }
   // Filed where its phase belongs. Its keys (arrival, id; finish once done) do not change
   // while it is filed, so a set finds it by them.
   if (phase == JobPhase::kQueued || phase == JobPhase::kRunning) {
@@ -381,6 +389,7 @@ PlanInput JobBook::snapshot(double now, const std::string* only) const {
     input.jobs.reserve(queued_ + running_);
     state.running.reserve(running_);
     state.queue.reserve(queued_);
+    input.queue_placements.reserve(queued_);
   }
   std::set<std::string_view> users;
   for (const BookJob* book_job : active_) {
@@ -415,7 +424,9 @@ PlanInput JobBook::snapshot(double now, const std::string* only) const {
     }
     input.jobs.push_back(job);
     state.queue.push_back({job.get(), record.arrival, 0, {}});
+    input.queue_placements.push_back(book_job->placements);
   }
+  input.nodes = node_facts_;
   for (std::string_view user : users) state.users.push_back({std::string(user), 1});
   return input;
 }

@@ -59,6 +59,19 @@ namespace allox::extender {
 
 struct StoredState;  // store.h
 
+// Hashes any string-like key as its characters, so a map keyed by std::string is looked up with
+// a std::string_view (with std::equal_to<>) and no copy.
+struct NameHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view name) const noexcept {
+    return std::hash<std::string_view>{}(name);
+  }
+};
+
+// The inventory's nodes by name with what their Node objects say (labels, taints, cordon);
+// rebuilt by each set_inventory and shared with the snapshots.
+using NodeFactsIndex = std::unordered_map<std::string, kube::NodeFacts, NameHash, std::equal_to<>>;
+
 struct MachineSlot {
   std::string node;
   DeviceType device;
@@ -97,7 +110,12 @@ struct BookJob {
   std::shared_ptr<const Job> planned;
   double run_estimate = 0;
   std::optional<ProfileSample> progress;
+  // Its variants, for the plan to ask which nodes each may go to (JobVariant::may_go_to), shared
+  // with the snapshots; null when no variant's pod states a constraint (each then goes wherever
+  // a pod that states nothing may).
+  std::shared_ptr<const std::vector<JobVariant>> placements;
 };
+
 
 // The policy's input, owning (sharing) the Job values its pointers refer to.
 struct PlanInput {
@@ -108,6 +126,10 @@ struct PlanInput {
   // The slots the machines are, as the inventory was (running_job left empty): a plan's
   // machine index names a node and device by it, whatever the inventory became since.
   std::shared_ptr<const std::vector<MachineSlot>> slots;
+  // The nodes' facts, and BookJob::placements of each job in state.queue, index for index
+  // (null where its variants state nothing): which node a start may take (plan.h).
+  std::shared_ptr<const NodeFactsIndex> nodes;
+  std::vector<std::shared_ptr<const std::vector<JobVariant>>> queue_placements;
 };
 
 struct NodeCapacity {
@@ -115,14 +137,6 @@ struct NodeCapacity {
   int free = 0;
 };
 
-// Hashes any string-like key as its characters, so a map keyed by std::string is looked up with
-// a std::string_view (with std::equal_to<>) and no copy.
-struct NameHash {
-  using is_transparent = void;
-  std::size_t operator()(std::string_view name) const noexcept {
-    return std::hash<std::string_view>{}(name);
-  }
-};
 
 class JobBook {
  public:
@@ -145,8 +159,15 @@ class JobBook {
   // capacity() and has_node() in one lookup: std::nullopt when the node is not in the inventory.
   std::optional<NodeCapacity> find_capacity(std::string_view node, std::string_view device) const;
   const std::vector<MachineSlot>& slots() const { return slots_; }
+  // What the node's Node object says (labels, taints, cordon); null for a node not in the
+  // inventory or of the config's fixed one.
+  const kube::NodeFacts* node_facts(std::string_view node) const {
+    auto found = node_facts_->find(node);
+    return found == node_facts_->end() ? nullptr : &found->second;
+  }
   const DeviceMapping& devices() const { return devices_; }
   std::size_t node_count() const { return nodes_.size(); }
+  const std::map<std::string, NodeInventory>& nodes() const { return nodes_; }
 
   // What registering `variant` would change: nothing (a known pod as it was, or a pod of a
   // finished or removed run), a new run of its job id, or a new or changed variant of the run.
@@ -277,6 +298,7 @@ class JobBook {
   std::vector<Machine> machines_;
   std::shared_ptr<const std::vector<MachineSlot>> layout_ =
       std::make_shared<const std::vector<MachineSlot>>();
+  std::shared_ptr<const NodeFactsIndex> node_facts_ = std::make_shared<const NodeFactsIndex>();
   std::set<DeviceType> offered_;  // the device types the slots offer
   std::map<DeviceType, int> largest_;  // largest_node_units() of the slots
   std::map<DeviceType, int> totals_;   // total_units() of the slots

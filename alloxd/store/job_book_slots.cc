@@ -14,8 +14,10 @@ void JobBook::set_inventory(const std::vector<NodeInventory>& nodes) {
   node_slots_.clear();
   machines_.clear();
   std::set<DeviceType> offered;
+  auto facts = std::make_shared<NodeFactsIndex>();
   for (const NodeInventory& node : nodes) {
     nodes_[node.name] = node;
+    if (!node.facts.name.empty()) facts->emplace(node.name, node.facts);
     for (const auto& [device, count] : node.machines) {
       for (int i = 0; i < count; ++i) {
         node_slots_[node.name].push_back(static_cast<int>(slots_.size()));
@@ -27,6 +29,7 @@ void JobBook::set_inventory(const std::vector<NodeInventory>& nodes) {
     }
   }
   layout_ = std::make_shared<const std::vector<MachineSlot>>(slots_);
+  node_facts_ = std::move(facts);
   // Every running job's recorded slot first, then the rest of its units from what is free: a
   // job that took its node's higher slots first (its preferred one) keeps them beside another's.
   for (auto& [id, job] : jobs_) {

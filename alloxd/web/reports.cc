@@ -85,6 +85,11 @@ QueueView queue_view(const JobBook& book, const Plan& plan, double now) {
   view.plan_solve_seconds = plan.solve_seconds;
   view.plan_error = plan.error;
   view.nodes = static_cast<int>(book.node_count());
+  for (const auto& [name, node] : book.nodes()) {
+    if (node.closed.empty()) continue;
+    if (view.closed_nodes.size() < QueueView::kShownClosedNodes) view.closed_nodes[name] = node.closed;
+    ++view.closed_node_count;
+  }
   for (const MachineSlot& slot : book.slots()) {
     ++view.machines;
     if (slot.running_job.empty()) ++view.idle_machines;
@@ -192,6 +197,8 @@ json queue_json(const QueueView& queue, std::pair<std::size_t, std::size_t> q,
           {"nodes", queue.nodes},
           {"machines", queue.machines},
           {"idle_machines", queue.idle_machines},
+          {"closed_nodes", queue.closed_nodes},
+          {"closed_node_count", queue.closed_node_count},
           {"queued", queued},
           {"running", running}};
 }

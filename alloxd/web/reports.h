@@ -50,6 +50,11 @@ struct QueueView {
   std::vector<JobView> queued;   // by plan position
   std::vector<JobView> running;  // by start time
   int machines = 0, idle_machines = 0, nodes = 0;
+  // Nodes that take no new job (cordoned, not ready), by name: why (NodeInventory::closed); the
+  // first kShownClosedNodes by name, and how many there are.
+  static constexpr std::size_t kShownClosedNodes = 100;
+  std::map<std::string, std::string> closed_nodes;
+  int closed_node_count = 0;
 };
 
 // A run as the fairness report reads it: its machine named "node/device-index", its units a

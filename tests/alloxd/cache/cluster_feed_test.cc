@@ -339,6 +339,72 @@ TEST(ClusterFeedTest, ANodeClaimingMoreMachinesThanAnyNodeHasIsRefusedNamingTheF
   EXPECT_TRUE(inventory->machines.empty());
 }
 
+// A cordoned node, or one Kubernetes taints as not ready or unreachable, takes no new job: its
+// machines leave the book (a job running there keeps running) and come back when it opens; any
+// other taint is each pod's business (JobVariant::may_go_to), so such a node stays.
+TEST(ClusterFeedTest, ACordonedOrUnreadyNodeOffersNoMachineUntilItOpensAgain) {
+  testing::ScratchDir dir;
+  const ExtenderConfig config = testing::make_config({}, dir.file("state.db"));
+  Metrics metrics;
+  auto planner = Planner::create(config, make_policy("fifo", PolicyOptions{}).value(), metrics);
+  ASSERT_TRUE(planner.ok()) << planner.message();
+  kube::KubeClient client{{"http://127.0.0.1:1", "", ""}};
+  ClusterFeed feed(client, **planner, config, nullptr);
+  auto machines = [&](const std::string& node) {
+    return (*planner)->read([&](const JobBook& book) {
+      int out = 0;
+      for (const MachineSlot& slot : book.slots()) out += slot.node == node ? 1 : 0;
+      return out;
+    });
+  };
+  const json open = testing::make_node("n", "2", "64");
+  feed.node_handler().on_replace({open});
+  EXPECT_EQ(4, machines("n"));
+
+  json cordoned = open;
+  cordoned["spec"]["unschedulable"] = true;
+  feed.node_handler().on_upsert(cordoned);
+  EXPECT_EQ(0, machines("n"));
+  auto inventory = node_inventory(cordoned, config.devices);
+  ASSERT_TRUE(inventory.ok()) << inventory.message();
+  EXPECT_EQ("cordoned (spec.unschedulable)", inventory->closed);
+  EXPECT_TRUE(inventory->facts.unschedulable);
+
+  feed.node_handler().on_upsert(open);
+  EXPECT_EQ(4, machines("n"));
+
+  for (const char* effect : {"NoSchedule", "NoExecute"}) {
+    json unready = open;
+    unready["spec"]["taints"] = json::array(
+        {{{"key", "node.kubernetes.io/not-ready"}, {"effect", effect}}});
+    feed.node_handler().on_upsert(unready);
+    EXPECT_EQ(0, machines("n")) << effect;
+    EXPECT_EQ(std::string("tainted node.kubernetes.io/not-ready:") + effect,
+              node_inventory(unready, config.devices)->closed);
+    feed.node_handler().on_upsert(open);
+    EXPECT_EQ(4, machines("n"));
+  }
+
+  // PreferNoSchedule only scores; a taint of the owner's is weighed per pod.
+  json tainted = open;
+  tainted["spec"]["taints"] = json::array(
+      {{{"key", "node.kubernetes.io/unreachable"}, {"effect", "PreferNoSchedule"}},
+       {{"key", "dedicated"}, {"value", "team-a"}, {"effect", "NoSchedule"}}});
+  feed.node_handler().on_upsert(tainted);
+  EXPECT_EQ(4, machines("n"));
+  (*planner)->read([&](const JobBook& book) {
+    const kube::NodeFacts* facts = book.node_facts("n");
+    ASSERT_NE(nullptr, facts);
+    ASSERT_EQ(2u, facts->taints.size());
+    EXPECT_EQ("team-a", facts->taints[1].value);
+  });
+
+  // A count that does not read is refused whether or not the node is closed.
+  json bad = testing::make_node("n", "1Ti", "64");
+  bad["spec"]["unschedulable"] = true;
+  EXPECT_FALSE(node_inventory(bad, config.devices).ok());
+}
+
 // Everything observe_pod reads of a pod, as one line (a failed test shows what differs).
 std::string observed(const ObservedPod& pod) {
   json out = {{"ref", {pod.ref.namespace_name, pod.ref.name, pod.ref.uid}},

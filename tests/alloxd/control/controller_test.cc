@@ -123,8 +123,11 @@ struct Fixture {
 // kube-scheduler filters it over every node as before. Other affinity gets the pin beside it.
 TEST(ControllerTest, APodWithItsOwnRequiredNodeAffinityIsReleasedUnpinned) {
   Fixture f;
-  f.feed->node_handler().on_replace(
-      {testing::make_node("g1", "1", "0"), testing::make_node("g2", "1", "0")});
+  // Both nodes in a zone, so the pod's own affinity lets it go to either (it goes nowhere else).
+  json g1 = testing::make_node("g1", "1", "0"), g2 = testing::make_node("g2", "1", "0");
+  g1["metadata"]["labels"] = {{"zone", "a"}};
+  g2["metadata"]["labels"] = {{"zone", "b"}};
+  f.feed->node_handler().on_replace({g1, g2});
   json own = variant("a-gpu", "a", "nvidia.com/gpu", true);
   own["spec"]["affinity"] = json::parse(
       R"({"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":

@@ -2,6 +2,8 @@
 // (end_to_end_cluster.h).
 #include "tests/alloxd/testing/end_to_end_cluster.h"
 
+#include "kubesim/patches.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -132,10 +134,10 @@ void ApiLedger::observe(const emulator::Change& change) {
   }
 }
 
-std::unique_ptr<EndToEndCluster> EndToEndCluster::start(ExtenderConfig config,
-                                                        const std::vector<NodeInventory>& nodes,
-                                                        const PolicyOptions& policy_options,
-                                                        bool gated) {
+std::unique_ptr<EndToEndCluster> EndToEndCluster::start(
+    ExtenderConfig config, const std::vector<NodeInventory>& nodes,
+    const PolicyOptions& policy_options, bool gated,
+    const std::map<std::string, json>& node_specs) {
   std::unique_ptr<EndToEndCluster> cluster(new EndToEndCluster());
   emulator::SimClock& clock = cluster->clock_;
   auto scheduler = emulator::load_scheduler_configuration(std::string(ALLOX_SOURCE_DIR) +
@@ -169,6 +171,13 @@ std::unique_ptr<EndToEndCluster> EndToEndCluster::start(ExtenderConfig config,
   for (const NodeInventory& node : nodes) {
     const auto quantities = emulator::node_allocatable(node.machines, options);
     cluster->api_->add_node(node.name, quantities, emulator::node_labels(node.machines, options));
+    if (auto spec = node_specs.find(node.name); spec != node_specs.end()) {
+      auto patched = cluster->objects().patch(emulator::nodes_resource(), "", node.name,
+                                              emulator::PatchType::kMerge,
+                                              json{{"spec", spec->second}}.dump(), false);
+      const auto* error = std::get_if<emulator::ApiError>(&patched);
+      EXPECT_EQ(nullptr, error) << node.name << ": " << error->message;
+    }
     for (const char* resource : kLedgerResources) {
       auto it = quantities.find(resource);
       if (it == quantities.end()) continue;

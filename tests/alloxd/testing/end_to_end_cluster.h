@@ -78,10 +78,12 @@ class ApiLedger {
 class EndToEndCluster {
  public:
   // config: alloxd's (its database and apiserver are set here); nodes: the API server's
-  // inventory; gated: pods are created with the allox.io/queue gate.
-  static std::unique_ptr<EndToEndCluster> start(ExtenderConfig config,
-                                                const std::vector<NodeInventory>& nodes,
-                                                const PolicyOptions& policy_options, bool gated);
+  // inventory; gated: pods are created with the allox.io/queue gate; node_specs: node name ->
+  // fields merged into that node's spec before alloxd starts (taints, unschedulable).
+  static std::unique_ptr<EndToEndCluster> start(
+      ExtenderConfig config, const std::vector<NodeInventory>& nodes,
+      const PolicyOptions& policy_options, bool gated,
+      const std::map<std::string, nlohmann::json>& node_specs = {});
   ~EndToEndCluster();
   EndToEndCluster(const EndToEndCluster&) = delete;
   EndToEndCluster& operator=(const EndToEndCluster&) = delete;

@@ -1,0 +1,162 @@
+// alloxd/plan/plan.h: a start goes to a node its pods may go to. The policy plans by device type,
+// so when the node of the machine it chose refuses the job's pods (a taint they do not tolerate,
+// a nodeSelector it does not match), the start moves to an idle machine of the same type on a
+// node that takes them, after every start that keeps its machine; with none, the job waits and
+// says why in kube-scheduler's words.
+#include <gtest/gtest.h>
+
+#include "alloxd/model/pod_placement.h"
+#include "alloxd/plan/plan.h"
+
+namespace allox::extender {
+namespace {
+
+using nlohmann::json;
+
+kube::NodeFacts node(const std::string& name, json labels = json::object(),
+                     json taints = json::array()) {
+  return kube::node_facts({{"metadata", {{"name", name}, {"labels", labels}}},
+                           {"spec", {{"taints", taints}}}});
+}
+
+// A variant of `job` on gpu whose pod's spec is `spec` (nodeSelector, tolerations, affinity).
+JobVariant gpu_variant(const std::string& job, const json& spec) {
+  JobVariant variant;
+  variant.job_id = job;
+  variant.device = "gpu";
+  PodConstraints constraints = read_pod_constraints({{"spec", spec}});
+  variant.placement = constraints.placement;
+  variant.placement_key = constraints.key;
+  return variant;
+}
+
+struct Cluster {
+  PlanInput input;
+  std::vector<MachineSlot> slots;
+
+  // Nodes "a" (tainted dedicated=team-a:NoSchedule), "b" (pool=b), "c" (pool=c): one GPU each.
+  Cluster() {
+    auto nodes = std::make_shared<NodeFactsIndex>();
+    const json dedicated = json::array(
+        {{{"key", "dedicated"}, {"value", "team-a"}, {"effect", "NoSchedule"}}});
+    nodes->emplace("a", node("a", {{"pool", "a"}}, dedicated));
+    nodes->emplace("b", node("b", {{"pool", "b"}}));
+    nodes->emplace("c", node("c", {{"pool", "c"}}));
+    input.nodes = nodes;
+    for (const char* name : {"a", "b", "c"}) {
+      slots.push_back({name, "gpu", 0, ""});
+      input.state.machines.push_back({std::string(name) + "/gpu-0", "gpu", 0, name});
+      input.state.idle.push_back(true);
+    }
+    input.state.now = 100;
+  }
+  // Queues a job; `variants` are its constrained pods (none: its pods state nothing).
+  void queue(const std::string& id, std::vector<JobVariant> variants = {}) {
+    Job job;
+    job.id = id;
+    job.time["gpu"] = 10;
+    input.jobs.push_back(std::make_shared<const Job>(job));
+    input.state.queue.push_back({input.jobs.back().get(), 0, 0, {}});
+    input.queue_placements.push_back(
+        variants.empty() ? nullptr
+                         : std::make_shared<const std::vector<JobVariant>>(std::move(variants)));
+  }
+};
+
+TEST(PlanNodesTest, AStartOnANodeItsPodMayNotGoToMovesToOneItMay) {
+  Cluster cluster;
+  cluster.queue("plain");                                               // tolerates nothing
+  cluster.queue("team-a", {gpu_variant("team-a", {{"tolerations", json::array({{
+                                                      {"key", "dedicated"},
+                                                      {"operator", "Equal"},
+                                                      {"value", "team-a"},
+                                                      {"effect", "NoSchedule"}}})}})});
+  Decision decision;
+  // The policy puts the plain job on a's machine and team-a's job on b's.
+  decision.start = {{"plain", 0}, {"team-a", 1}};
+  Plan plan = make_plan(cluster.input, decision, cluster.slots, 0);
+  ASSERT_EQ(2u, plan.starts.size());
+  // team-a keeps b (it may go anywhere); plain cannot go to a, and b is taken: c.
+  EXPECT_EQ("b", plan.starts.at("team-a").node);
+  EXPECT_EQ("c", plan.starts.at("plain").node);
+  EXPECT_EQ(2, plan.starts.at("plain").slot);
+  EXPECT_EQ(1, plan.planned_on("c", "gpu"));
+  EXPECT_EQ(0, plan.planned_on("a", "gpu"));
+}
+
+TEST(PlanNodesTest, AStartWithNoNodeItsPodMayGoToWaitsSayingWhy) {
+  Cluster cluster;
+  cluster.queue("wants-d", {gpu_variant("wants-d", {{"nodeSelector", {{"pool", "d"}}}})});
+  cluster.queue("plain");
+  Decision decision;
+  decision.start = {{"wants-d", 1}, {"plain", 0}};
+  Plan plan = make_plan(cluster.input, decision, cluster.slots, 0);
+  // plain moves from a (tainted) to the first node that takes it: b, freed by wants-d.
+  ASSERT_EQ(1u, plan.starts.size());
+  EXPECT_EQ("b", plan.starts.at("plain").node);
+  ASSERT_EQ(1u, plan.waiting.count("wants-d"));
+  EXPECT_EQ("no idle gpu on a node its pod may go to (planned node b: node(s) didn't match "
+            "Pod's node affinity/selector)",
+            plan.waiting.at("wants-d").note);
+}
+
+TEST(PlanNodesTest, AJobWithAVariantThatMayGoThereStartsThere) {
+  Cluster cluster;
+  // Two pods of one job: one selects pool=c, the other pool=a and tolerates the taint.
+  const json tolerates = json::array({{{"key", "dedicated"}, {"operator", "Exists"}}});
+  cluster.queue("two", {gpu_variant("two", {{"nodeSelector", {{"pool", "c"}}}}),
+                        gpu_variant("two", {{"nodeSelector", {{"pool", "a"}}},
+                                            {"tolerations", tolerates}})});
+  Decision decision;
+  decision.start = {{"two", 0}};
+  Plan plan = make_plan(cluster.input, decision, cluster.slots, 0);
+  ASSERT_EQ(1u, plan.starts.count("two"));
+  EXPECT_EQ("a", plan.starts.at("two").node);
+}
+
+TEST(PlanNodesTest, NodesWithoutFactsTakeEveryJob) {
+  Cluster cluster;
+  cluster.input.nodes = nullptr;  // the config's fixed inventory: nothing known of its nodes
+  cluster.queue("wants-d", {gpu_variant("wants-d", {{"nodeSelector", {{"pool", "d"}}}})});
+  Decision decision;
+  decision.start = {{"wants-d", 0}};
+  Plan plan = make_plan(cluster.input, decision, cluster.slots, 0);
+  ASSERT_EQ(1u, plan.starts.count("wants-d"));
+  EXPECT_EQ("a", plan.starts.at("wants-d").node);
+}
+
+// alloxd's own pin is no constraint of the owner's: a released pod reads as it did before.
+TEST(PodConstraintsTest, AlloxdsPinIsLeftOutAndAnOwnersAffinityKept) {
+  const json pin = {{"nodeAffinity",
+                     {{"requiredDuringSchedulingIgnoredDuringExecution",
+                       {{"nodeSelectorTerms",
+                         json::array({{{"matchFields", json::array({{{"key", "metadata.name"},
+                                                                     {"operator", "In"},
+                                                                     {"values", {"b"}}}})}}})}}}}}};
+  const json selector = {{"pool", "b"}};
+  PodConstraints before = read_pod_constraints({{"spec", {{"nodeSelector", selector}}}});
+  PodConstraints after =
+      read_pod_constraints({{"spec", {{"nodeSelector", selector}, {"affinity", pin}}}});
+  EXPECT_EQ(before.key, after.key);
+  ASSERT_NE(nullptr, after.placement);
+  EXPECT_FALSE(after.placement->refuses(node("c", {{"pool", "b"}})).has_value());
+
+  const json own = {{"nodeAffinity",
+                     {{"requiredDuringSchedulingIgnoredDuringExecution",
+                       {{"nodeSelectorTerms",
+                         json::array({{{"matchExpressions", json::array({{{"key", "pool"},
+                                                                          {"operator", "In"},
+                                                                          {"values", {"b"}}}})}}})}}}}}};
+  PodConstraints owners = read_pod_constraints({{"spec", {{"affinity", own}}}});
+  ASSERT_NE(nullptr, owners.placement);
+  EXPECT_TRUE(owners.placement->refuses(node("c", {{"pool", "c"}})).has_value());
+
+  EXPECT_EQ(nullptr, read_pod_constraints({{"spec", {{"containers", json::array()}}}}).placement);
+  for (const json& hostile : {json(), json(7), json::array(), json{{"spec", "x"}},
+                              json{{"spec", {{"tolerations", "x"}, {"nodeSelector", 3}}}}}) {
+    EXPECT_NO_THROW(read_pod_constraints(hostile)) << hostile.dump();
+  }
+}
+
+}  // namespace
+}  // namespace allox::extender
