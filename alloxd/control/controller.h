@@ -49,6 +49,9 @@
 //     through its Job: the Job is deleted instead (propagationPolicy Background, a uid
 //     precondition: kube/jobs.h) with the event on the Job; the other pods of the Job the job
 //     runs as are never deleted for it.
+//   - a released pod pinned to a node that has since gone, closed (cordoned, not ready) or come
+//     to refuse it (a taint) gets a `PinnedNodeUnavailable` warning: a pin cannot change, so it
+//     waits for that node until deleted; the warning says so.
 //   - a pod whose Job has a shape allox refuses (model/job.h) gets a `Parked` warning on its Job
 //     naming the field; it stays gated. A job the plan parks gets a `Parked` warning.
 //   - a waiting job's pods get `Queued: position p of n for D, est. start 14:05 (in 9 min)`
@@ -240,6 +243,7 @@ class Controller {
   std::vector<PodFacts> facts_of(const Look& look) const;
   std::string pin_refused(const JobBook& book, const std::string& job_id, const std::string& pod,
                           const std::string& node) const;
+  void tell_stale_pin(Look& look, const ObservedPod& pod);
   void act_on(Look& look, const std::string& key, const ObservedPod& pod, const PodFacts& job);
   std::optional<std::string> why_delete(const Look& look, const std::string& key,
                                         const ObservedPod& pod, const PodFacts& job) const;

@@ -159,6 +159,7 @@ void Controller::act_on(Look& look, const std::string& key, const ObservedPod& p
     if (!why->empty()) delete_variant(look, key, pod, *why);
     return;
   }
+  tell_stale_pin(look, pod);
   const std::string& id = pod.variant->job_id;
   auto start = look.plan->starts.find(id);
   auto released = released_.find(id);
@@ -298,6 +299,32 @@ void Controller::release(Look& look, const std::string& key, const ObservedPod& 
     say(look, pod.ref, "Normal", "Admitted", "starts on " + start_text(start),
         WorkPriority::kAdmit);
   }
+}
+
+// A released pod pinned to a node that has since left the cluster, closed or turned it away
+// (a taint, a label) waits for that node for ever: kube-scheduler cannot move a pinned pod, and
+// nothing can be added to or taken from an ungated pod's affinity. Its owner is told what to do.
+void Controller::tell_stale_pin(Look& look, const ObservedPod& pod) {
+  if (pod.pinned_node.empty() || !pod.turned_away ||
+      std::find(pod.gates.begin(), pod.gates.end(), kube::kQueueGate) != pod.gates.end()) {
+    return;
+  }
+  const std::string why = planner_.read([&](const JobBook& book) -> std::string {
+    auto node = book.nodes().find(pod.pinned_node);
+    if (node == book.nodes().end()) return "is no longer in the cluster";
+    if (!node->second.closed.empty()) return "is " + node->second.closed;
+    const kube::NodeFacts* facts = book.node_facts(pod.pinned_node);
+    if (facts == nullptr || pod.variant->may_go_to(*facts)) return "";
+    const kube::PodPlacement states_nothing;
+    const kube::PodPlacement& placement =
+        pod.variant->placement != nullptr ? *pod.variant->placement : states_nothing;
+    return "now refuses it: " + placement.refuses(*facts).value_or("refused");
+  });
+  if (why.empty()) return;
+  say(look, pod.ref, "Warning", "PinnedNodeUnavailable",
+      "released onto node " + pod.pinned_node + ", which " + why +
+          "; a pinned pod cannot move: delete the pod (its Job makes another) to have job " +
+          pod.variant->job_id + " planned again");
 }
 
 void Controller::tell_refused_job(Look& look, const ObservedPod& pod) {

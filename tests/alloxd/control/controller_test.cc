@@ -574,6 +574,58 @@ TEST(ControllerTest, AnUngatedPodTheSchedulerHasNotTurnedAwayIsLeftToIt) {
   EXPECT_EQ(1u, f.requests("PATCH").size());
 }
 
+// A pod released onto a node that then closed (cordoned) waits for it for ever: its pin cannot
+// change. Its owner is told, once, what to do; while the node is open nothing is said.
+TEST(ControllerTest, APodPinnedToANodeThatClosedIsToldToBeDeleted) {
+  Fixture f;
+  json node = testing::make_node("g1", "1", "0");
+  f.feed->node_handler().on_replace({node, testing::make_node("g2", "1", "0")});
+  json pod = variant("a-gpu", "a", "nvidia.com/gpu", true);
+  f.feed->pod_handler().on_replace({pod});
+  f.settle();
+  auto patches = f.requests("PATCH");
+  ASSERT_EQ(1u, patches.size());
+  const std::string pinned = json::parse(patches[0].body)[3]["value"]["nodeAffinity"]
+                                 ["requiredDuringSchedulingIgnoredDuringExecution"]
+                                 ["nodeSelectorTerms"][0]["matchFields"][0]["values"][0];
+  // The watch shows it ungated and pinned, turned away by kube-scheduler (its node was busy).
+  pod = variant("a-gpu", "a", "nvidia.com/gpu", false);
+  pod["spec"]["affinity"] = json::parse(patches[0].body)[3]["value"];
+  pod = turned_away(pod);
+  pod["metadata"]["resourceVersion"] = "2";
+  f.feed->pod_handler().on_upsert(pod);
+  f.settle();
+  auto warned = [&] {
+    auto reasons = f.event_reasons("a-gpu");
+    return std::count_if(reasons.begin(), reasons.end(), [](const std::string& r) {
+      return r.rfind("PinnedNodeUnavailable: ", 0) == 0;
+    });
+  };
+  EXPECT_EQ(0, warned()) << "its node is open: it waits for it";
+
+  json cordoned = testing::make_node(pinned, "1", "0");
+  cordoned["spec"]["unschedulable"] = true;
+  f.feed->node_handler().on_upsert(cordoned);
+  pod["metadata"]["resourceVersion"] = "3";
+  f.feed->pod_handler().on_upsert(pod);
+  f.settle();
+  ASSERT_EQ(1, warned());
+  bool said = false;
+  for (const auto& r : f.server.requests()) {
+    if (r.method != "POST" || r.body.find("PinnedNodeUnavailable") == std::string::npos) continue;
+    EXPECT_NE(std::string::npos,
+              json::parse(r.body)["message"].get<std::string>().find(
+                  "released onto node " + pinned +
+                  ", which is cordoned (spec.unschedulable); a pinned pod cannot move: delete "
+                  "the pod"))
+        << r.body;
+    said = true;
+  }
+  EXPECT_TRUE(said);
+  f.settle();
+  EXPECT_EQ(1, warned()) << "said once";
+}
+
 TEST(ControllerTest, UngatedPodIsNudgedWhenItsPlanSaysStartNow) {
   Fixture f;
   f.feed->node_handler().on_replace({testing::make_node("g1", "1", "0")});
