@@ -119,13 +119,16 @@ class NodeChoice {
   const PlanInput& input_;
 };
 
-// Another node's `units` idle slots of `device` for job q, on a node its pods may go to (the
-// first such in slot order); empty when there is none.
+// Another node's `units` idle slots of `device` for job q, on a node its pods may go to: the
+// first such at or after slot `from` (a node's first slot of the type); empty when there is none.
+// `from` moves to the node it took from (the next job of the same kind may find room there
+// too), or past the last slot: nodes before it hold no room for a job of that kind, and no later
+// start of this plan frees any.
 std::vector<std::size_t> take_elsewhere(const std::vector<MachineSlot>& slots,
                                         const NodeChoice& choice, std::size_t q,
                                         const DeviceType& device, int units,
-                                        std::vector<bool>& taken) {
-  std::size_t s = 0;
+                                        std::vector<bool>& taken, std::size_t& from) {
+  std::size_t s = from;
   while (s < slots.size()) {
     std::size_t next = s + 1;  // past this node's slots of the type (adjacent)
     while (next < slots.size() && slots[next].node == slots[s].node &&
@@ -137,11 +140,29 @@ std::vector<std::size_t> take_elsewhere(const std::vector<MachineSlot>& slots,
                                   [](bool t) { return !t; });
     if (slots[s].device == device && idle && !choice.refusal(q, slots[s].node, device)) {
       std::vector<std::size_t> taking = take_units(slots, s, units, taken);
-      if (!taking.empty()) return taking;
+      if (!taking.empty()) {
+        from = s;
+        return taking;
+      }
     }
     s = next;
   }
+  from = slots.size();
   return {};
+}
+
+// Jobs whose starts move alike: the same device and units, and pods stating the same
+// constraints on it (PodConstraints::key), so nodes one of them found no room on have none for
+// the others.
+std::string kind_of(const PlanInput& input, std::size_t q, const DeviceType& device, int units) {
+  std::string kind = device + '\0' + std::to_string(units);
+  const auto* placements =
+      q < input.queue_placements.size() ? input.queue_placements[q].get() : nullptr;
+  if (placements == nullptr) return kind;
+  for (const JobVariant& variant : *placements) {
+    if (variant.runs_on(device)) kind += '\0' + variant.placement_key;
+  }
+  return kind;
 }
 
 // The Decision's starts as PlannedStarts, each on as many slots as its job needs, on a node its
@@ -182,9 +203,15 @@ void place_starts(const PlanInput& input, const std::vector<Placement>& starts,
     plan.starts[placement.job_id] = {slot.node, slot.device, static_cast<int>(taking.front()),
                                      units};
   }
+  // Each kind's scan resumes where its last one ended: a plan's moves cost one pass over the
+  // slots per kind, not one per start (thousands of CPU starts planned onto GPU nodes whose
+  // taint the CPU pods do not tolerate, each finding no room).
+  std::unordered_map<std::string, std::size_t> scanned_to;
   for (const Moved& m : moved) {
     const DeviceType& device = slots[m.placement->machine].device;
-    std::vector<std::size_t> taking = take_elsewhere(slots, choice, m.q, device, m.units, taken);
+    std::size_t& from = scanned_to[kind_of(input, m.q, device, m.units)];
+    std::vector<std::size_t> taking =
+        take_elsewhere(slots, choice, m.q, device, m.units, taken, from);
     if (taking.empty()) {
       notes[m.placement->job_id] = "no idle " + units_text(device, m.units) +
                                    " on a node its pod may go to (" + m.why + ")";

@@ -5,6 +5,8 @@
 // says why in kube-scheduler's words.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "alloxd/model/pod_placement.h"
 #include "alloxd/plan/plan.h"
 
@@ -112,6 +114,60 @@ TEST(PlanNodesTest, AJobWithAVariantThatMayGoThereStartsThere) {
   Plan plan = make_plan(cluster.input, decision, cluster.slots, 0);
   ASSERT_EQ(1u, plan.starts.count("two"));
   EXPECT_EQ("a", plan.starts.at("two").node);
+}
+
+// Moves of one kind resume where the last one ended (nodes passed over have no room for that
+// kind), and never cost another kind the nodes only it may go to.
+TEST(PlanNodesTest, ManyMovedStartsFillTheNodesTheirPodsMayGoToInOrder) {
+  PlanInput input;
+  std::vector<MachineSlot> slots;
+  auto nodes = std::make_shared<NodeFactsIndex>();
+  const json dedicated = json::array(
+      {{{"key", "dedicated"}, {"value", "team-a"}, {"effect", "NoSchedule"}}});
+  // Nodes t0..t3 tainted for team-a, then open nodes o0..o3; two GPUs each.
+  for (int n = 0; n < 8; ++n) {
+    const std::string name = (n < 4 ? "t" : "o") + std::to_string(n % 4);
+    nodes->emplace(name, node(name, json::object(), n < 4 ? dedicated : json::array()));
+    for (int i = 0; i < 2; ++i) {
+      slots.push_back({name, "gpu", i, ""});
+      input.state.machines.push_back({name + "/gpu-" + std::to_string(i), "gpu", 0, name});
+      input.state.idle.push_back(true);
+    }
+  }
+  input.nodes = nodes;
+  const json tolerates = json::array({{{"key", "dedicated"}, {"operator", "Exists"}}});
+  Decision decision;
+  auto queue = [&](const std::string& id, bool team_a, std::size_t machine) {
+    Job job;
+    job.id = id;
+    job.time["gpu"] = 10;
+    input.jobs.push_back(std::make_shared<const Job>(job));
+    input.state.queue.push_back({input.jobs.back().get(), 0, 0, {}});
+    input.queue_placements.push_back(
+        team_a ? std::make_shared<const std::vector<JobVariant>>(
+                     std::vector<JobVariant>{gpu_variant(id, {{"tolerations", tolerates}})})
+               : nullptr);
+    decision.start.push_back({id, machine});
+  };
+  // Ten plain jobs put on the first eight machines (the tainted nodes' and then again), then
+  // team-a's job on an open node's.
+  for (int j = 0; j < 10; ++j) queue("plain-" + std::to_string(j), false, j % 8);
+  queue("team-a", true, 8);
+  Plan plan = make_plan(input, decision, slots, 0);
+  // team-a keeps o0's first machine; seven plain jobs fill o0's other and o1..o3; three wait.
+  EXPECT_EQ("o0", plan.starts.at("team-a").node);
+  std::map<std::string, int> on;
+  for (const auto& [id, start] : plan.starts) ++on[start.node];
+  EXPECT_EQ((std::map<std::string, int>{{"o0", 2}, {"o1", 2}, {"o2", 2}, {"o3", 2}}), on);
+  int waiting = 0;
+  for (int j = 0; j < 10; ++j) {
+    auto wait = plan.waiting.find("plain-" + std::to_string(j));
+    if (wait == plan.waiting.end()) continue;
+    ++waiting;
+    EXPECT_NE(std::string::npos, wait->second.note.find("had untolerated taint {dedicated: team-a}"))
+        << wait->second.note;
+  }
+  EXPECT_EQ(3, waiting) << "8 machines on open nodes, one of them team-a's: 7 plain jobs start";
 }
 
 TEST(PlanNodesTest, NodesWithoutFactsTakeEveryJob) {
