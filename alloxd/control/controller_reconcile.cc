@@ -114,11 +114,8 @@ std::string Controller::pin_refused(const JobBook& book, const std::string& job_
   const BookJob* job = book.job(job_id);
   if (facts == nullptr || job == nullptr) return "";
   auto variant = job->variants.find(pod);
-  if (variant == job->variants.end() || variant->second.may_go_to(*facts)) return "";
-  const kube::PodPlacement states_nothing;
-  const kube::PodPlacement& placement =
-      variant->second.placement != nullptr ? *variant->second.placement : states_nothing;
-  return placement.refuses(*facts).value_or("refused");
+  if (variant == job->variants.end()) return "";
+  return variant->second.refusal(*facts).value_or("");
 }
 
 // Where each of the job's waiting pods' job stands (after the admission), in the order of
@@ -314,11 +311,9 @@ void Controller::tell_stale_pin(Look& look, const ObservedPod& pod) {
     if (node == book.nodes().end()) return "is no longer in the cluster";
     if (!node->second.closed.empty()) return "is " + node->second.closed;
     const kube::NodeFacts* facts = book.node_facts(pod.pinned_node);
-    if (facts == nullptr || pod.variant->may_go_to(*facts)) return "";
-    const kube::PodPlacement states_nothing;
-    const kube::PodPlacement& placement =
-        pod.variant->placement != nullptr ? *pod.variant->placement : states_nothing;
-    return "now refuses it: " + placement.refuses(*facts).value_or("refused");
+    if (facts == nullptr) return "";
+    std::optional<std::string> refusal = pod.variant->refusal(*facts);
+    return refusal ? "now refuses it: " + *refusal : "";
   });
   if (why.empty()) return;
   say(look, pod.ref, "Warning", "PinnedNodeUnavailable",

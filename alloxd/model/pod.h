@@ -137,6 +137,9 @@ struct JobVariant {
   // Whether kube-scheduler lets this variant's pod onto `node` by what both say (cordon, taints,
   // selector, affinity; no resources): a pod that states nothing still meets a node's taints.
   bool may_go_to(const kube::NodeFacts& node) const;
+  // Why it may not, in kube-scheduler's words (kube::PodPlacement::refuses); std::nullopt when
+  // it may.
+  std::optional<std::string> refusal(const kube::NodeFacts& node) const;
   // Whether it can run on `type`.
   bool runs_on(std::string_view type) const {
     if (devices.empty()) return device == type;

@@ -44,11 +44,15 @@ PodConstraints read_pod_constraints(const json& pod) {
   return constraints;
 }
 
-bool JobVariant::may_go_to(const kube::NodeFacts& node) const {
-  if (placement != nullptr) return !placement->refuses(node).has_value();
-  if (node.taints.empty() && !node.unschedulable) return true;
+std::optional<std::string> JobVariant::refusal(const kube::NodeFacts& node) const {
+  if (placement != nullptr) return placement->refuses(node);
+  if (node.taints.empty() && !node.unschedulable) return std::nullopt;
   static const kube::PodPlacement kStatesNothing;
-  return !kStatesNothing.refuses(node).has_value();
+  return kStatesNothing.refuses(node);
+}
+
+bool JobVariant::may_go_to(const kube::NodeFacts& node) const {
+  return !refusal(node).has_value();
 }
 
 }  // namespace allox::extender

@@ -100,19 +100,16 @@ class NodeChoice {
         q < input_.queue_placements.size() ? input_.queue_placements[q].get() : nullptr;
     if (placements == nullptr) {
       static const JobVariant kStatesNothing;
-      if (kStatesNothing.may_go_to(facts->second)) return std::nullopt;
-      return kube::PodPlacement().refuses(facts->second).value_or("refused");
+      return kStatesNothing.refusal(facts->second);
     }
-    std::optional<std::string> why;
+    std::optional<std::string> first;
     for (const JobVariant& variant : *placements) {
       if (!variant.runs_on(device)) continue;
-      if (variant.may_go_to(facts->second)) return std::nullopt;
-      if (!why) {
-        why = variant.placement != nullptr ? variant.placement->refuses(facts->second)
-                                           : kube::PodPlacement().refuses(facts->second);
-      }
+      std::optional<std::string> why = variant.refusal(facts->second);
+      if (!why) return std::nullopt;
+      if (!first) first = std::move(why);
     }
-    return why.value_or("no pod of it runs on " + device);
+    return first.value_or("no pod of it runs on " + device);
   }
 
  private:
