@@ -11,7 +11,7 @@ seconds=${2:-60}
 shift $(($# < 2 ? $# : 2))
 root=$(cd "$(dirname "$0")/.." && pwd)
 targets=("$@")
-((${#targets[@]} > 0)) || targets=(fuzz_wire fuzz_pod fuzz_config fuzz_routes fuzz_admission fuzz_workload fuzz_cluster
+((${#targets[@]} > 0)) || targets=(fuzz_wire fuzz_pod fuzz_node fuzz_config fuzz_routes fuzz_admission fuzz_workload fuzz_cluster
   fuzz_trace fuzz_validate)
 
 failed=()

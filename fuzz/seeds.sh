@@ -3,8 +3,8 @@
 # and the upstream golden bodies in data/kube-extender/, the shipped alloxd configs, the
 # planner's example files and the first jobs of the AlloX paper's trace, and every
 # input saved under fuzz/regressions/<target>/ (crashes found before, kept so they stay fixed).
-#   fuzz/seeds.sh fuzz_wire|fuzz_pod|fuzz_routes|fuzz_config|fuzz_admission|fuzz_workload|
-#                 fuzz_cluster|fuzz_trace|fuzz_validate OUT_DIR
+#   fuzz/seeds.sh fuzz_wire|fuzz_pod|fuzz_node|fuzz_routes|fuzz_config|fuzz_admission|
+#                 fuzz_workload|fuzz_cluster|fuzz_trace|fuzz_validate OUT_DIR
 set -euo pipefail
 target=$1
 out=$2
@@ -24,6 +24,42 @@ case $target in
       i=$((i + 1))
       printf '%s' "$line" >"$out/upstream-golden-$i.json"
     done <"$data/upstream_golden_types_test.jsonl"
+    if [[ $target == fuzz_pod ]]; then
+      # Pods stating where they may go, as tenants write them: tolerations, a nodeSelector,
+      # required node affinity with every operator and matchFields, and alloxd's own pin.
+      pod() {
+        printf '{"metadata":{"name":"%s","namespace":"team-a","annotations":{"allox.io/job":"train"}},"spec":{"schedulerName":"allox-scheduler","containers":[{"name":"m","resources":{"requests":{"nvidia.com/gpu":"1","cpu":"4"}}}],%s}}' "$1" "$2" >"$out/pod-$1.json"
+      }
+      pod tolerations '"tolerations":[{"key":"nvidia.com/gpu","operator":"Exists","effect":"NoSchedule"},{"key":"dedicated","operator":"Equal","value":"team-a","effect":"NoSchedule"},{"key":"node.kubernetes.io/not-ready","operator":"Exists","effect":"NoExecute","tolerationSeconds":300},{"operator":"Exists"}]'
+      pod selector '"nodeSelector":{"kubernetes.io/os":"linux","nvidia.com/gpu.product":"NVIDIA-A100-SXM4-80GB"}'
+      pod affinity '"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"topology.kubernetes.io/zone","operator":"In","values":["us-east1-b","us-east1-c"]},{"key":"cloud.google.com/gke-spot","operator":"DoesNotExist"}]},{"matchExpressions":[{"key":"gpus","operator":"Gt","values":["3"]},{"key":"gen","operator":"Lt","values":["5"]},{"key":"pool","operator":"NotIn","values":["cpu"]},{"key":"team","operator":"Exists"}],"matchFields":[{"key":"metadata.name","operator":"NotIn","values":["node-a"]}]}]},"preferredDuringSchedulingIgnoredDuringExecution":[{"weight":1,"preference":{"matchExpressions":[{"key":"pool","operator":"In","values":["gpu"]}]}}]}},"tolerations":[{"key":"dedicated","operator":"Exists"}]'
+      pod pinned '"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchFields":[{"key":"metadata.name","operator":"In","values":["gpu-1"]}]}]}}},"nodeSelector":{"pool":"gpu"}'
+      pod named '"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchFields":[{"key":"metadata.name","operator":"In","values":["gpu-1","gpu-2"]}]},{"matchFields":[{"key":"metadata.name","operator":"In","values":["gpu-3"]}]}]}}}'
+      printf '{"Pod":%s,"NodeNames":["gpu-1","node-a"]}' "$(<"$out/pod-affinity.json")" >"$out/filter-pod-affinity.json"
+    fi
+    ;;
+  fuzz_node)
+    # Nodes as the API server's watch holds them (data/kube-extender/real-v1.28's bodies of
+    # nodeCacheCapable: false carry whole v1.Nodes too): a GPU node labelled by GPU feature
+    # discovery and tainted for GPUs, a dedicated node, a cordoned one, one not ready, a cloud
+    # node not yet initialised; a watch event and a NodeList.
+    cp -r "$data" "$out/kube-extender"
+    node() {
+      printf '{"apiVersion":"v1","kind":"Node","metadata":{"name":"%s","labels":%s},"spec":%s,"status":{"allocatable":%s}}' "$@" >"$out/node-$1.json"
+    }
+    node gpu-1 '{"kubernetes.io/hostname":"gpu-1","kubernetes.io/os":"linux","nvidia.com/gpu.product":"NVIDIA-A100-SXM4-80GB","nvidia.com/gpu.count":"8","topology.kubernetes.io/zone":"us-east1-b"}' \
+      '{"taints":[{"key":"nvidia.com/gpu","value":"present","effect":"NoSchedule"}]}' '{"cpu":"96","memory":"1Ti","nvidia.com/gpu":"8","pods":"110"}'
+    node team-a-1 '{"dedicated":"team-a","kubernetes.io/os":"linux"}' \
+      '{"taints":[{"key":"dedicated","value":"team-a","effect":"NoSchedule"},{"key":"spot","effect":"PreferNoSchedule"}]}' '{"cpu":"64","nvidia.com/gpu":"4"}'
+    node cordoned '{"kubernetes.io/os":"linux"}' \
+      '{"unschedulable":true,"taints":[{"key":"node.kubernetes.io/unschedulable","effect":"NoSchedule","timeAdded":"2024-05-01T10:00:00Z"}]}' '{"cpu":"32","nvidia.com/gpu":"2"}'
+    node not-ready '{"kubernetes.io/os":"linux"}' \
+      '{"taints":[{"key":"node.kubernetes.io/not-ready","effect":"NoExecute","timeAdded":"2024-05-01T10:00:00Z"},{"key":"node.kubernetes.io/not-ready","effect":"NoSchedule"}]}' '{"cpu":"32"}'
+    node gke-t4 '{"cloud.google.com/gke-accelerator":"nvidia-tesla-t4","cloud.google.com/gke-nodepool":"t4-pool"}' \
+      '{"providerID":"gce://p/us-east1-b/gke-t4","taints":[{"key":"node.cloudprovider.kubernetes.io/uninitialized","value":"true","effect":"NoSchedule"}]}' '{"cpu":"15890m","nvidia.com/gpu":"1","google.com/tpu":"0"}'
+    printf '{"type":"MODIFIED","object":%s}' "$(<"$out/node-gpu-1.json")" >"$out/watch-modified.json"
+    printf '{"kind":"NodeList","apiVersion":"v1","metadata":{"resourceVersion":"42"},"items":[%s,%s]}' \
+      "$(<"$out/node-team-a-1.json")" "$(<"$out/node-cordoned.json")" >"$out/node-list.json"
     ;;
   fuzz_routes)
     for file in "${bodies[@]}"; do

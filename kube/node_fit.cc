@@ -5,6 +5,7 @@
 #include <iterator>
 #include <limits>
 #include <set>
+#include <utility>
 
 namespace allox::kube {
 
@@ -13,8 +14,8 @@ using nlohmann::json;
 namespace {
 
 // The member `key` of `object`, or null when `object` is not an object or the member is absent
-// or JSON null (the API server drops nulls).
-const json* find(const json* object, const char* key) {
+// or JSON null (the API server drops nulls). The whole key is looked up, a NUL byte in it too.
+const json* find(const json* object, std::string_view key) {
   if (object == nullptr || !object->is_object()) return nullptr;
   auto it = object->find(key);
   return it == object->end() || it->is_null() ? nullptr : &*it;
@@ -89,9 +90,70 @@ bool label_value(std::string_view value) {
   return value.empty() || label_token(value);
 }
 
+// An In or NotIn requirement's values, sorted and unique (parses_as_label_requirement): a
+// lookup is a binary search, so a pod listing 250,000 values costs each node microseconds.
 bool contains(const std::vector<std::string>& values, std::string_view v) {
-  return std::find(values.begin(), values.end(), v) != values.end();
+  return std::binary_search(values.begin(), values.end(), v);
 }
+
+// Which of the two effects that block scheduling a toleration's effect covers (bit 0
+// NoSchedule, bit 1 NoExecute): an empty effect both, another effect neither.
+unsigned blocking_effects(const std::string& effect) {
+  if (effect.empty()) return 3;
+  if (effect == "NoSchedule") return 1;
+  if (effect == "NoExecute") return 2;
+  return 0;
+}
+
+// A pod's tolerations indexed by what they tolerate, for many tolerations against many taints
+// (10,000 of each: 5e7 pairs, half a second per node, compared one by one). Answers as
+// tolerates() over every toleration, for taints that block scheduling. Its views point into
+// the tolerations, which must outlive it.
+class ToleratedIndex {
+ public:
+  explicit ToleratedIndex(const std::vector<Toleration>& tolerations) {
+    for (const Toleration& t : tolerations) {
+      const unsigned effects = blocking_effects(t.effect);
+      if (effects == 0) continue;
+      if (t.op == "Exists") {
+        if (t.key.empty()) {
+          every_key_ |= effects;
+        } else {
+          by_key_[t.key] |= effects;
+        }
+      } else if (t.op.empty() || t.op == "Equal") {
+        if (t.key.empty()) {
+          by_value_[t.value] |= effects;
+        } else {
+          by_key_value_[{t.key, t.value}] |= effects;
+        }
+      }  // any other operator tolerates nothing
+    }
+  }
+
+  // Precondition: blocks_scheduling(taint).
+  bool tolerates(const Taint& taint) const {
+    const unsigned effect = taint.effect == "NoSchedule" ? 1 : 2;
+    if ((every_key_ & effect) != 0) return true;
+    auto has = [effect](const auto& map, const auto& key) {
+      auto it = map.find(key);
+      return it != map.end() && (it->second & effect) != 0;
+    };
+    return has(by_key_, std::string_view(taint.key)) ||
+           has(by_value_, std::string_view(taint.value)) ||
+           has(by_key_value_,
+               std::pair<std::string_view, std::string_view>(taint.key, taint.value));
+  }
+
+ private:
+  unsigned every_key_ = 0;                                      // Exists, no key
+  std::map<std::string_view, unsigned, std::less<>> by_key_;    // Exists on a key
+  std::map<std::string_view, unsigned, std::less<>> by_value_;  // Equal, no key: any key's value
+  std::map<std::pair<std::string_view, std::string_view>, unsigned> by_key_value_;  // Equal
+};
+
+// From how many tolerations and taints the index pays (below, the pairs are cheaper).
+constexpr std::size_t kIndexedTolerations = 64;
 
 }  // namespace
 
@@ -186,8 +248,15 @@ NodeAffinity::NodeAffinity(const json& pod) {
     } else {
       return false;
     }
-    return std::all_of(r.values.begin(), r.values.end(),
-                       [](const std::string& v) { return label_value(v); });
+    if (!std::all_of(r.values.begin(), r.values.end(),
+                     [](const std::string& v) { return label_value(v); })) {
+      return false;
+    }
+    if (r.op == "In" || r.op == "NotIn") {  // a set: looked up by contains()
+      std::sort(r.values.begin(), r.values.end());
+      r.values.erase(std::unique(r.values.begin(), r.values.end()), r.values.end());
+    }
+    return true;
   };
   std::set<std::string> names;
   bool every_term_names = true;
@@ -268,7 +337,7 @@ bool NodeAffinity::matches(const json* node, std::string_view name) const {
   const json* labels = find(find(node, "metadata"), "labels");
   return match(
       [labels](const std::string& key) -> const std::string* {
-        const json* value = find(labels, key.c_str());
+        const json* value = find(labels, key);
         return value != nullptr && value->is_string() ? &value->get_ref<const std::string&>()
                                                       : nullptr;
       },
@@ -308,6 +377,13 @@ PodPlacement::PodPlacement(const json& pod) : affinity_(pod) {
 }
 
 const Taint* PodPlacement::untolerated(const std::vector<Taint>& taints) const {
+  if (tolerations_.size() >= kIndexedTolerations && taints.size() >= kIndexedTolerations) {
+    const ToleratedIndex index(tolerations_);
+    for (const Taint& taint : taints) {
+      if (blocks_scheduling(taint) && !index.tolerates(taint)) return &taint;
+    }
+    return nullptr;
+  }
   for (const Taint& taint : taints) {
     if (!blocks_scheduling(taint)) continue;
     const bool tolerated = std::any_of(tolerations_.begin(), tolerations_.end(),

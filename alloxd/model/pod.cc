@@ -429,6 +429,7 @@ Expected<JobVariant> read_job_variant(const json& pod, const DeviceMapping& mapp
   auto units = requested_units(pod, variant.device, mapping);
   if (!units) return units.error();
   variant.units = *units;
+  if (auto s = check_pod_constraints(pod); !s) return s.error();
   PodConstraints constraints = read_pod_constraints(pod);
   variant.placement = std::move(constraints.placement);
   variant.placement_key = std::move(constraints.key);

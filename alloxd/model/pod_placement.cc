@@ -1,5 +1,7 @@
 #include "alloxd/model/pod_placement.h"
 
+#include <algorithm>
+
 #include "alloxd/model/pod.h"
 #include "kube/pods.h"
 
@@ -14,12 +16,55 @@ const json* present(const json& object, const char* key) {
   return it == object.end() || it->is_null() ? nullptr : &*it;
 }
 
+Status over_bound(const char* field, std::size_t count, const char* what) {
+  return Error{std::string(field) + ": " + std::to_string(count) + " " + what + ", over the " +
+               std::to_string(kMaxPodConstraints) + " alloxd reads"};
+}
+
 }  // namespace
+
+Status check_pod_constraints(const json& pod) {
+  const json* spec = present(pod, "spec");
+  if (spec == nullptr || !spec->is_object()) return OkStatus();
+  if (const json* selector = present(*spec, "nodeSelector");
+      selector != nullptr && selector->is_object() && selector->size() > kMaxPodConstraints) {
+    return over_bound("Pod.spec.nodeSelector", selector->size(), "labels");
+  }
+  if (const json* tolerations = present(*spec, "tolerations");
+      tolerations != nullptr && tolerations->is_array() &&
+      tolerations->size() > kMaxPodConstraints) {
+    return over_bound("Pod.spec.tolerations", tolerations->size(), "tolerations");
+  }
+  const json* affinity = present(*spec, "affinity");
+  const json* node_affinity = affinity != nullptr ? present(*affinity, "nodeAffinity") : nullptr;
+  const json* required =
+      node_affinity != nullptr
+          ? present(*node_affinity, "requiredDuringSchedulingIgnoredDuringExecution")
+          : nullptr;
+  const json* terms = required != nullptr ? present(*required, "nodeSelectorTerms") : nullptr;
+  if (terms == nullptr || !terms->is_array()) return OkStatus();
+  std::size_t requirements = 0;
+  for (const json& term : *terms) {
+    std::size_t in_term = 0;
+    for (const char* list : {"matchExpressions", "matchFields"}) {
+      const json* items = present(term, list);
+      if (items != nullptr && items->is_array()) in_term += items->size();
+    }
+    requirements += std::max<std::size_t>(1, in_term);  // 10,000 empty terms cost as much
+  }
+  if (requirements > kMaxPodConstraints) {
+    return over_bound(
+        "Pod.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution",
+        requirements, "node selector requirements");
+  }
+  return OkStatus();
+}
 
 PodConstraints read_pod_constraints(const json& pod) {
   const json* spec = present(pod, "spec");
   if (spec == nullptr || !spec->is_object()) return {};
-  json kept = json::object();
+  json pod_kept = {{"spec", json::object()}};  // what the placement reads, built in place
+  json& kept = pod_kept["spec"];
   if (const json* selector = present(*spec, "nodeSelector");
       selector != nullptr && selector->is_object() && !selector->empty()) {
     kept["nodeSelector"] = *selector;
@@ -39,8 +84,8 @@ PodConstraints read_pod_constraints(const json& pod) {
   }
   if (kept.empty()) return {};
   PodConstraints constraints;
-  constraints.placement = std::make_shared<const kube::PodPlacement>(json{{"spec", kept}});
   constraints.key = kept.dump();
+  constraints.placement = std::make_shared<const kube::PodPlacement>(pod_kept);
   return constraints;
 }
 

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "core/result.h"
 #include "kube/node_fit.h"
 
 namespace allox::extender {
@@ -26,5 +27,16 @@ struct PodConstraints {
 // Never throws, on any JSON value; wrong-typed fields are no constraint (kube-apiserver refuses
 // such pods before anyone sees them).
 PodConstraints read_pod_constraints(const nlohmann::json& pod);
+
+// How many nodeSelector entries, required node-affinity requirements (every term's
+// matchExpressions and matchFields together) and tolerations a pod alloxd books may state, each.
+// kube-apiserver counts none of them; alloxd checks a queued pod against many nodes in every
+// plan, and a pod of 10,000 requirements costs milliseconds per node (docs/hardening.md), so a
+// pod over the bound is refused like any pod it cannot read.
+inline constexpr std::size_t kMaxPodConstraints = 128;
+
+// An error naming the first field over kMaxPodConstraints; OK otherwise, and for fields of the
+// wrong type (read_pod_constraints reads them as none). Never throws.
+Status check_pod_constraints(const nlohmann::json& pod);
 
 }  // namespace allox::extender
