@@ -42,9 +42,10 @@ struct Placement {
 
 }  // namespace
 
-std::optional<GangReservation> reserve_gang(const std::vector<MachineSlot>& slots,
-                                            const ClusterState& state, int members, int units,
-                                            const std::vector<DeviceType>& types) {
+std::optional<GangReservation> reserve_gang(
+    const std::vector<MachineSlot>& slots, const ClusterState& state, int members, int units,
+    const std::vector<DeviceType>& types,
+    const std::function<bool(const std::string& node)>& may_go) {
   if (members < 1 || units < 1) return std::nullopt;
   const auto k = static_cast<std::size_t>(units);
   std::optional<GangReservation> best;
@@ -52,6 +53,7 @@ std::optional<GangReservation> reserve_gang(const std::vector<MachineSlot>& slot
     const std::vector<NodeSlots> nodes = nodes_of(slots, state, type);
     std::vector<Placement> placements;
     for (std::size_t n = 0; n < nodes.size(); ++n) {
+      if (may_go && !may_go(nodes[n].node)) continue;
       const auto& by_free = nodes[n].by_free;
       for (std::size_t first = 0; first + k <= by_free.size(); first += k) {
         Placement p{by_free[first + k - 1].first, placements.size(), n, {}};

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -45,9 +46,11 @@ struct GangReservation {
 // `members` placements over all nodes (ties: inventory order). The type whose last placement
 // frees first wins (ties: `types`' order). nullopt when no type has `members` placements at all.
 // job_id is left empty (the caller's).
-std::optional<GangReservation> reserve_gang(const std::vector<MachineSlot>& slots,
-                                            const ClusterState& state, int members, int units,
-                                            const std::vector<DeviceType>& types);
+// Only nodes `may_go` allows (every member's pod may go there) are reserved; unset: every node.
+std::optional<GangReservation> reserve_gang(
+    const std::vector<MachineSlot>& slots, const ClusterState& state, int members, int units,
+    const std::vector<DeviceType>& types,
+    const std::function<bool(const std::string& node)>& may_go = {});
 
 // Marks the reservation's held slots taken in `state`, busy until the gang's estimated end
 // (its start plus `seconds`), as a start would: the policy's round does not place jobs there.

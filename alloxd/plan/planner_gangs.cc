@@ -172,7 +172,15 @@ Planner::GangPlan Planner::plan_gangs(PlanInput& input) const {
     if (taking.empty()) {
       std::string note = room_note(*job, units);
       if (!held && !plan.reservation) {
-        plan.reservation = reserve_gang(slots, state, n, units, first.device_types());
+        // Only nodes every member may go to: units held where the gang cannot start would
+        // stay idle for nothing.
+        plan.reservation = reserve_gang(
+            slots, state, n, units, first.device_types(), [&](const std::string& node) {
+              const kube::NodeFacts* facts = book_.node_facts(node);
+              return facts == nullptr ||
+                     std::all_of(job->variants.begin(), job->variants.end(),
+                                 [&](const auto& m) { return m.second.may_go_to(*facts); });
+            });
         if (plan.reservation) {
           plan.reservation->job_id = id;
           hold_reservation(*plan.reservation, seconds_on(plan.reservation->device), state);

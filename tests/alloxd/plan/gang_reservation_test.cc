@@ -243,6 +243,15 @@ TEST(GangReservationTest, ThePlacementsThatFreeSoonestAreReserved) {
   EXPECT_EQ((std::vector<std::string>{"x", "y", "y"}), three->nodes);
   EXPECT_FALSE(reserve_gang(slots, state, 5, 2, {"gpu"}).has_value()) << "4 placements in all";
   EXPECT_FALSE(reserve_gang(slots, state, 1, 2, {"cpu"}).has_value());
+
+  // Members that may not go to y (a taint, a selector): x's two placements, the later at 90.
+  auto only_x = [](const std::string& node) { return node == "x"; };
+  auto on_x = reserve_gang(slots, state, 2, 2, {"gpu"}, only_x);
+  ASSERT_TRUE(on_x.has_value());
+  EXPECT_EQ(90, on_x->start);
+  EXPECT_EQ((std::vector<std::string>{"x", "x"}), on_x->nodes);
+  EXPECT_EQ((std::vector<std::size_t>{0}), on_x->held) << "nothing held on y";
+  EXPECT_FALSE(reserve_gang(slots, state, 3, 2, {"gpu"}, only_x).has_value());
 }
 
 }  // namespace
