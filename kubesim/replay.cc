@@ -118,6 +118,9 @@ json pod_for(const ReplayJob& job, const DeviceType& device, const ReplayOptions
                                    {"image", "registry.invalid/train:latest"},
                                    {"resources", {{"requests", requests}, {"limits", limits}}}}})}};
   if (options.gated) spec["schedulingGates"] = json::array({{{"name", "allox.io/queue"}}});
+  if (job.pod_spec.is_object()) {
+    for (const auto& [key, value] : job.pod_spec.items()) spec[key] = value;
+  }
   std::string name = job.id + "-" + (pinned ? device : "any-" + resource->second);
   if (member >= 0) name += "-" + std::to_string(member);
   for (char& c : name) {

@@ -50,6 +50,9 @@ struct ReplayJob {
   // A gang of this many pods per device (allox.io/gang-size, named <pod>-0 .. <pod>-(N-1)),
   // each asking for `units`; the job is bound once all N are and done once all N ended.
   int gang = 1;
+  // Members set in each of its pods' spec as given (tolerations, nodeSelector, affinity): where
+  // kube-scheduler lets them go.
+  nlohmann::json pod_spec = nlohmann::json::object();
 };
 
 struct ReplayEvent {

@@ -167,15 +167,22 @@ std::string kind_of(const PlanInput& input, std::size_t q, const DeviceType& dev
 // machine) the first node of the same type with room that they may go to. The policy plans by
 // device type, so any idle machine of the type is as good to it; a start with no such node
 // waits, with the reason in `notes`.
-void place_starts(const PlanInput& input, const std::vector<Placement>& starts,
-                  const std::vector<MachineSlot>& slots, Plan& plan,
-                  std::unordered_map<std::string, std::string>& notes) {
-  if (starts.empty()) return;
+struct Placed {
+  std::vector<bool> taken;            // by slot: busy, or taken by a start of this plan
+  std::vector<std::size_t> vacated;   // policy machines left idle by a start that found no node
+};
+
+Placed place_starts(const PlanInput& input, const std::vector<Placement>& starts,
+                    const std::vector<MachineSlot>& slots, Plan& plan,
+                    std::unordered_map<std::string, std::string>& notes) {
+  Placed placed;
+  if (starts.empty()) return placed;
   const ClusterState& state = input.state;
   std::unordered_map<std::string_view, std::size_t> queued;
   queued.reserve(state.queue.size());
   for (std::size_t q = 0; q < state.queue.size(); ++q) queued.emplace(state.queue[q].job->id, q);
-  std::vector<bool> taken(slots.size(), false);
+  std::vector<bool>& taken = placed.taken;
+  taken.assign(slots.size(), false);
   for (std::size_t m = 0; m < slots.size() && m < state.idle.size(); ++m) taken[m] = !state.idle[m];
   const NodeChoice choice(input);
   struct Moved {
@@ -218,6 +225,59 @@ void place_starts(const PlanInput& input, const std::vector<Placement>& starts,
     plan.starts[m.placement->job_id] = {slot.node, slot.device, static_cast<int>(taking.front()),
                                         m.units};
   }
+  for (const Moved& m : moved) {
+    if (!taken[m.placement->machine]) placed.vacated.push_back(m.placement->machine);
+  }
+  return placed;
+}
+
+// A queued job as the plan lists the waiting: by estimated start, then arrival.
+struct Waiting {
+  double estimated_start;
+  double arrival;
+  const QueuedJob* queued;
+};
+
+// How many waiting jobs one plan may examine for vacated machines in all: each look is a
+// check of the job's pods against a node (microseconds), so a plan whose vacated machines
+// nobody may use (a tainted pool no queued pod tolerates) costs at most milliseconds.
+constexpr std::size_t kRefillLooks = 20000;
+
+// The policy meant each vacated machine to run a job now, but the job it chose may not go to
+// that node and found no other. Rather than leave it idle until the next plan makes the same
+// choice, it goes to the first waiting job, in the plan's order (the policy's estimated start),
+// that can run on its device, whose pods may go to its node and that fits in the node's idle
+// units. Fills `refilled` with the jobs started so; they leave `waiting`.
+void refill_vacated(const PlanInput& input, const std::vector<MachineSlot>& slots,
+                    const std::vector<std::size_t>& vacated, std::vector<bool>& taken,
+                    std::vector<Waiting>& waiting, Plan& plan) {
+  if (vacated.empty()) return;
+  const ClusterState& state = input.state;
+  const NodeChoice choice(input);
+  std::vector<bool> started(waiting.size(), false);
+  std::size_t looks = 0;
+  for (std::size_t machine : vacated) {
+    const MachineSlot& slot = slots[machine];
+    for (std::size_t w = 0; w < waiting.size() && !taken[machine]; ++w) {
+      if (started[w]) continue;
+      if (++looks > kRefillLooks) break;
+      const Job& job = *waiting[w].queued->job;
+      if (!job.time_on(slot.device)) continue;
+      const auto q = static_cast<std::size_t>(waiting[w].queued - state.queue.data());
+      if (choice.refusal(q, slot.node, slot.device)) continue;
+      const int units = std::max(1, job.units);
+      std::vector<std::size_t> taking = take_units(slots, machine, units, taken);
+      if (taking.empty()) continue;
+      plan.starts[job.id] = {slot.node, slot.device, static_cast<int>(taking.front()), units};
+      started[w] = true;
+    }
+    if (looks > kRefillLooks) break;
+  }
+  std::size_t kept = 0;
+  for (std::size_t w = 0; w < waiting.size(); ++w) {
+    if (!started[w]) waiting[kept++] = waiting[w];
+  }
+  waiting.resize(kept);
 }
 
 }  // namespace
@@ -275,12 +335,7 @@ Plan make_plan(const PlanInput& input, const Expected<Decision>& decision,
     return plan;
   }
   std::unordered_map<std::string, std::string> notes;
-  place_starts(input, decision->start, slots, plan, notes);
-  struct Waiting {
-    double estimated_start;
-    double arrival;
-    const QueuedJob* queued;
-  };
+  Placed placed = place_starts(input, decision->start, slots, plan, notes);
   std::vector<Waiting> waiting;
   waiting.reserve(input.state.queue.size());
   for (const QueuedJob& queued : input.state.queue) {
@@ -298,6 +353,7 @@ Plan make_plan(const PlanInput& input, const Expected<Decision>& decision,
   std::sort(waiting.begin(), waiting.end(), by_start);
   fill_missing_starts(input.state, decision->start, waiting);
   std::sort(waiting.begin(), waiting.end(), by_start);
+  refill_vacated(input, slots, placed.vacated, placed.taken, waiting, plan);
   plan.waiting.reserve(waiting.size());
   for (std::size_t i = 0; i < waiting.size(); ++i) {
     PlannedWait wait{static_cast<int>(i + 1), static_cast<int>(waiting.size()), std::nullopt};

@@ -170,6 +170,57 @@ TEST(PlanNodesTest, ManyMovedStartsFillTheNodesTheirPodsMayGoToInOrder) {
   EXPECT_EQ(3, waiting) << "8 machines on open nodes, one of them team-a's: 7 plain jobs start";
 }
 
+// The policy chose a job for a's machine whose pod may not go there and finds no other: the
+// machine goes to the first waiting job, in the plan's order, that may go there and fits,
+// rather than stay idle while that choice repeats plan after plan.
+TEST(PlanNodesTest, AMachineItsPlannedJobMayNotUseGoesToTheNextJobThatMay) {
+  Cluster cluster;
+  cluster.input.state.idle = {true, false, false};  // b and c busy
+  const json tolerates = json::array({{{"key", "dedicated"}, {"operator", "Exists"}}});
+  cluster.queue("plain");
+  cluster.queue("cpu-only");  // runs on no gpu
+  cluster.queue("team-a-later", {gpu_variant("team-a-later", {{"tolerations", tolerates}})});
+  cluster.queue("team-a-sooner", {gpu_variant("team-a-sooner", {{"tolerations", tolerates}})});
+  cluster.queue("team-a-big", {gpu_variant("team-a-big", {{"tolerations", tolerates}})});
+  {
+    Job cpu_only = *cluster.input.jobs[1];
+    cpu_only.time = {{"cpu", 10}};
+    cluster.input.jobs[1] = std::make_shared<const Job>(cpu_only);
+    cluster.input.state.queue[1].job = cluster.input.jobs[1].get();
+    Job big = *cluster.input.jobs[4];
+    big.units = 2;  // a has one GPU
+    cluster.input.jobs[4] = std::make_shared<const Job>(big);
+    cluster.input.state.queue[4].job = cluster.input.jobs[4].get();
+  }
+  Decision decision;
+  decision.start = {{"plain", 0}};
+  decision.estimated_start = {{"cpu-only", 100},   {"team-a-big", 105},    {"team-a-sooner", 110},
+                              {"team-a-later", 120}, {"plain", 100}};
+  Plan plan = make_plan(cluster.input, decision, cluster.slots, 0);
+  ASSERT_EQ(1u, plan.starts.size());
+  ASSERT_EQ(1u, plan.starts.count("team-a-sooner"))
+      << "cpu-only runs on no gpu and team-a-big needs two of a's one: the next that fits";
+  EXPECT_EQ("a", plan.starts.at("team-a-sooner").node);
+  EXPECT_EQ(0, plan.starts.at("team-a-sooner").slot);
+  EXPECT_EQ(1, plan.planned_on("a", "gpu"));
+  EXPECT_EQ(0u, plan.waiting.count("team-a-sooner"));
+  EXPECT_NE(std::string::npos, plan.waiting.at("plain").note.find("untolerated taint"))
+      << plan.waiting.at("plain").note;
+  EXPECT_EQ(4u, plan.waiting.size());
+  EXPECT_EQ(4, plan.waiting.at("team-a-later").queue_length);
+
+  // No waiting job may go there: the machine stays idle, and the chosen job says why.
+  Cluster none;
+  none.input.state.idle = {true, false, false};
+  none.queue("plain");
+  none.queue("plain-2");
+  Decision only_plain;
+  only_plain.start = {{"plain", 0}};
+  Plan idle = make_plan(none.input, only_plain, none.slots, 0);
+  EXPECT_TRUE(idle.starts.empty());
+  EXPECT_EQ(2u, idle.waiting.size());
+}
+
 TEST(PlanNodesTest, NodesWithoutFactsTakeEveryJob) {
   Cluster cluster;
   cluster.input.nodes = nullptr;  // the config's fixed inventory: nothing known of its nodes

@@ -137,7 +137,7 @@ void ApiLedger::observe(const emulator::Change& change) {
 std::unique_ptr<EndToEndCluster> EndToEndCluster::start(
     ExtenderConfig config, const std::vector<NodeInventory>& nodes,
     const PolicyOptions& policy_options, bool gated,
-    const std::map<std::string, json>& node_specs) {
+    const std::map<std::string, json>& node_patches) {
   std::unique_ptr<EndToEndCluster> cluster(new EndToEndCluster());
   emulator::SimClock& clock = cluster->clock_;
   auto scheduler = emulator::load_scheduler_configuration(std::string(ALLOX_SOURCE_DIR) +
@@ -171,10 +171,10 @@ std::unique_ptr<EndToEndCluster> EndToEndCluster::start(
   for (const NodeInventory& node : nodes) {
     const auto quantities = emulator::node_allocatable(node.machines, options);
     cluster->api_->add_node(node.name, quantities, emulator::node_labels(node.machines, options));
-    if (auto spec = node_specs.find(node.name); spec != node_specs.end()) {
+    if (auto patch = node_patches.find(node.name); patch != node_patches.end()) {
       auto patched = cluster->objects().patch(emulator::nodes_resource(), "", node.name,
-                                              emulator::PatchType::kMerge,
-                                              json{{"spec", spec->second}}.dump(), false);
+                                              emulator::PatchType::kMerge, patch->second.dump(),
+                                              false);
       const auto* error = std::get_if<emulator::ApiError>(&patched);
       EXPECT_EQ(nullptr, error) << node.name << ": " << error->message;
     }
@@ -206,11 +206,17 @@ std::unique_ptr<EndToEndCluster> EndToEndCluster::start(
   if (!policy) return nullptr;
   ServiceOptions service_options;
   service_options.clock = [&clock] { return clock.now(); };
+  service_options.on_change = cluster->changes_.notifier();
   auto service = ExtenderService::create(config, std::move(*policy), nullptr, service_options);
   EXPECT_TRUE(service.ok()) << service.message();
   if (!service) return nullptr;
   cluster->service_ = std::move(*service);
   cluster->service_->start();
+  // Ready: the API server's nodes and pods listed and a first plan published, so what a test
+  // reads first (the inventory, closed nodes) is the API server's, not a race with the watch.
+  ExtenderService& started = *cluster->service_;
+  EXPECT_TRUE(cluster->changes_.until([&started] { return started.ready(); }))
+      << "alloxd not ready";
   HttpServerOptions http;
   http.port = 0;
   auto server = HttpServer::start(*cluster->service_, http);

@@ -21,6 +21,7 @@
 #include "kubesim/fake_api_server.h"
 #include "kubesim/replay.h"
 #include "kubesim/sim_clock.h"
+#include "tests/alloxd/testing/changes.h"
 #include "tests/alloxd/testing/test_support.h"
 
 namespace allox::extender::testing {
@@ -78,12 +79,13 @@ class ApiLedger {
 class EndToEndCluster {
  public:
   // config: alloxd's (its database and apiserver are set here); nodes: the API server's
-  // inventory; gated: pods are created with the allox.io/queue gate; node_specs: node name ->
-  // fields merged into that node's spec before alloxd starts (taints, unschedulable).
+  // inventory; gated: pods are created with the allox.io/queue gate; node_patches: node name ->
+  // a merge patch of that node applied before alloxd starts (spec's taints and unschedulable,
+  // metadata's labels).
   static std::unique_ptr<EndToEndCluster> start(
       ExtenderConfig config, const std::vector<NodeInventory>& nodes,
       const PolicyOptions& policy_options, bool gated,
-      const std::map<std::string, nlohmann::json>& node_specs = {});
+      const std::map<std::string, nlohmann::json>& node_patches = {});
   ~EndToEndCluster();
   EndToEndCluster(const EndToEndCluster&) = delete;
   EndToEndCluster& operator=(const EndToEndCluster&) = delete;
@@ -121,6 +123,7 @@ class EndToEndCluster {
   ScratchDir dir_;
   emulator::SimClock clock_{emulator::SimClock::Stepped{}};
   std::unique_ptr<emulator::FakeApiServer> api_;
+  Changes changes_;  // alloxd's plans and watch changes, for start() to wait until it is ready
   std::unique_ptr<ExtenderService> service_;
   std::unique_ptr<HttpServer> server_;
   std::unique_ptr<ApiLedger> ledger_;
