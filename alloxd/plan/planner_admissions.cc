@@ -45,11 +45,13 @@ std::optional<std::chrono::steady_clock::time_point> Planner::hold_lapses_at(
 namespace {
 
 // The machines held for admitted jobs in one plan's input: a hold marks its machine busy for the
-// job's time and the job running there, and takes the job out of the queue (one compaction at
-// the end, not an erase per hold).
+// job's time and the job running there, and takes the job out of the queue, and its pods'
+// constraints out of PlanInput::queue_placements with it, which is indexed alike (one compaction
+// at the end, not an erase per hold).
 class AdmissionHolds {
  public:
-  AdmissionHolds(ClusterState& state, double now) : state_(state), now_(now) {}
+  AdmissionHolds(PlanInput& input, double now)
+      : state_(input.state), placements_(input.queue_placements), now_(now) {}
 
   // `units`: the idle slots held, the first of them start.slot's replacement.
   void hold(const std::string& job_id, const QueuedJob& queued, std::size_t queue_index,
@@ -69,16 +71,21 @@ class AdmissionHolds {
   // The holds, job by job, with their jobs gone from the queue.
   std::vector<std::pair<std::string, PlannedStart>> take() {
     if (held_.empty()) return std::move(held_);
+    placements_.resize(state_.queue.size());  // none where an input lists fewer
     std::size_t kept = 0;
     for (std::size_t i = 0; i < state_.queue.size(); ++i) {
-      if (keep_[i]) state_.queue[kept++] = std::move(state_.queue[i]);
+      if (!keep_[i]) continue;
+      placements_[kept] = std::move(placements_[i]);
+      state_.queue[kept++] = std::move(state_.queue[i]);
     }
     state_.queue.resize(kept);
+    placements_.resize(kept);
     return std::move(held_);
   }
 
  private:
   ClusterState& state_;
+  std::vector<std::shared_ptr<const std::vector<JobVariant>>>& placements_;
   const double now_;
   std::vector<std::pair<std::string, PlannedStart>> held_;
   std::vector<bool> keep_;  // per queued job; empty until the first hold
@@ -144,7 +151,7 @@ std::vector<std::pair<std::string, PlannedStart>> Planner::hold_admitted(PlanInp
   auto in_order = [](const QueuedJob& q, const std::pair<double, std::string_view>& key) {
     return std::pair<double, std::string_view>(q.job->arrival, q.job->id) < key;
   };
-  AdmissionHolds holds(state, now);
+  AdmissionHolds holds(input, now);
   std::vector<Displaced> displaced;
   const std::vector<MachineSlot>& slots = *input.slots;
   const auto wall = steady_now();

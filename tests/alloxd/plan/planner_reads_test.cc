@@ -160,5 +160,56 @@ TEST(PlannerReadsTest, AnAdmissionStandsAsMadeUntilItsHoldLapsesOrItsJobStarts) 
   planner.stop();
 }
 
+// An admitted job's hold takes it out of the plan's queue; the constraints of the jobs behind it
+// must stay theirs. A job that selects pool=b, queued behind one admitted on n0, is planned by
+// FIFO onto n1 (pool=a): its own selector moves it to n2, not the admitted job's (none).
+TEST(PlannerReadsTest, AHeldAdmissionLeavesTheQueuedJobsTheirOwnConstraints) {
+  testing::ScratchDir dir;
+  ExtenderConfig config = testing::make_config(
+      {{"n0", {{"gpu", 1}}}, {"n1", {{"gpu", 1}}}, {"n2", {{"gpu", 1}}}}, dir.file("state.db"));
+  config.policy = "fifo";
+  Metrics metrics;
+  PlannerOptions options;
+  options.inventory = config.nodes;
+  auto made = Planner::create(config, make_policy(config.policy, {}).value(), metrics, options);
+  ASSERT_TRUE(made.ok()) << made.message();
+  Planner& planner = **made;
+  std::vector<NodeInventory> nodes = config.nodes;
+  for (NodeInventory& node : nodes) {
+    node.facts.name = node.name;
+    node.facts.labels["pool"] = node.name == "n2" ? "b" : "a";
+  }
+  planner.set_inventory(nodes);
+  planner.start();
+  auto variant = [&](const std::string& job, const nlohmann::json& selector) {
+    nlohmann::json pod =
+        testing::make_pod("lab", job + "-gpu", "nvidia.com/gpu", {{"allox.io/job", job}});
+    if (!selector.empty()) pod["spec"]["nodeSelector"] = selector;
+    auto read = read_job_variant(pod, config.devices);
+    EXPECT_TRUE(read.ok()) << read.message();
+    return *read;
+  };
+  const JobVariant first = variant("first", nlohmann::json::object());
+  const JobVariant second = variant("second", {{"pool", "b"}});
+  ASSERT_TRUE(planner.register_variant(first, Durability::kWritten).ok());
+  ASSERT_TRUE(planner.register_variant(second, Durability::kWritten).ok());
+  planner.solve_now();
+  auto plan = planner.latest_plan();
+  ASSERT_EQ(1u, plan->starts.count("lab/first"));
+  ASSERT_EQ(1u, plan->starts.count("lab/second"));
+  EXPECT_EQ("n2", plan->starts.at("lab/second").node);
+  const PlannedStart start = plan->starts.at("lab/first");
+  ASSERT_EQ("n0", start.node);
+
+  ASSERT_TRUE(planner.admit("lab/first", "lab/first-gpu", start).ok());
+  planner.solve_now();
+  plan = planner.latest_plan();
+  ASSERT_EQ(1u, plan->starts.count("lab/first"));
+  EXPECT_EQ("n0", plan->starts.at("lab/first").node) << "held where it was admitted";
+  ASSERT_EQ(1u, plan->starts.count("lab/second"));
+  EXPECT_EQ("n2", plan->starts.at("lab/second").node) << "its own selector, not first's";
+  planner.stop();
+}
+
 }  // namespace
 }  // namespace allox::extender
