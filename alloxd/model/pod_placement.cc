@@ -16,6 +16,15 @@ const json* present(const json& object, const char* key) {
   return it == object.end() || it->is_null() ? nullptr : &*it;
 }
 
+// spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution, or null.
+const json* required_affinity(const json& spec) {
+  const json* affinity = present(spec, "affinity");
+  const json* node_affinity = affinity != nullptr ? present(*affinity, "nodeAffinity") : nullptr;
+  return node_affinity != nullptr
+             ? present(*node_affinity, "requiredDuringSchedulingIgnoredDuringExecution")
+             : nullptr;
+}
+
 Status over_bound(const char* field, std::size_t count, const char* what) {
   return Error{std::string(field) + ": " + std::to_string(count) + " " + what + ", over the " +
                std::to_string(kMaxPodConstraints) + " alloxd reads"};
@@ -35,12 +44,7 @@ Status check_pod_constraints(const json& pod) {
       tolerations->size() > kMaxPodConstraints) {
     return over_bound("Pod.spec.tolerations", tolerations->size(), "tolerations");
   }
-  const json* affinity = present(*spec, "affinity");
-  const json* node_affinity = affinity != nullptr ? present(*affinity, "nodeAffinity") : nullptr;
-  const json* required =
-      node_affinity != nullptr
-          ? present(*node_affinity, "requiredDuringSchedulingIgnoredDuringExecution")
-          : nullptr;
+  const json* required = required_affinity(*spec);
   const json* terms = required != nullptr ? present(*required, "nodeSelectorTerms") : nullptr;
   if (terms == nullptr || !terms->is_array()) return OkStatus();
   std::size_t requirements = 0;
@@ -69,12 +73,7 @@ PodConstraints read_pod_constraints(const json& pod) {
       selector != nullptr && selector->is_object() && !selector->empty()) {
     kept["nodeSelector"] = *selector;
   }
-  const json* affinity = present(*spec, "affinity");
-  const json* node_affinity = affinity != nullptr ? present(*affinity, "nodeAffinity") : nullptr;
-  const json* required =
-      node_affinity != nullptr
-          ? present(*node_affinity, "requiredDuringSchedulingIgnoredDuringExecution")
-          : nullptr;
+  const json* required = required_affinity(*spec);
   if (required != nullptr && kube::pinned_node(pod).empty()) {
     kept["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] = *required;
   }
