@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <queue>
 #include <string_view>
 #include <tuple>
 #include <unordered_map>
@@ -12,10 +13,13 @@
 namespace allox::extender {
 namespace {
 
-// Policies may leave estimated starts out (they are advisory). For those jobs, list-schedule in
-// the given order: each goes to the machine where it would finish first, starting when that
+// Policies may leave estimated starts out (they are advisory), and a start that found no node
+// its pods may go to has none either. For those jobs, list-schedule in the given order: each
+// goes to the machine where it would finish first (ties: the lowest machine), starting when that
 // machine frees up (busy machines at their estimated finish, machines taken by this round's
-// starts after those jobs). O(jobs × machines).
+// starts after those jobs). A job takes the same time on every machine of a type, so its best
+// machine is the earliest free of some type: one heap per type, O(jobs × types × log machines)
+// rather than a scan of every machine per job (20,000 such jobs on 40,000 machines: seconds).
 template <class Waiting>
 void fill_missing_starts(const ClusterState& state, const std::vector<Placement>& starts,
                          std::vector<Waiting>& waiting) {
@@ -38,18 +42,37 @@ void fill_missing_starts(const ClusterState& state, const std::vector<Placement>
     free_at[p.machine] =
         state.now + job->second->time_on(state.machines[p.machine].device).value_or(0);
   }
+  using Free = std::pair<double, std::size_t>;  // (free at, machine): the earliest, lowest first
+  using EarliestFree = std::priority_queue<Free, std::vector<Free>, std::greater<>>;
+  std::vector<std::pair<DeviceType, EarliestFree>> by_type;
+  for (std::size_t m = 0; m < free_at.size(); ++m) {
+    const DeviceType& device = state.machines[m].device;
+    auto type = std::find_if(by_type.begin(), by_type.end(),
+                             [&](const auto& t) { return t.first == device; });
+    if (type == by_type.end()) type = by_type.insert(by_type.end(), {device, EarliestFree()});
+    type->second.push({free_at[m], m});
+  }
   for (Waiting& w : waiting) {
     if (w.estimated_start != std::numeric_limits<double>::infinity()) continue;
     const Job& job = *w.queued->job;
-    std::size_t best = free_at.size();
+    EarliestFree* best = nullptr;
     double best_finish = std::numeric_limits<double>::infinity();
-    for (std::size_t m = 0; m < free_at.size(); ++m) {
-      auto p = job.time_on(state.machines[m].device);
-      if (p && free_at[m] + *p < best_finish) best = m, best_finish = free_at[m] + *p;
+    for (auto& [device, heap] : by_type) {
+      auto p = job.time_on(device);
+      if (!p) continue;
+      const auto [at, m] = heap.top();
+      const double finish = at + *p;
+      if (finish < best_finish ||
+          (finish == best_finish && best != nullptr && m < best->top().second)) {
+        best = &heap;
+        best_finish = finish;
+      }
     }
-    if (best == free_at.size()) continue;
-    w.estimated_start = free_at[best];
-    free_at[best] = best_finish;
+    if (best == nullptr) continue;
+    const std::size_t m = best->top().second;
+    w.estimated_start = best->top().first;
+    best->pop();
+    best->push({best_finish, m});
   }
 }
 
@@ -132,9 +155,9 @@ std::vector<std::size_t> take_elsewhere(const std::vector<MachineSlot>& slots,
            slots[next].device == slots[s].device) {
       ++next;
     }
-    const bool idle = std::any_of(taken.begin() + static_cast<std::ptrdiff_t>(s),
-                                  taken.begin() + static_cast<std::ptrdiff_t>(next),
-                                  [](bool t) { return !t; });
+    const bool idle =
+        std::any_of(taken.begin() + static_cast<std::ptrdiff_t>(s),
+                    taken.begin() + static_cast<std::ptrdiff_t>(next), [](bool t) { return !t; });
     if (slots[s].device == device && idle && !choice.refusal(q, slots[s].node, device)) {
       std::vector<std::size_t> taking = take_units(slots, s, units, taken);
       if (!taking.empty()) {
@@ -168,8 +191,8 @@ std::string kind_of(const PlanInput& input, std::size_t q, const DeviceType& dev
 // device type, so any idle machine of the type is as good to it; a start with no such node
 // waits, with the reason in `notes`.
 struct Placed {
-  std::vector<bool> taken;            // by slot: busy, or taken by a start of this plan
-  std::vector<std::size_t> vacated;   // policy machines left idle by a start that found no node
+  std::vector<bool> taken;           // by slot: busy, or taken by a start of this plan
+  std::vector<std::size_t> vacated;  // policy machines left idle by a start that found no node
 };
 
 Placed place_starts(const PlanInput& input, const std::vector<Placement>& starts,
@@ -217,8 +240,8 @@ Placed place_starts(const PlanInput& input, const std::vector<Placement>& starts
     std::vector<std::size_t> taking =
         take_elsewhere(slots, choice, m.q, device, m.units, taken, from);
     if (taking.empty()) {
-      notes[m.placement->job_id] = "no idle " + units_text(device, m.units) +
-                                   " on a node its pod may go to (" + m.why + ")";
+      notes[m.placement->job_id] =
+          "no idle " + units_text(device, m.units) + " on a node its pod may go to (" + m.why + ")";
       continue;
     }
     const MachineSlot& slot = slots[taking.front()];

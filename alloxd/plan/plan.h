@@ -8,10 +8,9 @@
 // device that they may go to, after the placements that stay, or waits with the reason in
 // PlannedWait::note; the machine such a job leaves idle goes to the first waiting job, by
 // estimated start, that may go to its node and fits there, at most 20,000 jobs looked at per
-// plan), and for the others their
-// position in the queue and estimated start (the policy's, else a list schedule: O(jobs ×
-// machines) per plan). Plans are immutable once made and shared by pointer (PlanBoard), so
-// readers never wait for a solve.
+// plan), and for the others their position in the queue and estimated start (the policy's,
+// else a list schedule: O(jobs × device types × log machines) per plan). Plans are immutable
+// once made and shared by pointer (PlanBoard), so readers never wait for a solve.
 //
 // make_plan is pure. PlanBoard is thread-safe: publish() from one thread (the planner's),
 // latest() and wait_for() from any thread.

@@ -5,9 +5,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <limits>
+#include <random>
 #include <thread>
+#include <tuple>
 
 namespace allox::extender {
 namespace {
@@ -52,6 +56,88 @@ TEST(PlanTest, StartsMapToSlotsAndMissingEstimatesAreListScheduled) {
   EXPECT_EQ(2, plan.waiting.at("c").position);
   EXPECT_DOUBLE_EQ(1130, plan.waiting.at("c").estimated_start.value());
   EXPECT_EQ(2, plan.waiting.at("c").queue_length);
+}
+
+// The list schedule against the rule it states, machine by machine: each job in order to the
+// machine where it finishes first (ties: the lowest machine), on random clusters of three types
+// with busy machines and this round's starts. Whole seconds, so ties are exact.
+TEST(PlanTest, TheListScheduleIsEachJobOnItsEarliestFinishingMachine) {
+  std::mt19937 random(11);
+  auto draw = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(random); };
+  const std::vector<DeviceType> types = {"a100", "cpu", "h100"};
+  for (int instance = 0; instance < 200; ++instance) {
+    PlanInput input;
+    ClusterState& state = input.state;
+    state.now = 1000;
+    std::vector<MachineSlot> slots;
+    const int machines = draw(1, 12);
+    for (int m = 0; m < machines; ++m) {
+      const DeviceType& device = types[static_cast<std::size_t>(draw(0, 2))];
+      const bool busy = draw(0, 2) == 0;
+      state.machines.push_back({"n" + std::to_string(m) + "/" + device, device,
+                                busy ? 1000.0 + draw(1, 300) : 0.0, "n" + std::to_string(m)});
+      state.idle.push_back(!busy);
+      slots.push_back({"n" + std::to_string(m), device, 0, ""});
+    }
+    const int jobs = draw(1, 30);
+    for (int j = 0; j < jobs; ++j) {
+      Job job;
+      job.id = "j" + std::to_string(100 + j);
+      job.arrival = 900 + draw(0, 5);
+      for (const DeviceType& device : types) {
+        if (draw(0, 2) > 0) job.time[device] = draw(1, 100);
+      }
+      input.jobs.push_back(std::make_shared<const Job>(job));
+      state.queue.push_back({input.jobs.back().get(), job.arrival, 0, {}});
+    }
+    // The first idle machine starts the first job that runs there, as a policy would.
+    Decision decision;
+    for (std::size_t m = 0; m < state.machines.size() && decision.start.empty(); ++m) {
+      if (!state.idle[m]) continue;
+      for (const QueuedJob& q : state.queue) {
+        if (q.job->time_on(state.machines[m].device)) {
+          decision.start.push_back({q.job->id, m});
+          break;
+        }
+      }
+    }
+    const Plan plan = make_plan(input, decision, slots, 0);
+
+    // The rule, machine by machine.
+    std::vector<double> free_at(state.machines.size(), state.now);
+    for (std::size_t m = 0; m < free_at.size(); ++m) {
+      if (!state.idle[m]) free_at[m] = state.machines[m].busy_until;
+    }
+    std::vector<const Job*> waiting;
+    for (const auto& job : input.jobs) {
+      if (!decision.start.empty() && decision.start[0].job_id == job->id) {
+        const std::size_t m = decision.start[0].machine;
+        free_at[m] = state.now + *job->time_on(state.machines[m].device);
+        continue;
+      }
+      waiting.push_back(job.get());
+    }
+    std::stable_sort(waiting.begin(), waiting.end(), [](const Job* x, const Job* y) {
+      return std::tie(x->arrival, x->id) < std::tie(y->arrival, y->id);
+    });
+    for (const Job* job : waiting) {
+      std::size_t best = free_at.size();
+      double best_finish = std::numeric_limits<double>::infinity();
+      for (std::size_t m = 0; m < free_at.size(); ++m) {
+        auto p = job->time_on(state.machines[m].device);
+        if (p && free_at[m] + *p < best_finish) best = m, best_finish = free_at[m] + *p;
+      }
+      ASSERT_EQ(1u, plan.waiting.count(job->id)) << instance << " " << job->id;
+      const PlannedWait& wait = plan.waiting.at(job->id);
+      if (best == free_at.size()) {
+        EXPECT_FALSE(wait.estimated_start.has_value()) << instance << " " << job->id;
+        continue;
+      }
+      ASSERT_TRUE(wait.estimated_start.has_value()) << instance << " " << job->id;
+      EXPECT_EQ(free_at[best], *wait.estimated_start) << instance << " " << job->id;
+      free_at[best] = best_finish;
+    }
+  }
 }
 
 TEST(PlanTest, PolicyEstimatesWinAndOrderPositions) {
