@@ -3,8 +3,8 @@
 // the percentage of nodes tainted for a team (the first ones), the second arg the percentage of
 // jobs that tolerate it (spread evenly through the queue). With taints, the starts the policy put
 // on a tainted node move to an open node with room, or wait; the machines they leave go to the
-// next waiting jobs that tolerate the taint, or, where none does, stay idle after the plan's
-// bounded look (kRefillLooks). Not a test: build/bench/plan_benchmark
+// next waiting jobs that tolerate the taint, or, where none does, stay idle.
+// Not a test: build/bench/plan_benchmark
 #include <benchmark/benchmark.h>
 
 #include <memory>

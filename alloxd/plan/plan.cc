@@ -261,40 +261,75 @@ struct Waiting {
   const QueuedJob* queued;
 };
 
-// How many waiting jobs one plan may examine for vacated machines in all: each look is a
-// check of the job's pods against a node (microseconds), so a plan whose vacated machines
-// nobody may use (a tainted pool no queued pod tolerates) costs at most milliseconds.
-constexpr std::size_t kRefillLooks = 20000;
+// How many checks of a job's pods against a node one plan's refill may make in all: each kind
+// of job (refill_kind) passes over the vacated nodes once, so this binds only when thousands of
+// waiting jobs state constraints of their own, none of which a vacated node takes.
+constexpr std::size_t kRefillChecks = 100000;
+
+// Jobs that may take the same vacated nodes: the same units, the same device types, and pods
+// stating the same constraints on each (PodConstraints::key).
+std::string refill_kind(const PlanInput& input, std::size_t q, const Job& job) {
+  std::string kind = std::to_string(std::max(1, job.units));
+  const auto* placements =
+      q < input.queue_placements.size() ? input.queue_placements[q].get() : nullptr;
+  for (const auto& entry : job.time) {
+    kind += '\0' + entry.first;
+    if (placements == nullptr) continue;
+    for (const JobVariant& variant : *placements) {
+      if (variant.runs_on(entry.first)) kind += '\1' + variant.placement_key;
+    }
+  }
+  return kind;
+}
 
 // The policy meant each vacated machine to run a job now, but the job it chose may not go to
-// that node and found no other. Rather than leave it idle until the next plan makes the same
-// choice, it goes to the first waiting job, in the plan's order (the policy's estimated start),
-// that can run on its device, whose pods may go to its node and that fits in the node's idle
-// units. Fills `refilled` with the jobs started so; they leave `waiting`.
+// that node and found no other. Rather than leave them idle until the next plan makes the same
+// choice, the waiting jobs take them in the plan's order (the policy's estimated start), each
+// the first vacated node it can run on, whose pods may go there and that has its units idle.
+// A kind of job resumes where its last scan ended: the nodes it passed over take no job of that
+// kind now, and taking units only makes room scarcer. The jobs started leave `waiting`.
 void refill_vacated(const PlanInput& input, const std::vector<MachineSlot>& slots,
-                    const std::vector<std::size_t>& vacated, std::vector<bool>& taken,
+                    std::vector<std::size_t> vacated, std::vector<bool>& taken,
                     std::vector<Waiting>& waiting, Plan& plan) {
   if (vacated.empty()) return;
   const ClusterState& state = input.state;
   const NodeChoice choice(input);
-  std::vector<bool> started(waiting.size(), false);
-  std::size_t looks = 0;
+  // One entry per vacated node and device (the first of its vacated slots), in slot order.
+  std::sort(vacated.begin(), vacated.end());
+  std::vector<std::size_t> nodes;
   for (std::size_t machine : vacated) {
-    const MachineSlot& slot = slots[machine];
-    for (std::size_t w = 0; w < waiting.size() && !taken[machine]; ++w) {
-      if (started[w]) continue;
-      if (++looks > kRefillLooks) break;
-      const Job& job = *waiting[w].queued->job;
+    if (nodes.empty() || slots[nodes.back()].node != slots[machine].node ||
+        slots[nodes.back()].device != slots[machine].device) {
+      nodes.push_back(machine);
+    }
+  }
+  std::vector<bool> is_vacated(slots.size(), false);
+  std::size_t idle_left = 0;  // vacated machines no job has taken yet
+  for (std::size_t machine : vacated) {
+    if (!is_vacated[machine] && !taken[machine]) ++idle_left;
+    is_vacated[machine] = true;
+  }
+  std::unordered_map<std::string, std::size_t> scanned_to;
+  std::vector<bool> started(waiting.size(), false);
+  std::size_t checks = 0;
+  for (std::size_t w = 0; w < waiting.size() && checks < kRefillChecks; ++w) {
+    const Job& job = *waiting[w].queued->job;
+    const auto q = static_cast<std::size_t>(waiting[w].queued - state.queue.data());
+    std::size_t& from = scanned_to[refill_kind(input, q, job)];
+    const int units = std::max(1, job.units);
+    for (; from < nodes.size() && checks < kRefillChecks; ++from) {
+      const MachineSlot& slot = slots[nodes[from]];
       if (!job.time_on(slot.device)) continue;
-      const auto q = static_cast<std::size_t>(waiting[w].queued - state.queue.data());
+      ++checks;
       if (choice.refusal(q, slot.node, slot.device)) continue;
-      const int units = std::max(1, job.units);
-      std::vector<std::size_t> taking = take_units(slots, machine, units, taken);
+      std::vector<std::size_t> taking = take_units(slots, nodes[from], units, taken);
       if (taking.empty()) continue;
       plan.starts[job.id] = {slot.node, slot.device, static_cast<int>(taking.front()), units};
       started[w] = true;
+      for (std::size_t m : taking) idle_left -= is_vacated[m] ? 1 : 0;
+      break;
     }
-    if (looks > kRefillLooks) break;
+    if (idle_left == 0) break;
   }
   std::size_t kept = 0;
   for (std::size_t w = 0; w < waiting.size(); ++w) {

@@ -6,9 +6,9 @@
 // node has fewer idle slots left is dropped and the job waits; a placement on a node the job's
 // pods may not go to, JobVariant::may_go_to, moves to the first node with k idle slots of the
 // device that they may go to, after the placements that stay, or waits with the reason in
-// PlannedWait::note; the machine such a job leaves idle goes to the first waiting job, by
-// estimated start, that may go to its node and fits there, at most 20,000 jobs looked at per
-// plan), and for the others their position in the queue and estimated start (the policy's,
+// PlannedWait::note; the machines such jobs leave idle go to the waiting jobs by estimated
+// start, each to the first of them its pods may go to and that fits it), and for the others
+// their position in the queue and estimated start (the policy's,
 // else a list schedule: O(jobs × device types × log machines) per plan). Plans are immutable
 // once made and shared by pointer (PlanBoard), so readers never wait for a solve.
 //

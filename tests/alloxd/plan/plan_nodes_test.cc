@@ -221,6 +221,51 @@ TEST(PlanNodesTest, AMachineItsPlannedJobMayNotUseGoesToTheNextJobThatMay) {
   EXPECT_EQ(2u, idle.waiting.size());
 }
 
+// Thousands of waiting jobs that may not use the vacated machines cost one pass of their kind,
+// not one per machine: the few that may, last in the queue, still take them.
+TEST(PlanNodesTest, TheJobsThatMayUseVacatedMachinesTakeThemBehindThousandsThatMayNot) {
+  PlanInput input;
+  std::vector<MachineSlot> slots;
+  auto nodes = std::make_shared<NodeFactsIndex>();
+  const json dedicated = json::array(
+      {{{"key", "dedicated"}, {"value", "team-a"}, {"effect", "NoSchedule"}}});
+  for (int n = 0; n < 10; ++n) {
+    const std::string name = "t" + std::to_string(n);
+    nodes->emplace(name, node(name, json::object(), dedicated));
+    slots.push_back({name, "gpu", 0, ""});
+    input.state.machines.push_back({name + "/gpu-0", "gpu", 0, name});
+    input.state.idle.push_back(true);
+  }
+  input.nodes = nodes;
+  const json tolerates = json::array({{{"key", "dedicated"}, {"operator", "Exists"}}});
+  Decision decision;
+  constexpr int kPlain = 25000;
+  for (int j = 0; j < kPlain + 3; ++j) {
+    const bool team_a = j >= kPlain;
+    const std::string id = (team_a ? "team-a-" : "plain-") + std::to_string(j);
+    Job job;
+    job.id = id;
+    job.time["gpu"] = 10;
+    input.jobs.push_back(std::make_shared<const Job>(job));
+    input.state.queue.push_back({input.jobs.back().get(), 0, 0, {}});
+    input.queue_placements.push_back(
+        team_a ? std::make_shared<const std::vector<JobVariant>>(
+                     std::vector<JobVariant>{gpu_variant(id, {{"tolerations", tolerates}})})
+               : nullptr);
+    if (j < 10) {
+      decision.start.push_back({id, static_cast<std::size_t>(j)});  // each on a tainted node
+    } else {
+      decision.estimated_start[id] = 200 + j;
+    }
+  }
+  Plan plan = make_plan(input, decision, slots, 0);
+  ASSERT_EQ(3u, plan.starts.size());
+  for (int j = kPlain; j < kPlain + 3; ++j) {
+    EXPECT_EQ(1u, plan.starts.count("team-a-" + std::to_string(j))) << j;
+  }
+  EXPECT_EQ(static_cast<std::size_t>(kPlain), plan.waiting.size());
+}
+
 TEST(PlanNodesTest, NodesWithoutFactsTakeEveryJob) {
   Cluster cluster;
   cluster.input.nodes = nullptr;  // the config's fixed inventory: nothing known of its nodes
