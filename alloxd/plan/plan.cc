@@ -185,16 +185,16 @@ std::string kind_of(const PlanInput& input, std::size_t q, const DeviceType& dev
   return kind;
 }
 
-// The Decision's starts as PlannedStarts, each on as many slots as its job needs, on a node its
-// pods may go to: the policy's machine when they may, else (after every start that keeps its
-// machine) the first node of the same type with room that they may go to. The policy plans by
-// device type, so any idle machine of the type is as good to it; a start with no such node
-// waits, with the reason in `notes`.
 struct Placed {
   std::vector<bool> taken;           // by slot: busy, or taken by a start of this plan
   std::vector<std::size_t> vacated;  // policy machines left idle by a start that found no node
 };
 
+// The Decision's starts as PlannedStarts, each on as many slots as its job needs, on a node its
+// pods may go to: the policy's machine when they may, else (after every start that keeps its
+// machine) the first node of the same type with room that they may go to. The policy plans by
+// device type, so any idle machine of the type is as good to it; a start with no such node
+// waits, with the reason in `notes`.
 Placed place_starts(const PlanInput& input, const std::vector<Placement>& starts,
                     const std::vector<MachineSlot>& slots, Plan& plan,
                     std::unordered_map<std::string, std::string>& notes) {
@@ -266,18 +266,12 @@ struct Waiting {
 // waiting jobs state constraints of their own, none of which a vacated node takes.
 constexpr std::size_t kRefillChecks = 100000;
 
-// Jobs that may take the same vacated nodes: the same units, the same device types, and pods
-// stating the same constraints on each (PodConstraints::key).
+// Jobs that may take the same vacated nodes: of the same kind (kind_of) on each device type
+// they run on.
 std::string refill_kind(const PlanInput& input, std::size_t q, const Job& job) {
-  std::string kind = std::to_string(std::max(1, job.units));
-  const auto* placements =
-      q < input.queue_placements.size() ? input.queue_placements[q].get() : nullptr;
+  std::string kind;
   for (const auto& entry : job.time) {
-    kind += '\0' + entry.first;
-    if (placements == nullptr) continue;
-    for (const JobVariant& variant : *placements) {
-      if (variant.runs_on(entry.first)) kind += '\1' + variant.placement_key;
-    }
+    kind += kind_of(input, q, entry.first, std::max(1, job.units)) + '\1';
   }
   return kind;
 }

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <optional>
 
 #include "alloxd/model/pod_placement.h"
 #include "alloxd/plan/plan.h"
@@ -116,28 +117,33 @@ TEST(PlanNodesTest, AJobWithAVariantThatMayGoThereStartsThere) {
   EXPECT_EQ("a", plan.starts.at("two").node);
 }
 
-// Moves of one kind resume where the last one ended (nodes passed over have no room for that
-// kind), and never cost another kind the nodes only it may go to.
-TEST(PlanNodesTest, ManyMovedStartsFillTheNodesTheirPodsMayGoToInOrder) {
+// `tainted` nodes t0.. tainted dedicated=team-a:NoSchedule, then `open` nodes o0..; `gpus` GPUs
+// each. Jobs queue in order: team-a's pods tolerate the taint, the others state nothing.
+struct TaintedPools {
   PlanInput input;
   std::vector<MachineSlot> slots;
-  auto nodes = std::make_shared<NodeFactsIndex>();
-  const json dedicated = json::array(
-      {{{"key", "dedicated"}, {"value", "team-a"}, {"effect", "NoSchedule"}}});
-  // Nodes t0..t3 tainted for team-a, then open nodes o0..o3; two GPUs each.
-  for (int n = 0; n < 8; ++n) {
-    const std::string name = (n < 4 ? "t" : "o") + std::to_string(n % 4);
-    nodes->emplace(name, node(name, json::object(), n < 4 ? dedicated : json::array()));
-    for (int i = 0; i < 2; ++i) {
-      slots.push_back({name, "gpu", i, ""});
-      input.state.machines.push_back({name + "/gpu-" + std::to_string(i), "gpu", 0, name});
-      input.state.idle.push_back(true);
-    }
-  }
-  input.nodes = nodes;
-  const json tolerates = json::array({{{"key", "dedicated"}, {"operator", "Exists"}}});
   Decision decision;
-  auto queue = [&](const std::string& id, bool team_a, std::size_t machine) {
+
+  TaintedPools(int tainted, int open, int gpus) {
+    auto nodes = std::make_shared<NodeFactsIndex>();
+    const json dedicated = json::array(
+        {{{"key", "dedicated"}, {"value", "team-a"}, {"effect", "NoSchedule"}}});
+    for (int n = 0; n < tainted + open; ++n) {
+      const bool is_tainted = n < tainted;
+      const std::string name = (is_tainted ? "t" : "o") + std::to_string(is_tainted ? n : n - tainted);
+      nodes->emplace(name, node(name, json::object(), is_tainted ? dedicated : json::array()));
+      for (int i = 0; i < gpus; ++i) {
+        slots.push_back({name, "gpu", i, ""});
+        input.state.machines.push_back({name + "/gpu-" + std::to_string(i), "gpu", 0, name});
+        input.state.idle.push_back(true);
+      }
+    }
+    input.nodes = nodes;
+  }
+  // Queues a job the policy starts on `machine`, or, with none, estimates to start at `at`.
+  void queue(const std::string& id, bool team_a, std::optional<std::size_t> machine,
+             double at = 0) {
+    static const json tolerates = json::array({{{"key", "dedicated"}, {"operator", "Exists"}}});
     Job job;
     job.id = id;
     job.time["gpu"] = 10;
@@ -147,13 +153,25 @@ TEST(PlanNodesTest, ManyMovedStartsFillTheNodesTheirPodsMayGoToInOrder) {
         team_a ? std::make_shared<const std::vector<JobVariant>>(
                      std::vector<JobVariant>{gpu_variant(id, {{"tolerations", tolerates}})})
                : nullptr);
-    decision.start.push_back({id, machine});
-  };
+    if (machine) {
+      decision.start.push_back({id, *machine});
+    } else {
+      decision.estimated_start[id] = at;
+    }
+  }
+};
+
+// Moves of one kind resume where the last one ended (nodes passed over have no room for that
+// kind), and never cost another kind the nodes only it may go to.
+TEST(PlanNodesTest, ManyMovedStartsFillTheNodesTheirPodsMayGoToInOrder) {
+  TaintedPools pools(/*tainted=*/4, /*open=*/4, /*gpus=*/2);  // t0..t3, then o0..o3
   // Ten plain jobs put on the first eight machines (the tainted nodes' and then again), then
   // team-a's job on an open node's.
-  for (int j = 0; j < 10; ++j) queue("plain-" + std::to_string(j), false, j % 8);
-  queue("team-a", true, 8);
-  Plan plan = make_plan(input, decision, slots, 0);
+  for (int j = 0; j < 10; ++j) {
+    pools.queue("plain-" + std::to_string(j), false, static_cast<std::size_t>(j % 8));
+  }
+  pools.queue("team-a", true, 8);
+  Plan plan = make_plan(pools.input, pools.decision, pools.slots, 0);
   // team-a keeps o0's first machine; seven plain jobs fill o0's other and o1..o3; three wait.
   EXPECT_EQ("o0", plan.starts.at("team-a").node);
   std::map<std::string, int> on;
@@ -224,41 +242,17 @@ TEST(PlanNodesTest, AMachineItsPlannedJobMayNotUseGoesToTheNextJobThatMay) {
 // Thousands of waiting jobs that may not use the vacated machines cost one pass of their kind,
 // not one per machine: the few that may, last in the queue, still take them.
 TEST(PlanNodesTest, TheJobsThatMayUseVacatedMachinesTakeThemBehindThousandsThatMayNot) {
-  PlanInput input;
-  std::vector<MachineSlot> slots;
-  auto nodes = std::make_shared<NodeFactsIndex>();
-  const json dedicated = json::array(
-      {{{"key", "dedicated"}, {"value", "team-a"}, {"effect", "NoSchedule"}}});
-  for (int n = 0; n < 10; ++n) {
-    const std::string name = "t" + std::to_string(n);
-    nodes->emplace(name, node(name, json::object(), dedicated));
-    slots.push_back({name, "gpu", 0, ""});
-    input.state.machines.push_back({name + "/gpu-0", "gpu", 0, name});
-    input.state.idle.push_back(true);
-  }
-  input.nodes = nodes;
-  const json tolerates = json::array({{{"key", "dedicated"}, {"operator", "Exists"}}});
-  Decision decision;
+  TaintedPools pools(/*tainted=*/10, /*open=*/0, /*gpus=*/1);
   constexpr int kPlain = 25000;
   for (int j = 0; j < kPlain + 3; ++j) {
     const bool team_a = j >= kPlain;
     const std::string id = (team_a ? "team-a-" : "plain-") + std::to_string(j);
-    Job job;
-    job.id = id;
-    job.time["gpu"] = 10;
-    input.jobs.push_back(std::make_shared<const Job>(job));
-    input.state.queue.push_back({input.jobs.back().get(), 0, 0, {}});
-    input.queue_placements.push_back(
-        team_a ? std::make_shared<const std::vector<JobVariant>>(
-                     std::vector<JobVariant>{gpu_variant(id, {{"tolerations", tolerates}})})
-               : nullptr);
-    if (j < 10) {
-      decision.start.push_back({id, static_cast<std::size_t>(j)});  // each on a tainted node
-    } else {
-      decision.estimated_start[id] = 200 + j;
-    }
+    // The first ten on the tainted nodes, one each; the rest estimated in queue order.
+    pools.queue(id, team_a,
+                j < 10 ? std::optional<std::size_t>(static_cast<std::size_t>(j)) : std::nullopt,
+                200 + j);
   }
-  Plan plan = make_plan(input, decision, slots, 0);
+  Plan plan = make_plan(pools.input, pools.decision, pools.slots, 0);
   ASSERT_EQ(3u, plan.starts.size());
   for (int j = kPlain; j < kPlain + 3; ++j) {
     EXPECT_EQ(1u, plan.starts.count("team-a-" + std::to_string(j))) << j;
